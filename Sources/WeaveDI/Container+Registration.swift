@@ -1,0 +1,72 @@
+extension WeaveDI.Container {
+    /// Registers how to build `type` in `scope` (default: singleton). Registering a type again
+    /// replaces the earlier registration (its cached singleton is dropped) and logs it.
+    public func register<T>(
+        _ type: T.Type, scope: WeaveDI.Scope = .singleton,
+        factory: @escaping @Sendable () throws -> T
+    ) {
+        register(type, scope: scope) { (_: any Resolver) throws -> T in try factory() }
+    }
+
+    /// Registers `type` with a factory that resolves its dependencies through `resolver`
+    /// (constructor injection): `container.register(A.self) { r in A(b: try r.require(B.self)) }`.
+    public func register<T>(
+        _ type: T.Type, scope: WeaveDI.Scope = .singleton,
+        factory: @escaping @Sendable (_ resolver: any Resolver) throws -> T
+    ) {
+        let slot = TypeSlots.shared.slot(for: type)
+        let entry = Entry<T>(
+            slot: slot, scope: scope, module: ModuleContext.current, typeName: String(describing: type),
+            factory: factory)
+        install(entry)
+    }
+
+    /// Registers an existing instance as the singleton for `type`. The container hands it out
+    /// as it is and never disposes it.
+    public func register<T>(_ type: T.Type, instance: T) {
+        let slot = TypeSlots.shared.slot(for: type)
+        install(Entry<T>(slot: slot, module: ModuleContext.current, typeName: String(describing: type), instance: instance))
+    }
+
+    /// Removes the registration of `type`; returns whether there was one.
+    @discardableResult
+    public func unregister<T>(_ type: T.Type) -> Bool {
+        let slot = TypeSlots.shared.slot(for: type)
+        let removed: Bool = state.withLock { state in
+            guard let entry = state.entries.removeValue(forKey: slot) else { return false }
+            state.order.removeAll { $0 == slot }
+            state.retired.append(entry)
+            _ = table.remove(slot)
+            return true
+        }
+        if removed {
+            Generation.bump()
+            WeaveDILog.log(.registration, "unregistered \(type)")
+        }
+        return removed
+    }
+
+    /// Whether `type` is registered.
+    public func isRegistered<T>(_ type: T.Type) -> Bool {
+        table.load(TypeSlots.shared.slot(for: type)) != nil
+    }
+
+    func install(_ entry: EntryBase) {
+        let previous: EntryBase? = state.withLock { state in
+            let old = table.store(entry, at: entry.slot)
+            if let old { state.retired.append(old) } else { state.order.append(entry.slot) }
+            state.entries[entry.slot] = entry
+            state.history.append((entry.slot, entry.module, entry.scope))
+            return old
+        }
+        Generation.bump()
+        if let previous {
+            WeaveDILog.log(
+                .overwrite,
+                "\(entry.typeName) registered again by module \(entry.module) (\(entry.scope)); it replaces "
+                    + "the registration by module \(previous.module) (\(previous.scope))")
+        } else {
+            WeaveDILog.log(.registration, "registered \(entry.typeName) (\(entry.scope), module \(entry.module))")
+        }
+    }
+}

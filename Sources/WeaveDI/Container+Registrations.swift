@@ -1,0 +1,28 @@
+extension WeaveDI {
+    /// One registration as diagnostics see it.
+    public struct Registration: Sendable, Hashable {
+        /// The registered type, as `String(describing:)` spells it.
+        public let type: String
+        /// Its scope.
+        public let scope: WeaveDI.Scope
+        /// The module that registered it (`main` outside any module).
+        public let module: String
+        /// The types its factory resolved through its resolver (recorded on its first builds).
+        public let dependencies: [String]
+        /// Whether a singleton instance is built.
+        public let isBuilt: Bool
+    }
+}
+
+extension WeaveDI.Container {
+    /// Every current registration, in the order the types were first registered.
+    public var registrations: [WeaveDI.Registration] {
+        let entries = state.withLock { state in state.order.compactMap { state.entries[$0] } }
+        return entries.map { entry in
+            let dependencies = entry.edges.withLock { $0 }.map { TypeSlots.shared.name(ofSlot: $0) }.sorted()
+            return WeaveDI.Registration(
+                type: entry.typeName, scope: entry.scope, module: entry.module,
+                dependencies: dependencies, isBuilt: entry.scope == .singleton && entry.hasInstance)
+        }
+    }
+}

@@ -1,0 +1,158 @@
+extension WeaveDI.Container {
+    /// The instance for `type`, or nil when it cannot be resolved (the reason is logged as an
+    /// error: not registered, a cycle, a scope mismatch, no active scope, a failed factory).
+    @inlinable
+    public func resolve<T>(_ type: T.Type) -> T? {
+        let slot = TypeSlots.shared.slot(for: type)
+        if let value = table.cachedSingleton(slot, as: T.self) { return value }
+        return resolveSlow(type, slot: slot)
+    }
+
+    /// The instance for `type`; throws `ResolutionError` saying why it cannot be resolved.
+    @inlinable
+    public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
+        let slot = TypeSlots.shared.slot(for: type)
+        if let value = table.cachedSingleton(slot, as: T.self) { return value }
+        return try requireSlow(type, slot: slot)
+    }
+
+    @usableFromInline
+    func resolveSlow<T>(_ type: T.Type, slot: Int) -> T? {
+        resolveSlow(type, slot: slot, explicit: nil)
+    }
+
+    @usableFromInline
+    func requireSlow<T>(_ type: T.Type, slot: Int) throws(ResolutionError) -> T {
+        try requireSlow(type, slot: slot, explicit: nil)
+    }
+
+    func resolveSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?) -> T? {
+        do {
+            return try requireSlow(type, slot: slot, explicit: explicit)
+        } catch {
+            WeaveDILog.log(.error, "resolve(\(type)) returned nil: \(error)")
+            return nil
+        }
+    }
+
+    func requireSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?) throws(ResolutionError) -> T {
+        guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
+        // Safe unretained: entries live as long as their container (retired, never freed early).
+        let entry = unsafeDowncast(unmanaged.takeUnretainedValue(), to: Entry<T>.self)
+        return try produce(entry, explicit: explicit)
+    }
+
+    /// Resolves through a session or request.
+    func requireScoped<T>(_ type: T.Type, explicit: ScopeOwner) throws(ResolutionError) -> T {
+        let slot = TypeSlots.shared.slot(for: type)
+        if let value = table.cachedSingleton(slot, as: T.self) { return value }
+        return try requireSlow(type, slot: slot, explicit: explicit)
+    }
+
+    /// Returns the instance `entry` stands for in the right scope, building it if needed.
+    func produce<T>(_ entry: Entry<T>, explicit: ScopeOwner?) throws(ResolutionError) -> T {
+        if entry.scope == .singleton, let value = entry.cached() { return value }
+        let stack = ResolutionStack.current
+        if entry.scope != .transient, let outer = stack.nearestScoped, entry.scope.lifetime < outer.scope.lifetime {
+            throw .scopeMismatch(
+                outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
+                inner: entry.typeName, innerScope: entry.scope)
+        }
+        let owner = explicit ?? (stack.frames.isEmpty ? ScopeContext.current : stack.frames.last!.owner)
+        switch entry.scope {
+        case .transient:
+            return try build(entry, owner: owner, stack: stack)
+        case .singleton:
+            return try buildLock.withLock { () throws(ResolutionError) -> T in
+                if let value = entry.cached() { return value }
+                let value = try build(entry, owner: nil, stack: stack)
+                entry.publish(value)
+                if let disposable = value as? any Disposable {
+                    state.withLock { $0.disposables.append(disposable) }
+                }
+                return value
+            }
+        case .session, .request:
+            let target = try scopeTarget(for: entry, owner: owner)
+            if let value = try target.instances.cached(entry.slot, as: T.self, typeName: entry.typeName) {
+                return value
+            }
+            return try buildLock.withLock { () throws(ResolutionError) -> T in
+                if let value = try target.instances.cached(entry.slot, as: T.self, typeName: entry.typeName) {
+                    return value
+                }
+                let value = try build(entry, owner: target, stack: stack)
+                try target.instances.store(value, slot: entry.slot, typeName: entry.typeName)
+                return value
+            }
+        }
+    }
+
+    /// The session or request that holds instances of `entry`, from the owner in effect.
+    private func scopeTarget<T>(for entry: Entry<T>, owner: ScopeOwner?) throws(ResolutionError) -> ScopeOwner {
+        guard let owner, owner.container === self else {
+            throw .noActiveScope(type: entry.typeName, scope: entry.scope)
+        }
+        switch (entry.scope, owner) {
+        case (.session, .session), (.request, .request): return owner
+        case let (.session, .request(request)): return .session(request.session)
+        default: throw .noActiveScope(type: entry.typeName, scope: entry.scope)
+        }
+    }
+
+    /// Runs `entry`'s factory with cycle and depth checks, inside a frame on this thread's stack.
+    func build<T>(_ entry: Entry<T>, owner: ScopeOwner?, stack: ResolutionStack? = nil) throws(ResolutionError) -> T {
+        let stack = stack ?? ResolutionStack.current
+        if let start = stack.index(of: entry.slot, in: id) {
+            let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + [entry.typeName]
+            throw .cycle(path: path)
+        }
+        if stack.frames.count >= ResolutionError.maximumDepth {
+            throw .tooDeep(path: stack.frames.map { TypeSlots.shared.name(ofSlot: $0.slot) } + [entry.typeName])
+        }
+        stack.frames.append(.init(containerID: id, slot: entry.slot, scope: entry.scope, owner: owner))
+        defer { stack.frames.removeLast() }
+        let resolver: any Resolver = owner?.resolver ?? self
+        do {
+            if entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds {
+                return try entry.factory(EdgeRecorder(base: resolver, parent: entry))
+            }
+            return try entry.factory(resolver)
+        } catch let error as ResolutionError {
+            throw error
+        } catch {
+            throw .factoryFailed(type: entry.typeName, underlying: error)
+        }
+    }
+
+    func notRegistered<T>(_ type: T.Type) -> ResolutionError {
+        let name = String(describing: type)
+        let known = state.withLock { $0.entries.values.map(\.typeName) }
+        return .notRegistered(type: name, suggestions: NameSimilarity.suggestions(for: name, among: known))
+    }
+}
+
+/// The resolver handed to a factory during its first builds: it records which services the
+/// factory resolves (the dependency graph), then forwards.
+struct EdgeRecorder: Resolver {
+    /// How many builds of each registration record their edges.
+    static let recordedBuilds = 4
+
+    let base: any Resolver
+    let parent: EntryBase
+
+    func resolve<T>(_ type: T.Type) -> T? {
+        record(type)
+        return base.resolve(type)
+    }
+
+    func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
+        record(type)
+        return try base.require(type)
+    }
+
+    private func record<T>(_ type: T.Type) {
+        let slot = TypeSlots.shared.slot(for: type)
+        _ = parent.edges.withLock { $0.insert(slot) }
+    }
+}

@@ -1,0 +1,142 @@
+import Synchronization
+
+extension WeaveDI {
+    /// A dependency-injection container: registrations by type, each in a scope, resolved on
+    /// demand. `WeaveDI.Container.live` is the process-wide one that `@Injected` and `@Factory`
+    /// read; tests swap it (`WeaveDI.Container.live = WeaveDI.Container()`).
+    ///
+    /// Reading a built singleton takes no lock: a type-slot lookup and two atomic loads.
+    /// Building takes the container's build lock, which is recursive, so factories may resolve
+    /// (and register) other services freely.
+    ///
+    /// `@unchecked Sendable`: the entry table is atomic, everything else sits in `state` or
+    /// behind `buildLock`.
+    public final class Container: Resolver, @unchecked Sendable {
+        private static let nextID = Atomic<UInt64>(1)
+
+        /// A number unique to this container in this process.
+        public let id: UInt64
+        @usableFromInline
+        let table = EntryTable()
+        let buildLock = RecursiveLock()
+        let state = Mutex(State())
+
+        struct State {
+            /// The current entry of every registered slot, in registration order of first sight.
+            var entries: [Int: EntryBase] = [:]
+            var order: [Int] = []
+            /// Every registration ever made here: (slot, module, scope), for duplicate detection.
+            var history: [(slot: Int, module: String, scope: WeaveDI.Scope)] = []
+            /// Replaced entries, kept alive because lock-free readers may still hold them.
+            var retired: [EntryBase] = []
+            /// Built singletons that adopt `Disposable`, in creation order.
+            var disposables: [any Disposable] = []
+            /// Open sessions by identity.
+            var sessions: [ObjectIdentifier: Session] = [:]
+        }
+
+        /// Creates an empty container.
+        public init() {
+            id = Container.nextID.add(1, ordering: .relaxed).newValue
+        }
+
+        // MARK: The process-wide container
+
+        private static let liveStore = Mutex(Container())
+
+        /// The process-wide container that `@Injected`, `@Factory` and `bootstrap` use.
+        /// Assigning a new one (tests do) takes effect for every later read.
+        public static var live: Container {
+            get { liveStore.withLock { $0 } }
+            set {
+                liveStore.withLock { $0 = newValue }
+                Generation.bump()
+            }
+        }
+
+        /// Runs `configure` on the live container (registrations accumulate across calls).
+        public static func bootstrap(
+            isolation: isolated (any Actor)? = #isolation,
+            _ configure: (Container) async throws -> Void
+        ) async rethrows {
+            try await live.bootstrap(isolation: isolation, configure)
+        }
+
+        /// Registers every module's services in the live container, each labelled with its module.
+        public static func bootstrap(
+            isolation: isolated (any Actor)? = #isolation, modules: [any WeaveDI.Module]
+        ) async {
+            await live.bootstrap(isolation: isolation, modules: modules)
+        }
+
+        /// Releases the live container's singletons and closes its open sessions.
+        public static func releaseAll() async {
+            await live.releaseAll()
+        }
+
+        /// Runs `configure` on this container.
+        public func bootstrap(
+            isolation: isolated (any Actor)? = #isolation,
+            _ configure: (Container) async throws -> Void
+        ) async rethrows {
+            try await configure(self)
+        }
+
+        /// Registers every module's services in this container, in order, each labelled with its
+        /// module's name (see `registrations`).
+        public func bootstrap(isolation: isolated (any Actor)? = #isolation, modules: [any WeaveDI.Module]) async {
+            for module in modules {
+                await ModuleContext.$current.withValue(module.name) {
+                    await module.register(in: self)
+                }
+            }
+        }
+
+        /// Releases every singleton this container built (disposing the `Disposable` ones in
+        /// reverse creation order) and closes its open sessions. Registrations stay: the next
+        /// resolve builds afresh. Instances given with `register(_:instance:)` are kept as they are.
+        ///
+        /// A released instance's memory is reclaimed when the container itself goes away:
+        /// lock-free readers may still be holding its cell.
+        public func releaseAll() async {
+            let (disposables, sessions): ([any Disposable], [Session]) = state.withLock { state in
+                for slot in state.order {
+                    guard let entry = state.entries[slot], entry.hasInstance, !entry.isProvidedInstance else { continue }
+                    let fresh = entry.fresh()
+                    if let old = table.store(fresh, at: fresh.slot) { state.retired.append(old) }
+                    state.entries[slot] = fresh
+                }
+                let taken = (state.disposables, Array(state.sessions.values))
+                state.disposables = []
+                return taken
+            }
+            Generation.bump()
+            for session in sessions { await session.close() }
+            for disposable in disposables.reversed() { await disposable.dispose() }
+            WeaveDILog.log(.diagnostic, "released \(disposables.count) disposable singleton(s) and \(sessions.count) session(s)")
+        }
+
+        /// Opens a session: session-scoped services resolved through it (or inside its
+        /// `withCurrent`) live until `close()`.
+        public func openSession(id: String, attributes: [String: String] = [:]) -> Session {
+            let session = Session(id: id, container: self, attributes: attributes)
+            state.withLock { $0.sessions[ObjectIdentifier(session)] = session }
+            WeaveDILog.log(.diagnostic, "session '\(id)' opened")
+            return session
+        }
+
+        /// The sessions open now, oldest first.
+        public var openSessions: [Session] {
+            state.withLock { Array($0.sessions.values) }.sorted { $0.openedAt < $1.openedAt }
+        }
+
+        func sessionClosed(_ session: Session) {
+            _ = state.withLock { $0.sessions.removeValue(forKey: ObjectIdentifier(session)) }
+        }
+    }
+}
+
+/// The module whose `register(in:)` is running, so that registrations know who made them.
+enum ModuleContext {
+    @TaskLocal static var current: String = "main"
+}

@@ -1,0 +1,107 @@
+import Synchronization
+
+/// One registration in a container: how to build a type, in which scope, made by which module.
+///
+/// Entries are immutable but for their singleton cell (set once) and their recorded edges.
+/// A replaced entry is retired, never freed before its container, so lock-free readers that
+/// loaded it stay safe.
+///
+/// `@unchecked Sendable`: the mutable parts are an `Atomic` and a `Mutex`.
+@usableFromInline
+class EntryBase: @unchecked Sendable {
+    let slot: Int
+    let scope: WeaveDI.Scope
+    let module: String
+    let typeName: String
+    /// True for `register(_:instance:)`: the container did not build it and never disposes it.
+    let isProvidedInstance: Bool
+    /// Builds made so far (the first few record the dependency edges).
+    let builds = Atomic<Int>(0)
+    /// Slots this entry's factory resolved through its resolver.
+    let edges = Mutex<Set<Int>>([])
+
+    init(slot: Int, scope: WeaveDI.Scope, module: String, typeName: String, isProvidedInstance: Bool) {
+        self.slot = slot
+        self.scope = scope
+        self.module = module
+        self.typeName = typeName
+        self.isProvidedInstance = isProvidedInstance
+    }
+
+    /// A copy with the same factory and an empty singleton cell.
+    func fresh() -> EntryBase { fatalError("abstract") }
+
+    /// Whether the singleton cell holds an instance.
+    var hasInstance: Bool { fatalError("abstract") }
+
+    /// Builds one instance through the type-erased path (diagnostics, warm-up, probes).
+    func buildErased(in container: WeaveDI.Container, owner: ScopeOwner?) throws(ResolutionError) -> Any {
+        fatalError("abstract")
+    }
+
+    /// Resolves through the container's normal path, type-erased (warm-up and probes).
+    func resolveErased(in container: WeaveDI.Container, owner: ScopeOwner?) throws(ResolutionError) -> Any {
+        fatalError("abstract")
+    }
+
+    /// The singleton instance the container built for this entry, if any. Releasing it means
+    /// retiring the whole entry (readers may still hold the cell), never clearing the cell.
+    var builtInstance: Any? { fatalError("abstract") }
+}
+
+/// The typed registration for `T`.
+@usableFromInline
+final class Entry<T>: EntryBase, @unchecked Sendable {
+    let factory: @Sendable (any Resolver) throws -> T
+    @usableFromInline
+    let instance = Atomic<Unmanaged<Box<T>>?>(nil)
+
+    init(
+        slot: Int, scope: WeaveDI.Scope, module: String, typeName: String,
+        factory: @escaping @Sendable (any Resolver) throws -> T
+    ) {
+        self.factory = factory
+        super.init(slot: slot, scope: scope, module: module, typeName: typeName, isProvidedInstance: false)
+    }
+
+    init(slot: Int, module: String, typeName: String, instance value: T) {
+        let box = Box(value)
+        self.factory = { _ in box.value }
+        super.init(slot: slot, scope: .singleton, module: module, typeName: typeName, isProvidedInstance: true)
+        instance.store(Unmanaged.passRetained(Box(value)), ordering: .releasing)
+    }
+
+    deinit {
+        instance.load(ordering: .acquiring)?.release()
+    }
+
+    /// The built singleton, if any (lock-free).
+    @inlinable @inline(__always)
+    func cached() -> T? {
+        instance.load(ordering: .acquiring)?._withUnsafeGuaranteedRef { $0.value }
+    }
+
+    /// Publishes the singleton; call once, under the container's build lock.
+    func publish(_ value: T) {
+        instance.store(Unmanaged.passRetained(Box(value)), ordering: .releasing)
+    }
+
+    override func fresh() -> EntryBase {
+        if isProvidedInstance { return self }
+        return Entry(slot: slot, scope: scope, module: module, typeName: typeName, factory: factory)
+    }
+
+    override var hasInstance: Bool { instance.load(ordering: .acquiring) != nil }
+
+    override func buildErased(in container: WeaveDI.Container, owner: ScopeOwner?) throws(ResolutionError) -> Any {
+        try container.build(self, owner: owner)
+    }
+
+    override func resolveErased(in container: WeaveDI.Container, owner: ScopeOwner?) throws(ResolutionError) -> Any {
+        try container.produce(self, explicit: owner)
+    }
+
+    override var builtInstance: Any? {
+        isProvidedInstance ? nil : cached()
+    }
+}

@@ -1,0 +1,41 @@
+/// A new instance on every read, whatever scope the type is registered in: for workers fanned
+/// out over a task group, one fresh instance per task.
+///
+/// ```swift
+/// final class DocumentService {
+///     @Factory var pdfGenerator: PDFGenerator
+/// }
+/// ```
+///
+/// The instance is built by the registration's factory in `WeaveDI.Container.live`, with the
+/// current session or request (if any) as its resolver. Reading one whose type is not
+/// registered stops the program with a message that names the type and how to register it.
+@propertyWrapper
+public struct Factory<Value>: Sendable {
+    /// A factory for the wrapped property's type.
+    public init() {}
+
+    /// A factory for `type`.
+    public init(_ type: Value.Type) {}
+
+    /// A freshly built instance.
+    public var wrappedValue: Value {
+        do {
+            return try WeaveDI.Container.live.makeFresh(Value.self)
+        } catch {
+            fatalError("@Factory var ...: \(Value.self): \(error)")
+        }
+    }
+}
+
+extension WeaveDI.Container {
+    /// Builds a new instance of `type` with its registered factory, bypassing any cache.
+    public func makeFresh<T>(_ type: T.Type) throws(ResolutionError) -> T {
+        let slot = TypeSlots.shared.slot(for: type)
+        guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
+        let entry = unsafeDowncast(unmanaged.takeUnretainedValue(), to: Entry<T>.self)
+        let stack = ResolutionStack.current
+        let owner = stack.frames.isEmpty ? ScopeContext.current : stack.frames.last!.owner
+        return try build(entry, owner: owner.flatMap { $0.container === self ? $0 : nil }, stack: stack)
+    }
+}

@@ -1,0 +1,72 @@
+import Synchronization
+
+/// Which default an `InjectedKey` provides: `liveValue`, `testValue` or `previewValue`.
+///
+/// Detected once: `test` when the process runs under `swift test` (XCTest or Swift Testing),
+/// `live` otherwise. `WEAVEDI_INJECTED_ENV=live|test|preview|automatic` overrides the detection;
+/// another value is warned about once and detection is used.
+public enum InjectedContext: String, Sendable, CaseIterable {
+    /// A running program.
+    case live
+    /// A test run.
+    case test
+    /// A preview.
+    case preview
+
+    @usableFromInline
+    static let stored = Atomic<UInt8>(0)  // 0: not yet decided; else index + 1
+
+    /// The context in effect. Setting it overrides detection and the environment.
+    public static var current: InjectedContext {
+        get {
+            let raw = stored.load(ordering: .relaxed)
+            if raw != 0 { return allCases[Int(raw) - 1] }
+            let decided = fromEnvironment() ?? detect()
+            stored.store(decided.index + 1, ordering: .relaxed)
+            return decided
+        }
+        set {
+            stored.store(newValue.index + 1, ordering: .relaxed)
+        }
+    }
+
+    /// Forgets the decision, so the next read detects again (and reads the environment again).
+    public static func redetect() {
+        stored.store(0, ordering: .relaxed)
+    }
+
+    var index: UInt8 { UInt8(InjectedContext.allCases.firstIndex(of: self)!) }
+
+    /// `WEAVEDI_INJECTED_ENV`, if set to a context; nil for `automatic`, unset or invalid.
+    static func fromEnvironment() -> InjectedContext? {
+        guard let raw = environmentValue("WEAVEDI_INJECTED_ENV") else { return nil }
+        let value = raw.trimmingASCIISpaces().lowercased()
+        if value == "automatic" || value.isEmpty { return nil }
+        if let context = InjectedContext(rawValue: value) { return context }
+        WeaveDIConfiguration.warnOnce(
+            variable: "WEAVEDI_INJECTED_ENV", value: raw, accepted: "live, test, preview or automatic",
+            using: "automatic detection")
+        return nil
+    }
+
+    /// `test` inside an XCTest or Swift Testing run, else `live`.
+    static func detect() -> InjectedContext {
+        let arguments = CommandLine.arguments
+        if let first = arguments.first, first.hasSuffix(".xctest") { return .test }
+        if arguments.contains("--testing-library") { return .test }
+        for variable in ["XCTestConfigurationFilePath", "XCTestBundlePath", "XCTestSessionIdentifier"]
+        where environmentValue(variable) != nil {
+            return .test
+        }
+        return .live
+    }
+}
+
+extension String {
+    func trimmingASCIISpaces() -> String {
+        var s = Substring(self)
+        while let c = s.first, c == " " || c == "\t" || c == "\n" || c == "\r" { s.removeFirst() }
+        while let c = s.last, c == " " || c == "\t" || c == "\n" || c == "\r" { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,33 @@
+/// A key for a dependency read through `InjectedValues` and `@Injected(\.key)`.
+///
+/// ```swift
+/// struct UserServiceKey: InjectedKey {
+///     static var liveValue: any UserService { LiveUserService() }
+///     static var testValue: any UserService { MockUserService() }   // optional
+/// }
+/// extension InjectedValues {
+///     var userService: any UserService {
+///         get { self[UserServiceKey.self] }
+///         set { self[UserServiceKey.self] = newValue }
+///     }
+/// }
+/// ```
+///
+/// The default for the current context (`InjectedContext.current`) is computed once and cached.
+public protocol InjectedKey {
+    /// The type of the dependency.
+    associatedtype Value: Sendable
+    /// The value in a running program.
+    static var liveValue: Value { get }
+    /// The value under `swift test` (defaults to `liveValue`).
+    static var testValue: Value { get }
+    /// The value in previews (defaults to `liveValue`).
+    static var previewValue: Value { get }
+}
+
+extension InjectedKey {
+    /// Defaults to `liveValue`.
+    public static var testValue: Value { liveValue }
+    /// Defaults to `liveValue`.
+    public static var previewValue: Value { liveValue }
+}

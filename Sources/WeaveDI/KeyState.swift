@@ -1,0 +1,117 @@
+import Synchronization
+
+/// Reads one key's value; what `@Injected(\.key)` calls on every read once it knows its key.
+///
+/// `@unchecked Sendable`: subclasses keep their mutable state in atomics and locks.
+@usableFromInline
+class KeyReader<Value>: @unchecked Sendable {
+    /// The key's value here: override, registration or default.
+    @usableFromInline
+    func read() -> Value { fatalError("abstract") }
+}
+
+/// The process-wide state of one `InjectedKey`: its cached defaults (one per context) and what
+/// it last learned about registrations of its value's type. Created once per key, never freed.
+final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
+    let slot: Int
+    let valueSlot: Int
+    /// One cell per `InjectedContext`, set once each.
+    private let defaults: UnsafeMutablePointer<Atomic<Unmanaged<Box<K.Value>>?>>
+    /// The generation at which `Container.live` was last seen to have no registration of the
+    /// value's type; while the generation stays, reads go straight to the default.
+    private let noRegistrationAsOf = Atomic<UInt64>(0)
+
+    init(slot: Int) {
+        self.slot = slot
+        valueSlot = TypeSlots.shared.slot(for: K.Value.self)
+        defaults = .allocate(capacity: InjectedContext.allCases.count)
+        for i in 0..<InjectedContext.allCases.count { (defaults + i).initialize(to: Atomic(nil)) }
+    }
+
+    deinit {
+        for i in 0..<InjectedContext.allCases.count { defaults[i].load(ordering: .acquiring)?.release() }
+        defaults.deinitialize(count: InjectedContext.allCases.count)
+        defaults.deallocate()
+    }
+
+    override func read() -> K.Value {
+        if Overrides.everUsed.load(ordering: .relaxed), let node = Overrides.current,
+            let value = node.find(slot, as: K.Value.self)
+        {
+            return value
+        }
+        return resolved()
+    }
+
+    /// The value without overrides: a registration of the value's type, else the default.
+    func resolved() -> K.Value {
+        let generation = Generation.current
+        if noRegistrationAsOf.load(ordering: .relaxed) != generation {
+            let container = WeaveDI.Container.live
+            if container.table.load(valueSlot) != nil {
+                do {
+                    return try container.require(K.Value.self)
+                } catch {
+                    WeaveDILog.log(
+                        .error, subsystem: "injected",
+                        "\(K.self): the registration of \(K.Value.self) failed (\(error)); using the key's default")
+                    return defaultValue()
+                }
+            }
+            noRegistrationAsOf.store(generation, ordering: .relaxed)
+        }
+        return defaultValue()
+    }
+
+    /// The key's default for the current context, computed once per context.
+    func defaultValue() -> K.Value {
+        let context = InjectedContext.current
+        let cell = Int(context.index)
+        if let box = defaults[cell].load(ordering: .acquiring) {
+            return box._withUnsafeGuaranteedRef { $0.value }
+        }
+        return KeyStates.computing.withLock {
+            if let box = defaults[cell].load(ordering: .acquiring) {
+                return box._withUnsafeGuaranteedRef { $0.value }
+            }
+            let stack = ResolutionStack.current
+            if let start = stack.index(of: slot, in: 0) {
+                let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + ["\(K.self)"]
+                fatalError("WeaveDI: the defaults of these InjectedKeys need each other: \(path.joined(separator: " -> ")); "
+                    + "break the cycle by reading one of them lazily (at use, not in liveValue)")
+            }
+            stack.frames.append(.init(containerID: 0, slot: slot, scope: .transient, owner: nil))
+            defer { stack.frames.removeLast() }
+            let value: K.Value = switch context {
+            case .live: K.liveValue
+            case .test: K.testValue
+            case .preview: K.previewValue
+            }
+            defaults[cell].store(Unmanaged.passRetained(Box(value)), ordering: .releasing)
+            return value
+        }
+    }
+}
+
+/// The `KeyState` of every key, by the key type's slot.
+enum KeyStates {
+    static let table = SlotArray<AnyObject>()
+    private static let creating = Mutex(())
+    /// Serialises default computations (recursive: a default may read other keys).
+    static let computing = RecursiveLock()
+
+    static func state<K: InjectedKey>(for key: K.Type) -> KeyState<K> {
+        let slot = TypeSlots.shared.slot(for: key)
+        if let existing = table.load(slot) {
+            return unsafeDowncast(existing.takeUnretainedValue(), to: KeyState<K>.self)
+        }
+        return creating.withLock { _ in
+            if let existing = table.load(slot) {
+                return unsafeDowncast(existing.takeUnretainedValue(), to: KeyState<K>.self)
+            }
+            let state = KeyState<K>(slot: slot)
+            _ = table.store(state, at: slot)
+            return state
+        }
+    }
+}

@@ -1,0 +1,52 @@
+/// A scope for request-scoped services, inside a session: one instance of each per request,
+/// disposed when the request closes. The daemon opens one per control call.
+public final class Request: Resolver, Sendable {
+    /// The identifier given to `openRequest(id:)`.
+    public let id: String
+    /// The session the request belongs to.
+    public let session: Session
+    let instances: ScopeInstances
+
+    init(id: String, session: Session) {
+        self.id = id
+        self.session = session
+        instances = ScopeInstances(scope: .request, id: id)
+    }
+
+    /// Whether `close()` has run (or the session was closed when the request was opened).
+    public var isClosed: Bool { instances.isClosed }
+
+    /// The instance for `type` in this request, or nil (the reason is logged).
+    public func resolve<T>(_ type: T.Type) -> T? {
+        do { return try require(type) } catch {
+            WeaveDILog.log(.error, "request '\(id)': resolve(\(type)) returned nil: \(error)")
+            return nil
+        }
+    }
+
+    /// The instance for `type` in this request (session-scoped ones from its session); throws
+    /// `scopeClosed` once the request is closed.
+    public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
+        try instances.ensureOpen(for: String(describing: type))
+        return try session.container.requireScoped(type, explicit: .request(self))
+    }
+
+    /// Runs `body` with this request (and its session) current.
+    public func withCurrent<R>(_ body: () throws -> R) rethrows -> R {
+        try ScopeContext.$current.withValue(.request(self), operation: body)
+    }
+
+    /// Runs async `body` with this request (and its session) current.
+    public func withCurrent<R>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> R
+    ) async rethrows -> R {
+        try await ScopeContext.$current.withValue(.request(self), operation: body, isolation: isolation)
+    }
+
+    /// Closes the request: `dispose()` once on each instance it created, newest first.
+    public func close() async {
+        guard let disposables = instances.close() else { return }
+        for disposable in disposables { await disposable.dispose() }
+        session.requestClosed(self)
+    }
+}

@@ -1,0 +1,19 @@
+/// What `Container`, `Session` and `Request` share: looking services up.
+///
+/// A factory that takes a resolver (`container.register(T.self) { r in ... }`) gets the resolver of
+/// the scope its instance is being built in: the container for singletons, the session for
+/// session-scoped services, the request for request-scoped ones, and the caller's for transients.
+public protocol Resolver: Sendable {
+    /// The instance for `type`, or nil (and a logged reason) when it cannot be resolved.
+    func resolve<T>(_ type: T.Type) -> T?
+    /// The instance for `type`; throws `ResolutionError` saying why it cannot be resolved.
+    func require<T>(_ type: T.Type) throws(ResolutionError) -> T
+}
+
+/// What a scoped instance adopts to be told that its scope has ended: a singleton when its
+/// container releases it, a session- or request-scoped instance when that scope closes.
+/// `dispose()` is called once, in reverse creation order.
+public protocol Disposable: Sendable {
+    /// Releases what the instance holds (connections, files, tasks).
+    func dispose() async
+}

@@ -1,0 +1,97 @@
+import Synchronization
+
+/// A scope for session-scoped services: one instance of each per session, disposed when the
+/// session closes. The daemon opens one per control connection and per job run.
+public final class Session: Resolver, Sendable {
+    /// The identifier given to `openSession(id:)`.
+    public let id: String
+    /// The container the session belongs to.
+    public let container: WeaveDI.Container
+    /// Free-form facts about the session (the daemon records the peer's uid and pid).
+    public let attributes: [String: String]
+    /// When the session was opened.
+    public let openedAt: ContinuousClock.Instant
+    let instances: ScopeInstances
+    private let requests = Mutex<[ObjectIdentifier: Request]>([:])
+    private let lastActivity: Mutex<ContinuousClock.Instant>
+
+    init(id: String, container: WeaveDI.Container, attributes: [String: String]) {
+        self.id = id
+        self.container = container
+        self.attributes = attributes
+        openedAt = .now
+        lastActivity = Mutex(openedAt)
+        instances = ScopeInstances(scope: .session, id: id)
+    }
+
+    /// Whether `close()` has run.
+    public var isClosed: Bool { instances.isClosed }
+    /// How many session-scoped instances the session holds.
+    public var instanceCount: Int { instances.count }
+    /// The requests open in this session.
+    public var openRequests: [Request] { requests.withLock { Array($0.values) } }
+    /// When the session last resolved something or opened a request.
+    public var lastActiveAt: ContinuousClock.Instant { lastActivity.withLock { $0 } }
+
+    /// The instance for `type` in this session, or nil (the reason is logged).
+    public func resolve<T>(_ type: T.Type) -> T? {
+        do { return try require(type) } catch {
+            WeaveDILog.log(.error, "session '\(id)': resolve(\(type)) returned nil: \(error)")
+            return nil
+        }
+    }
+
+    /// The instance for `type` in this session; throws `scopeClosed` once the session is closed.
+    public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
+        try instances.ensureOpen(for: String(describing: type))
+        touch()
+        return try container.requireScoped(type, explicit: .session(self))
+    }
+
+    /// Opens a request in this session. A request of a closed session is closed from the start.
+    public func openRequest(id: String) -> Request {
+        let request = Request(id: id, session: self)
+        let open: Bool = requests.withLock { requests in
+            guard !isClosed else { return false }
+            requests[ObjectIdentifier(request)] = request
+            return true
+        }
+        if open { touch() } else { _ = request.instances.close() }
+        return request
+    }
+
+    /// Runs `body` with this session current: `Container.resolve`, `@Injected` and `@Factory`
+    /// inside it (and in its child tasks) resolve session-scoped services from this session.
+    public func withCurrent<R>(_ body: () throws -> R) rethrows -> R {
+        try ScopeContext.$current.withValue(.session(self), operation: body)
+    }
+
+    /// Runs async `body` with this session current (see the synchronous overload).
+    public func withCurrent<R>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> R
+    ) async rethrows -> R {
+        try await ScopeContext.$current.withValue(.session(self), operation: body, isolation: isolation)
+    }
+
+    /// Closes the session: its open requests first, then `dispose()` once on each instance it
+    /// created, newest first. Later resolutions through it throw. Closing twice does nothing.
+    public func close() async {
+        guard let disposables = instances.close() else { return }
+        let open = requests.withLock { requests in
+            defer { requests = [:] }
+            return Array(requests.values)
+        }
+        for request in open { await request.close() }
+        for disposable in disposables { await disposable.dispose() }
+        container.sessionClosed(self)
+        WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(disposables.count) instance(s) disposed")
+    }
+
+    func requestClosed(_ request: Request) {
+        _ = requests.withLock { $0.removeValue(forKey: ObjectIdentifier(request)) }
+    }
+
+    private func touch() {
+        lastActivity.withLock { $0 = .now }
+    }
+}

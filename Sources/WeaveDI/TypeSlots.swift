@@ -1,0 +1,130 @@
+import Synchronization
+
+/// A dense, process-wide index for every Swift type WeaveDI has seen, so that containers can keep
+/// their registrations in flat tables instead of dictionaries.
+///
+/// Lookups are lock-free: an open-addressed table of atomic words keyed by the type's metadata
+/// address. Inserts (once per type, ever) take a lock. A full table is replaced by one twice its
+/// size; replaced tables are kept (their total is bounded by twice the final size), so a reader
+/// holding an old table never touches freed memory.
+@usableFromInline
+final class TypeSlots: Sendable {
+    @usableFromInline
+    static let shared = TypeSlots()
+
+    @usableFromInline
+    let table: Atomic<Unmanaged<SlotTable>>
+
+    private struct WriterState {
+        var names: [String] = []
+        var retired: [SlotTable] = []
+    }
+
+    private let writer = Mutex(WriterState())
+
+    private init() {
+        table = Atomic(Unmanaged.passRetained(SlotTable(capacity: 1024)))
+    }
+
+    /// The slot of `type`, assigning a new one the first time the type is seen.
+    @inlinable @inline(__always)
+    func slot<T>(for type: T.Type) -> Int {
+        let key = UInt(bitPattern: ObjectIdentifier(type).hashValue)
+        let found = table.load(ordering: .acquiring)._withUnsafeGuaranteedRef { $0.find(key) }
+        if found >= 0 { return found }
+        return insert(key: key, name: String(describing: type))
+    }
+
+    /// The name of the type at `slot`, as `String(describing:)` spells it.
+    func name(ofSlot slot: Int) -> String {
+        writer.withLock { slot < $0.names.count ? $0.names[slot] : "slot \(slot)" }
+    }
+
+    /// How many types have a slot.
+    var count: Int { writer.withLock { $0.names.count } }
+
+    @usableFromInline
+    func insert(key: UInt, name: String) -> Int {
+        writer.withLock { state in
+            let current = table.load(ordering: .acquiring).takeUnretainedValue()
+            let again = current.find(key)
+            if again >= 0 { return again }
+            let slot = state.names.count
+            state.names.append(name)
+            if (slot + 1) * 4 > current.capacity * 3 {
+                let bigger = SlotTable(capacity: current.capacity * 2)
+                current.forEach { bigger.insert(key: $0, slot: $1) }
+                bigger.insert(key: key, slot: slot)
+                state.retired.append(current)
+                let old = table.exchange(Unmanaged.passRetained(bigger), ordering: .acquiringAndReleasing)
+                _ = old  // kept alive by `retired`; its +1 from passRetained is balanced here:
+                old.release()
+            } else {
+                current.insert(key: key, slot: slot)
+            }
+            return slot
+        }
+    }
+}
+
+/// One open-addressed table of `TypeSlots`. Keys are written after their values (release), and
+/// read before them (acquire), so a reader that sees a key sees its slot.
+///
+/// `@unchecked Sendable`: every shared word is an `Atomic`; the buffers live as long as the table.
+@usableFromInline
+final class SlotTable: @unchecked Sendable {
+    @usableFromInline let capacity: Int
+    @usableFromInline let mask: Int
+    @usableFromInline let keys: UnsafeMutablePointer<Atomic<UInt>>
+    @usableFromInline let slots: UnsafeMutablePointer<Atomic<Int>>
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        mask = capacity - 1
+        keys = .allocate(capacity: capacity)
+        slots = .allocate(capacity: capacity)
+        for i in 0..<capacity {
+            (keys + i).initialize(to: Atomic(0))
+            (slots + i).initialize(to: Atomic(-1))
+        }
+    }
+
+    deinit {
+        keys.deinitialize(count: capacity)
+        keys.deallocate()
+        slots.deinitialize(count: capacity)
+        slots.deallocate()
+    }
+
+    @inlinable @inline(__always)
+    static func hash(_ key: UInt) -> Int {
+        Int(truncatingIfNeeded: (key >> 4) &* 0x9E37_79B9_7F4A_7C15 >> 17)
+    }
+
+    /// The slot stored for `key`, or -1.
+    @inlinable @inline(__always)
+    func find(_ key: UInt) -> Int {
+        var i = SlotTable.hash(key) & mask
+        while true {
+            let k = keys[i].load(ordering: .acquiring)
+            if k == key { return slots[i].load(ordering: .relaxed) }
+            if k == 0 { return -1 }
+            i = (i &+ 1) & mask
+        }
+    }
+
+    /// Inserts under the writer lock of `TypeSlots`.
+    func insert(key: UInt, slot: Int) {
+        var i = SlotTable.hash(key) & mask
+        while keys[i].load(ordering: .relaxed) != 0 { i = (i &+ 1) & mask }
+        slots[i].store(slot, ordering: .relaxed)
+        keys[i].store(key, ordering: .releasing)
+    }
+
+    func forEach(_ body: (UInt, Int) -> Void) {
+        for i in 0..<capacity {
+            let k = keys[i].load(ordering: .acquiring)
+            if k != 0 { body(k, slots[i].load(ordering: .relaxed)) }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// Runs a program built alongside the tests and collects what it printed.
+struct ChildResult {
+    var status: Int32
+    var signaled: Bool
+    var stdout: String
+    var stderr: String
+}
+
+enum ChildProcess {
+    /// The directory holding the test bundle and the package's executables.
+    static var productsDirectory: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    }
+
+    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ChildResult {
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent(name)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for key in env.keys where key.hasPrefix("WEAVEDI") { env.removeValue(forKey: key) }
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return ChildResult(
+            status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+            stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}

@@ -1,0 +1,176 @@
+import Synchronization
+import Testing
+@testable import WeaveDI
+
+@Suite struct ContainerTests {
+    @Test func singleton_isBuiltLazilyAndOnce_under100ConcurrentFirstResolves() {
+        let container = WeaveDI.Container()
+        let ledger = Ledger()
+        container.register(Tracked.self) { Tracked("s", ledger) }
+        #expect(ledger.buildCount == 0)
+        let seen = Mutex<Set<ObjectIdentifier>>([])
+        onThreads(100) { _ in
+            let instance = container.resolve(Tracked.self)!
+            seen.withLock { _ = $0.insert(ObjectIdentifier(instance)) }
+        }
+        #expect(ledger.buildCount == 1)
+        #expect(seen.withLock { $0.count } == 1)
+    }
+
+    @Test func singleton_isTheDefaultScope_andPerContainer() throws {
+        let first = WeaveDI.Container(), second = WeaveDI.Container()
+        for container in [first, second] { container.register(PDFGenerator.self) { PDFGenerator() } }
+        let a = try first.require(PDFGenerator.self), b = try first.require(PDFGenerator.self)
+        #expect(a === b)
+        #expect(try second.require(PDFGenerator.self) !== a)
+    }
+
+    @Test func transient_givesANewInstanceOnEveryResolve() throws {
+        let container = WeaveDI.Container()
+        container.register(PDFGenerator.self, scope: .transient) { PDFGenerator() }
+        let a = try container.require(PDFGenerator.self)
+        let b = try container.require(PDFGenerator.self)
+        #expect(a !== b)
+    }
+
+    @Test func registeredInstance_isReturnedAsIs() throws {
+        let container = WeaveDI.Container()
+        let mock = MockNetwork()
+        container.register((any NetworkService).self, instance: mock)
+        #expect(try container.require((any NetworkService).self) as AnyObject === mock)
+    }
+
+    @Test func constructorInjection_factoryGetsAResolver() throws {
+        let container = WeaveDI.Container()
+        container.register((any NetworkService).self) { LiveNetwork() }
+        container.register(Holder<any NetworkService>.self, scope: .transient) { r in
+            Holder(try r.require((any NetworkService).self))
+        }
+        let holder = try container.require(Holder<any NetworkService>.self)
+        #expect(holder.value.fetch() == "live")
+        #expect(holder.value as AnyObject === container.resolve((any NetworkService).self)! as AnyObject)
+    }
+
+    @Test func registeringAgain_replaces_andDropsTheCachedSingleton() throws {
+        let container = WeaveDI.Container()
+        container.register((any NetworkService).self) { LiveNetwork() }
+        #expect(try container.require((any NetworkService).self).fetch() == "live")
+        container.register((any NetworkService).self) { MockNetwork() }
+        #expect(try container.require((any NetworkService).self).fetch() == "mock")
+    }
+
+    @Test func missingRegistration_throwsNotRegistered_withSimilarNames() {
+        final class UserServiceImpl {}
+        final class UserService {}
+        let container = WeaveDI.Container()
+        container.register(UserServiceImpl.self) { UserServiceImpl() }
+        container.register(PDFGenerator.self) { PDFGenerator() }
+        #expect(container.resolve(UserService.self) == nil)
+        do {
+            _ = try container.require(UserService.self)
+            Issue.record("expected notRegistered")
+        } catch {
+            guard case let .notRegistered(type, suggestions) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(type == "UserService")
+            #expect(suggestions == ["UserServiceImpl"])
+            #expect(error.description.contains("did you mean UserServiceImpl?"))
+            #expect(error.description.contains("register"))
+        }
+    }
+
+    @Test func factoryError_isWrapped_withTheTypeName() {
+        struct Boom: Error {}
+        let container = WeaveDI.Container()
+        container.register(PDFGenerator.self) { () throws -> PDFGenerator in throw Boom() }
+        #expect {
+            try container.require(PDFGenerator.self)
+        } throws: { error in
+            guard case let .factoryFailed(type, underlying) = error as? ResolutionError else { return false }
+            return type == "PDFGenerator" && underlying is Boom
+        }
+    }
+
+    @Test func factory_thatResolvesAndRegisters_doesNotDeadlock() throws {
+        let container = WeaveDI.Container()
+        container.register(SessionStore.self) { SessionStore() }
+        container.register(PDFGenerator.self) { r in
+            _ = try r.require(SessionStore.self)
+            container.register(RequestContext.self) { RequestContext() }
+            _ = try container.require(RequestContext.self)
+            return PDFGenerator()
+        }
+        _ = try container.require(PDFGenerator.self)
+        #expect(container.isRegistered(RequestContext.self))
+    }
+
+    @Test func registrationConcurrentWithResolution_isSafe() {
+        let container = WeaveDI.Container()
+        container.register(PDFGenerator.self) { PDFGenerator() }
+        let failures = Atomic<Int>(0)
+        onThreads(8) { i in
+            for round in 0..<500 {
+                if i % 2 == 0 {
+                    if round % 2 == 0 {
+                        container.register(PDFGenerator.self) { PDFGenerator() }
+                    } else {
+                        container.register(PDFGenerator.self, scope: .transient) { PDFGenerator() }
+                    }
+                } else if container.resolve(PDFGenerator.self) == nil {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func unregister_removesTheRegistration() {
+        let container = WeaveDI.Container()
+        container.register(PDFGenerator.self) { PDFGenerator() }
+        #expect(container.unregister(PDFGenerator.self))
+        #expect(!container.isRegistered(PDFGenerator.self))
+        #expect(container.resolve(PDFGenerator.self) == nil)
+        #expect(!container.unregister(PDFGenerator.self))
+    }
+
+    @Test func releaseAll_disposesSingletonsInReverseOrder_andRebuildsOnNextResolve() async throws {
+        struct First {}
+        struct Second {}
+        let container = WeaveDI.Container()
+        let ledger = Ledger()
+        container.register(Holder<First>.self) { Holder(First()) }
+        container.register(Tracked.self) { Tracked("one", ledger) }
+        container.register(Holder<Tracked>.self) { Holder(Tracked("two", ledger)) }
+        let one = try container.require(Tracked.self)
+        _ = try container.require(Holder<Tracked>.self)
+        // Holder<Tracked> is not itself Disposable: only "one" is disposed.
+        await container.releaseAll()
+        #expect(ledger.disposals == ["one"])
+        let again = try container.require(Tracked.self)
+        #expect(again !== one)
+        #expect(ledger.buildCount == 3)
+    }
+
+    @Test func modules_labelTheirRegistrations() async {
+        struct Network: WeaveDI.Module {
+            func register(in container: WeaveDI.Container) async {
+                container.register((any NetworkService).self) { LiveNetwork() }
+            }
+        }
+        struct Documents: WeaveDI.Module {
+            var name: String { "documents" }
+            func register(in container: WeaveDI.Container) async {
+                container.register(PDFGenerator.self, scope: .transient) { PDFGenerator() }
+            }
+        }
+        let container = WeaveDI.Container()
+        await container.bootstrap(modules: [Network(), Documents()])
+        container.register(SessionStore.self) { SessionStore() }
+        let modules = Dictionary(uniqueKeysWithValues: container.registrations.map { ($0.type, $0.module) })
+        #expect(modules["NetworkService"] == "Network")
+        #expect(modules["PDFGenerator"] == "documents")
+        #expect(modules["SessionStore"] == "main")
+    }
+}

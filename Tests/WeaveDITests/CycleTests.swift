@@ -1,0 +1,94 @@
+import Synchronization
+import Testing
+@testable import WeaveDI
+
+@Suite struct CycleTests {
+    @Test func twoNodeCycle_throwsCycleWithPath_andResolveReturnsNil() {
+        let container = WeaveDI.Container()
+        container.register(CycleA.self) { r in CycleA(b: try r.require(CycleB.self)) }
+        container.register(CycleB.self) { r in CycleB(a: try r.require(CycleA.self)) }
+        #expect {
+            try container.require(CycleA.self)
+        } throws: { error in
+            guard case let .cycle(path) = error as? ResolutionError else { return false }
+            return path == ["CycleA", "CycleB", "CycleA"]
+                && (error as! ResolutionError).description.contains("CycleA -> CycleB -> CycleA")
+        }
+        #expect(container.resolve(CycleB.self) == nil)
+    }
+
+    @Test func threeNodeTransientCycle_isDetected_notAStackOverflow() {
+        let container = WeaveDI.Container()
+        container.register(CycleA.self, scope: .transient) { r in CycleA(b: try r.require(CycleB.self)) }
+        container.register(CycleB.self, scope: .transient) { r in CycleB(a: try r.require(CycleC.self).a) }
+        container.register(CycleC.self, scope: .transient) { r in CycleC(a: try r.require(CycleA.self)) }
+        #expect {
+            try container.require(CycleB.self)
+        } throws: { error in
+            guard case let .cycle(path) = error as? ResolutionError else { return false }
+            return path == ["CycleB", "CycleC", "CycleA", "CycleB"]
+        }
+    }
+
+    @Test func cycleThroughDirectContainerCalls_isDetected() {
+        // Factories that ignore their resolver and call the container directly are tracked too.
+        let container = WeaveDI.Container()
+        container.register(CycleA.self) { CycleA(b: container.resolve(CycleB.self)) }
+        container.register(CycleB.self) { CycleB(a: container.resolve(CycleA.self)) }
+        let a = container.resolve(CycleA.self)
+        #expect(a != nil)
+        #expect(a?.b?.a == nil)  // the inner resolve of CycleA was refused, not recursed into
+    }
+
+    @Test func concurrentResolutions_neverReportFalseCycles() {
+        let container = WeaveDI.Container()
+        container.register(CycleC.self, scope: .transient) { CycleC(a: nil) }
+        container.register(CycleB.self, scope: .transient) { r in
+            _ = try r.require(CycleC.self)
+            return CycleB(a: nil)
+        }
+        container.register(CycleA.self, scope: .transient) { r in CycleA(b: try r.require(CycleB.self)) }
+        let failures = Atomic<Int>(0)
+        onThreads(8) { _ in
+            for _ in 0..<2_000 where (try? container.require(CycleA.self)) == nil {
+                failures.add(1, ordering: .relaxed)
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func crossThreadSingletonBuilds_doNotDeadlock() {
+        // A's factory needs B and B's needs C; threads start from either end at once.
+        let container = WeaveDI.Container()
+        container.register(CycleC.self) { CycleC(a: nil) }
+        container.register(CycleB.self) { r in
+            _ = try r.require(CycleC.self)
+            return CycleB(a: nil)
+        }
+        container.register(CycleA.self) { r in CycleA(b: try r.require(CycleB.self)) }
+        onThreads(8) { i in
+            if i % 2 == 0 { _ = container.resolve(CycleA.self) } else { _ = container.resolve(CycleB.self) }
+        }
+        #expect(container.resolve(CycleA.self)?.b === container.resolve(CycleB.self))
+    }
+
+    @Test func deepChain_isCutOff_withTooDeep() {
+        struct L<T> {}
+        let container = WeaveDI.Container()
+        // A chain through the same generic shape, 300 types deep, built by one recursive factory.
+        func register<T>(_ type: T.Type, depth: Int) {
+            container.register(L<T>.self, scope: .transient) { r in
+                if depth < 300 { _ = try r.require(L<L<T>>.self) }
+                return L<T>()
+            }
+            if depth < 300 { register(L<T>.self, depth: depth + 1) }
+        }
+        register(Int.self, depth: 0)
+        #expect {
+            try container.require(L<Int>.self)
+        } throws: { error in
+            guard case let .tooDeep(path) = error as? ResolutionError else { return false }
+            return path.count == ResolutionError.maximumDepth + 1
+        }
+    }
+}

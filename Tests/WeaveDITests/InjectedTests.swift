@@ -1,0 +1,228 @@
+import Synchronization
+import Testing
+@testable import WeaveDI
+
+protocol Greeter: Sendable { func greet() -> String }
+struct LiveGreeter: Greeter { func greet() -> String { "live" } }
+struct TestGreeter: Greeter { func greet() -> String { "test" } }
+struct MockGreeter: Greeter { func greet() -> String { "mock" } }
+final class RegisteredGreeter: Greeter { func greet() -> String { "registered" } }
+
+struct GreeterKey: InjectedKey {
+    static var liveValue: any Greeter { LiveGreeter() }
+    static var testValue: any Greeter { TestGreeter() }
+}
+
+let defaultComputations = Atomic<Int>(0)
+
+final class ExpensiveThing: Sendable {}
+struct ExpensiveKey: InjectedKey {
+    static var liveValue: ExpensiveThing {
+        defaultComputations.add(1, ordering: .relaxed)
+        return ExpensiveThing()
+    }
+}
+
+struct NameKey: InjectedKey {
+    static var liveValue: String { "default-name" }
+}
+
+extension InjectedValues {
+    var greeter: any Greeter {
+        get { self[GreeterKey.self] }
+        set { self[GreeterKey.self] = newValue }
+    }
+    var expensive: ExpensiveThing {
+        get { self[ExpensiveKey.self] }
+        set { self[ExpensiveKey.self] = newValue }
+    }
+    var name: String {
+        get { self[NameKey.self] }
+        set { self[NameKey.self] = newValue }
+    }
+}
+
+// The wrappers are immutable and thread-safe; Swift still declares their storage `var`.
+final class ViewModel: @unchecked Sendable {
+    @Injected(\.greeter) var greeter
+    @Injected(\.name) var name
+    @Injected var network: (any NetworkService)?
+}
+
+final class Worker: Sendable {}
+// As above: the wrapper's storage is never reassigned.
+final class DocumentService: @unchecked Sendable {
+    @Factory var worker: Worker
+
+    func fanOut(_ count: Int) async -> [Worker] {
+        await withTaskGroup(of: Worker.self) { group in
+            for _ in 0..<count {
+                group.addTask { self.worker }
+            }
+            var workers: [Worker] = []
+            for await worker in group { workers.append(worker) }
+            return workers
+        }
+    }
+}
+
+@available(*, deprecated, message: "exercises the deprecated wrappers")
+final class LegacyViewModel {
+    @Inject var network: (any NetworkService)?
+    @SafeInject var store: SessionStore?
+}
+
+/// Everything here reads `WeaveDI.Container.live`, so the suite runs serially.
+@Suite(.serialized) struct InjectedTests {
+    init() {
+        WeaveDI.Container.live = WeaveDI.Container()
+    }
+
+    @Test func context_isTestUnderSwiftTest() {
+        #expect(InjectedContext.detect() == .test)
+        #expect(InjectedContext.current == .test)
+    }
+
+    @Test func key_usesTheDefaultForTheContext_thenARegistration_thenAnOverride() async {
+        let model = ViewModel()
+        #expect(model.greeter.greet() == "test")
+        #expect(InjectedValues.current.greeter.greet() == "test")
+        WeaveDI.Container.live.register((any Greeter).self) { RegisteredGreeter() }
+        #expect(model.greeter.greet() == "registered")
+        withInjectedValues { $0.greeter = MockGreeter() } operation: {
+            #expect(model.greeter.greet() == "mock")
+            #expect(InjectedValues.current.greeter.greet() == "mock")
+        }
+        #expect(model.greeter.greet() == "registered")
+        WeaveDI.Container.live = WeaveDI.Container()
+        #expect(model.greeter.greet() == "test")
+    }
+
+    @Test func keyDefault_isComputedOncePerContext() {
+        struct Reader { @Injected(\.expensive) var expensive }
+        let before = defaultComputations.load(ordering: .relaxed)
+        let a = Reader().expensive, b = Reader().expensive, c = InjectedValues.current.expensive
+        #expect(a === b && b === c)
+        #expect(defaultComputations.load(ordering: .relaxed) - before <= 1)
+        _ = Reader().expensive
+        #expect(defaultComputations.load(ordering: .relaxed) - before <= 1)
+    }
+
+    @Test func overrides_reachChildTasks_nest_andRestore() async {
+        let model = ViewModel()
+        await withInjectedValues { $0.name = "outer" } operation: {
+            #expect(model.name == "outer")
+            #expect(await Task { model.name }.value == "outer")
+            let fromGroup = await withTaskGroup(of: String.self) { group in
+                group.addTask { model.name }
+                return await group.next()!
+            }
+            #expect(fromGroup == "outer")
+            await withInjectedValues {
+                $0.name = "inner"
+                $0.greeter = MockGreeter()
+            } operation: {
+                #expect(await Task { model.name }.value == "inner")
+                #expect(model.name == "inner")
+                #expect(model.greeter.greet() == "mock")
+            }
+            #expect(model.name == "outer")
+            #expect(model.greeter.greet() == "test")
+        }
+        #expect(model.name == "default-name")
+    }
+
+    @Test func pinnedValue_isAlwaysReturned() {
+        let pinned = Injected(wrappedValue: MockGreeter() as any Greeter)
+        withInjectedValues { $0.greeter = LiveGreeter() } operation: {
+            #expect(pinned.wrappedValue.greet() == "mock")
+        }
+    }
+
+    @Test func typeBasedInjected_isNilUntilRegistered() {
+        let model = ViewModel()
+        #expect(model.network == nil)
+        WeaveDI.Container.live.register((any NetworkService).self) { LiveNetwork() }
+        #expect(model.network?.fetch() == "live")
+    }
+
+    @Test func injected_seesTheActiveSession() async throws {
+        struct Reader { @Injected var store: SessionStore? }
+        WeaveDI.Container.live.register(SessionStore.self, scope: .session) { SessionStore() }
+        let session = WeaveDI.Container.live.openSession(id: "s")
+        let store = try session.require(SessionStore.self)
+        #expect(Reader().store == nil)
+        try await session.withCurrent { () async throws in
+            #expect(await Task { Reader().store }.value === store)
+            #expect(try WeaveDI.Container.live.require(SessionStore.self) === store)
+        }
+        await session.close()
+    }
+
+    @Test func factory_givesANewInstanceOnEveryRead_evenForSingletons_andInTaskGroups() async {
+        WeaveDI.Container.live.register(Worker.self) { Worker() }  // registered as a singleton
+        let service = DocumentService()
+        let workers = await service.fanOut(20)  // kept alive, so identities cannot be reused
+        #expect(Set(workers.map(ObjectIdentifier.init)).count == 20)
+        #expect(service.worker !== service.worker)
+    }
+
+    @Test func reRegistration_isLogged() {
+        final class Relogged {}
+        let lines = Mutex<[String]>([])
+        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record.message) } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        WeaveDI.Container.live.register(Relogged.self) { Relogged() }
+        WeaveDI.Container.live.register(Relogged.self, scope: .transient) { Relogged() }
+        let relevant = lines.withLock { $0 }.filter { $0.contains("Relogged") }
+        #expect(relevant.count == 2)
+        #expect(relevant.last?.contains("registered again") == true)
+        #expect(relevant.last?.contains("replaces") == true)
+    }
+
+    @available(*, deprecated, message: "exercises the deprecated wrappers")
+    @Test func deprecatedWrappers_stillWork() {
+        let legacy = LegacyViewModel()
+        #expect(legacy.network == nil)
+        #expect(throws: ResolutionError.self) { try legacy.$store.getValue() }
+        WeaveDI.Container.live.register((any NetworkService).self) { LiveNetwork() }
+        WeaveDI.Container.live.register(SessionStore.self) { SessionStore() }
+        #expect(legacy.network?.fetch() == "live")
+        #expect(legacy.store === (try? legacy.$store.getValue()))
+    }
+}
+
+@Suite struct InjectedChildProcessTests {
+    @Test(arguments: [
+        ("live", "live", "live-default"), ("test", "test", "test-default"),
+        ("preview", "preview", "preview-default"), ("PREVIEW", "preview", "preview-default"),
+        ("automatic", "live", "live-default"),
+    ])
+    func environment_overridesTheContext(value: String, context: String, read: String) throws {
+        let result = try ChildProcess.run("weavedi-probe", ["context"], environment: ["WEAVEDI_INJECTED_ENV": value])
+        #expect(result.status == 0)
+        #expect(result.stdout == "\(context)\n\(read)\n")
+    }
+
+    @Test func contextOutsideTests_isLive() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["context"])
+        #expect(result.stdout == "live\nlive-default\n")
+    }
+
+    @Test func badEnvironmentValue_warnsOnce_andDetects() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["context"], environment: ["WEAVEDI_INJECTED_ENV": "staging"])
+        #expect(result.stdout == "live\nlive-default\n")
+        let warnings = result.stderr.split(separator: "\n").filter { $0.contains("WEAVEDI_INJECTED_ENV") }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("\"staging\"") == true)
+        #expect(warnings.first?.contains("live, test, preview or automatic") == true)
+    }
+
+    @Test func factoryWithoutRegistration_stops_namingTheTypeAndTheFix() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["factory-missing"])
+        #expect(result.signaled)
+        #expect(!result.stdout.contains("unreachable"))
+        #expect(result.stderr.contains("no registration for Unregistered"))
+        #expect(result.stderr.contains("container.register(Unregistered.self)"))
+    }
+}

@@ -1,0 +1,174 @@
+import Testing
+@testable import WeaveDI
+
+@Suite struct ScopeTests {
+    func container(_ ledger: Ledger) -> WeaveDI.Container {
+        let container = WeaveDI.Container()
+        container.register(SessionStore.self, scope: .session) { SessionStore() }
+        container.register(RequestContext.self, scope: .request) { RequestContext() }
+        container.register(Tracked.self, scope: .session) { Tracked("tracked", ledger) }
+        container.register(TrackedPair.self, scope: .session) { r in
+            TrackedPair(first: try r.require(Tracked.self), ledger)
+        }
+        return container
+    }
+
+    @Test func session_oneInstancePerSession_differentAcrossSessions() throws {
+        let container = container(Ledger())
+        let one = container.openSession(id: "one"), two = container.openSession(id: "two")
+        let a = try one.require(SessionStore.self)
+        #expect(try one.require(SessionStore.self) === a)
+        #expect(try two.require(SessionStore.self) !== a)
+        #expect(one.instanceCount == 1)
+    }
+
+    @Test func request_oneInstancePerRequest_andSessionServicesFromItsSession() throws {
+        let container = container(Ledger())
+        let session = container.openSession(id: "s")
+        let first = session.openRequest(id: "r1"), second = session.openRequest(id: "r2")
+        let ctx = try first.require(RequestContext.self)
+        #expect(try first.require(RequestContext.self) === ctx)
+        #expect(try second.require(RequestContext.self) !== ctx)
+        #expect(try first.require(SessionStore.self) === session.require(SessionStore.self))
+    }
+
+    @Test func scopedService_withNoActiveScope_throwsNoActiveScope() {
+        let container = container(Ledger())
+        #expect(container.resolve(SessionStore.self) == nil)
+        #expect {
+            try container.require(SessionStore.self)
+        } throws: { error in
+            guard case let .noActiveScope(type, scope) = error as? ResolutionError else { return false }
+            return type == "SessionStore" && scope == .session
+        }
+        let session = container.openSession(id: "s")
+        #expect {
+            try session.require(RequestContext.self)
+        } throws: { error in
+            guard case let .noActiveScope(type, scope) = error as? ResolutionError else { return false }
+            return type == "RequestContext" && scope == .request
+        }
+    }
+
+    @Test func withCurrent_makesTheSessionVisibleToTheContainer() async throws {
+        let container = container(Ledger())
+        let session = container.openSession(id: "s")
+        let store = try session.require(SessionStore.self)
+        let seen = try await session.withCurrent {
+            try await Task { try container.require(SessionStore.self) }.value
+        }
+        #expect(seen === store)
+        let request = session.openRequest(id: "r")
+        let ctx = try request.withCurrent { try container.require(RequestContext.self) }
+        #expect(ctx === (try request.require(RequestContext.self)))
+    }
+
+    @Test func close_disposesEachInstanceOnce_inReverseCreationOrder() async throws {
+        let ledger = Ledger()
+        let container = container(ledger)
+        let session = container.openSession(id: "s")
+        _ = try session.require(TrackedPair.self)  // builds "tracked" first, then "pair"
+        #expect(ledger.buildCount == 2)
+        await session.close()
+        await session.close()
+        #expect(ledger.disposals == ["pair", "tracked"])
+        #expect(container.openSessions.isEmpty)
+    }
+
+    @Test func closedScope_throwsOnResolve() async throws {
+        let container = container(Ledger())
+        let session = container.openSession(id: "gone")
+        let request = session.openRequest(id: "r")
+        await request.close()
+        #expect {
+            try request.require(RequestContext.self)
+        } throws: { error in
+            guard case let .scopeClosed(_, scope, id) = error as? ResolutionError else { return false }
+            return scope == .request && id == "r"
+        }
+        await session.close()
+        #expect {
+            try session.require(SessionStore.self)
+        } throws: { error in
+            guard case let .scopeClosed(type, scope, id) = error as? ResolutionError else { return false }
+            return type == "SessionStore" && scope == .session && id == "gone"
+        }
+        #expect(session.openRequest(id: "late").isClosed)
+    }
+
+    @Test func sessionClose_closesItsRequests() async throws {
+        let ledger = Ledger()
+        let container = WeaveDI.Container()
+        container.register(Tracked.self, scope: .request) { Tracked("req", ledger) }
+        let session = container.openSession(id: "s")
+        let request = session.openRequest(id: "r")
+        _ = try request.require(Tracked.self)
+        await session.close()
+        #expect(request.isClosed)
+        #expect(ledger.disposals == ["req"])
+    }
+
+    @Test func scopedFactory_getsItsScopeAsResolver() throws {
+        let container = WeaveDI.Container()
+        container.register(SessionStore.self, scope: .session) { SessionStore() }
+        container.register(Holder<SessionStore>.self, scope: .transient) { r in Holder(try r.require(SessionStore.self)) }
+        let session = container.openSession(id: "s")
+        #expect(try session.require(Holder<SessionStore>.self).value === session.require(SessionStore.self))
+    }
+
+    @Test func singletonNeedingSessionService_isAScopeMismatch_directlyAndThroughATransient() {
+        let container = WeaveDI.Container()
+        container.register(SessionStore.self, scope: .session) { SessionStore() }
+        container.register(Holder<SessionStore>.self) { r in Holder(try r.require(SessionStore.self)) }
+        container.register(PDFGenerator.self, scope: .transient) { r in
+            _ = try r.require(SessionStore.self)
+            return PDFGenerator()
+        }
+        container.register(Holder<PDFGenerator>.self) { r in Holder(try r.require(PDFGenerator.self)) }
+        let session = container.openSession(id: "s")
+        for attempt in [
+            { _ = try session.require(Holder<SessionStore>.self) },
+            { _ = try session.require(Holder<PDFGenerator>.self) },
+        ] as [() throws -> Void] {
+            #expect {
+                try attempt()
+            } throws: { error in
+                guard case let .scopeMismatch(outer, outerScope, inner, innerScope) = error as? ResolutionError
+                else { return false }
+                return outer.hasPrefix("Holder<") && outerScope == .singleton && inner == "SessionStore"
+                    && innerScope == .session
+            }
+        }
+        // The transient on its own, in a session, is fine.
+        #expect(session.resolve(PDFGenerator.self) != nil)
+    }
+
+    @Test func sessionNeedingRequestService_isAScopeMismatch() {
+        let container = WeaveDI.Container()
+        container.register(RequestContext.self, scope: .request) { RequestContext() }
+        container.register(SessionStore.self, scope: .session) { r in
+            _ = try r.require(RequestContext.self)
+            return SessionStore()
+        }
+        let request = container.openSession(id: "s").openRequest(id: "r")
+        #expect {
+            try request.require(SessionStore.self)
+        } throws: { error in
+            guard case let .scopeMismatch(outer, outerScope, inner, innerScope) = error as? ResolutionError
+            else { return false }
+            return outer == "SessionStore" && outerScope == .session && inner == "RequestContext"
+                && innerScope == .request
+                && (error as! ResolutionError).description.contains("SessionStore (session) needs RequestContext (request)")
+        }
+    }
+
+    @Test func releaseAll_closesOpenSessions() async throws {
+        let ledger = Ledger()
+        let container = container(ledger)
+        let session = container.openSession(id: "s")
+        _ = try session.require(Tracked.self)
+        await container.releaseAll()
+        #expect(session.isClosed)
+        #expect(ledger.disposals == ["tracked"])
+    }
+}
