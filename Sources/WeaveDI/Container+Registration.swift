@@ -52,14 +52,19 @@ extension WeaveDI.Container {
     }
 
     func install(_ entry: EntryBase) {
-        let previous: EntryBase? = state.withLock { state in
+        let (previous, frozen): (EntryBase?, Bool) = state.withLock { state in
             let old = table.store(entry, at: entry.slot)
             if let old { state.retired.append(old) } else { state.order.append(entry.slot) }
             state.entries[entry.slot] = entry
             state.history.append((entry.slot, entry.module, entry.scope))
-            return old
+            return (old, state.frozen)
         }
         Generation.bump()
+        if frozen {
+            WeaveDILog.log(
+                .optimization,
+                "\(entry.typeName) registered after enableOptimization(); run it again to validate and warm it")
+        }
         if let previous {
             WeaveDILog.log(
                 .overwrite,

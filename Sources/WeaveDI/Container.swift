@@ -19,7 +19,7 @@ extension WeaveDI {
         @usableFromInline
         let table = EntryTable()
         let buildLock = RecursiveLock()
-        let state = Mutex(State())
+        let state = Locked(State())
 
         struct State {
             /// The current entry of every registered slot, in registration order of first sight.
@@ -33,6 +33,8 @@ extension WeaveDI {
             var disposables: [any Disposable] = []
             /// Open sessions by identity.
             var sessions: [ObjectIdentifier: Session] = [:]
+            /// Set by `UnifiedRegistry.enableOptimization()`.
+            var frozen = false
         }
 
         /// Creates an empty container.
@@ -42,7 +44,7 @@ extension WeaveDI {
 
         // MARK: The process-wide container
 
-        private static let liveStore = Mutex(Container())
+        private static let liveStore = Locked(Container())
 
         /// The process-wide container that `@Injected`, `@Factory` and `bootstrap` use.
         /// Assigning a new one (tests do) takes effect for every later read.

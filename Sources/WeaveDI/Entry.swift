@@ -6,7 +6,7 @@ import Synchronization
 /// A replaced entry is retired, never freed before its container, so lock-free readers that
 /// loaded it stay safe.
 ///
-/// `@unchecked Sendable`: the mutable parts are an `Atomic` and a `Mutex`.
+/// `@unchecked Sendable`: the mutable parts are an `Atomic` and a `Locked`.
 @usableFromInline
 class EntryBase: @unchecked Sendable {
     let slot: Int
@@ -18,7 +18,7 @@ class EntryBase: @unchecked Sendable {
     /// Builds made so far (the first few record the dependency edges).
     let builds = Atomic<Int>(0)
     /// Slots this entry's factory resolved through its resolver.
-    let edges = Mutex<Set<Int>>([])
+    let edges = Locked<Set<Int>>([])
 
     init(slot: Int, scope: WeaveDI.Scope, module: String, typeName: String, isProvidedInstance: Bool) {
         self.slot = slot

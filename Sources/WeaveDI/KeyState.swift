@@ -96,7 +96,7 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
 /// The `KeyState` of every key, by the key type's slot.
 enum KeyStates {
     static let table = SlotArray<AnyObject>()
-    private static let creating = Mutex(())
+    private static let creating = Locked(())
     /// Serialises default computations (recursive: a default may read other keys).
     static let computing = RecursiveLock()
 

@@ -27,7 +27,7 @@ public enum WeaveDILog {
     @usableFromInline
     static let levelRank = Atomic<UInt8>(LogLevel.all.rank)
 
-    private static let sinkStore = Mutex<LogSink>(WeaveDILog.standardError)
+    private static let sinkStore = Locked<LogSink>(WeaveDILog.standardError)
 
     /// The current level.
     public static var level: LogLevel {

@@ -10,7 +10,7 @@ final class ScopeInstances: Sendable {
 
     let scope: WeaveDI.Scope
     let id: String
-    let state = Mutex(State())
+    let state = Locked(State())
 
     init(scope: WeaveDI.Scope, id: String) {
         self.scope = scope

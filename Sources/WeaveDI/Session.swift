@@ -12,15 +12,15 @@ public final class Session: Resolver, Sendable {
     /// When the session was opened.
     public let openedAt: ContinuousClock.Instant
     let instances: ScopeInstances
-    private let requests = Mutex<[ObjectIdentifier: Request]>([:])
-    private let lastActivity: Mutex<ContinuousClock.Instant>
+    private let requests = Locked<[ObjectIdentifier: Request]>([:])
+    private let lastActivity: Locked<ContinuousClock.Instant>
 
     init(id: String, container: WeaveDI.Container, attributes: [String: String]) {
         self.id = id
         self.container = container
         self.attributes = attributes
         openedAt = .now
-        lastActivity = Mutex(openedAt)
+        lastActivity = Locked(openedAt)
         instances = ScopeInstances(scope: .session, id: id)
     }
 

@@ -20,7 +20,7 @@ final class TypeSlots: Sendable {
         var retired: [SlotTable] = []
     }
 
-    private let writer = Mutex(WriterState())
+    private let writer = Locked(WriterState())
 
     private init() {
         table = Atomic(Unmanaged.passRetained(SlotTable(capacity: 1024)))

@@ -1,8 +1,75 @@
-import Synchronization
-
-/// Process-wide settings read from the environment (`applyFromEnvironment()`).
+/// Process-wide settings read from the environment.
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `WEAVEDI_REGISTRY_HEALTH_LOGGING` | off | log health transitions and fixes |
+/// | `WEAVEDI_REGISTRY_AUTO_HEALTH` | on | `UnifiedRegistry.start()` runs the check loop |
+/// | `WEAVEDI_REGISTRY_AUTO_FIX` | on | fixes run automatically after a check's failure threshold |
+/// | `WEAVEDI_INJECTED_ENV` | automatic | `live`, `test`, `preview` or `automatic` |
+/// | `WEAVEDI_LOG_LEVEL` | all | `all`, `registration`, `optimization`, `errors` or `off` |
+///
+/// Booleans accept `1/true/yes/on` and `0/false/no/off` in any case. Any other value keeps the
+/// default and is warned about once, naming the variable, the value and what is accepted.
 public enum WeaveDIConfiguration {
-    private static let warned = Mutex<Set<String>>([])
+    /// What `applyFromEnvironment()` applied.
+    public struct Settings: Sendable, Equatable {
+        /// `WEAVEDI_REGISTRY_HEALTH_LOGGING`.
+        public var healthLogging: Bool
+        /// `WEAVEDI_REGISTRY_AUTO_HEALTH`.
+        public var autoHealth: Bool
+        /// `WEAVEDI_REGISTRY_AUTO_FIX`.
+        public var autoFix: Bool
+        /// The context after `WEAVEDI_INJECTED_ENV` (or detection).
+        public var injectedContext: InjectedContext
+        /// `WEAVEDI_LOG_LEVEL`.
+        public var logLevel: LogLevel
+    }
+
+    private static let warned = Locked<Set<String>>([])
+
+    /// Reads the variables above and applies them to `UnifiedRegistry.shared`, the log level
+    /// and `InjectedContext`; returns what it applied.
+    @discardableResult
+    public static func applyFromEnvironment() -> Settings {
+        let settings = Settings(
+            healthLogging: flag("WEAVEDI_REGISTRY_HEALTH_LOGGING", default: false),
+            autoHealth: flag("WEAVEDI_REGISTRY_AUTO_HEALTH", default: true),
+            autoFix: flag("WEAVEDI_REGISTRY_AUTO_FIX", default: true),
+            injectedContext: InjectedContext.fromEnvironment() ?? InjectedContext.detect(),
+            logLevel: logLevel(default: .all))
+        let registry = UnifiedRegistry.shared
+        registry.healthLoggingEnabled = settings.healthLogging
+        registry.autoHealthEnabled = settings.autoHealth
+        registry.autoFixEnabled = settings.autoFix
+        InjectedContext.current = settings.injectedContext
+        WeaveDILog.level = settings.logLevel
+        return settings
+    }
+
+    /// Parses a boolean environment value; nil for anything but `1/true/yes/on`, `0/false/no/off`.
+    public static func parseBool(_ raw: String) -> Bool? {
+        switch raw.trimmingASCIISpaces().lowercased() {
+        case "1", "true", "yes", "on": true
+        case "0", "false", "no", "off": false
+        default: nil
+        }
+    }
+
+    static func flag(_ name: String, default fallback: Bool) -> Bool {
+        guard let raw = environmentValue(name) else { return fallback }
+        if let value = parseBool(raw) { return value }
+        warnOnce(variable: name, value: raw, accepted: "1, true, yes, on, 0, false, no or off (any case)",
+                 using: "the default (\(fallback ? "on" : "off"))")
+        return fallback
+    }
+
+    static func logLevel(default fallback: LogLevel) -> LogLevel {
+        guard let raw = environmentValue("WEAVEDI_LOG_LEVEL") else { return fallback }
+        if let level = LogLevel(name: raw.trimmingASCIISpaces()) { return level }
+        warnOnce(variable: "WEAVEDI_LOG_LEVEL", value: raw, accepted: LogLevel.allCases.map(\.rawValue).joined(separator: ", "),
+                 using: "the default (\(fallback))")
+        return fallback
+    }
 
     /// Logs, once per variable, that `value` of `variable` is not one of `accepted`.
     static func warnOnce(variable: String, value: String, accepted: String, using fallback: String) {

@@ -1,7 +1,11 @@
 import WeaveDI
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // A child process for the tests: each command checks one piece of process-wide behaviour
-// (environment variables, fatal errors) where it cannot disturb other tests.
+// (environment variables, log levels, fatal errors, exit codes) where it cannot disturb other
+// tests. `diagnose-components` and `check-cycles` are the CI hook for component diagnostics.
 
 struct ProbeKey: InjectedKey {
     static var liveValue: String { "live-default" }
@@ -23,6 +27,62 @@ struct Reader {
     @Factory var unregistered: Unregistered
 }
 
+final class Clock {}
+final class Store {}
+final class Mailer {}
+final class Queue {}
+
+/// Fixture modules whose graphs have known problems.
+struct Scenario: WeaveDI.Module {
+    let name: String
+    let body: @Sendable (WeaveDI.Container) -> Void
+    func register(in container: WeaveDI.Container) async { body(container) }
+
+    static func modules(_ scenario: String) -> [Scenario]? {
+        switch scenario {
+        case "clean":
+            return [
+                Scenario(name: "core") { $0.register(Clock.self) { Clock() } },
+                Scenario(name: "storage") { c in c.register(Store.self) { r in _ = r.resolve(Clock.self); return Store() } },
+            ]
+        case "duplicates":
+            return [
+                Scenario(name: "core") { $0.register(Clock.self) { Clock() } },
+                Scenario(name: "testing") { $0.register(Clock.self, scope: .transient) { Clock() } },
+                Scenario(name: "storage") { $0.register(Store.self) { Store() } },
+            ]
+        case "cycle":
+            return [
+                Scenario(name: "mail") { c in
+                    c.register(Mailer.self) { r in _ = r.resolve(Queue.self); return Mailer() }
+                    c.register(Queue.self) { r in _ = r.resolve(Store.self); return Queue() }
+                    c.register(Store.self) { r in _ = r.resolve(Mailer.self); return Store() }
+                },
+            ]
+        default:
+            return nil
+        }
+    }
+}
+
+func scenarioArgument() -> String {
+    if let index = CommandLine.arguments.firstIndex(of: "--scenario"), index + 1 < CommandLine.arguments.count {
+        return CommandLine.arguments[index + 1]
+    }
+    return "clean"
+}
+
+func bootstrapScenario() async -> WeaveDI.Container {
+    guard let modules = Scenario.modules(scenarioArgument()) else {
+        print("unknown scenario '\(scenarioArgument())' (clean, duplicates, cycle)")
+        exit(64)
+    }
+    UnifiedDI.setLogLevel(.off)
+    let container = WeaveDI.Container()
+    await container.bootstrap(modules: modules)
+    return container
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 switch arguments.first {
 case "context":
@@ -31,6 +91,43 @@ case "context":
 case "factory-missing":
     _ = Reader().unregistered
     print("unreachable")
+case "env":
+    let settings = WeaveDIConfiguration.applyFromEnvironment()
+    print("healthLogging=\(settings.healthLogging)")
+    print("autoHealth=\(settings.autoHealth)")
+    print("autoFix=\(settings.autoFix)")
+    print("context=\(settings.injectedContext.rawValue)")
+    print("logLevel=\(settings.logLevel)")
+    print("registry=\(UnifiedRegistry.shared.healthLoggingEnabled),\(UnifiedRegistry.shared.autoHealthEnabled),\(UnifiedRegistry.shared.autoFixEnabled)")
+    print("level=\(UnifiedDI.logLevel)")
+case "levels":
+    // For each level, which categories get through; and whether a filtered message was built.
+    nonisolated(unsafe) var emitted: [LogCategory] = []
+    nonisolated(unsafe) var built = 0
+    UnifiedDI.setLogSink { record in emitted.append(record.category) }
+    func message(_ text: String) -> String {
+        built += 1
+        return text
+    }
+    for level in LogLevel.allCases {
+        UnifiedDI.setLogLevel(level)
+        emitted = []
+        built = 0
+        for category in LogCategory.allCases { WeaveDILog.log(category, message("x")) }
+        print("\(level): \(emitted.map(\.rawValue).joined(separator: ",")) built=\(built) read=\(UnifiedDI.logLevel)")
+    }
+case "diagnose-components":
+    let container = await bootstrapScenario()
+    let diagnostics = container.diagnoseComponents()
+    print(diagnostics.json.serialized)
+    exit(diagnostics.issues.isEmpty ? 0 : 1)
+case "check-cycles":
+    let container = await bootstrapScenario()
+    _ = await container.validate()
+    let report = container.checkCycles()
+    print(report.json.serialized)
+    exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|factory-missing")
+    print("usage: weavedi-probe context|factory-missing|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    exit(64)
 }

@@ -8,7 +8,7 @@ import Testing
         let ledger = Ledger()
         container.register(Tracked.self) { Tracked("s", ledger) }
         #expect(ledger.buildCount == 0)
-        let seen = Mutex<Set<ObjectIdentifier>>([])
+        let seen = Locked<Set<ObjectIdentifier>>([])
         onThreads(100) { _ in
             let instance = container.resolve(Tracked.self)!
             seen.withLock { _ = $0.insert(ObjectIdentifier(instance)) }

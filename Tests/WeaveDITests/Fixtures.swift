@@ -1,9 +1,9 @@
 import Synchronization
-import WeaveDI
+@testable import WeaveDI
 
 /// Counts how many instances were built and disposed, in order.
 final class Ledger: Sendable {
-    private let state = Mutex<(built: Int, disposed: [String])>((0, []))
+    private let state = Locked<(built: Int, disposed: [String])>((0, []))
     func built() { state.withLock { $0.built += 1 } }
     func disposed(_ name: String) { state.withLock { $0.disposed.append(name) } }
     var buildCount: Int { state.withLock { $0.built } }

@@ -1,0 +1,131 @@
+/// One finding of `diagnoseComponents()`: a duplicate provider or scope drift.
+public struct ComponentIssue: Sendable, Equatable {
+    /// What kind of finding it is.
+    public enum Kind: String, Sendable {
+        /// Two or more modules register the same type; the last registration wins.
+        case duplicateProvider
+        /// The same type is registered with different scopes.
+        case scopeDrift
+    }
+
+    /// The kind of finding.
+    public var kind: Kind
+    /// The type concerned.
+    public var type: String
+    /// Who provides it: module names (duplicates) or `module(scope)` (scope drift), sorted.
+    public var providers: [String]
+    /// One line saying what is wrong and what wins.
+    public var detail: String
+}
+
+/// The result of `diagnoseComponents()`, in the documented JSON shape
+/// `{"issues":[{"type":…,"providers":[…],"detail":…}]}`.
+public struct ComponentDiagnostics: Sendable, Equatable {
+    /// The findings, sorted by type, duplicates before drift.
+    public var issues: [ComponentIssue]
+
+    /// The documented JSON, with `kind` added to each issue.
+    public var json: JSONValue {
+        .object([("issues", .array(issues.map { issue in
+            .object([
+                ("type", .string(issue.type)), ("providers", .array(issue.providers.map(JSONValue.string))),
+                ("detail", .string(issue.detail)), ("kind", .string(issue.kind.rawValue)),
+            ])
+        }))])
+    }
+}
+
+/// The result of `checkCycles()`: `{"componentCount":N,"edgeCount":M,"cycles":[["A","B"],…]}`.
+public struct CycleReport: Sendable, Equatable {
+    /// Registered types.
+    public var componentCount: Int
+    /// Recorded dependency edges.
+    public var edgeCount: Int
+    /// Elementary cycles, each rotated to start at its smallest name, sorted.
+    public var cycles: [[String]]
+
+    /// The documented JSON.
+    public var json: JSONValue {
+        .object([
+            ("componentCount", .int(componentCount)), ("edgeCount", .int(edgeCount)),
+            ("cycles", .array(cycles.map { .array($0.map(JSONValue.string)) })),
+        ])
+    }
+}
+
+extension WeaveDI.Container {
+    /// Duplicate providers (one type registered by two or more modules) and scope drift (one
+    /// type registered with different scopes), from every registration ever made here.
+    public func diagnoseComponents() -> ComponentDiagnostics {
+        let history = state.withLock { $0.history }
+        var bySlot: [Int: [(module: String, scope: WeaveDI.Scope)]] = [:]
+        for record in history { bySlot[record.slot, default: []].append((record.module, record.scope)) }
+        var issues: [ComponentIssue] = []
+        for (slot, records) in bySlot {
+            let type = TypeSlots.shared.name(ofSlot: slot)
+            let modules = Set(records.map(\.module)).sorted()
+            if modules.count > 1 {
+                issues.append(ComponentIssue(
+                    kind: .duplicateProvider, type: type, providers: modules,
+                    detail: "provided by \(modules.count) modules (\(modules.joined(separator: ", "))); "
+                        + "the registration by \(records.last!.module) wins"))
+            }
+            let scopes = Set(records.map(\.scope))
+            if scopes.count > 1 {
+                let providers = Set(records.map { "\($0.module)(\($0.scope))" }).sorted()
+                issues.append(ComponentIssue(
+                    kind: .scopeDrift, type: type, providers: providers,
+                    detail: "registered with different scopes (\(scopes.map(\.rawValue).sorted().joined(separator: ", "))); "
+                        + "the last, \(records.last!.scope), is in effect"))
+            }
+        }
+        issues.sort { ($0.type, $0.kind == .duplicateProvider ? 0 : 1) < ($1.type, $1.kind == .duplicateProvider ? 0 : 1) }
+        return ComponentDiagnostics(issues: issues)
+    }
+
+    /// The cycles in the dependency graph recorded so far (edges are recorded when factories
+    /// resolve through their resolver; `validate()` builds everything once to record them all).
+    public func checkCycles() -> CycleReport {
+        let registrations = registrations
+        var graph: [String: Set<String>] = [:]
+        var edgeCount = 0
+        for registration in registrations {
+            graph[registration.type, default: []].formUnion(registration.dependencies)
+            edgeCount += registration.dependencies.count
+        }
+        return CycleReport(
+            componentCount: registrations.count, edgeCount: edgeCount, cycles: CycleFinder.elementaryCycles(in: graph))
+    }
+}
+
+/// Finds elementary cycles: from each node in name order, paths through larger names only
+/// that return to it, so every cycle is found once, starting at its smallest name.
+enum CycleFinder {
+    /// At most this many cycles are listed.
+    static let limit = 1_000
+
+    static func elementaryCycles(in graph: [String: Set<String>]) -> [[String]] {
+        var cycles: [[String]] = []
+        let nodes = Set(graph.keys).union(graph.values.flatMap { $0 }).sorted()
+        for start in nodes {
+            var path = [start]
+            var onPath: Set<String> = [start]
+            func visit(_ node: String) {
+                guard cycles.count < limit else { return }
+                for next in (graph[node] ?? []).sorted() {
+                    if next == start {
+                        cycles.append(path)
+                    } else if next > start, !onPath.contains(next) {
+                        path.append(next)
+                        onPath.insert(next)
+                        visit(next)
+                        onPath.remove(next)
+                        path.removeLast()
+                    }
+                }
+            }
+            visit(start)
+        }
+        return cycles.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+}

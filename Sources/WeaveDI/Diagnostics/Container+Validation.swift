@@ -1,0 +1,107 @@
+extension WeaveDI {
+    /// What building every registration once found (`Container.validate()`).
+    public struct ValidationReport: Sendable, Equatable {
+        /// Registrations built without error.
+        public var built: [String]
+        /// Registrations that could not be built, with the reason.
+        public var failures: [Failure]
+        /// Dependency cycles in the recorded graph (see `Container.checkCycles()`).
+        public var cycles: [[String]]
+        /// Duplicate providers and scope drift (see `Container.diagnoseComponents()`).
+        public var componentIssues: [ComponentIssue]
+
+        /// One registration that failed to build.
+        public struct Failure: Sendable, Equatable {
+            /// The registered type.
+            public var type: String
+            /// Its scope.
+            public var scope: WeaveDI.Scope
+            /// Why it failed (`ResolutionError.description`).
+            public var reason: String
+            /// Whether the reason is a scope mismatch.
+            public var isScopeMismatch: Bool
+            /// Whether the reason is a cycle.
+            public var isCycle: Bool
+        }
+
+        /// True when nothing failed and no cycles were found.
+        public var isValid: Bool { failures.isEmpty && cycles.isEmpty }
+    }
+}
+
+extension WeaveDI.Container {
+    /// Builds every registration once, each in its own scope: singletons are built (and stay
+    /// built), session- and request-scoped ones inside a probe session and request that are
+    /// then closed (disposing what they built), transients once. Building records the dependency
+    /// graph; the report adds its cycles and the component issues.
+    public func validate() async -> WeaveDI.ValidationReport {
+        let entries = state.withLock { state in state.order.compactMap { state.entries[$0] } }
+        let session = openSession(id: "weavedi-validation", attributes: ["purpose": "validation"])
+        let request = session.openRequest(id: "weavedi-validation")
+        var built: [String] = []
+        var failures: [WeaveDI.ValidationReport.Failure] = []
+        for entry in entries {
+            let owner: ScopeOwner? = switch entry.scope {
+            case .singleton: nil
+            case .session: .session(session)
+            case .request, .transient: .request(request)
+            }
+            do {
+                _ = try entry.resolveErased(in: self, owner: owner)
+                built.append(entry.typeName)
+            } catch {
+                var mismatch = false, cycle = false
+                if case .scopeMismatch = error { mismatch = true }
+                if case .cycle = error { cycle = true }
+                failures.append(.init(type: entry.typeName, scope: entry.scope, reason: error.description,
+                                      isScopeMismatch: mismatch, isCycle: cycle))
+            }
+        }
+        await request.close()
+        await session.close()
+        let report = WeaveDI.ValidationReport(
+            built: built, failures: failures, cycles: checkCycles().cycles, componentIssues: diagnoseComponents().issues)
+        WeaveDILog.log(
+            .optimization,
+            "validated \(entries.count) registration(s): \(built.count) built, \(failures.count) failed, "
+                + "\(report.cycles.count) cycle(s), \(report.componentIssues.count) component issue(s)")
+        return report
+    }
+
+    /// Evicts the built singleton of `type`: the next resolve builds a new one; the evicted
+    /// instance is disposed if it adopts `Disposable`. Returns whether there was one to evict.
+    @discardableResult
+    public func evict<T>(_ type: T.Type) async -> Bool {
+        await evict(slot: TypeSlots.shared.slot(for: type))
+    }
+
+    func evict(slot: Int) async -> Bool {
+        let evicted: (any Disposable)?? = state.withLock { state in
+            guard let entry = state.entries[slot], entry.scope == .singleton, !entry.isProvidedInstance,
+                let instance = entry.builtInstance
+            else { return nil }
+            let fresh = entry.fresh()
+            if let old = table.store(fresh, at: slot) { state.retired.append(old) }
+            state.entries[slot] = fresh
+            let object = instance as AnyObject
+            let index = state.disposables.firstIndex { ($0 as AnyObject) === object }
+            return .some(index.map { state.disposables.remove(at: $0) })
+        }
+        guard let evicted else { return false }
+        Generation.bump()
+        if let disposable = evicted { await disposable.dispose() }
+        WeaveDILog.log(.diagnostic, "evicted the singleton \(TypeSlots.shared.name(ofSlot: slot))")
+        return true
+    }
+
+    /// The built singletons that report their own health, by type name.
+    func healthReportingSingletons() -> [(slot: Int, type: String, reporter: any HealthReporting)] {
+        state.withLock { state in
+            state.order.compactMap { slot in
+                guard let entry = state.entries[slot], let reporter = entry.builtInstance as? any HealthReporting
+                else { return nil }
+                return (slot, entry.typeName, reporter)
+            }
+        }
+    }
+}

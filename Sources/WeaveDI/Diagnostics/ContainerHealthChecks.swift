@@ -1,0 +1,72 @@
+extension UnifiedRegistry {
+    /// Registers the built-in checks of `container`:
+    ///
+    /// - `container.graph`: every registration builds in its own scope, no cycles, no scope
+    ///   mismatches (unhealthy otherwise); duplicate providers or scope drift across modules
+    ///   make it degraded.
+    /// - `container.singletons`: asks every built singleton that adopts `HealthReporting`; its
+    ///   fix evicts the unhealthy ones (disposed, rebuilt on next resolve).
+    /// - `container.sessions`: sessions idle longer than `sessionIdleLimit`; its fix closes them.
+    public func registerContainerChecks(
+        for container: WeaveDI.Container, sessionIdleLimit: Duration = .seconds(300)
+    ) {
+        register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(10)) {
+            let report = await container.validate()
+            let data = [
+                "built": "\(report.built.count)", "failures": "\(report.failures.count)",
+                "cycles": "\(report.cycles.count)", "componentIssues": "\(report.componentIssues.count)",
+            ]
+            if let failure = report.failures.first {
+                return .unhealthy("\(report.failures.count) registration(s) cannot be built; first: \(failure.reason)", data: data)
+            }
+            if let cycle = report.cycles.first {
+                return .unhealthy("dependency cycle: \((cycle + [cycle[0]]).joined(separator: " -> "))", data: data)
+            }
+            if let issue = report.componentIssues.first {
+                return .degraded("\(report.componentIssues.count) component issue(s); first: \(issue.type): \(issue.detail)", data: data)
+            }
+            return .healthy("\(report.built.count) registration(s) build", data: data)
+        })
+
+        register(HealthCheck(name: "container.singletons", tags: [HealthCheck.liveness]) {
+            var worst = HealthStatus.healthy
+            var bad: [String] = []
+            for singleton in container.healthReportingSingletons() {
+                let result = await singleton.reporter.health()
+                if result.status != .healthy { bad.append("\(singleton.type): \(result.message)") }
+                worst = max(worst, result.status)
+            }
+            return bad.isEmpty
+                ? .healthy("all self-reporting singletons are healthy")
+                : HealthCheckResult(status: worst, message: bad.joined(separator: "; "), data: ["unhealthy": "\(bad.count)"])
+        } fix: {
+            var evicted: [String] = []
+            for singleton in container.healthReportingSingletons()
+            where await singleton.reporter.health().status == .unhealthy {
+                if await container.evict(slot: singleton.slot) { evicted.append(singleton.type) }
+            }
+            return evicted.isEmpty ? "nothing to evict" : "evicted \(evicted.joined(separator: ", "))"
+        })
+
+        register(HealthCheck(name: "container.sessions", tags: [HealthCheck.liveness]) {
+            let idle = container.idleSessions(longerThan: sessionIdleLimit)
+            return idle.isEmpty
+                ? .healthy("\(container.openSessions.count) open session(s), none idle")
+                : .degraded(
+                    "\(idle.count) session(s) idle for more than \(format(sessionIdleLimit))",
+                    data: ["idle": idle.map(\.id).joined(separator: ",")])
+        } fix: {
+            let idle = container.idleSessions(longerThan: sessionIdleLimit)
+            for session in idle { await session.close() }
+            return "closed \(idle.count) idle session(s)"
+        })
+    }
+}
+
+extension WeaveDI.Container {
+    /// Open sessions that resolved nothing and opened no request for longer than `limit`.
+    public func idleSessions(longerThan limit: Duration) -> [Session] {
+        let now = ContinuousClock.now
+        return openSessions.filter { now - $0.lastActiveAt > limit }
+    }
+}

@@ -1,0 +1,44 @@
+/// A named health check, as registered with `UnifiedRegistry`.
+public struct HealthCheck: Sendable {
+    /// The tags every readiness probe and liveness probe select by.
+    public static let liveness = "liveness"
+    /// See `liveness`.
+    public static let readiness = "readiness"
+
+    /// Unique name; registering a check with the same name replaces it.
+    public var name: String
+    /// Tags to select checks by (`liveness`, `readiness`, or your own).
+    public var tags: Set<String>
+    /// How long one run may take; a run still going then counts as unhealthy
+    /// ("timed out after 2 s") and is cancelled.
+    public var timeout: Duration
+    /// How many failing runs in a row (degraded or unhealthy) before the check's state turns
+    /// bad, and before auto-fix acts.
+    public var failureThreshold: Int
+    /// How many healthy runs in a row before a bad state turns healthy again.
+    public var successThreshold: Int
+    /// The check itself.
+    public var run: @Sendable () async -> HealthCheckResult
+    /// What to do when the check fails, if anything can be done: throw when it did not work,
+    /// return a line saying what was done.
+    public var fix: (@Sendable () async throws -> String)?
+
+    /// Creates a check.
+    public init(
+        name: String, tags: Set<String> = [HealthCheck.readiness], timeout: Duration = .seconds(2),
+        failureThreshold: Int = 1, successThreshold: Int = 1,
+        run: @escaping @Sendable () async -> HealthCheckResult,
+        fix: (@Sendable () async throws -> String)? = nil
+    ) {
+        precondition(!name.isEmpty, "HealthCheck: the name must not be empty")
+        precondition(failureThreshold >= 1 && successThreshold >= 1, "HealthCheck \(name): thresholds start at 1")
+        precondition(timeout > .zero, "HealthCheck \(name): the timeout must be positive")
+        self.name = name
+        self.tags = tags
+        self.timeout = timeout
+        self.failureThreshold = failureThreshold
+        self.successThreshold = successThreshold
+        self.run = run
+        self.fix = fix
+    }
+}

@@ -1,0 +1,93 @@
+/// One fix attempt (or refusal), as the registry records it.
+public struct FixRecord: Sendable, Codable, Equatable {
+    /// Who asked for the fix.
+    public enum Trigger: String, Sendable, Codable {
+        /// The registry, after the check's failure threshold.
+        case automatic
+        /// Someone, by hand (`UnifiedRegistry.fix(_:)`).
+        case manual
+    }
+
+    /// How it went.
+    public enum Outcome: String, Sendable, Codable {
+        /// The fix ran and did not throw.
+        case succeeded
+        /// The fix threw.
+        case failed
+        /// The fix ran past the policy's attempt timeout and was cancelled.
+        case timedOut
+        /// The fix was not run (no fix, attempt limit, a fix already running).
+        case refused
+    }
+
+    /// When it happened, in seconds since the Unix epoch.
+    public var time: Double
+    /// The check's name.
+    public var check: String
+    /// Who asked.
+    public var trigger: Trigger
+    /// How it went.
+    public var outcome: Outcome
+    /// What the fix said it did, or why it was refused.
+    public var message: String
+    /// The error, for failed and timed-out fixes.
+    public var error: String?
+    /// How long it ran, in seconds.
+    public var duration: Double
+}
+
+/// The state of one check in a report.
+public struct CheckReport: Sendable, Codable, Equatable {
+    /// The check's name.
+    public var name: String
+    /// Its tags, sorted.
+    public var tags: [String]
+    /// Its state after thresholds; nil until it first ran.
+    public var status: HealthStatus?
+    /// The last run's message.
+    public var message: String
+    /// The last run's data.
+    public var data: [String: String]
+    /// How long the last run took, in seconds.
+    public var duration: Double
+    /// When it last ran / last passed / last failed, in seconds since the Unix epoch.
+    public var lastRun: Double?
+    /// See `lastRun`.
+    public var lastSuccess: Double?
+    /// See `lastRun`.
+    public var lastFailure: Double?
+    /// Failing runs in a row.
+    public var consecutiveFailures: Int
+    /// Whether the check offers a fix.
+    public var fixable: Bool
+    /// How many fixes were tried (automatic and manual).
+    public var fixesTried: Int
+    /// The last fix tried, if any.
+    public var lastFix: FixRecord?
+    /// Why auto-fix last held back, if it did (backoff, breaker, limit).
+    public var fixHeldBack: String?
+    /// The fix's circuit breaker.
+    public var breaker: BreakerState
+}
+
+/// The registry's view of health at one moment.
+///
+/// The score is the mean of every check's share (healthy 100, degraded 50, unhealthy 0;
+/// a check that has not run yet counts as healthy), rounded down; 100 with no checks.
+public struct HealthReport: Sendable, Codable, Equatable {
+    /// The worst state of any check.
+    public var status: HealthStatus
+    /// 0 to 100; see the type's documentation.
+    public var score: Int
+    /// When the report was taken, in seconds since the Unix epoch.
+    public var takenAt: Double
+    /// Every selected check, in registration order.
+    public var checks: [CheckReport]
+
+    init(checks: [CheckReport], takenAt: Double) {
+        self.checks = checks
+        self.takenAt = takenAt
+        status = checks.compactMap(\.status).max() ?? .healthy
+        score = checks.isEmpty ? 100 : checks.map { ($0.status ?? .healthy).score }.reduce(0, +) / checks.count
+    }
+}

@@ -1,0 +1,122 @@
+extension UnifiedRegistry {
+    /// Runs the fix of the check named `name` now, by hand: past its backoff and circuit
+    /// breaker, but within the attempt limit and the attempt timeout. Re-runs the check after a
+    /// fix that worked.
+    @discardableResult
+    public func fix(_ name: String) async -> FixRecord {
+        await attempt(name, trigger: .manual)
+    }
+
+    /// Runs the fix of every fixable check that is not healthy, by hand.
+    @discardableResult
+    public func fixAll() async -> [FixRecord] {
+        let names = state.withLock { state in
+            state.order.filter { name in
+                guard let entry = state.checks[name] else { return false }
+                return entry.check.fix != nil && entry.status != nil && entry.status != .healthy
+            }
+        }
+        var records: [FixRecord] = []
+        for name in names { records.append(await fix(name)) }
+        return records
+    }
+
+    /// Runs the check's fix if it is past its failure threshold and the policy allows.
+    func autoFixIfDue(_ name: String) async {
+        let due: Bool = state.withLock { state in
+            guard let entry = state.checks[name], entry.check.fix != nil, let status = entry.status else { return false }
+            return status != .healthy && entry.consecutiveFailures >= entry.check.failureThreshold
+        }
+        if due { _ = await attempt(name, trigger: .automatic) }
+    }
+
+    private func attempt(_ name: String, trigger: FixRecord.Trigger) async -> FixRecord {
+        let now = clock.now
+        let wall = clock.wallTime
+        enum Plan {
+            case refuse(String)
+            case hold(String)
+            case run(HealthCheck, AutoFixPolicy)
+        }
+        let plan: Plan = state.withLock { state in
+            guard var entry = state.checks[name] else { return .refuse("no health check named '\(name)'") }
+            guard let _ = entry.check.fix else { return .refuse("\(name) offers no fix") }
+            guard !entry.fixing else { return .refuse("a fix of \(name) is already running") }
+            let decision = trigger == .automatic
+                ? entry.governor.decide(at: now, policy: state.policy)
+                : entry.governor.decideManual(at: now, policy: state.policy)
+            if case let .skip(reason) = decision {
+                entry.heldBack = reason
+                state.checks[name] = entry
+                return trigger == .automatic ? .hold(reason) : .refuse(reason)
+            }
+            entry.fixing = true
+            entry.heldBack = nil
+            state.checks[name] = entry
+            return .run(entry.check, state.policy)
+        }
+        switch plan {
+        case let .hold(reason):
+            return FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)
+        case let .refuse(reason):
+            let record = FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)
+            remember(record)
+            return record
+        case let .run(check, policy):
+            let record = await run(check, policy: policy, trigger: trigger, startedAt: now, wall: wall)
+            if record.outcome == .succeeded { await runOne(check) }
+            return record
+        }
+    }
+
+    private func run(
+        _ check: HealthCheck, policy: AutoFixPolicy, trigger: FixRecord.Trigger, startedAt: Duration, wall: Double
+    ) async -> FixRecord {
+        enum Outcome: Sendable {
+            case done(String)
+            case failed(String)
+        }
+        let fix = check.fix!
+        let outcome = await withTimeout(policy.attemptTimeout, clock: clock) { () -> Outcome in
+            do { return .done(try await fix()) } catch { return .failed(String(describing: error)) }
+        }
+        let end = clock.now
+        let record: FixRecord
+        switch outcome {
+        case let .done(message)?:
+            record = FixRecord(time: wall, check: check.name, trigger: trigger, outcome: .succeeded, message: message, error: nil, duration: seconds(end - startedAt))
+        case let .failed(error)?:
+            record = FixRecord(time: wall, check: check.name, trigger: trigger, outcome: .failed, message: "fix failed", error: error, duration: seconds(end - startedAt))
+        case nil:
+            record = FixRecord(
+                time: wall, check: check.name, trigger: trigger, outcome: .timedOut, message: "fix timed out",
+                error: "timed out after \(format(policy.attemptTimeout))", duration: seconds(end - startedAt))
+        }
+        let logging: Bool = state.withLock { state in
+            if var entry = state.checks[check.name] {
+                entry.fixing = false
+                entry.fixesTried += 1
+                entry.lastFix = record
+                entry.governor.record(success: record.outcome == .succeeded, at: end, policy: policy, jitter: jitter)
+                state.checks[check.name] = entry
+            }
+            return state.healthLogging
+        }
+        remember(record)
+        if logging {
+            WeaveDILog.log(
+                record.outcome == .succeeded ? .health : .error, subsystem: "health",
+                "fix of \(check.name) (\(trigger.rawValue)) \(record.outcome.rawValue): \(record.error ?? record.message)")
+        }
+        return record
+    }
+
+    private func remember(_ record: FixRecord) {
+        state.withLock { state in
+            state.history.append(record)
+            if state.history.count > UnifiedRegistry.historyLimit {
+                state.history.removeFirst(state.history.count - UnifiedRegistry.historyLimit)
+            }
+        }
+    }
+}

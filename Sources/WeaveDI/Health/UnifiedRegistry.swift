@@ -1,0 +1,249 @@
+import Synchronization
+
+/// The health / auto-fix registry: named checks, run on demand or by a loop, with thresholds
+/// against flapping, timeouts against hanging, and fixes run safely (see `AutoFixPolicy`).
+///
+/// ```swift
+/// UnifiedRegistry.shared.register(HealthCheck(name: "disk") { await diskCheck() } fix: { try cleanUp() })
+/// let report = await UnifiedRegistry.shared.runChecks()
+/// ```
+public final class UnifiedRegistry: Sendable {
+    /// The process-wide registry the documentation names.
+    public static let shared = UnifiedRegistry()
+
+    struct CheckState {
+        var check: HealthCheck
+        var status: HealthStatus?
+        var result: HealthCheckResult?
+        var duration: Duration = .zero
+        var lastRun: Double?
+        var lastSuccess: Double?
+        var lastFailure: Double?
+        var consecutiveFailures = 0
+        var consecutiveSuccesses = 0
+        var fixesTried = 0
+        var lastFix: FixRecord?
+        var heldBack: String?
+        var fixing = false
+        var governor = FixGovernor()
+    }
+
+    struct State {
+        var checks: [String: CheckState] = [:]
+        var order: [String] = []
+        var history: [FixRecord] = []
+        var loop: Task<Void, Never>?
+        var autoHealth = true
+        var autoFix = true
+        var healthLogging = false
+        var policy: AutoFixPolicy
+    }
+
+    /// How many fix records are kept.
+    public static let historyLimit = 500
+
+    /// The registry's time source.
+    public let clock: any HealthClock
+    let jitter: @Sendable (Duration) -> Duration
+    let state: Locked<State>
+
+    /// Creates a registry; tests pass a `ManualHealthClock` and a deterministic `jitter`.
+    public init(
+        clock: any HealthClock = SystemHealthClock(), policy: AutoFixPolicy = AutoFixPolicy(),
+        jitter: @escaping @Sendable (Duration) -> Duration = fullJitter
+    ) {
+        self.clock = clock
+        self.jitter = jitter
+        state = Locked(State(policy: policy))
+    }
+
+    // MARK: Settings
+
+    /// Whether the loop runs (`WEAVEDI_REGISTRY_AUTO_HEALTH`, default on).
+    public var autoHealthEnabled: Bool {
+        get { state.withLock { $0.autoHealth } }
+        set {
+            state.withLock { $0.autoHealth = newValue }
+            if !newValue { stop() }
+        }
+    }
+
+    /// Whether fixes run automatically after a check's failure threshold
+    /// (`WEAVEDI_REGISTRY_AUTO_FIX`, default on).
+    public var autoFixEnabled: Bool {
+        get { state.withLock { $0.autoFix } }
+        set { state.withLock { $0.autoFix = newValue } }
+    }
+
+    /// Whether health transitions and fixes are logged (`WEAVEDI_REGISTRY_HEALTH_LOGGING`,
+    /// default off).
+    public var healthLoggingEnabled: Bool {
+        get { state.withLock { $0.healthLogging } }
+        set { state.withLock { $0.healthLogging = newValue } }
+    }
+
+    /// The auto-fix policy.
+    public var policy: AutoFixPolicy {
+        get { state.withLock { $0.policy } }
+        set { state.withLock { $0.policy = newValue } }
+    }
+
+    // MARK: Checks
+
+    /// Adds `check`, replacing one of the same name (its history is kept).
+    public func register(_ check: HealthCheck) {
+        state.withLock { state in
+            if state.checks[check.name] != nil {
+                state.checks[check.name]!.check = check
+            } else {
+                state.checks[check.name] = CheckState(check: check)
+                state.order.append(check.name)
+            }
+        }
+    }
+
+    /// Removes the check named `name`; returns whether there was one.
+    @discardableResult
+    public func unregister(_ name: String) -> Bool {
+        state.withLock { state in
+            guard state.checks.removeValue(forKey: name) != nil else { return false }
+            state.order.removeAll { $0 == name }
+            return true
+        }
+    }
+
+    /// The names of the registered checks, in registration order.
+    public var checkNames: [String] { state.withLock { $0.order } }
+
+    /// Runs the selected checks (all, or those with any of `tags`) concurrently, updates their
+    /// states, runs due fixes when auto-fix is on, and returns the report.
+    @discardableResult
+    public func runChecks(tags: Set<String>? = nil) async -> HealthReport {
+        let selected = state.withLock { state in
+            state.order.compactMap { state.checks[$0]?.check }.filter { tags == nil || !$0.tags.isDisjoint(with: tags!) }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for check in selected {
+                group.addTask { await self.runOne(check) }
+            }
+        }
+        if autoFixEnabled {
+            await withTaskGroup(of: Void.self) { group in
+                for check in selected where check.fix != nil {
+                    group.addTask { await self.autoFixIfDue(check.name) }
+                }
+            }
+        }
+        return report(tags: tags)
+    }
+
+    /// The last known state of the selected checks, without running them.
+    public func report(tags: Set<String>? = nil) -> HealthReport {
+        let wall = clock.wallTime
+        let checks = state.withLock { state in
+            state.order.compactMap { state.checks[$0] }
+                .filter { tags == nil || !$0.check.tags.isDisjoint(with: tags!) }
+                .map(Self.report(of:))
+        }
+        return HealthReport(checks: checks, takenAt: wall)
+    }
+
+    /// Every fix attempt recorded, oldest first (at most `historyLimit`).
+    public func fixHistory() -> [FixRecord] {
+        state.withLock { $0.history }
+    }
+
+    /// Runs one check now and records its result.
+    func runOne(_ check: HealthCheck) async {
+        let start = clock.now
+        let result = await withTimeout(check.timeout, clock: clock) { await check.run() }
+            ?? .unhealthy("timed out after \(format(check.timeout))")
+        let duration = clock.now - start
+        let wall = clock.wallTime
+        let transition: (HealthStatus?, HealthStatus?, Bool) = state.withLock { state in
+            guard var entry = state.checks[check.name] else { return (nil, nil, false) }
+            let old = entry.status
+            entry.apply(result, duration: duration, at: wall)
+            state.checks[check.name] = entry
+            return (old, entry.status, state.healthLogging)
+        }
+        if transition.2, transition.0 != transition.1, let new = transition.1 {
+            WeaveDILog.log(
+                new == .healthy ? .health : .error, subsystem: "health",
+                "\(check.name): \(transition.0.map(\.rawValue) ?? "unknown") -> \(new.rawValue): \(result.message)")
+        }
+    }
+
+    static func report(of entry: CheckState) -> CheckReport {
+        CheckReport(
+            name: entry.check.name, tags: entry.check.tags.sorted(), status: entry.status,
+            message: entry.result?.message ?? "not run yet", data: entry.result?.data ?? [:],
+            duration: seconds(entry.duration), lastRun: entry.lastRun, lastSuccess: entry.lastSuccess,
+            lastFailure: entry.lastFailure, consecutiveFailures: entry.consecutiveFailures,
+            fixable: entry.check.fix != nil, fixesTried: entry.fixesTried, lastFix: entry.lastFix,
+            fixHeldBack: entry.heldBack, breaker: entry.governor.breaker)
+    }
+
+    // MARK: The loop
+
+    /// Starts running every check each `interval` (unless `WEAVEDI_REGISTRY_AUTO_HEALTH` is off).
+    /// Between rounds the loop sleeps; a running loop is replaced.
+    public func start(interval: Duration = .seconds(30)) {
+        guard autoHealthEnabled else {
+            WeaveDILog.log(.diagnostic, subsystem: "health", "health loop not started: WEAVEDI_REGISTRY_AUTO_HEALTH is off")
+            return
+        }
+        let loop = Task { [clock] in
+            while !Task.isCancelled {
+                await self.runChecks()
+                do { try await clock.sleep(for: interval) } catch { return }
+            }
+        }
+        state.withLock { $0.loop?.cancel(); $0.loop = loop }
+    }
+
+    /// Stops the loop.
+    public func stop() {
+        state.withLock { state in
+            state.loop?.cancel()
+            state.loop = nil
+        }
+    }
+
+    /// Whether the loop is running.
+    public var isRunning: Bool { state.withLock { $0.loop != nil } }
+}
+
+extension UnifiedRegistry.CheckState {
+    /// Folds one result in, changing state only across the check's thresholds.
+    mutating func apply(_ result: HealthCheckResult, duration: Duration, at wall: Double) {
+        self.result = result
+        self.duration = duration
+        lastRun = wall
+        if result.status == .healthy {
+            consecutiveSuccesses += 1
+            consecutiveFailures = 0
+            lastSuccess = wall
+        } else {
+            consecutiveFailures += 1
+            consecutiveSuccesses = 0
+            lastFailure = wall
+        }
+        switch status {
+        case nil:
+            status = result.status
+        case .healthy?:
+            if consecutiveFailures >= check.failureThreshold { status = result.status }
+        case .some:
+            if result.status == .healthy {
+                if consecutiveSuccesses >= check.successThreshold { status = .healthy }
+            } else if consecutiveFailures >= check.failureThreshold {
+                status = result.status
+            }
+        }
+    }
+}
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}

@@ -1,0 +1,219 @@
+import Testing
+@testable import WeaveDI
+
+final class NodeA: Sendable {}
+final class NodeB: Sendable {}
+final class NodeC: Sendable {}
+
+struct TestModule: WeaveDI.Module {
+    let name: String
+    let body: @Sendable (WeaveDI.Container) -> Void
+    func register(in container: WeaveDI.Container) async { body(container) }
+}
+
+/// A singleton that says how it feels, and counts its disposals.
+final class Moody: HealthReporting, Disposable {
+    let healthy: Bool
+    let ledger: Ledger
+    init(healthy: Bool, _ ledger: Ledger) {
+        self.healthy = healthy
+        self.ledger = ledger
+        ledger.built()
+    }
+    func health() async -> HealthCheckResult { healthy ? .healthy() : .unhealthy("moody") }
+    func dispose() async { ledger.disposed("moody") }
+}
+
+@Suite struct DiagnosticsTests {
+    @Test func duplicateProviders_andScopeDrift_areReported_inOrder() async {
+        let container = WeaveDI.Container()
+        await container.bootstrap(modules: [
+            TestModule(name: "core") { c in
+                c.register(NodeB.self) { NodeB() }
+                c.register(NodeA.self) { NodeA() }
+            },
+            TestModule(name: "testing") { c in
+                c.register(NodeB.self, scope: .transient) { NodeB() }
+                c.register(NodeA.self) { NodeA() }
+            },
+            TestModule(name: "other") { c in c.register(NodeC.self) { NodeC() } },
+        ])
+        let issues = container.diagnoseComponents().issues
+        #expect(issues.map(\.type) == ["NodeA", "NodeB", "NodeB"])
+        #expect(issues.map(\.kind) == [.duplicateProvider, .duplicateProvider, .scopeDrift])
+        #expect(issues[0].providers == ["core", "testing"])
+        #expect(issues[2].providers == ["core(singleton)", "testing(transient)"])
+        #expect(container.diagnoseComponents().json.serialized.hasPrefix(
+            #"{"issues":[{"type":"NodeA","providers":["core","testing"],"detail":"provided by 2 modules (core, testing); the registration by testing wins""#))
+    }
+
+    @Test func cleanGraph_hasNoIssues() {
+        let container = WeaveDI.Container()
+        container.register(NodeA.self) { NodeA() }
+        container.register(NodeA.self) { NodeA() }  // same module, same scope: a plain replacement
+        #expect(container.diagnoseComponents().issues.isEmpty)
+        #expect(container.diagnoseComponents().json.serialized == #"{"issues":[]}"#)
+    }
+
+    @Test func threeNodeCycle_isFound_inCanonicalRotation() async {
+        let container = WeaveDI.Container()
+        container.register(NodeB.self) { r in _ = r.resolve(NodeC.self); return NodeB() }
+        container.register(NodeC.self) { r in _ = r.resolve(NodeA.self); return NodeC() }
+        container.register(NodeA.self) { r in _ = r.resolve(NodeB.self); return NodeA() }
+        let validation = await container.validate()
+        let report = container.checkCycles()
+        #expect(report.cycles == [["NodeA", "NodeB", "NodeC"]])
+        #expect(report.componentCount == 3 && report.edgeCount == 3)
+        #expect(report.json.serialized == #"{"componentCount":3,"edgeCount":3,"cycles":[["NodeA","NodeB","NodeC"]]}"#)
+        #expect(validation.cycles == [["NodeA", "NodeB", "NodeC"]])
+        #expect(!validation.isValid)
+    }
+
+    @Test func validation_buildsEachRegistrationInItsScope_andReportsFailures() async {
+        let ledger = Ledger()
+        let container = WeaveDI.Container()
+        container.register(Tracked.self, scope: .session) { Tracked("probe", ledger) }
+        container.register(RequestContext.self, scope: .request) { RequestContext() }
+        container.register(NodeA.self) { NodeA() }
+        container.register(NodeB.self) { r in _ = try r.require(SessionStore.self); return NodeB() }
+        container.register(SessionStore.self, scope: .session) { SessionStore() }
+        let report = await container.validate()
+        #expect(report.built.sorted() == ["NodeA", "RequestContext", "SessionStore", "Tracked"])
+        #expect(report.failures.map(\.type) == ["NodeB"])
+        #expect(report.failures[0].isScopeMismatch)
+        #expect(ledger.disposals == ["probe"])  // the probe session was closed
+        #expect(container.openSessions.isEmpty)
+        #expect(container.registrations.first { $0.type == "NodeA" }?.isBuilt == true)
+    }
+
+    @Test func containerGraphCheck_reflectsTheGraph() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let container = WeaveDI.Container()
+        container.register(NodeA.self) { NodeA() }
+        registry.registerContainerChecks(for: container)
+        #expect(await registry.runChecks().checks[0].status == .healthy)
+        container.register(NodeB.self) { () throws -> NodeB in throw ScriptedFix.FixError() }
+        let broken = await registry.runChecks().checks[0]
+        #expect(broken.status == .unhealthy)
+        #expect(broken.message.contains("NodeB"))
+    }
+
+    @Test func unhealthySingleton_isEvicted_disposed_andRebuilt() async throws {
+        let ledger = Ledger()
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let container = WeaveDI.Container()
+        let healthyNext = Locked(false)
+        container.register(Moody.self) { Moody(healthy: healthyNext.withLock { $0 }, ledger) }
+        registry.registerContainerChecks(for: container)
+        let first = try container.require(Moody.self)
+        healthyNext.withLock { $0 = true }
+        let report = await registry.runChecks()
+        let singletons = report.checks.first { $0.name == "container.singletons" }!
+        #expect(singletons.lastFix?.message == "evicted Moody")
+        #expect(singletons.status == .healthy)  // re-run after the fix
+        #expect(ledger.disposals == ["moody"])
+        let second = try container.require(Moody.self)
+        #expect(second !== first && second.healthy)
+    }
+
+    @Test func idleSessions_areClosedByTheFix() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let container = WeaveDI.Container()
+        registry.registerContainerChecks(for: container, sessionIdleLimit: .zero)
+        let session = container.openSession(id: "sleepy")
+        let report = await registry.runChecks()
+        let sessions = report.checks.first { $0.name == "container.sessions" }!
+        #expect(sessions.lastFix?.message == "closed 1 idle session(s)")
+        #expect(session.isClosed)
+    }
+
+    @Test func enableOptimization_warmsSingletons_recordsEdges_andFreezes() async {
+        let container = WeaveDI.Container()
+        container.register(NodeA.self) { NodeA() }
+        container.register(NodeB.self) { r in _ = try r.require(NodeA.self); return NodeB() }
+        container.register(NodeC.self, scope: .transient) { NodeC() }
+        let report = await UnifiedRegistry(clock: ManualHealthClock()).enableOptimization(container: container)
+        #expect(report.registrations == 3 && report.singletonsBuilt == 2 && report.edges == 1)
+        #expect(report.validation.isValid)
+        #expect(container.registrations.first { $0.type == "NodeB" }?.dependencies == ["NodeA"])
+        #expect(container.state.withLock { $0.frozen })
+    }
+}
+
+@Suite struct ConfigurationChildProcessTests {
+    func settings(_ environment: [String: String]) throws -> (lines: [String], stderr: String) {
+        let result = try ChildProcess.run("weavedi-probe", ["env"], environment: environment)
+        #expect(result.status == 0)
+        return (result.stdout.split(separator: "\n").map(String.init), result.stderr)
+    }
+
+    @Test func defaults() throws {
+        let (lines, _) = try settings([:])
+        #expect(lines == [
+            "healthLogging=false", "autoHealth=true", "autoFix=true", "context=live", "logLevel=all",
+            "registry=false,true,true", "level=all",
+        ])
+    }
+
+    @Test(arguments: ["1", "true", "YES", "On"])
+    func truthyValues_areAccepted_inAnyCase(value: String) throws {
+        let (lines, stderr) = try settings([
+            "WEAVEDI_REGISTRY_HEALTH_LOGGING": value, "WEAVEDI_REGISTRY_AUTO_HEALTH": value, "WEAVEDI_REGISTRY_AUTO_FIX": value,
+        ])
+        #expect(lines.contains("registry=true,true,true"))
+        #expect(!stderr.contains("not valid"))
+    }
+
+    @Test(arguments: ["0", "false", "No", "OFF"])
+    func falsyValues_areAccepted_inAnyCase(value: String) throws {
+        let (lines, _) = try settings([
+            "WEAVEDI_REGISTRY_HEALTH_LOGGING": value, "WEAVEDI_REGISTRY_AUTO_HEALTH": value, "WEAVEDI_REGISTRY_AUTO_FIX": value,
+        ])
+        #expect(lines.contains("registry=false,false,false"))
+    }
+
+    @Test(arguments: ["WEAVEDI_REGISTRY_HEALTH_LOGGING", "WEAVEDI_REGISTRY_AUTO_HEALTH", "WEAVEDI_REGISTRY_AUTO_FIX"])
+    func badBoolean_keepsTheDefault_andWarnsOnce(variable: String) throws {
+        let (lines, stderr) = try settings([variable: "maybe"])
+        #expect(lines.contains("registry=false,true,true"))
+        let warnings = stderr.split(separator: "\n").filter { $0.contains(variable) }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains(#"="maybe" is not valid (accepted: 1, true, yes, on, 0, false, no or off"#) == true)
+    }
+
+    @Test func logLevel_andContext_fromTheEnvironment() throws {
+        let (lines, _) = try settings(["WEAVEDI_LOG_LEVEL": "Errors", "WEAVEDI_INJECTED_ENV": "preview"])
+        #expect(lines.contains("logLevel=errors") && lines.contains("level=errors") && lines.contains("context=preview"))
+    }
+
+    @Test func badLogLevel_keepsAll_andWarns() throws {
+        let (lines, stderr) = try settings(["WEAVEDI_LOG_LEVEL": "loud"])
+        #expect(lines.contains("logLevel=all"))
+        #expect(stderr.contains(#"WEAVEDI_LOG_LEVEL="loud" is not valid (accepted: all, registration, optimization, errors, off)"#))
+    }
+
+    @Test func eachLogLevel_emitsExactlyItsCategories_andBuildsNothingItFilters() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["levels"])
+        #expect(result.stdout.split(separator: "\n") == [
+            "all: registration,overwrite,optimization,health,diagnostic,error built=6 read=all",
+            "registration: registration,overwrite,error built=3 read=registration",
+            "optimization: optimization,error built=2 read=optimization",
+            "errors: overwrite,error built=2 read=errors",
+            "off:  built=0 read=off",
+        ])
+    }
+
+    @Test(arguments: [("clean", 0), ("duplicates", 1)])
+    func diagnoseComponentsCommand_exitsOneOnIssues(scenario: String, status: Int32) throws {
+        let result = try ChildProcess.run("weavedi-probe", ["diagnose-components", "--scenario", scenario])
+        #expect(result.status == status)
+        #expect(result.stdout.hasPrefix(#"{"issues":["#))
+    }
+
+    @Test(arguments: [("clean", 0, "[]"), ("cycle", 1, #"[["Mailer","Queue","Store"]]"#)])
+    func checkCyclesCommand_exitsOneOnCycles(scenario: String, status: Int32, cycles: String) throws {
+        let result = try ChildProcess.run("weavedi-probe", ["check-cycles", "--scenario", scenario])
+        #expect(result.status == status)
+        #expect(result.stdout.hasSuffix(#""cycles":\#(cycles)}"# + "\n"))
+    }
+}

@@ -1,0 +1,269 @@
+import Synchronization
+import Testing
+@testable import WeaveDI
+
+/// A scripted sequence of results, one per run (the last repeats).
+final class Script: Sendable {
+    private let results: Locked<[HealthCheckResult]>
+    init(_ statuses: [HealthStatus]) {
+        results = Locked(statuses.map { HealthCheckResult(status: $0, message: $0.rawValue) })
+    }
+    func next() -> HealthCheckResult {
+        results.withLock { $0.count > 1 ? $0.removeFirst() : $0[0] }
+    }
+}
+
+/// A fix whose outcome the test sets, counting its runs.
+final class ScriptedFix: Sendable {
+    private let state = Locked((runs: 0, succeeds: false))
+    var runs: Int { state.withLock { $0.runs } }
+    func succeed(_ value: Bool) { state.withLock { $0.succeeds = value } }
+    func run() throws -> String {
+        let succeeds = state.withLock { state -> Bool in
+            state.runs += 1
+            return state.succeeds
+        }
+        guard succeeds else { throw FixError() }
+        return "fixed"
+    }
+    struct FixError: Error, CustomStringConvertible { var description: String { "still broken" } }
+}
+
+/// Parks callers forever, ignoring cancellation: a check that truly hangs.
+final class Hang: Sendable {
+    private let parked = Locked<[CheckedContinuation<Void, Never>]>([])
+    func forever() async {
+        await withCheckedContinuation { continuation in parked.withLock { $0.append(continuation) } }
+    }
+    deinit { parked.withLock { $0.forEach { $0.resume() } } }
+}
+
+func waitForSleepers(_ clock: ManualHealthClock, _ count: Int) async {
+    while clock.sleeperCount < count { await Task.yield() }
+}
+
+@Suite struct HealthTests {
+    let clock = ManualHealthClock()
+
+    func registry(_ policy: AutoFixPolicy = AutoFixPolicy()) -> UnifiedRegistry {
+        UnifiedRegistry(clock: clock, policy: policy, jitter: { $0 })  // no jitter: exact timings
+    }
+
+    @Test func hungCheck_isCutOffAtItsTimeout_withoutDelayingTheOthers() async {
+        let registry = registry()
+        let hang = Hang()
+        registry.register(HealthCheck(name: "hung", timeout: .seconds(2)) { await hang.forever(); return .healthy() })
+        registry.register(HealthCheck(name: "quick") { .healthy("fine") })
+        let round = Task { await registry.runChecks() }
+        // "quick" has finished (its timer is gone) and only the hung check's timer is left.
+        while registry.report().checks[1].lastRun == nil { await Task.yield() }
+        await waitForSleepers(clock, 1)
+        clock.advance(by: .seconds(2))
+        let report = await round.value
+        let hung = report.checks.first { $0.name == "hung" }!
+        let quick = report.checks.first { $0.name == "quick" }!
+        #expect(hung.status == .unhealthy)
+        #expect(hung.message == "timed out after 2 s")
+        #expect(hung.duration == 2)
+        #expect(quick.status == .healthy)
+        #expect(quick.message == "fine")
+        #expect(quick.duration == 0)
+    }
+
+    @Test func flappingCheck_changesStateOnlyAcrossItsThresholds() async {
+        let registry = registry()
+        let script = Script([.healthy, .unhealthy, .unhealthy, .healthy, .unhealthy, .unhealthy, .unhealthy, .healthy, .healthy])
+        registry.register(HealthCheck(name: "flappy", failureThreshold: 3, successThreshold: 2) { script.next() })
+        var seen: [HealthStatus?] = []
+        for _ in 0..<9 { seen.append(await registry.runChecks().checks[0].status) }
+        #expect(seen == [.healthy, .healthy, .healthy, .healthy, .healthy, .healthy, .unhealthy, .unhealthy, .healthy])
+    }
+
+    @Test func report_holdsPerCheckFacts_andAScore() async {
+        let registry = registry()
+        registry.register(HealthCheck(name: "a", tags: [HealthCheck.liveness]) { .healthy() })
+        registry.register(HealthCheck(name: "b") { .degraded("slow", data: ["ms": "900"]) })
+        registry.register(HealthCheck(name: "c") { .unhealthy("down") })
+        clock.advance(by: .seconds(10))
+        let report = await registry.runChecks()
+        #expect(report.status == .unhealthy)
+        #expect(report.score == 50)
+        #expect(report.takenAt == clock.wallTime)
+        let b = report.checks[1]
+        #expect(b.message == "slow" && b.data == ["ms": "900"] && b.consecutiveFailures == 1)
+        #expect(b.lastFailure == 1_700_000_010 && b.lastSuccess == nil)
+        #expect(report.checks[0].lastSuccess == 1_700_000_010)
+        let liveness = await registry.runChecks(tags: [HealthCheck.liveness])
+        #expect(liveness.checks.map(\.name) == ["a"])
+        #expect(liveness.score == 100)
+    }
+
+    @Test func autoFix_waitsForTheFailureThreshold() async {
+        let registry = registry()
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", failureThreshold: 3, run: { .unhealthy("down") }, fix: { try fix.run() }))
+        for _ in 0..<2 { await registry.runChecks() }
+        #expect(fix.runs == 0)
+        await registry.runChecks()
+        #expect(fix.runs == 1)
+    }
+
+    @Test func autoFix_backsOffExponentially_betweenFailedAttempts() async {
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .seconds(10)
+        policy.breakerThreshold = 100
+        policy.maxAttemptsPerWindow = 100
+        let registry = registry(policy)
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { try fix.run() }))
+        var runsAt: [Int: Int] = [:]
+        var elapsed = 0
+        for step in [0, 5, 5, 19, 1, 39, 1] {  // t = 0, 5, 10, 29, 30, 69, 70
+            clock.advance(by: .seconds(step))
+            elapsed += step
+            await registry.runChecks()
+            runsAt[elapsed] = fix.runs
+        }
+        #expect(runsAt == [0: 1, 5: 1, 10: 2, 29: 2, 30: 3, 69: 3, 70: 4])
+        #expect(registry.report().checks[0].fixHeldBack == nil)
+        clock.advance(by: .seconds(1))
+        await registry.runChecks()
+        #expect(registry.report().checks[0].fixHeldBack?.contains("backing off") == true)
+    }
+
+    @Test func fullJitter_staysWithinTheBackoff_andVaries() {
+        let samples = (0..<200).map { _ in fullJitter(.seconds(8)) }
+        #expect(samples.allSatisfy { $0 >= .zero && $0 <= .seconds(8) })
+        #expect(Set(samples).count > 100)
+    }
+
+    @Test func circuitBreaker_opensAfterRepeatedFailures_andHalfOpensAfterTheCooldown() async {
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .seconds(1)
+        policy.breakerThreshold = 2
+        policy.breakerCooldown = .seconds(60)
+        policy.maxAttemptsPerWindow = 100
+        let registry = registry(policy)
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { try fix.run() }))
+        await registry.runChecks()  // t=0: fails (1)
+        clock.advance(by: .seconds(1))
+        await registry.runChecks()  // t=1: fails (2): open until 61
+        #expect(fix.runs == 2)
+        #expect(registry.report().checks[0].breaker == .open(untilSeconds: 61))
+        clock.advance(by: .seconds(29))
+        await registry.runChecks()  // t=30: refused
+        #expect(fix.runs == 2)
+        #expect(registry.report().checks[0].fixHeldBack?.contains("circuit breaker open") == true)
+        clock.advance(by: .seconds(31))
+        await registry.runChecks()  // t=61: half-open trial, fails: open until 121
+        #expect(fix.runs == 3)
+        #expect(registry.report().checks[0].breaker == .open(untilSeconds: 121))
+        clock.advance(by: .seconds(59))
+        await registry.runChecks()  // t=120: refused
+        #expect(fix.runs == 3)
+        fix.succeed(true)
+        clock.advance(by: .seconds(1))
+        await registry.runChecks()  // t=121: trial succeeds: closed
+        #expect(fix.runs == 4)
+        #expect(registry.report().checks[0].breaker == .closed)
+    }
+
+    @Test func attemptsPerWindow_areCapped() async {
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .zero
+        policy.breakerThreshold = 100
+        policy.maxAttemptsPerWindow = 2
+        policy.window = .seconds(100)
+        let registry = registry(policy)
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { try fix.run() }))
+        for _ in 0..<4 {
+            await registry.runChecks()
+            clock.advance(by: .seconds(1))
+        }
+        #expect(fix.runs == 2)
+        #expect(registry.report().checks[0].fixHeldBack == "attempt limit reached: 2 per 100 s")
+        clock.advance(by: .seconds(97))  // t=101: both attempts have left the window
+        await registry.runChecks()
+        #expect(fix.runs == 3)
+    }
+
+    @Test func fixAttempt_isBoundedByTheAttemptTimeout() async {
+        var policy = AutoFixPolicy()
+        policy.attemptTimeout = .seconds(5)
+        let registry = registry(policy)
+        let hang = Hang()
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { await hang.forever(); return "never" }))
+        let round = Task { await registry.fix("x") }
+        await waitForSleepers(clock, 1)
+        clock.advance(by: .seconds(5))
+        let record = await round.value
+        #expect(record.outcome == .timedOut)
+        #expect(record.error == "timed out after 5 s")
+        #expect(record.duration == 5)
+    }
+
+    @Test func everyActionIsRecorded_andManualFixesSkipBackoff() async {
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .seconds(100)
+        let registry = registry(policy)
+        let fix = ScriptedFix()
+        let state = Locked(HealthStatus.unhealthy)
+        registry.register(HealthCheck(name: "x", run: { HealthCheckResult(status: state.withLock { $0 }, message: "m") }, fix: {
+            let message = try fix.run()
+            state.withLock { $0 = .healthy }
+            return message
+        }))
+        registry.register(HealthCheck(name: "plain") { .unhealthy("no fix for me") })
+        await registry.runChecks()  // automatic attempt fails; backoff 100 s
+        fix.succeed(true)
+        let manual = await registry.fix("x")  // by hand, inside the backoff
+        #expect(manual.outcome == .succeeded && manual.trigger == .manual && manual.message == "fixed")
+        #expect(registry.report().checks[0].status == .healthy)  // re-run after the fix
+        let refused = await registry.fix("plain")
+        #expect(refused.outcome == .refused && refused.message == "plain offers no fix")
+        let history = registry.fixHistory()
+        #expect(history.map(\.outcome) == [.failed, .succeeded, .refused])
+        #expect(history[0].trigger == .automatic && history[0].error == "still broken")
+        #expect(history.allSatisfy { $0.time == clock.wallTime })
+        #expect(registry.report().checks[0].fixesTried == 2)
+    }
+
+    @Test func autoFixOff_runsNoFixes() async {
+        let registry = registry()
+        registry.autoFixEnabled = false
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { try fix.run() }))
+        await registry.runChecks()
+        #expect(fix.runs == 0)
+    }
+
+    @Test func loop_runsOnceAnInterval_andSleepsInBetween() async {
+        let registry = registry()
+        let runs = Atomic<Int>(0)
+        registry.register(HealthCheck(name: "count", timeout: .seconds(1_000)) {
+            runs.add(1, ordering: .relaxed)
+            return .healthy()
+        })
+        registry.start(interval: .seconds(30))
+        while registry.report().checks[0].lastRun == nil { await Task.yield() }
+        await waitForSleepers(clock, 1)  // first round done, loop asleep
+        #expect(runs.load(ordering: .relaxed) == 1)
+        clock.advance(by: .seconds(29))
+        #expect(runs.load(ordering: .relaxed) == 1)
+        clock.advance(by: .seconds(1))
+        while registry.report().checks[0].lastRun != 1_700_000_030 { await Task.yield() }
+        await waitForSleepers(clock, 1)
+        registry.stop()
+        #expect(!registry.isRunning)
+        #expect(runs.load(ordering: .relaxed) == 2)
+    }
+
+    @Test func loop_doesNotStart_whenAutoHealthIsOff() {
+        let registry = registry()
+        registry.autoHealthEnabled = false
+        registry.start(interval: .seconds(1))
+        #expect(!registry.isRunning)
+    }
+}
