@@ -5,13 +5,25 @@ let package = Package(
     name: "weavedi",
     products: [
         .library(name: "WeaveDI", targets: ["WeaveDI"]),
+        .executable(name: "weavedid", targets: ["weavedid"]),
     ],
     targets: [
+        // The dependency-injection library: standard library, Synchronization and libc only.
         .target(name: "WeaveDI"),
+        // Thin typed system calls (descriptors, sockets, signals, files, processes).
+        .target(name: "WeaveDIPosix"),
+        // What the daemon and its command-line client share: JSON parsing, the wire protocol.
+        .target(name: "WeaveDIControl", dependencies: ["WeaveDI"]),
+        // The daemon as a library, so tests can drive its parts; `weavedid` is its main.
+        .target(name: "WeaveDIDaemon", dependencies: ["WeaveDI", "WeaveDIPosix", "WeaveDIControl"]),
+        .executableTarget(name: "weavedid", dependencies: ["WeaveDIDaemon"]),
         // A tiny program the tests run as a child process, so that checks which depend on
         // environment variables or process-wide state cannot disturb one another.
         .executableTarget(name: "weavedi-probe", dependencies: ["WeaveDI"], path: "Sources/WeaveDIProbe"),
         .testTarget(name: "WeaveDITests", dependencies: ["WeaveDI", "weavedi-probe"]),
+        .testTarget(name: "WeaveDIPosixTests", dependencies: ["WeaveDIPosix"]),
+        .testTarget(name: "WeaveDIControlTests", dependencies: ["WeaveDIControl"]),
+        .testTarget(name: "WeaveDIDaemonTests", dependencies: ["WeaveDIDaemon", "WeaveDIPosix", "weavedid"]),
     ],
     swiftLanguageModes: [.v6]
 )

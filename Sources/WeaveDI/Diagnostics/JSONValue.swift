@@ -5,6 +5,8 @@ public enum JSONValue: Sendable, Equatable {
     case string(String)
     /// An integer.
     case int(Int)
+    /// A number with a fraction or an exponent (never NaN or infinite in valid JSON).
+    case double(Double)
     /// A boolean.
     case bool(Bool)
     /// An array.
@@ -25,6 +27,7 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case let .string(s): JSONValue.quote(s, into: &out)
         case let .int(i): out += String(i)
+        case let .double(d): out += d.isFinite ? String(d) : "null"
         case let .bool(b): out += b ? "true" : "false"
         case .null: out += "null"
         case let .array(items):

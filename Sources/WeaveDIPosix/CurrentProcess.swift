@@ -1,0 +1,68 @@
+import Glibc
+
+/// Identity and environment of the calling process.
+public enum CurrentProcess {
+    /// The process id (`getpid(2)`).
+    public static var id: Int32 { getpid() }
+    /// The parent's process id (`getppid(2)`).
+    public static var parentID: Int32 { getppid() }
+    /// The real user id (`getuid(2)`).
+    public static var userID: UInt32 { getuid() }
+    /// The effective user id (`geteuid(2)`).
+    public static var effectiveUserID: UInt32 { geteuid() }
+    /// The real group id (`getgid(2)`).
+    public static var groupID: UInt32 { getgid() }
+    /// The effective group id (`getegid(2)`).
+    public static var effectiveGroupID: UInt32 { getegid() }
+
+    /// The supplementary group ids (`getgroups(2)`), which may or may not include the effective gid.
+    public static func supplementaryGroups() throws(Errno) -> [UInt32] {
+        while true {
+            let count = try valueOrErrno { getgroups(0, nil) }
+            var groups = [gid_t](repeating: 0, count: Int(count))
+            do {
+                let filled = try groups.withUnsafeMutableBufferPointer { (buffer) throws(Errno) -> Int32 in
+                    try valueOrErrno { getgroups(Int32(buffer.count), buffer.baseAddress) }
+                }
+                return Array(groups.prefix(Int(filled)))
+            } catch .invalidArgument {
+                continue  // the group list grew between the two calls
+            }
+        }
+    }
+
+    /// Whether the process is a member of group `gid`, as effective or supplementary group.
+    public static func isMember(ofGroup gid: UInt32) throws(Errno) -> Bool {
+        if effectiveGroupID == gid { return true }
+        return try supplementaryGroups().contains(gid)
+    }
+
+    /// The environment as a dictionary; for duplicate names the first occurrence wins, as in `getenv`.
+    public static func environment() -> [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                let name = String(text[..<equals])
+                if result[name] == nil {
+                    result[name] = String(text[text.index(after: equals)...])
+                }
+            }
+            pointer += 1
+        }
+        return result
+    }
+
+    /// One environment variable (`getenv(3)`), or `nil` when unset.
+    public static func environmentValue(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        return String(cString: value)
+    }
+
+    /// Removes an environment variable (`unsetenv(3)`), as `sd_notify` does with `NOTIFY_SOCKET`.
+    /// Not thread-safe with concurrent `getenv` in other threads: call it early in `main`.
+    public static func removeEnvironmentValue(_ name: String) throws(Errno) {
+        try nothingOrErrno { unsetenv(name) }
+    }
+}

@@ -1,0 +1,139 @@
+import Glibc
+
+/// Directory-relative (`*at`) path operations, the building blocks of an atomic mirror.
+///
+/// Call them on an open directory descriptor to resolve `path` inside it, or on
+/// `FileDescriptor.currentWorkingDirectory` (`AT_FDCWD`) for plain path operations.
+/// Absolute paths ignore the directory descriptor, as in C.
+extension FileDescriptor {
+    /// Opens `path` relative to this directory (`openat(2)`), adding `O_CLOEXEC` unless `closeOnExec` is false.
+    public func open(
+        at path: String,
+        _ mode: AccessMode,
+        options: OpenOptions = [],
+        permissions: FilePermissions = .defaultFile,
+        closeOnExec: Bool = true
+    ) throws(Errno) -> OwnedDescriptor {
+        let flags = mode.rawValue | options.rawValue | (closeOnExec ? O_CLOEXEC : 0)
+        let raw = try path.withCStringTyped { (cPath) throws(Errno) in
+            try valueOrErrno { openat(rawValue, cPath, flags, mode_t(permissions.rawValue)) }
+        }
+        return OwnedDescriptor(taking: FileDescriptor(rawValue: raw))
+    }
+
+    /// Opens the directory `path` relative to this one for `*at` calls and listing (`O_DIRECTORY`).
+    public func openDirectory(at path: String, noFollow: Bool = false) throws(Errno) -> OwnedDescriptor {
+        try open(at: path, .readOnly, options: noFollow ? [.directory, .noFollow] : [.directory])
+    }
+
+    /// Creates the directory `path` relative to this one (`mkdirat(2)`), subject to the umask.
+    public func makeDirectory(
+        at path: String,
+        permissions: FilePermissions = .defaultDirectory
+    ) throws(Errno) {
+        try path.withCStringTyped { (cPath) throws(Errno) in
+            try nothingOrErrno { mkdirat(rawValue, cPath, mode_t(permissions.rawValue)) }
+        }
+    }
+
+    /// Atomically renames `path` in this directory to `newPath` in `newDirectory` (`renameat(2)`),
+    /// replacing an existing file; `nil` means this same directory.
+    public func rename(
+        at path: String,
+        to newPath: String,
+        in newDirectory: FileDescriptor? = nil
+    ) throws(Errno) {
+        let target = newDirectory ?? self
+        try path.withCStringTyped { (oldC) throws(Errno) in
+            try newPath.withCStringTyped { (newC) throws(Errno) in
+                try nothingOrErrno { renameat(rawValue, oldC, target.rawValue, newC) }
+            }
+        }
+    }
+
+    /// Removes the non-directory `path` relative to this directory (`unlinkat(2)`).
+    public func unlink(at path: String) throws(Errno) {
+        try unlink(at: path, flags: 0)
+    }
+
+    /// Removes the empty directory `path` relative to this directory (`unlinkat(2)` with `AT_REMOVEDIR`).
+    public func removeDirectory(at path: String) throws(Errno) {
+        try unlink(at: path, flags: AT_REMOVEDIR)
+    }
+
+    private func unlink(at path: String, flags: Int32) throws(Errno) {
+        try path.withCStringTyped { (cPath) throws(Errno) in
+            try nothingOrErrno { unlinkat(rawValue, cPath, flags) }
+        }
+    }
+
+    /// Creates a symbolic link at `path` in this directory pointing to `target` (`symlinkat(2)`).
+    public func createSymbolicLink(at path: String, pointingTo target: String) throws(Errno) {
+        try target.withCStringTyped { (targetC) throws(Errno) in
+            try path.withCStringTyped { (pathC) throws(Errno) in
+                try nothingOrErrno { symlinkat(targetC, rawValue, pathC) }
+            }
+        }
+    }
+
+    /// Reads the target of the symbolic link `path` relative to this directory (`readlinkat(2)`).
+    public func readSymbolicLink(at path: String) throws(Errno) -> String {
+        var capacity = 256
+        while true {
+            let bytes = try path.withCStringTyped { (cPath) throws(Errno) -> [UInt8] in
+                try [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count throws(Errno) in
+                    count = try valueOrErrno {
+                        buffer.withMemoryRebound(to: CChar.self) { chars in
+                            readlinkat(rawValue, cPath, chars.baseAddress!, chars.count)
+                        }
+                    }
+                }
+            }
+            // A result that fills the buffer may have been truncated: retry larger.
+            if bytes.count < capacity { return String(decoding: bytes, as: UTF8.self) }
+            capacity *= 4
+        }
+    }
+
+    /// Sets access and modification times of the open file with nanosecond precision (`futimens(2)`);
+    /// `nil` leaves that time unchanged (`UTIME_OMIT`).
+    public func setTimes(access: TimeSpec?, modification: TimeSpec?) throws(Errno) {
+        var times = (Self.utimeValue(access), Self.utimeValue(modification))
+        try withUnsafePointer(to: &times) { (pointer) throws(Errno) in
+            try pointer.withMemoryRebound(to: timespec.self, capacity: 2) { (array) throws(Errno) in
+                try nothingOrErrno { futimens(rawValue, array) }
+            }
+        }
+    }
+
+    /// Sets times of `path` relative to this directory (`utimensat(2)`); with `followSymlinks`
+    /// false a symbolic link itself is changed (`AT_SYMLINK_NOFOLLOW`). `nil` leaves a time unchanged.
+    public func setTimes(
+        at path: String,
+        access: TimeSpec?,
+        modification: TimeSpec?,
+        followSymlinks: Bool = true
+    ) throws(Errno) {
+        var times = (Self.utimeValue(access), Self.utimeValue(modification))
+        let flags = followSymlinks ? 0 : AT_SYMLINK_NOFOLLOW
+        try path.withCStringTyped { (cPath) throws(Errno) in
+            try withUnsafePointer(to: &times) { (pointer) throws(Errno) in
+                try pointer.withMemoryRebound(to: timespec.self, capacity: 2) { (array) throws(Errno) in
+                    try nothingOrErrno { utimensat(rawValue, cPath, array, flags) }
+                }
+            }
+        }
+    }
+
+    private static func utimeValue(_ time: TimeSpec?) -> timespec {
+        time?.timespecValue ?? timespec(tv_sec: 0, tv_nsec: LinuxSymbols.utimeOmit)
+    }
+
+    /// Creates a fresh directory from a template ending in `XXXXXX` (`mkdtemp(3)`), returning its path.
+    public static func makeTemporaryDirectory(template: String = "/tmp/weavedi.XXXXXX") throws(Errno) -> String {
+        var bytes = Array(template.utf8CString)
+        let made = bytes.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) != nil }
+        guard made else { throw Errno.current }
+        return String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

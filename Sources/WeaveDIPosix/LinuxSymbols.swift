@@ -1,0 +1,70 @@
+import Glibc
+
+/// Linux-only libc entry points and constants that the Swift `Glibc` module does not import.
+///
+/// The module map compiles glibc headers without `_GNU_SOURCE`, so `accept4`,
+/// `pipe2`, `signalfd`, `struct ucred` and the `UTIME_*` markers are missing.
+/// Functions are resolved once with `dlsym` and called through C-convention
+/// function pointers, which keeps the C calling convention exact without a C target.
+internal enum LinuxSymbols {
+    typealias Accept4 = @convention(c) @Sendable (
+        Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32
+    ) -> Int32
+    typealias Pipe2 = @convention(c) @Sendable (UnsafeMutablePointer<Int32>?, Int32) -> Int32
+    typealias SignalFD = @convention(c) @Sendable (Int32, UnsafePointer<sigset_t>?, Int32) -> Int32
+
+    /// `accept4(2)`.
+    static let accept4: Accept4 = resolve("accept4", as: Accept4.self)
+    /// `pipe2(2)`.
+    static let pipe2: Pipe2 = resolve("pipe2", as: Pipe2.self)
+    /// `signalfd(2)`.
+    static let signalfd: SignalFD = resolve("signalfd", as: SignalFD.self)
+
+    /// `SFD_CLOEXEC`, equal to `O_CLOEXEC`.
+    static let signalFDCloseOnExec: Int32 = O_CLOEXEC
+    /// `SFD_NONBLOCK`, equal to `O_NONBLOCK`.
+    static let signalFDNonBlocking: Int32 = O_NONBLOCK
+    /// `UTIME_NOW` from `<sys/stat.h>`: `(1l << 30) - 1l`.
+    static let utimeNow: Int = (1 << 30) - 1
+    /// `UTIME_OMIT` from `<sys/stat.h>`: `(1l << 30) - 2l`.
+    static let utimeOmit: Int = (1 << 30) - 2
+    /// Size of `struct signalfd_siginfo`, fixed by the kernel ABI.
+    static let signalFDSiginfoSize = 128
+
+    private static func resolve<F>(_ name: String, as type: F.Type) -> F {
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, name) else {
+            fatalError("WeaveDIPosix: libc symbol \(name) is missing")
+        }
+        return unsafeBitCast(symbol, to: type)
+    }
+}
+
+/// The layout of Linux `struct ucred` (`SO_PEERCRED`): pid, uid, gid.
+internal struct LinuxUcred {
+    var pid: pid_t = 0
+    var uid: uid_t = 0
+    var gid: gid_t = 0
+}
+
+extension String {
+    /// Calls `body` with a NUL-terminated copy of the string, keeping typed throws.
+    internal func withCStringTyped<R>(
+        _ body: (UnsafePointer<CChar>) throws(Errno) -> R
+    ) throws(Errno) -> R {
+        let result = withCString { pointer in
+            Result { () throws(Errno) -> R in try body(pointer) }
+        }
+        return try result.get()
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Calls `body` with the array's bytes, keeping typed throws.
+    internal func withBytesTyped<R>(
+        _ body: (UnsafeRawBufferPointer) throws(Errno) -> R
+    ) throws(Errno) -> R {
+        try withUnsafeBufferPointer { (buffer) throws(Errno) -> R in
+            try body(UnsafeRawBufferPointer(buffer))
+        }
+    }
+}

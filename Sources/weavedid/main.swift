@@ -1,0 +1,2 @@
+import WeaveDIDaemon
+print("weavedid \(DaemonVersion.current)")

@@ -1,0 +1,6 @@
+import Testing
+import WeaveDIDaemon
+
+@Suite struct VersionTests {
+    @Test func versionIsSemantic() { #expect(DaemonVersion.current.split(separator: ".").count == 3) }
+}

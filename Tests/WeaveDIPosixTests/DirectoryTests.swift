@@ -1,0 +1,86 @@
+import Glibc
+import Testing
+import WeaveDIPosix
+
+@Suite struct DirectoryTests {
+    @Test func directoryEntries_listNamesAndTypes() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        try dir.descriptor.makeDirectory(at: "sub")
+        try dir.descriptor.open(at: "file.txt", .writeOnly, options: [.create]).close()
+        try dir.descriptor.createSymbolicLink(at: "link", pointingTo: "file.txt")
+
+        let entries = try dir.descriptor.directoryEntries()
+        let byName = Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0) })
+        #expect(Set(byName.keys) == ["sub", "file.txt", "link"])
+        // tmpfs and ext4 fill d_type; accept DT_UNKNOWN only as a documented fallback.
+        for (name, kind) in [("sub", FileKind.directory), ("file.txt", .regular), ("link", .symbolicLink)] {
+            let reported = try #require(byName[name]).kind
+            #expect(reported == kind || reported == .unknown, "\(name): \(reported)")
+            #expect(try byName[name]?.inode == dir.descriptor.status(at: name, followSymlinks: false).inode)
+        }
+        // Listing twice works (rewinddir on a shared offset) and leaves the descriptor usable.
+        #expect(try dir.descriptor.directoryEntries().count == 3)
+        #expect(try dir.descriptor.status().kind == .directory)
+        #expect(try FileDescriptor.currentWorkingDirectory.directoryEntries(at: directory.path).count == 3)
+    }
+
+    @Test func emptyDirectory_listsNothing_andRemoveDirectoryWorks() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        try dir.descriptor.makeDirectory(at: "empty")
+        #expect(try dir.descriptor.directoryEntries(at: "empty").isEmpty)
+        try dir.descriptor.open(at: "empty/x", .writeOnly, options: [.create]).close()
+        #expect(throws: Errno.directoryNotEmpty) { try dir.descriptor.removeDirectory(at: "empty") }
+        try dir.descriptor.unlink(at: "empty/x")
+        try dir.descriptor.removeDirectory(at: "empty")
+        #expect(throws: Errno.noSuchFileOrDirectory) { _ = try dir.descriptor.status(at: "empty") }
+    }
+
+    @Test func readSymbolicLink_returnsTarget() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        let longTarget = String(repeating: "d/", count: 300) + "target"
+        try dir.descriptor.createSymbolicLink(at: "short", pointingTo: "../somewhere/else")
+        try dir.descriptor.createSymbolicLink(at: "long", pointingTo: longTarget)
+        #expect(try dir.descriptor.readSymbolicLink(at: "short") == "../somewhere/else")
+        #expect(try dir.descriptor.readSymbolicLink(at: "long") == longTarget)
+        #expect(try FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: directory.child("short"))
+            == "../somewhere/else")
+        try dir.descriptor.open(at: "plain", .writeOnly, options: [.create]).close()
+        #expect(throws: Errno.invalidArgument) { _ = try dir.descriptor.readSymbolicLink(at: "plain") }
+    }
+
+    @Test func openNoFollow_onSymlink_throwsELOOP() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        try dir.descriptor.open(at: "real", .writeOnly, options: [.create]).close()
+        try dir.descriptor.createSymbolicLink(at: "link", pointingTo: "real")
+        #expect(throws: Errno.tooManySymbolicLinkLevels) {
+            _ = try dir.descriptor.open(at: "link", .readOnly, options: [.noFollow])
+        }
+        // Without O_NOFOLLOW the same link opens fine, and O_NOFOLLOW on a real file is fine.
+        try dir.descriptor.open(at: "link", .readOnly).close()
+        try dir.descriptor.open(at: "real", .readOnly, options: [.noFollow]).close()
+        #expect(throws: Errno.notDirectory) {
+            _ = try dir.descriptor.openDirectory(at: "real")
+        }
+    }
+
+    @Test func renameAcrossDirectories_andUnlink() throws {
+        let directory = try TemporaryDirectory()
+        let root = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        try root.descriptor.makeDirectory(at: "a")
+        try root.descriptor.makeDirectory(at: "b")
+        let a = try root.descriptor.openDirectory(at: "a")
+        let b = try root.descriptor.openDirectory(at: "b")
+        let file = try a.descriptor.open(at: "x", .writeOnly, options: [.create])
+        try file.descriptor.writeAll("payload".utf8)
+        try file.close()
+        try a.descriptor.rename(at: "x", to: "y", in: b.descriptor)
+        #expect(try a.descriptor.directoryEntries().isEmpty)
+        #expect(try b.descriptor.directoryEntries().map(\.name) == ["y"])
+        try b.descriptor.unlink(at: "y")
+        #expect(throws: Errno.noSuchFileOrDirectory) { try b.descriptor.unlink(at: "y") }
+    }
+}

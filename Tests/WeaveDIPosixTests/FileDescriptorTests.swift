@@ -1,0 +1,140 @@
+import Glibc
+import Testing
+import WeaveDIPosix
+
+@Suite struct FileDescriptorTests {
+    @Test func atomicWrite_writeFsyncRename_readsBackContent() throws {
+        let directory = try TemporaryDirectory()
+        let parent = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        let content = Array("hello, weavedid\n".utf8) + [UInt8](repeating: 0x41, count: 100_000)
+
+        let temporary = try parent.descriptor.open(
+            at: ".config.json.tmp", .writeOnly, options: [.create, .exclusiveCreate, .noFollow],
+            permissions: 0o600)
+        try temporary.descriptor.writeAll(content)
+        try temporary.descriptor.fsync()
+        try temporary.descriptor.fdatasync()
+        try temporary.close()
+        try parent.descriptor.rename(at: ".config.json.tmp", to: "config.json")
+        try parent.descriptor.fsync()
+
+        #expect(throws: Errno.noSuchFileOrDirectory) {
+            _ = try parent.descriptor.status(at: ".config.json.tmp")
+        }
+        let reader = try FileDescriptor.open(directory.child("config.json"), .readOnly)
+        #expect(try reader.descriptor.readToEnd() == content)
+        var head = [UInt8](repeating: 0, count: 5)
+        let count = try head.withUnsafeMutableBytes { try reader.descriptor.read(fromAbsoluteOffset: 7, into: $0) }
+        #expect(count == 5)
+        #expect(String(decoding: head, as: UTF8.self) == "weave")
+        let status = try reader.descriptor.status()
+        #expect(status.kind == .regular)
+        #expect(status.size == Int64(content.count))
+        #expect(status.permissions == 0o600)
+        #expect(status.userID == getuid())
+    }
+
+    @Test func exclusiveCreate_onExistingFile_throwsEEXIST() throws {
+        let directory = try TemporaryDirectory()
+        let first = try FileDescriptor.open(directory.child("a"), .writeOnly, options: [.create])
+        try first.close()
+        #expect(throws: Errno.fileExists) {
+            _ = try FileDescriptor.open(directory.child("a"), .writeOnly, options: [.create, .exclusiveCreate])
+        }
+    }
+
+    @Test func open_setsCloseOnExecByDefault() throws {
+        let directory = try TemporaryDirectory()
+        let file = try FileDescriptor.open(directory.child("f"), .writeOnly, options: [.create])
+        #expect(try file.descriptor.isCloseOnExec())
+        let inheritable = try FileDescriptor.open(directory.child("f"), .readOnly, closeOnExec: false)
+        #expect(try !inheritable.descriptor.isCloseOnExec())
+        let copy = try file.descriptor.duplicate()
+        #expect(copy.rawValue != file.rawValue)
+        #expect(try copy.descriptor.isCloseOnExec())
+        #expect(try !file.descriptor.isNonBlocking())
+        try file.descriptor.setNonBlocking()
+        #expect(try file.descriptor.isNonBlocking())
+    }
+
+    @Test func ownedDescriptor_closesOnDeinit_andReleaseKeepsOpen() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.child("owned")
+        var raw: Int32 = -1
+        do {
+            let owned = try FileDescriptor.open(path, .writeOnly, options: [.create])
+            raw = owned.rawValue
+            #expect(procTarget(of: raw) == path)
+        }
+        // The number may be reused by a parallel test, but never for this file again.
+        #expect(procTarget(of: raw) != path)
+
+        let owned = try FileDescriptor.open(path, .readOnly)
+        let released = owned.release()
+        #expect(procTarget(of: released.rawValue) == path)
+        try released.close()
+        #expect(procTarget(of: released.rawValue) != path)
+    }
+
+    @Test func status_reportsKindsOfDirectoryFileSymlinkSocketFifo() throws {
+        let directory = try TemporaryDirectory()
+        let parent = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        let dir = parent.descriptor
+        try dir.makeDirectory(at: "sub")
+        try dir.open(at: "file", .writeOnly, options: [.create]).close()
+        try dir.createSymbolicLink(at: "link", pointingTo: "file")
+        #expect(mkfifo(directory.child("fifo"), 0o600) == 0)
+        let listener = try UnixSocket.listen(at: UnixSocketAddress(path: directory.child("sock")))
+
+        #expect(try dir.status(at: "sub").kind == .directory)
+        #expect(try dir.status(at: "file").kind == .regular)
+        #expect(try dir.status(at: "link", followSymlinks: false).kind == .symbolicLink)
+        #expect(try dir.status(at: "link", followSymlinks: false).size == 4)
+        #expect(try dir.status(at: "link").kind == .regular)
+        #expect(try FileStatus(path: directory.child("fifo")).kind == .fifo)
+        #expect(try FileStatus(path: directory.child("sock")).kind == .socket)
+        #expect(try FileStatus(path: "/dev/null").kind == .characterDevice)
+        #expect(try FileStatus(path: directory.child("link"), followSymlinks: false).kind == .symbolicLink)
+        #expect(try listener.descriptor.status().kind == .socket)
+        #expect(try parent.descriptor.status().kind == .directory)
+        #expect(try dir.status(at: "file").inode != dir.status(at: "sub").inode)
+    }
+
+    @Test func futimens_setsNanosecondModificationTime() throws {
+        let directory = try TemporaryDirectory()
+        let file = try FileDescriptor.open(directory.child("t"), .readWrite, options: [.create])
+        let access = TimeSpec(seconds: 1_600_000_000, nanoseconds: 111_222_333)
+        let modification = TimeSpec(seconds: 1_700_000_000, nanoseconds: 123_456_789)
+        try file.descriptor.setTimes(access: access, modification: modification)
+        let status = try file.descriptor.status()
+        #expect(status.modificationTime == modification)
+        #expect(status.accessTime == access)
+
+        // nil leaves a time alone (UTIME_OMIT).
+        let later = TimeSpec(seconds: 1_700_000_100, nanoseconds: 5)
+        try file.descriptor.setTimes(access: nil, modification: later)
+        #expect(try file.descriptor.status().modificationTime == later)
+        #expect(try file.descriptor.status().accessTime == access)
+    }
+
+    @Test func utimensat_noFollow_changesLinkNotTarget() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        try dir.descriptor.open(at: "target", .writeOnly, options: [.create]).close()
+        try dir.descriptor.createSymbolicLink(at: "link", pointingTo: "target")
+        let targetTime = TimeSpec(seconds: 1_500_000_000, nanoseconds: 1)
+        let linkTime = TimeSpec(seconds: 1_400_000_000, nanoseconds: 999_999_999)
+        try dir.descriptor.setTimes(at: "target", access: targetTime, modification: targetTime)
+        try dir.descriptor.setTimes(at: "link", access: linkTime, modification: linkTime, followSymlinks: false)
+        #expect(try dir.descriptor.status(at: "link", followSymlinks: false).modificationTime == linkTime)
+        #expect(try dir.descriptor.status(at: "target").modificationTime == targetTime)
+    }
+
+    @Test func fchmod_changesPermissions() throws {
+        let directory = try TemporaryDirectory()
+        let file = try FileDescriptor.open(directory.child("m"), .writeOnly, options: [.create], permissions: 0o600)
+        try file.descriptor.setPermissions(0o640)
+        #expect(try file.descriptor.status().permissions == 0o640)
+        #expect(try file.descriptor.status().permissions.description == "0o640")
+    }
+}
