@@ -16,7 +16,9 @@ let package = Package(
         .target(name: "WeaveDIControl", dependencies: ["WeaveDI"]),
         // The daemon as a library, so tests can drive its parts; `weavedid` is its main.
         .target(name: "WeaveDIDaemon", dependencies: ["WeaveDI", "WeaveDIPosix", "WeaveDIControl"]),
-        .executableTarget(name: "weavedid", dependencies: ["WeaveDIDaemon"]),
+        .executableTarget(name: "weavedid", dependencies: ["WeaveDIDaemon", "CWeaveDIEarlySignals"]),
+        // Blocks the daemon's signals in a constructor, before main runs.
+        .target(name: "CWeaveDIEarlySignals"),
         // A tiny program the tests run as a child process, so that checks which depend on
         // environment variables or process-wide state cannot disturb one another.
         .executableTarget(name: "weavedi-probe", dependencies: ["WeaveDI"], path: "Sources/WeaveDIProbe"),

@@ -13,11 +13,11 @@ import Darwin
 /// `swift test --sanitize=thread` must stay clean. Nothing on a read fast path takes a lock.
 ///
 /// `@unchecked Sendable`: `value` is only touched with the mutex held.
-final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -29,7 +29,7 @@ final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` on the value with the mutex held.
-    func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+    package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

@@ -66,3 +66,18 @@ public enum CurrentProcess {
         try nothingOrErrno { unsetenv(name) }
     }
 }
+
+extension CurrentProcess {
+    /// The current working directory (`getcwd(3)`), or nil if it cannot be read.
+    public static func workingDirectory() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Sets the file mode creation mask (`umask(2)`); returns the previous mask.
+    @discardableResult
+    public static func setUmask(_ mask: UInt32) -> UInt32 {
+        UInt32(umask(mode_t(mask)))
+    }
+}

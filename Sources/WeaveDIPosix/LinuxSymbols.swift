@@ -12,6 +12,7 @@ internal enum LinuxSymbols {
     ) -> Int32
     typealias Pipe2 = @convention(c) @Sendable (UnsafeMutablePointer<Int32>?, Int32) -> Int32
     typealias SignalFD = @convention(c) @Sendable (Int32, UnsafePointer<sigset_t>?, Int32) -> Int32
+    typealias AddChdir = @convention(c) @Sendable (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
 
     /// `accept4(2)`.
     static let accept4: Accept4 = resolve("accept4", as: Accept4.self)
@@ -19,6 +20,8 @@ internal enum LinuxSymbols {
     static let pipe2: Pipe2 = resolve("pipe2", as: Pipe2.self)
     /// `signalfd(2)`.
     static let signalfd: SignalFD = resolve("signalfd", as: SignalFD.self)
+    /// `posix_spawn_file_actions_addchdir_np(3)` (glibc 2.29 and later).
+    static let addChdir: AddChdir = resolve("posix_spawn_file_actions_addchdir_np", as: AddChdir.self)
 
     /// `SFD_CLOEXEC`, equal to `O_CLOEXEC`.
     static let signalFDCloseOnExec: Int32 = O_CLOEXEC

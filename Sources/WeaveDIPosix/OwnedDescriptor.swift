@@ -62,4 +62,9 @@ public struct OwnedPipe: ~Copyable, Sendable {
             readEnd: OwnedDescriptor(taking: FileDescriptor(rawValue: fds.0)),
             writeEnd: OwnedDescriptor(taking: FileDescriptor(rawValue: fds.1)))
     }
+
+    /// Gives up ownership of both ends, for a pipe that lives as long as the process.
+    public consuming func release() -> (read: FileDescriptor, write: FileDescriptor) {
+        (readEnd.release(), writeEnd.release())
+    }
 }

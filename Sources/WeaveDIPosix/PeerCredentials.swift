@@ -66,3 +66,10 @@ extension FileDescriptor {
         }
     }
 }
+
+extension FileDescriptor {
+    /// Whether the descriptor is an `AF_UNIX` socket.
+    public func isUnixSocket() throws(Errno) -> Bool {
+        try socketDomain() == AF_UNIX
+    }
+}

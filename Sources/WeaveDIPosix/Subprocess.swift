@@ -19,13 +19,15 @@ public struct Subprocess: ~Copyable, Sendable {
     ///
     /// A name without `/` is searched in the `PATH` of `environment`, falling back
     /// to `/usr/local/bin:/usr/bin:/bin`; `ENOENT` is thrown when nothing matches.
+    /// `workingDirectory` is where the child starts (`posix_spawn_file_actions_addchdir_np`).
     public static func spawn(
         _ executable: String,
         arguments: [String] = [],
         environment: [String: String],
         standardInput: SubprocessInput = .discard,
         standardOutput: SubprocessOutput = .inherit,
-        standardError: SubprocessOutput = .inherit
+        standardError: SubprocessOutput = .inherit,
+        workingDirectory: String? = nil
     ) throws(Errno) -> Subprocess {
         let path = try resolve(executable, searchPath: environment["PATH"])
         var actions = posix_spawn_file_actions_t()
@@ -42,6 +44,9 @@ public struct Subprocess: ~Copyable, Sendable {
         try checkReturnedErrno(posix_spawnattr_setflags(
             &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)))
 
+        if let workingDirectory {
+            try checkReturnedErrno(workingDirectory.withCString { LinuxSymbols.addChdir(&actions, $0) })
+        }
         if standardInput == .discard {
             try checkReturnedErrno(posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0))
         }
@@ -57,6 +62,9 @@ public struct Subprocess: ~Copyable, Sendable {
             case .discard:
                 try checkReturnedErrno(
                     posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0))
+            case let .file(path):
+                try checkReturnedErrno(
+                    posix_spawn_file_actions_addopen(&actions, target, path, O_WRONLY | O_CREAT | O_APPEND, 0o644))
             case .capture:
                 // Both ends are close-on-exec; dup2 gives the child a plain copy on `target`.
                 let pipe = try OwnedPipe.make()

@@ -49,6 +49,8 @@ public enum SubprocessOutput: Hashable, Sendable {
     case discard
     /// Write into a pipe whose read end the parent gets.
     case capture
+    /// Append to the file at this path, created 0644 if missing.
+    case file(String)
 }
 
 /// The outcome of `Subprocess.run`: termination status and captured output.

@@ -1,2 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CWeaveDIEarlySignals
 import WeaveDIDaemon
-print("weavedid \(DaemonVersion.current)")
+
+// The handled signals were blocked by a constructor before main (CWeaveDIEarlySignals);
+// prepareProcess() does it again for builds where constructors do not run first.
+precondition(weavedi_signals_blocked_early(), "weavedid: signals were not blocked before main")
+DaemonMain.prepareProcess()
+exit(DaemonMain.run(arguments: CommandLine.arguments))

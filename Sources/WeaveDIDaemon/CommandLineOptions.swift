@@ -1,0 +1,71 @@
+/// `weavedid [--config PATH] [--check-config] [--version] [--help]`.
+public struct CommandLineOptions: Sendable, Equatable {
+    /// `--config PATH`.
+    public var configPath: String?
+    /// `--check-config`: validate and exit.
+    public var checkConfig = false
+    /// `--version`.
+    public var version = false
+    /// `--help`.
+    public var help = false
+
+    /// Options as given.
+    public init(configPath: String? = nil, checkConfig: Bool = false, version: Bool = false, help: Bool = false) {
+        self.configPath = configPath
+        self.checkConfig = checkConfig
+        self.version = version
+        self.help = help
+    }
+
+    /// The usage text.
+    public static let usage = """
+        usage: weavedid [--config PATH] [--check-config] [--version] [--help]
+
+        Runs the WeaveDI daemon in the foreground (it never forks; systemd runs it as Type=notify).
+
+          --config PATH    read the configuration from PATH (default: /etc/weavedi/weavedid.json
+                           if it exists, else a built-in default that works in any directory)
+          --check-config   validate the configuration, print the verdict and exit
+                           (0 when valid, 78 when not)
+          --version        print the version and exit
+          --help           print this help and exit
+
+        Environment: WEAVEDID_LOG (per-subsystem log filter, e.g. info,sync=debug),
+        WEAVEDI_LOG_LEVEL, WEAVEDI_REGISTRY_* (see /etc/default/weavedid), and systemd's
+        NOTIFY_SOCKET, WATCHDOG_USEC, LISTEN_FDS, RUNTIME_DIRECTORY, STATE_DIRECTORY.
+        """
+
+    /// A command-line mistake; exit status 64 (EX_USAGE).
+    public struct UsageError: Error, Equatable, CustomStringConvertible {
+        /// What is wrong.
+        public var description: String
+    }
+
+    /// Parses the arguments after the program name.
+    public static func parse(_ arguments: [String]) -> Result<CommandLineOptions, UsageError> {
+        var options = CommandLineOptions()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--config":
+                guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else {
+                    return .failure(UsageError(description: "--config needs a path"))
+                }
+                options.configPath = arguments[index + 1]
+                index += 1
+            case _ where argument.hasPrefix("--config="):
+                let path = String(argument.dropFirst("--config=".count))
+                guard !path.isEmpty else { return .failure(UsageError(description: "--config needs a path")) }
+                options.configPath = path
+            case "--check-config": options.checkConfig = true
+            case "--version": options.version = true
+            case "--help", "-h": options.help = true
+            default:
+                return .failure(UsageError(description: "unknown argument '\(argument)'"))
+            }
+            index += 1
+        }
+        return .success(options)
+    }
+}

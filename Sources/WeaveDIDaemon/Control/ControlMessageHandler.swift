@@ -1,0 +1,33 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// Who is on the other end of a control connection.
+public struct ControlPeer: Sendable, Equatable {
+    /// A number unique to the connection in this daemon's life.
+    public var connectionID: UInt64
+    /// The peer's credentials from `SO_PEERCRED`.
+    public var credentials: PeerCredentials
+}
+
+/// Answers the messages of one control connection (the protocol lives behind this).
+public protocol ControlMessageHandler: Sendable {
+    /// Handles one complete message (its NUL terminator removed) from `peer`, whose connection
+    /// is `session`; returns the replies to send, each without its NUL terminator, in order
+    /// (none for a one-way call; several for a call that streams). `send` delivers a reply
+    /// before the call ends (streaming progress); replies are kept in call order.
+    func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @Sendable ([UInt8]) -> Void) async -> [[UInt8]]
+
+    /// The reply sent before closing a connection that broke a limit (too large a message,
+    /// too many clients, idle too long); nil to close silently.
+    func limitReply(_ violation: ControlLimitViolation) -> [UInt8]?
+}
+
+/// A limit a control client broke.
+public enum ControlLimitViolation: Sendable, Equatable {
+    /// A message longer than the limit (bytes).
+    case messageTooLarge(limit: Int)
+    /// More clients than the limit.
+    case tooManyClients(limit: Int)
+    /// No complete message for longer than the idle limit.
+    case idle(limit: Duration)
+}

@@ -1,0 +1,195 @@
+import WeaveDI
+import WeaveDIPosix
+
+extension ControlServer {
+    /// The I/O thread: accept, read, dispatch, write, enforce limits; returns the sessions
+    /// of the connections still open when told to stop.
+    func ioLoop() -> [Session] {
+        var connections: [UInt64: ControlConnection] = [:]
+        var nextID: UInt64 = 1
+        while true {
+            let limits = store.current.control
+            let now = monotonicNow()
+            var entries = [PollDescriptor(wakeDescriptor, events: .readable)]
+            if let listener { entries.append(PollDescriptor(listener, events: .readable)) }
+            let order = Array(connections.keys)
+            for id in order {
+                let connection = connections[id]!
+                var events: PollEvents = connection.closeAfterFlush ? [] : .readable
+                if connection.hasPendingOutput { events.insert(.writable) }
+                entries.append(PollDescriptor(connection.descriptor, events: events))
+            }
+            let idleLimit = Duration.milliseconds(Int64(limits.idleTimeout * 1000))
+            let nextIdle = connections.values.filter { !$0.callsInFlight }.map { $0.lastActivity + idleLimit }.min()
+            _ = try? PollDescriptor.poll(&entries, timeout: nextIdle.map { max(.zero, $0 - now) })
+            let after = monotonicNow()
+
+            if entries[0].returnedEvents.contains(.readable) {
+                drainWake()
+                let pending = commands.withLock { queue in
+                    defer { queue.removeAll() }
+                    return queue
+                }
+                for command in pending {
+                    switch command {
+                    case .stop:
+                        return shutDown(Array(connections.values))
+                    case let .finished(id, sequence, replies):
+                        guard let connection = connections[id] else { continue }
+                        connection.finished[sequence] = replies
+                        connection.flushInOrder()
+                        connection.lastActivity = after
+                    case let .streamed(id, sequence, reply):
+                        guard let connection = connections[id] else { continue }
+                        connection.streamed[sequence, default: []].append(reply)
+                        connection.flushInOrder()
+                    }
+                }
+            }
+            if listener != nil, entries[1].returnedEvents.contains(.readable) {
+                acceptAll(into: &connections, nextID: &nextID, now: after, limits: limits)
+            }
+            let offset = listener == nil ? 1 : 2
+            for (index, id) in order.enumerated() {
+                guard let connection = connections[id] else { continue }
+                let events = entries[offset + index].returnedEvents
+                var alive = true
+                if events.contains(.readable) || events.contains(.hangUp) || events.contains(.error) {
+                    alive = read(connection, now: after, limit: limits.maxMessageBytes)
+                }
+                if alive, connection.hasPendingOutput { alive = write(connection) }
+                if alive, connection.closeAfterFlush, !connection.hasPendingOutput { alive = false }
+                if alive, !connection.callsInFlight, !connection.closeAfterFlush, after - connection.lastActivity >= idleLimit {
+                    log.debug("control", "connection \(id) idle for \(idleLimit); closing")
+                    if let reply = handler.limitReply(.idle(limit: idleLimit)) { connection.enqueue(reply) }
+                    _ = write(connection)
+                    alive = false
+                }
+                if !alive { close(connection, in: &connections) }
+            }
+        }
+    }
+
+    private func acceptAll(
+        into connections: inout [UInt64: ControlConnection], nextID: inout UInt64, now: Duration,
+        limits: DaemonConfiguration.Control
+    ) {
+        guard let listener else { return }
+        while true {
+            let accepted: OwnedDescriptor
+            do { accepted = try listener.accept(nonBlocking: true) } catch { return }
+            let descriptor = accepted.release()
+            guard let credentials = try? descriptor.peerCredentials() else {
+                try? descriptor.close()
+                continue
+            }
+            if connections.count >= limits.maxClients {
+                log.warning("control", "refused a client (pid \(credentials.pid), uid \(credentials.uid)): \(limits.maxClients) clients already connected")
+                if var reply = handler.limitReply(.tooManyClients(limit: limits.maxClients)) {
+                    reply.append(0)
+                    _ = try? descriptor.sendAll(reply)
+                }
+                try? descriptor.close()
+                continue
+            }
+            let id = nextID
+            nextID += 1
+            let peer = ControlPeer(connectionID: id, credentials: credentials)
+            let session = container.openSession(
+                id: "control-\(id)",
+                attributes: ["uid": "\(credentials.uid)", "gid": "\(credentials.gid)", "pid": "\(credentials.pid)", "kind": "control"])
+            connections[id] = ControlConnection(id: id, descriptor: descriptor, peer: peer, session: session, now: now)
+            clientCount.add(1, ordering: .relaxed)
+            log.debug("control", "connection \(id) from pid \(credentials.pid) uid \(credentials.uid)")
+        }
+    }
+
+    /// Reads what is available and dispatches complete messages; false when the connection ends.
+    private func read(_ connection: ControlConnection, now: Duration, limit: Int) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count: Int
+            do {
+                count = try buffer.withUnsafeMutableBytes { try connection.descriptor.receive(into: $0) }
+            } catch {
+                return isTransient(error)
+            }
+            if count == 0 { return connection.hasPendingOutput || connection.callsInFlight ? halfClose(connection) : false }
+            connection.input.append(contentsOf: buffer[..<count])
+            connection.lastActivity = now
+            guard let messages = connection.takeMessages(limit: limit) else {
+                log.warning("control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
+                if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.enqueue(reply) }
+                connection.input.removeAll()
+                connection.closeAfterFlush = true
+                return true
+            }
+            for message in messages { dispatch(message, on: connection) }
+            if count < buffer.count { return true }
+        }
+    }
+
+    /// The client shut its writing side: finish the calls in flight, then close.
+    private func halfClose(_ connection: ControlConnection) -> Bool {
+        connection.closeAfterFlush = !connection.callsInFlight
+        return true
+    }
+
+    private func dispatch(_ message: [UInt8], on connection: ControlConnection) {
+        let sequence = connection.nextCallSequence
+        connection.nextCallSequence += 1
+        let id = connection.id, peer = connection.peer, session = connection.session
+        let handler = self.handler
+        Task {
+            let replies = await handler.handle(message: message, peer: peer, session: session) { [weak self] reply in
+                self?.send(.streamed(connection: id, sequence: sequence, reply: reply))
+            }
+            self.send(.finished(connection: id, sequence: sequence, replies: replies))
+        }
+    }
+
+    /// Writes what the socket takes; false when the peer is gone.
+    private func write(_ connection: ControlConnection) -> Bool {
+        while connection.hasPendingOutput {
+            do {
+                let sent = try connection.output[connection.outputOffset...].withUnsafeBytes { try connection.descriptor.send($0) }
+                connection.outputOffset += sent
+            } catch {
+                return isTransient(error)
+            }
+        }
+        return true
+    }
+
+    private func close(_ connection: ControlConnection, in connections: inout [UInt64: ControlConnection]) {
+        connections.removeValue(forKey: connection.id)
+        try? connection.descriptor.close()
+        clientCount.add(-1, ordering: .relaxed)
+        let session = connection.session
+        Task { await session.close() }
+        log.debug("control", "connection \(connection.id) closed")
+    }
+
+    private func shutDown(_ open: [ControlConnection]) -> [Session] {
+        if let listener {
+            try? listener.close()
+            self.listener = nil
+        }
+        for connection in open {
+            _ = write(connection)
+            try? connection.descriptor.close()
+        }
+        clientCount.store(0, ordering: .relaxed)
+        return open.map(\.session)
+    }
+
+    /// Whether a socket error only means "not now".
+    private func isTransient(_ error: any Error) -> Bool {
+        guard let errno = error as? Errno else { return false }
+        return errno == .wouldBlock || errno == .resourceTemporarilyUnavailable || errno == .interrupted
+    }
+
+    func monotonicNow() -> Duration {
+        .nanoseconds(Int64(SystemClock.monotonicNanoseconds()))
+    }
+}

@@ -1,0 +1,63 @@
+import WeaveDIPosix
+
+/// Creates the control socket safely: inside a 0750 directory, with the umask set before
+/// `bind` so the socket is never open to all, replacing a stale socket file (nobody
+/// listening) and refusing a live one (another daemon runs).
+enum ControlSocketBinder {
+    struct Refusal: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Binds and listens at `path` with `mode`; returns the non-blocking listener.
+    static func bind(path: String, mode: UInt32, log: DaemonLog) throws(Refusal) -> OwnedDescriptor {
+        let address: UnixSocketAddress
+        do { address = try UnixSocketAddress(path: path) } catch {
+            throw Refusal(description: "control socket \(path): \(error)")
+        }
+        try makeDirectory(parent(of: path))
+        if let existing = try? FileStatus(path: path, followSymlinks: false) {
+            guard existing.kind == .socket else {
+                throw Refusal(description: "\(path) exists and is not a socket; remove it or choose another control.socket")
+            }
+            if (try? UnixSocket.connect(to: address)) != nil {
+                throw Refusal(description: "another daemon is listening on \(path); stop it first (or choose another control.socket)")
+            }
+            do { try FileDescriptor.currentWorkingDirectory.unlink(at: path) } catch {
+                throw Refusal(description: "cannot remove the stale socket \(path): \(error)")
+            }
+            log.notice("control", "removed the stale socket \(path) (nobody was listening)")
+        }
+        let previous = CurrentProcess.setUmask(~mode & 0o777)
+        defer { CurrentProcess.setUmask(previous) }
+        do {
+            let listener = try UnixSocket.listen(at: address, backlog: 128, nonBlocking: true)
+            try FileDescriptor.currentWorkingDirectory.setPermissions(at: path, FilePermissions(rawValue: mode))
+            return listener
+        } catch {
+            throw Refusal(description: "cannot listen on \(path): \(error)")
+        }
+    }
+
+    /// Creates `directory` (and missing parents, 0755) and makes it 0750 if it is ours.
+    static func makeDirectory(_ directory: String) throws(Refusal) {
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            prefix += "/" + component
+            if (try? FileStatus(path: prefix, followSymlinks: true)) != nil { continue }
+            do { try FileDescriptor.currentWorkingDirectory.makeDirectory(at: prefix, permissions: 0o755) } catch {
+                if error != .fileExists { throw Refusal(description: "cannot create \(prefix): \(error)") }
+            }
+        }
+        guard let status = try? FileStatus(path: directory, followSymlinks: true), status.kind == .directory else {
+            throw Refusal(description: "\(directory) is not a directory")
+        }
+        if status.userID == CurrentProcess.effectiveUserID {
+            try? FileDescriptor.currentWorkingDirectory.setPermissions(at: directory, 0o750)
+        }
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+}

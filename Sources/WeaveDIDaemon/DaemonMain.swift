@@ -1,0 +1,115 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// The daemon's entry point; `weavedid`'s `main` is `DaemonMain.prepareProcess()` then
+/// `exit(DaemonMain.run(arguments:))`.
+public enum DaemonMain {
+    /// Exit status for a bad configuration (sysexits' EX_CONFIG); systemd's unit does not
+    /// restart on it.
+    public static let exitConfigurationError: Int32 = 78
+    /// Exit status for a command-line mistake (EX_USAGE).
+    public static let exitUsage: Int32 = 64
+
+    /// The signals the main loop handles; blocked in every thread.
+    static let handledSignals: SignalSet = [.terminate, .interrupt, .hangup]
+
+    /// Blocks the handled signals and ignores SIGPIPE. Call first thing in `main`, before any
+    /// thread exists, so that every thread inherits the mask and a signal can only arrive
+    /// through the main loop's signalfd: a SIGTERM right after start never kills the process.
+    public static func prepareProcess() {
+        _ = try? handledSignals.blockInCurrentThread()
+        try? Signal.ignoreBrokenPipe()
+    }
+
+    /// Runs the daemon; returns the exit status.
+    public static func run(arguments: [String]) -> Int32 {
+        let options: CommandLineOptions
+        switch CommandLineOptions.parse(Array(arguments.dropFirst())) {
+        case let .success(parsed): options = parsed
+        case let .failure(error):
+            printError("weavedid: \(error)\n\n\(CommandLineOptions.usage)")
+            return exitUsage
+        }
+        if options.help {
+            print(CommandLineOptions.usage)
+            return 0
+        }
+        if options.version {
+            print("weavedid \(DaemonVersion.current)")
+            return 0
+        }
+        let environment = CurrentProcess.environment()
+        let log = DaemonLog(filter: logFilter(environment), journald: DaemonLog.journaldIsReading(environment: environment))
+        WeaveDIConfiguration.applyFromEnvironment()
+        log.adoptLibraryLogging()
+        if let problem = LogFilter.parse(environment["WEAVEDID_LOG"] ?? "info").failureDescription {
+            log.warning("daemon", "WEAVEDID_LOG: \(problem); using info everywhere")
+        }
+        let notifier = SystemdNotifier(environment: environment)
+        if let problem = notifier.problem { log.warning("daemon", problem) }
+        let waker: Waker
+        do { waker = try Waker() } catch {
+            log.error("daemon", "cannot create the wake pipe: \(error)")
+            return 1
+        }
+        let activation: SocketActivation?
+        do {
+            activation = try SocketActivation.take(environment: environment, pid: CurrentProcess.id)
+        } catch {
+            log.error("daemon", "socket activation: \(error)")
+            notifier.notify("STATUS=socket activation: \(error)")
+            return 1
+        }
+        let context = DaemonContext(
+            environment: environment, workingDirectory: currentDirectory(), configPath: options.configPath,
+            log: log, notifier: notifier, activation: activation, waker: waker)
+        let configuration: DaemonConfiguration
+        do {
+            configuration = try context.loadConfiguration()
+        } catch {
+            log.error("config", "\(error)")
+            notifier.notify("STATUS=configuration error: \(error)", "ERRNO=\(error.errno)")
+            if options.checkConfig { printError("weavedid: \(error)") }
+            return exitConfigurationError
+        }
+        if options.checkConfig {
+            print("weavedid: configuration OK (\(configuration.sourcePath ?? "built-in default"))")
+            return 0
+        }
+        let signals: SignalReader
+        do {
+            signals = try SignalReader(signals: handledSignals)
+        } catch {
+            log.error("daemon", "cannot create the signalfd: \(error)")
+            return 1
+        }
+        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.sourcePath ?? "built-in default"))")
+        let supervisor = Supervisor(context: context, configuration: configuration)
+        let loop = MainLoop(
+            signals: signals, context: context, supervisor: supervisor,
+            watchdog: WatchdogSettings(environment: environment, pid: CurrentProcess.id),
+            shutdownTimeout: .milliseconds(Int64(configuration.shutdownTimeout * 1000)))
+        return loop.run()
+    }
+
+    static func logFilter(_ environment: [String: String]) -> LogFilter {
+        guard let text = environment["WEAVEDID_LOG"], !text.isEmpty else { return .standard }
+        return (try? LogFilter.parse(text).get()) ?? .standard
+    }
+
+    static func printError(_ text: String) {
+        var line = text + "\n"
+        line.withUTF8 { _ = try? FileDescriptor.standardError.writeAll(UnsafeRawBufferPointer($0)) }
+    }
+
+    static func currentDirectory() -> String {
+        CurrentProcess.workingDirectory() ?? "."
+    }
+}
+
+extension Result {
+    var failureDescription: String? {
+        if case let .failure(error) = self { return "\(error)" }
+        return nil
+    }
+}

@@ -1,0 +1,69 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// What the daemon knows about its process before anything starts: the environment, how it
+/// was started, where it logs and how it talks to systemd.
+public final class DaemonContext: Sendable {
+    /// The process environment at start.
+    public let environment: [String: String]
+    /// The working directory at start.
+    public let workingDirectory: String
+    /// `--config PATH`, if given.
+    public let configPath: String?
+    /// The logger.
+    public let log: DaemonLog
+    /// systemd notifications.
+    public let notifier: SystemdNotifier
+    /// Sockets passed by systemd, if any.
+    public let activation: SocketActivation?
+    /// Wakes the main loop when the daemon is done.
+    public let waker: Waker
+
+    /// Creates the context.
+    public init(
+        environment: [String: String], workingDirectory: String, configPath: String?, log: DaemonLog,
+        notifier: SystemdNotifier, activation: SocketActivation?, waker: Waker
+    ) {
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+        self.configPath = configPath
+        self.log = log
+        self.notifier = notifier
+        self.activation = activation
+        self.waker = waker
+    }
+
+    /// The default configuration file, used when it exists and `--config` is not given.
+    public static let systemConfigPath = "/etc/weavedi/weavedid.json"
+
+    /// Loads the configuration the way the command line asked: `--config PATH`, else the
+    /// system file if it exists, else the built-in default.
+    public func loadConfiguration() throws(ConfigurationError) -> DaemonConfiguration {
+        if let configPath {
+            return try DaemonConfiguration.load(path: configPath, environment: environment, workingDirectory: workingDirectory)
+        }
+        if (try? FileStatus(path: DaemonContext.systemConfigPath, followSymlinks: true)) != nil {
+            return try DaemonConfiguration.load(
+                path: DaemonContext.systemConfigPath, environment: environment, workingDirectory: workingDirectory)
+        }
+        return DaemonConfiguration.builtInDefault(environment: environment, workingDirectory: workingDirectory)
+    }
+}
+
+/// The configuration in effect; replaced on a successful reload.
+public final class ConfigurationStore: Sendable {
+    private let value: Locked<DaemonConfiguration>
+
+    /// A store holding `configuration`.
+    public init(_ configuration: DaemonConfiguration) {
+        value = Locked(configuration)
+    }
+
+    /// The configuration in effect.
+    public var current: DaemonConfiguration { value.withLock { $0 } }
+
+    /// Replaces it.
+    public func replace(with configuration: DaemonConfiguration) {
+        value.withLock { $0 = configuration }
+    }
+}

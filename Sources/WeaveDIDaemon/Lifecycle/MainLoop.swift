@@ -1,0 +1,100 @@
+import Synchronization
+import WeaveDIPosix
+
+/// The main thread's loop: waits for signals (through a signalfd, the signals having been
+/// blocked before any thread existed) and for the async side to finish, and sends the
+/// watchdog pings.
+///
+/// `WATCHDOG=1` is sent only while the async side makes progress: a heartbeat task on the
+/// cooperative pool bumps a counter; a ping goes out only if it moved since the last one.
+final class MainLoop {
+    private let signals: SignalReader
+    private let context: DaemonContext
+    private let supervisor: Supervisor
+    private let watchdog: WatchdogSettings?
+    private let shutdownTimeout: Duration
+    private let heartbeat = Heartbeat()
+
+    init(signals: consuming SignalReader, context: DaemonContext, supervisor: Supervisor,
+         watchdog: WatchdogSettings?, shutdownTimeout: Duration) {
+        self.signals = signals
+        self.context = context
+        self.supervisor = supervisor
+        self.watchdog = watchdog
+        self.shutdownTimeout = shutdownTimeout
+    }
+
+    /// Runs until the daemon finishes; returns the exit status.
+    func run() -> Int32 {
+        let supervisor = self.supervisor
+        Task { await supervisor.start() }
+        if let watchdog { heartbeat.start(every: watchdog.pingInterval / 2) }
+        var shutdownDeadline: Duration?
+        var lastBeat = heartbeat.count
+        var nextPing = watchdog.map { now() + $0.pingInterval }
+        while true {
+            if let code = context.waker.exitCode { return code }
+            var timeout: Duration? = nil
+            if let nextPing { timeout = max(.zero, nextPing - now()) }
+            if let deadline = shutdownDeadline { timeout = min(timeout ?? .seconds(3600), max(.zero, deadline - now())) }
+            var descriptors = [
+                PollDescriptor(signals.fileDescriptor, events: .readable),
+                PollDescriptor(context.waker.readEnd, events: .readable),
+            ]
+            _ = try? PollDescriptor.poll(&descriptors, timeout: timeout)
+            if descriptors[1].returnedEvents.contains(.readable) { context.waker.drain() }
+            if descriptors[0].returnedEvents.contains(.readable) {
+                while let received = try? signals.read() {
+                    switch received.signal {
+                    case .terminate, .interrupt:
+                        if shutdownDeadline != nil {
+                            context.log.warning("daemon", "second \(received.signal.name); exiting at once")
+                            return 128 + received.signal.rawValue
+                        }
+                        shutdownDeadline = now() + shutdownTimeout
+                        let reason = "\(received.signal.name) from pid \(received.senderPID)"
+                        Task { await supervisor.shutdown(reason: reason) }
+                    case .hangup:
+                        Task { await supervisor.reload() }
+                    default:
+                        break
+                    }
+                }
+            }
+            if let deadline = shutdownDeadline, now() >= deadline, context.waker.exitCode == nil {
+                context.log.error("daemon", "shutdown did not finish within \(shutdownTimeout); exiting")
+                return 1
+            }
+            if let interval = watchdog?.pingInterval, let due = nextPing, now() >= due {
+                let beat = heartbeat.count
+                if beat != lastBeat {
+                    context.notifier.notify("WATCHDOG=1")
+                    lastBeat = beat
+                } else {
+                    context.log.warning("daemon", "no progress since the last watchdog ping; withholding WATCHDOG=1")
+                }
+                nextPing = due + interval
+            }
+        }
+    }
+
+    private func now() -> Duration {
+        .nanoseconds(Int64(SystemClock.monotonicNanoseconds()))
+    }
+}
+
+/// A counter bumped by a task on the cooperative pool: proof that async work still runs.
+final class Heartbeat: Sendable {
+    private let beats = Atomic<UInt64>(0)
+
+    var count: UInt64 { beats.load(ordering: .relaxed) }
+
+    func start(every interval: Duration) {
+        Task.detached { [self] in
+            while !Task.isCancelled {
+                beats.add(1, ordering: .relaxed)
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// Runs the daemon's lifecycle: bootstrap the container from the modules, start the services
+/// in order, tell systemd it is ready, reload on request, and shut down in reverse.
+public actor Supervisor {
+    /// Where the daemon is in its life.
+    public enum Phase: String, Sendable {
+        /// Bootstrapping and starting services.
+        case starting
+        /// Ready and working.
+        case running
+        /// Stopping services.
+        case stopping
+        /// Done.
+        case stopped
+    }
+
+    let context: DaemonContext
+    let container: WeaveDI.Container
+    let store: ConfigurationStore
+    private var group: ServiceGroup?
+    private(set) var phase: Phase = .starting
+    private var shutdownRequested = false
+    private var reloading = false
+    private var reloadPending = false
+    /// Why the last reload was refused; nil once a reload succeeds.
+    public private(set) var reloadProblem: String?
+
+    /// A supervisor for `configuration`; `container` becomes the daemon's container.
+    public init(context: DaemonContext, configuration: DaemonConfiguration, container: WeaveDI.Container = WeaveDI.Container()) {
+        self.context = context
+        self.container = container
+        store = ConfigurationStore(configuration)
+    }
+
+    private var log: DaemonLog { context.log }
+    private var notifier: SystemdNotifier { context.notifier }
+
+    /// Bootstraps and starts everything, then sends `READY=1`. A shutdown requested meanwhile
+    /// stops what started; a failure finishes the daemon with status 1.
+    public func start() async {
+        notifier.status("starting")
+        WeaveDI.Container.live = container
+        await container.bootstrap(modules: DaemonModules.all(context: context, store: store, supervisor: self))
+        let services: [any DaemonService]
+        do {
+            services = try DaemonModules.services(in: container)
+        } catch {
+            return fail("cannot assemble the daemon's services: \(error)")
+        }
+        let group = ServiceGroup(services, log: log)
+        self.group = group
+        do {
+            try await group.start { [weak self] in await self?.shutdownRequested == false }
+        } catch {
+            return fail("\(error)")
+        }
+        if shutdownRequested {
+            await stopEverything()
+            return
+        }
+        phase = .running
+        let socket = store.current.control.socket
+        notifier.notify("READY=1", "STATUS=running; control socket \(socket)")
+        log.notice("daemon", "weavedid \(DaemonVersion.current) ready; control socket \(socket) (talk to it: weavedictl --socket \(socket) health)")
+    }
+
+    /// Begins a graceful shutdown (`SIGTERM`, `SIGINT`): `STOPPING=1`, services stopped in
+    /// reverse, sessions closed, then the main loop is told to exit 0.
+    public func shutdown(reason: String) async {
+        switch phase {
+        case .starting:
+            log.notice("daemon", "\(reason) while starting; stopping once started services are up")
+            shutdownRequested = true
+        case .running:
+            await stopEverything(reason: reason)
+        case .stopping, .stopped:
+            break
+        }
+    }
+
+    private func stopEverything(reason: String = "shutdown requested while starting") async {
+        phase = .stopping
+        notifier.notify("STOPPING=1", "STATUS=stopping (\(reason))")
+        log.notice("daemon", "stopping: \(reason)")
+        await group?.stop()
+        await container.releaseAll()
+        phase = .stopped
+        log.notice("daemon", "stopped")
+        context.waker.finish(0)
+    }
+
+    private func fail(_ message: String) {
+        log.error("daemon", message)
+        notifier.notify("STATUS=failed: \(message)")
+        phase = .stopped
+        context.waker.finish(1)
+    }
+
+    /// Reloads the configuration (`SIGHUP`): `RELOADING=1` with `MONOTONIC_USEC=`, then
+    /// `READY=1`. A bad configuration is refused; the old one stays and health says so.
+    public func reload() async {
+        guard phase == .running else {
+            log.warning("daemon", "reload ignored while \(phase.rawValue)")
+            return
+        }
+        if reloading {
+            reloadPending = true
+            return
+        }
+        reloading = true
+        defer { reloading = false }
+        repeat {
+            reloadPending = false
+            await reloadOnce()
+        } while reloadPending && phase == .running
+    }
+
+    private func reloadOnce() async {
+        notifier.notify("RELOADING=1", "MONOTONIC_USEC=\(SystemClock.monotonicMicroseconds())", "STATUS=reloading the configuration")
+        log.notice("daemon", "reloading the configuration")
+        do {
+            let configuration = try context.loadConfiguration()
+            try await group?.reload(configuration)
+            store.replace(with: configuration)
+            reloadProblem = nil
+            notifier.notify("READY=1", "STATUS=running; configuration reloaded")
+            log.notice("daemon", "configuration reloaded")
+        } catch {
+            let problem = "reload refused: \(error); keeping the previous configuration"
+            reloadProblem = problem
+            notifier.notify("READY=1", "STATUS=running; \(problem)")
+            log.error("daemon", problem)
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import WeaveDI
+import WeaveDIControl
+
+/// The daemon's own services, as WeaveDI modules: singletons for the long-lived ones, a
+/// session per control connection, a request per control call.
+enum DaemonModules {
+    /// Every module, in bootstrap order.
+    static func all(context: DaemonContext, store: ConfigurationStore, supervisor: Supervisor) -> [any WeaveDI.Module] {
+        [CoreModule(context: context, store: store, supervisor: supervisor), HealthModule(), ControlModule()]
+    }
+
+    /// The services, in start order (stopped in reverse).
+    static func services(in container: WeaveDI.Container) throws(ResolutionError) -> [any DaemonService] {
+        [try container.require(ControlServer.self), try container.require(HealthService.self)]
+    }
+}
+
+/// Configuration, logging, clock and the process's systemd link.
+struct CoreModule: WeaveDI.Module {
+    let context: DaemonContext
+    let store: ConfigurationStore
+    let supervisor: Supervisor
+
+    var name: String { "core" }
+
+    func register(in container: WeaveDI.Container) async {
+        container.register(DaemonContext.self, instance: context)
+        container.register(ConfigurationStore.self, instance: store)
+        container.register(Supervisor.self, instance: supervisor)
+        container.register(DaemonLog.self, instance: context.log)
+        container.register(SystemdNotifier.self, instance: context.notifier)
+        container.register((any HealthClock).self) { SystemHealthClock() }
+    }
+}
+
+/// The health / auto-fix registry and its loop.
+struct HealthModule: WeaveDI.Module {
+    var name: String { "health" }
+
+    func register(in container: WeaveDI.Container) async {
+        container.register(UnifiedRegistry.self) { UnifiedRegistry.shared }
+        container.register(HealthService.self) { r in
+            HealthService(
+                registry: try r.require(UnifiedRegistry.self), store: try r.require(ConfigurationStore.self),
+                supervisor: try r.require(Supervisor.self), container: container, log: try r.require(DaemonLog.self))
+        }
+    }
+}
+
+/// The control socket.
+struct ControlModule: WeaveDI.Module {
+    var name: String { "control" }
+
+    func register(in container: WeaveDI.Container) async {
+        container.register(ControlServer.self) { r in
+            let context = try r.require(DaemonContext.self)
+            return try ControlServer(
+                store: try r.require(ConfigurationStore.self), log: context.log, activation: context.activation,
+                container: container, handler: PlaceholderHandler())
+        }
+    }
+}
+
+/// Answers every call with `MethodNotImplemented` until the control protocol is in place.
+struct PlaceholderHandler: ControlMessageHandler {
+    func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @Sendable ([UInt8]) -> Void) async -> [[UInt8]] {
+        [Array(#"{"error":"org.varlink.service.MethodNotImplemented","parameters":{}}"#.utf8)]
+    }
+
+    func limitReply(_ violation: ControlLimitViolation) -> [UInt8]? { nil }
+}

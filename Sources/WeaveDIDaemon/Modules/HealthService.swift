@@ -1,0 +1,42 @@
+import WeaveDI
+
+/// Runs the health registry's loop with the daemon's checks: the container's built-in checks
+/// and `daemon.configuration` (degraded while a reload is refused).
+public final class HealthService: DaemonService {
+    public let name = "health"
+    let registry: UnifiedRegistry
+    let store: ConfigurationStore
+    let supervisor: Supervisor
+    let container: WeaveDI.Container
+    let log: DaemonLog
+
+    init(registry: UnifiedRegistry, store: ConfigurationStore, supervisor: Supervisor, container: WeaveDI.Container, log: DaemonLog) {
+        self.registry = registry
+        self.store = store
+        self.supervisor = supervisor
+        self.container = container
+        self.log = log
+    }
+
+    public func start() async throws {
+        let health = store.current.health
+        registry.registerContainerChecks(for: container, sessionIdleLimit: .milliseconds(Int64(health.sessionIdleLimit * 1000)))
+        let supervisor = self.supervisor
+        registry.register(HealthCheck(name: "daemon.configuration", tags: [HealthCheck.readiness]) {
+            if let problem = await supervisor.reloadProblem { return .degraded(problem) }
+            return .healthy("configuration in effect")
+        })
+        registry.start(interval: .milliseconds(Int64(health.interval * 1000)))
+        log.info("health", registry.isRunning ? "health loop every \(health.interval) s" : "health loop off (WEAVEDI_REGISTRY_AUTO_HEALTH)")
+    }
+
+    public func stop() async {
+        registry.stop()
+    }
+
+    public func reload(_ configuration: DaemonConfiguration) async throws {
+        if registry.isRunning, configuration.health.interval != store.current.health.interval {
+            registry.start(interval: .milliseconds(Int64(configuration.health.interval * 1000)))
+        }
+    }
+}

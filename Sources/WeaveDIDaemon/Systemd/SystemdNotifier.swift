@@ -1,0 +1,70 @@
+import WeaveDIPosix
+
+/// Talks to systemd over `NOTIFY_SOCKET` by hand (`sd_notify(3)`): a path, or an abstract name
+/// written `@name` (sent with the exact address length). Without `NOTIFY_SOCKET` it sends
+/// nothing at all.
+public final class SystemdNotifier: Sendable {
+    /// Where notifications go; nil when `NOTIFY_SOCKET` is unset or empty.
+    public let address: UnixSocketAddress?
+    /// Why `NOTIFY_SOCKET` could not be used, if it was set but invalid.
+    public let problem: String?
+
+    /// Reads `NOTIFY_SOCKET` from `environment`.
+    public init(environment: [String: String]) {
+        guard let value = environment["NOTIFY_SOCKET"], !value.isEmpty else {
+            address = nil
+            problem = nil
+            return
+        }
+        do {
+            address = try UnixSocketAddress(value)
+            problem = nil
+        } catch {
+            address = nil
+            problem = "NOTIFY_SOCKET=\(value) is not usable: \(error)"
+        }
+    }
+
+    /// Whether notifications are sent at all.
+    public var isEnabled: Bool { address != nil }
+
+    /// Sends `fields` (`READY=1`, `STATUS=…`) as one datagram; returns whether it was sent.
+    @discardableResult
+    public func notify(_ fields: String...) -> Bool {
+        notify(fields)
+    }
+
+    /// Sends `fields` as one datagram, newline-separated; returns whether it was sent.
+    @discardableResult
+    public func notify(_ fields: [String]) -> Bool {
+        guard let address else { return false }
+        let message = fields.map { $0.replacingNewlines() }.joined(separator: "\n")
+        return (try? UnixSocket.sendDatagram(Array(message.utf8), to: address)) != nil
+    }
+
+    /// `STATUS=…`: one line saying what the daemon is doing.
+    @discardableResult
+    public func status(_ text: String) -> Bool { notify("STATUS=\(text)") }
+}
+
+/// How often to send `WATCHDOG=1`: every half of `WATCHDOG_USEC`, when `WATCHDOG_PID` is unset
+/// or names this process.
+public struct WatchdogSettings: Sendable, Equatable {
+    /// The interval systemd expects pings within.
+    public var timeout: Duration
+    /// How often to ping: half the timeout.
+    public var pingInterval: Duration { timeout / 2 }
+
+    /// Nil when the watchdog is off for this process.
+    public init?(environment: [String: String], pid: Int32) {
+        guard let raw = environment["WATCHDOG_USEC"], let usec = UInt64(raw), usec > 0 else { return nil }
+        if let owner = environment["WATCHDOG_PID"], !owner.isEmpty, Int32(owner) != pid { return nil }
+        timeout = .microseconds(Int64(clamping: usec))
+    }
+}
+
+extension String {
+    func replacingNewlines() -> String {
+        String(unicodeScalars.map { $0 == "\n" ? " " : Character($0) })
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+import WeaveDIDaemon
+import WeaveDIPosix
+
+@Suite struct DaemonCommandLineTests {
+    func run(_ arguments: [String]) throws -> SubprocessResult {
+        try Subprocess.run(DaemonProcess.binary, arguments: arguments, environment: ["PATH": "/usr/bin:/bin"])
+    }
+
+    @Test func version_andHelp() throws {
+        let version = try run(["--version"])
+        #expect(version.status == .exited(0))
+        #expect(version.standardOutputText == "weavedid \(DaemonVersion.current)\n")
+        let help = try run(["--help"])
+        #expect(help.status == .exited(0))
+        #expect(help.standardOutputText.hasPrefix("usage: weavedid [--config PATH] [--check-config] [--version] [--help]"))
+    }
+
+    @Test(arguments: [["--bogus"], ["--config"], ["--config="], ["extra"]])
+    func usageMistakes_exit64_withTheUsage(arguments: [String]) throws {
+        let result = try run(arguments)
+        #expect(result.status == .exited(64))
+        #expect(result.standardErrorText.hasPrefix("weavedid: "))
+        #expect(result.standardErrorText.contains("usage: weavedid"))
+    }
+
+    @Test func parsing() throws {
+        #expect(try CommandLineOptions.parse(["--config", "/x.json", "--check-config"]).get()
+            == CommandLineOptions(configPath: "/x.json", checkConfig: true))
+        #expect(try CommandLineOptions.parse(["--config=/y.json"]).get().configPath == "/y.json")
+        #expect(throws: CommandLineOptions.UsageError.self) { try CommandLineOptions.parse(["-x"]).get() }
+    }
+}
+
+@Suite struct LogFilterTests {
+    @Test func longestPrefixWins_andOffSilences() throws {
+        let filter = try LogFilter.parse("info,sync=debug,sync.worker=off,control=trace").get()
+        #expect(filter.level(for: "daemon") == .info)
+        #expect(filter.level(for: "sync") == .debug)
+        #expect(filter.level(for: "sync.scheduler") == .debug)
+        #expect(filter.level(for: "sync.worker") == .off)
+        #expect(filter.level(for: "synchronous") == .info)  // a prefix only at a dot
+        #expect(filter.admits(.trace, subsystem: "control"))
+        #expect(!filter.admits(.debug, subsystem: "daemon"))
+        #expect(!filter.admits(.error, subsystem: "sync.worker"))
+    }
+
+    @Test(arguments: [
+        ("loud", "\"loud\": unknown level 'loud'"), ("info,,debug", "\"\": empty entry"),
+        ("info,debug", "\"debug\": a second default level"), ("=debug", "\"=debug\": a subsystem name is letters, digits, '.', '_' or '-'"),
+    ])
+    func badValues_sayWhatIsWrong(text: String, problem: String) {
+        #expect(LogFilter.parse(text).failureText == problem)
+    }
+}
+
+@Suite struct SystemdEnvironmentTests {
+    @Test func watchdog_halfTheInterval_onlyForThisProcess() {
+        #expect(WatchdogSettings(environment: ["WATCHDOG_USEC": "30000000"], pid: 5)?.pingInterval == .seconds(15))
+        #expect(WatchdogSettings(environment: ["WATCHDOG_USEC": "1000", "WATCHDOG_PID": "5"], pid: 5) != nil)
+        #expect(WatchdogSettings(environment: ["WATCHDOG_USEC": "1000", "WATCHDOG_PID": "6"], pid: 5) == nil)
+        #expect(WatchdogSettings(environment: ["WATCHDOG_USEC": "0"], pid: 5) == nil)
+        #expect(WatchdogSettings(environment: [:], pid: 5) == nil)
+    }
+
+    @Test func notifySocket_pathAbstractOrNothing() {
+        #expect(SystemdNotifier(environment: [:]).isEnabled == false)
+        #expect(SystemdNotifier(environment: ["NOTIFY_SOCKET": ""]).isEnabled == false)
+        #expect(SystemdNotifier(environment: ["NOTIFY_SOCKET": "@abc"]).address?.kind == .abstract)
+        #expect(SystemdNotifier(environment: ["NOTIFY_SOCKET": "/run/systemd/notify"]).address?.kind == .path)
+        let tooLong = SystemdNotifier(environment: ["NOTIFY_SOCKET": "/" + String(repeating: "x", count: 200)])
+        #expect(!tooLong.isEnabled)
+        #expect(tooLong.problem?.hasPrefix("NOTIFY_SOCKET=/xxx") == true)
+    }
+}
+
+extension Result {
+    var failureText: String? {
+        if case let .failure(error) = self { return "\(error)" }
+        return nil
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import WeaveDIPosix
+
+/// The real daemon process: readiness, signals, watchdog, socket handling.
+@Suite struct DaemonLifecycleTests {
+    @Test(arguments: [false, true])
+    func readiness_isNotified_onceTheSocketIsBound(abstract: Bool) throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: abstract, directory: directory)
+        let daemon = try DaemonProcess(directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        #expect(notify.lines.contains("STATUS=starting"))
+        #expect(notify.lines.contains("STATUS=running; control socket \(daemon.defaultSocket)"))
+        let socket = try FileStatus(path: daemon.defaultSocket, followSymlinks: false)
+        #expect(socket.kind == .socket)
+        #expect(socket.permissions.rawValue & 0o777 == 0o660)
+        #expect(try FileStatus(path: directory.path + "/run", followSymlinks: false).permissions.rawValue & 0o777 == 0o750)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        #expect(notify.wait(forLine: "STOPPING=1"))
+        #expect(!fileExists(daemon.defaultSocket))
+        #expect(daemon.log.contains("ready; control socket \(daemon.defaultSocket)"))
+    }
+
+    @Test func withoutNotifySocket_itRunsAndStops() throws {
+        let daemon = try DaemonProcess()
+        #expect(daemon.waitForLog("ready;"))
+        daemon.send(.interrupt)
+        #expect(daemon.wait() == .exited(0))
+        #expect(daemon.log.contains("stopping: SIGINT"))
+    }
+
+    @Test func sigtermRightAfterStart_neverKillsTheProcess() throws {
+        for _ in 0..<5 {
+            let daemon = try DaemonProcess()
+            #expect(daemon.waitUntilSignalsBlocked())
+            daemon.send(.terminate)
+            let status = daemon.wait()
+            #expect(status == .exited(0), "status \(String(describing: status)); log: \(daemon.log)")
+        }
+    }
+
+    @Test func watchdog_pingsEveryHalfInterval() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": "200000"], directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        let before = notify.lines.filter { $0 == "WATCHDOG=1" }.count
+        notify.wait(timeout: .milliseconds(1_100)) { _ in false }  // collect for 1.1 s
+        let pings = notify.lines.filter { $0 == "WATCHDOG=1" }.count - before
+        #expect(pings >= 5 && pings <= 20, "\(pings) pings in 1.1 s at a 100 ms period")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func watchdogForAnotherProcess_isIgnored() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(
+            environment: ["WATCHDOG_USEC": "100000", "WATCHDOG_PID": "1"], directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        #expect(!notify.wait(timeout: .milliseconds(500)) { $0 == "WATCHDOG=1" })
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func sigtermUnderLoad_closesConnections_andExitsZero() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        var clients: [FileDescriptor] = []
+        for _ in 0..<30 {
+            let client = try connectControl(daemon.defaultSocket)
+            try client.sendAll(Array(#"{"method":"io.weavedi.Daemon.Ping"}"#.utf8) + [0])
+            clients.append(client)
+        }
+        daemon.send(.terminate)
+        #expect(daemon.wait(timeout: .seconds(12)) == .exited(0))
+        #expect(notify.wait(forLine: "STOPPING=1"))
+        #expect(!fileExists(daemon.defaultSocket))
+        for client in clients {
+            // The daemon closed every connection: reads reach end of file.
+            var sawEnd = false
+            for _ in 0..<100 {
+                if let bytes = try? client.receive(upToCount: 4096), bytes.isEmpty { sawEnd = true; break }
+            }
+            #expect(sawEnd)
+            try? client.close()
+        }
+    }
+
+    @Test func staleSocket_isReplaced_butALiveOneRefusesTheStart() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/run", withIntermediateDirectories: true)
+        let stalePath = directory.path + "/run/control.sock"
+        // A socket file nobody listens on: bind, then close without unlinking.
+        try UnixSocket.listen(at: UnixSocketAddress(path: stalePath)).close()
+        let first = try DaemonProcess(directory: directory)
+        #expect(first.waitForLog("ready;"))
+        #expect(first.log.contains("removed the stale socket"))
+        let second = try DaemonProcess(directory: directory)
+        #expect(second.wait() == .exited(1))
+        #expect(second.log.contains("another daemon is listening on \(stalePath)"))
+        first.send(.terminate)
+        #expect(first.wait() == .exited(0))
+    }
+
+    @Test func journaldPrefixes_whenJournalStreamMatchesStandardError() throws {
+        let directory = TemporaryDirectory()
+        let logPath = directory.path + "/stderr.log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let status = try FileStatus(path: logPath, followSymlinks: true)
+        let daemon = try DaemonProcess(environment: ["JOURNAL_STREAM": "\(status.device):\(status.inode)"], directory: directory)
+        #expect(daemon.waitForLog("ready;"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        let lines = daemon.log.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        #expect(lines.allSatisfy { $0.hasPrefix("<") && $0.dropFirst(2).hasPrefix(">") })
+        #expect(lines.contains { $0.hasPrefix("<5>daemon: weavedid") && $0.contains("ready;") })
+        #expect(!daemon.log.contains("T0") || !daemon.log.contains("Z info"))
+    }
+
+    @Test func withoutJournal_linesCarryATimestamp() throws {
+        let daemon = try DaemonProcess(environment: ["JOURNAL_STREAM": "1:2"])
+        #expect(daemon.waitForLog("ready;"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        let first = daemon.log.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info    daemon: "#, options: .regularExpression) != nil, "\(first)")
+    }
+
+    @Test func logFilter_fromTheEnvironment() throws {
+        let quiet = try DaemonProcess(environment: ["WEAVEDID_LOG": "warning,daemon=notice"])
+        #expect(quiet.waitForLog("ready;"))
+        quiet.send(.terminate)
+        #expect(quiet.wait() == .exited(0))
+        #expect(!quiet.log.contains(" info "))
+        #expect(quiet.log.contains("notice  daemon: weavedid"))
+        let bad = try DaemonProcess(environment: ["WEAVEDID_LOG": "info,sync=loud"])
+        #expect(bad.waitForLog("ready;"))
+        bad.send(.terminate)
+        #expect(bad.wait() == .exited(0))
+        #expect(bad.log.components(separatedBy: "WEAVEDID_LOG").count == 2)
+        #expect(bad.log.contains(#"WEAVEDID_LOG: "sync=loud": unknown level 'loud'; using info everywhere"#))
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import WeaveDIPosix
+
+/// The real `weavedid` binary, started in its own directory with a controlled environment;
+/// its standard error goes to a file the test reads.
+final class DaemonProcess: @unchecked Sendable {  // used from one test at a time
+    let directory: TemporaryDirectory
+    let pid: Int32
+    let logPath: String
+    private var process: Subprocess?
+    private(set) var status: TerminationStatus?
+
+    static var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("weavedid").path
+    }
+
+    /// The socket the built-in default configuration uses in this directory.
+    var defaultSocket: String { directory.path + "/run/control.sock" }
+
+    /// Starts `weavedid arguments…` in `directory` with `environment` added to a minimal one
+    /// (PATH, RUNTIME_DIRECTORY and STATE_DIRECTORY inside `directory`). `prefix` is shell code
+    /// run before exec (e.g. `LISTEN_PID=$$`).
+    init(
+        _ arguments: [String] = [], environment: [String: String] = [:], directory: TemporaryDirectory = TemporaryDirectory(),
+        notify: NotifyListener? = nil, prefix: String = "", wrapper: [String] = []
+    ) throws {
+        self.directory = directory
+        logPath = directory.path + "/stderr.log"
+        var env = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "RUNTIME_DIRECTORY": directory.path + "/run",
+            "STATE_DIRECTORY": directory.path + "/state", "WEAVEDI_REGISTRY_AUTO_HEALTH": "0",
+        ]
+        if let notify { env["NOTIFY_SOCKET"] = notify.address }
+        for (key, value) in environment { env[key] = value }
+        env = env.filter { !$0.value.isEmpty }
+        let process: Subprocess
+        if prefix.isEmpty, wrapper.isEmpty {
+            process = try Subprocess.spawn(
+                DaemonProcess.binary, arguments: arguments, environment: env,
+                standardOutput: .file(logPath), standardError: .file(logPath), workingDirectory: directory.path)
+        } else {
+            let script = "cd \"$1\" && shift && \(prefix) exec \"$@\""
+            process = try Subprocess.spawn(
+                "/bin/sh", arguments: ["-c", script, "sh", directory.path] + wrapper + [DaemonProcess.binary] + arguments,
+                environment: env, standardOutput: .file(logPath), standardError: .file(logPath))
+        }
+        pid = process.pid
+        self.process = consume process
+    }
+
+    deinit {
+        if status == nil {
+            try? Signal.kill.send(to: pid)
+            _ = try? process?.wait()
+        }
+    }
+
+    /// Waits until the process has blocked SIGTERM (its first own instructions ran): from then
+    /// on a SIGTERM is handled, never fatal. Before that, only the dynamic loader has run.
+    func waitUntilSignalsBlocked(timeout: Duration = .seconds(5)) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
+                let mask = UInt64(line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16),
+                mask & (1 << 14) != 0  // SIGTERM is signal 15: bit 14
+            {
+                return true
+            }
+            usleep(200)
+        }
+        return false
+    }
+
+    /// Sends `signal` to the daemon.
+    func send(_ signal: Signal) {
+        try? signal.send(to: pid)
+    }
+
+    /// Waits up to `timeout` for the daemon to exit.
+    @discardableResult
+    func wait(timeout: Duration = .seconds(20)) -> TerminationStatus? {
+        if let status { return status }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let finished = try? process?.waitIfExited() {
+                status = finished
+                return finished
+            }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    /// What the daemon wrote to standard error (and output) so far.
+    var log: String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    }
+
+    /// Waits until the log contains `text`.
+    @discardableResult
+    func waitForLog(_ text: String, timeout: Duration = .seconds(15)) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if log.contains(text) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+}
+
+/// A Unix stream connection to a control socket.
+func connectControl(_ path: String) throws -> FileDescriptor {
+    try UnixSocket.connect(to: UnixSocketAddress(path: path)).release()
+}
+
+func fileExists(_ path: String) -> Bool {
+    (try? FileStatus(path: path, followSymlinks: false)) != nil
+}

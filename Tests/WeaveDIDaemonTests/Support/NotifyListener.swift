@@ -1,0 +1,44 @@
+import Foundation
+import WeaveDIPosix
+
+/// Plays systemd's part: a datagram socket the test owns, given to the daemon as NOTIFY_SOCKET.
+final class NotifyListener: @unchecked Sendable {  // used from one test at a time
+    let address: String
+    private let descriptor: FileDescriptor
+    private(set) var received: [String] = []
+
+    /// A listener on a path inside `directory`, or on an abstract name.
+    init(abstract: Bool, directory: TemporaryDirectory) throws {
+        address = abstract ? "@weavedi-test-\(UInt64.random(in: 0...UInt64.max))" : directory.path + "/notify.sock"
+        descriptor = try UnixSocket.bindDatagram(at: UnixSocketAddress(address), nonBlocking: true).release()
+    }
+
+    deinit { try? descriptor.close() }
+
+    /// Every datagram that arrives within `timeout`, until one satisfies `done`; returns
+    /// whether one did.
+    @discardableResult
+    func wait(timeout: Duration = .seconds(15), until done: (String) -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        if received.contains(where: done) { return true }
+        while ContinuousClock.now < deadline {
+            var entries = [PollDescriptor(descriptor, events: .readable)]
+            _ = try? PollDescriptor.poll(&entries, timeout: deadline - ContinuousClock.now)
+            while let message = try? descriptor.receive(upToCount: 4096), !message.isEmpty {
+                let text = String(decoding: message, as: UTF8.self)
+                received.append(text)
+                if done(text) { return true }
+            }
+        }
+        return false
+    }
+
+    /// Waits for a datagram containing the line `line`.
+    @discardableResult
+    func wait(forLine line: String, timeout: Duration = .seconds(15)) -> Bool {
+        wait(timeout: timeout) { $0.split(separator: "\n").contains { $0 == line } }
+    }
+
+    /// All lines received so far.
+    var lines: [String] { received.flatMap { $0.split(separator: "\n").map(String.init) } }
+}
