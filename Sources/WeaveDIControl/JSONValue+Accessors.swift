@@ -1,0 +1,72 @@
+import WeaveDI
+
+/// Typed views of a `JSONValue`, for code that reads parsed documents.
+extension JSONValue {
+    /// The JSON type in words: "string", "integer", "number", "boolean", "array", "object" or "null".
+    ///
+    /// "integer" is an `.int`; "number" is a `.double` (a fraction, an exponent or a value
+    /// beyond `Int`).
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .int: "integer"
+        case .double: "number"
+        case .bool: "boolean"
+        case .array: "array"
+        case .object: "object"
+        case .null: "null"
+        }
+    }
+
+    /// The string, if this is a string.
+    public var stringValue: String? {
+        if case let .string(value) = self { return value }
+        return nil
+    }
+
+    /// The integer, if this is an `.int`.
+    public var intValue: Int? {
+        if case let .int(value) = self { return value }
+        return nil
+    }
+
+    /// The numeric value of an `.int` or a `.double`.
+    public var numberValue: Double? {
+        switch self {
+        case let .int(value): Double(value)
+        case let .double(value): value
+        default: nil
+        }
+    }
+
+    /// The boolean, if this is a boolean.
+    public var boolValue: Bool? {
+        if case let .bool(value) = self { return value }
+        return nil
+    }
+
+    /// The elements, if this is an array.
+    public var arrayValue: [JSONValue]? {
+        if case let .array(elements) = self { return elements }
+        return nil
+    }
+
+    /// The members in document order, if this is an object.
+    public var objectMembers: [(String, JSONValue)]? {
+        if case let .object(members) = self { return members }
+        return nil
+    }
+
+    /// Whether this is `null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// The value of the first member named `key`, if this is an object that has one.
+    public subscript(member key: String) -> JSONValue? {
+        guard case let .object(members) = self else { return nil }
+        for (name, value) in members where name == key { return value }
+        return nil
+    }
+}

@@ -1,0 +1,110 @@
+import Testing
+import WeaveDI
+import WeaveDIControl
+
+@Suite struct JSONParserTests {
+    /// Parses `text`, failing the test (and returning null) on an error.
+    private func parsed(_ text: String) -> JSONValue {
+        do {
+            return try JSONValue.parse(text)
+        } catch {
+            Issue.record("unexpected error for \(text): \(error)")
+            return .null
+        }
+    }
+
+    @Test func validDocuments_roundTripThroughSerialized() {
+        let documents = [
+            #"{"a":1,"b":[true,false,null],"c":{"d":"e"},"f":-2.5}"#,
+            #"[]"#, #"{}"#, #"[[[]],{}]"#, #""text""#, #"0"#, #"-0.5"#, #"true"#, #"null"#,
+            #"{"z":1,"a":2,"m":3}"#,
+            #"["\"\\\n\r\t\u0001"]"#,
+        ]
+        for document in documents {
+            #expect(parsed(document).serialized == document)
+        }
+    }
+
+    @Test func whitespaceAroundTokens_isIgnored() {
+        let value = parsed(" \t\r\n{ \"a\" :\n[ 1 ,\t2 ] }\n")
+        #expect(value.serialized == #"{"a":[1,2]}"#)
+    }
+
+    @Test func objectMembers_keepDocumentOrder() {
+        let value = parsed(#"{"b":1,"a":2,"c":3}"#)
+        #expect(value.objectMembers?.map(\.0) == ["b", "a", "c"])
+    }
+
+    @Test func integers_becomeIntWhenTheyFit() {
+        #expect(parsed("9223372036854775807") == .int(Int.max))
+        #expect(parsed("-9223372036854775808") == .int(Int.min))
+        #expect(parsed("-0") == .int(0))
+        #expect(parsed("42").typeName == "integer")
+    }
+
+    @Test func bigAndFractionalNumbers_becomeDouble() {
+        #expect(parsed("9223372036854775808") == .double(0x1p63))
+        #expect(parsed("-9223372036854775809") == .double(-0x1p63))
+        #expect(parsed("1e3") == .double(1000))
+        #expect(parsed("1E+2") == .double(100))
+        #expect(parsed("2.5e-3") == .double(0.0025))
+        #expect(parsed("1.7976931348623157e308") == .double(.greatestFiniteMagnitude))
+        #expect(parsed("1e-400") == .double(0))
+        #expect(parsed("123456789012345678901234567890") == .double(1.2345678901234568e29))
+        #expect(parsed("1.0").typeName == "number")
+    }
+
+    @Test func simpleEscapes_areDecoded() {
+        let value = parsed(#""\"\\\/\b\f\n\r\t""#)
+        #expect(value.stringValue == "\"\\/\u{8}\u{C}\n\r\t")
+    }
+
+    @Test func unicodeEscapes_areDecoded() {
+        #expect(parsed(#""\u0041\u00e9\u20AC""#).stringValue == "Aé€")
+        #expect(parsed(#""\u0000""#).stringValue == "\u{0}")
+    }
+
+    @Test func surrogatePairs_areCombined() {
+        let value = parsed(#""\uD83D\uDE00 x""#)
+        #expect(value.stringValue == "😀 x")
+        #expect(value.stringValue?.unicodeScalars.first?.value == 0x1F600)
+    }
+
+    @Test func rawUTF8_isAccepted() {
+        #expect(parsed("\"Grüße, 世界, 😀\"").stringValue == "Grüße, 世界, 😀")
+        #expect(parsed("{\"ключ\":\"\\n😀\"}")[member: "ключ"]?.stringValue == "\n😀")
+    }
+
+    @Test func byteCollections_parseLikeStrings() throws {
+        let bytes: [UInt8] = Array(#"{"k":[1,2]}"#.utf8)
+        #expect(try JSONValue.parse(bytes).serialized == #"{"k":[1,2]}"#)
+        #expect(try JSONValue.parse(bytes[...]).serialized == #"{"k":[1,2]}"#)
+        // A collection without contiguous storage takes the copying path.
+        #expect(try JSONValue.parse(bytes.lazy.map { $0 }).serialized == #"{"k":[1,2]}"#)
+    }
+
+    @Test func serializedValues_parseBackToThemselves() throws {
+        let value = JSONValue.object([
+            ("name", .string("a \"quoted\"\nline\u{1}")), ("n", .int(-7)), ("x", .double(0.1)),
+            ("list", .array([.bool(true), .null, .object([])])),
+        ])
+        #expect(try JSONValue.parse(value.serialized) == value)
+    }
+
+    @Test func accessors_returnTheirCaseOnly() {
+        let value = parsed(#"{"s":"x","i":3,"d":1.5,"b":true,"a":[1],"n":null}"#)
+        #expect(value[member: "s"]?.stringValue == "x")
+        #expect(value[member: "i"]?.intValue == 3)
+        #expect(value[member: "i"]?.numberValue == 3)
+        #expect(value[member: "d"]?.numberValue == 1.5)
+        #expect(value[member: "d"]?.intValue == nil)
+        #expect(value[member: "b"]?.boolValue == true)
+        #expect(value[member: "a"]?.arrayValue == [.int(1)])
+        #expect(value[member: "n"]?.isNull == true)
+        #expect(value[member: "missing"] == nil)
+        #expect(value[member: "s"]?.boolValue == nil)
+        let names = ["s", "i", "d", "b", "a", "n"].compactMap { value[member: $0]?.typeName }
+        #expect(names == ["string", "integer", "number", "boolean", "array", "null"])
+        #expect(value.typeName == "object")
+    }
+}
