@@ -13,7 +13,7 @@ let package = Package(
         // Thin typed system calls (descriptors, sockets, signals, files, processes).
         .target(name: "WeaveDIPosix"),
         // What the daemon and its command-line client share: JSON parsing, the wire protocol.
-        .target(name: "WeaveDIControl", dependencies: ["WeaveDI"]),
+        .target(name: "WeaveDIControl", dependencies: ["WeaveDI", "WeaveDIPosix"]),
         // The daemon as a library, so tests can drive its parts; `weavedid` is its main.
         .target(name: "WeaveDIDaemon", dependencies: ["WeaveDI", "WeaveDIPosix", "WeaveDIControl"]),
         .executableTarget(name: "weavedid", dependencies: ["WeaveDIDaemon", "CWeaveDIEarlySignals"]),

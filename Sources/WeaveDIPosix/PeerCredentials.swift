@@ -73,3 +73,20 @@ extension FileDescriptor {
         try socketDomain() == AF_UNIX
     }
 }
+
+extension FileDescriptor {
+    /// The supplementary groups of the connected peer (`getsockopt(SO_PEERGROUPS)`, Linux 4.13+).
+    public func peerGroups() throws(Errno) -> [UInt32] {
+        let soPeerGroups: Int32 = 59  // SO_PEERGROUPS, missing from the Glibc module
+        var count = 64
+        while true {
+            var groups = [gid_t](repeating: 0, count: count)
+            var length = socklen_t(count * MemoryLayout<gid_t>.size)
+            let result = groups.withUnsafeMutableBytes { getsockopt(rawValue, SOL_SOCKET, soPeerGroups, $0.baseAddress, &length) }
+            if result == 0 { return Array(groups.prefix(Int(length) / MemoryLayout<gid_t>.size)) }
+            let error = Errno.current
+            guard error == Errno(rawValue: ERANGE) else { throw error }
+            count = max(count * 2, Int(length) / MemoryLayout<gid_t>.size)
+        }
+    }
+}

@@ -3,7 +3,7 @@ import Synchronization
 /// Runs `operation` in its own task and returns its result, or nil once `timeout` has passed on
 /// `clock` (cancelling it). An operation that ignores cancellation is abandoned, never awaited:
 /// it cannot delay the caller.
-func withTimeout<R: Sendable>(
+package func withTimeout<R: Sendable>(
     _ timeout: Duration, clock: any HealthClock, _ operation: @escaping @Sendable () async -> R
 ) async -> R? {
     let race = TimeoutRace<R>()

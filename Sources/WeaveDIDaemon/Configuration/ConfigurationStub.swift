@@ -13,6 +13,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var maxClients = 64
         public var idleTimeout: Double = 30
         public var callTimeout: Double = 10
+        public var adminUsers: [String] = []
+        public var adminGroups: [String] = []
     }
     public struct Health: Sendable, Equatable {
         public var interval: Double = 30

@@ -7,6 +7,8 @@ public struct ControlPeer: Sendable, Equatable {
     public var connectionID: UInt64
     /// The peer's credentials from `SO_PEERCRED`.
     public var credentials: PeerCredentials
+    /// The peer's supplementary groups from `SO_PEERGROUPS`.
+    public var groups: [UInt32]
 }
 
 /// Answers the messages of one control connection (the protocol lives behind this).
@@ -15,7 +17,7 @@ public protocol ControlMessageHandler: Sendable {
     /// is `session`; returns the replies to send, each without its NUL terminator, in order
     /// (none for a one-way call; several for a call that streams). `send` delivers a reply
     /// before the call ends (streaming progress); replies are kept in call order.
-    func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @Sendable ([UInt8]) -> Void) async -> [[UInt8]]
+    func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @escaping @Sendable ([UInt8]) -> Void) async -> [[UInt8]]
 
     /// The reply sent before closing a connection that broke a limit (too large a message,
     /// too many clients, idle too long); nil to close silently.

@@ -94,7 +94,7 @@ extension ControlServer {
             }
             let id = nextID
             nextID += 1
-            let peer = ControlPeer(connectionID: id, credentials: credentials)
+            let peer = ControlPeer(connectionID: id, credentials: credentials, groups: (try? descriptor.peerGroups()) ?? [])
             let session = container.openSession(
                 id: "control-\(id)",
                 attributes: ["uid": "\(credentials.uid)", "gid": "\(credentials.gid)", "pid": "\(credentials.pid)", "kind": "control"])

@@ -47,25 +47,30 @@ struct HealthModule: WeaveDI.Module {
     }
 }
 
-/// The control socket.
+/// The control socket and its protocol: a session per connection, a request per call.
 struct ControlModule: WeaveDI.Module {
     var name: String { "control" }
 
     func register(in container: WeaveDI.Container) async {
+        container.register(ControlConnectionState.self, scope: .session) { ControlConnectionState() }
+        container.register(CallContext.self, scope: .request) { CallContext() }
+        container.register((any JobControl).self) { NoJobs() }
+        container.register(ControlMetrics.self) {
+            ControlMetrics(clients: { (try? container.require(ControlServer.self))?.connectedClients ?? 0 })
+        }
+        container.register(DaemonMethods.self) { r in
+            DaemonMethods(
+                registry: try r.require(UnifiedRegistry.self), container: container, supervisor: try r.require(Supervisor.self),
+                log: try r.require(DaemonLog.self), jobs: try r.require((any JobControl).self), metrics: try r.require(ControlMetrics.self))
+        }
+        container.register(VarlinkService.self) { r in
+            VarlinkService(methods: try r.require(DaemonMethods.self), store: try r.require(ConfigurationStore.self), log: try r.require(DaemonLog.self))
+        }
         container.register(ControlServer.self) { r in
             let context = try r.require(DaemonContext.self)
             return try ControlServer(
                 store: try r.require(ConfigurationStore.self), log: context.log, activation: context.activation,
-                container: container, handler: PlaceholderHandler())
+                container: container, handler: try r.require(VarlinkService.self))
         }
     }
-}
-
-/// Answers every call with `MethodNotImplemented` until the control protocol is in place.
-struct PlaceholderHandler: ControlMessageHandler {
-    func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @Sendable ([UInt8]) -> Void) async -> [[UInt8]] {
-        [Array(#"{"error":"org.varlink.service.MethodNotImplemented","parameters":{}}"#.utf8)]
-    }
-
-    func limitReply(_ violation: ControlLimitViolation) -> [UInt8]? { nil }
 }

@@ -1,0 +1,209 @@
+/// The varlink interfaces weavedid serves, in varlink's interface language.
+public enum DaemonInterface {
+    /// `io.weavedi.Daemon`.
+    public static let name = "io.weavedi.Daemon"
+
+    /// Methods that change something: they need uid 0, the daemon's uid, or an admin.
+    public static let privilegedMethods: Set<String> = ["Fix", "RunJob", "PauseJob", "ResumeJob", "SetLogLevel", "Reload"]
+
+    /// The description of `io.weavedi.Daemon`.
+    public static let description = """
+        # Control of weavedid, the WeaveDI daemon: health and auto-fix, sync jobs, sessions,
+        # the dependency graph, logging and metrics. Methods that change something (Fix, RunJob,
+        # PauseJob, ResumeJob, SetLogLevel, Reload) need uid 0, the daemon's own uid, or a
+        # configured admin user or group.
+        interface io.weavedi.Daemon
+
+        # The state of one health check. Times are seconds since the Unix epoch.
+        type Check (
+          name: string,
+          tags: []string,
+          status: ?string,
+          message: string,
+          data: [string]string,
+          duration: float,
+          lastRun: ?float,
+          lastSuccess: ?float,
+          lastFailure: ?float,
+          consecutiveFailures: int,
+          fixable: bool,
+          fixesTried: int,
+          fixHeldBack: ?string,
+          breaker: string
+        )
+
+        # Overall health: the worst status and a score from 0 to 100.
+        type Health (status: string, score: int, takenAt: float, checks: []Check)
+
+        # One fix attempt.
+        type Fix (
+          time: float,
+          check: string,
+          trigger: string,
+          outcome: string,
+          message: string,
+          error: ?string,
+          duration: float
+        )
+
+        # An open WeaveDI session: one per control connection and per job run.
+        type Session (
+          id: string,
+          kind: string,
+          uid: ?int,
+          gid: ?int,
+          pid: ?int,
+          age: float,
+          instances: int,
+          requests: int
+        )
+
+        # One registration of the daemon's container, with what its factory resolved.
+        type Registration (type: string, scope: string, module: string, dependencies: []string, built: bool)
+
+        # A duplicate provider or scope drift.
+        type ComponentIssue (type: string, kind: string, providers: []string, detail: string)
+
+        # One run of a sync job.
+        type JobRun (
+          id: string,
+          job: string,
+          result: string,
+          startedAt: float,
+          endedAt: ?float,
+          duration: ?float,
+          filesCopied: int,
+          filesUpdated: int,
+          filesDeleted: int,
+          filesSkipped: int,
+          errors: int,
+          bytes: int,
+          message: ?string
+        )
+
+        # Progress of a running job.
+        type Progress (filesDone: int, filesTotal: int, bytesDone: int, bytesTotal: int)
+
+        # A configured sync job.
+        type Job (
+          name: string,
+          kind: string,
+          enabled: bool,
+          paused: bool,
+          running: bool,
+          interval: float,
+          consecutiveFailures: int,
+          skippedRuns: int,
+          nextRunIn: ?float,
+          lastRun: ?JobRun
+        )
+
+        # Answers at once: the daemon is alive.
+        method Ping() -> (version: string, pid: int, uptime: float)
+
+        # The last known health, without running the checks.
+        method GetHealth(tags: ?[]string) -> (health: Health)
+
+        # Runs the checks now (all, or those with any of the tags).
+        method RunChecks(tags: ?[]string) -> (health: Health)
+
+        # Runs the fix of one check, or of every failing check with a fix.
+        method Fix(check: ?string) -> (fixes: []Fix)
+
+        # Fix attempts recorded, newest last.
+        method ListFixes(limit: ?int) -> (fixes: []Fix)
+
+        # The configured sync jobs.
+        method ListJobs() -> (jobs: []Job)
+
+        # Starts a run of a job; with "more", progress replies follow until the run ends.
+        method RunJob(name: string) -> (run: ?JobRun, progress: ?Progress)
+
+        # Stops scheduling a job (a run in progress finishes).
+        method PauseJob(name: string) -> ()
+
+        # Schedules a paused job again.
+        method ResumeJob(name: string) -> ()
+
+        # The open sessions.
+        method ListSessions() -> (sessions: []Session)
+
+        # The dependency graph of the daemon's container.
+        method ListRegistrations() -> (registrations: []Registration)
+
+        # Duplicate providers and scope drift.
+        method DiagnoseComponents() -> (issues: []ComponentIssue)
+
+        # Dependency cycles.
+        method CheckCycles() -> (componentCount: int, edgeCount: int, cycles: [][]string)
+
+        # The library log level and the daemon's log filter (WEAVEDID_LOG syntax).
+        method GetLogLevel() -> (level: string, filter: string)
+
+        # Changes the library log level and/or the daemon's log filter.
+        method SetLogLevel(level: ?string, filter: ?string) -> (level: string, filter: string)
+
+        # Metrics in the Prometheus text exposition format.
+        method GetMetrics() -> (text: string)
+
+        # Reloads the configuration file, as SIGHUP does.
+        method Reload() -> (status: string)
+
+        # The caller may not call this method.
+        error PermissionDenied (method: string, uid: int)
+
+        # No health check has this name.
+        error NoSuchCheck (name: string)
+
+        # No job has this name.
+        error NoSuchJob (name: string)
+
+        # The new configuration was refused; the previous one stays in effect.
+        error ReloadRefused (reason: string)
+
+        # The call ran longer than the configured limit.
+        error CallTimedOut (method: string, seconds: float)
+
+        # A limit was exceeded: "message size" (bytes), "clients", "idle" (seconds).
+        error LimitExceeded (limit: string, value: int)
+        """
+
+    /// The standard `org.varlink.service` description.
+    public static let serviceDescription = """
+        # The Varlink Service Interface is provided by every varlink service. It
+        # describes the service and the interfaces it implements.
+        interface org.varlink.service
+
+        # Get a list of all the interfaces a service provides and information
+        # about the implementation.
+        method GetInfo() -> (
+          vendor: string,
+          product: string,
+          version: string,
+          url: string,
+          interfaces: []string
+        )
+
+        # Get the description of an interface that is implemented by this service.
+        method GetInterfaceDescription(interface: string) -> (description: string)
+
+        # The requested interface was not found.
+        error InterfaceNotFound (interface: string)
+
+        # The requested method was not found
+        error MethodNotFound (method: string)
+
+        # The interface defines the requested method, but the service does not
+        # implement it.
+        error MethodNotImplemented (method: string)
+
+        # One of the passed parameters is invalid.
+        error InvalidParameter (parameter: string)
+
+        # Client is denied access
+        error PermissionDenied ()
+
+        # Method is expected to be called with 'more' set to true, but wasn't
+        error ExpectedMore ()
+        """
+}

@@ -1,0 +1,83 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// A blocking varlink client over a Unix stream socket (for weavedictl and tests).
+public final class VarlinkClient {
+    private let descriptor: FileDescriptor
+    private var buffer: [UInt8] = []
+    /// The socket path connected to.
+    public let path: String
+
+    /// Why a call could not be made at all.
+    public enum ConnectionError: Error, CustomStringConvertible {
+        /// Nothing listens at the path (or it does not exist).
+        case unreachable(path: String, reason: String)
+        /// The connection broke.
+        case broken(String)
+
+        /// What happened.
+        public var description: String {
+            switch self {
+            case let .unreachable(path, reason): "cannot connect to \(path): \(reason)"
+            case let .broken(reason): "the connection broke: \(reason)"
+            }
+        }
+    }
+
+    /// Connects to the socket at `path`.
+    public init(path: String) throws(ConnectionError) {
+        self.path = path
+        do {
+            descriptor = try UnixSocket.connect(to: UnixSocketAddress(path: path)).release()
+        } catch let error as Errno {
+            throw .unreachable(path: path, reason: "\(error)")
+        } catch {
+            throw .unreachable(path: path, reason: "\(error)")
+        }
+    }
+
+    deinit { try? descriptor.close() }
+
+    /// Sends `call` and returns its reply (the last one, for `more`; `onReply` sees each).
+    /// A varlink error reply is thrown as `VarlinkFailure`.
+    @discardableResult
+    public func call(_ call: VarlinkCall, onReply: (VarlinkReply) -> Void = { _ in }) throws -> VarlinkReply? {
+        try send(call)
+        if call.oneway { return nil }
+        while true {
+            let reply = try receive()
+            if let error = reply.error { throw VarlinkFailure(error, reply.parameters) }
+            onReply(reply)
+            if !reply.continues { return reply }
+        }
+    }
+
+    /// Calls `method` with `parameters` and returns the reply's parameters.
+    public func call(_ method: String, _ parameters: [(String, JSONValue)] = []) throws -> VarlinkReply {
+        try call(VarlinkCall(method: method, parameters: parameters))!
+    }
+
+    /// Sends one message.
+    public func send(_ call: VarlinkCall) throws {
+        do { try descriptor.sendAll(call.encoded() + [0]) } catch {
+            throw ConnectionError.broken("\(error)")
+        }
+    }
+
+    /// Reads one reply.
+    public func receive() throws -> VarlinkReply {
+        while true {
+            if let end = buffer.firstIndex(of: 0) {
+                let message = Array(buffer[..<end])
+                buffer.removeFirst(end + 1)
+                return try VarlinkReply.decode(message)
+            }
+            let chunk: [UInt8]
+            do { chunk = try descriptor.receive(upToCount: 65_536) } catch {
+                throw ConnectionError.broken("\(error)")
+            }
+            if chunk.isEmpty { throw ConnectionError.broken("the daemon closed the connection") }
+            buffer += chunk
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import WeaveDI
+
+/// A varlink call: `{"method":"iface.Method","parameters":{…},"oneway":true,"more":true}`.
+public struct VarlinkCall: Sendable, Equatable {
+    /// The fully qualified method name.
+    public var method: String
+    /// The parameters object's members.
+    public var parameters: [(String, JSONValue)]
+    /// The caller wants no reply.
+    public var oneway: Bool
+    /// The caller accepts several replies (`continues`).
+    public var more: Bool
+    /// The caller asks to upgrade the connection to another protocol (unsupported here).
+    public var upgrade: Bool
+
+    /// A call.
+    public init(method: String, parameters: [(String, JSONValue)] = [], oneway: Bool = false, more: Bool = false, upgrade: Bool = false) {
+        self.method = method
+        self.parameters = parameters
+        self.oneway = oneway
+        self.more = more
+        self.upgrade = upgrade
+    }
+
+    /// The parameter `name`, if present and not null.
+    public func parameter(_ name: String) -> JSONValue? {
+        guard let value = parameters.first(where: { $0.0 == name })?.1, !value.isNull else { return nil }
+        return value
+    }
+
+    /// Decodes a message (without its NUL); the error is a varlink error to send back.
+    public static func decode(_ bytes: [UInt8], limits: JSONLimits = JSONLimits()) throws(VarlinkFailure) -> VarlinkCall {
+        let value: JSONValue
+        do { value = try JSONValue.parse(bytes, limits: limits) } catch {
+            throw VarlinkFailure.invalidMessage("not a valid JSON object: \(error)")
+        }
+        guard let members = value.objectMembers else {
+            throw VarlinkFailure.invalidMessage("a call is a JSON object, got \(value.typeName)")
+        }
+        var call = VarlinkCall(method: "")
+        for (key, member) in members {
+            switch key {
+            case "method":
+                guard let method = member.stringValue, VarlinkCall.isQualifiedMethod(method) else {
+                    throw VarlinkFailure.invalidMessage("\"method\" must be a string like \"io.weavedi.Daemon.Ping\"")
+                }
+                call.method = method
+            case "parameters":
+                if member.isNull { continue }
+                guard let object = member.objectMembers else {
+                    throw VarlinkFailure.invalidMessage("\"parameters\" must be an object, got \(member.typeName)")
+                }
+                call.parameters = object
+            case "oneway", "more", "upgrade":
+                if member.isNull { continue }
+                guard let flag = member.boolValue else {
+                    throw VarlinkFailure.invalidMessage("\"\(key)\" must be a boolean, got \(member.typeName)")
+                }
+                if key == "oneway" { call.oneway = flag } else if key == "more" { call.more = flag } else { call.upgrade = flag }
+            default:
+                throw VarlinkFailure.invalidMessage("unknown field \"\(key)\" in a call (method, parameters, oneway, more, upgrade)")
+            }
+        }
+        guard !call.method.isEmpty else { throw VarlinkFailure.invalidMessage("a call needs a \"method\"") }
+        return call
+    }
+
+    /// The message bytes, without the NUL terminator.
+    public func encoded() -> [UInt8] {
+        var members: [(String, JSONValue)] = [("method", .string(method))]
+        if !parameters.isEmpty { members.append(("parameters", .object(parameters))) }
+        if oneway { members.append(("oneway", .bool(true))) }
+        if more { members.append(("more", .bool(true))) }
+        return Array(JSONValue.object(members).serialized.utf8)
+    }
+
+    /// `interface.Method`: dotted interface name, then a capitalised method name.
+    static func isQualifiedMethod(_ name: String) -> Bool {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
+        let method = name[name.index(after: dot)...]
+        return method.first?.isUppercase == true && method.allSatisfy { $0.isLetter || $0.isNumber }
+    }
+
+    public static func == (lhs: VarlinkCall, rhs: VarlinkCall) -> Bool {
+        lhs.encoded() == rhs.encoded()
+    }
+}
+
+/// A varlink reply: `{"parameters":{…},"continues":true}` or `{"error":"iface.Error","parameters":{…}}`.
+public struct VarlinkReply: Sendable, Equatable {
+    /// The reply's parameters.
+    public var parameters: [(String, JSONValue)]
+    /// More replies follow (only for calls with `more`).
+    public var continues: Bool
+    /// The error name, for an error reply.
+    public var error: String?
+
+    /// A reply.
+    public init(parameters: [(String, JSONValue)] = [], continues: Bool = false, error: String? = nil) {
+        self.parameters = parameters
+        self.continues = continues
+        self.error = error
+    }
+
+    /// The parameter `name`, if present and not null.
+    public func parameter(_ name: String) -> JSONValue? {
+        guard let value = parameters.first(where: { $0.0 == name })?.1, !value.isNull else { return nil }
+        return value
+    }
+
+    /// The message bytes, without the NUL terminator.
+    public func encoded() -> [UInt8] {
+        var members: [(String, JSONValue)] = []
+        if let error { members.append(("error", .string(error))) }
+        members.append(("parameters", .object(parameters)))
+        if continues { members.append(("continues", .bool(true))) }
+        return Array(JSONValue.object(members).serialized.utf8)
+    }
+
+    /// Decodes a reply (without its NUL).
+    public static func decode(_ bytes: [UInt8]) throws(VarlinkFailure) -> VarlinkReply {
+        let value: JSONValue
+        do { value = try JSONValue.parse(bytes) } catch {
+            throw VarlinkFailure.invalidMessage("the reply is not valid JSON: \(error)")
+        }
+        guard value.objectMembers != nil else { throw VarlinkFailure.invalidMessage("a reply is a JSON object") }
+        return VarlinkReply(
+            parameters: value[member: "parameters"]?.objectMembers ?? [],
+            continues: value[member: "continues"]?.boolValue ?? false,
+            error: value[member: "error"]?.stringValue)
+    }
+
+    public static func == (lhs: VarlinkReply, rhs: VarlinkReply) -> Bool {
+        lhs.encoded() == rhs.encoded()
+    }
+}

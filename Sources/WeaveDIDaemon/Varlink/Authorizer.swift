@@ -1,0 +1,36 @@
+import WeaveDIPosix
+
+/// Decides who may call methods that change something: uid 0, the daemon's own uid, or a
+/// configured admin user or group (the peer's primary and supplementary groups count).
+struct Authorizer: Sendable {
+    let daemonUID: UInt32
+    let adminUIDs: Set<UInt32>
+    let adminGIDs: Set<UInt32>
+
+    /// Resolves names to ids; unknown names are reported, not fatal.
+    init(adminUsers: [String], adminGroups: [String], log: DaemonLog) {
+        daemonUID = CurrentProcess.effectiveUserID
+        var uids: Set<UInt32> = []
+        for user in adminUsers {
+            if let id = UInt32(user) { uids.insert(id) } else if let record = try? UserDatabase.user(named: user) { uids.insert(record.uid) } else {
+                log.warning("control", "admin user '\(user)' does not exist; ignored")
+            }
+        }
+        var gids: Set<UInt32> = []
+        for group in adminGroups {
+            if let id = UInt32(group) { gids.insert(id) } else if let record = try? UserDatabase.group(named: group) { gids.insert(record.gid) } else {
+                log.warning("control", "admin group '\(group)' does not exist; ignored")
+            }
+        }
+        adminUIDs = uids
+        adminGIDs = gids
+    }
+
+    /// Whether `peer` may call privileged methods; `groups` are its supplementary groups.
+    func mayChange(_ credentials: PeerCredentials, groups: () -> [UInt32]) -> Bool {
+        if credentials.uid == 0 || credentials.uid == daemonUID || adminUIDs.contains(credentials.uid) { return true }
+        if adminGIDs.isEmpty { return false }
+        if adminGIDs.contains(credentials.gid) { return true }
+        return !adminGIDs.isDisjoint(with: groups())
+    }
+}

@@ -1,0 +1,157 @@
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// The implementations of `io.weavedi.Daemon`'s methods.
+final class DaemonMethods: Sendable {
+    let registry: UnifiedRegistry
+    let container: WeaveDI.Container
+    let supervisor: Supervisor
+    let log: DaemonLog
+    let jobs: any JobControl
+    let metrics: ControlMetrics
+    let started = ContinuousClock.now
+
+    init(registry: UnifiedRegistry, container: WeaveDI.Container, supervisor: Supervisor, log: DaemonLog,
+         jobs: any JobControl, metrics: ControlMetrics) {
+        self.registry = registry
+        self.container = container
+        self.supervisor = supervisor
+        self.log = log
+        self.jobs = jobs
+        self.metrics = metrics
+    }
+
+    /// Runs `method` (its short name) for `call`; `stream` sends a `continues` reply early.
+    func invoke(_ method: String, _ call: VarlinkCall, stream: @escaping @Sendable (VarlinkReply) -> Void) async throws(VarlinkFailure) -> VarlinkReply {
+        switch method {
+        case "Ping":
+            try call.accept([])
+            let uptime = ContinuousClock.now - started
+            return VarlinkReply(parameters: [
+                ("version", .string(DaemonVersion.current)), ("pid", .int(Int(CurrentProcess.id))),
+                ("uptime", .double(Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18)),
+            ])
+        case "GetHealth", "RunChecks":
+            try call.accept(["tags"])
+            let tags = try call.stringArray("tags").map(Set.init)
+            let report = method == "GetHealth" ? registry.report(tags: tags) : await registry.runChecks(tags: tags)
+            return VarlinkReply(parameters: [("health", ReportEncoding.health(report))])
+        case "Fix":
+            try call.accept(["check"])
+            let records: [FixRecord]
+            if let name = try call.string("check") {
+                guard registry.checkNames.contains(name) else { throw .noSuchCheck(name) }
+                records = [await registry.fix(name)]
+            } else {
+                records = await registry.fixAll()
+            }
+            return VarlinkReply(parameters: [("fixes", .array(records.map(ReportEncoding.fix)))])
+        case "ListFixes":
+            try call.accept(["limit"])
+            let limit = try call.int("limit", in: 1...UnifiedRegistry.historyLimit) ?? UnifiedRegistry.historyLimit
+            return VarlinkReply(parameters: [("fixes", .array(registry.fixHistory().suffix(limit).map(ReportEncoding.fix)))])
+        case "ListJobs":
+            try call.accept([])
+            return VarlinkReply(parameters: [("jobs", .array(await jobs.jobs()))])
+        case "RunJob":
+            try call.accept(["name"])
+            guard let name = try call.string("name") else { throw .invalidParameter("name") }
+            let more = call.more
+            let run = try await jobs.run(name) { progress in
+                if more { stream(VarlinkReply(parameters: [("run", .null), ("progress", progress)], continues: true)) }
+            }
+            return VarlinkReply(parameters: [("run", run), ("progress", .null)])
+        case "PauseJob", "ResumeJob":
+            try call.accept(["name"])
+            guard let name = try call.string("name") else { throw .invalidParameter("name") }
+            try await jobs.setPaused(name, method == "PauseJob")
+            return VarlinkReply()
+        case "ListSessions":
+            try call.accept([])
+            return VarlinkReply(parameters: [("sessions", .array(container.openSessions.map(ReportEncoding.session)))])
+        case "ListRegistrations":
+            try call.accept([])
+            return VarlinkReply(parameters: [("registrations", .array(container.registrations.map(ReportEncoding.registration)))])
+        case "DiagnoseComponents":
+            try call.accept([])
+            return VarlinkReply(parameters: [("issues", .array(container.diagnoseComponents().issues.map(ReportEncoding.issue)))])
+        case "CheckCycles":
+            try call.accept([])
+            let report = container.checkCycles()
+            return VarlinkReply(parameters: [
+                ("componentCount", .int(report.componentCount)), ("edgeCount", .int(report.edgeCount)),
+                ("cycles", .array(report.cycles.map(ReportEncoding.strings))),
+            ])
+        case "GetLogLevel":
+            try call.accept([])
+            return logLevelReply()
+        case "SetLogLevel":
+            try call.accept(["level", "filter"])
+            if let name = try call.string("level") {
+                guard let level = LogLevel(name: name) else { throw .invalidParameter("level") }
+                UnifiedDI.setLogLevel(level)
+            }
+            if let text = try call.string("filter") {
+                guard case let .success(filter) = LogFilter.parse(text) else { throw .invalidParameter("filter") }
+                log.currentFilter = filter
+            }
+            log.notice("control", "log level now \(UnifiedDI.logLevel), filter \(log.currentFilter.text)")
+            return logLevelReply()
+        case "GetMetrics":
+            try call.accept([])
+            return VarlinkReply(parameters: [("text", .string(await metrics.render(methods: self)))])
+        case "Reload":
+            try call.accept([])
+            await supervisor.reload()
+            if let problem = await supervisor.reloadProblem {
+                throw VarlinkFailure("io.weavedi.Daemon.ReloadRefused", [("reason", .string(problem))])
+            }
+            return VarlinkReply(parameters: [("status", .string("configuration reloaded"))])
+        default:
+            throw .methodNotFound("\(DaemonInterface.name).\(method)")
+        }
+    }
+
+    private func logLevelReply() -> VarlinkReply {
+        VarlinkReply(parameters: [("level", .string(UnifiedDI.logLevel.rawValue)), ("filter", .string(log.currentFilter.text))])
+    }
+}
+
+extension LogFilter {
+    /// The filter in `WEAVEDID_LOG` syntax.
+    public var text: String {
+        ([defaultLevel.rawValue] + overrides.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.rawValue)" })
+            .joined(separator: ",")
+    }
+}
+
+extension VarlinkCall {
+    /// Refuses parameters other than `allowed`, naming the first unknown one.
+    func accept(_ allowed: Set<String>) throws(VarlinkFailure) {
+        if let unknown = parameters.first(where: { !allowed.contains($0.0) }) { throw .invalidParameter(unknown.0) }
+    }
+
+    func string(_ name: String) throws(VarlinkFailure) -> String? {
+        guard let value = parameter(name) else { return nil }
+        guard let string = value.stringValue else { throw .invalidParameter(name) }
+        return string
+    }
+
+    func int(_ name: String, in range: ClosedRange<Int>) throws(VarlinkFailure) -> Int? {
+        guard let value = parameter(name) else { return nil }
+        guard let int = value.intValue, range.contains(int) else { throw .invalidParameter(name) }
+        return int
+    }
+
+    func stringArray(_ name: String) throws(VarlinkFailure) -> [String]? {
+        guard let value = parameter(name) else { return nil }
+        guard let items = value.arrayValue else { throw .invalidParameter(name) }
+        var strings: [String] = []
+        for item in items {
+            guard let string = item.stringValue else { throw .invalidParameter(name) }
+            strings.append(string)
+        }
+        return strings
+    }
+}

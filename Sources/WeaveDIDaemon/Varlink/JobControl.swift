@@ -1,0 +1,42 @@
+import WeaveDI
+import WeaveDIControl
+
+/// What the control protocol needs from the sync jobs.
+public protocol JobControl: Sendable {
+    /// The jobs, as `io.weavedi.Daemon.Job` objects.
+    func jobs() async -> [JSONValue]
+    /// Starts a run of `name` and waits for its end, reporting `Progress` objects on the way;
+    /// returns the `JobRun` object.
+    func run(_ name: String, progress: @escaping @Sendable (JSONValue) -> Void) async throws(VarlinkFailure) -> JSONValue
+    /// Pauses or resumes `name`.
+    func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure)
+    /// Metric lines in the Prometheus text format.
+    func metrics() async -> String
+}
+
+/// No jobs configured.
+struct NoJobs: JobControl {
+    func jobs() async -> [JSONValue] { [] }
+    func run(_ name: String, progress: @escaping @Sendable (JSONValue) -> Void) async throws(VarlinkFailure) -> JSONValue {
+        throw VarlinkFailure.noSuchJob(name)
+    }
+    func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) { throw VarlinkFailure.noSuchJob(name) }
+    func metrics() async -> String { "" }
+}
+
+extension VarlinkFailure {
+    /// `io.weavedi.Daemon.NoSuchJob`.
+    static func noSuchJob(_ name: String) -> VarlinkFailure {
+        VarlinkFailure("io.weavedi.Daemon.NoSuchJob", [("name", .string(name))])
+    }
+
+    /// `io.weavedi.Daemon.NoSuchCheck`.
+    static func noSuchCheck(_ name: String) -> VarlinkFailure {
+        VarlinkFailure("io.weavedi.Daemon.NoSuchCheck", [("name", .string(name))])
+    }
+
+    /// `io.weavedi.Daemon.PermissionDenied`.
+    static func permissionDenied(_ method: String, uid: UInt32) -> VarlinkFailure {
+        VarlinkFailure("io.weavedi.Daemon.PermissionDenied", [("method", .string(method)), ("uid", .int(Int(uid)))])
+    }
+}

@@ -1,0 +1,111 @@
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// Serves varlink on the control socket: `org.varlink.service` and `io.weavedi.Daemon`. Each
+/// call runs in a WeaveDI request of its connection's session, within the call time limit;
+/// privileged methods are checked against the `Authorizer`.
+final class VarlinkService: ControlMessageHandler {
+    let methods: DaemonMethods
+    let store: ConfigurationStore
+    let log: DaemonLog
+    let authorizer: Authorizer
+
+    init(methods: DaemonMethods, store: ConfigurationStore, log: DaemonLog) {
+        self.methods = methods
+        self.store = store
+        self.log = log
+        let control = store.current.control
+        authorizer = Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log)
+    }
+
+    func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @escaping @Sendable ([UInt8]) -> Void) async -> [[UInt8]] {
+        let control = store.current.control
+        let call: VarlinkCall
+        do {
+            call = try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes))
+        } catch {
+            log.warning("control", "connection \(peer.connectionID) (pid \(peer.credentials.pid)): malformed message: \(error.reason ?? error.name)")
+            methods.metrics.count(method: "(malformed)", error: error.name)
+            return [error.reply.encoded()]
+        }
+        (try? session.require(ControlConnectionState.self))?.countCall()
+        let request = session.openRequest(id: "call-\(UInt64.random(in: 0...UInt64.max))")
+        _ = try? request.require(CallContext.self)
+        let reply = await answer(call, peer: peer) { early in send(early.encoded()) }
+        await request.close()
+        methods.metrics.count(method: call.method, error: reply.error)
+        return call.oneway ? [] : [reply.encoded()]
+    }
+
+    private func answer(_ call: VarlinkCall, peer: ControlPeer, stream: @escaping @Sendable (VarlinkReply) -> Void) async -> VarlinkReply {
+        guard let dot = call.method.lastIndex(of: ".") else { return VarlinkFailure.methodNotFound(call.method).reply }
+        let interface = String(call.method[..<dot])
+        let method = String(call.method[call.method.index(after: dot)...])
+        if call.upgrade { return VarlinkFailure.invalidParameter("upgrade").reply }
+        switch interface {
+        case "org.varlink.service":
+            return service(method, call)
+        case DaemonInterface.name:
+            if DaemonInterface.privilegedMethods.contains(method),
+                !authorizer.mayChange(peer.credentials, groups: { peer.groups })
+            {
+                log.warning("control", "denied \(call.method) to uid \(peer.credentials.uid) (pid \(peer.credentials.pid))")
+                return VarlinkFailure.permissionDenied(call.method, uid: peer.credentials.uid).reply
+            }
+            let limit = store.current.control.callTimeout
+            let methods = self.methods
+            let outcome: Result<VarlinkReply, VarlinkFailure>
+            if call.more {  // a stream (RunJob) runs as long as its job
+                outcome = await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
+            } else {
+                let timed = await withTimeout(.milliseconds(Int64(limit * 1000)), clock: SystemHealthClock()) {
+                    await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
+                }
+                outcome = timed ?? .failure(VarlinkFailure(
+                    "io.weavedi.Daemon.CallTimedOut", [("method", .string(call.method)), ("seconds", .double(limit))]))
+            }
+            switch outcome {
+            case let .success(reply): return reply
+            case let .failure(failure): return failure.reply
+            }
+        default:
+            return VarlinkFailure.interfaceNotFound(interface).reply
+        }
+    }
+
+    private static func run(_ body: () async throws(VarlinkFailure) -> VarlinkReply) async -> Result<VarlinkReply, VarlinkFailure> {
+        do { return .success(try await body()) } catch { return .failure(error) }
+    }
+
+    private func service(_ method: String, _ call: VarlinkCall) -> VarlinkReply {
+        switch method {
+        case "GetInfo":
+            return VarlinkReply(parameters: [
+                ("vendor", .string("WeaveDI")), ("product", .string("weavedid")), ("version", .string(DaemonVersion.current)),
+                ("url", .string("file:///usr/share/doc/weavedi/README.md")),
+                ("interfaces", .array([.string("org.varlink.service"), .string(DaemonInterface.name)])),
+            ])
+        case "GetInterfaceDescription":
+            guard let interface = call.parameter("interface")?.stringValue else {
+                return VarlinkFailure.invalidParameter("interface").reply
+            }
+            switch interface {
+            case "org.varlink.service": return VarlinkReply(parameters: [("description", .string(DaemonInterface.serviceDescription))])
+            case DaemonInterface.name: return VarlinkReply(parameters: [("description", .string(DaemonInterface.description))])
+            default: return VarlinkFailure.interfaceNotFound(interface).reply
+            }
+        default:
+            return VarlinkFailure.methodNotFound("org.varlink.service.\(method)").reply
+        }
+    }
+
+    func limitReply(_ violation: ControlLimitViolation) -> [UInt8]? {
+        let (limit, value): (String, Int) = switch violation {
+        case let .messageTooLarge(bytes): ("message size", bytes)
+        case let .tooManyClients(count): ("clients", count)
+        case let .idle(duration): ("idle", Int(duration.components.seconds))
+        }
+        return VarlinkFailure("io.weavedi.Daemon.LimitExceeded", [("limit", .string(limit)), ("value", .int(value))]).reply.encoded()
+    }
+}
