@@ -1,0 +1,125 @@
+import WeaveDI
+import WeaveDIControl
+
+/// The `sync` section and its jobs.
+extension ConfigurationDecoder {
+    static let syncFields = ["maxConcurrentRuns", "metricsFile", "jobs"]
+    static let jobFields = [
+        "name", "kind", "source", "destination", "interval", "jitter", "runAtStart", "enabled",
+        "compare", "delete", "durable", "workers", "failureThreshold", "staleAfterIntervals", "backoffCap",
+    ]
+    /// The job kinds the configuration accepts.
+    static let knownJobKinds = ["mirror"]
+
+    mutating func decodeSync(_ value: JSONValue, at parent: String) throws(ConfigurationError) {
+        for (name, value) in try fields.members(of: value, at: parent) {
+            let path = try fields.knownMember(name, of: parent, accepted: Self.syncFields)
+            switch name {
+            case "maxConcurrentRuns":
+                configuration.sync.maxConcurrentRuns = try fields.integer(value, at: path, in: 1...64)
+            case "metricsFile":
+                configuration.sync.metricsFile = try value.isNull ? nil : metricsFile(value, at: path)
+            default:
+                configuration.sync.jobs = []
+                jobIndices = [:]
+                for (index, element) in try fields.elements(of: value, at: path).enumerated() {
+                    configuration.sync.jobs.append(try decodeJob(element, at: "\(path)[\(index)]", index: index))
+                }
+            }
+        }
+    }
+
+    private func metricsFile(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
+        let file = try fields.absolutePath(value, at: path)
+        let name = file.split(separator: "/").last ?? ""
+        guard name.hasSuffix(".prom"), name.utf8.count > 5 else {
+            throw fields.fail(path, "expected a file name ending in \".prom\" (the only files node_exporter's textfile collector reads), got \(FieldReader.describe(value))")
+        }
+        return file
+    }
+
+    private mutating func decodeJob(_ value: JSONValue, at parent: String, index: Int) throws(ConfigurationError) -> DaemonConfiguration.Job {
+        var job = DaemonConfiguration.Job(name: "")
+        var mirror = DaemonConfiguration.Mirror(source: "", destination: "")
+        var seen: Set<String> = []
+        for (name, value) in try fields.members(of: value, at: parent) {
+            let path = try fields.knownMember(name, of: parent, accepted: Self.jobFields)
+            seen.insert(name)
+            switch name {
+            case "name": job.name = try jobName(value, at: path, index: index)
+            case "kind":
+                job.kind = try fields.string(value, at: path, expected: "a job kind such as \"mirror\"")
+                guard Self.knownJobKinds.contains(job.kind) else {
+                    throw fields.fail(path, "unknown job kind '\(job.kind)' (known: \(Self.knownJobKinds.joined(separator: ", ")))")
+                }
+            case "source": mirror.source = try fields.absolutePath(value, at: path)
+            case "destination": mirror.destination = try fields.absolutePath(value, at: path)
+            case "interval": job.interval = try fields.seconds(value, at: path, in: .from(1))
+            case "jitter": job.jitter = try fields.seconds(value, at: path, in: .from(0))
+            case "runAtStart": job.runAtStart = try fields.bool(value, at: path)
+            case "enabled": job.enabled = try fields.bool(value, at: path)
+            case "compare":
+                let text = try fields.string(value, at: path, expected: "\"size-mtime\" or \"checksum\"")
+                guard let mode = DaemonConfiguration.CompareMode(rawValue: text) else {
+                    throw fields.fail(path, "expected \"size-mtime\" or \"checksum\", got \(FieldReader.describe(value))")
+                }
+                mirror.compare = mode
+            case "delete": mirror.delete = try fields.bool(value, at: path)
+            case "durable": mirror.durable = try fields.bool(value, at: path)
+            case "workers": mirror.workers = try value.isNull ? nil : fields.integer(value, at: path, in: 1...256)
+            case "failureThreshold": job.failureThreshold = try fields.integer(value, at: path, in: 1...Int.max)
+            case "staleAfterIntervals": job.staleAfterIntervals = try fields.integer(value, at: path, in: 1...Int.max)
+            default: job.backoffCap = try fields.seconds(value, at: path, in: .from(1))
+            }
+        }
+        for required in ["name", "source", "destination"] where !seen.contains(required) {
+            let reason = required == "name" ? "" : " (a mirror job needs a source and a destination)"
+            throw fields.fail(parent, "missing required field \"\(required)\"\(reason)")
+        }
+        try checkMirrorPaths(mirror, at: parent)
+        guard job.jitter < job.interval else {
+            let interval = SecondsRange.format(job.interval)
+            throw fields.fail("\(parent).jitter", "must be less than the interval (\(interval) seconds), got \(SecondsRange.format(job.jitter))")
+        }
+        job.mirror = mirror
+        return job
+    }
+
+    /// A job name: 1 to 64 characters from `A-Z a-z 0-9 . _ -`, not `.` or `..`, unique.
+    private mutating func jobName(_ value: JSONValue, at path: String, index: Int) throws(ConfigurationError) -> String {
+        let expected = "a job name of 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-'"
+        let name = try fields.string(value, at: path, expected: expected)
+        let valid = name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                true
+            default: false
+            }
+        }
+        guard valid, (1...64).contains(name.utf8.count) else {
+            throw fields.fail(path, "expected \(expected), got \(FieldReader.describe(value))")
+        }
+        guard name != ".", name != ".." else { throw fields.fail(path, "a job may not be named \"\(name)\"") }
+        if let first = jobIndices[name] {
+            throw fields.fail(path, "duplicate job name \"\(name)\" (also sync.jobs[\(first)])")
+        }
+        jobIndices[name] = index
+        return name
+    }
+
+    /// Source and destination must differ and neither may contain the other.
+    private func checkMirrorPaths(_ mirror: DaemonConfiguration.Mirror, at parent: String) throws(ConfigurationError) {
+        let path = "\(parent).destination"
+        let source = "\"\(mirror.source)\""
+        let destination = "\"\(mirror.destination)\""
+        switch ConfigurationDirectories.relation(of: mirror.destination, to: mirror.source) {
+        case .same: throw fields.fail(path, "the destination \(destination) is the same directory as the source \(source)")
+        case .inside: throw fields.fail(path, "the destination \(destination) is inside the source \(source)")
+        case .unrelated: break
+        }
+        if ConfigurationDirectories.relation(of: mirror.source, to: mirror.destination) == .inside {
+            throw fields.fail(path, "the destination \(destination) contains the source \(source)")
+        }
+    }
+}

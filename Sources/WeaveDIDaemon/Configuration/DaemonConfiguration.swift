@@ -1,0 +1,162 @@
+import Glibc
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// Everything `weavedid` reads from its JSON configuration file, with defaults applied.
+///
+/// Obtain one with `load(path:environment:workingDirectory:)` for a file,
+/// `builtInDefault(environment:workingDirectory:)` when there is none, or
+/// `resolve(explicitPath:environment:workingDirectory:)` for the daemon's lookup order.
+/// Directories that a file omits are derived from the environment (`$RUNTIME_DIRECTORY`,
+/// `$XDG_RUNTIME_DIR`, `$STATE_DIRECTORY`; see `ConfigurationDirectories` and the README).
+public struct DaemonConfiguration: Sendable, Equatable {
+    /// Where a configuration came from.
+    public enum Source: Sendable, Equatable {
+        /// Read from the JSON file at `path`.
+        case file(path: String)
+        /// No file: the built-in default with its example mirror job.
+        case builtInDefault
+    }
+
+    /// Where this configuration came from.
+    public var source: Source
+    /// The directory for the control socket and other runtime files.
+    public var runtimeDirectory: String
+    /// The directory for persistent state.
+    public var stateDirectory: String
+    /// How long the daemon drains jobs and connections after SIGTERM; default 10 seconds.
+    public var shutdownTimeout: Duration
+    /// The control socket and who may use it.
+    public var control: Control
+    /// The periodic health checks.
+    public var health: Health
+    /// The sync jobs and how many may run at once.
+    public var sync: Sync
+
+    /// The path the daemon reads when no `--config` is given: `/etc/weavedi/weavedid.json`.
+    public static let defaultPath = "/etc/weavedi/weavedid.json"
+
+    /// The path of the file this configuration was read from, or nil for the built-in default.
+    public var filePath: String? {
+        if case let .file(path) = source { return path }
+        return nil
+    }
+
+    /// Whether this is the built-in default rather than a file's content.
+    public var isBuiltInDefault: Bool { source == .builtInDefault }
+
+    /// The defaults every file starts from: directories from the environment, no jobs.
+    init(source: Source, environment: [String: String], workingDirectory: String) {
+        let runtime = ConfigurationDirectories.runtime(environment: environment, workingDirectory: workingDirectory)
+        self.source = source
+        runtimeDirectory = runtime
+        stateDirectory = ConfigurationDirectories.state(environment: environment, workingDirectory: workingDirectory)
+        shutdownTimeout = .seconds(10)
+        control = Control(socket: ConfigurationDirectories.join(runtime, "control.sock"))
+        health = Health()
+        sync = Sync()
+    }
+
+    /// The configuration used when there is no file: environment-derived directories and one
+    /// example mirror job, `example`, from `<workingDirectory>/.weavedi/example/source` to
+    /// `<workingDirectory>/.weavedi/example/mirror` every 60 seconds, also at start.
+    ///
+    /// It is not validated: with a very long working directory and neither `$RUNTIME_DIRECTORY`
+    /// nor `$XDG_RUNTIME_DIR` set, the control socket path can exceed the 107-byte limit.
+    public static func builtInDefault(environment: [String: String], workingDirectory: String) -> DaemonConfiguration {
+        var configuration = DaemonConfiguration(
+            source: .builtInDefault, environment: environment, workingDirectory: workingDirectory)
+        let example = ConfigurationDirectories.join(workingDirectory, ".weavedi/example")
+        var job = Job(name: "example")
+        job.interval = .seconds(60)
+        job.runAtStart = true
+        job.mirror = Mirror(
+            source: ConfigurationDirectories.join(example, "source"),
+            destination: ConfigurationDirectories.join(example, "mirror"))
+        configuration.sync.jobs = [job]
+        return configuration
+    }
+
+    /// Reads and validates the JSON file at `path`.
+    ///
+    /// Fields the file omits get their defaults; directories come from `environment` and
+    /// `workingDirectory`. Throws the first problem in document order: an unreadable file
+    /// (with its `errno`), a syntax error (with line and column) or an invalid field
+    /// (`EINVAL`, naming the field).
+    public static func load(
+        path: String,
+        environment: [String: String],
+        workingDirectory: String
+    ) throws(ConfigurationError) -> DaemonConfiguration {
+        let limits = JSONLimits()
+        let bytes = try readFile(path: path, maxBytes: limits.maxBytes)
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(bytes, limits: limits)
+        } catch {
+            throw ConfigurationError(file: path, fieldPath: nil, problem: error.description, errno: EINVAL)
+        }
+        var decoder = ConfigurationDecoder(file: path, environment: environment, workingDirectory: workingDirectory)
+        return try decoder.decode(document)
+    }
+
+    /// The daemon's lookup order: `explicitPath` (from `--config`) if given, which must exist;
+    /// otherwise `defaultPath` if it exists; otherwise the built-in default.
+    public static func resolve(
+        explicitPath: String?,
+        environment: [String: String],
+        workingDirectory: String,
+        defaultPath: String = DaemonConfiguration.defaultPath
+    ) throws(ConfigurationError) -> DaemonConfiguration {
+        if let explicitPath {
+            return try load(path: explicitPath, environment: environment, workingDirectory: workingDirectory)
+        }
+        do {
+            return try load(path: defaultPath, environment: environment, workingDirectory: workingDirectory)
+        } catch where error.errno == ENOENT && error.fieldPath == nil {
+            return builtInDefault(environment: environment, workingDirectory: workingDirectory)
+        }
+    }
+
+    /// Reads the file with `open(2)`/`read(2)`. An open or read failure becomes a
+    /// `ConfigurationError` carrying its `errno`, and a file over `maxBytes` one with `EFBIG`
+    /// (reading stops there, so a device such as /dev/zero cannot exhaust memory).
+    private static func readFile(path: String, maxBytes: Int) throws(ConfigurationError) -> [UInt8] {
+        let bytes: [UInt8]?
+        do {
+            bytes = try readBounded(path: path, maxBytes: maxBytes)
+        } catch {
+            throw ConfigurationError(
+                file: path, fieldPath: nil, problem: "cannot read: \(error.message)", errno: error.rawValue)
+        }
+        guard let bytes else {
+            throw ConfigurationError(
+                file: path, fieldPath: nil,
+                problem: "cannot read: the file is larger than \(maxBytes) bytes", errno: EFBIG)
+        }
+        return bytes
+    }
+
+    /// The whole file, or nil once it exceeds `maxBytes`.
+    private static func readBounded(path: String, maxBytes: Int) throws(Errno) -> [UInt8]? {
+        let file = try FileDescriptor.open(path, .readOnly)
+        var bytes: [UInt8] = []
+        while true {
+            let chunk = try file.descriptor.read(upToCount: 64 * 1024)
+            if chunk.isEmpty { return bytes }
+            bytes.append(contentsOf: chunk)
+            if bytes.count > maxBytes { return nil }
+        }
+    }
+}
+
+extension DaemonConfiguration {
+    /// The `health` section: how often the registry's checks run.
+    public struct Health: Sendable, Equatable {
+        /// How often health checks run; default 30 seconds, from 0.1 to 86400.
+        public var interval: Duration = .seconds(30)
+        /// How long a session may stay idle before it counts as unhealthy; default 300 seconds.
+        public var sessionIdleLimit: Duration = .seconds(300)
+    }
+}

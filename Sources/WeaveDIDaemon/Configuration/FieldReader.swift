@@ -1,0 +1,160 @@
+import WeaveDI
+import WeaveDIControl
+
+/// Typed, range-checked reads of JSON values, each failing with a `ConfigurationError` that
+/// names the field and says "expected X, got Y".
+struct FieldReader {
+    /// The file named in every error.
+    let file: String
+
+    /// A content error for the field at `path`.
+    func fail(_ path: String, _ problem: String) -> ConfigurationError {
+        ConfigurationError(file: file, fieldPath: path, problem: problem)
+    }
+
+    /// The path of member `name` of the object at `parent` (`control.socket`).
+    static func memberPath(_ parent: String, _ name: String) -> String {
+        parent.isEmpty ? name : parent + "." + name
+    }
+
+    /// The members of the object at `path`, in document order.
+    func members(of value: JSONValue, at path: String) throws(ConfigurationError) -> [(String, JSONValue)] {
+        guard let members = value.objectMembers else { throw fail(path, "expected an object, got \(Self.describe(value))") }
+        return members
+    }
+
+    /// The path of member `name`, which must be one of `accepted`.
+    func knownMember(_ name: String, of parent: String, accepted: [String]) throws(ConfigurationError) -> String {
+        let path = Self.memberPath(parent, name)
+        guard accepted.contains(name) else {
+            throw fail(path, "unknown field \(JSONValue.string(name).serialized) (accepted: \(accepted.joined(separator: ", ")))")
+        }
+        return path
+    }
+
+    /// The elements of the array at `path`.
+    func elements(of value: JSONValue, at path: String) throws(ConfigurationError) -> [JSONValue] {
+        guard let elements = value.arrayValue else { throw fail(path, "expected an array, got \(Self.describe(value))") }
+        return elements
+    }
+
+    /// A string.
+    func string(_ value: JSONValue, at path: String, expected: String = "a string") throws(ConfigurationError) -> String {
+        guard let string = value.stringValue else { throw fail(path, "expected \(expected), got \(Self.describe(value))") }
+        return string
+    }
+
+    /// A boolean.
+    func bool(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Bool {
+        guard let bool = value.boolValue else { throw fail(path, "expected true or false, got \(Self.describe(value))") }
+        return bool
+    }
+
+    /// An integer within `range`.
+    func integer(_ value: JSONValue, at path: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        let expected = range.upperBound == .max
+            ? "an integer of at least \(range.lowerBound)"
+            : "an integer from \(range.lowerBound) to \(range.upperBound)"
+        guard let integer = value.intValue, range.contains(integer) else {
+            throw fail(path, "expected \(expected), got \(Self.describe(value))")
+        }
+        return integer
+    }
+
+    /// A number of seconds within `range`, as a `Duration` rounded to the nanosecond.
+    func seconds(_ value: JSONValue, at path: String, in range: SecondsRange) throws(ConfigurationError) -> Duration {
+        guard let seconds = value.numberValue, range.contains(seconds) else {
+            throw fail(path, "expected \(range.text), got \(Self.describe(value))")
+        }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+
+    /// An absolute path without NUL bytes.
+    func absolutePath(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
+        let string = try string(value, at: path, expected: "an absolute path")
+        guard string.hasPrefix("/") else { throw fail(path, "expected an absolute path, got \(Self.describe(value))") }
+        guard !string.utf8.contains(0) else { throw fail(path, "the path contains a NUL byte") }
+        return string
+    }
+
+    /// A user or group, by name (a string) or id (an integer from 0 to 4294967294).
+    func account(_ value: JSONValue, at path: String, kind: AccountKind) throws(ConfigurationError) -> DaemonConfiguration.AccountReference {
+        switch value {
+        case let .string(name):
+            let forbidden = name.unicodeScalars.first { $0 == ":" || $0 == "/" || $0.value < 0x21 || $0.value == 0x7F }
+            guard !name.isEmpty, forbidden == nil else {
+                throw fail(path, "invalid \(kind.rawValue) name \(Self.describe(value)): a name may not be empty or contain ':', '/', spaces or control characters")
+            }
+            return .name(name)
+        case let .int(id) where id >= 0 && id <= 4_294_967_294:
+            return .id(UInt32(id))
+        case .int:
+            throw fail(path, "expected a \(kind.rawValue) name or a \(kind.idName) from 0 to 4294967294, got \(Self.describe(value))")
+        default:
+            throw fail(path, "expected a \(kind.rawValue) name or \(kind.idName), got \(Self.describe(value))")
+        }
+    }
+
+    /// Whether an account reference names a user or a group, for messages.
+    enum AccountKind: String {
+        case user
+        case group
+
+        var idName: String { self == .user ? "uid" : "gid" }
+    }
+
+    /// A value as messages show it: numbers and literals as JSON, strings quoted (shortened
+    /// past 60 characters), containers as "an array" or "an object".
+    static func describe(_ value: JSONValue) -> String {
+        switch value {
+        case let .string(string):
+            let shown = string.count > 60 ? String(string.prefix(57)) + "..." : string
+            return JSONValue.string(shown).serialized
+        case .array: return "an array"
+        case .object: return "an object"
+        default: return value.serialized
+        }
+    }
+}
+
+/// An allowed range of seconds, with its wording for messages.
+struct SecondsRange {
+    var minimum: Double
+    var minimumIsAllowed: Bool
+    var maximum: Double
+
+    /// The longest duration any field accepts: 365 days.
+    static let oneYear: Double = 31_536_000
+
+    /// More than 0 and at most `maximum`.
+    static func positive(upTo maximum: Double) -> SecondsRange {
+        SecondsRange(minimum: 0, minimumIsAllowed: false, maximum: maximum)
+    }
+
+    /// From `minimum` to `maximum`, both included.
+    static func from(_ minimum: Double, to maximum: Double = oneYear) -> SecondsRange {
+        SecondsRange(minimum: minimum, minimumIsAllowed: true, maximum: maximum)
+    }
+
+    func contains(_ seconds: Double) -> Bool {
+        (minimumIsAllowed ? seconds >= minimum : seconds > minimum) && seconds <= maximum
+    }
+
+    /// Such as "a number of seconds from 0.1 to 86400".
+    var text: String {
+        minimumIsAllowed
+            ? "a number of seconds from \(Self.format(minimum)) to \(Self.format(maximum))"
+            : "a number of seconds greater than \(Self.format(minimum)) and at most \(Self.format(maximum))"
+    }
+
+    /// A duration in seconds, as `format(_: Double)` writes it.
+    static func format(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return format(Double(seconds) + Double(attoseconds) / 1e18)
+    }
+
+    /// Whole numbers without ".0".
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
+    }
+}

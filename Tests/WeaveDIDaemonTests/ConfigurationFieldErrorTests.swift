@@ -1,0 +1,92 @@
+import Glibc
+import Testing
+import WeaveDIDaemon
+
+@Suite struct ConfigurationFieldErrorTests {
+    @Test func syntaxError_hasLineAndColumnAndNoFieldPath() throws {
+        let error = try #require(configurationError("{\n  \"control\": {\n    \"maxClients\": 4 \"x\"\n  }\n}"))
+        #expect(error.fieldPath == nil)
+        #expect(error.errno == EINVAL)
+        #expect(error.problem == "line 3, column 21: expected ',' or '}' after an object member")
+        #expect(error.description == "\(error.file): line 3, column 21: expected ',' or '}' after an object member")
+        #expect(errorText(#"{"sync": {"jobs": [],}}"#) == "line 1, column 22: trailing comma before '}'")
+        #expect(errorText("{\"a\": 1, \"a\": 2}") == #"line 1, column 10: duplicate key "a""#)
+    }
+
+    @Test func topLevelNonObject_isRejected() {
+        #expect(errorText("[]") == "expected a JSON object at the top level, got an array")
+    }
+
+    @Test func unknownTopLevelField_isNamedWithTheAcceptedOnes() throws {
+        let error = try #require(configurationError(#"{"shutdownTimeout": 5, "runtimeDir": "/run"}"#))
+        #expect(error.fieldPath == "runtimeDir")
+        #expect(error.problem == #"unknown field "runtimeDir" (accepted: runtimeDirectory, stateDirectory, shutdownTimeout, control, health, sync)"#)
+        #expect(error.errno == EINVAL)
+    }
+
+    @Test func unknownNestedFields_areNamedWithTheAcceptedOnes() {
+        #expect(errorText(#"{"control": {"sockett": "/x"}}"#)
+            == #"control.sockett: unknown field "sockett" (accepted: socket, socketMode, socketGroup, adminUsers, adminGroups, maxMessageBytes, maxClients, idleTimeout, callTimeout)"#)
+        #expect(errorText(#"{"health": {"period": 1}}"#)
+            == #"health.period: unknown field "period" (accepted: interval, sessionIdleLimit)"#)
+        #expect(errorText(#"{"sync": {"job": []}}"#)
+            == #"sync.job: unknown field "job" (accepted: maxConcurrentRuns, metricsFile, jobs)"#)
+        #expect(errorText(jobDocument(#""intervall": 5"#))
+            == #"sync.jobs[0].intervall: unknown field "intervall" (accepted: name, kind, source, destination, interval, jitter, runAtStart, enabled, compare, delete, durable, workers, failureThreshold, staleAfterIntervals, backoffCap)"#)
+    }
+
+    @Test func wrongTypes_sayWhatWasExpectedAndWhatCame() {
+        #expect(errorText(#"{"control": []}"#) == "control: expected an object, got an array")
+        #expect(errorText(#"{"control": {"maxClients": "64"}}"#) == #"control.maxClients: expected an integer from 1 to 4096, got "64""#)
+        #expect(errorText(#"{"control": {"maxClients": 64.0}}"#) == "control.maxClients: expected an integer from 1 to 4096, got 64.0")
+        #expect(errorText(#"{"shutdownTimeout": "10s"}"#) == #"shutdownTimeout: expected a number of seconds greater than 0 and at most 3600, got "10s""#)
+        #expect(errorText(#"{"runtimeDirectory": 5}"#) == "runtimeDirectory: expected an absolute path, got 5")
+        #expect(errorText(#"{"sync": {"jobs": {}}}"#) == "sync.jobs: expected an array, got an object")
+        #expect(errorText(#"{"sync": {"jobs": [{"name": "a", "source": "/a", "destination": "/b"}, 7]}}"#) == "sync.jobs[1]: expected an object, got 7")
+        #expect(errorText(jobDocument(#""runAtStart": "yes""#)) == #"sync.jobs[0].runAtStart: expected true or false, got "yes""#)
+        #expect(errorText(jobDocument(#""enabled": null"#)) == "sync.jobs[0].enabled: expected true or false, got null")
+        #expect(errorText(jobDocument(#""compare": "fast""#)) == #"sync.jobs[0].compare: expected "size-mtime" or "checksum", got "fast""#)
+        #expect(errorText(#"{"control": {"adminUsers": ["root", true]}}"#) == "control.adminUsers[1]: expected a user name or uid, got true")
+        #expect(errorText(#"{"control": {"adminGroups": "wheel"}}"#) == #"control.adminGroups: expected an array, got "wheel""#)
+        #expect(errorText(#"{"control": {"socketGroup": [1]}}"#) == "control.socketGroup: expected a group name or gid, got an array")
+    }
+
+    @Test func rangeViolations_quoteTheRangeAndTheValue() throws {
+        let error = try #require(configurationError(#"{"control": {"maxClients": -3}}"#))
+        #expect(error.description == "\(error.file): control.maxClients: expected an integer from 1 to 4096, got -3")
+        let cases: [(String, String)] = [
+            (#"{"shutdownTimeout": 0}"#, "shutdownTimeout: expected a number of seconds greater than 0 and at most 3600, got 0"),
+            (#"{"shutdownTimeout": 3600.5}"#, "shutdownTimeout: expected a number of seconds greater than 0 and at most 3600, got 3600.5"),
+            (#"{"control": {"maxClients": 4097}}"#, "control.maxClients: expected an integer from 1 to 4096, got 4097"),
+            (#"{"control": {"maxMessageBytes": 1023}}"#, "control.maxMessageBytes: expected an integer from 1024 to 67108864, got 1023"),
+            (#"{"control": {"maxMessageBytes": 67108865}}"#, "control.maxMessageBytes: expected an integer from 1024 to 67108864, got 67108865"),
+            (#"{"control": {"idleTimeout": 86401}}"#, "control.idleTimeout: expected a number of seconds greater than 0 and at most 86400, got 86401"),
+            (#"{"control": {"callTimeout": -1}}"#, "control.callTimeout: expected a number of seconds greater than 0 and at most 3600, got -1"),
+            (#"{"control": {"adminUsers": [-1]}}"#, "control.adminUsers[0]: expected a user name or a uid from 0 to 4294967294, got -1"),
+            (#"{"control": {"socketGroup": 4294967295}}"#, "control.socketGroup: expected a group name or a gid from 0 to 4294967294, got 4294967295"),
+            (#"{"control": {"adminGroups": ["a b"]}}"#, #"control.adminGroups[0]: invalid group name "a b": a name may not be empty or contain ':', '/', spaces or control characters"#),
+            (#"{"health": {"interval": 0.05}}"#, "health.interval: expected a number of seconds from 0.1 to 86400, got 0.05"),
+            (#"{"health": {"sessionIdleLimit": 0}}"#, "health.sessionIdleLimit: expected a number of seconds greater than 0 and at most 31536000, got 0"),
+            (#"{"sync": {"maxConcurrentRuns": 0}}"#, "sync.maxConcurrentRuns: expected an integer from 1 to 64, got 0"),
+            (#"{"sync": {"maxConcurrentRuns": 65}}"#, "sync.maxConcurrentRuns: expected an integer from 1 to 64, got 65"),
+            (jobDocument(#""interval": 0.5"#), "sync.jobs[0].interval: expected a number of seconds from 1 to 31536000, got 0.5"),
+            (jobDocument(#""jitter": -1"#), "sync.jobs[0].jitter: expected a number of seconds from 0 to 31536000, got -1"),
+            (jobDocument(#""jitter": 300"#), "sync.jobs[0].jitter: must be less than the interval (300 seconds), got 300"),
+            (jobDocument(#""jitter": 10, "interval": 10"#), "sync.jobs[0].jitter: must be less than the interval (10 seconds), got 10"),
+            (jobDocument(#""workers": 0"#), "sync.jobs[0].workers: expected an integer from 1 to 256, got 0"),
+            (jobDocument(#""workers": 257"#), "sync.jobs[0].workers: expected an integer from 1 to 256, got 257"),
+            (jobDocument(#""failureThreshold": 0"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got 0"),
+            (jobDocument(#""staleAfterIntervals": 0"#), "sync.jobs[0].staleAfterIntervals: expected an integer of at least 1, got 0"),
+            (jobDocument(#""backoffCap": 0.5"#), "sync.jobs[0].backoffCap: expected a number of seconds from 1 to 31536000, got 0.5"),
+        ]
+        for (document, expected) in cases {
+            #expect(errorText(document) == expected)
+        }
+    }
+
+    @Test func firstProblemInDocumentOrder_isReported() {
+        let document = #"{"control": {"maxClients": 0, "bogus": 1}, "bogus": 2, "shutdownTimeout": -1}"#
+        #expect(errorText(document) == "control.maxClients: expected an integer from 1 to 4096, got 0")
+        #expect(errorText(#"{"bogus": 2, "control": {"maxClients": 0}}"#)?.hasPrefix("bogus: unknown field") == true)
+    }
+}
