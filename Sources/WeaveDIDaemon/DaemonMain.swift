@@ -73,7 +73,7 @@ public enum DaemonMain {
             return exitConfigurationError
         }
         if options.checkConfig {
-            print("weavedid: configuration OK (\(configuration.sourcePath ?? "built-in default"))")
+            print("weavedid: configuration OK (\(configuration.filePath ?? "built-in default"))")
             return 0
         }
         let signals: SignalReader
@@ -83,12 +83,12 @@ public enum DaemonMain {
             log.error("daemon", "cannot create the signalfd: \(error)")
             return 1
         }
-        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.sourcePath ?? "built-in default"))")
+        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath ?? "built-in default"))")
         let supervisor = Supervisor(context: context, configuration: configuration)
         let loop = MainLoop(
             signals: signals, context: context, supervisor: supervisor,
             watchdog: WatchdogSettings(environment: environment, pid: CurrentProcess.id),
-            shutdownTimeout: .milliseconds(Int64(configuration.shutdownTimeout * 1000)))
+            shutdownTimeout: configuration.shutdownTimeout)
         return loop.run()
     }
 

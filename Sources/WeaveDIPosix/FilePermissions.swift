@@ -70,3 +70,13 @@ extension FileDescriptor {
         }
     }
 }
+
+extension FileDescriptor {
+    /// Changes the group of `path` relative to this directory, leaving the owner
+    /// (`fchownat(2)`, not following a final symbolic link).
+    public func changeOwner(at path: String, group: UInt32) throws(Errno) {
+        try path.withCStringTyped { (cPath) throws(Errno) in
+            try nothingOrErrno { fchownat(rawValue, cPath, uid_t.max, gid_t(group), AT_SYMLINK_NOFOLLOW) }
+        }
+    }
+}

@@ -19,7 +19,7 @@ extension ControlServer {
                 if connection.hasPendingOutput { events.insert(.writable) }
                 entries.append(PollDescriptor(connection.descriptor, events: events))
             }
-            let idleLimit = Duration.milliseconds(Int64(limits.idleTimeout * 1000))
+            let idleLimit = limits.idleTimeout
             let nextIdle = connections.values.filter { !$0.callsInFlight }.map { $0.lastActivity + idleLimit }.min()
             _ = try? PollDescriptor.poll(&entries, timeout: nextIdle.map { max(.zero, $0 - now) })
             let after = monotonicNow()

@@ -56,7 +56,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
             listener = passed
             log.info("control", "using the control socket passed by systemd (descriptor \(passed.rawValue))")
         } else {
-            let owned = try ControlSocketBinder.bind(path: configuration.socket, mode: configuration.socketMode, log: log)
+            let owned = try ControlSocketBinder.bind(path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, log: log)
             listener = owned.release()
             boundPath = configuration.socket
             log.info("control", "listening on \(configuration.socket)")

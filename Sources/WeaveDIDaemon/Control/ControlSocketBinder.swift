@@ -9,7 +9,9 @@ enum ControlSocketBinder {
     }
 
     /// Binds and listens at `path` with `mode`; returns the non-blocking listener.
-    static func bind(path: String, mode: UInt32, log: DaemonLog) throws(Refusal) -> OwnedDescriptor {
+    static func bind(
+        path: String, mode: UInt32, group: DaemonConfiguration.AccountReference?, log: DaemonLog
+    ) throws(Refusal) -> OwnedDescriptor {
         let address: UnixSocketAddress
         do { address = try UnixSocketAddress(path: path) } catch {
             throw Refusal(description: "control socket \(path): \(error)")
@@ -32,6 +34,18 @@ enum ControlSocketBinder {
         do {
             let listener = try UnixSocket.listen(at: address, backlog: 128, nonBlocking: true)
             try FileDescriptor.currentWorkingDirectory.setPermissions(at: path, FilePermissions(rawValue: mode))
+            if let group {
+                let gid: UInt32
+                switch group {
+                case let .id(id): gid = id
+                case let .name(name):
+                    guard let record = try? UserDatabase.group(named: name) else {
+                        throw Refusal(description: "control.socketGroup: no group named '\(name)'")
+                    }
+                    gid = record.gid
+                }
+                try FileDescriptor.currentWorkingDirectory.changeOwner(at: path, group: gid)
+            }
             return listener
         } catch {
             throw Refusal(description: "cannot listen on \(path): \(error)")

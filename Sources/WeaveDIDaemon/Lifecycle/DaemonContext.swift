@@ -33,20 +33,10 @@ public final class DaemonContext: Sendable {
         self.waker = waker
     }
 
-    /// The default configuration file, used when it exists and `--config` is not given.
-    public static let systemConfigPath = "/etc/weavedi/weavedid.json"
-
-    /// Loads the configuration the way the command line asked: `--config PATH`, else the
-    /// system file if it exists, else the built-in default.
+    /// Loads the configuration the way the command line asked: `--config PATH`, else
+    /// /etc/weavedi/weavedid.json if it exists, else the built-in default.
     public func loadConfiguration() throws(ConfigurationError) -> DaemonConfiguration {
-        if let configPath {
-            return try DaemonConfiguration.load(path: configPath, environment: environment, workingDirectory: workingDirectory)
-        }
-        if (try? FileStatus(path: DaemonContext.systemConfigPath, followSymlinks: true)) != nil {
-            return try DaemonConfiguration.load(
-                path: DaemonContext.systemConfigPath, environment: environment, workingDirectory: workingDirectory)
-        }
-        return DaemonConfiguration.builtInDefault(environment: environment, workingDirectory: workingDirectory)
+        try DaemonConfiguration.resolve(explicitPath: configPath, environment: environment, workingDirectory: workingDirectory)
     }
 }
 

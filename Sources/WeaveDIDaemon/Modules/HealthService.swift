@@ -20,14 +20,14 @@ public final class HealthService: DaemonService {
 
     public func start() async throws {
         let health = store.current.health
-        registry.registerContainerChecks(for: container, sessionIdleLimit: .milliseconds(Int64(health.sessionIdleLimit * 1000)))
+        registry.registerContainerChecks(for: container, sessionIdleLimit: health.sessionIdleLimit)
         let supervisor = self.supervisor
         registry.register(HealthCheck(name: "daemon.configuration", tags: [HealthCheck.readiness]) {
             if let problem = await supervisor.reloadProblem { return .degraded(problem) }
             return .healthy("configuration in effect")
         })
-        registry.start(interval: .milliseconds(Int64(health.interval * 1000)))
-        log.info("health", registry.isRunning ? "health loop every \(health.interval) s" : "health loop off (WEAVEDI_REGISTRY_AUTO_HEALTH)")
+        registry.start(interval: health.interval)
+        log.info("health", registry.isRunning ? "health loop every \(health.interval)" : "health loop off (WEAVEDI_REGISTRY_AUTO_HEALTH)")
     }
 
     public func stop() async {
@@ -36,7 +36,7 @@ public final class HealthService: DaemonService {
 
     public func reload(_ configuration: DaemonConfiguration) async throws {
         if registry.isRunning, configuration.health.interval != store.current.health.interval {
-            registry.start(interval: .milliseconds(Int64(configuration.health.interval * 1000)))
+            registry.start(interval: configuration.health.interval)
         }
     }
 }

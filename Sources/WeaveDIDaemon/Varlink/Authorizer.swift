@@ -8,18 +8,26 @@ struct Authorizer: Sendable {
     let adminGIDs: Set<UInt32>
 
     /// Resolves names to ids; unknown names are reported, not fatal.
-    init(adminUsers: [String], adminGroups: [String], log: DaemonLog) {
+    init(adminUsers: [DaemonConfiguration.AccountReference], adminGroups: [DaemonConfiguration.AccountReference], log: DaemonLog) {
         daemonUID = CurrentProcess.effectiveUserID
         var uids: Set<UInt32> = []
         for user in adminUsers {
-            if let id = UInt32(user) { uids.insert(id) } else if let record = try? UserDatabase.user(named: user) { uids.insert(record.uid) } else {
-                log.warning("control", "admin user '\(user)' does not exist; ignored")
+            switch user {
+            case let .id(id): uids.insert(id)
+            case let .name(name):
+                if let record = try? UserDatabase.user(named: name) { uids.insert(record.uid) } else {
+                    log.warning("control", "admin user '\(name)' does not exist; ignored")
+                }
             }
         }
         var gids: Set<UInt32> = []
         for group in adminGroups {
-            if let id = UInt32(group) { gids.insert(id) } else if let record = try? UserDatabase.group(named: group) { gids.insert(record.gid) } else {
-                log.warning("control", "admin group '\(group)' does not exist; ignored")
+            switch group {
+            case let .id(id): gids.insert(id)
+            case let .name(name):
+                if let record = try? UserDatabase.group(named: name) { gids.insert(record.gid) } else {
+                    log.warning("control", "admin group '\(name)' does not exist; ignored")
+                }
             }
         }
         adminUIDs = uids

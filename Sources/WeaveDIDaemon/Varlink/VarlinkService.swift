@@ -59,11 +59,11 @@ final class VarlinkService: ControlMessageHandler {
             if call.more {  // a stream (RunJob) runs as long as its job
                 outcome = await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
             } else {
-                let timed = await withTimeout(.milliseconds(Int64(limit * 1000)), clock: SystemHealthClock()) {
+                let timed = await withTimeout(limit, clock: SystemHealthClock()) {
                     await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
                 }
                 outcome = timed ?? .failure(VarlinkFailure(
-                    "io.weavedi.Daemon.CallTimedOut", [("method", .string(call.method)), ("seconds", .double(limit))]))
+                    "io.weavedi.Daemon.CallTimedOut", [("method", .string(call.method)), ("seconds", .double(Self.seconds(limit)))]))
             }
             switch outcome {
             case let .success(reply): return reply
@@ -72,6 +72,10 @@ final class VarlinkService: ControlMessageHandler {
         default:
             return VarlinkFailure.interfaceNotFound(interface).reply
         }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     private static func run(_ body: () async throws(VarlinkFailure) -> VarlinkReply) async -> Result<VarlinkReply, VarlinkFailure> {
