@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "WeaveDI", targets: ["WeaveDI"]),
         .executable(name: "weavedid", targets: ["weavedid"]),
+        .executable(name: "weavedictl", targets: ["weavedictl"]),
     ],
     targets: [
         // The dependency-injection library: standard library, Synchronization and libc only.
@@ -17,6 +18,8 @@ let package = Package(
         // The daemon as a library, so tests can drive its parts; `weavedid` is its main.
         .target(name: "WeaveDIDaemon", dependencies: ["WeaveDI", "WeaveDIPosix", "WeaveDIControl"]),
         .executableTarget(name: "weavedid", dependencies: ["WeaveDIDaemon", "CWeaveDIEarlySignals"]),
+        // The command-line client of the control socket.
+        .executableTarget(name: "weavedictl", dependencies: ["WeaveDIControl", "WeaveDIDaemon"]),
         // Blocks the daemon's signals in a constructor, before main runs.
         .target(name: "CWeaveDIEarlySignals"),
         // A tiny program the tests run as a child process, so that checks which depend on
@@ -25,7 +28,7 @@ let package = Package(
         .testTarget(name: "WeaveDITests", dependencies: ["WeaveDI", "weavedi-probe"]),
         .testTarget(name: "WeaveDIPosixTests", dependencies: ["WeaveDIPosix"]),
         .testTarget(name: "WeaveDIControlTests", dependencies: ["WeaveDIControl"]),
-        .testTarget(name: "WeaveDIDaemonTests", dependencies: ["WeaveDIDaemon", "WeaveDIPosix", "weavedid"]),
+        .testTarget(name: "WeaveDIDaemonTests", dependencies: ["WeaveDIDaemon", "WeaveDIPosix", "WeaveDIControl", "weavedid", "weavedictl"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,3 @@
+import WeaveDIDaemon
+
+print("weavedictl \(DaemonVersion.current)")
