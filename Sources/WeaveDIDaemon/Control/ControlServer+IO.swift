@@ -34,6 +34,9 @@ extension ControlServer {
                     switch command {
                     case .stop:
                         return shutDown(Array(connections.values))
+                    case let .replaceListener(descriptor):
+                        try? listener?.close()
+                        listener = descriptor
                     case let .finished(id, sequence, replies):
                         guard let connection = connections[id] else { continue }
                         connection.finished[sequence] = replies

@@ -13,8 +13,10 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     let activation: SocketActivation?
     let container: WeaveDI.Container
     let handler: any ControlMessageHandler
+    let registry: UnifiedRegistry
 
     enum Command {
+        case replaceListener(FileDescriptor)
         case finished(connection: UInt64, sequence: UInt64, replies: [[UInt8]])
         case streamed(connection: UInt64, sequence: UInt64, reply: [UInt8])
         case stop
@@ -26,15 +28,18 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     private var thread: PosixThread?
     private let finishedSignal = Locked<CheckedContinuation<[Session], Never>?>(nil)
     let clientCount = Atomic<Int>(0)
-    /// The socket path, when this process bound it (and so removes it at stop).
-    private(set) var boundPath: String?
+    /// The socket path and its inode, when this process bound it (and so watches it and
+    /// removes it at stop).
+    private let bound = Locked<(path: String, inode: UInt64)?>(nil)
+    var boundPath: String? { bound.withLock { $0?.path } }
     var listener: FileDescriptor?
 
     /// A server for the daemon's `container`, answering with `handler`.
     public init(
         store: ConfigurationStore, log: DaemonLog, activation: SocketActivation?, container: WeaveDI.Container,
-        handler: any ControlMessageHandler
+        handler: any ControlMessageHandler, registry: UnifiedRegistry
     ) throws(Errno) {
+        self.registry = registry
         self.store = store
         self.log = log
         self.activation = activation
@@ -56,11 +61,10 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
             listener = passed
             log.info("control", "using the control socket passed by systemd (descriptor \(passed.rawValue))")
         } else {
-            let owned = try ControlSocketBinder.bind(path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, log: log)
-            listener = owned.release()
-            boundPath = configuration.socket
+            listener = try bindSocket()
             log.info("control", "listening on \(configuration.socket)")
         }
+        registerHealthCheck()
         thread = try PosixThread { [self] in
             let sessions = ioLoop()
             finishedSignal.withLock { $0 }?.resume(returning: sessions)
@@ -78,10 +82,45 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         thread.join()
         self.thread = nil
         for session in sessions { await session.close() }
-        if let boundPath {
-            try? FileDescriptor.currentWorkingDirectory.unlink(at: boundPath)
-            log.info("control", "removed \(boundPath)")
+        if let bound = bound.withLock({ $0 }),
+            (try? FileStatus(path: bound.path, followSymlinks: false))?.inode == bound.inode
+        {
+            try? FileDescriptor.currentWorkingDirectory.unlink(at: bound.path)
+            log.info("control", "removed \(bound.path)")
         }
+    }
+
+    /// Binds the configured socket and remembers its inode.
+    private func bindSocket() throws -> FileDescriptor {
+        let configuration = store.current.control
+        let owned = try ControlSocketBinder.bind(
+            path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, log: log)
+        let inode = (try? FileStatus(path: configuration.socket, followSymlinks: false))?.inode ?? 0
+        bound.withLock { $0 = (configuration.socket, inode) }
+        return owned.release()
+    }
+
+    /// `control.socket`: the socket file this process bound is still there and still ours;
+    /// the fix binds it again (refusing if another daemon now listens there).
+    private func registerHealthCheck() {
+        registry.register(HealthCheck(name: "control.socket", tags: [HealthCheck.liveness, HealthCheck.readiness]) { [self] in
+            guard let bound = bound.withLock({ $0 }) else {
+                return .healthy("socket passed by systemd")
+            }
+            guard let status = try? FileStatus(path: bound.path, followSymlinks: false) else {
+                return .unhealthy("the socket file \(bound.path) is missing", data: ["socket": bound.path])
+            }
+            guard status.kind == .socket, status.inode == bound.inode else {
+                return .unhealthy("the socket file \(bound.path) was replaced", data: ["socket": bound.path])
+            }
+            return .healthy("listening on \(bound.path)", data: ["socket": bound.path, "clients": "\(connectedClients)"])
+        } fix: { [self] in
+            let path = store.current.control.socket
+            let descriptor = try bindSocket()
+            send(.replaceListener(descriptor))
+            log.notice("control", "bound \(path) again")
+            return "bound \(path) again"
+        })
     }
 
     /// Refuses a reload that moves the socket (a restart is needed for that).

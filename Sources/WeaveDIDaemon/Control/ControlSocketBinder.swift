@@ -44,7 +44,12 @@ enum ControlSocketBinder {
                     }
                     gid = record.gid
                 }
+                // The group reaches the socket through the 0750 directory, so both carry it.
                 try FileDescriptor.currentWorkingDirectory.changeOwner(at: path, group: gid)
+                let directory = parent(of: path)
+                if (try? FileStatus(path: directory, followSymlinks: true))?.userID == CurrentProcess.effectiveUserID {
+                    try FileDescriptor.currentWorkingDirectory.changeOwner(at: directory, group: gid)
+                }
             }
             return listener
         } catch {

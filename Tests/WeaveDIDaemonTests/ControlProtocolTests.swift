@@ -1,0 +1,303 @@
+import Foundation
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// io.weavedi.Daemon over the real socket of the real daemon.
+@Suite struct ControlProtocolTests {
+    func started(config: String? = nil, openDirectory: Bool = false) throws -> DaemonProcess {
+        let directory = TemporaryDirectory()
+        if openDirectory { chmod(directory.path, 0o755) }  // so that another user can reach run/
+        var arguments: [String] = []
+        if let config { arguments = ["--config", directory.write("weavedid.json", config)] }
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(arguments, directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        return daemon
+    }
+
+    func socket(_ daemon: DaemonProcess, config: String?) -> String { daemon.defaultSocket }
+
+    @Test func everyMethod_answers() throws {
+        let daemon = try started()
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let d = "io.weavedi.Daemon."
+        #expect(try client.call(d + "Ping").parameter("version")?.stringValue == "0.1.0")
+        #expect(try client.call(d + "GetHealth").parameter("health")?[member: "score"]?.intValue != nil)
+        let checked = try client.call(d + "RunChecks").parameter("health")
+        let names = checked?[member: "checks"]?.arrayValue?.compactMap { $0[member: "name"]?.stringValue } ?? []
+        #expect(Set(names).isSuperset(of: ["container.graph", "container.singletons", "container.sessions", "daemon.configuration", "control.socket"]))
+        #expect(try client.call(d + "Fix").parameter("fixes")?.arrayValue != nil)
+        #expect(try client.call(d + "ListFixes", [("limit", .int(5))]).parameter("fixes")?.arrayValue != nil)
+        #expect(try client.call(d + "ListJobs").parameter("jobs")?.arrayValue != nil)
+        let sessions = try client.call(d + "ListSessions").parameter("sessions")?.arrayValue ?? []
+        let mine = sessions.first { $0[member: "pid"]?.intValue == Int(CurrentProcess.id) }
+        #expect(mine?[member: "kind"]?.stringValue == "control")
+        #expect(mine?[member: "instances"]?.intValue == 1)  // its ControlConnectionState
+        #expect(mine?[member: "uid"]?.intValue == Int(CurrentProcess.userID))
+        let registrations = try client.call(d + "ListRegistrations").parameter("registrations")?.arrayValue ?? []
+        let server = registrations.first { $0[member: "type"]?.stringValue == "ControlServer" }
+        #expect(server?[member: "module"]?.stringValue == "control")
+        #expect(server?[member: "dependencies"]?.arrayValue?.contains(.string("VarlinkService")) == true)
+        #expect(try client.call(d + "DiagnoseComponents").parameter("issues")?.arrayValue == [])
+        #expect(try client.call(d + "CheckCycles").parameter("cycles")?.arrayValue == [])
+        #expect(try client.call(d + "GetLogLevel").parameter("filter")?.stringValue == "info")
+        let set = try client.call(d + "SetLogLevel", [("level", .string("errors")), ("filter", .string("info,control=debug"))])
+        #expect(set.parameter("level")?.stringValue == "errors" && set.parameter("filter")?.stringValue == "info,control=debug")
+        let metrics = try client.call(d + "GetMetrics").parameter("text")?.stringValue ?? ""
+        #expect(metrics.contains("# TYPE weavedi_up gauge\nweavedi_up 1\n"))
+        #expect(metrics.contains("weavedi_control_calls_total{method=\"io.weavedi.Daemon.Ping\"} 1"))
+        #expect(try client.call(d + "Reload").parameter("status")?.stringValue == "configuration reloaded")
+        let info = try client.call("org.varlink.service.GetInfo")
+        #expect(info.parameter("interfaces")?.arrayValue == [.string("org.varlink.service"), .string("io.weavedi.Daemon")])
+        let description = try client.call("org.varlink.service.GetInterfaceDescription", [("interface", .string("io.weavedi.Daemon"))])
+        #expect(description.parameter("description")?.stringValue == DaemonInterface.description)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func errors_areVarlinkErrors_namingWhatIsWrong() throws {
+        let daemon = try started()
+        let client = try RawClient(daemon.defaultSocket)
+        let cases: [(String, String)] = [
+            (call("io.weavedi.Daemon.Nope"), #"{"error":"org.varlink.service.MethodNotFound","parameters":{"method":"io.weavedi.Daemon.Nope"}}"#),
+            (call("com.example.Other.Ping"), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"com.example.Other"}}"#),
+            (call("io.weavedi.Daemon.ListFixes", #"{"limit":"ten"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit"}}"#),
+            (call("io.weavedi.Daemon.Ping", #"{"loud":true}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"loud"}}"#),
+            (call("io.weavedi.Daemon.Fix", #"{"check":"nope"}"#), #"{"error":"io.weavedi.Daemon.NoSuchCheck","parameters":{"name":"nope"}}"#),
+            (call("io.weavedi.Daemon.RunJob", #"{"name":"nope"}"#), #"{"error":"io.weavedi.Daemon.NoSuchJob","parameters":{"name":"nope"}}"#),
+            (call("io.weavedi.Daemon.SetLogLevel", #"{"level":"loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"level"}}"#),
+            (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"x.y"}"#), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"x.y"}}"#),
+        ]
+        for (request, expected) in cases {
+            try client.send(request)
+            #expect(client.reply() == expected, "\(request)")
+        }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func pipelinedCalls_areAnsweredInOrder_andOnewayGetsNoReply() throws {
+        let daemon = try started()
+        let client = try RawClient(daemon.defaultSocket)
+        var batch = ""
+        for i in 0..<60 {
+            batch += i % 3 == 0 ? call("io.weavedi.Daemon.GetLogLevel")
+                : i % 3 == 1 ? call("io.weavedi.Daemon.Ping", "{}", extra: #","oneway":true"#)
+                : call("io.weavedi.Daemon.ListFixes", #"{"limit":\#(i)}"#)
+        }
+        try client.send(batch)
+        for i in 0..<60 where i % 3 != 1 {
+            let reply = client.reply() ?? ""
+            #expect(i % 3 == 0 ? reply.contains(#""filter":"info""#) : reply.hasPrefix(#"{"parameters":{"fixes":"#), "reply \(i): \(reply)")
+        }
+        try client.send(call("io.weavedi.Daemon.Ping"))
+        #expect(client.reply()?.contains(#""version":"#) == true)  // nothing was left over from the oneway calls
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func malformedInput_isAnswered_andTheDaemonIsUnharmed() throws {
+        let daemon = try started()
+        let inputs: [[UInt8]] = [
+            Array("not json\0".utf8), Array("[1,2,3]\0".utf8), Array(#"{"method":42}"#.utf8) + [0],
+            Array(#"{"method":"io.weavedi.Daemon.Ping","parameters":[]}"#.utf8) + [0],
+            Array(#"{"method":"io.weavedi.Daemon.Ping","more":"yes"}"#.utf8) + [0],
+            [0xFF, 0xFE, 0x00], Array(#"{"parameters":{}}"#.utf8) + [0], Array("\u{0}".utf8),
+        ]
+        for input in inputs {
+            let client = try RawClient(daemon.defaultSocket)
+            try client.send(bytes: input)
+            let reply = client.reply() ?? ""
+            #expect(reply.hasPrefix(#"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"message","reason":"#), "\(input): \(reply)")
+        }
+        // A message without its NUL, then gone; binary garbage with no NUL at all.
+        try RawClient(daemon.defaultSocket).send(#"{"method":"io.weavedi.Daemon.Ping""#)
+        try RawClient(daemon.defaultSocket).send(bytes: (0..<5000).map { UInt8(truncatingIfNeeded: $0 * 7 + 1) })
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        #expect(try client.call("io.weavedi.Daemon.Ping").parameter("pid")?.intValue == Int(daemon.pid))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func limits_areAnsweredWithAClearError_beforeClosing() throws {
+        let daemon = try started(config: #"{"control": {"maxMessageBytes": 1024, "maxClients": 4, "idleTimeout": 0.5, "callTimeout": 0.000001}}"#)
+        // Message size.
+        let big = try RawClient(daemon.defaultSocket)
+        try big.send(call("io.weavedi.Daemon.Ping", #"{"pad":"\#(String(repeating: "x", count: 2000))"}"#))
+        #expect(big.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
+        #expect(big.closedByPeer())
+        // Time per call.
+        let slow = try RawClient(daemon.defaultSocket)
+        try slow.send(call("io.weavedi.Daemon.RunChecks"))
+        #expect(slow.reply()?.hasPrefix(#"{"error":"io.weavedi.Daemon.CallTimedOut","parameters":{"method":"io.weavedi.Daemon.RunChecks""#) == true)
+        // Idle time.
+        let idle = try RawClient(daemon.defaultSocket)
+        let start = ContinuousClock.now
+        #expect(idle.reply(timeout: .seconds(5)) == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"idle","value":0}}"#)
+        #expect(ContinuousClock.now - start >= .milliseconds(400))
+        #expect(idle.closedByPeer())
+        // Clients at once: four stay, the fifth is told and closed.
+        let four = try (0..<4).map { _ in try RawClient(daemon.defaultSocket) }
+        for client in four { try client.send(call("io.weavedi.Daemon.GetLogLevel")); _ = client.reply() }
+        let fifth = try RawClient(daemon.defaultSocket)
+        #expect(fifth.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"clients","value":4}}"#)
+        #expect(fifth.closedByPeer())
+        _ = four
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func sixtyFourClients_andTheSixtyFifthRefused() throws {
+        let daemon = try started()
+        var clients: [RawClient] = []
+        for _ in 0..<64 {
+            let client = try RawClient(daemon.defaultSocket)
+            try client.send(call("io.weavedi.Daemon.Ping"))
+            clients.append(client)
+        }
+        for client in clients { #expect(client.reply()?.contains(#""version""#) == true) }
+        let extra = try RawClient(daemon.defaultSocket)
+        #expect(extra.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"clients","value":64}}"#)
+        #expect(extra.closedByPeer())
+        clients.removeAll()
+        var answered = false  // room again once the daemon has seen them leave
+        for _ in 0..<200 where !answered {
+            answered = (try? VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping")) != nil
+            if !answered { usleep(10_000) }
+        }
+        #expect(answered)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func stalledOrVanishingClients_neverDelayOthers() throws {
+        let daemon = try started()
+        // A client that asks for a lot and never reads.
+        let stalled = try RawClient(daemon.defaultSocket)
+        try stalled.send(String(repeating: call("io.weavedi.Daemon.GetMetrics"), count: 500))
+        // A client that vanishes mid-reply.
+        for _ in 0..<20 {
+            let gone = try RawClient(daemon.defaultSocket)
+            try gone.send(String(repeating: call("io.weavedi.Daemon.ListRegistrations"), count: 20))
+        }
+        let start = ContinuousClock.now
+        let other = try VarlinkClient(path: daemon.defaultSocket)
+        #expect(try other.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        #expect(ContinuousClock.now - start < .seconds(2))
+        _ = stalled
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func thousandConnectDisconnectCycles_leaveNothingBehind() throws {
+        let daemon = try started()
+        func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd").count) ?? -1 }
+        func residentKB() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+        }
+        let warm = try VarlinkClient(path: daemon.defaultSocket)
+        _ = try warm.call("io.weavedi.Daemon.ListSessions")
+        let fdBefore = descriptors(), rssBefore = residentKB()
+        for i in 0..<1000 {
+            let client = try RawClient(daemon.defaultSocket)
+            if i % 2 == 0 { try client.send(call("io.weavedi.Daemon.Ping")); _ = client.reply() }
+        }
+        var sessions: [JSONValue] = []
+        for _ in 0..<100 {  // closing is asynchronous: give the daemon a moment
+            sessions = try warm.call("io.weavedi.Daemon.ListSessions").parameter("sessions")?.arrayValue ?? []
+            if sessions.count == 1 { break }
+            usleep(20_000)
+        }
+        #expect(sessions.count == 1, "\(sessions.count) sessions left")
+        #expect(descriptors() <= fdBefore + 1, "descriptors \(fdBefore) -> \(descriptors())")
+        #expect(residentKB() - rssBefore < 8_192, "resident \(rssBefore) kB -> \(residentKB()) kB")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func referencePythonVarlinkClient_works() throws {
+        let probe = try Subprocess.run("python3", arguments: ["-c", "import varlink"], environment: ProcessInfo.processInfo.environment)
+        guard probe.status == .exited(0) else {
+            print("SKIPPED referencePythonVarlinkClient_works: the Python varlink package is not installed (pip install varlink)")
+            return
+        }
+        let daemon = try started()
+        let script = """
+            import sys, varlink
+            with varlink.Client("unix:" + sys.argv[1]) as client:
+                with client.open("org.varlink.service") as service:
+                    info = service.GetInfo()
+                    print("info", info["product"], ",".join(info["interfaces"]))
+                with client.open("io.weavedi.Daemon") as daemon:
+                    print("ping", daemon.Ping()["version"])
+                    print("health", daemon.GetHealth()["health"]["status"])
+            """
+        let result = try Subprocess.run("python3", arguments: ["-c", script, daemon.defaultSocket], environment: ProcessInfo.processInfo.environment)
+        #expect(result.status == .exited(0), "\(result.standardErrorText)")
+        #expect(result.standardOutputText == "info weavedid org.varlink.service,io.weavedi.Daemon\nping 0.1.0\nhealth healthy\n")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func nonAdmin_isRefusedChanges_butMayRead() throws {
+        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            print("SKIPPED nonAdmin_isRefusedChanges_butMayRead: needs root and setpriv to run a client as nobody")
+            return
+        }
+        func asNobody(_ daemon: DaemonProcess, _ method: String) throws -> String {
+            let script = """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                s.sendall(('{"method":"' + sys.argv[2] + '"}').encode() + b"\\0")
+                data = b""
+                while not data.endswith(b"\\0"): data += s.recv(65536)
+                print(data[:-1].decode())
+                """
+            let result = try Subprocess.run(
+                "/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.defaultSocket, method],
+                environment: ["PATH": "/usr/bin:/bin"])
+            return result.standardOutputText + result.standardErrorText
+        }
+        let plain = try started(config: #"{"control": {"socketGroup": 65534}}"#, openDirectory: true)
+        #expect(try asNobody(plain, "io.weavedi.Daemon.Ping").contains(#""version":"0.1.0""#))
+        #expect(try asNobody(plain, "io.weavedi.Daemon.Reload")
+            == #"{"error":"io.weavedi.Daemon.PermissionDenied","parameters":{"method":"io.weavedi.Daemon.Reload","uid":65534}}"# + "\n")
+        #expect(plain.waitForLog("denied io.weavedi.Daemon.Reload to uid 65534"))
+        plain.send(.terminate)
+        #expect(plain.wait() == .exited(0))
+        let admin = try started(config: #"{"control": {"socketGroup": "nogroup", "adminGroups": ["nogroup"]}}"#, openDirectory: true)
+        #expect(try asNobody(admin, "io.weavedi.Daemon.Reload").contains(#""status":"configuration reloaded""#))
+        admin.send(.terminate)
+        #expect(admin.wait() == .exited(0))
+    }
+
+    @Test func deletedOrReplacedSocket_isBoundAgainByItsFix() throws {
+        let daemon = try started()
+        let client = try VarlinkClient(path: daemon.defaultSocket)  // connected before the file goes
+        func socketCheck() throws -> JSONValue? {
+            let health = try client.call("io.weavedi.Daemon.RunChecks", [("tags", .array([.string("liveness")]))])
+            return health.parameter("health")?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "control.socket" }
+        }
+        #expect(try socketCheck()?[member: "status"]?.stringValue == "healthy")
+        // Deleted: nobody can connect, until the check's fix binds it again.
+        try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)
+        #expect(throws: VarlinkClient.ConnectionError.self) { try VarlinkClient(path: daemon.defaultSocket) }
+        let fixed = try socketCheck()
+        #expect(fixed?[member: "status"]?.stringValue == "healthy")
+        #expect(fixed?[member: "fixesTried"]?.intValue == 1)
+        #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        // Replaced by another (dead) socket file: the fix replaces it in turn.
+        try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)
+        try UnixSocket.listen(at: UnixSocketAddress(path: daemon.defaultSocket)).close()
+        #expect(throws: VarlinkClient.ConnectionError.self) { try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping") }
+        #expect(try socketCheck()?[member: "fixesTried"]?.intValue == 2)
+        #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        #expect(!fileExists(daemon.defaultSocket))
+    }
+}

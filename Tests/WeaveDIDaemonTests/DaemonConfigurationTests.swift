@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import WeaveDIControl
+import WeaveDIPosix
+
+/// Bad configurations refuse the start with exit 78; SIGHUP reloads or refuses and keeps the old.
+@Suite struct DaemonConfigurationTests {
+    static let goodConfig = #"{"shutdownTimeout": 5, "health": {"interval": 60}}"#
+
+    @Test(arguments: [
+        ("syntax", #"{"shutdownTimeout": 5,, }"#, "line 1, column 23: "),
+        ("unknown field", #"{"control": {"maxClient": 3}}"#, "control.maxClient: unknown field"),
+        ("wrong type", #"{"control": {"maxClients": "64"}}"#, "control.maxClients: expected an integer"),
+        ("impossible value", #"{"control": {"maxClients": -3}}"#, "control.maxClients: expected an integer from 1 to 4096, got -3"),
+    ])
+    func badConfiguration_exits78_withFileFieldAndProblem(kind: String, text: String, expected: String) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("weavedid.json", text)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", path], directory: directory, notify: notify)
+        #expect(daemon.wait() == .exited(78), "\(kind)")
+        #expect(daemon.log.contains("\(path): \(expected)"), "\(kind): \(daemon.log)")
+        #expect(notify.wait { $0.contains("ERRNO=22") }, "\(kind)")
+        #expect(notify.lines.contains { $0.hasPrefix("STATUS=configuration error: \(path): ") })
+    }
+
+    @Test func missingConfigFile_exits78_withENOENT() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", directory.path + "/none.json"], directory: directory, notify: notify)
+        #expect(daemon.wait() == .exited(78))
+        #expect(daemon.log.contains("none.json: cannot read"))
+        #expect(notify.wait { $0.contains("ERRNO=2") })
+    }
+
+    @Test func checkConfig_validatesAndExits() throws {
+        let directory = TemporaryDirectory()
+        let good = directory.write("good.json", Self.goodConfig)
+        let bad = directory.write("bad.json", #"{"health": {"interval": 0}}"#)
+        let ok = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", good], environment: [:])
+        #expect(ok.status == .exited(0))
+        #expect(ok.standardOutputText == "weavedid: configuration OK (\(good))\n")
+        let refused = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", bad], environment: [:])
+        #expect(refused.status == .exited(78))
+        #expect(refused.standardErrorText.contains("weavedid: \(bad): health.interval: "))
+        let example = SystemdUnitTests.packageRoot + "/etc/weavedi/weavedid.json"
+        #expect(try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", example], environment: [:]).status == .exited(0))
+    }
+
+    @Test func sighup_reloadsAGoodConfiguration() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("weavedid.json", Self.goodConfig)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", path], directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        directory.write("weavedid.json", #"{"shutdownTimeout": 7, "health": {"interval": 30}}"#)
+        let before = SystemClock.monotonicMicroseconds()
+        daemon.send(.hangup)
+        #expect(notify.wait(forLine: "STATUS=running; configuration reloaded"))
+        let lines = notify.lines
+        let reloading = try #require(lines.firstIndex(of: "RELOADING=1"))
+        let usec = try #require(lines.first { $0.hasPrefix("MONOTONIC_USEC=") }.flatMap { UInt64($0.dropFirst(15)) })
+        #expect(usec >= before && usec <= SystemClock.monotonicMicroseconds())
+        #expect(lines[(reloading + 1)...].contains("READY=1"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func sighup_refusesABadConfiguration_keepsTheOld_andHealthSaysSo() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("weavedid.json", Self.goodConfig)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", path], directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        directory.write("weavedid.json", #"{"health": {"interval": "soon"}}"#)
+        daemon.send(.hangup)
+        #expect(notify.wait { $0.contains("reload refused") })
+        #expect(notify.lines.last { $0 == "READY=1" } != nil)
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        #expect(try client.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        let health = try client.call("io.weavedi.Daemon.RunChecks", [("tags", .array([.string("readiness")]))])
+        let checks = health.parameter("health")?[member: "checks"]?.arrayValue ?? []
+        let configuration = checks.first { $0[member: "name"]?.stringValue == "daemon.configuration" }
+        #expect(configuration?[member: "status"]?.stringValue == "degraded")
+        #expect(configuration?[member: "message"]?.stringValue?.contains("health.interval: expected a number of seconds") == true)
+        #expect(daemon.log.contains("reload refused"))
+        // The Reload method says the same, as an error.
+        #expect(throws: VarlinkFailure.self) { try client.call("io.weavedi.Daemon.Reload") }
+        directory.write("weavedid.json", Self.goodConfig)
+        #expect(try client.call("io.weavedi.Daemon.Reload").parameter("status")?.stringValue == "configuration reloaded")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import WeaveDIPosix
+
+/// A bare control-socket client for hostile-input tests: raw bytes out, NUL-framed replies in.
+final class RawClient {
+    let descriptor: FileDescriptor
+    private var buffer: [UInt8] = []
+
+    init(_ path: String) throws {
+        descriptor = try connectControl(path)
+    }
+
+    deinit { try? descriptor.close() }
+
+    func send(_ text: String) throws { try descriptor.sendAll(Array(text.utf8)) }
+    func send(bytes: [UInt8]) throws { try descriptor.sendAll(bytes) }
+
+    /// The next reply (without NUL), or nil at end of file or after `timeout`.
+    func reply(timeout: Duration = .seconds(10)) -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let end = buffer.firstIndex(of: 0) {
+                let message = Array(buffer[..<end])
+                buffer.removeFirst(end + 1)
+                return String(decoding: message, as: UTF8.self)
+            }
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { return nil }
+            var entries = [PollDescriptor(descriptor, events: .readable)]
+            _ = try? PollDescriptor.poll(&entries, timeout: remaining)
+            guard let chunk = try? descriptor.receive(upToCount: 65_536), !chunk.isEmpty else { return nil }
+            buffer += chunk
+        }
+    }
+
+    /// Whether the daemon closed the connection within `timeout`.
+    func closedByPeer(timeout: Duration = .seconds(10)) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var entries = [PollDescriptor(descriptor, events: .readable)]
+            _ = try? PollDescriptor.poll(&entries, timeout: deadline - ContinuousClock.now)
+            guard let chunk = try? descriptor.receive(upToCount: 65_536) else { return true }
+            if chunk.isEmpty { return true }
+            buffer += chunk
+        }
+        return false
+    }
+}
+
+func call(_ method: String, _ parameters: String = "{}", extra: String = "") -> String {
+    #"{"method":"\#(method)","parameters":\#(parameters)\#(extra)}"# + "\0"
+}
