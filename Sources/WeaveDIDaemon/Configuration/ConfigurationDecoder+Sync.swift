@@ -8,8 +8,11 @@ extension ConfigurationDecoder {
         "name", "kind", "source", "destination", "interval", "jitter", "runAtStart", "enabled",
         "compare", "delete", "durable", "workers", "failureThreshold", "staleAfterIntervals", "backoffCap",
     ]
-    /// The job kinds the configuration accepts.
-    static let knownJobKinds = ["mirror"]
+    /// The job kinds the configuration accepts: `mirror` and any kind added with
+    /// `SyncJobKinds.register` before the configuration is read.
+    static var knownJobKinds: [String] { (["mirror"] + SyncJobKinds.registeredNames).sorted() }
+    /// The fields only a mirror job has.
+    static let mirrorFields: Set<String> = ["source", "destination", "compare", "delete", "durable", "workers"]
 
     mutating func decodeSync(_ value: JSONValue, at parent: String) throws(ConfigurationError) {
         for (name, value) in try fields.members(of: value, at: parent) {
@@ -72,16 +75,21 @@ extension ConfigurationDecoder {
             default: job.backoffCap = try fields.seconds(value, at: path, in: .from(1))
             }
         }
-        for required in ["name", "source", "destination"] where !seen.contains(required) {
-            let reason = required == "name" ? "" : " (a mirror job needs a source and a destination)"
-            throw fields.fail(parent, "missing required field \"\(required)\"\(reason)")
+        let mirrorJob = job.kind == "mirror"
+        let required = mirrorJob ? ["name", "source", "destination"] : ["name"]
+        for field in required where !seen.contains(field) {
+            let reason = field == "name" ? "" : " (a mirror job needs a source and a destination)"
+            throw fields.fail(parent, "missing required field \"\(field)\"\(reason)")
         }
-        try checkMirrorPaths(mirror, at: parent)
+        if !mirrorJob, let field = Self.jobFields.first(where: { seen.contains($0) && Self.mirrorFields.contains($0) }) {
+            throw fields.fail("\(parent).\(field)", "only mirror jobs have this field (this job's kind is '\(job.kind)')")
+        }
+        if mirrorJob { try checkMirrorPaths(mirror, at: parent) }
         guard job.jitter < job.interval else {
             let interval = SecondsRange.format(job.interval)
             throw fields.fail("\(parent).jitter", "must be less than the interval (\(interval) seconds), got \(SecondsRange.format(job.jitter))")
         }
-        job.mirror = mirror
+        if mirrorJob { job.mirror = mirror }
         return job
     }
 

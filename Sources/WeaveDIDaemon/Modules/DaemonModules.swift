@@ -6,12 +6,12 @@ import WeaveDIControl
 enum DaemonModules {
     /// Every module, in bootstrap order.
     static func all(context: DaemonContext, store: ConfigurationStore, supervisor: Supervisor) -> [any WeaveDI.Module] {
-        [CoreModule(context: context, store: store, supervisor: supervisor), HealthModule(), ControlModule()]
+        [CoreModule(context: context, store: store, supervisor: supervisor), HealthModule(), ControlModule(), SyncModule()]
     }
 
     /// The services, in start order (stopped in reverse).
     static func services(in container: WeaveDI.Container) throws(ResolutionError) -> [any DaemonService] {
-        [try container.require(ControlServer.self), try container.require(HealthService.self)]
+        [try container.require(ControlServer.self), try container.require(HealthService.self), try container.require(SyncScheduler.self)]
     }
 }
 
@@ -54,7 +54,6 @@ struct ControlModule: WeaveDI.Module {
     func register(in container: WeaveDI.Container) async {
         container.register(ControlConnectionState.self, scope: .session) { ControlConnectionState() }
         container.register(CallContext.self, scope: .request) { CallContext() }
-        container.register((any JobControl).self) { NoJobs() }
         container.register(ControlMetrics.self) {
             ControlMetrics(clients: { (try? container.require(ControlServer.self))?.connectedClients ?? 0 })
         }
@@ -72,5 +71,19 @@ struct ControlModule: WeaveDI.Module {
                 store: try r.require(ConfigurationStore.self), log: context.log, activation: context.activation,
                 container: container, handler: try r.require(VarlinkService.self), registry: try r.require(UnifiedRegistry.self))
         }
+    }
+}
+
+/// The sync jobs: the scheduler, and what the control protocol sees of it.
+struct SyncModule: WeaveDI.Module {
+    var name: String { "sync" }
+
+    func register(in container: WeaveDI.Container) async {
+        container.register(SyncScheduler.self) { r in
+            SyncScheduler(
+                store: try r.require(ConfigurationStore.self), container: container, log: try r.require(DaemonLog.self),
+                registry: try r.require(UnifiedRegistry.self))
+        }
+        container.register((any JobControl).self) { r in try r.require(SyncScheduler.self) }
     }
 }

@@ -14,16 +14,6 @@ public protocol JobControl: Sendable {
     func metrics() async -> String
 }
 
-/// No jobs configured.
-struct NoJobs: JobControl {
-    func jobs() async -> [JSONValue] { [] }
-    func run(_ name: String, progress: @escaping @Sendable (JSONValue) -> Void) async throws(VarlinkFailure) -> JSONValue {
-        throw VarlinkFailure.noSuchJob(name)
-    }
-    func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) { throw VarlinkFailure.noSuchJob(name) }
-    func metrics() async -> String { "" }
-}
-
 extension VarlinkFailure {
     /// `io.weavedi.Daemon.NoSuchJob`.
     static func noSuchJob(_ name: String) -> VarlinkFailure {

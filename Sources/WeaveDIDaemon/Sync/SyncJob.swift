@@ -1,0 +1,101 @@
+import WeaveDI
+
+/// A kind of work the daemon runs on a schedule. `mirror` is the built-in kind; a daemon built
+/// on `WeaveDIDaemon` can add its own kinds with `SyncJobKinds.register`.
+///
+/// A run is given its own WeaveDI session (`context.session`, also current inside `run`), so a
+/// job's session-scoped services live exactly as long as the run. A run stops at a safe point
+/// when its task is cancelled and reports `.cancelled`.
+public protocol SyncJob: Sendable {
+    /// Does one run.
+    func run(_ context: SyncRunContext) async -> SyncOutcome
+
+    /// Prepares a retry after failures (the job's health-check fix calls it): for example,
+    /// recreates a missing destination root. Returns what it did, or nil if nothing.
+    func prepareForRetry() async throws -> String?
+}
+
+extension SyncJob {
+    /// Nothing to prepare by default.
+    public func prepareForRetry() async throws -> String? { nil }
+}
+
+/// What a run is given.
+public struct SyncRunContext: Sendable {
+    /// The run's identifier, unique in this daemon's life (`docs-17`).
+    public let runID: String
+    /// The job's name.
+    public let job: String
+    /// The run's WeaveDI session.
+    public let session: Session
+    /// The daemon's logger.
+    public let log: DaemonLog
+    /// Reports progress (files and bytes done / total).
+    public let progress: @Sendable (SyncProgress) -> Void
+}
+
+/// How far a run has got.
+public struct SyncProgress: Sendable, Equatable {
+    /// Files done and to do.
+    public var filesDone = 0, filesTotal = 0
+    /// Bytes done and to do.
+    public var bytesDone = 0, bytesTotal = 0
+
+    /// A progress value.
+    public init(filesDone: Int = 0, filesTotal: Int = 0, bytesDone: Int = 0, bytesTotal: Int = 0) {
+        self.filesDone = filesDone
+        self.filesTotal = filesTotal
+        self.bytesDone = bytesDone
+        self.bytesTotal = bytesTotal
+    }
+}
+
+/// How a run ended.
+public enum SyncResult: String, Sendable, Codable, CaseIterable {
+    /// Everything done.
+    case success
+    /// Done, but some items failed (listed in the errors).
+    case partial
+    /// Nothing useful done (the source is missing, the destination refused, ...).
+    case failed
+    /// Stopped at a safe point (shutdown, a fix, by hand).
+    case cancelled
+    /// Not run, because the previous run of the job was still going.
+    case skipped
+}
+
+/// One item a run could not handle.
+public struct SyncItemError: Sendable, Equatable, Codable {
+    /// The item's path, relative to the job's root.
+    public var path: String
+    /// Why.
+    public var reason: String
+
+    /// An item error.
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+}
+
+/// What a job's run reports.
+public struct SyncOutcome: Sendable, Equatable {
+    /// How it ended.
+    public var result: SyncResult
+    /// Items created, updated, deleted and skipped.
+    public var copied = 0, updated = 0, deleted = 0, skipped = 0
+    /// Bytes written.
+    public var bytes = 0
+    /// Items that failed (the first ones; `errorCount` counts them all).
+    public var errors: [SyncItemError] = []
+    /// How many items failed.
+    public var errorCount = 0
+    /// One line about the run (why it failed, what was skipped).
+    public var message: String?
+
+    /// An outcome.
+    public init(result: SyncResult, message: String? = nil) {
+        self.result = result
+        self.message = message
+    }
+}

@@ -1,0 +1,64 @@
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+extension SyncScheduler: JobControl {
+    public func jobs() async -> [JSONValue] {
+        order.compactMap { name in
+            guard let state = jobs[name] else { return nil }
+            let next = state.nextRun.map { max(0, seconds($0 - ContinuousClock.now)) }
+            return .object([
+                ("name", .string(name)), ("kind", .string(state.config.kind)), ("enabled", .bool(state.config.enabled)),
+                ("paused", .bool(state.paused)), ("running", .bool(state.running != nil)),
+                ("interval", .double(seconds(state.config.interval))),
+                ("consecutiveFailures", .int(state.consecutiveFailures)), ("skippedRuns", .int(state.skippedRuns)),
+                ("nextRunIn", state.config.enabled && !state.paused ? next.map(JSONValue.double) ?? .null : .null),
+                ("lastRun", state.recent.last.map(SyncRunEncoding.record) ?? .null),
+            ])
+        }
+    }
+
+    public func run(_ name: String, progress: @escaping @Sendable (JSONValue) -> Void) async throws(VarlinkFailure) -> JSONValue {
+        let record = try await runNow(name) { progress(SyncRunEncoding.progress($0)) }
+        return SyncRunEncoding.record(record)
+    }
+
+    public func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) {
+        try setPaused(name, paused: paused)
+    }
+
+    public func metrics() async -> String {
+        var out = PrometheusText()
+        out.header("weavedi_sync_runs_total", "Job runs by result.", type: "counter")
+        for name in order {
+            for result in SyncResult.allCases {
+                out.sample("weavedi_sync_runs_total", [("job", name), ("result", result.rawValue)], Double(jobs[name]?.runsByResult[result] ?? 0))
+            }
+        }
+        out.header("weavedi_sync_files_copied_total", "Files copied or updated.", type: "counter")
+        for name in order { out.sample("weavedi_sync_files_copied_total", [("job", name)], Double(jobs[name]?.filesCopied ?? 0)) }
+        out.header("weavedi_sync_bytes_copied_total", "Bytes written.", type: "counter")
+        for name in order { out.sample("weavedi_sync_bytes_copied_total", [("job", name)], Double(jobs[name]?.bytesCopied ?? 0)) }
+        out.header("weavedi_sync_last_success_timestamp_seconds", "When the job last succeeded (0: never).", type: "gauge")
+        for name in order { out.sample("weavedi_sync_last_success_timestamp_seconds", [("job", name)], jobs[name]?.lastSuccess ?? 0) }
+        out.header("weavedi_sync_last_run_duration_seconds", "How long the last run took.", type: "gauge")
+        for name in order { out.sample("weavedi_sync_last_run_duration_seconds", [("job", name)], jobs[name]?.recent.last?.duration ?? 0) }
+        out.header("weavedi_sync_running", "1 while a run is going.", type: "gauge")
+        for name in order { out.sample("weavedi_sync_running", [("job", name)], jobs[name]?.running == nil ? 0 : 1) }
+        out.header("weavedi_sync_skipped_runs_total", "Runs skipped because the previous one was still going.", type: "counter")
+        for name in order { out.sample("weavedi_sync_skipped_runs_total", [("job", name)], Double(jobs[name]?.skippedRuns ?? 0)) }
+        return out.text
+    }
+
+    /// Writes the metrics to `sync.metricsFile` (for node_exporter's textfile collector),
+    /// replacing it atomically.
+    func writeMetricsFile() {
+        guard let path = store.current.sync.metricsFile else { return }
+        Task {
+            let text = await metrics()
+            do { try AtomicFile.write(Array(text.utf8), to: path, permissions: 0o644, durable: false) } catch {
+                log.warning("sync", "cannot write the metrics file \(path): \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import WeaveDI
+import WeaveDIPosix
+
+extension SyncScheduler {
+    /// `job.NAME`: degraded after a failed (or partial) run, unhealthy after `failureThreshold`
+    /// failed runs in a row or no success within `staleAfterIntervals` intervals. Its fix
+    /// cancels a stuck run, resets the backoff, lets the job prepare (a mirror recreates a
+    /// missing destination root) and starts a run.
+    func registerHealthCheck(_ name: String) {
+        registry.register(HealthCheck(name: "job.\(name)", tags: [HealthCheck.readiness, "sync"]) { [weak self] in
+            await self?.health(of: name) ?? .healthy("job removed")
+        } fix: { [weak self] in
+            guard let self else { return "job removed" }
+            return try await self.fix(name)
+        })
+    }
+
+    func health(of name: String) -> HealthCheckResult {
+        guard let state = jobs[name] else { return .healthy("job removed") }
+        let config = state.config
+        var data = ["consecutiveFailures": "\(state.consecutiveFailures)", "skippedRuns": "\(state.skippedRuns)"]
+        if let lastSuccess = state.lastSuccess { data["lastSuccess"] = "\(lastSuccess)" }
+        let last = state.recent.last { $0.result != .skipped }
+        if let last { data["lastResult"] = last.result.rawValue }
+        if state.consecutiveFailures >= config.failureThreshold {
+            return .unhealthy("\(state.consecutiveFailures) failed runs in a row; last: \(last?.message ?? "no message")", data: data)
+        }
+        let staleAfter = seconds(config.interval) * Double(config.staleAfterIntervals)
+        let now = SystemClock.realtimeSeconds()
+        let since = state.lastSuccess ?? (now - seconds(ContinuousClock.now - started))
+        if config.enabled, !state.paused, now - since > staleAfter {
+            return .unhealthy("no successful run for \(Int(now - since)) s (more than \(config.staleAfterIntervals) intervals)", data: data)
+        }
+        if let last, last.result == .failed || last.result == .partial {
+            return .degraded("last run \(last.result.rawValue): \(last.message ?? "\(last.errorCount) error(s)")", data: data)
+        }
+        if state.paused { return .healthy("paused", data: data) }
+        return .healthy(last.map { "last run \($0.result.rawValue)" } ?? "not run yet", data: data)
+    }
+
+    /// The job's fix: cancel a stuck run, reset the backoff, prepare, run again.
+    func fix(_ name: String) async throws -> String {
+        guard let state = jobs[name] else { return "job removed" }
+        var actions: [String] = []
+        let stuckAfter = state.config.interval * state.config.staleAfterIntervals
+        if let since = state.runningSince, ContinuousClock.now - since > stuckAfter, let run = state.running {
+            run.cancel()
+            _ = await run.value
+            actions.append("cancelled a run stuck for more than \(stuckAfter)")
+        }
+        jobs[name]?.backoffLevel = 0
+        actions.append("reset the backoff")
+        if let prepared = try await state.job.prepareForRetry() { actions.append(prepared) }
+        if launch(name) != nil { actions.append("started a run") }
+        return actions.joined(separator: "; ")
+    }
+}

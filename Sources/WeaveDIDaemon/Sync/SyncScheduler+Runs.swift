@@ -1,0 +1,145 @@
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+extension SyncScheduler {
+    /// Starts a run of `name` (waiting for a free slot first); returns its task.
+    func launch(_ name: String) -> Task<SyncRunRecord, Never>? {
+        guard let state = jobs[name], state.running == nil, !stopping else { return nil }
+        runCounter += 1
+        let runID = "\(name)-\(runCounter)"
+        let job = state.job
+        let task = Task { await self.execute(name, runID: runID, job: job) }
+        jobs[name]?.running = task
+        jobs[name]?.runningSince = .now
+        jobs[name]?.progress = SyncProgress()
+        return task
+    }
+
+    private func execute(_ name: String, runID: String, job: any SyncJob) async -> SyncRunRecord {
+        await acquireSlot()
+        let startWall = SystemClock.realtimeSeconds()
+        let start = ContinuousClock.now
+        let outcome: SyncOutcome
+        if stopping || Task.isCancelled {
+            outcome = SyncOutcome(result: .cancelled, message: "cancelled before it started")
+        } else {
+            let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
+            let context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
+                Task { await self?.report(progress, for: name) }
+            }
+            log.info("sync", "\(name): run \(runID) started")
+            outcome = await session.withCurrent { await job.run(context) }
+            await session.close()
+        }
+        releaseSlot()
+        let duration = ContinuousClock.now - start
+        let record = SyncRunRecord(
+            id: runID, job: name, outcome: outcome, startedAt: startWall,
+            endedAt: SystemClock.realtimeSeconds(), duration: seconds(duration))
+        finish(name, record)
+        return record
+    }
+
+    private func report(_ progress: SyncProgress, for name: String) {
+        guard jobs[name]?.running != nil else { return }
+        jobs[name]?.progress = progress
+        for listener in jobs[name]?.listeners.values ?? [:].values { listener(progress) }
+    }
+
+    /// Books a finished run: counters, backoff, recent runs, persistence, metrics file.
+    private func finish(_ name: String, _ record: SyncRunRecord) {
+        guard var state = jobs[name] else { return }
+        state.running = nil
+        state.runningSince = nil
+        state.progress = nil
+        state.recent.append(record)
+        if state.recent.count > Self.recentRunLimit { state.recent.removeFirst(state.recent.count - Self.recentRunLimit) }
+        state.runsByResult[record.result, default: 0] += 1
+        state.filesCopied += record.copied + record.updated
+        state.bytesCopied += record.bytes
+        switch record.result {
+        case .success, .partial:
+            state.consecutiveFailures = 0
+            state.backoffLevel = 0
+            state.lastSuccess = record.endedAt
+        case .failed:
+            state.consecutiveFailures += 1
+            state.backoffLevel += 1
+        case .cancelled, .skipped:
+            break
+        }
+        jobs[name] = state
+        let message = record.message.map { ": \($0)" } ?? ""
+        let line = "\(name): run \(record.id) \(record.result.rawValue) in \(String(format2: record.duration)) s "
+            + "(\(record.copied) copied, \(record.updated) updated, \(record.deleted) deleted, \(record.errorCount) error(s))\(message)"
+        if record.result == .failed { log.error("sync", line) } else { log.info("sync", line) }
+        if record.result == .failed, !stopping, state.config.enabled, !state.paused {
+            let wait = backoff(state.config, level: state.backoffLevel)
+            log.notice("sync", "\(name): retrying in \(String(format2: seconds(wait))) s (backoff after \(state.consecutiveFailures) failure(s))")
+            schedule(name, after: wait)
+        }
+        saveState()
+        writeMetricsFile()
+    }
+
+    func saveState() {
+        var states = persisted
+        for (name, state) in jobs {
+            let last = state.recent.last { $0.result != .skipped && $0.result != .cancelled } ?? persisted[name]?.lastRun
+            states[name] = PersistedJobState(lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures)
+        }
+        persisted = states
+        stateStore.save(states)
+    }
+
+    /// Runs `name` now and waits for the run's end, calling `progress` on the way. A job
+    /// already running gives a `skipped` record at once.
+    public func runNow(_ name: String, progress: @escaping @Sendable (SyncProgress) -> Void) async throws(VarlinkFailure) -> SyncRunRecord {
+        guard jobs[name] != nil else { throw .noSuchJob(name) }
+        guard let task = launch(name) else {
+            jobs[name]?.skippedRuns += 1
+            let now = SystemClock.realtimeSeconds()
+            return SyncRunRecord(
+                id: "\(name)-skipped", job: name,
+                outcome: SyncOutcome(result: .skipped, message: stopping ? "the daemon is stopping" : "a run of \(name) is already going"),
+                startedAt: now, endedAt: now, duration: 0)
+        }
+        let key = runCounter
+        jobs[name]?.listeners[key] = progress
+        let record = await task.value
+        jobs[name]?.listeners.removeValue(forKey: key)
+        return record
+    }
+
+    /// Pauses (no timer runs) or resumes (the timer starts again) `name`.
+    public func setPaused(_ name: String, paused: Bool) throws(VarlinkFailure) {
+        guard let state = jobs[name] else { throw .noSuchJob(name) }
+        jobs[name]?.paused = paused
+        if !paused, state.paused, state.config.enabled {
+            schedule(name, after: state.config.interval + jitter(state.config.jitter))
+        }
+        log.notice("sync", "\(name) \(paused ? "paused" : "resumed")")
+    }
+
+    func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+extension String {
+    /// `1.25` with two decimals.
+    init(format2 value: Double) {
+        let hundredths = Int((value * 100).rounded())
+        let fraction = abs(hundredths % 100)
+        self = "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+}
+
+extension SystemClock {
+    /// Seconds since the Unix epoch, with a fraction.
+    static func realtimeSeconds() -> Double {
+        let now = realtime()
+        return Double(now.seconds) + Double(now.nanoseconds) / 1e9
+    }
+}

@@ -1,0 +1,196 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// Runs the configured jobs on their schedules: a timer per job (interval plus jitter, or at
+/// start), a global cap on runs at once, no overlapping runs of one job (a tick that finds
+/// the previous run still going is skipped and counted, as systemd timers do), exponential
+/// backoff with full jitter after failures (success resets it), runs by hand, pause and
+/// resume, and a safe stop. Each run is a WeaveDI session.
+public actor SyncScheduler: DaemonService {
+    public nonisolated let name = "sync"
+    let store: ConfigurationStore
+    let container: WeaveDI.Container
+    let log: DaemonLog
+    let registry: UnifiedRegistry
+    let stateStore: SyncStateStore
+    let started = ContinuousClock.now
+
+    var jobs: [String: JobState] = [:]
+    var order: [String] = []
+    var loops: [String: Task<Void, Never>] = [:]
+    var slotsInUse = 0
+    var slotWaiters: [CheckedContinuation<Void, Never>] = []
+    var runCounter = 0
+    var stopping = false
+    var persisted: [String: PersistedJobState] = [:]
+
+    /// How many recent runs of each job are kept in memory.
+    static let recentRunLimit = 20
+
+    struct JobState {
+        var config: DaemonConfiguration.Job
+        var job: any SyncJob
+        var paused = false
+        var running: Task<SyncRunRecord, Never>?
+        var runningSince: ContinuousClock.Instant?
+        var progress: SyncProgress?
+        var listeners: [Int: @Sendable (SyncProgress) -> Void] = [:]
+        var consecutiveFailures = 0
+        var backoffLevel = 0
+        var lastSuccess: Double?
+        var recent: [SyncRunRecord] = []
+        var skippedRuns = 0
+        var nextRun: ContinuousClock.Instant?
+        var runsByResult: [SyncResult: Int] = [:]
+        var filesCopied = 0
+        var bytesCopied = 0
+    }
+
+    init(store: ConfigurationStore, container: WeaveDI.Container, log: DaemonLog, registry: UnifiedRegistry) {
+        self.store = store
+        self.container = container
+        self.log = log
+        self.registry = registry
+        stateStore = SyncStateStore(stateDirectory: store.current.stateDirectory, log: log)
+    }
+
+    /// Makes the jobs, restores their last results, registers their health checks and starts
+    /// their timers. A job whose kind cannot be made fails the start.
+    public func start() async throws {
+        let configuration = store.current
+        if configuration.isBuiltInDefault { ExampleJob.prepare(configuration, log: log) }
+        persisted = stateStore.load()
+        for config in configuration.sync.jobs { add(config) }
+        log.info("sync", configuration.sync.jobs.isEmpty ? "no sync jobs configured" : "\(order.count) job(s): \(order.joined(separator: ", "))")
+    }
+
+    private func add(_ config: DaemonConfiguration.Job) {
+        var state = JobState(config: config, job: make(config))
+        if let saved = persisted[config.name] {
+            state.consecutiveFailures = saved.consecutiveFailures
+            state.lastSuccess = saved.lastSuccess
+            if let last = saved.lastRun { state.recent = [last] }
+        }
+        jobs[config.name] = state
+        order.append(config.name)
+        registerHealthCheck(config.name)
+        if config.enabled {
+            schedule(config.name, after: config.runAtStart ? .zero : config.interval + jitter(config.jitter))
+        }
+    }
+
+    /// Stops the timers and cancels running runs, which stop at a safe point; waits for them.
+    public func stop() async {
+        stopping = true
+        for loop in loops.values { loop.cancel() }
+        loops = [:]
+        let running = jobs.values.compactMap(\.running)
+        for run in running { run.cancel() }
+        for run in running { _ = await run.value }
+        for waiter in slotWaiters { waiter.resume() }
+        slotWaiters = []
+        saveState()
+    }
+
+    /// Applies new job settings: jobs added, removed or changed take effect now (a running run
+    /// of a changed job finishes under its old settings).
+    public func reload(_ configuration: DaemonConfiguration) async throws {
+        let wanted = Dictionary(uniqueKeysWithValues: configuration.sync.jobs.map { ($0.name, $0) })
+        for name in order where wanted[name] == nil {
+            loops.removeValue(forKey: name)?.cancel()
+            jobs[name]?.running?.cancel()
+            jobs.removeValue(forKey: name)
+            registry.unregister("job.\(name)")
+        }
+        order.removeAll { wanted[$0] == nil }
+        for config in configuration.sync.jobs {
+            guard var state = jobs[config.name] else {
+                add(config)
+                continue
+            }
+            if state.config != config {
+                state.job = make(config)
+                state.config = config
+                jobs[config.name] = state
+                loops.removeValue(forKey: config.name)?.cancel()
+                if config.enabled { schedule(config.name, after: config.interval + jitter(config.jitter)) }
+            }
+        }
+    }
+
+    /// The job for `config`; one that cannot be made fails every run with the reason, so
+    /// health shows it while the other jobs go on.
+    private func make(_ config: DaemonConfiguration.Job) -> any SyncJob {
+        guard let maker = SyncJobKinds.maker(for: config.kind) else {
+            log.error("sync", "job \(config.name): no job kind '\(config.kind)' in this build")
+            return UnavailableJob(reason: "no job kind '\(config.kind)' in this build")
+        }
+        do { return try maker(config, container) } catch {
+            log.error("sync", "job \(config.name): \(error)")
+            return UnavailableJob(reason: "\(error)")
+        }
+    }
+
+    // MARK: Timers
+
+    /// (Re)starts `name`'s timer: the first tick after `delay`, then every interval plus jitter.
+    func schedule(_ name: String, after delay: Duration) {
+        loops.removeValue(forKey: name)?.cancel()
+        guard !stopping else { return }
+        jobs[name]?.nextRun = ContinuousClock.now + delay
+        loops[name] = Task { [weak self] in
+            var wait = delay
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: wait) } catch { return }
+                guard let self, let next = await self.tick(name) else { return }
+                wait = next
+            }
+        }
+    }
+
+    /// One timer tick: starts a run unless paused or already running; returns the next wait.
+    private func tick(_ name: String) -> Duration? {
+        guard var state = jobs[name], !stopping else { return nil }
+        let next = state.config.interval + jitter(state.config.jitter)
+        state.nextRun = ContinuousClock.now + next
+        jobs[name] = state
+        if state.paused { return next }
+        if state.running != nil {
+            jobs[name]?.skippedRuns += 1
+            log.notice("sync", "\(name): the previous run is still going; this run is skipped")
+            return next
+        }
+        _ = launch(name)
+        return next
+    }
+
+    /// The wait after `failures` failed runs in a row: full jitter over an exponential backoff
+    /// starting at the interval, capped at the job's backoffCap.
+    func backoff(_ config: DaemonConfiguration.Job, level: Int) -> Duration {
+        var ceiling = config.interval
+        for _ in 1..<max(1, level) where ceiling < config.backoffCap { ceiling = ceiling * 2 }
+        return fullJitter(min(ceiling, config.backoffCap))
+    }
+
+    func jitter(_ maximum: Duration) -> Duration {
+        maximum > .zero ? fullJitter(maximum) : .zero
+    }
+
+    // MARK: The cap on runs at once
+
+    func acquireSlot() async {
+        if slotsInUse < store.current.sync.maxConcurrentRuns {
+            slotsInUse += 1
+            return
+        }
+        await withCheckedContinuation { slotWaiters.append($0) }
+    }
+
+    func releaseSlot() {
+        if !slotWaiters.isEmpty {
+            slotWaiters.removeFirst().resume()
+        } else {
+            slotsInUse -= 1
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import Synchronization
+import Testing
+import WeaveDI
+@testable import WeaveDIDaemon
+import WeaveDIPosix
+
+/// A job kind whose runs do what the test says: wait at a gate, return scripted outcomes.
+final class JobScript: Sendable {
+    private let state = Locked((outcomes: [SyncResult](), runs: 0, concurrent: 0, maxConcurrent: 0, prepared: 0, open: true))
+    private let gate = Locked<[CheckedContinuation<Void, Never>]>([])
+
+    init(_ outcomes: [SyncResult] = [.success], open: Bool = true) {
+        state.withLock { $0.outcomes = outcomes; $0.open = open }
+    }
+
+    var runs: Int { state.withLock { $0.runs } }
+    var maxConcurrent: Int { state.withLock { $0.maxConcurrent } }
+    var prepared: Int { state.withLock { $0.prepared } }
+
+    func release() {
+        state.withLock { $0.open = true }
+        gate.withLock { waiters in waiters.forEach { $0.resume() }; waiters = [] }
+    }
+
+    func run(_ context: SyncRunContext) async -> SyncOutcome {
+        let result: SyncResult = state.withLock { state in
+            state.runs += 1
+            state.concurrent += 1
+            state.maxConcurrent = max(state.maxConcurrent, state.concurrent)
+            return state.outcomes.count > 1 ? state.outcomes.removeFirst() : state.outcomes[0]
+        }
+        defer { state.withLock { $0.concurrent -= 1 } }
+        _ = try? context.session.require(RunScoped.self)
+        context.progress(SyncProgress(filesDone: 1, filesTotal: 2, bytesDone: 10, bytesTotal: 20))
+        if !state.withLock({ $0.open }) {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let resumeNow = state.withLock { $0.open }
+                    if resumeNow { continuation.resume() } else { gate.withLock { $0.append(continuation) } }
+                }
+            } onCancel: { self.release() }
+        }
+        if Task.isCancelled { return SyncOutcome(result: .cancelled, message: "stopped at a safe point") }
+        var outcome = SyncOutcome(result: result, message: result == .failed ? "scripted failure" : nil)
+        outcome.copied = 1
+        outcome.bytes = 10
+        return outcome
+    }
+
+    func prepare() { state.withLock { $0.prepared += 1 } }
+}
+
+/// A session-scoped service a run resolves; counts its disposals.
+final class RunScoped: Disposable {
+    static let disposed = Atomic<Int>(0)
+    func dispose() async { RunScoped.disposed.add(1, ordering: .relaxed) }
+}
+
+struct ScriptedJob: SyncJob {
+    let script: JobScript
+    func run(_ context: SyncRunContext) async -> SyncOutcome { await script.run(context) }
+    func prepareForRetry() async throws -> String? {
+        script.prepare()
+        return "prepared"
+    }
+}
+
+@Suite(.serialized) struct SyncSchedulerTests {
+    static let scripts = Locked<[String: JobScript]>([:])
+
+    init() {
+        SyncJobKinds.register("scripted") { job, _ in ScriptedJob(script: SyncSchedulerTests.scripts.withLock { $0[job.name]! }) }
+    }
+
+    func scheduler(
+        _ jobs: [(String, JobScript, (inout DaemonConfiguration.Job) -> Void)], maxConcurrent: Int = 2,
+        state: TemporaryDirectory = TemporaryDirectory()
+    ) -> (SyncScheduler, UnifiedRegistry, WeaveDI.Container) {
+        var configuration = DaemonConfiguration(source: .file(path: "/test.json"), environment: [:], workingDirectory: state.path)
+        configuration.stateDirectory = state.path
+        configuration.sync.maxConcurrentRuns = maxConcurrent
+        configuration.sync.jobs = jobs.map { name, script, edit in
+            SyncSchedulerTests.scripts.withLock { $0[name] = script }
+            var job = DaemonConfiguration.Job(name: name)
+            job.kind = "scripted"
+            job.interval = .seconds(3600)
+            edit(&job)
+            return job
+        }
+        let container = WeaveDI.Container()
+        container.register(RunScoped.self, scope: .session) { RunScoped() }
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let log = DaemonLog(filter: LogFilter(defaultLevel: .off, overrides: [:]), journald: false)
+        return (SyncScheduler(store: ConfigurationStore(configuration), container: container, log: log, registry: registry), registry, container)
+    }
+
+    func eventually(_ condition: () async -> Bool) async -> Bool {
+        for _ in 0..<500 {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    @Test func runAtStart_runsOnce_inItsOwnSession_whichIsClosedAfter() async throws {
+        let script = JobScript()
+        let (scheduler, _, container) = scheduler([("a", script, { $0.runAtStart = true })])
+        let disposedBefore = RunScoped.disposed.load(ordering: .relaxed)
+        try await scheduler.start()
+        #expect(await eventually { (await scheduler.jobs()).first?[member: "lastRun"]?[member: "result"]?.stringValue == "success" })
+        #expect(script.runs == 1)
+        #expect(container.openSessions.isEmpty)
+        #expect(RunScoped.disposed.load(ordering: .relaxed) == disposedBefore + 1)
+        await scheduler.stop()
+    }
+
+    @Test func aTickDuringARun_isSkippedAndCounted() async throws {
+        let script = JobScript(open: false)
+        let (scheduler, _, _) = scheduler([("slow", script, { $0.runAtStart = true; $0.interval = .milliseconds(20) })])
+        try await scheduler.start()
+        #expect(await eventually { (await scheduler.jobs()).first?[member: "skippedRuns"]?.intValue ?? 0 >= 2 })
+        #expect(script.runs == 1)
+        let manual = try await scheduler.runNow("slow") { _ in }
+        #expect(manual.result == .skipped)
+        script.release()
+        await scheduler.stop()
+    }
+
+    @Test func runsAtOnce_areCapped() async throws {
+        let scripts = (0..<4).map { _ in JobScript(open: false) }
+        let (scheduler, _, _) = scheduler(scripts.enumerated().map { ("j\($0.offset)", $0.element, { $0.runAtStart = true }) }, maxConcurrent: 2)
+        try await scheduler.start()
+        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 2 })
+        try? await Task.sleep(for: .milliseconds(100))
+        #expect(scripts.map(\.runs).reduce(0, +) == 2)  // the other two wait for a slot
+        scripts.forEach { $0.release() }
+        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 4 })
+        #expect(scripts.map(\.maxConcurrent).max() == 1)
+        await scheduler.stop()
+    }
+
+    @Test func failures_backOffExponentially_withFullJitter_upToTheCap() async throws {
+        let (scheduler, _, _) = scheduler([("f", JobScript([.failed]), { $0.interval = .seconds(10); $0.backoffCap = .seconds(60) })])
+        var job = DaemonConfiguration.Job(name: "f")
+        job.interval = .seconds(10)
+        job.backoffCap = .seconds(60)
+        for (level, ceiling) in [(1, 10), (2, 20), (3, 40), (4, 60), (9, 60)] {
+            let samples = await (0..<300).asyncMap { _ in await scheduler.backoff(job, level: level) }
+            #expect(samples.allSatisfy { $0 >= .zero && $0 <= .seconds(ceiling) }, "level \(level)")
+            #expect(samples.contains { $0 > .seconds(ceiling) * 0.8 } && samples.contains { $0 < .seconds(ceiling) * 0.2 }, "level \(level) is jittered over its range")
+        }
+    }
+
+    @Test func failedRuns_makeTheJobDegraded_thenUnhealthy_andTheFixRetries() async throws {
+        let script = JobScript([.failed, .failed, .success])
+        let (scheduler, registry, _) = scheduler([("f", script, { $0.failureThreshold = 2; $0.backoffCap = .seconds(3600) })])
+        try await scheduler.start()
+        #expect(try await scheduler.runNow("f") { _ in }.result == .failed)
+        #expect(await scheduler.health(of: "f").status == .degraded)
+        #expect(try await scheduler.runNow("f") { _ in }.result == .failed)
+        let unhealthy = await scheduler.health(of: "f")
+        #expect(unhealthy.status == .unhealthy && unhealthy.message.hasPrefix("2 failed runs in a row"))
+        let fix = await registry.fix("job.f")
+        #expect(fix.outcome == .succeeded && fix.message.contains("prepared") && fix.message.contains("started a run"))
+        #expect(script.prepared == 1)
+        #expect(await eventually { await scheduler.health(of: "f").status == .healthy })
+        await scheduler.stop()
+    }
+
+    @Test func pausedJobs_doNotRun_untilResumed() async throws {
+        let script = JobScript()
+        let (scheduler, _, _) = scheduler([("p", script, { $0.interval = .milliseconds(30) })])
+        try await scheduler.start()
+        try await scheduler.setPaused("p", paused: true)
+        let runsWhenPaused = script.runs
+        try? await Task.sleep(for: .milliseconds(200))
+        #expect(script.runs == runsWhenPaused)
+        #expect((await scheduler.jobs()).first?[member: "paused"]?.boolValue == true)
+        try await scheduler.setPaused("p", paused: false)
+        #expect(await eventually { script.runs > runsWhenPaused })
+        await #expect(throws: Error.self) { try await scheduler.setPaused("nope", paused: true) }
+        await scheduler.stop()
+    }
+
+    @Test func stop_cancelsRunningRuns_atASafePoint() async throws {
+        let script = JobScript(open: false)
+        let (scheduler, _, _) = scheduler([("s", script, { $0.runAtStart = true })])
+        try await scheduler.start()
+        #expect(await eventually { script.runs == 1 })
+        await scheduler.stop()
+        #expect((await scheduler.jobs()).first?[member: "lastRun"]?[member: "result"]?.stringValue == "cancelled")
+    }
+
+    @Test func lastResults_surviveARestart() async throws {
+        let state = TemporaryDirectory()
+        let (first, _, _) = scheduler([("k", JobScript([.failed]), { _ in })], state: state)
+        try await first.start()
+        _ = try await first.runNow("k") { _ in }
+        await first.stop()
+        let saved = try String(contentsOfFile: state.path + "/jobs.json", encoding: .utf8)
+        #expect(saved.contains(#""consecutiveFailures":1"#) && saved.contains(#""result":"failed""#))
+        let (second, _, _) = scheduler([("k", JobScript([.success]), { $0.failureThreshold = 1 })], state: state)
+        try await second.start()
+        #expect(await second.health(of: "k").status == .unhealthy)  // it knows about the failure before any run
+        await second.stop()
+    }
+
+    @Test func runNow_reportsProgress_andMetricsCountRuns() async throws {
+        let (scheduler, _, _) = scheduler([("m", JobScript(), { _ in })])
+        try await scheduler.start()
+        let seen = Locked<[SyncProgress]>([])
+        let record = try await scheduler.runNow("m") { progress in seen.withLock { $0.append(progress) } }
+        #expect(record.result == .success && record.copied == 1)
+        #expect(await eventually { !seen.withLock { $0 }.isEmpty })
+        let metrics = await scheduler.metrics()
+        #expect(metrics.contains(#"weavedi_sync_runs_total{job="m",result="success"} 1"#))
+        #expect(metrics.contains(#"weavedi_sync_bytes_copied_total{job="m"} 10"#))
+        await #expect(throws: Error.self) { try await scheduler.runNow("nope") { _ in } }
+        await scheduler.stop()
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async -> T) async -> [T] {
+        var result: [T] = []
+        for element in self { result.append(await transform(element)) }
+        return result
+    }
+}
