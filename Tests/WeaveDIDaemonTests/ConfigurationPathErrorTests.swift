@@ -87,7 +87,8 @@ import WeaveDIDaemon
     }
 
     @Test func unknownJobKind_listsTheKnownOnes() {
-        #expect(errorText(jobDocument(#""kind": "rsync""#)) == "sync.jobs[0].kind: unknown job kind 'rsync' (known: mirror)")
+        // Other suites may register more kinds in this process; mirror is always first.
+        #expect(errorText(jobDocument(#""kind": "rsync""#))?.hasPrefix("sync.jobs[0].kind: unknown job kind 'rsync' (known: mirror") == true)
         #expect(errorText(jobDocument(#""kind": 1"#)) == #"sync.jobs[0].kind: expected a job kind such as "mirror", got 1"#)
     }
 

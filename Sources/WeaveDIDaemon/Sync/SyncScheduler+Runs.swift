@@ -9,14 +9,15 @@ extension SyncScheduler {
         runCounter += 1
         let runID = "\(name)-\(runCounter)"
         let job = state.job
-        let task = Task { await self.execute(name, runID: runID, job: job) }
+        let listeners = state.listeners
+        let task = Task { await self.execute(name, runID: runID, job: job, listeners: listeners) }
         jobs[name]?.running = task
         jobs[name]?.runningSince = .now
         jobs[name]?.progress = SyncProgress()
         return task
     }
 
-    private func execute(_ name: String, runID: String, job: any SyncJob) async -> SyncRunRecord {
+    private func execute(_ name: String, runID: String, job: any SyncJob, listeners: ProgressListeners) async -> SyncRunRecord {
         await acquireSlot()
         let startWall = SystemClock.realtimeSeconds()
         let start = ContinuousClock.now
@@ -26,7 +27,8 @@ extension SyncScheduler {
         } else {
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
             let context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
-                Task { await self?.report(progress, for: name) }
+                listeners.send(progress)
+                Task { await self?.note(progress, for: name) }
             }
             log.info("sync", "\(name): run \(runID) started")
             outcome = await session.withCurrent { await job.run(context) }
@@ -41,10 +43,10 @@ extension SyncScheduler {
         return record
     }
 
-    private func report(_ progress: SyncProgress, for name: String) {
+    /// Keeps the latest progress for `ListJobs`.
+    private func note(_ progress: SyncProgress, for name: String) {
         guard jobs[name]?.running != nil else { return }
         jobs[name]?.progress = progress
-        for listener in jobs[name]?.listeners.values ?? [:].values { listener(progress) }
     }
 
     /// Books a finished run: counters, backoff, recent runs, persistence, metrics file.
@@ -106,9 +108,10 @@ extension SyncScheduler {
                 startedAt: now, endedAt: now, duration: 0)
         }
         let key = runCounter
-        jobs[name]?.listeners[key] = progress
+        let listeners = jobs[name]?.listeners
+        listeners?.add(key, progress)  // before the run can start: it needs this actor first
         let record = await task.value
-        jobs[name]?.listeners.removeValue(forKey: key)
+        listeners?.remove(key)
         return record
     }
 

@@ -24,6 +24,24 @@ public actor SyncScheduler: DaemonService {
     var stopping = false
     var persisted: [String: PersistedJobState] = [:]
 
+    /// Who wants a job's progress: called straight from the run, with no hop through the actor,
+    /// so no report is lost to a run that ends first.
+    final class ProgressListeners: Sendable {
+        private let listeners = Locked<[Int: @Sendable (SyncProgress) -> Void]>([:])
+
+        func add(_ key: Int, _ listener: @escaping @Sendable (SyncProgress) -> Void) {
+            listeners.withLock { $0[key] = listener }
+        }
+
+        func remove(_ key: Int) {
+            _ = listeners.withLock { $0.removeValue(forKey: key) }
+        }
+
+        func send(_ progress: SyncProgress) {
+            for listener in listeners.withLock({ Array($0.values) }) { listener(progress) }
+        }
+    }
+
     /// How many recent runs of each job are kept in memory.
     static let recentRunLimit = 20
 
@@ -34,7 +52,7 @@ public actor SyncScheduler: DaemonService {
         var running: Task<SyncRunRecord, Never>?
         var runningSince: ContinuousClock.Instant?
         var progress: SyncProgress?
-        var listeners: [Int: @Sendable (SyncProgress) -> Void] = [:]
+        let listeners = ProgressListeners()
         var consecutiveFailures = 0
         var backoffLevel = 0
         var lastSuccess: Double?
