@@ -19,44 +19,44 @@ import Testing
 
     @Test func singleton_isTheDefaultScope_andPerContainer() throws {
         let first = WeaveDI.Container(), second = WeaveDI.Container()
-        for container in [first, second] { container.register(PDFGenerator.self) { PDFGenerator() } }
-        let a = try first.require(PDFGenerator.self), b = try first.require(PDFGenerator.self)
+        for container in [first, second] { container.register(Generator.self) { Generator() } }
+        let a = try first.require(Generator.self), b = try first.require(Generator.self)
         #expect(a === b)
-        #expect(try second.require(PDFGenerator.self) !== a)
+        #expect(try second.require(Generator.self) !== a)
     }
 
     @Test func transient_givesANewInstanceOnEveryResolve() throws {
         let container = WeaveDI.Container()
-        container.register(PDFGenerator.self, scope: .transient) { PDFGenerator() }
-        let a = try container.require(PDFGenerator.self)
-        let b = try container.require(PDFGenerator.self)
+        container.register(Generator.self, scope: .transient) { Generator() }
+        let a = try container.require(Generator.self)
+        let b = try container.require(Generator.self)
         #expect(a !== b)
     }
 
     @Test func registeredInstance_isReturnedAsIs() throws {
         let container = WeaveDI.Container()
-        let mock = MockNetwork()
-        container.register((any NetworkService).self, instance: mock)
-        #expect(try container.require((any NetworkService).self) as AnyObject === mock)
+        let mock = MockNet()
+        container.register((any Net).self, instance: mock)
+        #expect(try container.require((any Net).self) as AnyObject === mock)
     }
 
     @Test func constructorInjection_factoryGetsAResolver() throws {
         let container = WeaveDI.Container()
-        container.register((any NetworkService).self) { LiveNetwork() }
-        container.register(Holder<any NetworkService>.self, scope: .transient) { r in
-            Holder(try r.require((any NetworkService).self))
+        container.register((any Net).self) { LiveNet() }
+        container.register(Holder<any Net>.self, scope: .transient) { r in
+            Holder(try r.require((any Net).self))
         }
-        let holder = try container.require(Holder<any NetworkService>.self)
+        let holder = try container.require(Holder<any Net>.self)
         #expect(holder.value.fetch() == "live")
-        #expect(holder.value as AnyObject === container.resolve((any NetworkService).self)! as AnyObject)
+        #expect(holder.value as AnyObject === container.resolve((any Net).self)! as AnyObject)
     }
 
     @Test func registeringAgain_replaces_andDropsTheCachedSingleton() throws {
         let container = WeaveDI.Container()
-        container.register((any NetworkService).self) { LiveNetwork() }
-        #expect(try container.require((any NetworkService).self).fetch() == "live")
-        container.register((any NetworkService).self) { MockNetwork() }
-        #expect(try container.require((any NetworkService).self).fetch() == "mock")
+        container.register((any Net).self) { LiveNet() }
+        #expect(try container.require((any Net).self).fetch() == "live")
+        container.register((any Net).self) { MockNet() }
+        #expect(try container.require((any Net).self).fetch() == "mock")
     }
 
     @Test func missingRegistration_throwsNotRegistered_withSimilarNames() {
@@ -64,7 +64,7 @@ import Testing
         final class UserService {}
         let container = WeaveDI.Container()
         container.register(UserServiceImpl.self) { UserServiceImpl() }
-        container.register(PDFGenerator.self) { PDFGenerator() }
+        container.register(Generator.self) { Generator() }
         #expect(container.resolve(UserService.self) == nil)
         do {
             _ = try container.require(UserService.self)
@@ -84,41 +84,41 @@ import Testing
     @Test func factoryError_isWrapped_withTheTypeName() {
         struct Boom: Error {}
         let container = WeaveDI.Container()
-        container.register(PDFGenerator.self) { () throws -> PDFGenerator in throw Boom() }
+        container.register(Generator.self) { () throws -> Generator in throw Boom() }
         #expect {
-            try container.require(PDFGenerator.self)
+            try container.require(Generator.self)
         } throws: { error in
             guard case let .factoryFailed(type, underlying) = error as? ResolutionError else { return false }
-            return type == "PDFGenerator" && underlying is Boom
+            return type == "Generator" && underlying is Boom
         }
     }
 
     @Test func factory_thatResolvesAndRegisters_doesNotDeadlock() throws {
         let container = WeaveDI.Container()
-        container.register(SessionStore.self) { SessionStore() }
-        container.register(PDFGenerator.self) { r in
-            _ = try r.require(SessionStore.self)
-            container.register(RequestContext.self) { RequestContext() }
-            _ = try container.require(RequestContext.self)
-            return PDFGenerator()
+        container.register(SessionCache.self) { SessionCache() }
+        container.register(Generator.self) { r in
+            _ = try r.require(SessionCache.self)
+            container.register(CallScope.self) { CallScope() }
+            _ = try container.require(CallScope.self)
+            return Generator()
         }
-        _ = try container.require(PDFGenerator.self)
-        #expect(container.isRegistered(RequestContext.self))
+        _ = try container.require(Generator.self)
+        #expect(container.isRegistered(CallScope.self))
     }
 
     @Test func registrationConcurrentWithResolution_isSafe() {
         let container = WeaveDI.Container()
-        container.register(PDFGenerator.self) { PDFGenerator() }
+        container.register(Generator.self) { Generator() }
         let failures = Atomic<Int>(0)
         onThreads(8) { i in
             for round in 0..<500 {
                 if i % 2 == 0 {
                     if round % 2 == 0 {
-                        container.register(PDFGenerator.self) { PDFGenerator() }
+                        container.register(Generator.self) { Generator() }
                     } else {
-                        container.register(PDFGenerator.self, scope: .transient) { PDFGenerator() }
+                        container.register(Generator.self, scope: .transient) { Generator() }
                     }
-                } else if container.resolve(PDFGenerator.self) == nil {
+                } else if container.resolve(Generator.self) == nil {
                     failures.add(1, ordering: .relaxed)
                 }
             }
@@ -128,11 +128,11 @@ import Testing
 
     @Test func unregister_removesTheRegistration() {
         let container = WeaveDI.Container()
-        container.register(PDFGenerator.self) { PDFGenerator() }
-        #expect(container.unregister(PDFGenerator.self))
-        #expect(!container.isRegistered(PDFGenerator.self))
-        #expect(container.resolve(PDFGenerator.self) == nil)
-        #expect(!container.unregister(PDFGenerator.self))
+        container.register(Generator.self) { Generator() }
+        #expect(container.unregister(Generator.self))
+        #expect(!container.isRegistered(Generator.self))
+        #expect(container.resolve(Generator.self) == nil)
+        #expect(!container.unregister(Generator.self))
     }
 
     @Test func releaseAll_disposesSingletonsInReverseOrder_andRebuildsOnNextResolve() async throws {
@@ -156,21 +156,21 @@ import Testing
     @Test func modules_labelTheirRegistrations() async {
         struct Network: WeaveDI.Module {
             func register(in container: WeaveDI.Container) async {
-                container.register((any NetworkService).self) { LiveNetwork() }
+                container.register((any Net).self) { LiveNet() }
             }
         }
         struct Documents: WeaveDI.Module {
             var name: String { "documents" }
             func register(in container: WeaveDI.Container) async {
-                container.register(PDFGenerator.self, scope: .transient) { PDFGenerator() }
+                container.register(Generator.self, scope: .transient) { Generator() }
             }
         }
         let container = WeaveDI.Container()
         await container.bootstrap(modules: [Network(), Documents()])
-        container.register(SessionStore.self) { SessionStore() }
+        container.register(SessionCache.self) { SessionCache() }
         let modules = Dictionary(uniqueKeysWithValues: container.registrations.map { ($0.type, $0.module) })
-        #expect(modules["NetworkService"] == "Network")
-        #expect(modules["PDFGenerator"] == "documents")
-        #expect(modules["SessionStore"] == "main")
+        #expect(modules["Net"] == "Network")
+        #expect(modules["Generator"] == "documents")
+        #expect(modules["SessionCache"] == "main")
     }
 }

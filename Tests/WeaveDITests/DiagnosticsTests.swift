@@ -73,12 +73,12 @@ final class Moody: HealthReporting, Disposable {
         let ledger = Ledger()
         let container = WeaveDI.Container()
         container.register(Tracked.self, scope: .session) { Tracked("probe", ledger) }
-        container.register(RequestContext.self, scope: .request) { RequestContext() }
+        container.register(CallScope.self, scope: .request) { CallScope() }
         container.register(NodeA.self) { NodeA() }
-        container.register(NodeB.self) { r in _ = try r.require(SessionStore.self); return NodeB() }
-        container.register(SessionStore.self, scope: .session) { SessionStore() }
+        container.register(NodeB.self) { r in _ = try r.require(SessionCache.self); return NodeB() }
+        container.register(SessionCache.self, scope: .session) { SessionCache() }
         let report = await container.validate()
-        #expect(report.built.sorted() == ["NodeA", "RequestContext", "SessionStore", "Tracked"])
+        #expect(report.built.sorted() == ["CallScope", "NodeA", "SessionCache", "Tracked"])
         #expect(report.failures.map(\.type) == ["NodeB"])
         #expect(report.failures[0].isScopeMismatch)
         #expect(ledger.disposals == ["probe"])  // the probe session was closed

@@ -33,13 +33,13 @@ final class TrackedPair: Disposable {
     func dispose() async { ledger.disposed("pair") }
 }
 
-protocol NetworkService: Sendable { func fetch() -> String }
-final class LiveNetwork: NetworkService { func fetch() -> String { "live" } }
-final class MockNetwork: NetworkService { func fetch() -> String { "mock" } }
+protocol Net: Sendable { func fetch() -> String }
+final class LiveNet: Net { func fetch() -> String { "live" } }
+final class MockNet: Net { func fetch() -> String { "mock" } }
 
-final class SessionStore: Sendable {}
-final class RequestContext: Sendable {}
-final class PDFGenerator: Sendable {}
+final class SessionCache: Sendable {}
+final class CallScope: Sendable {}
+final class Generator: Sendable {}
 
 final class CycleA: Sendable { let b: CycleB?; init(b: CycleB?) { self.b = b } }
 final class CycleB: Sendable { let a: CycleA?; init(a: CycleA?) { self.a = a } }

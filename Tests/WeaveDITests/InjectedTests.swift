@@ -43,15 +43,15 @@ extension InjectedValues {
 }
 
 // The wrappers are immutable and thread-safe; Swift still declares their storage `var`.
-final class ViewModel: @unchecked Sendable {
+final class GreeterModel: @unchecked Sendable {
     @Injected(\.greeter) var greeter
     @Injected(\.name) var name
-    @Injected var network: (any NetworkService)?
+    @Injected var network: (any Net)?
 }
 
 final class Worker: Sendable {}
 // As above: the wrapper's storage is never reassigned.
-final class DocumentService: @unchecked Sendable {
+final class WorkerService: @unchecked Sendable {
     @Factory var worker: Worker
 
     func fanOut(_ count: Int) async -> [Worker] {
@@ -68,8 +68,8 @@ final class DocumentService: @unchecked Sendable {
 
 @available(*, deprecated, message: "exercises the deprecated wrappers")
 final class LegacyViewModel {
-    @Inject var network: (any NetworkService)?
-    @SafeInject var store: SessionStore?
+    @Inject var network: (any Net)?
+    @SafeInject var store: SessionCache?
 }
 
 /// Everything here reads `WeaveDI.Container.live`, so the suite runs serially.
@@ -84,7 +84,7 @@ final class LegacyViewModel {
     }
 
     @Test func key_usesTheDefaultForTheContext_thenARegistration_thenAnOverride() async {
-        let model = ViewModel()
+        let model = GreeterModel()
         #expect(model.greeter.greet() == "test")
         #expect(InjectedValues.current.greeter.greet() == "test")
         WeaveDI.Container.live.register((any Greeter).self) { RegisteredGreeter() }
@@ -109,7 +109,7 @@ final class LegacyViewModel {
     }
 
     @Test func overrides_reachChildTasks_nest_andRestore() async {
-        let model = ViewModel()
+        let model = GreeterModel()
         await withInjectedValues { $0.name = "outer" } operation: {
             #expect(model.name == "outer")
             #expect(await Task { model.name }.value == "outer")
@@ -140,28 +140,28 @@ final class LegacyViewModel {
     }
 
     @Test func typeBasedInjected_isNilUntilRegistered() {
-        let model = ViewModel()
+        let model = GreeterModel()
         #expect(model.network == nil)
-        WeaveDI.Container.live.register((any NetworkService).self) { LiveNetwork() }
+        WeaveDI.Container.live.register((any Net).self) { LiveNet() }
         #expect(model.network?.fetch() == "live")
     }
 
     @Test func injected_seesTheActiveSession() async throws {
-        struct Reader { @Injected var store: SessionStore? }
-        WeaveDI.Container.live.register(SessionStore.self, scope: .session) { SessionStore() }
+        struct Reader { @Injected var store: SessionCache? }
+        WeaveDI.Container.live.register(SessionCache.self, scope: .session) { SessionCache() }
         let session = WeaveDI.Container.live.openSession(id: "s")
-        let store = try session.require(SessionStore.self)
+        let store = try session.require(SessionCache.self)
         #expect(Reader().store == nil)
         try await session.withCurrent { () async throws in
             #expect(await Task { Reader().store }.value === store)
-            #expect(try WeaveDI.Container.live.require(SessionStore.self) === store)
+            #expect(try WeaveDI.Container.live.require(SessionCache.self) === store)
         }
         await session.close()
     }
 
     @Test func factory_givesANewInstanceOnEveryRead_evenForSingletons_andInTaskGroups() async {
         WeaveDI.Container.live.register(Worker.self) { Worker() }  // registered as a singleton
-        let service = DocumentService()
+        let service = WorkerService()
         let workers = await service.fanOut(20)  // kept alive, so identities cannot be reused
         #expect(Set(workers.map(ObjectIdentifier.init)).count == 20)
         #expect(service.worker !== service.worker)
@@ -185,8 +185,8 @@ final class LegacyViewModel {
         let legacy = LegacyViewModel()
         #expect(legacy.network == nil)
         #expect(throws: ResolutionError.self) { try legacy.$store.getValue() }
-        WeaveDI.Container.live.register((any NetworkService).self) { LiveNetwork() }
-        WeaveDI.Container.live.register(SessionStore.self) { SessionStore() }
+        WeaveDI.Container.live.register((any Net).self) { LiveNet() }
+        WeaveDI.Container.live.register(SessionCache.self) { SessionCache() }
         #expect(legacy.network?.fetch() == "live")
         #expect(legacy.store === (try? legacy.$store.getValue()))
     }

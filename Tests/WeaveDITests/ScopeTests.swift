@@ -4,8 +4,8 @@ import Testing
 @Suite struct ScopeTests {
     func container(_ ledger: Ledger) -> WeaveDI.Container {
         let container = WeaveDI.Container()
-        container.register(SessionStore.self, scope: .session) { SessionStore() }
-        container.register(RequestContext.self, scope: .request) { RequestContext() }
+        container.register(SessionCache.self, scope: .session) { SessionCache() }
+        container.register(CallScope.self, scope: .request) { CallScope() }
         container.register(Tracked.self, scope: .session) { Tracked("tracked", ledger) }
         container.register(TrackedPair.self, scope: .session) { r in
             TrackedPair(first: try r.require(Tracked.self), ledger)
@@ -16,9 +16,9 @@ import Testing
     @Test func session_oneInstancePerSession_differentAcrossSessions() throws {
         let container = container(Ledger())
         let one = container.openSession(id: "one"), two = container.openSession(id: "two")
-        let a = try one.require(SessionStore.self)
-        #expect(try one.require(SessionStore.self) === a)
-        #expect(try two.require(SessionStore.self) !== a)
+        let a = try one.require(SessionCache.self)
+        #expect(try one.require(SessionCache.self) === a)
+        #expect(try two.require(SessionCache.self) !== a)
         #expect(one.instanceCount == 1)
     }
 
@@ -26,41 +26,41 @@ import Testing
         let container = container(Ledger())
         let session = container.openSession(id: "s")
         let first = session.openRequest(id: "r1"), second = session.openRequest(id: "r2")
-        let ctx = try first.require(RequestContext.self)
-        #expect(try first.require(RequestContext.self) === ctx)
-        #expect(try second.require(RequestContext.self) !== ctx)
-        #expect(try first.require(SessionStore.self) === session.require(SessionStore.self))
+        let ctx = try first.require(CallScope.self)
+        #expect(try first.require(CallScope.self) === ctx)
+        #expect(try second.require(CallScope.self) !== ctx)
+        #expect(try first.require(SessionCache.self) === session.require(SessionCache.self))
     }
 
     @Test func scopedService_withNoActiveScope_throwsNoActiveScope() {
         let container = container(Ledger())
-        #expect(container.resolve(SessionStore.self) == nil)
+        #expect(container.resolve(SessionCache.self) == nil)
         #expect {
-            try container.require(SessionStore.self)
+            try container.require(SessionCache.self)
         } throws: { error in
             guard case let .noActiveScope(type, scope) = error as? ResolutionError else { return false }
-            return type == "SessionStore" && scope == .session
+            return type == "SessionCache" && scope == .session
         }
         let session = container.openSession(id: "s")
         #expect {
-            try session.require(RequestContext.self)
+            try session.require(CallScope.self)
         } throws: { error in
             guard case let .noActiveScope(type, scope) = error as? ResolutionError else { return false }
-            return type == "RequestContext" && scope == .request
+            return type == "CallScope" && scope == .request
         }
     }
 
     @Test func withCurrent_makesTheSessionVisibleToTheContainer() async throws {
         let container = container(Ledger())
         let session = container.openSession(id: "s")
-        let store = try session.require(SessionStore.self)
+        let store = try session.require(SessionCache.self)
         let seen = try await session.withCurrent {
-            try await Task { try container.require(SessionStore.self) }.value
+            try await Task { try container.require(SessionCache.self) }.value
         }
         #expect(seen === store)
         let request = session.openRequest(id: "r")
-        let ctx = try request.withCurrent { try container.require(RequestContext.self) }
-        #expect(ctx === (try request.require(RequestContext.self)))
+        let ctx = try request.withCurrent { try container.require(CallScope.self) }
+        #expect(ctx === (try request.require(CallScope.self)))
     }
 
     @Test func close_disposesEachInstanceOnce_inReverseCreationOrder() async throws {
@@ -81,17 +81,17 @@ import Testing
         let request = session.openRequest(id: "r")
         await request.close()
         #expect {
-            try request.require(RequestContext.self)
+            try request.require(CallScope.self)
         } throws: { error in
             guard case let .scopeClosed(_, scope, id) = error as? ResolutionError else { return false }
             return scope == .request && id == "r"
         }
         await session.close()
         #expect {
-            try session.require(SessionStore.self)
+            try session.require(SessionCache.self)
         } throws: { error in
             guard case let .scopeClosed(type, scope, id) = error as? ResolutionError else { return false }
-            return type == "SessionStore" && scope == .session && id == "gone"
+            return type == "SessionCache" && scope == .session && id == "gone"
         }
         #expect(session.openRequest(id: "late").isClosed)
     }
@@ -110,55 +110,55 @@ import Testing
 
     @Test func scopedFactory_getsItsScopeAsResolver() throws {
         let container = WeaveDI.Container()
-        container.register(SessionStore.self, scope: .session) { SessionStore() }
-        container.register(Holder<SessionStore>.self, scope: .transient) { r in Holder(try r.require(SessionStore.self)) }
+        container.register(SessionCache.self, scope: .session) { SessionCache() }
+        container.register(Holder<SessionCache>.self, scope: .transient) { r in Holder(try r.require(SessionCache.self)) }
         let session = container.openSession(id: "s")
-        #expect(try session.require(Holder<SessionStore>.self).value === session.require(SessionStore.self))
+        #expect(try session.require(Holder<SessionCache>.self).value === session.require(SessionCache.self))
     }
 
     @Test func singletonNeedingSessionService_isAScopeMismatch_directlyAndThroughATransient() {
         let container = WeaveDI.Container()
-        container.register(SessionStore.self, scope: .session) { SessionStore() }
-        container.register(Holder<SessionStore>.self) { r in Holder(try r.require(SessionStore.self)) }
-        container.register(PDFGenerator.self, scope: .transient) { r in
-            _ = try r.require(SessionStore.self)
-            return PDFGenerator()
+        container.register(SessionCache.self, scope: .session) { SessionCache() }
+        container.register(Holder<SessionCache>.self) { r in Holder(try r.require(SessionCache.self)) }
+        container.register(Generator.self, scope: .transient) { r in
+            _ = try r.require(SessionCache.self)
+            return Generator()
         }
-        container.register(Holder<PDFGenerator>.self) { r in Holder(try r.require(PDFGenerator.self)) }
+        container.register(Holder<Generator>.self) { r in Holder(try r.require(Generator.self)) }
         let session = container.openSession(id: "s")
         for attempt in [
-            { _ = try session.require(Holder<SessionStore>.self) },
-            { _ = try session.require(Holder<PDFGenerator>.self) },
+            { _ = try session.require(Holder<SessionCache>.self) },
+            { _ = try session.require(Holder<Generator>.self) },
         ] as [() throws -> Void] {
             #expect {
                 try attempt()
             } throws: { error in
                 guard case let .scopeMismatch(outer, outerScope, inner, innerScope) = error as? ResolutionError
                 else { return false }
-                return outer.hasPrefix("Holder<") && outerScope == .singleton && inner == "SessionStore"
+                return outer.hasPrefix("Holder<") && outerScope == .singleton && inner == "SessionCache"
                     && innerScope == .session
             }
         }
         // The transient on its own, in a session, is fine.
-        #expect(session.resolve(PDFGenerator.self) != nil)
+        #expect(session.resolve(Generator.self) != nil)
     }
 
     @Test func sessionNeedingRequestService_isAScopeMismatch() {
         let container = WeaveDI.Container()
-        container.register(RequestContext.self, scope: .request) { RequestContext() }
-        container.register(SessionStore.self, scope: .session) { r in
-            _ = try r.require(RequestContext.self)
-            return SessionStore()
+        container.register(CallScope.self, scope: .request) { CallScope() }
+        container.register(SessionCache.self, scope: .session) { r in
+            _ = try r.require(CallScope.self)
+            return SessionCache()
         }
         let request = container.openSession(id: "s").openRequest(id: "r")
         #expect {
-            try request.require(SessionStore.self)
+            try request.require(SessionCache.self)
         } throws: { error in
             guard case let .scopeMismatch(outer, outerScope, inner, innerScope) = error as? ResolutionError
             else { return false }
-            return outer == "SessionStore" && outerScope == .session && inner == "RequestContext"
+            return outer == "SessionCache" && outerScope == .session && inner == "CallScope"
                 && innerScope == .request
-                && (error as! ResolutionError).description.contains("SessionStore (session) needs RequestContext (request)")
+                && (error as! ResolutionError).description.contains("SessionCache (session) needs CallScope (request)")
         }
     }
 

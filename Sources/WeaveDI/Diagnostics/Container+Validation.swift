@@ -34,6 +34,7 @@ extension WeaveDI.Container {
     /// built), session- and request-scoped ones inside a probe session and request that are
     /// then closed (disposing what they built), transients once. Building records the dependency
     /// graph; the report adds its cycles and the component issues.
+    @discardableResult
     public func validate() async -> WeaveDI.ValidationReport {
         let entries = state.withLock { state in state.order.compactMap { state.entries[$0] } }
         let session = openSession(id: "weavedi-validation", attributes: ["purpose": "validation"])

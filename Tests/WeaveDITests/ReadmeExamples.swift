@@ -1,0 +1,182 @@
+import Foundation
+import Testing
+@testable import WeaveDI
+
+// The README's library examples, as code that compiles and runs. ReadmeExamplesTests checks
+// that every line of every Swift example in README.md appears here, in order, so the two
+// cannot drift apart.
+
+// Keys and values
+protocol UserService: Sendable { func name() -> String }
+struct LiveUserService: UserService { func name() -> String { "live" } }
+struct MockUserService: UserService { func name() -> String { "mock" } }
+
+struct UserServiceKey: InjectedKey {
+    static var liveValue: any UserService { LiveUserService() }
+    static var testValue: any UserService { MockUserService() }   // optional, defaults to liveValue
+    // static var previewValue                                   // optional, defaults to liveValue
+}
+
+extension InjectedValues {
+    var userService: any UserService {
+        get { self[UserServiceKey.self] }
+        set { self[UserServiceKey.self] = newValue }
+    }
+}
+
+final class ViewModel {
+    @Injected(\.userService) var userService      // read at every access
+}
+
+// The container
+protocol NetworkService: Sendable {}
+final class LiveNetwork: NetworkService {}
+final class SessionStore: Sendable {}
+final class RequestContext: Sendable {}
+final class PDFGenerator: Sendable {}
+struct LiveUser: UserService {
+    let network: any NetworkService
+    func name() -> String { "live" }
+}
+
+// @Factory
+final class DocumentService: @unchecked Sendable {
+    @Factory var pdfGenerator: PDFGenerator
+
+    func generate(_ count: Int) async -> [PDFGenerator] {
+        await withTaskGroup(of: PDFGenerator.self) { group in
+            for _ in 0..<count { group.addTask { self.pdfGenerator } }   // a fresh one per task
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+}
+
+// Modules
+struct NetworkModule: WeaveDI.Module {
+    func register(in container: WeaveDI.Container) async {
+        container.register((any NetworkService).self) { LiveNetwork() }
+    }
+}
+
+// What the health example calls.
+func diskHasRoom() async -> Bool { true }
+func pruneOldFiles() throws {}
+
+extension InjectedTests {
+    @Test func readme_keysAndValues() {
+        print(ViewModel().userService.name())             // "live" in a program, "mock" under swift test
+        print(InjectedValues.current.userService.name())
+        #expect(ViewModel().userService.name() == "mock")
+    }
+
+    @Test func readme_overrides() async {
+        let sync = withInjectedValues { $0.userService = MockUserService() } operation: {
+            ViewModel().userService.name()                // "mock"
+        }
+        let async = await withInjectedValues { $0.userService = MockUserService() } operation: {
+            await Task { ViewModel().userService.name() }.value   // "mock": child tasks see it too
+        }
+        #expect(sync == "mock" && async == "mock")
+    }
+
+    @Test func readme_container() async throws {
+        await WeaveDI.Container.bootstrap { container in
+            container.register((any NetworkService).self) { LiveNetwork() }            // default scope: .singleton
+            container.register(SessionStore.self, scope: .session) { SessionStore() }
+            container.register(RequestContext.self, scope: .request) { RequestContext() }
+            container.register(PDFGenerator.self, scope: .transient) { PDFGenerator() }
+            container.register((any UserService).self) { r in                       // constructor injection
+                LiveUser(network: try r.require((any NetworkService).self))
+            }
+        }
+
+        let a = WeaveDI.Container.live.resolve((any NetworkService).self)      // nil if it cannot be resolved
+        let b = try WeaveDI.Container.live.require((any NetworkService).self)  // throws ResolutionError
+        #expect(a as AnyObject === b as AnyObject)
+        #expect(ViewModel().userService is LiveUser)  // a registration of the value's type wins over the default
+        await WeaveDI.Container.releaseAll()
+        WeaveDI.Container.live = WeaveDI.Container()                           // swap the process-wide container
+    }
+
+    @Test func readme_sessionsAndRequests() async throws {
+        WeaveDI.Container.live.register(SessionStore.self, scope: .session) { SessionStore() }
+        WeaveDI.Container.live.register(RequestContext.self, scope: .request) { RequestContext() }
+        let container = WeaveDI.Container.live
+        let session = container.openSession(id: "client-7")
+        let store = try session.require(SessionStore.self)         // one per session
+        let request = session.openRequest(id: "call-1")
+        let ctx = try request.require(RequestContext.self)         // one per request
+        try await session.withCurrent {
+            // container.resolve, @Injected and @Factory see this session here and in child tasks
+            _ = try await Task { try container.require(SessionStore.self) }.value
+        }
+        #expect(try request.require(SessionStore.self) === store && (try request.require(RequestContext.self)) === ctx)
+        await request.close()
+        await session.close()
+    }
+
+    @Test func readme_factory() async {
+        WeaveDI.Container.live.register(PDFGenerator.self) { PDFGenerator() }
+        let generators = await DocumentService().generate(8)
+        #expect(Set(generators.map(ObjectIdentifier.init)).count == 8)
+    }
+
+    @Test func readme_modules() async {
+        await WeaveDI.Container.bootstrap(modules: [NetworkModule()])
+        #expect(WeaveDI.Container.live.registrations.map(\.module) == ["NetworkModule"])
+    }
+
+    @Test func readme_health() async {
+        let registry = UnifiedRegistry.shared
+        registry.register(HealthCheck(
+            name: "disk", tags: [HealthCheck.readiness], timeout: .seconds(2),
+            failureThreshold: 3, successThreshold: 2,
+            run: { await diskHasRoom() ? .healthy() : .unhealthy("less than 1 GiB free", data: ["free": "812 MiB"]) },
+            fix: { try pruneOldFiles(); return "pruned old files" }))
+        let report = await registry.runChecks()          // or report() for the last known state
+        registry.start(interval: .seconds(30))           // the loop; it sleeps between rounds
+        registry.stop()
+        registry.unregister("disk")
+        #expect(report.checks.contains { $0.name == "disk" && $0.status == .healthy })
+    }
+
+    @Test func readme_diagnostics() async {
+        let container = WeaveDI.Container()
+        container.register(SessionStore.self) { SessionStore() }
+        _ = container.diagnoseComponents().json.serialized
+        // {"issues":[{"type":"Clock","providers":["core","testing"],"detail":"provided by 2 modules (core, testing); the registration by testing wins","kind":"duplicateProvider"}, ...]}
+        await container.validate()                      // builds everything once, recording the graph
+        let cycles = container.checkCycles().json.serialized
+        // {"componentCount":3,"edgeCount":3,"cycles":[["Mailer","Queue","Store"]]}
+        #expect(cycles == #"{"componentCount":1,"edgeCount":0,"cycles":[]}"#)
+    }
+}
+
+@Suite struct ReadmeExamplesTests {
+    @Test func everySwiftExampleInTheReadme_isCompiledAndRunHere() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let examples = try String(contentsOfFile: #filePath, encoding: .utf8).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        var blocks: [[String]] = []
+        var current: [String]?
+        for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```swift") { current = [] } else if line.hasPrefix("```"), let block = current {
+                blocks.append(block)
+                current = nil
+            } else if current != nil {
+                current!.append(String(line))
+            }
+        }
+        #expect(blocks.count >= 8)
+        for block in blocks where !(block.first?.hasPrefix(".package") ?? false) {
+            var position = 0
+            for line in block.map({ $0.trimmingCharacters(in: .whitespaces) }) where !line.isEmpty && line != "import WeaveDI" {
+                guard let found = examples[position...].firstIndex(where: { $0.contains(line) }) else {
+                    Issue.record("README line not found (in order) in ReadmeExamples.swift: \(line)")
+                    break
+                }
+                position = found + 1
+            }
+        }
+    }
+}
