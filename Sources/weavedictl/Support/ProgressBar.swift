@@ -17,7 +17,7 @@ struct ProgressBar {
 
     /// One line for a log: `progress: 3/10 files, 1.5 MiB / 5.0 MiB (30%)`.
     func line(_ progress: JSONValue) -> String {
-        "progress: " + Self.figures(progress).replacingOccurrences("  ", ", ") + " (" + Self.percent(Self.fraction(progress)) + ")"
+        "progress: " + Self.figures(progress).replacingOccurrences("  ", ", ") + " (" + Self.percent(Self.fraction(progress)).drop { $0 == " " } + ")"
     }
 
     /// What to write for one update: `\r`, the bar and clear-to-end-of-line on a terminal,
