@@ -1,3 +1,7 @@
-import WeaveDIDaemon
+import Glibc
+import WeaveDIPosix
 
-print("weavedictl \(DaemonVersion.current)")
+let status = await WeaveDICtl.main(
+    arguments: Array(CommandLine.arguments.dropFirst()), environment: CurrentProcess.environment(),
+    workingDirectory: CurrentProcess.workingDirectory() ?? ".", isTerminal: isatty(STDOUT_FILENO) == 1)
+exit(status)

@@ -1,0 +1,49 @@
+import WeaveDI
+
+/// `weavedictl fix [NAME]`: runs the fix of one check, or of every failing check with a fix.
+struct FixCommand: CtlCommand {
+    static let configuration = CommandConfiguration(
+        name: "fix",
+        abstract: "Run the fix of one check, or of every failing check that has one.",
+        arguments: "[NAME]",
+        discussion: """
+            Arguments:
+              NAME   the health check whose fix to run (see `weavedictl health`); without it,
+                     the fixes of all failing checks run
+
+            Prints one row per attempt. The fix policy still applies: an attempt can be refused
+            (circuit breaker open, too many attempts). Needs administrator rights: uid 0, the
+            daemon's user, or a user or group in control.adminUsers / control.adminGroups.
+
+            Exit status: 0 when every attempt succeeded (or nothing needed fixing), 1 when one did
+            not or the check does not exist, 77 without the rights.
+            """,
+        method: "Fix")
+
+    /// The check to fix, or nil for all failing ones.
+    var check: String?
+
+    init(parsing reader: inout ArgumentReader) throws(UsageError) {
+        while let token = reader.next() {
+            switch token {
+            case let .option(name, value): try reader.shared(name, inline: value)
+            case let .argument(argument):
+                guard check == nil else { throw reader.unexpected(argument) }
+                check = argument
+            }
+        }
+    }
+
+    func run(in context: CtlContext) async throws(CtlError) -> Int32 {
+        let reply = try context.call("Fix", check.map { [("check", .string($0))] } ?? [])
+        let fixes = reply.array("fixes")
+        if context.options.json {
+            context.printJSON(reply.object)
+        } else if fixes.isEmpty {
+            context.terminal.line("Nothing to fix: no failing check has a fix.")
+        } else {
+            context.terminal.write(FixesCommand.render(fixes, on: context.terminal))
+        }
+        return FixesCommand.allSucceeded(fixes) ? ExitStatus.ok : ExitStatus.failure
+    }
+}

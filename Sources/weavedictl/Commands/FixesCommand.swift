@@ -1,0 +1,67 @@
+import WeaveDI
+
+/// `weavedictl fixes [--limit N]`: the fix attempts the daemon recorded.
+struct FixesCommand: CtlCommand {
+    static let configuration = CommandConfiguration(
+        name: "fixes",
+        abstract: "List the recorded fix attempts, newest last.",
+        arguments: "[--limit N]",
+        discussion: """
+            Options:
+              --limit N   only the last N attempts (1 or more; the daemon keeps a bounded history)
+
+            Automatic fixes (run by the health loop) and manual ones (weavedictl fix) are listed
+            with their outcome: succeeded, failed, timedOut or refused (held back by the fix policy
+            or an open circuit breaker).
+            """,
+        method: "ListFixes")
+
+    /// `--limit N`.
+    var limit: Int?
+
+    init(parsing reader: inout ArgumentReader) throws(UsageError) {
+        while let token = reader.next() {
+            switch token {
+            case let .option("--limit", value):
+                let text = try reader.value(of: "--limit", inline: value)
+                guard let number = Int(text), number > 0 else { throw reader.error("--limit needs a positive integer, got '\(text)'") }
+                limit = number
+            case let .option(name, value): try reader.shared(name, inline: value)
+            case let .argument(argument): throw reader.unexpected(argument)
+            }
+        }
+    }
+
+    func run(in context: CtlContext) async throws(CtlError) -> Int32 {
+        let reply = try context.call("ListFixes", limit.map { [("limit", .int($0))] } ?? [])
+        if context.options.json {
+            context.printJSON(reply.object)
+        } else {
+            let fixes = reply.array("fixes")
+            context.terminal.write(fixes.isEmpty ? "No fix attempts recorded.\n" : Self.render(fixes, on: context.terminal))
+        }
+        return ExitStatus.ok
+    }
+
+    /// Whether every record succeeded.
+    static func allSucceeded(_ fixes: [JSONValue]) -> Bool {
+        fixes.allSatisfy { $0.string("outcome") == "succeeded" }
+    }
+
+    /// One row per `io.weavedi.Daemon.Fix` record: when, which check, how triggered, the
+    /// outcome, how long, and what happened (with the error, if there was one).
+    static func render(_ fixes: [JSONValue], on terminal: Terminal, now: Double = Format.now()) -> String {
+        var table = Table(["WHEN", "CHECK", "TRIGGER", "OUTCOME", "DURATION", "MESSAGE"], rightAligned: [4])
+        for fix in fixes {
+            let outcome = fix.text("outcome")
+            var message = fix.string("message") ?? ""
+            if let error = fix.string("error") { message += message.isEmpty ? error : ": " + error }
+            table.append([
+                Table.Cell(Format.ago(fix.number("time"), now: now)), Table.Cell(fix.text("check")),
+                Table.Cell(fix.text("trigger")), Table.Cell(outcome, Terminal.Style.status(outcome)),
+                Table.Cell(Format.duration(fix.number("duration") ?? 0)), Table.Cell(message),
+            ])
+        }
+        return table.render(on: terminal)
+    }
+}

@@ -1,0 +1,69 @@
+import WeaveDI
+
+/// Prints an `io.weavedi.Daemon.Health` object for `health` and `check`, and decides their
+/// exit status: 1 when the overall status is anything but healthy.
+struct HealthTable {
+    /// The `health` reply parameter.
+    let health: JSONValue
+
+    /// Parses `--tag TAG` (repeatable) for `health` and `check`.
+    static func parseTags(_ reader: inout ArgumentReader) throws(UsageError) -> [String] {
+        var tags: [String] = []
+        while let token = reader.next() {
+            switch token {
+            case let .option("--tag", value): tags.append(try reader.value(of: "--tag", inline: value))
+            case let .option(name, value): try reader.shared(name, inline: value)
+            case let .argument(argument): throw reader.unexpected(argument)
+            }
+        }
+        return tags
+    }
+
+    /// The call's parameters for `tags`.
+    static func parameters(tags: [String]) -> [(String, JSONValue)] {
+        tags.isEmpty ? [] : [("tags", .array(tags.map(JSONValue.string)))]
+    }
+
+    /// Calls `method` (GetHealth or RunChecks), prints the result, returns the exit status.
+    static func run(_ method: String, tags: [String], in context: CtlContext) throws(CtlError) -> Int32 {
+        let reply = try context.call(method, parameters(tags: tags))
+        let health = HealthTable(health: reply.parameter("health") ?? .object([]))
+        if context.options.json {
+            context.printJSON(reply.object)
+        } else {
+            context.terminal.write(health.render(on: context.terminal))
+        }
+        return health.isHealthy ? ExitStatus.ok : ExitStatus.failure
+    }
+
+    /// Whether the overall status is healthy.
+    var isHealthy: Bool { health.string("status") == "healthy" }
+
+    /// A summary line, then one row per check.
+    func render(on terminal: Terminal) -> String {
+        let status = health.text("status")
+        let checks = health.array("checks")
+        let text = "Health: " + terminal.styled(status, Terminal.Style.status(status))
+            + " (score \(health.intText("score")), \(checks.count) check\(checks.count == 1 ? "" : "s"), "
+            + "taken \(Format.ago(health.number("takenAt"))))\n"
+        guard !checks.isEmpty else { return text + "No checks match.\n" }
+        var table = Table(["CHECK", "STATUS", "LAST RUN", "FAILURES", "FIX", "MESSAGE"], rightAligned: [3])
+        for check in checks {
+            let checkStatus = check.string("status") ?? "pending"
+            table.append([
+                Table.Cell(check.text("name")), Table.Cell(checkStatus, Terminal.Style.status(checkStatus)),
+                Table.Cell(Format.ago(check.number("lastRun"))), Table.Cell(check.intText("consecutiveFailures")),
+                Table.Cell(Self.fixColumn(check)), Table.Cell(check.string("message") ?? ""),
+            ])
+        }
+        return text + "\n" + table.render(on: terminal)
+    }
+
+    /// `-`, `yes`, `held back` or `breaker open`.
+    private static func fixColumn(_ check: JSONValue) -> String {
+        guard check.flag("fixable") else { return "-" }
+        if check.string("breaker") == "open" { return "breaker open" }
+        if check.string("fixHeldBack") != nil { return "held back" }
+        return "yes"
+    }
+}

@@ -1,0 +1,30 @@
+/// `weavedictl metrics`: the daemon's metrics in the Prometheus text exposition format.
+struct MetricsCommand: CtlCommand {
+    static let configuration = CommandConfiguration(
+        name: "metrics",
+        abstract: "Print the daemon's metrics (Prometheus text format).",
+        discussion: """
+            Prints the text exactly as the daemon renders it (HELP and TYPE comments, one
+            sample per line, such as `weavedi_up 1`), ready for a textfile collector or a quick
+            look with grep. With --json: {"text":"…"}.
+
+            Example:
+              weavedictl metrics | grep '^weavedi_control'
+            """,
+        method: "GetMetrics")
+
+    init(parsing reader: inout ArgumentReader) throws(UsageError) {
+        try Self.parseNothing(&reader)
+    }
+
+    func run(in context: CtlContext) async throws(CtlError) -> Int32 {
+        let reply = try context.call("GetMetrics")
+        if context.options.json {
+            context.printJSON(reply.object)
+        } else {
+            let text = reply.parameter("text")?.stringValue ?? ""
+            context.terminal.write(text.isEmpty || text.hasSuffix("\n") ? text : text + "\n")
+        }
+        return ExitStatus.ok
+    }
+}

@@ -1,0 +1,51 @@
+/// `weavedictl pause-job NAME`: stops scheduling a job; a run in progress finishes.
+struct PauseJobCommand: CtlCommand {
+    static let configuration = CommandConfiguration(
+        name: "pause-job",
+        abstract: "Stop scheduling a sync job (a run in progress finishes).",
+        arguments: "NAME",
+        discussion: """
+            Arguments:
+              NAME   the job (see `weavedictl jobs`)
+
+            The job stays paused until `weavedictl resume-job NAME` (a restart of the daemon
+            schedules it again). Needs administrator rights (see `weavedictl fix --help`).
+
+            Exit status: 0 when paused, 1 when the job does not exist, 77 without the rights.
+            """,
+        method: "PauseJob")
+
+    /// The job.
+    var name: String
+
+    init(parsing reader: inout ArgumentReader) throws(UsageError) {
+        name = try Self.parseJobName(&reader)
+    }
+
+    func run(in context: CtlContext) async throws(CtlError) -> Int32 {
+        let reply = try context.call("PauseJob", [("name", .string(name))])
+        if context.options.json {
+            context.printJSON(reply.object)
+        } else {
+            context.terminal.line("job \(name): paused")
+        }
+        return ExitStatus.ok
+    }
+}
+
+extension CtlCommand {
+    /// Parses the single `NAME` argument of `pause-job` and `resume-job`.
+    static func parseJobName(_ reader: inout ArgumentReader) throws(UsageError) -> String {
+        var name: String?
+        while let token = reader.next() {
+            switch token {
+            case let .option(option, value): try reader.shared(option, inline: value)
+            case let .argument(argument):
+                guard name == nil else { throw reader.unexpected(argument) }
+                name = argument
+            }
+        }
+        guard let name else { throw reader.error("missing argument NAME (the job)") }
+        return name
+    }
+}

@@ -1,0 +1,34 @@
+/// `weavedictl resume-job NAME`: schedules a paused job again.
+struct ResumeJobCommand: CtlCommand {
+    static let configuration = CommandConfiguration(
+        name: "resume-job",
+        abstract: "Schedule a paused sync job again.",
+        arguments: "NAME",
+        discussion: """
+            Arguments:
+              NAME   the job (see `weavedictl jobs`)
+
+            The job runs again at its interval; `weavedictl run-job NAME` runs it at once.
+            Needs administrator rights (see `weavedictl fix --help`).
+
+            Exit status: 0 when resumed, 1 when the job does not exist, 77 without the rights.
+            """,
+        method: "ResumeJob")
+
+    /// The job.
+    var name: String
+
+    init(parsing reader: inout ArgumentReader) throws(UsageError) {
+        name = try Self.parseJobName(&reader)
+    }
+
+    func run(in context: CtlContext) async throws(CtlError) -> Int32 {
+        let reply = try context.call("ResumeJob", [("name", .string(name))])
+        if context.options.json {
+            context.printJSON(reply.object)
+        } else {
+            context.terminal.line("job \(name): resumed")
+        }
+        return ExitStatus.ok
+    }
+}

@@ -1,0 +1,83 @@
+import WeaveDI
+import WeaveDIControl
+
+/// `weavedictl run-job NAME [--wait]`: starts a run of a sync job and reports how it ended.
+struct RunJobCommand: CtlCommand {
+    static let configuration = CommandConfiguration(
+        name: "run-job",
+        abstract: "Run a sync job now and report how the run ended.",
+        arguments: "NAME [--wait]",
+        discussion: """
+            Arguments:
+              NAME     the job (see `weavedictl jobs`)
+            Options:
+              --wait   follow the run with progress updates until it ends: a bar redrawn in
+                       place on a terminal, one line per update otherwise (with --json, one JSON
+                       object per update). Without --wait the daemon answers when the run ends,
+                       within its control.callTimeout; use --wait for long runs.
+
+            Needs administrator rights (see `weavedictl fix --help`).
+
+            Exit status: 0 when the run succeeded, 1 when it did not or the job does not exist,
+            77 without the rights.
+            """,
+        method: "RunJob")
+
+    /// The job.
+    var name: String
+    /// `--wait`: call with `more` and show progress.
+    var wait = false
+
+    init(parsing reader: inout ArgumentReader) throws(UsageError) {
+        var name: String?
+        while let token = reader.next() {
+            switch token {
+            case let .option("--wait", value):
+                try reader.flag("--wait", inline: value)
+                wait = true
+            case let .option(option, value): try reader.shared(option, inline: value)
+            case let .argument(argument):
+                guard name == nil else { throw reader.unexpected(argument) }
+                name = argument
+            }
+        }
+        guard let name else { throw reader.error("missing argument NAME (the job to run)") }
+        self.name = name
+    }
+
+    func run(in context: CtlContext) async throws(CtlError) -> Int32 {
+        let client = try context.connect()
+        let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: wait)
+        let bar = ProgressBar()
+        var drawn = false
+        let final = try context.perform(call, on: client) { reply in
+            guard reply.continues else { return }
+            if context.options.json {
+                context.printJSON(reply.object)
+            } else if let progress = reply.parameter("progress") {
+                context.terminal.write(bar.update(progress, isTerminal: context.terminal.isTerminal))
+                drawn = true
+            }
+        }
+        if drawn, context.terminal.isTerminal { context.terminal.line() }
+        let run = final?.parameter("run") ?? .null
+        if context.options.json {
+            context.printJSON(final?.object ?? .object([]))
+        } else {
+            context.terminal.line(Self.summary(run, job: name, on: context.terminal))
+        }
+        return run.string("result") == "succeeded" ? ExitStatus.ok : ExitStatus.failure
+    }
+
+    /// `job NAME: RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`.
+    static func summary(_ run: JSONValue, job: String, on terminal: Terminal) -> String {
+        let result = run.string("result") ?? "unknown"
+        var text = "job \(job): " + terminal.styled(result, Terminal.Style.status(result))
+        if let duration = run.number("duration") { text += " in " + Format.duration(duration) }
+        text += " (copied \(run.intText("filesCopied")), updated \(run.intText("filesUpdated")), "
+            + "deleted \(run.intText("filesDeleted")), skipped \(run.intText("filesSkipped")), "
+            + "errors \(run.intText("errors")), \(Format.bytes(run.int("bytes") ?? 0)))"
+        if let message = run.string("message"), !message.isEmpty { text += ": " + message }
+        return text
+    }
+}

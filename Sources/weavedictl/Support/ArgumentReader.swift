@@ -1,0 +1,105 @@
+/// Reads a command line token by token, in the manner of swift-argument-parser but by hand:
+/// `--name VALUE`, `--name=VALUE`, flags, positional arguments and `--` (everything after it
+/// is positional). Global options (`--socket`, `--json`, `--no-color`) are accepted before
+/// and after the subcommand's name and collected in `options`.
+struct ArgumentReader {
+    /// One piece of the command line.
+    enum Token: Equatable {
+        /// `--name` or `-x`, with the value after `=` if one was given inline.
+        case option(String, value: String?)
+        /// A positional argument.
+        case argument(String)
+    }
+
+    private let arguments: [String]
+    private var position = 0
+    private var onlyArguments = false
+    /// The global options seen so far.
+    var options = GlobalOptions()
+    /// The subcommand being parsed, for error messages; nil while reading the root's options.
+    var command: CommandConfiguration?
+
+    /// A reader over `arguments` (without the program name).
+    init(_ arguments: [String]) {
+        self.arguments = arguments
+    }
+
+    /// The arguments not read yet (led by `--` if one was read).
+    var remaining: [String] {
+        let rest = Array(arguments[position...])
+        return onlyArguments ? ["--"] + rest : rest
+    }
+
+    /// The next token, or nil at the end.
+    mutating func next() -> Token? {
+        guard position < arguments.count else { return nil }
+        let argument = arguments[position]
+        position += 1
+        if onlyArguments { return .argument(argument) }
+        if argument == "--" {
+            onlyArguments = true
+            return next()
+        }
+        if argument.hasPrefix("--"), argument.count > 2 {
+            if let equals = argument.firstIndex(of: "=") {
+                return .option(String(argument[..<equals]), value: String(argument[argument.index(after: equals)...]))
+            }
+            return .option(argument, value: nil)
+        }
+        if argument.hasPrefix("-"), argument.count > 1 { return .option(argument, value: nil) }
+        return .argument(argument)
+    }
+
+    /// The value of `option`: the inline one, else the next argument.
+    mutating func value(of option: String, inline: String?) throws(UsageError) -> String {
+        let value: String
+        if let inline {
+            value = inline
+        } else {
+            guard position < arguments.count else { throw error("\(option) needs a value") }
+            value = arguments[position]
+            position += 1
+        }
+        guard !value.isEmpty else { throw error("\(option) needs a non-empty value") }
+        return value
+    }
+
+    /// Checks that the flag `option` was not given a value (`--wait=yes`).
+    func flag(_ option: String, inline: String?) throws(UsageError) {
+        if inline != nil { throw error("\(option) takes no value") }
+    }
+
+    /// Handles an option the subcommand does not define itself: a global option, or an error.
+    mutating func shared(_ option: String, inline: String?) throws(UsageError) {
+        switch option {
+        case "--socket": options.socket = try value(of: option, inline: inline)
+        case "--json":
+            try flag(option, inline: inline)
+            options.json = true
+        case "--no-color":
+            try flag(option, inline: inline)
+            options.noColor = true
+        default:
+            throw error("unknown option '\(option)'")
+        }
+    }
+
+    /// A positional argument the subcommand has no place for.
+    func unexpected(_ argument: String) -> UsageError {
+        error("unexpected argument '\(argument)'")
+    }
+
+    /// A usage error about the subcommand being parsed.
+    func error(_ message: String) -> UsageError {
+        UsageError(message: message, command: command)
+    }
+
+    /// Whether `--help` or `-h` appears before a `--` among `arguments`.
+    static func asksForHelp(_ arguments: some Sequence<String>) -> Bool {
+        for argument in arguments {
+            if argument == "--" { return false }
+            if argument == "--help" || argument == "-h" { return true }
+        }
+        return false
+    }
+}

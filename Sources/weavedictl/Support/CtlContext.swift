@@ -1,0 +1,83 @@
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// What a subcommand runs with: the global options, the environment, the terminal, and
+/// calls to the daemon with their errors already turned into `CtlError`s.
+struct CtlContext {
+    /// The global options.
+    let options: GlobalOptions
+    /// The process environment.
+    let environment: [String: String]
+    /// The working directory (for socket discovery and the offline configuration).
+    let workingDirectory: String
+    /// Standard output.
+    let terminal: Terminal
+
+    /// A context for this process.
+    init(options: GlobalOptions, environment: [String: String], workingDirectory: String, isTerminal: Bool) {
+        self.options = options
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+        terminal = Terminal(
+            isTerminal: isTerminal, colors: options.usesColor(environment: environment, isTerminal: isTerminal))
+    }
+
+    /// Where the control socket is.
+    var socket: SocketLocation {
+        SocketLocation.locate(explicit: options.socket, environment: environment, workingDirectory: workingDirectory)
+    }
+
+    /// Connects to the daemon.
+    func connect() throws(CtlError) -> VarlinkClient {
+        let socket = self.socket
+        do {
+            return try VarlinkClient(path: socket.path)
+        } catch {
+            guard case let .unreachable(_, reason) = error else { throw .unreachable(socket, reason: "\(error)") }
+            if reason.hasSuffix("(\(Errno.permissionDenied.name))") { throw .socketNotPermitted(socket, reason: reason) }
+            throw .unreachable(socket, reason: reason)
+        }
+    }
+
+    /// Calls `io.weavedi.Daemon.<method>` on a new connection and returns the reply.
+    func call(_ method: String, _ parameters: [(String, JSONValue)] = []) throws(CtlError) -> VarlinkReply {
+        let client = try connect()
+        let call = VarlinkCall(method: DaemonInterface.name + "." + method, parameters: parameters)
+        return try perform(call, on: client)!
+    }
+
+    /// Sends `call` on `client`; `onReply` sees each reply of a `more` call.
+    @discardableResult
+    func perform(_ call: VarlinkCall, on client: VarlinkClient, onReply: (VarlinkReply) -> Void = { _ in }) throws(CtlError) -> VarlinkReply? {
+        do {
+            return try client.call(call, onReply: onReply)
+        } catch let failure as VarlinkFailure {
+            throw CtlContext.translate(failure, method: call.method)
+        } catch {
+            throw .broken(SocketLocation(path: client.path, origin: .option), reason: CtlContext.reason(error))
+        }
+    }
+
+    /// `PermissionDenied` becomes its own error (exit 77); other failures exit 1.
+    static func translate(_ failure: VarlinkFailure, method: String) -> CtlError {
+        switch failure.name {
+        case DaemonInterface.name + ".PermissionDenied", "org.varlink.service.PermissionDenied":
+            let uid = failure.parameters.first { $0.0 == "uid" }?.1.intValue
+            let named = failure.parameters.first { $0.0 == "method" }?.1.stringValue ?? method
+            return .permissionDenied(method: named, uid: uid)
+        default:
+            return .failure(failure, method: method)
+        }
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        if let connection = error as? VarlinkClient.ConnectionError, case let .broken(reason) = connection { return reason }
+        return "\(error)"
+    }
+
+    /// Prints `value` as compact JSON on one line.
+    func printJSON(_ value: JSONValue) {
+        terminal.line(value.serialized)
+    }
+}

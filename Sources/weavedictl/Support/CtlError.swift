@@ -1,0 +1,87 @@
+import WeaveDI
+import WeaveDIControl
+import WeaveDIDaemon
+
+/// The exit statuses of weavedictl (sysexits.h where one fits).
+enum ExitStatus {
+    /// Everything as asked, and healthy.
+    static let ok: Int32 = 0
+    /// Not healthy, issues or cycles found, a fix or run that failed, or an error reply.
+    static let failure: Int32 = 1
+    /// A command-line mistake (EX_USAGE).
+    static let usage: Int32 = 64
+    /// The daemon cannot be reached (EX_UNAVAILABLE).
+    static let unavailable: Int32 = 69
+    /// Not allowed (EX_NOPERM).
+    static let noPermission: Int32 = 77
+    /// A bad configuration file, for the offline diagnostics (EX_CONFIG).
+    static let configuration: Int32 = 78
+}
+
+/// A command-line mistake: what is wrong, and the subcommand whose usage to show.
+struct UsageError: Error, Equatable {
+    /// What is wrong.
+    var message: String
+    /// The subcommand concerned, or nil for the root.
+    var command: CommandConfiguration?
+}
+
+/// Why a subcommand could not do its work; each case has its exit status and message.
+enum CtlError: Error {
+    /// A command-line mistake.
+    case usage(UsageError)
+    /// Nothing answers at the socket.
+    case unreachable(SocketLocation, reason: String)
+    /// The socket exists but this user may not connect to it.
+    case socketNotPermitted(SocketLocation, reason: String)
+    /// The connection broke during a call.
+    case broken(SocketLocation, reason: String)
+    /// `io.weavedi.Daemon.PermissionDenied`: the method needs administrator rights.
+    case permissionDenied(method: String, uid: Int?)
+    /// Any other varlink error reply.
+    case failure(VarlinkFailure, method: String)
+    /// The configuration for the offline diagnostics is invalid.
+    case configuration(ConfigurationError)
+    /// The daemon's modules could not be bootstrapped offline.
+    case offline(String)
+
+    /// The exit status.
+    var status: Int32 {
+        switch self {
+        case .usage: ExitStatus.usage
+        case .unreachable, .broken: ExitStatus.unavailable
+        case .socketNotPermitted, .permissionDenied: ExitStatus.noPermission
+        case .failure, .offline: ExitStatus.failure
+        case .configuration: ExitStatus.configuration
+        }
+    }
+
+    /// The message for standard error, without the usage text of a usage error.
+    var message: String {
+        switch self {
+        case let .usage(error):
+            return "weavedictl\(error.command.map { " " + $0.name } ?? ""): \(error.message)"
+        case let .unreachable(socket, reason):
+            return "weavedictl: cannot connect to \(socket.path): \(reason)\n" + socket.searchNote
+                + "Is weavedid running? Start it with `swift run weavedid` (or `systemctl start weavedid`), or pass --socket PATH."
+        case let .socketNotPermitted(socket, reason):
+            return "weavedictl: cannot connect to \(socket.path): \(reason)\n"
+                + "The control socket is open to its owner and group only: run as root, or join the group the socket "
+                + "belongs to (control.socketGroup in the daemon's configuration; SocketGroup= in weavedid.socket)."
+        case let .broken(socket, reason):
+            return "weavedictl: the connection to \(socket.path) broke: \(reason)\nIs weavedid still running?"
+        case let .permissionDenied(method, uid):
+            let who = uid.map { " (you are uid \($0))" } ?? ""
+            return "weavedictl: permission denied: \(method) changes the daemon and needs administrator rights\(who).\n"
+                + "Run weavedictl as root or as the daemon's user, or have an administrator add your user to "
+                + "control.adminUsers (or a group of yours to control.adminGroups) in the daemon's configuration "
+                + "and restart weavedid."
+        case let .failure(failure, method):
+            return "weavedictl: \(method) failed: \(failure)" + (FailureHint.hint(for: failure, method: method).map { "\n" + $0 } ?? "")
+        case let .configuration(error):
+            return "weavedictl: \(error)"
+        case let .offline(reason):
+            return "weavedictl: \(reason)"
+        }
+    }
+}

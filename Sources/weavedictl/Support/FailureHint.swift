@@ -1,0 +1,48 @@
+import WeaveDI
+import WeaveDIControl
+
+/// A sentence for people after a varlink error reply: what the error means and what to do.
+enum FailureHint {
+    /// The hint for `failure`, a reply to `method`, if there is one.
+    static func hint(for failure: VarlinkFailure, method: String) -> String? {
+        let short = failure.name.split(separator: ".").last.map(String.init) ?? failure.name
+        switch short {
+        case "NoSuchCheck":
+            return "No health check is named '\(parameter("name", of: failure))'; `weavedictl health` lists them."
+        case "NoSuchJob":
+            return "No job is named '\(parameter("name", of: failure))'; `weavedictl jobs` lists them."
+        case "InvalidParameter":
+            return invalidParameter(parameter("parameter", of: failure), method: method)
+        case "ReloadRefused":
+            return "The daemon refused the new configuration and keeps the previous one: \(parameter("reason", of: failure))"
+        case "CallTimedOut":
+            let advice = method.hasSuffix(".RunJob") ? " Use `weavedictl run-job NAME --wait` for long runs." : ""
+            return "The call took longer than the daemon's control.callTimeout.\(advice)"
+        case "LimitExceeded":
+            return "The daemon refused the connection: its '\(parameter("limit", of: failure))' limit was exceeded."
+        case "MethodNotFound", "MethodNotImplemented", "InterfaceNotFound":
+            return "The daemon does not offer this; is it an older version than weavedictl?"
+        default:
+            return nil
+        }
+    }
+
+    private static func invalidParameter(_ name: String, method: String) -> String {
+        switch name {
+        case "level":
+            return "The daemon does not know that log level; levels: "
+                + LogLevel.allCases.map(\.rawValue).joined(separator: ", ") + "."
+        case "filter":
+            return "The daemon could not parse that filter; it looks like WEAVEDID_LOG: "
+                + "a level, then subsystem=level pairs (info,sync=debug)."
+        default:
+            return "The daemon refused the parameter '\(name)' of \(method)."
+        }
+    }
+
+    /// The string parameter `name` of `failure`, or its JSON text, or "?".
+    private static func parameter(_ name: String, of failure: VarlinkFailure) -> String {
+        guard let value = failure.parameters.first(where: { $0.0 == name })?.1 else { return "?" }
+        return value.stringValue ?? value.serialized
+    }
+}

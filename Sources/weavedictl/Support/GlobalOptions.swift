@@ -1,0 +1,33 @@
+/// The options every subcommand shares, like an `@OptionGroup` of swift-argument-parser:
+/// `--socket PATH`, `--json` and `--no-color`.
+struct GlobalOptions: Equatable {
+    /// `--socket PATH`: the control socket, overriding `WEAVEDI_SOCKET` and discovery.
+    var socket: String?
+    /// `--json`: compact JSON on standard output instead of tables.
+    var json = false
+    /// `--no-color`: never colour, even on a terminal.
+    var noColor = false
+
+    /// The synopsis of the global options.
+    static let synopsis = "[--socket PATH] [--json] [--no-color]"
+
+    /// The help text describing the global options.
+    static let help = """
+        Global options (before or after the subcommand):
+          --socket PATH   the daemon's control socket; default $WEAVEDI_SOCKET, else the first
+                          that exists of $RUNTIME_DIRECTORY/control.sock,
+                          $XDG_RUNTIME_DIR/weavedi/control.sock, ./.weavedi/run/control.sock
+                          and /run/weavedi/control.sock
+          --json          print the result as compact JSON (never coloured)
+          --no-color      no colours, even on a terminal (so does NO_COLOR=1)
+          -h, --help      show help (weavedictl SUBCOMMAND --help for a subcommand)
+        """
+
+    /// Whether to colour output: only on a terminal, never for JSON, `--no-color`,
+    /// a non-empty `NO_COLOR` (see no-color.org) or `TERM=dumb`.
+    func usesColor(environment: [String: String], isTerminal: Bool) -> Bool {
+        guard isTerminal, !json, !noColor else { return false }
+        if let noColor = environment["NO_COLOR"], !noColor.isEmpty { return false }
+        return environment["TERM"] != "dumb"
+    }
+}

@@ -1,0 +1,55 @@
+import WeaveDI
+
+/// Shows `io.weavedi.Daemon.Progress` replies: on a terminal one bar redrawn in place with
+/// `\r`, otherwise one line per update (so logs and pipes get readable text).
+struct ProgressBar {
+    /// Characters between the brackets.
+    var width = 30
+
+    /// The bar and figures for a `Progress` object, e.g.
+    /// `[#########.....................]  30%  3/10 files  1.5 MiB / 5.0 MiB`.
+    func bar(_ progress: JSONValue) -> String {
+        let fraction = Self.fraction(progress)
+        let filled = Int((fraction * Double(width)).rounded(.down))
+        return "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+            + Self.percent(fraction) + "  " + Self.figures(progress)
+    }
+
+    /// One line for a log: `progress: 3/10 files, 1.5 MiB / 5.0 MiB (30%)`.
+    func line(_ progress: JSONValue) -> String {
+        "progress: " + Self.figures(progress).replacingOccurrences("  ", ", ") + " (" + Self.percent(Self.fraction(progress)).drop { $0 == " " } + ")"
+    }
+
+    /// What to write for one update: `\r`, the bar and clear-to-end-of-line on a terminal,
+    /// else a line.
+    func update(_ progress: JSONValue, isTerminal: Bool) -> String {
+        isTerminal ? "\r" + bar(progress) + "\u{1B}[K" : line(progress) + "\n"
+    }
+
+    /// Done over total, by bytes when the total is known, else by files; 0 to 1.
+    static func fraction(_ progress: JSONValue) -> Double {
+        let bytesTotal = progress.int("bytesTotal") ?? 0
+        let filesTotal = progress.int("filesTotal") ?? 0
+        let (done, total) = bytesTotal > 0
+            ? (progress.int("bytesDone") ?? 0, bytesTotal) : (progress.int("filesDone") ?? 0, filesTotal)
+        guard total > 0 else { return 0 }
+        return min(1, max(0, Double(done) / Double(total)))
+    }
+
+    private static func percent(_ fraction: Double) -> String {
+        let value = String(Int((fraction * 100).rounded(.down)))
+        return String(repeating: " ", count: 3 - value.count) + value + "%"
+    }
+
+    private static func figures(_ progress: JSONValue) -> String {
+        "\(progress.intText("filesDone"))/\(progress.intText("filesTotal")) files  "
+            + Format.bytes(progress.int("bytesDone") ?? 0) + " / " + Format.bytes(progress.int("bytesTotal") ?? 0)
+    }
+}
+
+extension String {
+    /// Every occurrence of `target` replaced by `replacement` (without Foundation).
+    func replacingOccurrences(_ target: String, _ replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}

@@ -1,0 +1,83 @@
+import WeaveDIPosix
+
+/// Where the daemon's control socket is, and how that was decided.
+///
+/// The order is the daemon's own: `--socket PATH`, else `$WEAVEDI_SOCKET`, else the first of
+/// these that exists: `$RUNTIME_DIRECTORY/control.sock` (its first entry, as systemd passes a
+/// colon-separated list), `$XDG_RUNTIME_DIR/weavedi/control.sock`,
+/// `<working directory>/.weavedi/run/control.sock`, `/run/weavedi/control.sock`. When none
+/// exists the last candidate is used, so that the error names it. As in the daemon, an empty or
+/// relative directory variable counts as unset.
+struct SocketLocation: Equatable {
+    /// How the path was chosen.
+    enum Origin: Equatable {
+        /// `--socket PATH`.
+        case option
+        /// `$WEAVEDI_SOCKET`.
+        case environment
+        /// The first existing candidate, or the last one.
+        case discovered
+    }
+
+    /// The socket's path.
+    var path: String
+    /// How it was chosen.
+    var origin: Origin
+    /// The candidates looked at, in order (only for `.discovered`).
+    var candidates: [String] = []
+
+    /// The system-wide socket, under systemd's `RuntimeDirectory=weavedi`.
+    static let systemSocket = "/run/weavedi/control.sock"
+
+    /// Locates the socket; `exists` tells whether a path exists (tests substitute it).
+    static func locate(
+        explicit: String?, environment: [String: String], workingDirectory: String,
+        exists: (String) -> Bool = SocketLocation.exists
+    ) -> SocketLocation {
+        if let explicit { return SocketLocation(path: explicit, origin: .option) }
+        if let path = environment["WEAVEDI_SOCKET"], !path.isEmpty { return SocketLocation(path: path, origin: .environment) }
+        let candidates = candidates(environment: environment, workingDirectory: workingDirectory)
+        let path = candidates.first(where: exists) ?? candidates[candidates.count - 1]
+        return SocketLocation(path: path, origin: .discovered, candidates: candidates)
+    }
+
+    /// The candidates that apply in `environment`, in the order they are tried.
+    static func candidates(environment: [String: String], workingDirectory: String) -> [String] {
+        var candidates: [String] = []
+        if let runtime = environment["RUNTIME_DIRECTORY"],
+            let first = runtime.split(separator: ":", omittingEmptySubsequences: false).first, first.hasPrefix("/")
+        {
+            candidates.append(join(String(first), "control.sock"))
+        }
+        if let base = environment["XDG_RUNTIME_DIR"], base.hasPrefix("/") {
+            candidates.append(join(base, "weavedi/control.sock"))
+        }
+        if workingDirectory.hasPrefix("/") {
+            candidates.append(join(workingDirectory, ".weavedi/run/control.sock"))
+        }
+        candidates.append(systemSocket)
+        return candidates
+    }
+
+    /// Whether something exists at `path` (a dangling symbolic link does not count).
+    static func exists(_ path: String) -> Bool {
+        (try? FileStatus(path: path, followSymlinks: true)) != nil
+    }
+
+    /// A line saying where else weavedictl looked, for the "cannot connect" message.
+    var searchNote: String {
+        switch origin {
+        case .option: ""
+        case .environment: "(the path comes from WEAVEDI_SOCKET)\n"
+        case .discovered:
+            candidates.count > 1 ? "(none of \(candidates.dropLast().joined(separator: ", ")) exists either)\n" : ""
+        }
+    }
+
+    /// `base` and `relative` joined by exactly one slash.
+    private static func join(_ base: String, _ relative: String) -> String {
+        var trimmed = Substring(base)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        return trimmed == "/" ? "/" + relative : trimmed + "/" + relative
+    }
+}

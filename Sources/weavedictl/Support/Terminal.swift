@@ -1,0 +1,71 @@
+import Glibc
+import WeaveDIPosix
+
+/// Standard output and standard error, written with `write(2)` so that nothing waits in a
+/// buffer (a progress bar redrawn with `\r` shows at once), and ANSI styles for terminals.
+struct Terminal {
+    /// A text style.
+    enum Style {
+        case green, yellow, red, bold, dim
+
+        /// The SGR escape sequence that starts the style.
+        var code: String {
+            switch self {
+            case .green: "\u{1B}[32m"
+            case .yellow: "\u{1B}[33m"
+            case .red: "\u{1B}[31m"
+            case .bold: "\u{1B}[1m"
+            case .dim: "\u{1B}[2m"
+            }
+        }
+
+        /// The sequence that ends any style.
+        static let reset = "\u{1B}[0m"
+
+        /// Green for healthy and success, yellow for degraded, red for unhealthy and failure.
+        static func status(_ status: String) -> Style? {
+            switch status {
+            case "healthy", "succeeded", "ok": .green
+            case "degraded", "refused", "timedOut", "pending": .yellow
+            case "unhealthy", "failed": .red
+            default: nil
+            }
+        }
+    }
+
+    /// Whether standard output is a terminal (`isatty(1)`).
+    let isTerminal: Bool
+    /// Whether to colour standard output.
+    let colors: Bool
+
+    /// A terminal description for this process.
+    init(isTerminal: Bool = isatty(STDOUT_FILENO) == 1, colors: Bool) {
+        self.isTerminal = isTerminal
+        self.colors = colors
+    }
+
+    /// `text` in `style`, or `text` alone when not colouring.
+    func styled(_ text: String, _ style: Style?) -> String {
+        guard colors, let style, !text.isEmpty else { return text }
+        return style.code + text + Style.reset
+    }
+
+    /// Writes `text` to standard output as it is.
+    func write(_ text: String) {
+        Terminal.write(text, to: .standardOutput)
+    }
+
+    /// Writes `text` and a newline to standard output.
+    func line(_ text: String = "") {
+        write(text + "\n")
+    }
+
+    /// Writes `text` and a newline to standard error.
+    static func error(_ text: String) {
+        write(text + "\n", to: .standardError)
+    }
+
+    private static func write(_ text: String, to descriptor: FileDescriptor) {
+        try? descriptor.writeAll(Array(text.utf8))
+    }
+}

@@ -1,0 +1,121 @@
+import WeaveDIDaemon
+
+/// The root command: global options, then one of the subcommands listed here.
+enum WeaveDICtl {
+    /// Every subcommand, in the order the help lists them.
+    static var subcommands: [any CtlCommand.Type] {
+        [
+            PingCommand.self, HealthCommand.self, CheckCommand.self, FixCommand.self, FixesCommand.self,
+            JobsCommand.self, RunJobCommand.self, PauseJobCommand.self, ResumeJobCommand.self,
+            SessionsCommand.self, RegistrationsCommand.self, DiagnoseComponentsCommand.self, CheckCyclesCommand.self,
+            LogLevelCommand.self, MetricsCommand.self, ReloadCommand.self, VersionCommand.self,
+        ]
+    }
+
+    /// `weavedictl --help`.
+    static var help: String {
+        let width = subcommands.map { $0.configuration.name.count }.max() ?? 0
+        let list = subcommands.map { command in
+            let configuration = command.configuration
+            return "  " + configuration.name + String(repeating: " ", count: width - configuration.name.count + 2)
+                + configuration.abstract
+        }
+        return """
+            usage: weavedictl \(GlobalOptions.synopsis) SUBCOMMAND [ARGS]
+
+            Controls weavedid, the WeaveDI daemon, over its varlink control socket.
+
+            Subcommands:
+            \(list.joined(separator: "\n"))
+
+            \(GlobalOptions.help)
+              --version       print weavedictl's version and exit
+
+            Exit status: 0 ok; 1 not healthy, issues or cycles found, a fix or job that failed, or
+            an error from the daemon; 64 usage error; 69 daemon unreachable; 77 permission denied;
+            78 invalid configuration (offline diagnostics).
+            """
+    }
+
+    /// Runs the command line `arguments` (without the program name); returns the exit status.
+    static func main(
+        arguments: [String], environment: [String: String], workingDirectory: String, isTerminal: Bool
+    ) async -> Int32 {
+        var reader = ArgumentReader(arguments)
+        do {
+            guard let command = try parseRoot(&reader) else { return ExitStatus.ok }
+            let context = CtlContext(
+                options: reader.options, environment: environment, workingDirectory: workingDirectory, isTerminal: isTerminal)
+            return try await command.run(in: context)
+        } catch let error as UsageError {
+            Terminal.error(CtlError.usage(error).message + "\n" + (error.command?.usageHint ?? rootUsageHint))
+            return ExitStatus.usage
+        } catch let error as CtlError {
+            if case let .usage(usage) = error {
+                Terminal.error(error.message + "\n" + (usage.command?.usageHint ?? rootUsageHint))
+            } else {
+                Terminal.error(error.message)
+            }
+            return error.status
+        } catch {
+            Terminal.error("weavedictl: \(error)")
+            return ExitStatus.failure
+        }
+    }
+
+    /// Reads the root's options and the subcommand; nil when help or the version was printed.
+    private static func parseRoot(_ reader: inout ArgumentReader) throws(UsageError) -> (any CtlCommand)? {
+        while let token = reader.next() {
+            switch token {
+            case .option("--help", nil), .option("-h", nil):
+                Terminal(colors: false).line(help)
+                return nil
+            case .option("--version", nil):
+                Terminal(colors: false).line("weavedictl \(DaemonVersion.current)")
+                return nil
+            case let .option(name, value):
+                try reader.shared(name, inline: value)
+            case let .argument(name):
+                return try parseSubcommand(name, &reader)
+            }
+        }
+        throw UsageError(message: "missing subcommand", command: nil)
+    }
+
+    private static func parseSubcommand(_ name: String, _ reader: inout ArgumentReader) throws(UsageError) -> (any CtlCommand)? {
+        if name == "help" {
+            guard let topic = reader.next() else {
+                Terminal(colors: false).line(help)
+                return nil
+            }
+            let topicName: String = switch topic {
+            case let .argument(argument): argument
+            case let .option(option, _): option
+            }
+            guard let command = subcommand(named: topicName) else {
+                throw UsageError(message: "no help for '\(topicName)': not a subcommand", command: nil)
+            }
+            Terminal(colors: false).line(command.configuration.help)
+            return nil
+        }
+        guard let type = subcommand(named: name) else {
+            throw UsageError(message: "unknown subcommand '\(name)'", command: nil)
+        }
+        if ArgumentReader.asksForHelp(reader.remaining) {
+            Terminal(colors: false).line(type.configuration.help)
+            return nil
+        }
+        reader.command = type.configuration
+        return try type.init(parsing: &reader)
+    }
+
+    private static func subcommand(named name: String) -> (any CtlCommand.Type)? {
+        subcommands.first { $0.configuration.name == name }
+    }
+
+    private static var rootUsageHint: String {
+        "usage: weavedictl \(GlobalOptions.synopsis) SUBCOMMAND [ARGS]\n"
+            + "Subcommands: " + subcommands.map { $0.configuration.name }.joined(separator: ", ") + ".\n"
+            + "Run `weavedictl --help` for more."
+    }
+}

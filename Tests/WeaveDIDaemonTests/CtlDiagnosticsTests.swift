@@ -1,0 +1,71 @@
+import Testing
+import WeaveDI
+import WeaveDIControl
+
+/// `diagnose-components` and `check-cycles`, online and `--offline`, in the documented shapes.
+@Suite struct CtlDiagnosticsTests {
+    /// A valid configuration file with every default.
+    private func defaultsFile(in directory: TemporaryDirectory) -> String {
+        directory.write("weavedid.json", "{}\n")
+    }
+
+    @Test func diagnoseComponents_online_json_isTheDocumentedShape() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "diagnose-components", "--json"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output == "{\"issues\":[]}\n")
+        let table = try CtlRun.run(["--socket", daemon.defaultSocket, "diagnose-components"])
+        #expect(table.code == 0 && table.output == "No issues: no duplicate providers, no scope drift.\n")
+    }
+
+    @Test func diagnoseComponents_offline_needsNoDaemon_andPrintsTheSameShape() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let run = try CtlRun.run(
+            ["diagnose-components", "--offline", "--config", defaultsFile(in: directory), "--json"], in: directory)
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output == "{\"issues\":[]}\n")
+        #expect(run.error.isEmpty, "the library's registration messages stay quiet: \(run.error)")
+    }
+
+    @Test func checkCycles_onlineAndOffline_printTheSameDocumentedJSON() throws {
+        let daemon = try readyDaemon()
+        let online = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "check-cycles"])
+        #expect(online.code == 0, "\(online.all)")
+        let report = try online.json()
+        #expect(memberNames(report) == ["componentCount", "edgeCount", "cycles"])
+        #expect(report[member: "cycles"] == .array([]))
+        #expect((report[member: "componentCount"]?.intValue ?? 0) > 5)
+        #expect((report[member: "edgeCount"]?.intValue ?? 0) > 0)
+        let offline = try CtlRun.run(
+            ["check-cycles", "--offline", "--config", defaultsFile(in: daemon.directory), "--json"], in: daemon.directory)
+        #expect(offline.code == 0, "\(offline.all)")
+        #expect(offline.output == online.output)
+    }
+
+    @Test func checkCycles_table_summarisesTheGraph() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let run = try CtlRun.run(["check-cycles", "--offline", "--config", defaultsFile(in: directory)], in: directory)
+        #expect(run.code == 0)
+        #expect(run.output.hasSuffix(" dependency edges, no cycles.\n"))
+        #expect(run.output.contains(" components, "))
+    }
+
+    @Test func offline_invalidConfiguration_exits78WithTheLoadersMessage() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let file = directory.write("bad.json", "{\"control\": {\"maxClients\": -3}}")
+        let run = try CtlRun.run(["diagnose-components", "--offline", "--config", file], in: directory)
+        #expect(run.code == 78)
+        #expect(run.error.contains("\(file): control.maxClients: expected an integer from 1 to 4096, got -3"))
+        #expect(run.output.isEmpty)
+        let missing = try CtlRun.run(["check-cycles", "--offline", "--config", directory.path + "/none.json"], in: directory)
+        #expect(missing.code == 78)
+        #expect(missing.error.contains("none.json: cannot read: No such file or directory"))
+    }
+
+    @Test func config_withoutOffline_isAUsageError() throws {
+        let run = try CtlRun.run(["diagnose-components", "--config", "/etc/weavedi/weavedid.json"])
+        #expect(run.code == 64)
+        #expect(run.error.contains("--config only applies with --offline"))
+        #expect(run.error.contains("usage: weavedictl [--socket PATH] [--json] [--no-color] diagnose-components"))
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// A stand-in for weavedid on a socket of its own: it answers each call with the replies
+/// scripted for its method and records the calls. Tests use it for what the real daemon does
+/// not produce on demand: job progress, unhealthy checks, component issues, cycles.
+final class FakeDaemon: @unchecked Sendable {  // immutable after init; the log has its own lock
+    let directory = TemporaryDirectory("weavedictl-fake")
+    let socket: String
+    private let listener: FileDescriptor
+    private let log = CallLog()
+    private var thread: PosixThread?
+
+    /// The calls received, behind a lock (the serving thread appends, the test reads).
+    private final class CallLog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var calls: [VarlinkCall] = []
+
+        func append(_ call: VarlinkCall) {
+            lock.lock()
+            calls.append(call)
+            lock.unlock()
+        }
+
+        var all: [VarlinkCall] {
+            lock.lock()
+            defer { lock.unlock() }
+            return calls
+        }
+    }
+
+    /// Serves `replies`, keyed by the method's short name (`RunJob`); a method without replies
+    /// gets its connection closed without an answer.
+    init(_ replies: [String: [VarlinkReply]]) throws {
+        socket = directory.path + "/control.sock"
+        let listener = try UnixSocket.listen(at: UnixSocketAddress(path: socket), nonBlocking: false).release()
+        self.listener = listener
+        let log = self.log
+        thread = try PosixThread {
+            while let connection = try? listener.accept(nonBlocking: false).release() {
+                FakeDaemon.answer(on: connection, replies: replies, log: log)
+                try? connection.close()
+            }
+        }
+    }
+
+    deinit {
+        try? listener.shutdown(.readWrite)  // wakes accept(2), which then fails
+        thread?.join()
+        try? listener.close()
+    }
+
+    /// The calls received so far.
+    var calls: [VarlinkCall] { log.all }
+
+    private static func answer(on connection: FileDescriptor, replies: [String: [VarlinkReply]], log: CallLog) {
+        var buffer: [UInt8] = []
+        while true {
+            guard let chunk = try? connection.receive(upToCount: 65_536), !chunk.isEmpty else { return }
+            buffer += chunk
+            while let end = buffer.firstIndex(of: 0) {
+                let message = Array(buffer[..<end])
+                buffer.removeFirst(end + 1)
+                guard let call = try? VarlinkCall.decode(message) else { return }
+                log.append(call)
+                let method = String(call.method.split(separator: ".").last ?? "")
+                guard let scripted = replies[method] else { return }
+                for reply in scripted {
+                    guard (try? connection.sendAll(reply.encoded() + [0])) != nil else { return }
+                    if reply.continues { usleep(20_000) }
+                }
+            }
+        }
+    }
+}
+
+extension VarlinkReply {
+    /// A `Progress` reply of `RunJob` with `more`.
+    static func progress(files: Int, of total: Int, bytes: Int, of bytesTotal: Int) -> VarlinkReply {
+        VarlinkReply(parameters: [
+            ("run", .null),
+            ("progress", .object([
+                ("filesDone", .int(files)), ("filesTotal", .int(total)), ("bytesDone", .int(bytes)), ("bytesTotal", .int(bytesTotal)),
+            ])),
+        ], continues: true)
+    }
+
+    /// The final reply of `RunJob`: a `JobRun` with `result`.
+    static func jobRun(_ job: String, result: String) -> VarlinkReply {
+        VarlinkReply(parameters: [
+            ("run", .object([
+                ("id", .string("run-1")), ("job", .string(job)), ("result", .string(result)), ("startedAt", .double(1000)),
+                ("endedAt", .double(1002.5)), ("duration", .double(2.5)), ("filesCopied", .int(4)), ("filesUpdated", .int(0)),
+                ("filesDeleted", .int(1)), ("filesSkipped", .int(0)), ("errors", .int(result == "succeeded" ? 0 : 2)),
+                ("bytes", .int(4096)), ("message", result == "succeeded" ? .null : .string("2 files could not be read")),
+            ])),
+            ("progress", .null),
+        ])
+    }
+
+    /// A `GetHealth` / `RunChecks` reply with one check in `status`.
+    static func health(_ status: String) -> VarlinkReply {
+        let check = JSONValue.object([
+            ("name", .string("disk.space")), ("tags", .array([.string("liveness")])), ("status", .string(status)),
+            ("message", .string("92% used")), ("data", .object([])), ("duration", .double(0.002)), ("lastRun", .double(1000)),
+            ("lastSuccess", .null), ("lastFailure", .double(1000)), ("consecutiveFailures", .int(3)), ("fixable", .bool(true)),
+            ("fixesTried", .int(1)), ("fixHeldBack", .null), ("breaker", .string("closed")),
+        ])
+        return VarlinkReply(parameters: [
+            ("health", .object([
+                ("status", .string(status)), ("score", .int(status == "degraded" ? 50 : 0)), ("takenAt", .double(1000)),
+                ("checks", .array([check])),
+            ])),
+        ])
+    }
+}

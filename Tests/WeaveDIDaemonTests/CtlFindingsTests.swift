@@ -1,0 +1,137 @@
+import Testing
+import WeaveDI
+import WeaveDIControl
+
+/// What the real daemon does not produce on demand, from a `FakeDaemon`: job progress,
+/// unhealthy checks, component issues and cycles, failed fixes, other error replies.
+@Suite struct CtlFindingsTests {
+    private static let progressThenSuccess: [VarlinkReply] = [
+        .progress(files: 1, of: 4, bytes: 1024, of: 4096), .progress(files: 3, of: 4, bytes: 3072, of: 4096),
+        .jobRun("docs", result: "succeeded"),
+    ]
+
+    @Test func runJob_wait_callsWithMore_andPrintsOneLinePerUpdate() throws {
+        let fake = try FakeDaemon(["RunJob": Self.progressThenSuccess])
+        let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs", "--wait"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output == """
+            progress: 1/4 files, 1.0 KiB / 4.0 KiB (25%)
+            progress: 3/4 files, 3.0 KiB / 4.0 KiB (75%)
+            job docs: succeeded in 2.5 s (copied 4, updated 0, deleted 1, skipped 0, errors 0, 4.0 KiB)
+
+            """)
+        let call = try #require(fake.calls.first)
+        #expect(call.method == "io.weavedi.Daemon.RunJob" && call.more && call.parameter("name") == .string("docs"))
+    }
+
+    @Test func runJob_withoutWait_callsWithoutMore() throws {
+        let fake = try FakeDaemon(["RunJob": [.jobRun("docs", result: "succeeded")]])
+        let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.hasPrefix("job docs: succeeded"))
+        #expect(fake.calls.first?.more == false)
+    }
+
+    @Test(.enabled(if: fileExists("/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
+    func runJob_wait_onATerminal_redrawsOneBarInPlace() throws {
+        let fake = try FakeDaemon(["RunJob": Self.progressThenSuccess])
+        let command = "'\(CtlRun.binary)' --socket '\(fake.socket)' run-job docs --wait"
+        let run = try CtlRun.execute(["/usr/bin/script", "-qec", command, "/dev/null"])
+        #expect(run.code == 0, "\(run.all)")
+        func bar(_ filled: Int) -> String { "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled) + "]" }
+        #expect(run.output.contains(bar(7) + "  25%  1/4 files  1.0 KiB / 4.0 KiB\u{1B}[K"))
+        #expect(run.output.contains(bar(22) + "  75%  3/4 files  3.0 KiB / 4.0 KiB\u{1B}[K"))
+        #expect(!run.output.contains("progress: "))
+    }
+
+    @Test func runJob_json_printsEachReplyAsALine() throws {
+        let fake = try FakeDaemon(["RunJob": Self.progressThenSuccess])
+        let run = try CtlRun.run(["--socket", fake.socket, "--json", "run-job", "docs", "--wait"])
+        let lines = run.output.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.first?.hasPrefix("{\"run\":null,\"progress\":{\"filesDone\":1,") == true)
+        #expect(lines.last?.hasPrefix("{\"run\":{\"id\":\"run-1\"") == true)
+    }
+
+    @Test func runJob_failedRun_exits1() throws {
+        let fake = try FakeDaemon(["RunJob": [.jobRun("docs", result: "failed")]])
+        let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])
+        #expect(run.code == 1)
+        #expect(run.output.contains("job docs: failed in 2.5 s") && run.output.contains(": 2 files could not be read"))
+    }
+
+    @Test(arguments: ["degraded", "unhealthy"])
+    func health_notHealthy_exits1(status: String) throws {
+        let fake = try FakeDaemon(["GetHealth": [.health(status)], "RunChecks": [.health(status)]])
+        let health = try CtlRun.run(["--socket", fake.socket, "health"])
+        #expect(health.code == 1)
+        #expect(health.output.hasPrefix("Health: \(status) ("))
+        let check = try CtlRun.run(["--socket", fake.socket, "check", "--json"])
+        #expect(check.code == 1 && check.output.contains("\"status\":\"\(status)\""))
+    }
+
+    @Test(.enabled(if: fileExists("/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
+    func health_colours_yellowDegraded_redUnhealthy() throws {
+        for (status, colour) in [("degraded", "\u{1B}[33m"), ("unhealthy", "\u{1B}[31m")] {
+            let fake = try FakeDaemon(["GetHealth": [.health(status)]])
+            let run = try CtlRun.execute(["/usr/bin/script", "-qec", "'\(CtlRun.binary)' --socket '\(fake.socket)' health", "/dev/null"])
+            #expect(run.code == 1)
+            #expect(run.output.contains(colour + status + "\u{1B}[0m"), "\(status): \(run.output)")
+        }
+    }
+
+    @Test func diagnoseComponents_issues_exit1_inTheDocumentedShape() throws {
+        let issue = JSONValue.object([
+            ("type", .string("Store")), ("kind", .string("duplicateProvider")),
+            ("providers", .array([.string("a"), .string("b")])), ("detail", .string("provided by 2 modules (a, b); the registration by b wins")),
+        ])
+        let fake = try FakeDaemon(["DiagnoseComponents": [VarlinkReply(parameters: [("issues", .array([issue]))])]])
+        let json = try CtlRun.run(["--socket", fake.socket, "diagnose-components", "--json"])
+        #expect(json.code == 1)
+        #expect(json.output == #"{"issues":[{"type":"Store","providers":["a","b"],"detail":"provided by 2 modules (a, b); the registration by b wins","kind":"duplicateProvider"}]}"# + "\n")
+        let table = try CtlRun.run(["--socket", fake.socket, "diagnose-components"])
+        #expect(table.code == 1)
+        #expect(table.output.contains("duplicateProvider  Store  a, b       provided by 2 modules"))
+    }
+
+    @Test func checkCycles_cycles_exit1() throws {
+        let reply = VarlinkReply(parameters: [
+            ("componentCount", .int(3)), ("edgeCount", .int(3)), ("cycles", .array([.array([.string("A"), .string("B")])])),
+        ])
+        let fake = try FakeDaemon(["CheckCycles": [reply]])
+        let table = try CtlRun.run(["--socket", fake.socket, "check-cycles"])
+        #expect(table.code == 1)
+        #expect(table.output == "3 components, 3 dependency edges, 1 cycle:\n  A -> B -> A\n")
+        let json = try CtlRun.run(["--socket", fake.socket, "check-cycles", "--json"])
+        #expect(json.code == 1 && json.output == #"{"componentCount":3,"edgeCount":3,"cycles":[["A","B"]]}"# + "\n")
+    }
+
+    @Test func fix_thatFailed_exits1() throws {
+        let record = JSONValue.object([
+            ("time", .double(1000)), ("check", .string("disk.space")), ("trigger", .string("manual")), ("outcome", .string("failed")),
+            ("message", .string("fix failed")), ("error", .string("cleanup script exited 2")), ("duration", .double(0.25)),
+        ])
+        let fake = try FakeDaemon(["Fix": [VarlinkReply(parameters: [("fixes", .array([record]))])]])
+        let run = try CtlRun.run(["--socket", fake.socket, "fix", "disk.space"])
+        #expect(run.code == 1)
+        #expect(run.output.contains("disk.space  manual   failed     250 ms  fix failed: cleanup script exited 2"))
+        #expect(fake.calls.first?.parameter("check") == .string("disk.space"))
+    }
+
+    @Test func otherErrorReplies_exit1_withTheirNameAndParameters() throws {
+        let refused = VarlinkReply(parameters: [("reason", .string("/etc/weavedi/weavedid.json: line 2, column 1: unexpected end"))],
+                                   error: "io.weavedi.Daemon.ReloadRefused")
+        let fake = try FakeDaemon(["Reload": [refused]])
+        let run = try CtlRun.run(["--socket", fake.socket, "reload"])
+        #expect(run.code == 1)
+        #expect(run.error.hasPrefix("weavedictl: io.weavedi.Daemon.Reload failed: io.weavedi.Daemon.ReloadRefused {\"reason\":"))
+        #expect(run.error.contains("keeps the previous one: /etc/weavedi/weavedid.json: line 2"))
+    }
+
+    @Test func aConnectionClosedWithoutAnAnswer_exits69() throws {
+        let fake = try FakeDaemon([:])
+        let run = try CtlRun.run(["--socket", fake.socket, "ping"])
+        #expect(run.code == 69)
+        #expect(run.error.hasPrefix("weavedictl: the connection to \(fake.socket) broke: the daemon closed the connection"))
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+import WeaveDI
+import WeaveDIPosix
+
+/// The command prefix that runs a program as nobody, if the tests may use one.
+let dropToNobody: [String]? = {
+    guard CurrentProcess.effectiveUserID == 0, (try? UserDatabase.user(named: "nobody")) != nil else { return nil }
+    for path in ["/usr/bin/setpriv", "/bin/setpriv"] where fileExists(path) {
+        return [path, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    }
+    for path in ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"] where fileExists(path) {
+        return [path, "-u", "nobody", "--"]
+    }
+    return nil
+}()
+
+/// A user without administrator rights: weavedictl run as `nobody` (the tests run as root).
+@Suite(.enabled(if: dropToNobody != nil, "needs root and setpriv or runuser to run as nobody"))
+struct CtlPermissionTests {
+    /// A daemon whose socket nobody may connect to: mode 0666 in a directory of its own that
+    /// is made 0755 once the daemon is ready (the daemon makes the socket's directory 0750).
+    private func openDaemon() throws -> (DaemonProcess, socket: String) {
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o755)
+        let socket = directory.path + "/public/control.sock"
+        let config = directory.write("weavedid.json", "{\"control\": {\"socket\": \"\(socket)\", \"socketMode\": \"0666\"}}")
+        let daemon = try readyDaemon(["--config", config], directory: directory)
+        chmod(directory.path + "/public", 0o755)
+        return (daemon, socket)
+    }
+
+    @Test func nobody_mayRead_butAPrivilegedMethodExits77() throws {
+        let nobody = try #require(dropToNobody)
+        let (daemon, socket) = try openDaemon()
+        let ping = try CtlRun.run(["--socket", socket, "ping"], wrapper: nobody)
+        #expect(ping.code == 0, "reading methods are open to whoever can connect: \(ping.all)")
+        let reload = try CtlRun.run(["--socket", socket, "reload"], wrapper: nobody)
+        #expect(reload.code == 77, "\(reload.all)")
+        #expect(reload.error.hasPrefix(
+            "weavedictl: permission denied: io.weavedi.Daemon.Reload changes the daemon and needs administrator rights (you are uid 65534)."))
+        #expect(reload.error.contains("control.adminUsers"))
+        #expect(daemon.waitForLog("denied io.weavedi.Daemon.Reload to uid 65534"))
+    }
+
+    @Test func nobody_setLogLevel_exits77_andChangesNothing() throws {
+        let nobody = try #require(dropToNobody)
+        let (daemon, socket) = try openDaemon()
+        let set = try CtlRun.run(["--socket", socket, "log-level", "off"], wrapper: nobody)
+        #expect(set.code == 77, "\(set.all)")
+        #expect(set.error.contains("io.weavedi.Daemon.SetLogLevel"))
+        #expect(daemon.waitForLog("denied io.weavedi.Daemon.SetLogLevel to uid 65534"))
+        let fix = try CtlRun.run(["--socket", socket, "fix"], wrapper: nobody)
+        #expect(fix.code == 77)
+        let get = try CtlRun.run(["--socket", socket, "log-level"])
+        #expect(get.output.hasPrefix("level:  all\n"))
+    }
+
+    @Test func nobody_onTheDefaultSocket_cannotConnect_andExits77() throws {
+        let nobody = try #require(dropToNobody)
+        let daemon = try readyDaemon()
+        chmod(daemon.directory.path, 0o755)  // leave the 0750 runtime directory and 0660 socket to stop nobody
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "ping"], wrapper: nobody)
+        #expect(run.code == 77, "\(run.all)")
+        #expect(run.error.hasPrefix("weavedictl: cannot connect to \(daemon.defaultSocket): Permission denied (EACCES)\n"))
+        #expect(run.error.contains("control.socketGroup"))
+    }
+}

@@ -1,0 +1,134 @@
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIDaemon
+import WeaveDIPosix
+
+/// The reading subcommands against a real daemon over its real socket.
+@Suite struct CtlReadingTests {
+    @Test func ping_printsTheDaemonsVersionAndPid() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "ping"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.contains("weavedid \(DaemonVersion.current) answers on \(daemon.defaultSocket) (pid \(daemon.pid),"))
+        #expect(run.error.isEmpty)
+    }
+
+    @Test func ping_json_printsTheReplyParameters() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "ping"])
+        #expect(run.code == 0)
+        let reply = try run.json()
+        #expect(memberNames(reply) == ["version", "pid", "uptime"])
+        #expect(reply[member: "version"]?.stringValue == DaemonVersion.current)
+        #expect(reply[member: "pid"]?.intValue == Int(daemon.pid))
+    }
+
+    @Test func health_table_showsTheOverallStatusAndEveryCheck() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "health"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.hasPrefix("Health: healthy (score 100, "))
+        let lines = run.output.split(separator: "\n")
+        let header = try #require(lines.first { $0.hasPrefix("CHECK") })
+        #expect(header.split(separator: " ", omittingEmptySubsequences: true).first == "CHECK")
+        #expect(header.contains("STATUS") && header.contains("MESSAGE"))
+        // The health loop is off in these tests, so the last known state is "pending".
+        let row = try #require(lines.first { $0.hasPrefix("daemon.configuration ") })
+        #expect(row.contains("pending") && row.contains("never"))
+        // Aligned: the STATUS column starts at the same offset in the header and every row.
+        let offset = header.range(of: "STATUS")!.lowerBound.utf16Offset(in: header)
+        for line in lines.drop(while: { !$0.hasPrefix("CHECK") }).dropFirst() {
+            #expect(line.utf16.count > offset && Array(line.utf16)[offset - 1] == 0x20 && Array(line.utf16)[offset] != 0x20)
+        }
+    }
+
+    @Test func health_json_printsTheHealthObject() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "health", "--json"])
+        #expect(run.code == 0)
+        let health = try #require(run.json()[member: "health"])
+        #expect(health[member: "status"]?.stringValue == "healthy")
+        let names = health[member: "checks"]?.arrayValue?.compactMap { $0[member: "name"]?.stringValue } ?? []
+        #expect(names.contains("daemon.configuration") && names.contains("container.sessions"))
+        #expect(!hasEscape(run.output))
+    }
+
+    @Test func health_tag_keepsOnlyChecksWithTheTag() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "health", "--tag", "liveness"])
+        #expect(run.code == 0)
+        let checks = try #require(run.json()[member: "health"]?[member: "checks"]?.arrayValue)
+        #expect(!checks.isEmpty)
+        for check in checks {
+            #expect(check[member: "tags"]?.arrayValue?.contains(.string("liveness")) == true)
+        }
+        #expect(!checks.contains { $0[member: "name"]?.stringValue == "daemon.configuration" })
+    }
+
+    @Test func check_runsTheChecksBeforeReporting() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "check"])
+        #expect(run.code == 0, "\(run.all)")
+        let row = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("daemon.configuration ") })
+        #expect(row.contains("healthy") && row.contains("configuration in effect"))
+        #expect(!row.contains("pending"))
+    }
+
+    @Test func fixesAndJobs_onAFreshDaemon_areEmpty() throws {
+        let daemon = try readyDaemon()
+        let fixes = try CtlRun.run(["--socket", daemon.defaultSocket, "fixes", "--limit", "5"])
+        #expect(fixes.code == 0 && fixes.output == "No fix attempts recorded.\n")
+        let fixesJSON = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "fixes"])
+        #expect(fixesJSON.output == "{\"fixes\":[]}\n")
+        let jobs = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs"])
+        #expect(jobs.code == 0 && jobs.output == "No jobs configured.\n")
+        let jobsJSON = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "--json"])
+        #expect(jobsJSON.code == 0 && jobsJSON.output == "{\"jobs\":[]}\n")
+    }
+
+    @Test func sessions_showTheConnectionOfWeavedictlItself() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "sessions"])
+        #expect(run.code == 0)
+        let sessions = try #require(run.json()[member: "sessions"]?.arrayValue)
+        let own = try #require(sessions.first { $0[member: "pid"]?.intValue == Int(run.pid) })
+        #expect(own[member: "kind"]?.stringValue == "control")
+        #expect(own[member: "uid"]?.intValue == Int(CurrentProcess.userID))
+        let table = try CtlRun.run(["--socket", daemon.defaultSocket, "sessions"])
+        let row = try #require(table.output.split(separator: "\n").first { $0.contains(" \(table.pid) ") })
+        #expect(row.contains("control"))
+    }
+
+    @Test func registrations_listTheDaemonsGraph() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "registrations"])
+        #expect(run.code == 0)
+        let row = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("VarlinkService ") })
+        #expect(row.contains("singleton") && row.contains("control") && row.contains("DaemonMethods"))
+        let json = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "registrations"])
+        let registrations = try #require(json.json()[member: "registrations"]?.arrayValue)
+        #expect(memberNames(registrations.first) == ["type", "scope", "module", "dependencies", "built"])
+        #expect(run.output.contains("\(registrations.count) registrations"))
+    }
+
+    @Test func metrics_printsTheTextExposition() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "metrics"])
+        #expect(run.code == 0)
+        #expect(run.output.split(separator: "\n").contains("weavedi_up 1"))
+        #expect(run.output.hasPrefix("# HELP "))
+    }
+
+    @Test func version_printsBothVersions_andExitsZeroWithoutADaemon() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "version"])
+        #expect(run.code == 0)
+        #expect(run.output.hasPrefix("weavedictl \(DaemonVersion.current)\nweavedid \(DaemonVersion.current) answers"))
+        let alone = try CtlRun.run(["--socket", daemon.directory.path + "/none.sock", "version"])
+        #expect(alone.code == 0)
+        #expect(alone.output.contains("weavedictl \(DaemonVersion.current)\nweavedid: not reachable (cannot connect to"))
+        let json = try CtlRun.run(["--socket", daemon.directory.path + "/none.sock", "version", "--json"])
+        #expect(json.output == "{\"weavedictl\":\"\(DaemonVersion.current)\",\"daemon\":null}\n")
+    }
+}

@@ -1,0 +1,94 @@
+import Testing
+import WeaveDI
+@testable import weavedictl
+
+/// weavedictl's parts that need no daemon: socket discovery, tables, formats, the progress bar.
+@Suite struct CtlUnitTests {
+    @Test func socketDiscovery_followsTheDaemonsOrder() {
+        let environment = ["RUNTIME_DIRECTORY": "/r/one:/r/two", "XDG_RUNTIME_DIR": "/x"]
+        #expect(SocketLocation.candidates(environment: environment, workingDirectory: "/w") == [
+            "/r/one/control.sock", "/x/weavedi/control.sock", "/w/.weavedi/run/control.sock", "/run/weavedi/control.sock",
+        ])
+        let second = SocketLocation.locate(explicit: nil, environment: environment, workingDirectory: "/w") { $0.hasPrefix("/x/") }
+        #expect(second.path == "/x/weavedi/control.sock" && second.origin == .discovered)
+        let none = SocketLocation.locate(explicit: nil, environment: environment, workingDirectory: "/w") { _ in false }
+        #expect(none.path == "/run/weavedi/control.sock")
+        let relative = SocketLocation.candidates(environment: ["RUNTIME_DIRECTORY": "run", "XDG_RUNTIME_DIR": ""], workingDirectory: "/w")
+        #expect(relative == ["/w/.weavedi/run/control.sock", "/run/weavedi/control.sock"])
+    }
+
+    @Test func socketDiscovery_optionBeatsEnvironmentBeatsDiscovery() {
+        let environment = ["WEAVEDI_SOCKET": "/e.sock", "RUNTIME_DIRECTORY": "/r"]
+        #expect(SocketLocation.locate(explicit: "/o.sock", environment: environment, workingDirectory: "/w") { _ in true }.path == "/o.sock")
+        #expect(SocketLocation.locate(explicit: nil, environment: environment, workingDirectory: "/w") { _ in true }.path == "/e.sock")
+        #expect(SocketLocation.locate(explicit: nil, environment: ["WEAVEDI_SOCKET": ""], workingDirectory: "/w") { _ in true }.origin == .discovered)
+    }
+
+    @Test func table_alignsColumnsAndKeepsColourOutOfTheWidths() {
+        var table = Table(["NAME", "N", "NOTE"], rightAligned: [1])
+        table.append([Table.Cell("a", .green), "10", "x"])
+        table.append(["long-name", "7", ""])
+        #expect(table.render(on: Terminal(isTerminal: false, colors: false)) == "NAME        N  NOTE\na          10  x\nlong-name   7\n")
+        let coloured = table.render(on: Terminal(isTerminal: true, colors: true))
+        #expect(coloured.contains("\n\u{1B}[32ma\u{1B}[0m          10  x\n"))
+    }
+
+    @Test func colour_onlyOnATerminal_withoutNoColorOrJSON() {
+        let options = GlobalOptions()
+        #expect(options.usesColor(environment: [:], isTerminal: true))
+        #expect(!options.usesColor(environment: [:], isTerminal: false))
+        #expect(!options.usesColor(environment: ["NO_COLOR": "1"], isTerminal: true))
+        #expect(options.usesColor(environment: ["NO_COLOR": ""], isTerminal: true))
+        #expect(!options.usesColor(environment: ["TERM": "dumb"], isTerminal: true))
+        #expect(!GlobalOptions(json: true).usesColor(environment: [:], isTerminal: true))
+        #expect(!GlobalOptions(noColor: true).usesColor(environment: [:], isTerminal: true))
+    }
+
+    @Test func formats_readLikeText() {
+        #expect(Format.fixed(2.25, digits: 1) == "2.3" && Format.fixed(-0.04) == "0.0" && Format.fixed(3, digits: 2) == "3.00")
+        #expect(Format.duration(0.0042) == "4 ms" && Format.duration(4.25) == "4.3 s")
+        #expect(Format.duration(184) == "3m 04s" && Format.duration(7500) == "2h 05m" && Format.duration(273_600) == "3d 04h")
+        #expect(Format.bytes(512) == "512 B" && Format.bytes(1536) == "1.5 KiB" && Format.bytes(3 * 1024 * 1024) == "3.0 MiB")
+        #expect(Format.ago(nil) == "never" && Format.ago(100, now: 112) == "12.0 s ago")
+    }
+
+    @Test func progressBar_redrawsInPlaceOnATerminal_andPrintsLinesElsewhere() {
+        let progress = JSONValue.object([
+            ("filesDone", .int(3)), ("filesTotal", .int(10)), ("bytesDone", .int(1536)), ("bytesTotal", .int(5120)),
+        ])
+        let bar = ProgressBar(width: 10)
+        #expect(bar.update(progress, isTerminal: true) == "\r[###.......]  30%  3/10 files  1.5 KiB / 5.0 KiB\u{1B}[K")
+        #expect(bar.update(progress, isTerminal: false) == "progress: 3/10 files, 1.5 KiB / 5.0 KiB (30%)\n")
+        let noBytes = JSONValue.object([("filesDone", .int(1)), ("filesTotal", .int(4)), ("bytesDone", .int(0)), ("bytesTotal", .int(0))])
+        #expect(ProgressBar.fraction(noBytes) == 0.25)
+    }
+
+    @Test func argumentReader_splitsOptionsValuesAndArguments() throws {
+        var reader = ArgumentReader(["--tag=a", "--tag", "b", "x", "--", "--json"])
+        #expect(reader.next() == .option("--tag", value: "a"))
+        #expect(reader.next() == .option("--tag", value: nil))
+        #expect(try reader.value(of: "--tag", inline: nil) == "b")
+        #expect(reader.next() == .argument("x"))
+        #expect(reader.next() == .argument("--json"))
+        #expect(reader.next() == nil)
+        #expect(ArgumentReader.asksForHelp(["a", "-h"]) && !ArgumentReader.asksForHelp(["--", "--help"]))
+    }
+
+    @Test func diagnoseComponents_onlineIssues_getTheDocumentedMemberOrder() {
+        let issue = JSONValue.object([
+            ("type", .string("Store")), ("kind", .string("duplicateProvider")),
+            ("providers", .array([.string("a"), .string("b")])), ("detail", .string("provided by 2 modules")),
+        ])
+        #expect(DiagnoseComponentsCommand.documented([issue]).serialized
+            == #"{"issues":[{"type":"Store","providers":["a","b"],"detail":"provided by 2 modules","kind":"duplicateProvider"}]}"#)
+    }
+
+    @Test func runJob_summary_namesTheResultAndFigures() {
+        let run = JSONValue.object([
+            ("result", .string("succeeded")), ("duration", .double(1.5)), ("filesCopied", .int(3)), ("filesUpdated", .int(1)),
+            ("filesDeleted", .int(0)), ("filesSkipped", .int(9)), ("errors", .int(0)), ("bytes", .int(2048)), ("message", .null),
+        ])
+        #expect(RunJobCommand.summary(run, job: "docs", on: Terminal(isTerminal: false, colors: false))
+            == "job docs: succeeded in 1.5 s (copied 3, updated 1, deleted 0, skipped 9, errors 0, 2.0 KiB)")
+    }
+}

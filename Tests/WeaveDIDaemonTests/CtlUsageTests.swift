@@ -1,0 +1,116 @@
+import Testing
+import WeaveDI
+import WeaveDIControl
+
+/// Command-line mistakes, `--help`, and how weavedictl finds the socket.
+@Suite struct CtlUsageTests {
+    @Test(arguments: ctlSubcommands)
+    func subcommandHelp_exitsZeroWithItsUsage(name: String) throws {
+        let run = try CtlRun.run([name, "--help"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.hasPrefix("usage: weavedictl [--socket PATH] [--json] [--no-color] \(name)"))
+        #expect(run.output.contains("Global options"))
+        let short = try CtlRun.run(["help", name])
+        #expect(short.code == 0 && short.output == run.output)
+    }
+
+    @Test func rootHelp_listsEverySubcommand() throws {
+        let run = try CtlRun.run(["--help"])
+        #expect(run.code == 0)
+        for name in ctlSubcommands {
+            #expect(run.output.contains("\n  \(name) "), "missing \(name)")
+        }
+        #expect(run.output.contains("69 daemon unreachable; 77 permission denied"))
+    }
+
+    @Test func unknownSubcommand_exits64NamingIt() throws {
+        let run = try CtlRun.run(["frobnicate"])
+        #expect(run.code == 64)
+        #expect(run.error.hasPrefix("weavedictl: unknown subcommand 'frobnicate'\nusage: weavedictl "))
+        #expect(run.output.isEmpty)
+        let none = try CtlRun.run([])
+        #expect(none.code == 64 && none.error.hasPrefix("weavedictl: missing subcommand\n"))
+    }
+
+    @Test(arguments: [
+        (["health", "--bogus"], "weavedictl health: unknown option '--bogus'", "health [--tag TAG]..."),
+        (["run-job"], "weavedictl run-job: missing argument NAME", "run-job NAME [--wait]"),
+        (["pause-job"], "weavedictl pause-job: missing argument NAME", "pause-job NAME"),
+        (["fixes", "--limit", "0"], "weavedictl fixes: --limit needs a positive integer, got '0'", "fixes [--limit N]"),
+        (["health", "--tag"], "weavedictl health: --tag needs a value", "health [--tag TAG]..."),
+        (["ping", "extra"], "weavedictl ping: unexpected argument 'extra'", "ping"),
+        (["run-job", "a", "--wait=yes"], "weavedictl run-job: --wait takes no value", "run-job NAME [--wait]"),
+        (["--socket"], "weavedictl: --socket needs a value", "SUBCOMMAND [ARGS]"),
+    ])
+    func usageMistakes_exit64WithTheProblemThenTheUsage(arguments: [String], problem: String, usage: String) throws {
+        let run = try CtlRun.run(arguments)
+        #expect(run.code == 64, "\(run.all)")
+        #expect(run.error.hasPrefix(problem))
+        #expect(run.error.contains("usage: weavedictl [--socket PATH] [--json] [--no-color] \(usage)"))
+    }
+
+    @Test func unreachableSocket_exits69NamingTheSocketAndHowToStartTheDaemon() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let socket = directory.path + "/control.sock"
+        let run = try CtlRun.run(["--socket", socket, "health"], in: directory)
+        #expect(run.code == 69)
+        #expect(run.error.hasPrefix("weavedictl: cannot connect to \(socket): No such file or directory (ENOENT)\n"))
+        #expect(run.error.contains("Is weavedid running? Start it with `swift run weavedid` (or `systemctl start weavedid`), or pass --socket PATH."))
+        #expect(run.output.isEmpty)
+    }
+
+    @Test func withoutAnySocket_theErrorNamesTheSystemSocket() throws {
+        try #require(!fileExists("/run/weavedi/control.sock"), "a system daemon runs here")
+        let directory = TemporaryDirectory("weavedictl")
+        let run = try CtlRun.run(["ping"], environment: ["XDG_RUNTIME_DIR": directory.path + "/xdg"], in: directory)
+        #expect(run.code == 69)
+        #expect(run.error.hasPrefix("weavedictl: cannot connect to /run/weavedi/control.sock: "))
+        #expect(run.error.contains("(none of \(directory.path)/xdg/weavedi/control.sock, \(directory.path)/.weavedi/run/control.sock exists either)"))
+    }
+
+    @Test func weavediSocket_isHonoured_andSocketOptionWins() throws {
+        let daemon = try readyDaemon()
+        let viaEnvironment = try CtlRun.run(["ping"], environment: ["WEAVEDI_SOCKET": daemon.defaultSocket])
+        #expect(viaEnvironment.code == 0, "\(viaEnvironment.all)")
+        // WEAVEDI_SOCKET comes before discovery, even when discovery would find a live socket.
+        let missing = daemon.directory.path + "/elsewhere.sock"
+        let wrong = try CtlRun.run(
+            ["ping"], environment: ["WEAVEDI_SOCKET": missing, "RUNTIME_DIRECTORY": daemon.directory.path + "/run"])
+        #expect(wrong.code == 69)
+        #expect(wrong.error.contains("cannot connect to \(missing)") && wrong.error.contains("WEAVEDI_SOCKET"))
+        let option = try CtlRun.run(["ping", "--socket", daemon.defaultSocket], environment: ["WEAVEDI_SOCKET": missing])
+        #expect(option.code == 0)
+    }
+
+    @Test func discovery_findsTheSocketInTheFirstRuntimeDirectory() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["ping"], environment: ["RUNTIME_DIRECTORY": daemon.directory.path + "/run:/elsewhere"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.contains("answers on \(daemon.defaultSocket)"))
+    }
+
+    @Test func discovery_findsTheSocketUnderXDGRuntimeDir() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try DaemonProcess(environment: ["RUNTIME_DIRECTORY": "", "XDG_RUNTIME_DIR": directory.path + "/xdg"], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let run = try CtlRun.run(["ping"], environment: ["XDG_RUNTIME_DIR": directory.path + "/xdg"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.contains("answers on \(directory.path)/xdg/weavedi/control.sock"))
+    }
+
+    @Test func discovery_findsTheSocketBelowTheWorkingDirectory() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try DaemonProcess(environment: ["RUNTIME_DIRECTORY": ""], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let run = try CtlRun.run(["ping"], in: directory)
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.contains("answers on \(directory.path)/.weavedi/run/control.sock"))
+    }
+
+    @Test func globalOptions_mayFollowTheSubcommand() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["ping", "--json", "--socket=\(daemon.defaultSocket)", "--no-color"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.hasPrefix("{\"version\":"))
+    }
+}
