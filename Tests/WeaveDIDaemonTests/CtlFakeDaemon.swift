@@ -93,8 +93,8 @@ extension VarlinkReply {
             ("run", .object([
                 ("id", .string("run-1")), ("job", .string(job)), ("result", .string(result)), ("startedAt", .double(1000)),
                 ("endedAt", .double(1002.5)), ("duration", .double(2.5)), ("filesCopied", .int(4)), ("filesUpdated", .int(0)),
-                ("filesDeleted", .int(1)), ("filesSkipped", .int(0)), ("errors", .int(result == "succeeded" ? 0 : 2)),
-                ("bytes", .int(4096)), ("message", result == "succeeded" ? .null : .string("2 files could not be read")),
+                ("filesDeleted", .int(1)), ("filesSkipped", .int(0)), ("errors", .int(result == "success" ? 0 : 2)),
+                ("bytes", .int(4096)), ("message", result == "success" ? .null : .string("2 files could not be read")),
             ])),
             ("progress", .null),
         ])

@@ -7,7 +7,7 @@ import WeaveDIControl
 @Suite struct CtlFindingsTests {
     private static let progressThenSuccess: [VarlinkReply] = [
         .progress(files: 1, of: 4, bytes: 1024, of: 4096), .progress(files: 3, of: 4, bytes: 3072, of: 4096),
-        .jobRun("docs", result: "succeeded"),
+        .jobRun("docs", result: "success"),
     ]
 
     @Test func runJob_wait_callsWithMore_andPrintsOneLinePerUpdate() throws {
@@ -17,7 +17,7 @@ import WeaveDIControl
         #expect(run.output == """
             progress: 1/4 files, 1.0 KiB / 4.0 KiB (25%)
             progress: 3/4 files, 3.0 KiB / 4.0 KiB (75%)
-            job docs: succeeded in 2.5 s (copied 4, updated 0, deleted 1, skipped 0, errors 0, 4.0 KiB)
+            job docs: success in 2.5 s (copied 4, updated 0, deleted 1, skipped 0, errors 0, 4.0 KiB)
 
             """)
         let call = try #require(fake.calls.first)
@@ -25,10 +25,10 @@ import WeaveDIControl
     }
 
     @Test func runJob_withoutWait_callsWithoutMore() throws {
-        let fake = try FakeDaemon(["RunJob": [.jobRun("docs", result: "succeeded")]])
+        let fake = try FakeDaemon(["RunJob": [.jobRun("docs", result: "success")]])
         let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])
         #expect(run.code == 0, "\(run.all)")
-        #expect(run.output.hasPrefix("job docs: succeeded"))
+        #expect(run.output.hasPrefix("job docs: success"))
         #expect(fake.calls.first?.more == false)
     }
 

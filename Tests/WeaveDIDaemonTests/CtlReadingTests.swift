@@ -75,16 +75,18 @@ import WeaveDIPosix
         #expect(!row.contains("pending"))
     }
 
-    @Test func fixesAndJobs_onAFreshDaemon_areEmpty() throws {
+    @Test func fixesAndJobs_onAFreshDaemon() throws {
         let daemon = try readyDaemon()
         let fixes = try CtlRun.run(["--socket", daemon.defaultSocket, "fixes", "--limit", "5"])
         #expect(fixes.code == 0 && fixes.output == "No fix attempts recorded.\n")
         let fixesJSON = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "fixes"])
         #expect(fixesJSON.output == "{\"fixes\":[]}\n")
+        // The built-in default has one example mirror job.
         let jobs = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs"])
-        #expect(jobs.code == 0 && jobs.output == "No jobs configured.\n")
+        #expect(jobs.code == 0 && jobs.output.split(separator: "\n").contains { $0.hasPrefix("example ") && $0.contains("mirror") }, "\(jobs.output)")
         let jobsJSON = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "--json"])
-        #expect(jobsJSON.code == 0 && jobsJSON.output == "{\"jobs\":[]}\n")
+        let listed = try #require(jobsJSON.json()[member: "jobs"]?.arrayValue)
+        #expect(jobsJSON.code == 0 && listed.map { $0[member: "name"]?.stringValue } == ["example"])
     }
 
     @Test func sessions_showTheConnectionOfWeavedictlItself() throws {

@@ -66,7 +66,7 @@ struct RunJobCommand: CtlCommand {
         } else {
             context.terminal.line(Self.summary(run, job: name, on: context.terminal))
         }
-        return run.string("result") == "succeeded" ? ExitStatus.ok : ExitStatus.failure
+        return run.string("result") == "success" ? ExitStatus.ok : ExitStatus.failure
     }
 
     /// `job NAME: RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`.

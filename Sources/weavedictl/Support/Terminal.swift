@@ -25,8 +25,8 @@ struct Terminal {
         /// Green for healthy and success, yellow for degraded, red for unhealthy and failure.
         static func status(_ status: String) -> Style? {
             switch status {
-            case "healthy", "succeeded", "ok": .green
-            case "degraded", "refused", "timedOut", "pending": .yellow
+            case "healthy", "succeeded", "success", "ok": .green
+            case "degraded", "refused", "timedOut", "pending", "partial", "skipped", "cancelled": .yellow
             case "unhealthy", "failed": .red
             default: nil
             }
