@@ -9,12 +9,16 @@ public struct DirectoryEntry: Hashable, Sendable, CustomStringConvertible {
     public var kind: FileKind
     /// The inode number (`d_ino`).
     public var inode: UInt64
+    /// False when the name on disk is not valid UTF-8: `name` then holds a repaired copy (with
+    /// U+FFFD), which names a different file or none, and must not be used to open or remove it.
+    public var nameIsExact: Bool
 
     /// Creates an entry from its parts.
-    public init(name: String, kind: FileKind, inode: UInt64) {
+    public init(name: String, kind: FileKind, inode: UInt64, nameIsExact: Bool = true) {
         self.name = name
         self.kind = kind
         self.inode = inode
+        self.nameIsExact = nameIsExact
     }
 
     /// A textual form such as `config.json (regular)`.
@@ -50,12 +54,14 @@ extension FileDescriptor {
             }
             let namePointer = UnsafeRawPointer(entry).advanced(by: nameOffset)
                 .assumingMemoryBound(to: CChar.self)
-            let name = String(cString: namePointer)
+            let exact = String(validatingCString: namePointer)
+            let name = exact ?? String(cString: namePointer)
             if name == "." || name == ".." { continue }
             entries.append(DirectoryEntry(
                 name: name,
                 kind: FileKind(directoryEntryType: entry.pointee.d_type),
-                inode: UInt64(entry.pointee.d_ino)))
+                inode: UInt64(entry.pointee.d_ino),
+                nameIsExact: exact != nil))
         }
     }
 

@@ -129,6 +129,15 @@ extension FileDescriptor {
         time?.timespecValue ?? timespec(tv_sec: 0, tv_nsec: LinuxSymbols.utimeOmit)
     }
 
+    /// The canonical absolute form of `path` (`realpath(3)`): symbolic links, `.` and `..`
+    /// resolved; every component must exist.
+    public static func realPath(_ path: String) throws(Errno) -> String {
+        let resolved: UnsafeMutablePointer<CChar>? = path.withCString { realpath($0, nil) }
+        guard let resolved else { throw Errno.current }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     /// Creates a fresh directory from a template ending in `XXXXXX` (`mkdtemp(3)`), returning its path.
     public static func makeTemporaryDirectory(template: String = "/tmp/weavedi.XXXXXX") throws(Errno) -> String {
         var bytes = Array(template.utf8CString)

@@ -63,6 +63,9 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable, CustomString
         public static var nonBlocking: OpenOptions { OpenOptions(rawValue: O_NONBLOCK) }
         /// Do not make a terminal the controlling terminal (`O_NOCTTY`).
         public static var noControllingTerminal: OpenOptions { OpenOptions(rawValue: O_NOCTTY) }
+        /// Do not update the access time on reads (`O_NOATIME`); only the file's owner or a
+        /// process with `CAP_FOWNER` may use it, others get `EPERM`.
+        public static var noAccessTime: OpenOptions { OpenOptions(rawValue: LinuxSymbols.openNoAccessTime) }
     }
 
     /// Opens `path` (`open(2)`), adding `O_CLOEXEC` unless `closeOnExec` is false.
@@ -182,5 +185,14 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable, CustomString
     /// Truncates or extends the file to `size` bytes (`ftruncate(2)`).
     public func resize(to size: Int64) throws(Errno) {
         try nothingOrErrno { ftruncate(rawValue, off_t(size)) }
+    }
+
+    /// Copies up to `count` bytes from this file's position to `destination`'s position inside
+    /// the kernel (`copy_file_range(2)`), advancing both; returns the bytes copied, 0 at end of file.
+    ///
+    /// Throws `EXDEV`, `EINVAL`, `EOPNOTSUPP` or `ENOSYS` where the kernel or file systems cannot
+    /// do it (across some file systems, special files); fall back to `read`/`write` then.
+    public func copyRange(to destination: FileDescriptor, count: Int) throws(Errno) -> Int {
+        try valueOrErrno { LinuxSymbols.copyFileRange(rawValue, nil, destination.rawValue, nil, count, 0) }
     }
 }

@@ -3,7 +3,8 @@ import Glibc
 /// Linux-only libc entry points and constants that the Swift `Glibc` module does not import.
 ///
 /// The module map compiles glibc headers without `_GNU_SOURCE`, so `accept4`,
-/// `pipe2`, `signalfd`, `struct ucred` and the `UTIME_*` markers are missing.
+/// `pipe2`, `signalfd`, `copy_file_range`, `struct ucred`, `O_NOATIME` and the `UTIME_*`
+/// markers are missing.
 /// Functions are resolved once with `dlsym` and called through C-convention
 /// function pointers, which keeps the C calling convention exact without a C target.
 internal enum LinuxSymbols {
@@ -13,6 +14,9 @@ internal enum LinuxSymbols {
     typealias Pipe2 = @convention(c) @Sendable (UnsafeMutablePointer<Int32>?, Int32) -> Int32
     typealias SignalFD = @convention(c) @Sendable (Int32, UnsafePointer<sigset_t>?, Int32) -> Int32
     typealias AddChdir = @convention(c) @Sendable (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    typealias CopyFileRange = @convention(c) @Sendable (
+        Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32
+    ) -> Int
 
     /// `accept4(2)`.
     static let accept4: Accept4 = resolve("accept4", as: Accept4.self)
@@ -22,6 +26,8 @@ internal enum LinuxSymbols {
     static let signalfd: SignalFD = resolve("signalfd", as: SignalFD.self)
     /// `posix_spawn_file_actions_addchdir_np(3)` (glibc 2.29 and later).
     static let addChdir: AddChdir = resolve("posix_spawn_file_actions_addchdir_np", as: AddChdir.self)
+    /// `copy_file_range(2)` (glibc 2.27 and later).
+    static let copyFileRange: CopyFileRange = resolve("copy_file_range", as: CopyFileRange.self)
 
     /// `SFD_CLOEXEC`, equal to `O_CLOEXEC`.
     static let signalFDCloseOnExec: Int32 = O_CLOEXEC
@@ -31,6 +37,8 @@ internal enum LinuxSymbols {
     static let utimeNow: Int = (1 << 30) - 1
     /// `UTIME_OMIT` from `<sys/stat.h>`: `(1l << 30) - 2l`.
     static let utimeOmit: Int = (1 << 30) - 2
+    /// `O_NOATIME` from `<fcntl.h>` (`_GNU_SOURCE`): `01000000` on x86-64, ARM and most others.
+    static let openNoAccessTime: Int32 = 0o1000000
     /// Size of `struct signalfd_siginfo`, fixed by the kernel ABI.
     static let signalFDSiginfoSize = 128
 

@@ -83,4 +83,35 @@ import WeaveDIPosix
         try b.descriptor.unlink(at: "y")
         #expect(throws: Errno.noSuchFileOrDirectory) { try b.descriptor.unlink(at: "y") }
     }
+
+    @Test func directoryEntries_flagNamesThatAreNotUTF8() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        let raw: [CChar] = [0x62, -1, 0x2e, 0x74, 0]  // "b\xff.t"
+        let made = openat(dir.descriptor.rawValue, raw, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(made >= 0)
+        close(made)
+        try dir.descriptor.open(at: "plain", .writeOnly, options: [.create]).close()
+
+        let entries = Dictionary(uniqueKeysWithValues: try dir.descriptor.directoryEntries().map { ($0.name, $0) })
+        #expect(entries["plain"]?.nameIsExact == true)
+        let repaired = try #require(entries["b\u{FFFD}.t"])
+        #expect(!repaired.nameIsExact)
+        // The repaired name names no file: using it would miss (or hit another file).
+        #expect(throws: Errno.noSuchFileOrDirectory) { _ = try dir.descriptor.status(at: repaired.name) }
+    }
+
+    @Test func realPath_resolvesLinksDotsAndDotDots_andFailsForMissing() throws {
+        let directory = try TemporaryDirectory()
+        let root = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        try root.descriptor.makeDirectory(at: "real")
+        try root.descriptor.makeDirectory(at: "real/inner")
+        try root.descriptor.createSymbolicLink(at: "link", pointingTo: "real/inner")
+        let canonical = try FileDescriptor.realPath(directory.path)
+        #expect(try FileDescriptor.realPath(directory.child("link")) == canonical + "/real/inner")
+        #expect(try FileDescriptor.realPath(directory.child("link/../.")) == canonical + "/real")
+        #expect(throws: Errno.noSuchFileOrDirectory) {
+            _ = try FileDescriptor.realPath(directory.child("real/missing"))
+        }
+    }
 }

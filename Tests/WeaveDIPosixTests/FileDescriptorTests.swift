@@ -137,4 +137,35 @@ import WeaveDIPosix
         #expect(try file.descriptor.status().permissions == 0o640)
         #expect(try file.descriptor.status().permissions.description == "0o640")
     }
+
+    @Test func copyRange_copiesInTheKernel_advancingBothPositions() throws {
+        let directory = try TemporaryDirectory()
+        let content = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let writer = try FileDescriptor.open(directory.child("in"), .writeOnly, options: [.create])
+        try writer.descriptor.writeAll(content)
+        try writer.close()
+
+        let input = try FileDescriptor.open(directory.child("in"), .readOnly, options: [.noAccessTime])
+        let output = try FileDescriptor.open(directory.child("out"), .writeOnly, options: [.create, .exclusiveCreate])
+        var total = 0
+        var calls = 0
+        while true {
+            let copied = try input.descriptor.copyRange(to: output.descriptor, count: 100_000)
+            if copied == 0 { break }
+            total += copied
+            calls += 1
+        }
+        #expect(total == content.count)
+        #expect(calls >= 3)
+        #expect(try input.descriptor.seek(offset: 0, from: SEEK_CUR) == Int64(content.count))
+        #expect(try output.descriptor.seek(offset: 0, from: SEEK_CUR) == Int64(content.count))
+        try output.close()
+        let copy = try FileDescriptor.open(directory.child("out"), .readOnly)
+        #expect(try copy.descriptor.readToEnd() == content)
+        // A descriptor that is not open for reading cannot be a source.
+        let writeOnly = try FileDescriptor.open(directory.child("in"), .writeOnly)
+        #expect(throws: Errno.badFileDescriptor) {
+            _ = try writeOnly.descriptor.copyRange(to: input.descriptor, count: 10)
+        }
+    }
 }

@@ -1,0 +1,85 @@
+import WeaveDIPosix
+
+/// Removes entries from the destination: files and links with `unlinkat`, directories depth
+/// first through descriptors opened with `O_NOFOLLOW`, so a link inside never leads out.
+struct DestinationRemover {
+    /// The source root: a destination directory that is it (through a bind mount) is refused.
+    let sourceRoot: FileIdentity
+
+    /// Removes `name` from `directory`, whatever it is; `removed` counts every entry removed,
+    /// also when a failure stops the removal part way.
+    func remove(_ name: String, kind: FileKind, in directory: FileDescriptor, removed: inout Int)
+        throws(MirrorFailure)
+    {
+        var kind = kind
+        if kind == .unknown {
+            kind = try MirrorFailure.attempt("lstat", missingMeansVanished: true) {
+                try directory.status(at: name, followSymlinks: false)
+            }.kind
+        }
+        if kind == .directory {
+            try removeTree(name, in: directory, removed: &removed)
+        } else {
+            try unlink(name, in: directory)
+            removed += 1
+        }
+    }
+
+    /// Removes an empty directory `name` only: for `delete: false`, which never drops content.
+    func removeIfEmpty(_ name: String, in directory: FileDescriptor) throws(MirrorFailure) {
+        do {
+            try directory.removeDirectory(at: name)
+        } catch .directoryNotEmpty, .fileExists {
+            throw .directoryInTheWay
+        } catch .noSuchFileOrDirectory {
+            return
+        } catch {
+            throw .system("rmdir", error)
+        }
+    }
+
+    private func removeTree(_ name: String, in parent: FileDescriptor, removed: inout Int) throws(MirrorFailure) {
+        guard let directory = try openForRemoval(name, in: parent, removed: &removed) else { return }
+        let status = try MirrorFailure.attempt("fstat") { try directory.descriptor.status() }
+        if FileIdentity(status) == sourceRoot { throw .otherRoot }
+        let entries = try MirrorFailure.attempt("readdir") { try directory.descriptor.directoryEntries() }
+        for entry in entries {
+            guard entry.nameIsExact else { throw .nameNotUTF8 }
+            try remove(entry.name, kind: entry.kind, in: directory.descriptor, removed: &removed)
+        }
+        do {
+            try parent.removeDirectory(at: name)
+            removed += 1
+        } catch .noSuchFileOrDirectory {
+            return
+        } catch {
+            throw .system("rmdir", error)
+        }
+    }
+
+    /// Opens the directory `name` to empty it; nil when it turned out to be a file or link
+    /// (removed here in one go) or to be gone already.
+    private func openForRemoval(_ name: String, in parent: FileDescriptor, removed: inout Int)
+        throws(MirrorFailure) -> OwnedDescriptor?
+    {
+        do {
+            return try MirrorFailure.opening { try parent.openDirectory(at: name, noFollow: true) }
+        } catch .vanished {
+            return nil
+        } catch .replaced {
+            try unlink(name, in: parent)
+            removed += 1
+            return nil
+        }
+    }
+
+    private func unlink(_ name: String, in directory: FileDescriptor) throws(MirrorFailure) {
+        do {
+            try directory.unlink(at: name)
+        } catch .noSuchFileOrDirectory {
+            return
+        } catch {
+            throw .system("unlink", error)
+        }
+    }
+}

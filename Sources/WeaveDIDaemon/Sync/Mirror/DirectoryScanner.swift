@@ -1,0 +1,264 @@
+import WeaveDIPosix
+
+/// Compares one directory of the source with its destination counterpart: lists both, `lstat`s
+/// each source entry and its namesake in the destination, and decides what needs work.
+///
+/// Unchanged files cost two `fstatat` calls and nothing else; the copies themselves are left to
+/// `FileBatch` tasks. Before anything else in a destination directory, leftover temporary files
+/// of an interrupted run are removed; with `delete`, so is whatever the source no longer has.
+struct DirectoryScanner {
+    let context: MirrorContext
+
+    private var settings: MirrorSettings { context.settings }
+
+    /// Opens `job` below `parent` in both trees (creating or clearing the way in the
+    /// destination), then scans it.
+    func open(_ job: SubdirectoryJob, in parent: MirrorDirectory) -> ScanOutcome {
+        var outcome = ScanOutcome()
+        do {
+            let directory = try openPair(job, in: parent, parentModified: &outcome.parentModified)
+            scan(directory, into: &outcome)
+        } catch {
+            outcome.report.fail(parent.path(of: job.name), error.description)
+        }
+        return outcome
+    }
+
+    /// Scans an open directory pair.
+    func scan(_ directory: MirrorDirectory) -> ScanOutcome {
+        var outcome = ScanOutcome()
+        scan(directory, into: &outcome)
+        return outcome
+    }
+
+    private func openPair(_ job: SubdirectoryJob, in parent: MirrorDirectory, parentModified: inout Bool)
+        throws(MirrorFailure) -> MirrorDirectory
+    {
+        let name = job.name
+        let source = try MirrorFailure.opening { try parent.source.descriptor.openDirectory(at: name, noFollow: true) }
+        let sourceStatus = try MirrorFailure.attempt("fstat") { try source.descriptor.status() }
+        if FileIdentity(sourceStatus) == context.destinationRoot { throw .otherRoot }
+
+        let target = parent.destination.descriptor
+        if let kind = job.destinationKind, kind != .directory {
+            // A file, link or special file where the directory goes: it goes (a planted link is
+            // removed, never followed), whatever `delete` says, as an update of that name would.
+            try MirrorFailure.attempt("unlink") { try target.unlink(at: name) }
+            parentModified = true
+        }
+        if job.destinationKind != .directory {
+            do {
+                try target.makeDirectory(at: name, permissions: 0o700)
+                parentModified = true
+            } catch .fileExists {
+                // Made meanwhile; opened below without following a link.
+            } catch {
+                throw .system("mkdir", error)
+            }
+        }
+        let destination = try MirrorFailure.attempt("open") { try target.openDirectory(at: name, noFollow: true) }
+        let destinationStatus = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
+        if FileIdentity(destinationStatus) == context.sourceRoot { throw .otherRoot }
+        if !context.isPrivileged && destinationStatus.permissions.rawValue & 0o700 != 0o700 {
+            // Writable while it is filled; `finish` gives it the source's mode afterwards.
+            try MirrorFailure.attempt("fchmod") {
+                try destination.descriptor.setPermissions(FilePermissions(rawValue: destinationStatus.mode | 0o700))
+            }
+        }
+        return MirrorDirectory(path: parent.path(of: name), source: source, destination: destination, parent: parent)
+    }
+
+    private func scan(_ directory: MirrorDirectory, into outcome: inout ScanOutcome) {
+        outcome.directory = directory
+        let sourceEntries: [DirectoryEntry]
+        var destinationEntries: [DirectoryEntry]
+        do {
+            sourceEntries = try MirrorFailure.attempt("readdir") { try directory.source.descriptor.directoryEntries() }
+            destinationEntries = try MirrorFailure.attempt("readdir (destination)") {
+                try directory.destination.descriptor.directoryEntries()
+            }
+        } catch {
+            outcome.report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
+            outcome.listingFailed = true
+            outcome.finished = true  // nothing was mirrored: its mode and mtime stay as they are
+            return
+        }
+        removeLeftovers(&destinationEntries, in: directory, outcome: &outcome)
+        var destinationNames = Set<String>(minimumCapacity: destinationEntries.count)
+        for entry in destinationEntries where entry.nameIsExact { destinationNames.insert(entry.name) }
+
+        var sourceNames = Set<String>(minimumCapacity: sourceEntries.count)
+        for entry in sourceEntries {
+            sourceNames.insert(entry.name)
+            let path = directory.path(of: entry.name)
+            guard entry.nameIsExact else {
+                outcome.entriesFound += 1
+                outcome.entriesSettled += 1
+                outcome.report.fail(path, MirrorFailure.nameNotUTF8.description)
+                continue
+            }
+            if MirrorTemporaryName.isTemporary(entry.name) {
+                outcome.entriesFound += 1
+                outcome.entriesSettled += 1
+                outcome.report.skip(path, "an unfinished copy of another mirror; not mirrored")
+                continue
+            }
+            let status: FileStatus
+            do {
+                status = try MirrorFailure.attempt("lstat", missingMeansVanished: true) {
+                    try directory.source.descriptor.status(at: entry.name, followSymlinks: false)
+                }
+            } catch {
+                outcome.entriesFound += 1
+                outcome.entriesSettled += 1
+                outcome.report.fail(path, error.description)
+                continue
+            }
+            if status.kind != .directory { outcome.entriesFound += 1 }
+            do {
+                try compare(entry.name, status, in: directory,
+                            destinationHasName: destinationNames.contains(entry.name), outcome: &outcome)
+            } catch {
+                outcome.report.fail(path, error.description)
+                if status.kind != .directory { outcome.entriesSettled += 1 }
+            }
+        }
+        if settings.delete {
+            deleteExtras(destinationEntries, keeping: sourceNames, in: directory, outcome: &outcome)
+        }
+        if outcome.jobs.isEmpty && outcome.subdirectories.isEmpty {
+            do {
+                _ = try directory.finish(modified: outcome.modified, durable: settings.durable)
+            } catch {
+                outcome.report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
+            }
+            outcome.finished = true
+        }
+    }
+
+    /// Decides what `name`, whose source `lstat` is `source`, needs; throws for entries that
+    /// cannot be looked at or made way for.
+    private func compare(_ name: String, _ source: FileStatus, in directory: MirrorDirectory,
+                         destinationHasName: Bool, outcome: inout ScanOutcome) throws(MirrorFailure)
+    {
+        var destination: FileStatus? = nil
+        if destinationHasName {
+            do {
+                destination = try directory.destination.descriptor.status(at: name, followSymlinks: false)
+            } catch .noSuchFileOrDirectory {
+                destination = nil
+            } catch {
+                throw .system("lstat (destination)", error)
+            }
+        }
+        switch source.kind {
+        case .directory:
+            outcome.subdirectories.append(SubdirectoryJob(name: name, destinationKind: destination?.kind))
+        case .regular:
+            try makeWay(for: name, over: destination, in: directory, outcome: &outcome)
+            guard let destination, destination.kind == .regular else {
+                outcome.jobs.append(FileJob(name: name, action: .copy, source: source, isNew: destination == nil))
+                return
+            }
+            if let action = fileAction(source: source, destination: destination) {
+                outcome.jobs.append(FileJob(name: name, action: action, source: source, isNew: false))
+            } else {
+                outcome.report.unchanged += 1
+                outcome.entriesSettled += 1
+            }
+        case .symbolicLink:
+            try makeWay(for: name, over: destination, in: directory, outcome: &outcome)
+            let target = try MirrorFailure.attempt("readlink", missingMeansVanished: true) {
+                try directory.source.descriptor.readSymbolicLink(at: name)
+            }
+            if let destination, destination.kind == .symbolicLink, destination.size == source.size,
+                (try? directory.destination.descriptor.readSymbolicLink(at: name)) == target
+            {
+                if destination.modificationTime == source.modificationTime {
+                    outcome.report.unchanged += 1
+                    outcome.entriesSettled += 1
+                } else {
+                    outcome.jobs.append(FileJob(name: name, action: .fixLinkTime, source: source, isNew: false))
+                }
+                return
+            }
+            outcome.jobs.append(FileJob(name: name, action: .link(target: target), source: source,
+                                        isNew: destination == nil))
+        default:
+            outcome.entriesSettled += 1
+            outcome.report.skip(directory.path(of: name), "\(source.kind) skipped: only files, directories and links are mirrored")
+        }
+    }
+
+    /// What a regular file whose destination is a regular file needs, nil for nothing.
+    private func fileAction(source: FileStatus, destination: FileStatus) -> FileJob.Action? {
+        if settings.compare == .checksum {
+            return source.size == destination.size ? .verify : .copy
+        }
+        if source.size != destination.size || source.modificationTime != destination.modificationTime {
+            return .copy
+        }
+        return source.permissions == destination.permissions ? nil : .fixAttributes
+    }
+
+    /// Clears a destination directory out of the way of a file or link: with its content when
+    /// `delete` is on, only when empty otherwise.
+    private func makeWay(for name: String, over destination: FileStatus?, in directory: MirrorDirectory,
+                         outcome: inout ScanOutcome) throws(MirrorFailure)
+    {
+        guard destination?.kind == .directory else { return }
+        let remover = DestinationRemover(sourceRoot: context.sourceRoot)
+        outcome.modified = true
+        if settings.delete {
+            var removed = 0
+            defer { outcome.report.deleted += removed }
+            try remover.remove(name, kind: .directory, in: directory.destination.descriptor, removed: &removed)
+        } else {
+            try remover.removeIfEmpty(name, in: directory.destination.descriptor)
+        }
+    }
+
+    /// Removes `.weavedi-tmp.*` files (a crashed run's unfinished copies) from the listing's
+    /// directory and from the listing.
+    private func removeLeftovers(_ entries: inout [DirectoryEntry], in directory: MirrorDirectory,
+                                 outcome: inout ScanOutcome)
+    {
+        guard entries.contains(where: { MirrorTemporaryName.isTemporary($0.name) }) else { return }
+        entries.removeAll { entry in
+            guard entry.nameIsExact, MirrorTemporaryName.isTemporary(entry.name), entry.kind != .directory else {
+                return false
+            }
+            do {
+                try directory.destination.descriptor.unlink(at: entry.name)
+                outcome.modified = true
+            } catch .noSuchFileOrDirectory {
+                // Gone already.
+            } catch {
+                outcome.report.fail(directory.path(of: entry.name), "unlink (leftover temporary file): \(error)")
+            }
+            return true
+        }
+    }
+
+    /// With `delete`, removes what the destination has and the source does not.
+    private func deleteExtras(_ entries: [DirectoryEntry], keeping names: Set<String>, in directory: MirrorDirectory,
+                              outcome: inout ScanOutcome)
+    {
+        let remover = DestinationRemover(sourceRoot: context.sourceRoot)
+        for entry in entries where !names.contains(entry.name) {
+            let path = directory.path(of: entry.name)
+            guard entry.nameIsExact else {
+                outcome.report.fail(path, MirrorFailure.nameNotUTF8.description)
+                continue
+            }
+            var removed = 0
+            do {
+                try remover.remove(entry.name, kind: entry.kind, in: directory.destination.descriptor, removed: &removed)
+            } catch {
+                outcome.report.fail(path, error.description)
+            }
+            outcome.report.deleted += removed
+            outcome.modified = true
+        }
+    }
+}

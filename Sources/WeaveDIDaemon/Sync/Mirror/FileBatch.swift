@@ -1,0 +1,163 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// One file or link of a directory that needs work.
+struct FileJob: Sendable {
+    enum Action: Sendable {
+        /// Copy the file (new, or replacing what the destination has).
+        case copy
+        /// Checksum mode: compare both contents, then copy or just fix mode and mtime.
+        case verify
+        /// Same content; give the destination file the source's mode and mtime.
+        case fixAttributes
+        /// Create (or replace with) a link to `target`.
+        case link(target: String)
+        /// Same link target; give the destination link the source link's mtime.
+        case fixLinkTime
+    }
+
+    let name: String
+    let action: Action
+    /// The source entry's `lstat` at listing time.
+    let source: FileStatus
+    /// Whether the destination had nothing under this name (a copy then counts as `copied`).
+    let isNew: Bool
+
+    /// The bytes this job reads or copies, for progress.
+    var plannedBytes: Int64 {
+        switch action {
+        case .copy, .verify: source.size
+        case .fixAttributes, .link, .fixLinkTime: 0
+        }
+    }
+}
+
+/// Files of one directory handled by one task.
+struct FileBatch: Sendable {
+    let directory: MirrorDirectory
+    let jobs: [FileJob]
+
+    /// Files larger than this get a task of their own.
+    static let largeFile: Int64 = 1 << 20
+    /// A batch of small files stops at this many files...
+    static let maximumFiles = 32
+    /// ...or this many bytes.
+    static let maximumBytes: Int64 = 2 << 20
+
+    /// Splits a directory's jobs into batches: one per large file, small ones grouped.
+    static func split(_ jobs: [FileJob], in directory: MirrorDirectory) -> [FileBatch] {
+        var batches: [FileBatch] = []
+        var current: [FileJob] = []
+        var bytes: Int64 = 0
+        for job in jobs {
+            if job.plannedBytes >= largeFile {
+                batches.append(FileBatch(directory: directory, jobs: [job]))
+                continue
+            }
+            if current.count == maximumFiles || bytes + job.plannedBytes > maximumBytes {
+                batches.append(FileBatch(directory: directory, jobs: current))
+                current = []
+                bytes = 0
+            }
+            current.append(job)
+            bytes += job.plannedBytes
+        }
+        if !current.isEmpty { batches.append(FileBatch(directory: directory, jobs: current)) }
+        return batches
+    }
+}
+
+
+extension FileBatch {
+    /// Does the batch's jobs in order with one fresh `FileCopier` (and `FileHasher` for
+    /// checksum comparisons) from the context's container; stops between files when the task
+    /// is cancelled. Blocking I/O: runs in a worker task.
+    func run(_ context: MirrorContext) -> BatchOutcome {
+        var outcome = BatchOutcome()
+        let copier: FileCopier
+        do {
+            copier = try context.container.makeFresh(FileCopier.self)
+        } catch {
+            for job in jobs {
+                outcome.report.fail(directory.path(of: job.name), MirrorFailure.noWorker("\(error)").description)
+                outcome.settledFiles += 1
+                outcome.settledBytes += job.plannedBytes
+            }
+            return outcome
+        }
+        var hasher: FileHasher? = nil
+        for job in jobs {
+            if Task.isCancelled {
+                outcome.interrupted = true
+                break
+            }
+            do {
+                try perform(job, copier: copier, hasher: &hasher, context: context, outcome: &outcome)
+            } catch .cancelled {
+                outcome.interrupted = true
+                break
+            } catch {
+                outcome.report.fail(directory.path(of: job.name), error.description)
+            }
+            outcome.settledFiles += 1
+            outcome.settledBytes += job.plannedBytes
+        }
+        return outcome
+    }
+
+    private func perform(
+        _ job: FileJob, copier: FileCopier, hasher: inout FileHasher?, context: MirrorContext,
+        outcome: inout BatchOutcome
+    ) throws(MirrorFailure) {
+        let source = directory.source.descriptor
+        let destination = directory.destination.descriptor
+        let durable = context.settings.durable
+        let noAccessTime = context.mayAvoidAccessTime(owner: job.source.userID)
+        switch job.action {
+        case .copy:
+            outcome.report.bytes += try copier.copyFile(
+                job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime)
+            outcome.modified = true
+            if job.isNew { outcome.report.copied += 1 } else { outcome.report.updated += 1 }
+        case .verify:
+            let digester: FileHasher
+            if let hasher {
+                digester = hasher
+            } else {
+                digester = try makeHasher(context)
+                hasher = digester
+            }
+            let sourceDigest = try digester.digest(of: job.name, in: source, noAccessTime: noAccessTime)
+            let destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
+            if sourceDigest != destinationDigest {
+                outcome.report.bytes += try copier.copyFile(
+                    job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime)
+                outcome.modified = true
+                outcome.report.updated += 1
+            } else if try copier.fixAttributes(job.name, to: job.source, in: destination, durable: durable) {
+                outcome.report.updated += 1
+            } else {
+                outcome.report.unchanged += 1
+            }
+        case .fixAttributes:
+            try copier.fixAttributes(job.name, to: job.source, in: destination, durable: durable)
+            outcome.report.updated += 1
+        case let .link(target):
+            try copier.copyLink(job.name, target: target, modificationTime: job.source.modificationTime, in: destination)
+            outcome.modified = true
+            if job.isNew { outcome.report.copied += 1 } else { outcome.report.updated += 1 }
+        case .fixLinkTime:
+            try copier.fixLinkTime(job.name, to: job.source.modificationTime, in: destination)
+            outcome.report.updated += 1
+        }
+    }
+
+    /// The task's `FileHasher`, made fresh on its first checksum comparison.
+    private func makeHasher(_ context: MirrorContext) throws(MirrorFailure) -> FileHasher {
+        do {
+            return try context.container.makeFresh(FileHasher.self)
+        } catch {
+            throw .noWorker("\(error)")
+        }
+    }
+}

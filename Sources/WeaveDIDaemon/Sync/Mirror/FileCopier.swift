@@ -1,0 +1,194 @@
+import Glibc
+import WeaveDIPosix
+
+/// Copies files and links into the destination atomically: a worker of `MirrorEngine`.
+///
+/// The engine takes a fresh instance for each task of a run (`container.makeFresh`, or
+/// `@Factory var copier: FileCopier` in your own workers), so register it as a transient:
+///
+/// ```swift
+/// container.register(FileCopier.self, scope: .transient) { FileCopier() }
+/// ```
+///
+/// A copy goes to `.weavedi-tmp.<name>.<random>` in the destination directory (created with
+/// `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600), gets the source's content, mode and mtime, is
+/// flushed (`fsync`, when durable) and is renamed over the final name: the final name holds the
+/// old version or the whole new one, never a torn file. A source that changes during the copy
+/// (size, mtime or ctime moved, or a short read) is not published.
+public final class FileCopier {
+    /// The read/write buffer for file systems without `copy_file_range`, made on first need.
+    private var buffer: UnsafeMutableRawBufferPointer?
+    /// Bytes moved by one `copy_file_range` call, between two cancellation checks.
+    private static let chunk = 8 << 20
+    /// The size of the fallback buffer.
+    private static let bufferSize = 1 << 20
+
+    /// A copier; the engine makes one per task.
+    public init() {}
+
+    deinit {
+        buffer?.deallocate()
+    }
+
+    /// Copies the regular file `name` of `source` over `name` in `destination`; returns the bytes
+    /// copied. `noAccessTime` opens the source with `O_NOATIME` (owner or privileged only).
+    func copyFile(
+        _ name: String,
+        from source: FileDescriptor,
+        to destination: FileDescriptor,
+        durable: Bool,
+        noAccessTime: Bool
+    ) throws(MirrorFailure) -> Int64 {
+        let input = try openSource(name, in: source, noAccessTime: noAccessTime)
+        let before = try MirrorFailure.attempt("fstat") { try input.descriptor.status() }
+        guard before.kind == .regular else { throw .replaced(before.kind) }
+
+        let temporary = MirrorTemporaryName.make(for: name)
+        let output = try MirrorFailure.attempt("create \(temporary)") {
+            try destination.open(
+                at: temporary, .writeOnly, options: [.create, .exclusiveCreate, .noFollow], permissions: 0o600)
+        }
+        do throws(MirrorFailure) {
+            let copied = try copyContent(from: input.descriptor, to: output.descriptor, size: before.size)
+            let after = try MirrorFailure.attempt("fstat") { try input.descriptor.status() }
+            if copied != before.size || after.size != before.size
+                || after.modificationTime != before.modificationTime || after.changeTime != before.changeTime
+            {
+                throw MirrorFailure.changedWhileCopying
+            }
+            try MirrorFailure.attempt("fchmod") { try output.descriptor.setPermissions(before.permissions) }
+            try MirrorFailure.attempt("futimens") {
+                try output.descriptor.setTimes(access: nil, modification: before.modificationTime)
+            }
+            if durable { try MirrorFailure.attempt("fsync") { try output.descriptor.fsync() } }
+            do { try output.close() } catch { throw MirrorFailure.system("close", error) }
+            try MirrorFailure.attempt("rename") { try destination.rename(at: temporary, to: name) }
+            return copied
+        } catch {
+            try? destination.unlink(at: temporary)
+            throw error
+        }
+    }
+
+    /// Makes `name` in `destination` a symbolic link to `target` with modification time `time`,
+    /// replacing what is there in one rename.
+    func copyLink(_ name: String, target: String, modificationTime time: TimeSpec, in destination: FileDescriptor)
+        throws(MirrorFailure)
+    {
+        let temporary = MirrorTemporaryName.make(for: name)
+        try MirrorFailure.attempt("symlink \(temporary)") {
+            try destination.createSymbolicLink(at: temporary, pointingTo: target)
+        }
+        do throws(MirrorFailure) {
+            try MirrorFailure.attempt("utimensat") {
+                try destination.setTimes(at: temporary, access: nil, modification: time, followSymlinks: false)
+            }
+            try MirrorFailure.attempt("rename") { try destination.rename(at: temporary, to: name) }
+        } catch {
+            try? destination.unlink(at: temporary)
+            throw error
+        }
+    }
+
+    /// Gives the destination file `name` the mode and mtime of `wanted`, through a descriptor
+    /// opened without following links; returns whether anything had to change.
+    @discardableResult
+    func fixAttributes(_ name: String, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool)
+        throws(MirrorFailure) -> Bool
+    {
+        let file = try MirrorFailure.attempt("open", missingMeansVanished: true) {
+            try destination.open(at: name, .readOnly, options: [.noFollow, .nonBlocking])
+        }
+        let current = try MirrorFailure.attempt("fstat") { try file.descriptor.status() }
+        guard current.kind == .regular else { throw .replaced(current.kind) }
+        var changed = false
+        if current.permissions != wanted.permissions {
+            try MirrorFailure.attempt("fchmod") { try file.descriptor.setPermissions(wanted.permissions) }
+            changed = true
+        }
+        if current.modificationTime != wanted.modificationTime {
+            try MirrorFailure.attempt("futimens") {
+                try file.descriptor.setTimes(access: nil, modification: wanted.modificationTime)
+            }
+            changed = true
+        }
+        if changed && durable { try MirrorFailure.attempt("fsync") { try file.descriptor.fsync() } }
+        return changed
+    }
+
+    /// Sets the mtime of the link `name` itself (never its target).
+    func fixLinkTime(_ name: String, to time: TimeSpec, in destination: FileDescriptor) throws(MirrorFailure) {
+        try MirrorFailure.attempt("utimensat", missingMeansVanished: true) {
+            try destination.setTimes(at: name, access: nil, modification: time, followSymlinks: false)
+        }
+    }
+
+    /// Opens a source file read-only without following a link, not blocking on a fifo swapped
+    /// in after the listing, and without touching its access time where allowed.
+    private func openSource(_ name: String, in source: FileDescriptor, noAccessTime: Bool)
+        throws(MirrorFailure) -> OwnedDescriptor
+    {
+        let options: FileDescriptor.OpenOptions = [.noFollow, .nonBlocking]
+        do {
+            if noAccessTime {
+                do {
+                    return try source.open(at: name, .readOnly, options: options.union(.noAccessTime))
+                } catch .notPermitted {
+                    // Not the owner after all (the file changed hands): open without O_NOATIME.
+                }
+            }
+            return try source.open(at: name, .readOnly, options: options)
+        } catch .noSuchFileOrDirectory {
+            throw .vanished
+        } catch .tooManySymbolicLinkLevels {
+            throw .replaced(.symbolicLink)
+        } catch {
+            throw .system("open", error)
+        }
+    }
+
+    /// Copies `size` bytes from the start of `input`; returns how many there were (fewer means
+    /// the file shrank). Checks for cancellation between chunks.
+    private func copyContent(from input: FileDescriptor, to output: FileDescriptor, size: Int64)
+        throws(MirrorFailure) -> Int64
+    {
+        var copied: Int64 = 0
+        var kernelCopy = true
+        while copied < size {
+            if Task.isCancelled { throw .cancelled }
+            let wanted = Int(min(size - copied, Int64(FileCopier.chunk)))
+            var moved = 0
+            if kernelCopy {
+                do {
+                    moved = try input.copyRange(to: output, count: wanted)
+                } catch .crossDeviceLink, .invalidArgument, .notSupported, .notImplemented {
+                    kernelCopy = false
+                    continue
+                } catch {
+                    throw .system("copy_file_range", error)
+                }
+            } else {
+                moved = try copyThroughBuffer(from: input, to: output, count: wanted)
+            }
+            if moved == 0 { break }
+            copied += Int64(moved)
+        }
+        return copied
+    }
+
+    /// Reads up to `count` bytes into the buffer and writes them all; returns 0 at end of file.
+    private func copyThroughBuffer(from input: FileDescriptor, to output: FileDescriptor, count: Int)
+        throws(MirrorFailure) -> Int
+    {
+        let buffer = self.buffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: FileCopier.bufferSize, alignment: 16)
+        self.buffer = buffer
+        let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(count, buffer.count)])
+        let read = try MirrorFailure.attempt("read") { try input.read(into: slice) }
+        if read > 0 {
+            try MirrorFailure.attempt("write") {
+                try output.writeAll(UnsafeRawBufferPointer(rebasing: slice[0..<read]))
+            }
+        }
+        return read
+    }
+}

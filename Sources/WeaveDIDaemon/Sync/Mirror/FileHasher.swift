@@ -1,0 +1,63 @@
+import Glibc
+import WeaveDIPosix
+
+/// Computes SHA-256 digests of files, for mirrors with `compare: checksum`: a worker of
+/// `MirrorEngine`, which takes a fresh instance for each task that compares contents.
+///
+/// ```swift
+/// container.register(FileHasher.self, scope: .transient) { FileHasher() }
+/// ```
+public final class FileHasher {
+    /// The read buffer, made on first use and kept for the instance's files.
+    private var buffer: UnsafeMutableRawBufferPointer?
+    private static let bufferSize = 256 << 10
+
+    /// A hasher; the engine makes one per task.
+    public init() {}
+
+    deinit {
+        buffer?.deallocate()
+    }
+
+    /// The SHA-256 digest of the file at `path` (symbolic links followed), as 64 hex digits.
+    public func hexDigest(ofFileAt path: String) throws(Errno) -> String {
+        let file = try FileDescriptor.open(path, .readOnly)
+        do {
+            return SHA256.hex(try digest(of: file.descriptor))
+        } catch .system(_, let errno) {
+            throw errno
+        } catch {
+            throw Errno(rawValue: ECANCELED)  // the only other failure reading an open file
+        }
+    }
+
+    /// The digest of the regular file `name` in `directory`, opened without following a link.
+    func digest(of name: String, in directory: FileDescriptor, noAccessTime: Bool) throws(MirrorFailure) -> [UInt8] {
+        let options: FileDescriptor.OpenOptions = [.noFollow, .nonBlocking]
+        if noAccessTime, let file = try? directory.open(at: name, .readOnly, options: options.union(.noAccessTime)) {
+            return try digest(ofRegular: file.descriptor)
+        }
+        let file = try MirrorFailure.opening { try directory.open(at: name, .readOnly, options: options) }
+        return try digest(ofRegular: file.descriptor)
+    }
+
+    /// The digest of an open file, which must be a regular file.
+    private func digest(ofRegular file: FileDescriptor) throws(MirrorFailure) -> [UInt8] {
+        let status = try MirrorFailure.attempt("fstat") { try file.status() }
+        guard status.kind == .regular else { throw .replaced(status.kind) }
+        return try digest(of: file)
+    }
+
+    /// Reads `file` from its current position to the end; checks for cancellation per buffer.
+    private func digest(of file: FileDescriptor) throws(MirrorFailure) -> [UInt8] {
+        let buffer = self.buffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: FileHasher.bufferSize, alignment: 16)
+        self.buffer = buffer
+        var hash = SHA256()
+        while true {
+            if Task.isCancelled { throw .cancelled }
+            let count = try MirrorFailure.attempt("read") { try file.read(into: buffer) }
+            if count == 0 { return hash.finalize() }
+            hash.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+    }
+}

@@ -1,0 +1,120 @@
+/// Runs a mirror's work items over a task group, at most `workers` at a time, and keeps the
+/// books: which directories still wait for their content, the report, the progress.
+///
+/// The coordinator is the group's parent task and the only one that touches this state; the
+/// workers get immutable items and hand back outcomes. Items wait on a stack, so the walk goes
+/// depth first and only the directories on its way are open. A directory is finished (mode,
+/// mtime, one fsync) once all its batches and subdirectories are done; cancellation stops the
+/// handing out of items, lets the running ones finish their current file, and leaves the rest.
+struct MirrorCoordinator {
+    let context: MirrorContext
+    let pool: MirrorWorkerPool
+
+    private struct DirectoryState {
+        var pending: Int
+        var modified: Bool
+    }
+
+    private struct Books {
+        var stack: [MirrorWorkItem] = []
+        var directories: [ObjectIdentifier: DirectoryState] = [:]
+        var report = MirrorReport()
+        var meter = ProgressMeter()
+        var rootFailed = false
+        var rootDone = false
+        var interrupted = false
+    }
+
+    /// Mirrors the tree below `root`; returns the report (without duration) and the last progress.
+    func run(_ root: MirrorDirectory, progress: @Sendable (MirrorProgress) -> Void) async -> (MirrorReport, MirrorProgress) {
+        var books = Books()
+        books.stack.append(.scan(root))
+        let workers = context.settings.workers
+        await withTaskGroup(of: MirrorWorkOutcome.self) { group in
+            var running = 0
+            while true {
+                while running < workers, !Task.isCancelled, let item = books.stack.popLast() {
+                    group.addTask(executorPreference: pool) { [context] in Self.perform(item, context) }
+                    running += 1
+                }
+                guard running > 0, let outcome = await group.next() else { break }
+                running -= 1
+                apply(outcome, to: &books)
+                books.meter.tick(progress)
+            }
+        }
+        var report = books.report
+        if books.rootFailed {
+            report.result = .failed
+        } else if !books.rootDone || books.interrupted {
+            report.result = .cancelled
+        } else {
+            report.result = report.errorCount > 0 ? .partial : .success
+        }
+        return (report, books.meter.progress)
+    }
+
+    /// Does one item; blocking I/O, on a pool thread.
+    private static func perform(_ item: MirrorWorkItem, _ context: MirrorContext) -> MirrorWorkOutcome {
+        let scanner = DirectoryScanner(context: context)
+        switch item {
+        case let .scan(directory):
+            return .scanned(scanner.scan(directory), parent: nil)
+        case let .open(job, parent):
+            return .scanned(scanner.open(job, in: parent), parent: parent)
+        case let .files(batch):
+            return .files(batch.run(context), in: batch.directory)
+        case let .finish(directory, modified):
+            var report = MirrorReport()
+            do {
+                _ = try directory.finish(modified: modified, durable: context.settings.durable)
+            } catch {
+                report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
+            }
+            return .finished(report, directory)
+        }
+    }
+
+    private func apply(_ outcome: MirrorWorkOutcome, to books: inout Books) {
+        switch outcome {
+        case let .scanned(scan, parent):
+            books.report.absorb(scan.report)
+            books.meter.found(
+                files: scan.entriesFound, settled: scan.entriesSettled,
+                bytes: scan.jobs.reduce(0) { $0 + $1.plannedBytes })
+            if let parent, scan.parentModified { books.directories[ObjectIdentifier(parent)]?.modified = true }
+            guard let directory = scan.directory, !scan.finished else {
+                if parent == nil {
+                    books.rootFailed = scan.listingFailed
+                    books.rootDone = true
+                }
+                childDone(parent, &books)
+                return
+            }
+            let batches = FileBatch.split(scan.jobs, in: directory)
+            books.directories[ObjectIdentifier(directory)] = DirectoryState(
+                pending: batches.count + scan.subdirectories.count, modified: scan.modified)
+            for job in scan.subdirectories.reversed() { books.stack.append(.open(job, in: directory)) }
+            for batch in batches.reversed() { books.stack.append(.files(batch)) }
+        case let .files(batch, directory):
+            books.report.absorb(batch.report)
+            books.meter.settled(files: batch.settledFiles, bytes: batch.settledBytes)
+            if batch.modified { books.directories[ObjectIdentifier(directory)]?.modified = true }
+            if batch.interrupted { books.interrupted = true }
+            childDone(directory, &books)
+        case let .finished(report, directory):
+            books.report.absorb(report)
+            books.directories[ObjectIdentifier(directory)] = nil
+            if directory.parent == nil { books.rootDone = true }
+            childDone(directory.parent, &books)
+        }
+    }
+
+    /// Counts one finished child of `directory`; queues the directory's finish after the last.
+    private func childDone(_ directory: MirrorDirectory?, _ books: inout Books) {
+        guard let directory, var state = books.directories[ObjectIdentifier(directory)] else { return }
+        state.pending -= 1
+        books.directories[ObjectIdentifier(directory)] = state
+        if state.pending == 0 { books.stack.append(.finish(directory, modified: state.modified)) }
+    }
+}

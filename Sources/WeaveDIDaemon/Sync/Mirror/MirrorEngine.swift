@@ -1,0 +1,77 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// Mirrors a source directory into a destination, one way: the file-level core of the
+/// daemon's `mirror` sync jobs.
+///
+/// ```swift
+/// let container = WeaveDI.Container()
+/// container.register(FileCopier.self, scope: .transient) { FileCopier() }
+/// container.register(FileHasher.self, scope: .transient) { FileHasher() }
+/// let engine = MirrorEngine(settings: MirrorSettings(source: "/srv/docs", destination: "/backup/docs"),
+///                           container: container)
+/// let report = await engine.run { progress in print(progress.filesDone, "/", progress.filesTotal) }
+/// ```
+///
+/// New and changed files are copied (changed: size or mtime differ, or content with
+/// `compare: .checksum`), each through a temporary file that is flushed and renamed into place,
+/// so no final name ever holds a torn file; links are recreated as links; special files are
+/// skipped with a warning; with `delete`, what the source no longer has is removed. Mode and
+/// mtime are kept, for directories too. A failing entry is reported and the run goes on
+/// (`partial`); the run fails only when a root is unusable or the roots overlap. Per-file work
+/// runs on `workers` threads of its own, in tasks that each take a fresh `FileCopier` (and
+/// `FileHasher`) from the container. Cancelling the calling task stops the run between files.
+public struct MirrorEngine: Sendable {
+    /// What the engine mirrors, and how.
+    public let settings: MirrorSettings
+    /// Where the workers come from: `FileCopier` (and `FileHasher` for checksums), as transients.
+    public let container: WeaveDI.Container
+
+    /// An engine for `settings` whose workers come from `container`.
+    public init(settings: MirrorSettings, container: WeaveDI.Container = .live) {
+        self.settings = settings
+        self.container = container
+    }
+
+    /// Runs the mirror once; `progress` hears how far it got, as work completes (at most every
+    /// 50 ms) and once at the end. Never throws: problems are in the report.
+    public func run(progress: @Sendable (MirrorProgress) -> Void = { _ in }) async -> MirrorReport {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var (report, last) = await mirror(progress: progress)
+        report.duration = clock.now - start
+        progress(last)
+        return report
+    }
+
+    private func mirror(progress: @Sendable (MirrorProgress) -> Void) async -> (MirrorReport, MirrorProgress) {
+        var failed = MirrorReport()
+        failed.result = .failed
+        for (type, needed) in [(String(describing: FileCopier.self), container.isRegistered(FileCopier.self)),
+                               (String(describing: FileHasher.self),
+                                settings.compare != .checksum || container.isRegistered(FileHasher.self))]
+        where !needed {
+            failed.fail(settings.destination, "no \(type) is registered in the container (register it as a transient)")
+            return (failed, MirrorProgress())
+        }
+        let roots: MirrorRoots
+        do {
+            roots = try MirrorRoots.open(settings)
+        } catch {
+            failed.fail(error.path, error.reason)
+            return (failed, MirrorProgress())
+        }
+        let pool: MirrorWorkerPool
+        do {
+            pool = try MirrorWorkerPool(threads: settings.workers)
+        } catch {
+            failed.fail(settings.destination, "cannot start worker threads: \(error)")
+            return (failed, MirrorProgress())
+        }
+        let context = MirrorContext(settings: settings, container: container, roots: roots)
+        let root = MirrorDirectory(path: "", source: roots.source, destination: roots.destination, parent: nil)
+        let outcome = await MirrorCoordinator(context: context, pool: pool).run(root, progress: progress)
+        pool.shutdown()
+        return outcome
+    }
+}

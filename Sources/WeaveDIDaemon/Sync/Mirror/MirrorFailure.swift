@@ -1,0 +1,106 @@
+import WeaveDIPosix
+
+/// Why one entry could not be mirrored; its `reason` becomes a `MirrorIssue`.
+enum MirrorFailure: Error, Equatable, CustomStringConvertible {
+    /// A system call failed.
+    case system(_ operation: String, Errno)
+    /// The source file's size, mtime or ctime moved during the copy, or a read came up short.
+    case changedWhileCopying
+    /// The entry disappeared between the listing and the copy.
+    case vanished
+    /// The entry is no longer what the listing said (a file became a link or a directory).
+    case replaced(FileKind)
+    /// A directory is where a file or link should go, and `delete` is off.
+    case directoryInTheWay
+    /// The name on disk is not valid UTF-8, so it cannot be named safely.
+    case nameNotUTF8
+    /// The directory is the other root (reached through a bind mount): not descended.
+    case otherRoot
+    /// The container could not make a worker (`FileCopier`, `FileHasher`).
+    case noWorker(String)
+    /// Task cancellation interrupted the work; not an error of the entry.
+    case cancelled
+
+    /// The text of the report entry.
+    var description: String {
+        switch self {
+        case let .system(operation, errno): "\(operation): \(errno)"
+        case .changedWhileCopying: "changed while being copied; the previous version is kept"
+        case .vanished: "vanished before it could be copied"
+        case let .replaced(kind): "replaced by a \(kind) while being mirrored"
+        case .directoryInTheWay: "a directory is in the way and delete is off"
+        case .nameNotUTF8: "the name is not valid UTF-8; left alone"
+        case .otherRoot: "is the other root of the mirror (a bind mount?); not descended"
+        case let .noWorker(error): "no worker: \(error)"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// Runs `body`, turning an `Errno` into `.system(operation, errno)`; `ENOENT` means the
+    /// entry vanished when `missingMeansVanished` is true.
+    static func attempt<T: ~Copyable>(
+        _ operation: String,
+        missingMeansVanished: Bool = false,
+        _ body: () throws -> T
+    ) throws(MirrorFailure) -> T {
+        do {
+            return try body()
+        } catch let error as Errno {
+            if missingMeansVanished && error == .noSuchFileOrDirectory { throw .vanished }
+            throw .system(operation, error)
+        } catch {
+            // The bodies call WeaveDIPosix, which throws `Errno` only.
+            throw .system(operation, Errno.ioError)
+        }
+    }
+    /// Opens an entry with `body`, naming the failures that mean it changed since the listing:
+    /// `ENOENT` is `.vanished`, `ELOOP` (`O_NOFOLLOW` met a link) and `ENOTDIR` are `.replaced`.
+    static func opening(_ body: () throws -> OwnedDescriptor) throws(MirrorFailure) -> OwnedDescriptor {
+        do {
+            return try body()
+        } catch let error as Errno {
+            switch error {
+            case .noSuchFileOrDirectory: throw .vanished
+            case .tooManySymbolicLinkLevels: throw .replaced(.symbolicLink)
+            case .notDirectory: throw .replaced(.regular)
+            default: throw .system("open", error)
+            }
+        } catch {
+            throw .system("open", Errno.ioError)
+        }
+    }
+}
+
+/// The prefix and shape of the temporary names copies are written to: `.weavedi-tmp.<name>.<random>`.
+enum MirrorTemporaryName {
+    /// What every temporary name starts with; such names are never mirrored and are removed
+    /// from the destination by the next run.
+    static let prefix = ".weavedi-tmp."
+    private static let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+
+    /// Whether `name` is a temporary name of some run.
+    static func isTemporary(_ name: String) -> Bool {
+        name.utf8.starts(with: prefix.utf8)
+    }
+
+    /// A fresh temporary name for `name`, at most 255 bytes (`NAME_MAX`): long names are cut
+    /// at a character boundary.
+    static func make(for name: String) -> String {
+        // Twelve base-36 digits from one 64-bit random number: one getrandom call per name.
+        var bits = UInt64.random(in: 0...UInt64.max)
+        var digits: [UInt8] = []
+        for _ in 0..<12 {
+            digits.append(letters[Int(bits % 36)])
+            bits /= 36
+        }
+        let random = String(decoding: digits, as: UTF8.self)
+        let room = 255 - prefix.utf8.count - 1 - random.utf8.count
+        if name.utf8.count <= room { return prefix + name + "." + random }
+        var kept = ""
+        for character in name {
+            if kept.utf8.count + character.utf8.count > room { break }
+            kept.append(character)
+        }
+        return prefix + kept + "." + random
+    }
+}

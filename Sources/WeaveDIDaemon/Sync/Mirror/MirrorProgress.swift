@@ -1,0 +1,56 @@
+/// How far a run has got: files handled and bytes copied, out of what the walk found so far.
+///
+/// The totals grow while the engine discovers the tree; they are final in the last report,
+/// which every run sends when it ends.
+public struct MirrorProgress: Sendable, Equatable {
+    /// Source entries (files, links, special files) handled: copied, checked, skipped or failed.
+    public var filesDone: Int
+    /// Source entries found so far.
+    public var filesTotal: Int
+    /// Bytes of the files to copy or verify that were handled.
+    public var bytesDone: Int64
+    /// Bytes of the files found so far that need copying or verifying.
+    public var bytesTotal: Int64
+
+    /// Progress from its four counts.
+    public init(filesDone: Int = 0, filesTotal: Int = 0, bytesDone: Int64 = 0, bytesTotal: Int64 = 0) {
+        self.filesDone = filesDone
+        self.filesTotal = filesTotal
+        self.bytesDone = bytesDone
+        self.bytesTotal = bytesTotal
+    }
+}
+
+/// Sends a run's progress to its observer: when work completes, at most every 50 ms.
+struct ProgressMeter {
+    /// The counts so far.
+    private(set) var progress = MirrorProgress()
+    private let clock = ContinuousClock()
+    private var lastReport: ContinuousClock.Instant
+    private let interval: Duration = .milliseconds(50)
+
+    init() {
+        lastReport = clock.now
+    }
+
+    /// Entries found by a scan (and how many of them it settled), and the bytes of its jobs.
+    mutating func found(files: Int, settled: Int, bytes: Int64) {
+        progress.filesTotal += files
+        progress.filesDone += settled
+        progress.bytesTotal += bytes
+    }
+
+    /// Entries handled by a batch, with their planned bytes.
+    mutating func settled(files: Int, bytes: Int64) {
+        progress.filesDone += files
+        progress.bytesDone += bytes
+    }
+
+    /// Calls `observer` with the counts if the last call was at least 50 ms ago.
+    mutating func tick(_ observer: (MirrorProgress) -> Void) {
+        let now = clock.now
+        guard now - lastReport >= interval else { return }
+        lastReport = now
+        observer(progress)
+    }
+}

@@ -1,0 +1,88 @@
+/// The outcome of one `MirrorEngine` run: what it did, what went wrong, and how long it took.
+public struct MirrorReport: Sendable, Equatable {
+    /// How a run ended.
+    public enum Result: String, Sendable, Equatable {
+        /// Everything was mirrored (warnings, such as skipped special files, allowed).
+        case success
+        /// The run went through the tree, but some entries failed; see `errors`.
+        case partial
+        /// Nothing was mirrored: a root is missing, unreadable, or the roots overlap.
+        case failed
+        /// Task cancellation stopped the run between files; the destination holds whole files only.
+        case cancelled
+    }
+
+    /// At most this many entries are kept in `errors` and in `warnings`; the counts stay exact.
+    public static let issueLimit = 1000
+
+    /// How the run ended.
+    public var result: Result = .success
+    /// New files and links created in the destination.
+    public var copied = 0
+    /// Destination files and links replaced with new content, or whose mode or mtime was corrected.
+    public var updated = 0
+    /// Entries removed from the destination because the source no longer has them; a removed
+    /// directory counts once for itself and once for each entry inside it.
+    public var deleted = 0
+    /// Source entries not mirrored on purpose: special files (fifos, sockets, devices) and
+    /// unfinished temporary files of another mirror; each has a warning.
+    public var skipped = 0
+    /// Files and links that were already up to date.
+    public var unchanged = 0
+    /// Bytes written into destination files.
+    public var bytes: Int64 = 0
+    /// The first `issueLimit` per-entry failures, with their paths relative to the roots.
+    public var errors: [MirrorIssue] = []
+    /// How many failures there were in all.
+    public var errorCount = 0
+    /// The first `issueLimit` warnings (skipped entries).
+    public var warnings: [MirrorIssue] = []
+    /// How long the run took.
+    public var duration: Duration = .zero
+
+    /// An empty report (a successful run with nothing to do).
+    public init() {}
+
+    /// Records a failure.
+    mutating func fail(_ path: String, _ reason: String) {
+        errorCount += 1
+        if errors.count < MirrorReport.issueLimit { errors.append(MirrorIssue(path: path, reason: reason)) }
+    }
+
+    /// Records a skipped entry with its warning.
+    mutating func skip(_ path: String, _ reason: String) {
+        skipped += 1
+        if warnings.count < MirrorReport.issueLimit { warnings.append(MirrorIssue(path: path, reason: reason)) }
+    }
+
+    /// Adds the counts and issues of `other` (a part of the same run) to this report.
+    mutating func absorb(_ other: MirrorReport) {
+        copied += other.copied
+        updated += other.updated
+        deleted += other.deleted
+        unchanged += other.unchanged
+        bytes += other.bytes
+        errorCount += other.errorCount
+        errors.append(contentsOf: other.errors.prefix(MirrorReport.issueLimit - errors.count))
+        skipped += other.skipped
+        warnings.append(contentsOf: other.warnings.prefix(MirrorReport.issueLimit - warnings.count))
+    }
+}
+
+/// One entry that failed or was skipped, and why.
+public struct MirrorIssue: Sendable, Equatable, CustomStringConvertible {
+    /// The entry's path relative to the roots (`docs/a.txt`); for a problem with a root itself,
+    /// that root's configured path.
+    public var path: String
+    /// What happened, such as `open: Permission denied (EACCES)` or `changed while being copied`.
+    public var reason: String
+
+    /// An issue from its parts.
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    /// `path: reason`.
+    public var description: String { "\(path): \(reason)" }
+}

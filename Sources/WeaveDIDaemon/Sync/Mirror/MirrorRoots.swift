@@ -1,0 +1,145 @@
+import Glibc
+import WeaveDIPosix
+
+/// The two open roots of a run, checked: the source readable, the destination present (or
+/// created), and neither inside the other.
+struct MirrorRoots: ~Copyable {
+    /// The source root, opened for listing.
+    let source: OwnedDescriptor
+    /// The destination root, opened for listing and `*at` writes.
+    let destination: OwnedDescriptor
+    /// Device and inode of the source root: the destination walk never enters it.
+    let sourceIdentity: FileIdentity
+    /// Device and inode of the destination root: the source walk never enters it.
+    let destinationIdentity: FileIdentity
+
+    /// A reason the run cannot start, with the root it concerns.
+    struct Failure: Error {
+        let path: String
+        let reason: String
+    }
+
+    /// Resolves, checks and opens both roots of `settings`.
+    static func open(_ settings: MirrorSettings) throws(Failure) -> MirrorRoots {
+        let sourcePath = settings.source
+        let destinationPath = settings.destination
+        let realSource: String
+        do {
+            realSource = try FileDescriptor.realPath(sourcePath)
+        } catch {
+            throw Failure(path: sourcePath, reason: "the source cannot be resolved: \(error)")
+        }
+        let (existing, missing) = try resolveDestination(destinationPath)
+        let realDestination = ([existing] + missing).joined(separator: "/").replacingDoubleSlash()
+        if realDestination == realSource {
+            throw Failure(path: destinationPath, reason: "the destination is the source (\(realSource))")
+        }
+        if isInside(realDestination, realSource) {
+            throw Failure(
+                path: destinationPath,
+                reason: "the destination \(realDestination) is inside the source \(realSource) (real paths)")
+        }
+        if isInside(realSource, realDestination) {
+            throw Failure(
+                path: destinationPath,
+                reason: "the source \(realSource) is inside the destination \(realDestination) (real paths)")
+        }
+        let source: OwnedDescriptor
+        do {
+            source = try FileDescriptor.currentWorkingDirectory.openDirectory(at: realSource)
+        } catch {
+            throw Failure(path: sourcePath, reason: "the source cannot be opened: \(error)")
+        }
+        if !missing.isEmpty && !settings.createsDestination {
+            throw Failure(path: destinationPath, reason: "the destination does not exist")
+        }
+        let destination = try openDestination(existing: existing, missing: missing, settings: settings)
+        let identities: (FileIdentity, FileIdentity)
+        do {
+            identities = (FileIdentity(try source.descriptor.status()), FileIdentity(try destination.descriptor.status()))
+        } catch {
+            throw Failure(path: destinationPath, reason: "fstat: \(error)")
+        }
+        if identities.0 == identities.1 {
+            throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
+        }
+        return MirrorRoots(
+            source: source, destination: destination,
+            sourceIdentity: identities.0, destinationIdentity: identities.1)
+    }
+
+    /// The real path of the destination's nearest existing ancestor (or itself), and the
+    /// components below it that do not exist yet.
+    private static func resolveDestination(_ path: String) throws(Failure) -> (String, [String]) {
+        var missing: [String] = []
+        var candidate = path
+        while true {
+            let real: String
+            do {
+                real = try FileDescriptor.realPath(candidate.isEmpty ? "/" : candidate)
+            } catch .noSuchFileOrDirectory {
+                guard let slash = candidate.lastIndex(of: "/") else {
+                    missing.append(candidate)
+                    candidate = CurrentProcess.workingDirectory() ?? "/"
+                    continue
+                }
+                let component = String(candidate[candidate.index(after: slash)...])
+                if !component.isEmpty { missing.append(component) }
+                candidate = String(candidate[..<slash])
+                continue
+            } catch {
+                throw Failure(path: path, reason: "the destination cannot be resolved: \(error)")
+            }
+            if missing.contains(where: { $0 == "." || $0 == ".." }) {
+                throw Failure(path: path, reason: "the part of the destination that does not exist has . or ..")
+            }
+            return (real, missing.reversed())
+        }
+    }
+
+    /// Opens the destination root, creating the `missing` components below `existing` first.
+    private static func openDestination(
+        existing: String, missing: [String], settings: MirrorSettings
+    ) throws(Failure) -> OwnedDescriptor {
+        let path = settings.destination
+        do {
+            var current = try FileDescriptor.currentWorkingDirectory.openDirectory(at: existing)
+            for component in missing {
+                do {
+                    try current.descriptor.makeDirectory(at: component)
+                } catch .fileExists {
+                    // Created meanwhile: open it below, without following a link.
+                }
+                if settings.durable { try current.descriptor.fsync() }
+                current = try current.descriptor.openDirectory(at: component, noFollow: true)
+            }
+            return current
+        } catch {
+            throw Failure(path: path, reason: "the destination cannot be opened: \(error)")
+        }
+    }
+
+    /// Whether real path `inner` lies strictly below real path `outer`.
+    static func isInside(_ inner: String, _ outer: String) -> Bool {
+        if outer == "/" { return inner != "/" }
+        return inner.hasPrefix(outer + "/")
+    }
+}
+
+/// The device and inode of a file: which object it is, whatever path reaches it.
+struct FileIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ status: FileStatus) {
+        device = status.device
+        inode = status.inode
+    }
+}
+
+extension String {
+    /// The path with a doubled leading slash (from joining onto `/`) made single.
+    fileprivate func replacingDoubleSlash() -> String {
+        hasPrefix("//") ? String(dropFirst()) : self
+    }
+}

@@ -1,0 +1,56 @@
+import Glibc
+
+/// What a `MirrorEngine` run copies, and how: the engine's view of a `"mirror"` job.
+public struct MirrorSettings: Sendable, Equatable {
+    /// The directory mirrored; read, never modified.
+    public var source: String
+    /// The directory made into a copy of `source`; the only place the engine writes.
+    public var destination: String
+    /// How a changed file is recognised: size and modification time, or content checksums.
+    public var compare: DaemonConfiguration.CompareMode
+    /// Whether entries the source no longer has are removed from the destination.
+    public var delete: Bool
+    /// Whether each copy is flushed (fsync) before it replaces the old file, and each changed
+    /// directory after its renames.
+    public var durable: Bool
+    /// How many files are worked on at once, at least 1.
+    public var workers: Int
+    /// Whether a missing destination root is created (with missing parents); when false, a
+    /// missing root fails the run, which guards against filling the disk under an unmounted one.
+    public var createsDestination: Bool
+
+    /// Settings with the configuration's defaults for everything but the two roots.
+    public init(
+        source: String,
+        destination: String,
+        compare: DaemonConfiguration.CompareMode = .sizeAndModificationTime,
+        delete: Bool = false,
+        durable: Bool = true,
+        workers: Int = MirrorSettings.defaultWorkers,
+        createsDestination: Bool = true
+    ) {
+        self.source = source
+        self.destination = destination
+        self.compare = compare
+        self.delete = delete
+        self.durable = durable
+        self.workers = max(1, workers)
+        self.createsDestination = createsDestination
+    }
+
+    /// The settings of a configured mirror job; `workers` defaults to the number of cores.
+    public init(_ mirror: DaemonConfiguration.Mirror) {
+        self.init(
+            source: mirror.source,
+            destination: mirror.destination,
+            compare: mirror.compare,
+            delete: mirror.delete,
+            durable: mirror.durable,
+            workers: mirror.workers ?? MirrorSettings.defaultWorkers)
+    }
+
+    /// The number of processors online, at least 1: the default for `workers`.
+    public static var defaultWorkers: Int {
+        max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    }
+}

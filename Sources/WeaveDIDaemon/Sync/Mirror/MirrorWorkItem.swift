@@ -1,0 +1,65 @@
+import WeaveDIPosix
+
+/// One unit of work a run hands to a worker task.
+enum MirrorWorkItem: Sendable {
+    /// List and compare an open directory pair (the roots).
+    case scan(MirrorDirectory)
+    /// Open (creating in the destination if needed) a subdirectory, then list and compare it.
+    case open(SubdirectoryJob, in: MirrorDirectory)
+    /// Copy, verify or fix a few files of one directory, with one fresh `FileCopier`.
+    case files(FileBatch)
+    /// Set a directory's mode and mtime after its content, and flush it.
+    case finish(MirrorDirectory, modified: Bool)
+}
+
+/// What a finished work item reports back to the coordinator.
+enum MirrorWorkOutcome: Sendable {
+    /// A directory was scanned, or could not be opened (`directory` is nil then).
+    case scanned(ScanOutcome, parent: MirrorDirectory?)
+    /// A batch of files was handled.
+    case files(BatchOutcome, in: MirrorDirectory)
+    /// A directory was finished.
+    case finished(MirrorReport, MirrorDirectory)
+}
+
+/// A subdirectory found in the source, and what the destination has under its name.
+struct SubdirectoryJob: Sendable {
+    let name: String
+    /// The kind of the destination entry of that name, nil when there is none.
+    let destinationKind: FileKind?
+}
+
+/// The result of scanning one directory.
+struct ScanOutcome: Sendable {
+    /// The directory pair, nil when it could not be opened.
+    var directory: MirrorDirectory?
+    /// Files and links that need work.
+    var jobs: [FileJob] = []
+    /// Subdirectories to open next.
+    var subdirectories: [SubdirectoryJob] = []
+    /// Counts (unchanged, skipped, deleted) and failures found while scanning.
+    var report = MirrorReport()
+    /// Source entries found (not directories), and how many of them the scan already settled.
+    var entriesFound = 0
+    var entriesSettled = 0
+    /// Whether the scan changed the parent's destination directory (created this one in it).
+    var parentModified = false
+    /// Whether the scan changed this destination directory (removed leftovers or extras).
+    var modified = false
+    /// Whether the scan also finished the directory (nothing left to do in it).
+    var finished = false
+    /// Whether the source or destination listing failed: for the roots, the run fails.
+    var listingFailed = false
+}
+
+/// The result of one batch of files.
+struct BatchOutcome: Sendable {
+    var report = MirrorReport()
+    /// Jobs handled, and their planned bytes, for progress.
+    var settledFiles = 0
+    var settledBytes: Int64 = 0
+    /// Whether anything was renamed into or changed in the destination directory.
+    var modified = false
+    /// Whether cancellation stopped the batch before its last job.
+    var interrupted = false
+}

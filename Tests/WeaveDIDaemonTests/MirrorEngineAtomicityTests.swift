@@ -1,0 +1,116 @@
+import Foundation
+import Glibc
+import Testing
+import WeaveDI
+import WeaveDIDaemon
+import WeaveDIPosix
+
+/// Whole files or none: temporary names, leftovers of a crash, sources that change under the
+/// copy, files that vanish, and cancellation.
+@Suite struct MirrorEngineAtomicityTests {
+    @Test func leftoverTemporaryFiles_areRemoved_andTemporaryNamesInTheSourceAreSkipped() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a", mtime: sampleTime())
+        try fixture.write("src/sub/b.txt", "b", mtime: sampleTime())
+        try fixture.write("src/.weavedi-tmp.c.txt.aaaaaaaaaaaa", "another mirror's unfinished copy")
+        try fixture.write("dst/.weavedi-tmp.a.txt.0123456789ab", "torn")
+        try fixture.write("dst/sub/.weavedi-tmp.b.txt.ba9876543210", "torn too")
+        try fixture.link("dst/.weavedi-tmp.link.cccccccccccc", to: "a.txt")
+
+        let report = await fixture.mirror(delete: false)
+
+        #expect(report.result == .success, "\(report.errors)")
+        #expect(report.copied == 2)
+        #expect(report.skipped == 1)
+        #expect(report.warnings.map(\.path) == [".weavedi-tmp.c.txt.aaaaaaaaaaaa"])
+        #expect(try fixture.temporaryFiles().isEmpty)
+        try fixture.expectExactMirror(ignoring: [".weavedi-tmp.c.txt.aaaaaaaaaaaa"])
+    }
+
+    @Test func fileGrowingDuringTheCopy_isNotPublished_andThePreviousVersionStays() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/growing.log", [UInt8](repeating: 0x61, count: 64 << 20), mtime: sampleTime())
+        try fixture.write("src/other.txt", "other", mtime: sampleTime())
+        #expect(await fixture.mirror(durable: false).result == .success)
+        let previous = try #require(fixture.status("dst/growing.log"))
+
+        // A writer appends until the run is over: the file changes during its copy.
+        let stop = Locked(false)
+        let path = fixture.source + "/growing.log"
+        let writer = try PosixThread {
+            guard let file = try? FileDescriptor.open(path, .writeOnly, options: [.append]) else { return }
+            let chunk = [UInt8](repeating: 0x62, count: 64 << 10)
+            while !stop.withLock({ $0 }) {
+                try? file.descriptor.writeAll(chunk)
+                usleep(250)
+            }
+        }
+        while (fixture.status("src/growing.log")?.size ?? 0) == previous.size { usleep(1000) }
+        try fixture.write("src/other.txt", "changed", mtime: sampleTime(1))
+
+        let report = await fixture.mirror()
+        stop.withLock { $0 = true }
+        writer.join()
+
+        #expect(report.result == .partial)
+        #expect(report.errors == [MirrorIssue(path: "growing.log", reason: "changed while being copied; the previous version is kept")])
+        #expect(report.updated == 1)  // other.txt
+        let kept = try #require(fixture.status("dst/growing.log"))
+        #expect(kept.inode == previous.inode && kept.size == previous.size && kept.modificationTime == sampleTime())
+        #expect(fixture.read("dst/other.txt") == "changed")
+        #expect(try fixture.temporaryFiles().isEmpty)
+    }
+
+    @Test func fileVanishingBetweenListingAndCopy_isReported_andTheRunGoesOn() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/doomed.txt", "here at listing time")
+        try fixture.write("src/kept.txt", "kept")
+        let doomed = fixture.source + "/doomed.txt"
+        // The copier is made after the listing, in the task that copies both files.
+        let container = WeaveDI.Container.mirrorWorkers { try? FileDescriptor.currentWorkingDirectory.unlink(at: doomed) }
+
+        let report = await MirrorEngine(settings: fixture.settings(), container: container).run()
+
+        #expect(report.result == .partial)
+        #expect(report.errors == [MirrorIssue(path: "doomed.txt", reason: "vanished before it could be copied")])
+        #expect(report.copied == 1)
+        #expect(fixture.read("dst/kept.txt") == "kept")
+        #expect(fixture.status("dst/doomed.txt") == nil)
+        #expect(try fixture.temporaryFiles().isEmpty)
+    }
+
+    @Test func cancellation_stopsBetweenFiles_leavingOnlyWholeFiles() async throws {
+        let fixture = try MirrorFixture()
+        for directory in 0..<40 {
+            for file in 0..<10 {
+                try fixture.write("src/d\(directory)/f\(file)", "file \(file) of directory \(directory)", mtime: sampleTime())
+            }
+        }
+        try fixture.write("src/big.bin", [UInt8](repeating: 0x42, count: 20 << 20), mtime: sampleTime())
+        let task = Locked<Task<MirrorReport, Never>?>(nil)
+        let made = Locked(0)
+        let container = WeaveDI.Container.mirrorWorkers {
+            guard made.withLock({ $0 += 1; return $0 }) == 5 else { return }
+            while task.withLock({ $0 }) == nil { usleep(1000) }
+            task.withLock { $0 }?.cancel()
+        }
+        let engine = MirrorEngine(settings: fixture.settings(durable: false), container: container)
+        let running = Task { await engine.run() }
+        task.withLock { $0 = running }
+
+        let report = await running.value
+
+        #expect(report.result == .cancelled)
+        #expect(report.copied > 0 && report.copied < 401)
+        #expect(made.withLock { $0 } < 20)  // no new tasks after the cancellation
+        #expect(try fixture.temporaryFiles().isEmpty)
+        // Whatever has a final name is whole and exact.
+        let source = try fixture.snapshot("src")
+        for (name, entry) in try fixture.snapshot("dst") where entry.kind == .regular {
+            #expect(entry == source[name], "\(name)")
+        }
+        // The next run completes the mirror.
+        #expect(await fixture.mirror().result == .success)
+        try fixture.expectExactMirror()
+    }
+}

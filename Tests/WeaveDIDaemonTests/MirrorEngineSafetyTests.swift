@@ -1,0 +1,181 @@
+import Glibc
+import Testing
+import WeaveDIDaemon
+import WeaveDIPosix
+
+/// What a mirror must never do: write outside the destination, follow links, modify the source,
+/// or run with overlapping roots.
+@Suite struct MirrorEngineSafetyTests {
+    private func run(_ fixture: MirrorFixture, source: String, destination: String) async -> MirrorReport {
+        await MirrorEngine(
+            settings: MirrorSettings(source: source, destination: destination, delete: true),
+            container: .mirrorWorkers()
+        ).run()
+    }
+
+    @Test func destinationInsideSource_isRefused_andNothingIsCreated() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        let report = await run(fixture, source: fixture.source, destination: fixture.source + "/backup/today")
+        #expect(report.result == .failed)
+        #expect(report.errors.first?.reason.contains("is inside the source") == true, "\(report.errors)")
+        #expect(fixture.status("src/backup") == nil)
+    }
+
+    @Test func sourceInsideDestination_isRefused() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("dst/data/a.txt", "a")
+        let report = await run(fixture, source: fixture.destination + "/data", destination: fixture.destination)
+        #expect(report.result == .failed)
+        #expect(report.errors.first?.reason.contains("is inside the destination") == true, "\(report.errors)")
+        #expect(fixture.read("dst/data/a.txt") == "a")
+    }
+
+    @Test func overlapThroughASymlinkedPath_isRefused() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        try fixture.link("alias", to: "src")
+        let inside = await run(fixture, source: fixture.source, destination: fixture.root + "/alias/copy")
+        #expect(inside.result == .failed)
+        #expect(inside.errors.first?.reason.contains("inside the source") == true, "\(inside.errors)")
+        let same = await run(fixture, source: fixture.source, destination: fixture.root + "/alias")
+        #expect(same.result == .failed)
+        #expect(same.errors.first?.reason.contains("is the source") == true, "\(same.errors)")
+        #expect(try fixture.snapshot("src").keys.sorted() == ["a.txt"])
+    }
+
+    @Test func missingOrUnusableSourceRoot_failsTheRun() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("file", "not a directory")
+        let missing = await run(fixture, source: fixture.root + "/nowhere", destination: fixture.destination)
+        #expect(missing.result == .failed)
+        #expect(missing.errors.first?.path == fixture.root + "/nowhere")
+        #expect(missing.errors.first?.reason.contains("ENOENT") == true, "\(missing.errors)")
+        let notDirectory = await run(fixture, source: fixture.root + "/file", destination: fixture.destination)
+        #expect(notDirectory.result == .failed)
+        #expect(notDirectory.errors.first?.reason.contains("ENOTDIR") == true, "\(notDirectory.errors)")
+        #expect(fixture.status("dst") == nil)
+    }
+
+    @Test func missingDestinationRoot_isCreatedWithParents_unlessTurnedOff() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a", mtime: sampleTime())
+        var settings = MirrorSettings(source: fixture.source, destination: fixture.destination + "/deeper/copy")
+        settings.createsDestination = false
+        let refused = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
+        #expect(refused.result == .failed)
+        #expect(refused.errors.first?.reason == "the destination does not exist")
+        #expect(fixture.status("dst") == nil)
+
+        settings.createsDestination = true
+        let created = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
+        #expect(created.result == .success, "\(created.errors)")
+        #expect(fixture.read("dst/deeper/copy/a.txt") == "a")
+    }
+
+    @Test func symlinkPlantedInTheDestination_isNeverFollowed() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/sub/a.txt", "a", mtime: sampleTime())
+        try fixture.write("src/b.txt", "b", mtime: sampleTime())
+        try fixture.write("outside/keep.txt", "keep", mtime: sampleTime())
+        try fixture.write("outside/b.txt", "victim", mtime: sampleTime())
+        try fixture.makeDirectory("dst")
+        try fixture.link("dst/sub", to: fixture.root + "/outside")            // where a directory goes
+        try fixture.link("dst/b.txt", to: fixture.root + "/outside/b.txt")    // where a file goes
+        let outsideBefore = try fixture.snapshot("outside")
+
+        let report = await fixture.mirror(delete: true)
+
+        #expect(report.result == .success, "\(report.errors)")
+        #expect(try fixture.snapshot("outside") == outsideBefore)
+        #expect(fixture.status("dst/sub")?.kind == .directory)
+        #expect(fixture.status("dst/b.txt")?.kind == .regular)
+        try fixture.expectExactMirror()
+    }
+
+    @Test func linkPointingOutOfTheTree_isCopiedAsALink_andItsTargetIsNotRead() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("secret/key", "do not copy me")
+        try fixture.write("secret/dir/inner", "nor me")
+        // An old access time: a read would move it (relatime updates atimes older than a day).
+        let old = TimeSpec(seconds: 1_000_000_000)
+        try FileDescriptor.currentWorkingDirectory.setTimes(at: fixture.root + "/secret/key", access: old, modification: old)
+        try fixture.link("src/escape-file", to: fixture.root + "/secret/key")
+        try fixture.link("src/escape-dir", to: "../secret/dir")
+        try fixture.write("src/plain", "plain")
+
+        let report = await fixture.mirror()
+
+        #expect(report.result == .success)
+        #expect(report.copied == 3 && report.bytes == 5)
+        #expect(fixture.status("dst/escape-file")?.kind == .symbolicLink)
+        #expect(fixture.status("dst/escape-dir")?.kind == .symbolicLink)
+        #expect(try fixture.snapshot("dst").keys.sorted() == ["escape-dir", "escape-file", "plain"])
+        #expect(fixture.status("secret/key")?.accessTime == old)
+        try fixture.expectExactMirror()
+    }
+
+    @Test func theSourceIsNeverModified() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a", mode: 0o400, mtime: sampleTime())
+        try fixture.write("src/d/b.txt", "b", mtime: sampleTime())
+        try fixture.makeDirectory("src/d", mode: 0o500)
+        try fixture.link("src/l", to: "a.txt")
+        try fixture.write("dst/extra", "to be deleted")
+        let before = try fixture.snapshot("src")
+        let changeTimes = before.keys.map { fixture.status("src/" + $0)?.changeTime }
+
+        #expect(await fixture.mirror(delete: true).result == .success)
+        #expect(await fixture.mirror(compare: .checksum, delete: true).result == .success)
+
+        #expect(try fixture.snapshot("src") == before)
+        #expect(before.keys.map { fixture.status("src/" + $0)?.changeTime } == changeTimes)
+    }
+
+    @Test func specialFiles_areSkippedWithAWarning() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        #expect(mkfifo(fixture.source + "/pipe", 0o644) == 0)
+        let socket = try UnixSocket.listen(at: UnixSocketAddress(path: fixture.source + "/sock"))
+        defer { _ = socket }
+
+        let report = await fixture.mirror()
+
+        #expect(report.result == .success)
+        #expect(report.skipped == 2 && report.copied == 1)
+        #expect(report.warnings.map(\.path).sorted() == ["pipe", "sock"])
+        #expect(report.warnings.first { $0.path == "pipe" }?.reason.hasPrefix("fifo skipped") == true)
+        #expect(try fixture.snapshot("dst").keys.sorted() == ["a.txt"])
+    }
+
+    @Test func bindMountsOfTheOtherRoot_areNeverEntered() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        try fixture.makeDirectory("src/inner")
+        try fixture.makeDirectory("dst/extra")
+        let environment = ["PATH": "/usr/bin:/bin"]
+        guard CurrentProcess.effectiveUserID == 0,
+            (try? Subprocess.run("/bin/mount", arguments: ["--bind", fixture.destination, fixture.source + "/inner"],
+                                 environment: environment))?.status == .exited(0)
+        else {
+            print("SKIPPED bindMountsOfTheOtherRoot_areNeverEntered: needs root and bind mounts")
+            return
+        }
+        defer { _ = try? Subprocess.run("/bin/umount", arguments: [fixture.source + "/inner"], environment: environment) }
+        let mounted = try Subprocess.run(
+            "/bin/mount", arguments: ["--bind", fixture.source, fixture.destination + "/extra"], environment: environment)
+        try #require(mounted.status == .exited(0))
+        defer { _ = try? Subprocess.run("/bin/umount", arguments: [fixture.destination + "/extra"], environment: environment) }
+
+        // The source holds the destination (src/inner) and the destination the source (dst/extra,
+        // which delete would empty): neither is entered.
+        let report = await fixture.mirror(delete: true)
+
+        #expect(report.result == .partial)
+        #expect(report.errors.map(\.description).sorted() == [
+            "extra: is the other root of the mirror (a bind mount?); not descended",
+            "inner: is the other root of the mirror (a bind mount?); not descended",
+        ])
+        #expect(fixture.read("src/a.txt") == "a" && fixture.read("dst/a.txt") == "a")
+    }
+}
