@@ -79,6 +79,9 @@ struct SyncModule: WeaveDI.Module {
     var name: String { "sync" }
 
     func register(in container: WeaveDI.Container) async {
+        MirrorJob.registerKind()
+        container.register(FileCopier.self, scope: .transient) { FileCopier() }
+        container.register(FileHasher.self, scope: .transient) { FileHasher() }
         container.register(SyncScheduler.self) { r in
             SyncScheduler(
                 store: try r.require(ConfigurationStore.self), container: container, log: try r.require(DaemonLog.self),

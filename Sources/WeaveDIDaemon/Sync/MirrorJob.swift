@@ -1,0 +1,70 @@
+import WeaveDI
+import WeaveDIPosix
+
+/// The built-in `mirror` job kind: a `MirrorEngine` run per job run, its `FileCopier` and
+/// `FileHasher` workers made fresh per task by the daemon's container.
+struct MirrorJob: SyncJob {
+    let settings: MirrorSettings
+    let container: WeaveDI.Container
+
+    /// Registers the kind (the sync module does, before the scheduler starts).
+    static func registerKind() {
+        SyncJobKinds.register("mirror") { job, container in
+            guard let mirror = job.mirror else {
+                throw ReloadRefusal(description: "job \(job.name): a mirror job needs a source and a destination")
+            }
+            return MirrorJob(settings: MirrorSettings(mirror), container: container)
+        }
+    }
+
+    func run(_ context: SyncRunContext) async -> SyncOutcome {
+        let engine = MirrorEngine(settings: settings, container: container)
+        let report = await engine.run { progress in
+            context.progress(SyncProgress(
+                filesDone: progress.filesDone, filesTotal: progress.filesTotal,
+                bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal)))
+        }
+        for warning in report.warnings.prefix(20) {
+            context.log.warning("sync", "\(context.job): skipped \(warning.path): \(warning.reason)")
+        }
+        if report.warnings.count > 20 { context.log.warning("sync", "\(context.job): \(report.warnings.count - 20) more skipped") }
+        var outcome = SyncOutcome(result: Self.result(report.result))
+        outcome.copied = report.copied
+        outcome.updated = report.updated
+        outcome.deleted = report.deleted
+        outcome.skipped = report.skipped
+        outcome.bytes = Int(report.bytes)
+        outcome.errors = report.errors.prefix(20).map { SyncItemError(path: $0.path, reason: $0.reason) }
+        outcome.errorCount = report.errorCount
+        if let first = report.errors.first {
+            outcome.message = report.result == .failed
+                ? "\(first.path): \(first.reason)"
+                : "\(report.errorCount) item(s) failed; first: \(first.path): \(first.reason)"
+        } else if report.result == .cancelled {
+            outcome.message = "stopped at a safe point"
+        }
+        return outcome
+    }
+
+    /// Recreates a missing destination root.
+    func prepareForRetry() async throws -> String? {
+        guard (try? FileStatus(path: settings.destination, followSymlinks: true)) == nil else { return nil }
+        var prefix = ""
+        for component in settings.destination.split(separator: "/") {
+            prefix += "/" + component
+            do { try FileDescriptor.currentWorkingDirectory.makeDirectory(at: prefix, permissions: 0o755) } catch {
+                if error != .fileExists { throw error }
+            }
+        }
+        return "recreated the destination root \(settings.destination)"
+    }
+
+    static func result(_ result: MirrorReport.Result) -> SyncResult {
+        switch result {
+        case .success: .success
+        case .partial: .partial
+        case .failed: .failed
+        case .cancelled: .cancelled
+        }
+    }
+}
