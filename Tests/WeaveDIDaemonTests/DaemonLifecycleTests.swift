@@ -112,7 +112,8 @@ import WeaveDIPosix
         let logPath = directory.path + "/stderr.log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let status = try FileStatus(path: logPath, followSymlinks: true)
-        let daemon = try DaemonProcess(environment: ["JOURNAL_STREAM": "\(status.device):\(status.inode)"], directory: directory)
+        let daemon = try DaemonProcess(
+            environment: ["JOURNAL_STREAM": "\(status.device):\(status.inode)"], directory: directory, logFile: logPath)
         #expect(daemon.waitForLog("ready;"))
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))

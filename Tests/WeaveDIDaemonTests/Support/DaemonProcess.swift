@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WeaveDIPosix
 
 /// The real `weavedid` binary, started in its own directory with a controlled environment;
@@ -9,6 +10,8 @@ final class DaemonProcess: @unchecked Sendable {  // used from one test at a tim
     let logPath: String
     private var process: Subprocess?
     private(set) var status: TerminationStatus?
+
+    private static let counter = Atomic<Int>(0)
 
     static var binary: String {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("weavedid").path
@@ -22,10 +25,10 @@ final class DaemonProcess: @unchecked Sendable {  // used from one test at a tim
     /// run before exec (e.g. `LISTEN_PID=$$`).
     init(
         _ arguments: [String] = [], environment: [String: String] = [:], directory: TemporaryDirectory = TemporaryDirectory(),
-        notify: NotifyListener? = nil, prefix: String = "", wrapper: [String] = []
+        notify: NotifyListener? = nil, prefix: String = "", wrapper: [String] = [], logFile: String? = nil
     ) throws {
         self.directory = directory
-        logPath = directory.path + "/stderr.log"
+        logPath = logFile ?? directory.path + "/stderr-\(DaemonProcess.counter.add(1, ordering: .relaxed).newValue).log"
         var env = [
             "PATH": "/usr/local/bin:/usr/bin:/bin", "RUNTIME_DIRECTORY": directory.path + "/run",
             "STATE_DIRECTORY": directory.path + "/state", "WEAVEDI_REGISTRY_AUTO_HEALTH": "0",
