@@ -64,6 +64,28 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func metricsFile_isWrittenAfterEachRun() throws {
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 10)
+        let prom = fixture.directory.path + "/textfile/weavedi.prom"
+        try FileManager.default.createDirectory(atPath: fixture.directory.path + "/textfile", withIntermediateDirectories: true)
+        let daemon = try fixture.start(#"{"sync": {"metricsFile": "\#(prom)", "jobs": [{"name": "docs", "source": "\#(fixture.source)", "destination": "\#(fixture.destination)", "interval": 3600}]}}"#)
+        try waitForReady(daemon)
+        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "success")
+        var text = ""
+        for _ in 0..<200 where !text.contains(#"weavedi_sync_runs_total{job="docs",result="success"} 1"#) {
+            text = (try? String(contentsOfFile: prom, encoding: .utf8)) ?? ""
+            usleep(10_000)
+        }
+        #expect(text.contains("# TYPE weavedi_sync_runs_total counter"))
+        #expect(text.contains(#"weavedi_sync_runs_total{job="docs",result="success"} 1"#))
+        #expect(text.contains(#"weavedi_sync_files_copied_total{job="docs"} 11"#))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.path + "/textfile").filter { $0 != "weavedi.prom" }
+        #expect(leftovers.isEmpty)  // written to a temporary name, then renamed
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func lastResult_survivesARestart_andHealthKnowsIt() throws {
         let fixture = Fixture()
         let daemon = try fixture.start(fixture.config(extra: #", "failureThreshold": 1"#))  // no source yet

@@ -183,6 +183,17 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    @Test func disabledJobs_areNotScheduled_butCanRunByHand() async throws {
+        let script = JobScript()
+        let (scheduler, _, _) = scheduler([("off", script, { $0.enabled = false; $0.runAtStart = true; $0.interval = .milliseconds(20) })])
+        try await scheduler.start()
+        try? await Task.sleep(for: .milliseconds(150))
+        #expect(script.runs == 0)
+        #expect((await scheduler.jobs()).first?[member: "nextRunIn"] == .null)
+        #expect(try await scheduler.runNow("off") { _ in }.result == .success)
+        await scheduler.stop()
+    }
+
     @Test func stop_cancelsRunningRuns_atASafePoint() async throws {
         let script = JobScript(open: false)
         let (scheduler, _, _) = scheduler([("s", script, { $0.runAtStart = true })])
