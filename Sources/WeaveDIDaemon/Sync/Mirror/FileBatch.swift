@@ -67,7 +67,6 @@ struct FileBatch: Sendable {
     }
 }
 
-
 extension FileBatch {
     /// Does the batch's jobs in order with one fresh `FileCopier` (and `FileHasher` for
     /// checksum comparisons) from the context's container; stops between files when the task
