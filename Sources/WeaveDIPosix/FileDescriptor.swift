@@ -133,6 +133,15 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable, CustomString
         try nothingOrErrno { Glibc.fsync(rawValue) }
     }
 
+    /// Starts writing the file's dirty pages to storage without waiting for them
+    /// (`sync_file_range(2)` with `SYNC_FILE_RANGE_WRITE` over the whole file).
+    ///
+    /// Not a durability guarantee (metadata and the disk cache are not flushed): call it on
+    /// several files, then `fsync` each, and the writes and the journal commits overlap.
+    public func startWriteback() throws(Errno) {
+        try nothingOrErrno { LinuxSymbols.syncFileRange(rawValue, 0, 0, LinuxSymbols.syncFileRangeWrite) }
+    }
+
     /// Flushes file data and the metadata needed to read it (`fdatasync(2)`).
     public func fdatasync() throws(Errno) {
         try nothingOrErrno { Glibc.fdatasync(rawValue) }

@@ -3,7 +3,7 @@ import Glibc
 /// Linux-only libc entry points and constants that the Swift `Glibc` module does not import.
 ///
 /// The module map compiles glibc headers without `_GNU_SOURCE`, so `accept4`,
-/// `pipe2`, `signalfd`, `copy_file_range`, `struct ucred`, `O_NOATIME` and the `UTIME_*`
+/// `pipe2`, `signalfd`, `copy_file_range`, `sync_file_range`, `struct ucred`, `O_NOATIME` and the `UTIME_*`
 /// markers are missing.
 /// Functions are resolved once with `dlsym` and called through C-convention
 /// function pointers, which keeps the C calling convention exact without a C target.
@@ -17,6 +17,7 @@ internal enum LinuxSymbols {
     typealias CopyFileRange = @convention(c) @Sendable (
         Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32
     ) -> Int
+    typealias SyncFileRange = @convention(c) @Sendable (Int32, Int64, Int64, UInt32) -> Int32
 
     /// `accept4(2)`.
     static let accept4: Accept4 = resolve("accept4", as: Accept4.self)
@@ -28,6 +29,10 @@ internal enum LinuxSymbols {
     static let addChdir: AddChdir = resolve("posix_spawn_file_actions_addchdir_np", as: AddChdir.self)
     /// `copy_file_range(2)` (glibc 2.27 and later).
     static let copyFileRange: CopyFileRange = resolve("copy_file_range", as: CopyFileRange.self)
+    /// `sync_file_range(2)`.
+    static let syncFileRange: SyncFileRange = resolve("sync_file_range", as: SyncFileRange.self)
+    /// `SYNC_FILE_RANGE_WRITE` from `<fcntl.h>`.
+    static let syncFileRangeWrite: UInt32 = 2
 
     /// `SFD_CLOEXEC`, equal to `O_CLOEXEC`.
     static let signalFDCloseOnExec: Int32 = O_CLOEXEC

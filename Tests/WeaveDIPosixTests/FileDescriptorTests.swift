@@ -168,4 +168,14 @@ import WeaveDIPosix
             _ = try writeOnly.descriptor.copyRange(to: input.descriptor, count: 10)
         }
     }
+
+    @Test func startWriteback_worksOnFiles_andRefusesPipes() throws {
+        let directory = try TemporaryDirectory()
+        let file = try FileDescriptor.open(directory.child("data"), .writeOnly, options: [.create])
+        try file.descriptor.writeAll([UInt8](repeating: 7, count: 1 << 20))
+        try file.descriptor.startWriteback()
+        try file.descriptor.fsync()
+        let pipe = try OwnedPipe.make()
+        #expect(throws: Errno(rawValue: ESPIPE)) { try pipe.writeEnd.descriptor.startWriteback() }
+    }
 }

@@ -67,11 +67,15 @@ struct FileBatch: Sendable {
     }
 }
 
-
 extension FileBatch {
     /// Does the batch's jobs in order with one fresh `FileCopier` (and `FileHasher` for
     /// checksum comparisons) from the context's container; stops between files when the task
     /// is cancelled. Blocking I/O: runs in a worker task.
+    ///
+    /// When durable, copies are published in two passes: first each file is written to its
+    /// temporary name and its writeback started, then each is flushed and renamed. Every file
+    /// is still flushed before its rename, but the flushes of a batch share journal commits
+    /// instead of waiting for one each.
     func run(_ context: MirrorContext) -> BatchOutcome {
         var outcome = BatchOutcome()
         let copier: FileCopier
@@ -80,45 +84,71 @@ extension FileBatch {
         } catch {
             for job in jobs {
                 outcome.report.fail(directory.path(of: job.name), MirrorFailure.noWorker("\(error)").description)
-                outcome.settledFiles += 1
-                outcome.settledBytes += job.plannedBytes
+                settle(job, in: &outcome)
             }
             return outcome
         }
+        let durable = context.settings.durable
         var hasher: FileHasher? = nil
+        var prepared: [(job: FileJob, copy: PreparedCopy)] = []
         for job in jobs {
             if Task.isCancelled {
                 outcome.interrupted = true
                 break
             }
             do {
-                try perform(job, copier: copier, hasher: &hasher, context: context, outcome: &outcome)
+                if let copy = try perform(job, copier: copier, hasher: &hasher, context: context, outcome: &outcome) {
+                    if durable {
+                        prepared.append((job, copy))
+                        continue
+                    }
+                    try publish(copy, of: job, copier: copier, durable: false, outcome: &outcome)
+                }
             } catch .cancelled {
                 outcome.interrupted = true
                 break
             } catch {
                 outcome.report.fail(directory.path(of: job.name), error.description)
             }
-            outcome.settledFiles += 1
-            outcome.settledBytes += job.plannedBytes
+            settle(job, in: &outcome)
+        }
+        // Whole copies, checked: published even after a cancellation, which stops between files.
+        for (job, copy) in prepared {
+            do {
+                try publish(copy, of: job, copier: copier, durable: true, outcome: &outcome)
+            } catch {
+                outcome.report.fail(directory.path(of: job.name), error.description)
+            }
+            settle(job, in: &outcome)
         }
         return outcome
     }
 
+    private func settle(_ job: FileJob, in outcome: inout BatchOutcome) {
+        outcome.settledFiles += 1
+        outcome.settledBytes += job.plannedBytes
+    }
+
+    private func publish(
+        _ copy: PreparedCopy, of job: FileJob, copier: FileCopier, durable: Bool, outcome: inout BatchOutcome
+    ) throws(MirrorFailure) {
+        outcome.report.bytes += try copier.publish(copy, in: directory.destination.descriptor, durable: durable)
+        outcome.modified = true
+        if job.isNew { outcome.report.copied += 1 } else { outcome.report.updated += 1 }
+    }
+
+    /// Does `job`, or prepares its copy and returns it for publishing.
     private func perform(
         _ job: FileJob, copier: FileCopier, hasher: inout FileHasher?, context: MirrorContext,
         outcome: inout BatchOutcome
-    ) throws(MirrorFailure) {
+    ) throws(MirrorFailure) -> PreparedCopy? {
         let source = directory.source.descriptor
         let destination = directory.destination.descriptor
         let durable = context.settings.durable
         let noAccessTime = context.mayAvoidAccessTime(owner: job.source.userID)
         switch job.action {
         case .copy:
-            outcome.report.bytes += try copier.copyFile(
-                job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime)
-            outcome.modified = true
-            if job.isNew { outcome.report.copied += 1 } else { outcome.report.updated += 1 }
+            return try copier.prepare(job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime)
         case .verify:
             let digester: FileHasher
             if let hasher {
@@ -130,10 +160,8 @@ extension FileBatch {
             let sourceDigest = try digester.digest(of: job.name, in: source, noAccessTime: noAccessTime)
             let destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
             if sourceDigest != destinationDigest {
-                outcome.report.bytes += try copier.copyFile(
+                return try copier.prepare(
                     job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime)
-                outcome.modified = true
-                outcome.report.updated += 1
             } else if try copier.fixAttributes(job.name, to: job.source, in: destination, durable: durable) {
                 outcome.report.updated += 1
             } else {
@@ -150,6 +178,7 @@ extension FileBatch {
             try copier.fixLinkTime(job.name, to: job.source.modificationTime, in: destination)
             outcome.report.updated += 1
         }
+        return nil
     }
 
     /// The task's `FileHasher`, made fresh on its first checksum comparison.

@@ -30,15 +30,17 @@ public final class FileCopier {
         buffer?.deallocate()
     }
 
-    /// Copies the regular file `name` of `source` over `name` in `destination`; returns the bytes
-    /// copied. `noAccessTime` opens the source with `O_NOATIME` (owner or privileged only).
-    func copyFile(
+    /// The first half of a copy of the regular file `name` of `source` to `name` in
+    /// `destination`: the content, mode and mtime in a temporary file, checked against changes of
+    /// the source, with its writeback started when `durable`; not visible yet. `noAccessTime`
+    /// opens the source with `O_NOATIME` (allowed to its owner or a privileged process).
+    func prepare(
         _ name: String,
         from source: FileDescriptor,
         to destination: FileDescriptor,
         durable: Bool,
         noAccessTime: Bool
-    ) throws(MirrorFailure) -> Int64 {
+    ) throws(MirrorFailure) -> PreparedCopy {
         let input = try openSource(name, in: source, noAccessTime: noAccessTime)
         let before = try MirrorFailure.attempt("fstat") { try input.descriptor.status() }
         guard before.kind == .regular else { throw .replaced(before.kind) }
@@ -48,26 +50,44 @@ public final class FileCopier {
             try destination.open(
                 at: temporary, .writeOnly, options: [.create, .exclusiveCreate, .noFollow], permissions: 0o600)
         }
+        let copy = PreparedCopy(name: name, temporary: temporary, file: output)
         do throws(MirrorFailure) {
-            let copied = try copyContent(from: input.descriptor, to: output.descriptor, size: before.size)
+            let copied = try copyContent(from: input.descriptor, to: copy.file.descriptor, size: before.size)
             let after = try MirrorFailure.attempt("fstat") { try input.descriptor.status() }
             if copied != before.size || after.size != before.size
                 || after.modificationTime != before.modificationTime || after.changeTime != before.changeTime
             {
                 throw MirrorFailure.changedWhileCopying
             }
-            try MirrorFailure.attempt("fchmod") { try output.descriptor.setPermissions(before.permissions) }
+            try MirrorFailure.attempt("fchmod") { try copy.file.descriptor.setPermissions(before.permissions) }
             try MirrorFailure.attempt("futimens") {
-                try output.descriptor.setTimes(access: nil, modification: before.modificationTime)
+                try copy.file.descriptor.setTimes(access: nil, modification: before.modificationTime)
             }
-            if durable { try MirrorFailure.attempt("fsync") { try output.descriptor.fsync() } }
-            do { try output.close() } catch { throw MirrorFailure.system("close", error) }
-            try MirrorFailure.attempt("rename") { try destination.rename(at: temporary, to: name) }
-            return copied
+            if durable { try MirrorFailure.attempt("sync_file_range") { try copy.file.descriptor.startWriteback() } }
+            copy.bytes = copied
+            return copy
         } catch {
-            try? destination.unlink(at: temporary)
+            discard(copy, in: destination)
             throw error
         }
+    }
+
+    /// The second half: flushes the temporary file (`fsync`, when `durable`) and renames it over
+    /// the final name; returns the bytes copied. A failure removes the temporary file.
+    func publish(_ copy: PreparedCopy, in destination: FileDescriptor, durable: Bool) throws(MirrorFailure) -> Int64 {
+        do throws(MirrorFailure) {
+            if durable { try MirrorFailure.attempt("fsync") { try copy.file.descriptor.fsync() } }
+            try MirrorFailure.attempt("rename") { try destination.rename(at: copy.temporary, to: copy.name) }
+            return copy.bytes
+        } catch {
+            discard(copy, in: destination)
+            throw error
+        }
+    }
+
+    /// Removes a prepared copy that will not be published.
+    func discard(_ copy: PreparedCopy, in destination: FileDescriptor) {
+        try? destination.unlink(at: copy.temporary)
     }
 
     /// Makes `name` in `destination` a symbolic link to `target` with modification time `time`,
@@ -190,5 +210,24 @@ public final class FileCopier {
             }
         }
         return read
+    }
+}
+
+/// A copy in its temporary file, written and checked, waiting to be flushed and renamed. Its
+/// descriptor closes when the value goes away.
+final class PreparedCopy {
+    /// The final name.
+    let name: String
+    /// The temporary name in the same directory.
+    let temporary: String
+    /// The temporary file, open for writing.
+    let file: OwnedDescriptor
+    /// The bytes copied.
+    var bytes: Int64 = 0
+
+    init(name: String, temporary: String, file: consuming OwnedDescriptor) {
+        self.name = name
+        self.temporary = temporary
+        self.file = file
     }
 }
