@@ -12,6 +12,7 @@ import WeaveDIPosix
     func busyDaemon(shutdownTimeout: Double = 10) throws -> (DaemonProcess, TemporaryDirectory) {
         let directory = TemporaryDirectory()
         let big = directory.write("source/big.bin", "")
+        try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         let allocated = try Subprocess.run("/usr/bin/fallocate", arguments: ["-l", "1G", big], environment: [:])
         try #require(allocated.status == .exited(0), "fallocate: \(allocated.standardErrorText)")
         let config = directory.write("weavedid.json", """

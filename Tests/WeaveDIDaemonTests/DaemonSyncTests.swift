@@ -19,7 +19,10 @@ import WeaveDIPosix
             """
         }
 
-        func start(_ config: String) throws -> DaemonProcess {
+        /// Starts the daemon; the destination root exists (runs never create it) unless
+        /// `withDestination` is false.
+        func start(_ config: String, withDestination: Bool = true) throws -> DaemonProcess {
+            if withDestination { try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true) }
             let path = directory.write("weavedid.json", config)
             return try DaemonProcess(["--config", path], directory: directory)
         }
@@ -82,6 +85,29 @@ import WeaveDIPosix
         #expect(text.contains(#"weavedi_sync_files_copied_total{job="docs"} 11"#))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.path + "/textfile").filter { $0 != "weavedi.prom" }
         #expect(leftovers.isEmpty)  // written to a temporary name, then renamed
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func missingDestinationRoot_failsTheRun_andTheJobsFixRecreatesIt() throws {
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 5)
+        let daemon = try fixture.start(fixture.config(), withDestination: false)
+        try waitForReady(daemon)
+        let failed = try runJob(daemon, more: false).run
+        #expect(failed?[member: "result"]?.stringValue == "failed")
+        #expect(failed?[member: "message"]?.stringValue?.contains("the destination does not exist") == true)
+        #expect(!fileExists(fixture.destination))
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
+        #expect(fix?[member: "outcome"]?.stringValue == "succeeded")
+        #expect(fix?[member: "message"]?.stringValue?.contains("recreated the destination root \(fixture.destination)") == true)
+        var done = false
+        for _ in 0..<300 where !done {  // the fix started a run
+            done = (try? TreeFixture.snapshot(fixture.destination)) == (try? TreeFixture.snapshot(fixture.source))
+            if !done { usleep(10_000) }
+        }
+        #expect(done)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }

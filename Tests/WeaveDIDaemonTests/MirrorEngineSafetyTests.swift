@@ -22,6 +22,16 @@ import WeaveDIPosix
         #expect(fixture.status("src/backup") == nil)
     }
 
+    @Test func emptySourceWithDelete_isRefused_andTheDestinationKept() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("dst/keep.txt", "precious")
+        _ = try? FileDescriptor.currentWorkingDirectory.makeDirectory(at: fixture.source, permissions: 0o755)
+        let report = await run(fixture, source: fixture.source, destination: fixture.destination)
+        #expect(report.result == .failed)
+        #expect(report.errors.first?.reason.hasPrefix("the source is empty and delete is on") == true, "\(report.errors)")
+        #expect(fixture.status("dst/keep.txt") != nil)
+    }
+
     @Test func sourceInsideDestination_isRefused() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("dst/data/a.txt", "a")
@@ -64,7 +74,7 @@ import WeaveDIPosix
         settings.createsDestination = false
         let refused = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
         #expect(refused.result == .failed)
-        #expect(refused.errors.first?.reason == "the destination does not exist")
+        #expect(refused.errors.first?.reason.hasPrefix("the destination does not exist") == true)
         #expect(fixture.status("dst") == nil)
 
         settings.createsDestination = true

@@ -4,14 +4,11 @@ import WeaveDIPosix
 /// that directory does not exist yet, so the daemon creates it with a few files.
 enum ExampleJob {
     static func prepare(_ configuration: DaemonConfiguration, log: DaemonLog) {
-        guard let source = configuration.sync.jobs.first(where: { $0.name == "example" })?.mirror?.source,
-            (try? FileStatus(path: source, followSymlinks: false)) == nil
-        else { return }
-        var prefix = ""
-        for component in source.split(separator: "/") {
-            prefix += "/" + component
-            try? FileDescriptor.currentWorkingDirectory.makeDirectory(at: prefix, permissions: 0o755)
-        }
+        guard let mirror = configuration.sync.jobs.first(where: { $0.name == "example" })?.mirror else { return }
+        makeDirectories(mirror.destination)
+        let source = mirror.source
+        guard (try? FileStatus(path: source, followSymlinks: false)) == nil else { return }
+        makeDirectories(source)
         try? FileDescriptor.currentWorkingDirectory.makeDirectory(at: source + "/notes", permissions: 0o755)
         let files = [
             "README.txt": "This directory is the source of weavedid's example mirror job.\nEdit, add or remove files here and watch .weavedi/example/mirror follow.\n",
@@ -21,5 +18,13 @@ enum ExampleJob {
             try? AtomicFile.write(Array(text.utf8), to: source + "/" + name, permissions: 0o644, durable: false)
         }
         log.info("sync", "created the example job's source \(source)")
+    }
+
+    private static func makeDirectories(_ path: String) {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            try? FileDescriptor.currentWorkingDirectory.makeDirectory(at: prefix, permissions: 0o755)
+        }
     }
 }

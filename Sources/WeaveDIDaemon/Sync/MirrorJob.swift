@@ -13,7 +13,11 @@ struct MirrorJob: SyncJob {
             guard let mirror = job.mirror else {
                 throw ReloadRefusal(description: "job \(job.name): a mirror job needs a source and a destination")
             }
-            return MirrorJob(settings: MirrorSettings(mirror), container: container)
+            var settings = MirrorSettings(mirror)
+            // A missing destination root fails the run instead of being created: an unmounted
+            // backup disk must not be filled underneath. The job's health fix recreates it.
+            settings.createsDestination = false
+            return MirrorJob(settings: settings, container: container)
         }
     }
 

@@ -51,7 +51,10 @@ struct MirrorRoots: ~Copyable {
             throw Failure(path: sourcePath, reason: "the source cannot be opened: \(error)")
         }
         if !missing.isEmpty && !settings.createsDestination {
-            throw Failure(path: destinationPath, reason: "the destination does not exist")
+            throw Failure(
+                path: destinationPath,
+                reason: "the destination does not exist; runs never create a missing destination root (an unmounted "
+                    + "disk must not be filled underneath): create it, or let the job's health-check fix do it")
         }
         let destination = try openDestination(existing: existing, missing: missing, settings: settings)
         let identities: (FileIdentity, FileIdentity)
@@ -62,6 +65,14 @@ struct MirrorRoots: ~Copyable {
         }
         if identities.0 == identities.1 {
             throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
+        }
+        if settings.delete, (try? source.descriptor.directoryEntries())?.isEmpty == true,
+            (try? destination.descriptor.directoryEntries())?.contains(where: { !$0.name.hasPrefix(".weavedi-tmp.") }) == true
+        {
+            throw Failure(
+                path: sourcePath,
+                reason: "the source is empty and delete is on: refusing to delete everything in the destination "
+                    + "(is the source's disk mounted?); put a file in the source, or empty the destination by hand")
         }
         return MirrorRoots(
             source: source, destination: destination,
