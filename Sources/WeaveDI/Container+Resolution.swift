@@ -58,7 +58,7 @@ extension WeaveDI.Container {
                 outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
                 inner: entry.typeName, innerScope: entry.scope)
         }
-        let owner = explicit ?? (stack.frames.isEmpty ? ScopeContext.current : stack.frames.last!.owner)
+        let owner = explicit ?? (stack.frames.isEmpty ? ScopeContext.active : stack.frames.last!.owner)
         switch entry.scope {
         case .transient:
             return try build(entry, owner: owner, stack: stack)
@@ -114,7 +114,11 @@ extension WeaveDI.Container {
         defer { stack.frames.removeLast() }
         let resolver: any Resolver = owner?.resolver ?? self
         do {
-            if entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds {
+            // A plain load first: past the first builds, no read-modify-write (and no cache line
+            // bouncing between threads that build the same transient).
+            if entry.builds.load(ordering: .relaxed) < EdgeRecorder.recordedBuilds,
+                entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds
+            {
                 return try entry.factory(EdgeRecorder(base: resolver, parent: entry))
             }
             return try entry.factory(resolver)
