@@ -192,8 +192,10 @@ enum System {
         return nil
     }
 
-    /// Context switches (voluntary + involuntary) of every thread of `pid`, by thread id.
-    static func contextSwitches(_ pid: pid_t) -> [Int: Int] {
+    /// Voluntary context switches of every thread of `pid`, by thread id: each is a thread going
+    /// to sleep, so each is followed by a wakeup. (Involuntary ones are preemptions while
+    /// running, not wakeups.)
+    static func wakeups(_ pid: pid_t) -> [Int: Int] {
         var result: [Int: Int] = [:]
         guard let dir = opendir("/proc/\(pid)/task") else { return result }
         defer { closedir(dir) }
@@ -203,9 +205,7 @@ enum System {
             }
             guard let tid = Int(name) else { continue }
             let path = "/proc/\(pid)/task/\(tid)/status"
-            let voluntary = statusField(path, "voluntary_ctxt_switches") ?? 0
-            let involuntary = statusField(path, "nonvoluntary_ctxt_switches") ?? 0
-            result[tid] = voluntary + involuntary
+            result[tid] = statusField(path, "voluntary_ctxt_switches") ?? 0
         }
         return result
     }
