@@ -82,6 +82,9 @@ protocol Locator: Sendable {
 
 final class HandLocator: Locator {
     let instance = Singleton()
+    /// Not inlined, so that the caller gets an owned reference, as from `resolve`: otherwise
+    /// the optimizer devirtualizes the call and borrows `instance` without retaining it.
+    @inline(never)
     func singleton() -> Singleton { instance }
 }
 
