@@ -16,7 +16,7 @@ extension WeaveDI.Container {
     ) {
         let slot = TypeSlots.shared.slot(for: type)
         let entry = Entry<T>(
-            slot: slot, scope: scope, module: ModuleContext.current, typeName: String(describing: type),
+            slot: slot, scope: scope, module: ModuleContext.current, typeName: typeName(type),
             factory: factory)
         install(entry)
     }
@@ -25,7 +25,7 @@ extension WeaveDI.Container {
     /// as it is and never disposes it.
     public func register<T>(_ type: T.Type, instance: T) {
         let slot = TypeSlots.shared.slot(for: type)
-        install(Entry<T>(slot: slot, module: ModuleContext.current, typeName: String(describing: type), instance: instance))
+        install(Entry<T>(slot: slot, module: ModuleContext.current, typeName: typeName(type), instance: instance))
     }
 
     /// Removes the registration of `type`; returns whether there was one.

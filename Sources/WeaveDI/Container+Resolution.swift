@@ -4,7 +4,7 @@ extension WeaveDI.Container {
     @inlinable
     public func resolve<T>(_ type: T.Type) -> T? {
         let slot = TypeSlots.shared.slot(for: type)
-        if let value = table.cachedSingleton(slot, as: T.self) { return value }
+        if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         return resolveSlow(type, slot: slot)
     }
 
@@ -12,7 +12,7 @@ extension WeaveDI.Container {
     @inlinable
     public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
-        if let value = table.cachedSingleton(slot, as: T.self) { return value }
+        if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         return try requireSlow(type, slot: slot)
     }
 
@@ -45,26 +45,26 @@ extension WeaveDI.Container {
     /// Resolves through a session or request.
     func requireScoped<T>(_ type: T.Type, explicit: ScopeOwner) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
-        if let value = table.cachedSingleton(slot, as: T.self) { return value }
+        if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         return try requireSlow(type, slot: slot, explicit: explicit)
     }
 
     /// Returns the instance `entry` stands for in the right scope, building it if needed.
     func produce<T>(_ entry: Entry<T>, explicit: ScopeOwner?) throws(ResolutionError) -> T {
-        if entry.scope == .singleton, let value = entry.cached() { return value }
+        if entry.scope == .singleton, let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
         let stack = ResolutionStack.current
         if entry.scope != .transient, let outer = stack.nearestScoped, entry.scope.lifetime < outer.scope.lifetime {
             throw .scopeMismatch(
                 outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
                 inner: entry.typeName, innerScope: entry.scope)
         }
-        let owner = explicit ?? (stack.frames.isEmpty ? ScopeContext.current : stack.frames.last!.owner)
+        let owner = explicit ?? (stack.frames.isEmpty ? ScopeContext.active : stack.frames.last!.owner)
         switch entry.scope {
         case .transient:
             return try build(entry, owner: owner, stack: stack)
         case .singleton:
             return try buildLock.withLock { () throws(ResolutionError) -> T in
-                if let value = entry.cached() { return value }
+                if let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
                 let value = try build(entry, owner: nil, stack: stack)
                 entry.publish(value)
                 if let disposable = value as? any Disposable {
@@ -74,12 +74,12 @@ extension WeaveDI.Container {
             }
         case .session, .request:
             let target = try scopeTarget(for: entry, owner: owner)
-            if let value = try target.instances.cached(entry.slot, as: T.self, typeName: entry.typeName) {
-                return value
+            if let box = try target.instances.box(entry.slot, typeName: entry.typeName) {
+                return unsafeDowncast(box, to: Box<T>.self).value
             }
             return try buildLock.withLock { () throws(ResolutionError) -> T in
-                if let value = try target.instances.cached(entry.slot, as: T.self, typeName: entry.typeName) {
-                    return value
+                if let box = try target.instances.box(entry.slot, typeName: entry.typeName) {
+                    return unsafeDowncast(box, to: Box<T>.self).value
                 }
                 let value = try build(entry, owner: target, stack: stack)
                 try target.instances.store(value, slot: entry.slot, typeName: entry.typeName)
@@ -114,7 +114,11 @@ extension WeaveDI.Container {
         defer { stack.frames.removeLast() }
         let resolver: any Resolver = owner?.resolver ?? self
         do {
-            if entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds {
+            // A plain load first: past the first builds, no read-modify-write (and no cache line
+            // bouncing between threads that build the same transient).
+            if entry.builds.load(ordering: .relaxed) < EdgeRecorder.recordedBuilds,
+                entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds
+            {
                 return try entry.factory(EdgeRecorder(base: resolver, parent: entry))
             }
             return try entry.factory(resolver)

@@ -19,6 +19,13 @@ class EntryBase: @unchecked Sendable {
     let builds = Atomic<Int>(0)
     /// Slots this entry's factory resolved through its resolver.
     let edges = Locked<Set<Int>>([])
+    /// The built singleton: a retained `Box<T>` of the `Entry<T>`, as a raw pointer. Here, in
+    /// the non-generic base, so that code which is generic over `T` and not specialized (a
+    /// factory's `r.require(T.self)` goes through the `Resolver` protocol) reads it without
+    /// instantiating metadata at run time: neither `Entry<T>` nor `Atomic<Unmanaged<Box<T>>?>`
+    /// nor `Optional<T>`.
+    @usableFromInline
+    let instance = Atomic<UnsafeRawPointer?>(nil)
 
     init(slot: Int, scope: WeaveDI.Scope, module: String, typeName: String, isProvidedInstance: Bool) {
         self.slot = slot
@@ -49,12 +56,16 @@ class EntryBase: @unchecked Sendable {
     var builtInstance: Any? { fatalError("abstract") }
 }
 
+/// The value in the `Box<T>` at `raw` (borrowed: the box must stay alive meanwhile).
+@inlinable @inline(__always)
+func unbox<T>(_ raw: UnsafeRawPointer, as type: T.Type) -> T {
+    Unmanaged<Box<T>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
+}
+
 /// The typed registration for `T`.
 @usableFromInline
 final class Entry<T>: EntryBase, @unchecked Sendable {
     let factory: @Sendable (any Resolver) throws -> T
-    @usableFromInline
-    let instance = Atomic<Unmanaged<Box<T>>?>(nil)
 
     init(
         slot: Int, scope: WeaveDI.Scope, module: String, typeName: String,
@@ -68,22 +79,22 @@ final class Entry<T>: EntryBase, @unchecked Sendable {
         let box = Box(value)
         self.factory = { _ in box.value }
         super.init(slot: slot, scope: .singleton, module: module, typeName: typeName, isProvidedInstance: true)
-        instance.store(Unmanaged.passRetained(Box(value)), ordering: .releasing)
+        instance.store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
     }
 
     deinit {
-        instance.load(ordering: .acquiring)?.release()
+        if let raw = instance.load(ordering: .acquiring) { Unmanaged<Box<T>>.fromOpaque(raw).release() }
     }
 
     /// The built singleton, if any (lock-free).
-    @inlinable @inline(__always)
     func cached() -> T? {
-        instance.load(ordering: .acquiring)?._withUnsafeGuaranteedRef { $0.value }
+        guard let raw = instance.load(ordering: .acquiring) else { return nil }
+        return unbox(raw, as: T.self)
     }
 
     /// Publishes the singleton; call once, under the container's build lock.
     func publish(_ value: T) {
-        instance.store(Unmanaged.passRetained(Box(value)), ordering: .releasing)
+        instance.store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
     }
 
     override func fresh() -> EntryBase {

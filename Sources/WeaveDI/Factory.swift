@@ -35,7 +35,7 @@ extension WeaveDI.Container {
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
         let entry = unsafeDowncast(unmanaged.takeUnretainedValue(), to: Entry<T>.self)
         let stack = ResolutionStack.current
-        let owner = stack.frames.isEmpty ? ScopeContext.current : stack.frames.last!.owner
+        let owner = stack.frames.isEmpty ? ScopeContext.active : stack.frames.last!.owner
         return try build(entry, owner: owner.flatMap { $0.container === self ? $0 : nil }, stack: stack)
     }
 }

@@ -26,7 +26,7 @@ public struct InjectedValues: Sendable {
         get {
             let state = KeyStates.state(for: K.self)
             if let probe { probe.record(state) }
-            if let overrides, let value = overrides.find(state.slot, as: K.Value.self) { return value }
+            if let overrides, let box = overrides.box(for: state.slot) { return unsafeDowncast(box, to: Box<K.Value>.self).value }
             return state.resolved()
         }
         set {
@@ -49,11 +49,12 @@ final class OverrideNode: @unchecked Sendable {
         self.next = next
     }
 
-    /// The newest override for `slot`.
-    func find<Value>(_ slot: Int, as type: Value.Type) -> Value? {
+    /// The `Box` of the newest override for `slot` (untyped, so that generic callers need no
+    /// `Optional<Value>` metadata).
+    func box(for slot: Int) -> AnyObject? {
         var node: OverrideNode? = self
         while let current = node {
-            if current.slot == slot { return unsafeDowncast(current.box, to: Box<Value>.self).value }
+            if current.slot == slot { return current.box }
             node = current.next
         }
         return nil

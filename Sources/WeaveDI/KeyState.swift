@@ -2,12 +2,55 @@ import Synchronization
 
 /// Reads one key's value; what `@Injected(\.key)` calls on every read once it knows its key.
 ///
-/// `@unchecked Sendable`: subclasses keep their mutable state in atomics and locks.
+/// The common case (no override ever made in this process, no registration of the value's
+/// type in `Container.live`, the default for this context already computed) is `read()`,
+/// inlined into the caller and specialized for `Value` there: four relaxed or acquiring loads
+/// and a copy of the value. Everything else goes through `readSlow()`.
+///
+/// `@unchecked Sendable`: the shared state is in atomics; subclasses keep theirs in atomics
+/// and locks.
 @usableFromInline
 class KeyReader<Value>: @unchecked Sendable {
-    /// The key's value here: override, registration or default.
+    /// One cell per `InjectedContext` (by its index): the key's default as a retained
+    /// `Box<Value>`, set once each. A raw pointer, so that the atomic has a concrete type and
+    /// generic code never instantiates `Atomic<Unmanaged<Box<Value>>?>` at run time.
     @usableFromInline
-    func read() -> Value { fatalError("abstract") }
+    let defaults: UnsafeMutablePointer<Atomic<UnsafeRawPointer?>>
+    /// The generation at which `Container.live` was last seen to have no registration of the
+    /// value's type; while the generation stays, reads go straight to the default.
+    @usableFromInline
+    let noRegistrationAsOf = Atomic<UInt64>(0)
+
+    init() {
+        defaults = .allocate(capacity: InjectedContext.allCases.count)
+        for i in 0..<InjectedContext.allCases.count { (defaults + i).initialize(to: Atomic(nil)) }
+    }
+
+    deinit {
+        for i in 0..<InjectedContext.allCases.count {
+            if let raw = defaults[i].load(ordering: .acquiring) { Unmanaged<Box<Value>>.fromOpaque(raw).release() }
+        }
+        defaults.deinitialize(count: InjectedContext.allCases.count)
+        defaults.deallocate()
+    }
+
+    /// The key's value here: override, registration or default.
+    @inlinable @inline(__always)
+    final func read() -> Value {
+        if !Overrides.everUsed.load(ordering: .relaxed),
+            noRegistrationAsOf.load(ordering: .relaxed) == Generation.current
+        {
+            let context = InjectedContext.stored.load(ordering: .relaxed)
+            if context != 0, let raw = defaults[Int(context &- 1)].load(ordering: .acquiring) {
+                return Unmanaged<Box<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
+            }
+        }
+        return readSlow()
+    }
+
+    /// `read()` in full.
+    @usableFromInline
+    func readSlow() -> Value { fatalError("abstract") }
 }
 
 /// The process-wide state of one `InjectedKey`: its cached defaults (one per context) and what
@@ -15,30 +58,16 @@ class KeyReader<Value>: @unchecked Sendable {
 final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
     let slot: Int
     let valueSlot: Int
-    /// One cell per `InjectedContext`, set once each.
-    private let defaults: UnsafeMutablePointer<Atomic<Unmanaged<Box<K.Value>>?>>
-    /// The generation at which `Container.live` was last seen to have no registration of the
-    /// value's type; while the generation stays, reads go straight to the default.
-    private let noRegistrationAsOf = Atomic<UInt64>(0)
 
     init(slot: Int) {
         self.slot = slot
         valueSlot = TypeSlots.shared.slot(for: K.Value.self)
-        defaults = .allocate(capacity: InjectedContext.allCases.count)
-        for i in 0..<InjectedContext.allCases.count { (defaults + i).initialize(to: Atomic(nil)) }
+        super.init()
     }
 
-    deinit {
-        for i in 0..<InjectedContext.allCases.count { defaults[i].load(ordering: .acquiring)?.release() }
-        defaults.deinitialize(count: InjectedContext.allCases.count)
-        defaults.deallocate()
-    }
-
-    override func read() -> K.Value {
-        if Overrides.everUsed.load(ordering: .relaxed), let node = Overrides.current,
-            let value = node.find(slot, as: K.Value.self)
-        {
-            return value
+    override func readSlow() -> K.Value {
+        if Overrides.everUsed.load(ordering: .relaxed), let node = Overrides.current, let box = node.box(for: slot) {
+            return unsafeDowncast(box, to: Box<K.Value>.self).value
         }
         return resolved()
     }
@@ -67,12 +96,12 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
     func defaultValue() -> K.Value {
         let context = InjectedContext.current
         let cell = Int(context.index)
-        if let box = defaults[cell].load(ordering: .acquiring) {
-            return box._withUnsafeGuaranteedRef { $0.value }
+        if let raw = defaults[cell].load(ordering: .acquiring) {
+            return Unmanaged<Box<K.Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
         }
         return KeyStates.computing.withLock {
-            if let box = defaults[cell].load(ordering: .acquiring) {
-                return box._withUnsafeGuaranteedRef { $0.value }
+            if let raw = defaults[cell].load(ordering: .acquiring) {
+                return Unmanaged<Box<K.Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
             }
             let stack = ResolutionStack.current
             if let start = stack.index(of: slot, in: 0) {
@@ -87,7 +116,7 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             case .test: K.testValue
             case .preview: K.previewValue
             }
-            defaults[cell].store(Unmanaged.passRetained(Box(value)), ordering: .releasing)
+            defaults[cell].store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
             return value
         }
     }

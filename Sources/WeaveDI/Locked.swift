@@ -15,6 +15,8 @@ import Darwin
 /// `@unchecked Sendable`: `value` is only touched with the mutex held.
 package final class Locked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    /// Unchecked exclusivity: the mutex already makes every access exclusive.
+    @exclusivity(unchecked)
     private var value: Value
 
     package init(_ value: Value) {

@@ -27,7 +27,16 @@ public enum WeaveDILog {
     @usableFromInline
     static let levelRank = Atomic<UInt8>(LogLevel.all.rank)
 
-    private static let sinkStore = Locked<LogSink>(WeaveDILog.standardError)
+    /// The sink, in a class box. (A closure stored directly in a `Locked` and read with
+    /// `withLock { $0 }` comes back through the inout access re-abstracted, and is written back
+    /// wrapped in one more thunk: every emitted line made the next one slower, and after enough
+    /// lines the nested thunks overflowed the stack.)
+    private static let sinkStore = Locked(SinkBox(WeaveDILog.standardError))
+
+    private final class SinkBox: Sendable {
+        let sink: LogSink
+        init(_ sink: @escaping LogSink) { self.sink = sink }
+    }
 
     /// The current level.
     public static var level: LogLevel {
@@ -37,7 +46,8 @@ public enum WeaveDILog {
 
     /// Replaces where log lines go.
     public static func setSink(_ sink: @escaping LogSink) {
-        sinkStore.withLock { $0 = sink }
+        let box = SinkBox(sink)
+        sinkStore.withLock { $0 = box }
     }
 
     /// The default sink: `[WeaveDI] <category>: <message>` on standard error.
@@ -71,7 +81,7 @@ public enum WeaveDILog {
     /// Sends a record to the sink, unfiltered.
     @usableFromInline
     static func emit(_ record: LogRecord) {
-        let sink = sinkStore.withLock { $0 }
-        sink(record)
+        let box = sinkStore.withLock { $0 }
+        box.sink(record)
     }
 }

@@ -33,14 +33,14 @@ public final class Request: Resolver, Sendable {
 
     /// Runs `body` with this request (and its session) current.
     public func withCurrent<R>(_ body: () throws -> R) rethrows -> R {
-        try ScopeContext.$current.withValue(.request(self), operation: body)
+        try ScopeContext.with(.request(self), body)
     }
 
     /// Runs async `body` with this request (and its session) current.
     public func withCurrent<R>(
         isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> R
     ) async rethrows -> R {
-        try await ScopeContext.$current.withValue(.request(self), operation: body, isolation: isolation)
+        try await ScopeContext.with(.request(self), isolation: isolation, body)
     }
 
     /// Closes the request: `dispose()` once on each instance it created, newest first.

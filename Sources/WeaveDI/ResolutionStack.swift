@@ -19,6 +19,9 @@ final class ResolutionStack {
         let owner: ScopeOwner?
     }
 
+    /// Unchecked exclusivity: the stack belongs to one thread, and no access to `frames` spans
+    /// a call that could reach it again; dynamic checks cost more than the rest of a build.
+    @exclusivity(unchecked)
     var frames: [Frame] = []
 
     init() { frames.reserveCapacity(16) }

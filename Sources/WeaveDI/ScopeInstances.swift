@@ -25,12 +25,12 @@ final class ScopeInstances: Sendable {
         if isClosed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
     }
 
-    /// The instance built for `slot`, if any; throws when the scope is closed.
-    func cached<T>(_ slot: Int, as type: T.Type, typeName: String) throws(ResolutionError) -> T? {
+    /// The `Box` of the instance built for `slot`, if any; throws when the scope is closed.
+    /// (Untyped, so that generic callers need no `Optional<T>` metadata.)
+    func box(_ slot: Int, typeName: String) throws(ResolutionError) -> AnyObject? {
         let result: (closed: Bool, box: AnyObject?) = state.withLock { ($0.closed, $0.values[slot]) }
         if result.closed { throw .scopeClosed(type: typeName, scope: scope, scopeID: id) }
-        guard let box = result.box else { return nil }
-        return unsafeDowncast(box, to: Box<T>.self).value
+        return result.box
     }
 
     /// Keeps `value` for `slot`. If the scope closed while it was being built, the value is

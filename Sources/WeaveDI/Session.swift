@@ -63,14 +63,14 @@ public final class Session: Resolver, Sendable {
     /// Runs `body` with this session current: `Container.resolve`, `@Injected` and `@Factory`
     /// inside it (and in its child tasks) resolve session-scoped services from this session.
     public func withCurrent<R>(_ body: () throws -> R) rethrows -> R {
-        try ScopeContext.$current.withValue(.session(self), operation: body)
+        try ScopeContext.with(.session(self), body)
     }
 
     /// Runs async `body` with this session current (see the synchronous overload).
     public func withCurrent<R>(
         isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> R
     ) async rethrows -> R {
-        try await ScopeContext.$current.withValue(.session(self), operation: body, isolation: isolation)
+        try await ScopeContext.with(.session(self), isolation: isolation, body)
     }
 
     /// Closes the session: its open requests first, then `dispose()` once on each instance it

@@ -78,10 +78,12 @@ enum SlotLayout {
 typealias EntryTable = SlotArray<EntryBase>
 
 extension SlotArray where Element == EntryBase {
-    /// The built singleton for `T` at `slot`, if there is one (the read fast path).
+    /// The box of the built singleton at `slot`, if there is one (the read fast path; read
+    /// the value with `unbox`). Untyped, so that unspecialized generic callers need no
+    /// metadata for it.
     @inlinable @inline(__always)
-    func cachedSingleton<T>(_ slot: Int, as type: T.Type) -> T? {
+    func singletonBox(_ slot: Int) -> UnsafeRawPointer? {
         guard let entry = load(slot) else { return nil }
-        return entry._withUnsafeGuaranteedRef { unsafeDowncast($0, to: Entry<T>.self).cached() }
+        return entry._withUnsafeGuaranteedRef { $0.instance.load(ordering: .acquiring) }
     }
 }

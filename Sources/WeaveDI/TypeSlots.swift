@@ -16,7 +16,9 @@ final class TypeSlots: Sendable {
     let table: Atomic<Unmanaged<SlotTable>>
 
     private struct WriterState {
-        var names: [String] = []
+        /// The type of every slot; names are spelled out only when asked for (diagnostics),
+        /// because spelling a type the runtime has not printed before is slow.
+        var types: [Any.Type] = []
         var retired: [SlotTable] = []
     }
 
@@ -27,30 +29,33 @@ final class TypeSlots: Sendable {
     }
 
     /// The slot of `type`, assigning a new one the first time the type is seen.
+    ///
+    /// The key is the address of the type's metadata, which is unique per type and never 0.
     @inlinable @inline(__always)
     func slot<T>(for type: T.Type) -> Int {
-        let key = UInt(bitPattern: ObjectIdentifier(type).hashValue)
+        let key = UInt(bitPattern: ObjectIdentifier(type))
         let found = table.load(ordering: .acquiring)._withUnsafeGuaranteedRef { $0.find(key) }
         if found >= 0 { return found }
-        return insert(key: key, name: String(describing: type))
+        return insert(key: key, type: type)
     }
 
     /// The name of the type at `slot`, as `String(describing:)` spells it.
     func name(ofSlot slot: Int) -> String {
-        writer.withLock { slot < $0.names.count ? $0.names[slot] : "slot \(slot)" }
+        guard let type = writer.withLock({ slot < $0.types.count ? $0.types[slot] : nil }) else { return "slot \(slot)" }
+        return typeName(type)
     }
 
     /// How many types have a slot.
-    var count: Int { writer.withLock { $0.names.count } }
+    var count: Int { writer.withLock { $0.types.count } }
 
     @usableFromInline
-    func insert(key: UInt, name: String) -> Int {
+    func insert(key: UInt, type: Any.Type) -> Int {
         writer.withLock { state in
             let current = table.load(ordering: .acquiring).takeUnretainedValue()
             let again = current.find(key)
             if again >= 0 { return again }
-            let slot = state.names.count
-            state.names.append(name)
+            let slot = state.types.count
+            state.types.append(type)
             if (slot + 1) * 4 > current.capacity * 3 {
                 let bigger = SlotTable(capacity: current.capacity * 2)
                 current.forEach { bigger.insert(key: $0, slot: $1) }
@@ -127,4 +132,11 @@ final class SlotTable: @unchecked Sendable {
             if k != 0 { body(k, slots[i].load(ordering: .relaxed)) }
         }
     }
+}
+
+/// A type's name as `String(describing:)` spells it (`Holder<any NetworkService>`), without the
+/// protocol-conformance lookups that `String(describing:)` makes first: for a type the runtime
+/// has not seen before, those scan every conformance record of the process.
+func typeName(_ type: Any.Type) -> String {
+    _typeName(type, qualified: false)
 }

@@ -51,6 +51,39 @@ import Testing
         #expect(holder.value as AnyObject === container.resolve((any Net).self)! as AnyObject)
     }
 
+    @Test func registrationsAndDependencies_nameTypesAsStringDescribingDoes() throws {
+        let container = WeaveDI.Container()
+        container.register((any NetworkService).self) { LiveNetwork() }
+        container.register(Holder<any NetworkService>.self, scope: .transient) { r in
+            Holder(try r.require((any NetworkService).self))
+        }
+        container.register(Holder<[String: Int?]>.self) { Holder([:]) }
+        container.register(Optional<PDFGenerator>.self) { nil }
+        _ = try container.require(Holder<any NetworkService>.self)
+        let registrations = container.registrations
+        #expect(registrations.map(\.type) == [
+            String(describing: (any NetworkService).self), String(describing: Holder<any NetworkService>.self),
+            String(describing: Holder<[String: Int?]>.self), String(describing: Optional<PDFGenerator>.self),
+        ])
+        #expect(registrations[1].dependencies == [String(describing: (any NetworkService).self)])
+    }
+
+    @Test func distinctTypes_getDistinctSlots_andTheSameTypeAlwaysTheSameSlot() {
+        let slots = TypeSlots.shared
+        let types: [Any.Type] = [
+            Int.self, Int?.self, [Int].self, Holder<Int>.self, Holder<Int?>.self, (any NetworkService).self,
+            Holder<any NetworkService>.self, PDFGenerator.self,
+        ]
+        func slot(_ type: Any.Type) -> Int {
+            func open<T>(_ t: T.Type) -> Int { slots.slot(for: t) }
+            return _openExistential(type, do: open)
+        }
+        let first = types.map(slot)
+        #expect(Set(first).count == types.count)
+        #expect(types.map(slot) == first)
+        #expect(first.map { slots.name(ofSlot: $0) } == types.map { String(describing: $0) })
+    }
+
     @Test func registeringAgain_replaces_andDropsTheCachedSingleton() throws {
         let container = WeaveDI.Container()
         container.register((any Net).self) { LiveNet() }

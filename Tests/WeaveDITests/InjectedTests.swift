@@ -180,6 +180,20 @@ final class LegacyViewModel {
         #expect(relevant.last?.contains("replaces") == true)
     }
 
+    @Test func logSink_costsTheSame_afterManyLines() {
+        // Reading the sink once wrapped it in one more re-abstraction thunk on every line:
+        // each line made the next slower, and enough of them overflowed the stack.
+        let seen = Locked(0)
+        UnifiedDI.setLogSink { _ in seen.withLock { $0 += 1 } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        let start = ContinuousClock.now
+        for _ in 0..<100_000 {
+            WeaveDILog.emit(LogRecord(category: .diagnostic, message: "line", subsystem: "test"))
+        }
+        #expect(seen.withLock { $0 } >= 100_000)
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
     @available(*, deprecated, message: "exercises the deprecated wrappers")
     @Test func deprecatedWrappers_stillWork() {
         let legacy = LegacyViewModel()

@@ -1,0 +1,81 @@
+import WeaveDI
+
+/// `--profile NAME [ITERATIONS]`: sets up one read-path figure as its group does and runs its
+/// loop, untimed, for a profiler:
+///
+///     valgrind --tool=callgrind Benchmarks/.build/release/weavedi-bench --profile resolve-transient 100000
+///
+/// Setup costs are paid before the loop, so the loop dominates the profile.
+enum Profile {
+    static let names = [
+        "injected-default", "injected-registered", "injected-type", "injected-override", "resolve-singleton",
+        "resolve-transient", "factory", "graph", "session", "session-logged", "bootstrap",
+    ]
+
+    static func run(_ name: String, iterations: Int, isolation: isolated (any Actor)? = #isolation) async -> Bool {
+        UnifiedDI.setLogLevel(.errors)
+        WeaveDI.Container.live.register((any ServiceB).self) { LiveService(20) }
+        WeaveDI.Container.live.register((any ServiceD).self) { LiveService(40) }
+        WeaveDI.Container.live.register(FactoryMade.self, scope: .transient) { FactoryMade() }
+        let container = WeaveDI.Container()
+        container.register(Singleton.self) { Singleton() }
+        container.register(Transient.self, scope: .transient) { Transient() }
+        container.register(G5.self, scope: .transient) { G5() }
+        container.register(G4.self, scope: .transient) { r in G4(try r.require(G5.self)) }
+        container.register(G3.self, scope: .transient) { r in G3(try r.require(G4.self)) }
+        container.register(G2.self, scope: .transient) { r in G2(try r.require(G3.self)) }
+        container.register(G1.self, scope: .transient) { r in G1(try r.require(G2.self)) }
+        container.register(SessionService1.self, scope: .session) { SessionService1() }
+        container.register(SessionService2.self, scope: .session) { SessionService2() }
+        container.register(SessionService3.self, scope: .session) { SessionService3() }
+        let c = opaque(container)
+        let readers = opaque(Readers())
+        for _ in 0..<8 {
+            blackHole(readers.byDefault)
+            blackHole(readers.byRegistration)
+            blackHole(readers.byType)
+            blackHole(readers.fresh)
+            blackHole(c.resolve(Singleton.self))
+            blackHole(c.resolve(Transient.self))
+            blackHole(try? c.require(G1.self))
+        }
+        let n = iterations
+        switch name {
+        case "injected-default": for _ in 0..<n { blackHole(disassemblyInjectedDefault(readers)) }
+        case "injected-registered": for _ in 0..<n { blackHole(readers.byRegistration) }
+        case "injected-type": for _ in 0..<n { blackHole(readers.byType) }
+        case "injected-override":
+            withInjectedValues { $0.benchOverridden = LiveService(30) } operation: {
+                for _ in 0..<n { blackHole(readers.byOverride) }
+            }
+        case "resolve-singleton": for _ in 0..<n { blackHole(c.resolve(Singleton.self)) }
+        case "resolve-transient": for _ in 0..<n { blackHole(c.resolve(Transient.self)) }
+        case "factory": for _ in 0..<n { blackHole(readers.fresh) }
+        case "graph": for _ in 0..<n { blackHole(try? c.require(G1.self)) }
+        case "session", "session-logged":
+            if name == "session-logged" {
+                UnifiedDI.setLogSink { _ in }
+                UnifiedDI.setLogLevel(.all)
+            }
+            await Task.detached {
+                for _ in 0..<n {
+                    let session = c.openSession(id: "bench")
+                    blackHole(try? session.require(SessionService1.self))
+                    blackHole(try? session.require(SessionService2.self))
+                    blackHole(try? session.require(SessionService3.self))
+                    await session.close()
+                }
+            }.value
+        case "bootstrap":  // ITERATIONS new types registered once each
+            let registrars = (0..<n).map { registrar(for: $0, digits: 5, leaf: BootLeaf.self) }
+            let container = WeaveDI.Container()
+            for r in registrars { r.register(in: container, scope: .singleton, dependencies: []) }
+            blackHole(container)
+        default: return false
+        }
+        return true
+    }
+}
+
+/// One read each, not inlined, for reading the generated code (`objdump -d`).
+@inline(never) func disassemblyInjectedDefault(_ readers: Readers) -> any ServiceA { readers.byDefault }

@@ -1,0 +1,359 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import WeaveDI
+
+// The DI read path: `@Injected`, `Container.resolve`/`require`, `@Factory`, from one and two
+// threads. Every figure is nanoseconds per read, including the loop and the sink
+// (`harness: loop + sink` shows what those two cost on their own).
+
+// MARK: Fixtures
+
+protocol ServiceA: AnyObject, Sendable { func value() -> Int }
+protocol ServiceB: AnyObject, Sendable { func value() -> Int }
+protocol ServiceC: AnyObject, Sendable { func value() -> Int }
+protocol ServiceD: AnyObject, Sendable { func value() -> Int }
+
+final class LiveService: ServiceA, ServiceB, ServiceC, ServiceD {
+    let number: Int
+    init(_ number: Int) { self.number = number }
+    func value() -> Int { number }
+}
+
+/// Read through its default (`liveValue`): nothing registered, nothing overridden.
+struct DefaultKey: InjectedKey {
+    static var liveValue: any ServiceA { LiveService(1) }
+}
+
+/// Its value type is registered in `Container.live`.
+struct RegisteredKey: InjectedKey {
+    static var liveValue: any ServiceB { LiveService(2) }
+}
+
+/// Overridden with `withInjectedValues`.
+struct OverriddenKey: InjectedKey {
+    static var liveValue: any ServiceC { LiveService(3) }
+}
+
+extension InjectedValues {
+    var benchDefault: any ServiceA {
+        get { self[DefaultKey.self] }
+        set { self[DefaultKey.self] = newValue }
+    }
+    var benchRegistered: any ServiceB {
+        get { self[RegisteredKey.self] }
+        set { self[RegisteredKey.self] = newValue }
+    }
+    var benchOverridden: any ServiceC {
+        get { self[OverriddenKey.self] }
+        set { self[OverriddenKey.self] = newValue }
+    }
+}
+
+final class Singleton: Sendable {
+    let number = 1
+}
+
+final class Transient: Sendable {
+    let number: Int
+    init() { number = 2 }
+}
+
+final class FactoryMade: Sendable {
+    let number: Int
+    init() { number = 3 }
+}
+
+final class G5: Sendable { init() {} }
+final class G4: Sendable { let next: G5; init(_ next: G5) { self.next = next } }
+final class G3: Sendable { let next: G4; init(_ next: G4) { self.next = next } }
+final class G2: Sendable { let next: G3; init(_ next: G3) { self.next = next } }
+final class G1: Sendable { let next: G2; init(_ next: G2) { self.next = next } }
+
+/// What code without DI reads: a `static let`.
+enum Globals {
+    static let serviceA: any ServiceA = LiveService(7)
+}
+
+/// The other hand-written baseline: a call through an existential returning a stored instance.
+protocol Locator: Sendable {
+    func singleton() -> Singleton
+}
+
+final class HandLocator: Locator {
+    let instance = Singleton()
+    /// Not inlined, so that the caller gets an owned reference, as from `resolve`: otherwise
+    /// the optimizer devirtualizes the call and borrows `instance` without retaining it.
+    @inline(never)
+    func singleton() -> Singleton { instance }
+}
+
+/// A class holding the property wrappers, as user code does.
+final class Readers: @unchecked Sendable {
+    @Injected(\.benchDefault) var byDefault
+    @Injected(\.benchRegistered) var byRegistration
+    @Injected(\.benchOverridden) var byOverride
+    @Injected var byType: (any ServiceD)?
+    @Factory var fresh: FactoryMade
+}
+
+// MARK: @Injected
+
+/// `@Injected` reads. The figures without an override must run before the first
+/// `withInjectedValues` in this process (the library skips the task-local lookup until then),
+/// so this group runs first and measures them first.
+func benchInjected(_ settings: Settings, _ report: Report) {
+    print("injected: @Injected reads (no override measured before the first withInjectedValues in this process)")
+    WeaveDI.Container.live.register((any ServiceB).self) { LiveService(20) }
+    WeaveDI.Container.live.register((any ServiceD).self) { LiveService(40) }
+    let readers = opaque(Readers())
+    // Defaults are computed and singletons built on the first read, not in the samples.
+    blackHole(readers.byDefault)
+    blackHole(readers.byRegistration)
+    blackHole(readers.byType)
+
+    let loop = measurePair(settings, figure: { n in
+        for i in 0..<n { blackHole(i) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(Globals.serviceA) }
+    })
+    report.add(Figure(
+        group: "injected", name: "harness: loop + sink (no work)", unit: .time, stats: loop.figure,
+        baselineName: "static let", baseline: loop.baseline,
+        note: "what every read-path figure includes besides the read itself"))
+
+    let byDefault = measurePair(settings, figure: { n in
+        for _ in 0..<n { blackHole(readers.byDefault) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(Globals.serviceA) }
+    })
+    report.add(Figure(
+        group: "injected", name: "@Injected(\\.key) read, key default, no override", unit: .time, stats: byDefault.figure,
+        baselineName: "static let", baseline: byDefault.baseline, target: .atMost(10)))
+
+    let byRegistration = measurePair(settings, figure: { n in
+        for _ in 0..<n { blackHole(readers.byRegistration) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(Globals.serviceA) }
+    })
+    report.add(Figure(
+        group: "injected", name: "@Injected(\\.key) read, type registered in Container.live", unit: .time,
+        stats: byRegistration.figure, baselineName: "static let", baseline: byRegistration.baseline, target: .atMost(10)))
+
+    let byType = measurePair(settings, figure: { n in
+        for _ in 0..<n { blackHole(readers.byType) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(Globals.serviceA) }
+    })
+    report.add(Figure(
+        group: "injected", name: "@Injected var x: T? read (by type)", unit: .time, stats: byType.figure,
+        baselineName: "static let", baseline: byType.baseline, target: .atMost(10)))
+
+    // From here on the process has used an override.
+    let underOverride = withInjectedValues { $0.benchOverridden = LiveService(30) } operation: {
+        blackHole(readers.byOverride)
+        return measurePair(settings, figure: { n in
+            for _ in 0..<n { blackHole(readers.byOverride) }
+        }, baseline: { n in
+            for _ in 0..<n { blackHole(Globals.serviceA) }
+        })
+    }
+    report.add(Figure(
+        group: "injected", name: "@Injected(\\.key) read under withInjectedValues", unit: .time,
+        stats: underOverride.figure, baselineName: "static let", baseline: underOverride.baseline, target: .atMost(60)))
+
+    let afterOverride = measurePair(settings, figure: { n in
+        for _ in 0..<n { blackHole(readers.byDefault) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(Globals.serviceA) }
+    })
+    report.add(Figure(
+        group: "injected", name: "@Injected(\\.key) read, no override active, after one was used", unit: .time,
+        stats: afterOverride.figure, baselineName: "static let", baseline: afterOverride.baseline,
+        note: "once any withInjectedValues ran, every read looks at the task-local"))
+}
+
+// MARK: Container
+
+func benchContainer(_ settings: Settings, _ report: Report) {
+    print("container: resolve, require, @Factory")
+    let container = WeaveDI.Container()
+    container.register(Singleton.self) { Singleton() }
+    container.register(Transient.self, scope: .transient) { Transient() }
+    container.register(G5.self, scope: .transient) { G5() }
+    container.register(G4.self, scope: .transient) { r in G4(try r.require(G5.self)) }
+    container.register(G3.self, scope: .transient) { r in G3(try r.require(G4.self)) }
+    container.register(G2.self, scope: .transient) { r in G2(try r.require(G3.self)) }
+    container.register(G1.self, scope: .transient) { r in G1(try r.require(G2.self)) }
+    WeaveDI.Container.live.register(FactoryMade.self, scope: .transient) { FactoryMade() }
+    let c = opaque(container)
+    let locator: any Locator = opaque(HandLocator())
+    let readers = opaque(Readers())
+    // Past the first builds, which record the dependency graph.
+    for _ in 0..<8 {
+        blackHole(c.resolve(Singleton.self))
+        blackHole(c.resolve(Transient.self))
+        blackHole(try? c.require(G1.self))
+        blackHole(readers.fresh)
+    }
+
+    let singleton = measurePair(settings, figure: { n in
+        for _ in 0..<n { blackHole(c.resolve(Singleton.self)) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(locator.singleton()) }
+    })
+    report.add(Figure(
+        group: "container", name: "Container.resolve, singleton", unit: .time, stats: singleton.figure,
+        baselineName: "existential call", baseline: singleton.baseline, target: .atMost(25)))
+
+    let transient = measurePair(settings, figure: { n in
+        for _ in 0..<n { blackHole(c.resolve(Transient.self)) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(Transient()) }
+    })
+    report.add(Figure(
+        group: "container", name: "Container.resolve, transient", unit: .time, stats: transient.figure,
+        baselineName: "plain init", baseline: transient.baseline, target: .baselinePlus(30)))
+
+    let factory = measurePair(settings, figure: { n in
+        for _ in 0..<n { blackHole(readers.fresh) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(FactoryMade()) }
+    })
+    report.add(Figure(
+        group: "container", name: "@Factory read", unit: .time, stats: factory.figure,
+        baselineName: "plain init", baseline: factory.baseline, target: .baselinePlus(30)))
+
+    let graph = measurePair(settings, figure: { n in
+        for _ in 0..<n {
+            do { blackHole(try c.require(G1.self)) } catch { fatalError("\(error)") }
+        }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(G1(G2(G3(G4(G5()))))) }
+    })
+    report.add(Figure(
+        group: "container", name: "require, 5-level graph of transients", unit: .time, stats: graph.figure,
+        baselineName: "5 plain inits", baseline: graph.baseline, target: .baselinePlus(150)))
+
+    benchTwoThreads(settings, report, container: c)
+}
+
+/// The same singleton resolved from two threads at once, per operation, against one thread
+/// alone (sampled alternately). The sink writes nothing, so the threads share only what the
+/// resolve itself shares: the tables it reads, and the instance's reference count, which every
+/// returned reference increments. The same measurement of the hand-written locator shows what
+/// that reference count alone costs.
+func benchTwoThreads(_ settings: Settings, _ report: Report, container: WeaveDI.Container) {
+    let locator: any Locator = opaque(HandLocator())
+    let resolve = measureTwoThreads(settings) { n in
+        for _ in 0..<n { blackHole(container.resolve(Singleton.self)) }
+    }
+    report.add(Figure(
+        group: "container", name: "Container.resolve, singleton, 2 threads at once (per op)", unit: .time,
+        stats: resolve.both, baselineName: "1 thread", baseline: resolve.one, target: .ratioAtMost(2),
+        note: "wall time of the slower thread / operations per thread"))
+    let hand = measureTwoThreads(settings) { n in
+        for _ in 0..<n { blackHole(locator.singleton()) }
+    }
+    report.add(Figure(
+        group: "container", name: "existential call, 2 threads at once (per op), for reference", unit: .time,
+        stats: hand.both, baselineName: "1 thread", baseline: hand.one,
+        note: "the same shared instance handed out by hand-written code: the cost of its reference count alone"))
+}
+
+func measureTwoThreads(_ settings: Settings, _ loop: @escaping @Sendable (Int) -> Void) -> (both: Stats, one: Stats) {
+    let elapsed = UnsafeMutablePointer<UInt64>.allocate(capacity: 32)
+    defer { elapsed.deallocate() }
+    nonisolated(unsafe) let elapsedPointer = elapsed  // each thread writes its own cache line
+    let n = calibrate(loop, target: settings.sampleNanos)
+
+    func twoThreads() -> Double {
+        let line = StartLine(parties: 2)
+        let threads = (0..<2).map { index in
+            System.startThread {
+                line.arrive()
+                let start = System.now()
+                loop(n)
+                elapsedPointer[index * 8] = System.now() - start
+            }
+        }
+        for thread in threads { System.join(thread) }
+        return Double(max(elapsedPointer[0], elapsedPointer[8])) / Double(n)
+    }
+
+    _ = twoThreads()
+    var both: [Double] = [], one: [Double] = []
+    for _ in 0..<settings.samples {
+        both.append(twoThreads())
+        one.append(Double(time(n, loop)) / Double(n))
+    }
+    return (Stats(both), Stats(one))
+}
+
+// MARK: Sessions
+
+final class SessionService1: Sendable { init() {} }
+final class SessionService2: Sendable { init() {} }
+final class SessionService3: Sendable { init() {} }
+
+/// What a hand-written scope does: three instances kept by key in a fresh object.
+final class HandScope {
+    var values: [Int: AnyObject] = [:]
+}
+
+func benchSession(_ settings: Settings, _ report: Report) async {
+    print("session: open, resolve three session-scoped services, close")
+    let container = WeaveDI.Container()
+    container.register(SessionService1.self, scope: .session) { SessionService1() }
+    container.register(SessionService2.self, scope: .session) { SessionService2() }
+    container.register(SessionService3.self, scope: .session) { SessionService3() }
+    let c = opaque(container)
+
+    // Measured on the cooperative pool, where the daemon opens and closes its sessions: from
+    // the main actor every `await session.close()` would add two thread hops.
+    let quiet = await Task.detached { await measureSessionCycle(settings, container: c) }.value
+    report.add(Figure(
+        group: "session", name: "session: open, resolve 3 session-scoped, close", unit: .time, stats: quiet.figure,
+        baselineName: "hand scope", baseline: quiet.baseline, target: .atMost(2_000),
+        note: "log level .errors (what a service runs with); run on the cooperative pool"))
+
+    // The library's default level (.all) builds a message per open and close; the lines go
+    // to a sink that drops them, so this is the cost of building them.
+    let level = UnifiedDI.logLevel
+    UnifiedDI.setLogSink { _ in }
+    UnifiedDI.setLogLevel(.all)
+    let chatty = await Task.detached { await measureSessionCycle(settings, container: c) }.value
+    UnifiedDI.setLogLevel(level)
+    UnifiedDI.setLogSink(WeaveDILog.standardError)
+    report.add(Figure(
+        group: "session", name: "session cycle at the default log level .all (lines dropped)", unit: .time,
+        stats: chatty.figure, baselineName: "hand scope", baseline: chatty.baseline,
+        note: "for reference: the cost of the diagnostic messages the default level builds"))
+}
+
+func measureSessionCycle(_ settings: Settings, container c: WeaveDI.Container) async -> (figure: Stats, baseline: Stats) {
+    func cycle(_ n: Int) async {
+        for _ in 0..<n {
+            let session = c.openSession(id: "bench")
+            do {
+                blackHole(try session.require(SessionService1.self))
+                blackHole(try session.require(SessionService2.self))
+                blackHole(try session.require(SessionService3.self))
+            } catch {
+                fatalError("\(error)")
+            }
+            await session.close()
+        }
+    }
+    func hand(_ n: Int) async {
+        for _ in 0..<n {
+            let scope = HandScope()
+            scope.values[0] = SessionService1()
+            scope.values[1] = SessionService2()
+            scope.values[2] = SessionService3()
+            blackHole(scope)
+        }
+    }
+    await cycle(8)
+    return await measurePairAsync(settings, figure: cycle, baseline: hand)
+}
