@@ -49,4 +49,15 @@ public final class Request: Resolver, Sendable {
         for disposable in disposables { await disposable.dispose() }
         session.requestClosed(self)
     }
+
+    /// Closes the request without waiting: later resolutions through it throw at once, and
+    /// the instances it created are disposed (newest first) in a task of their own when there
+    /// are any. For callers that cannot suspend, such as an I/O loop answering a call inline.
+    public func closeWithoutWaiting() {
+        guard let disposables = instances.close() else { return }
+        session.requestClosed(self)
+        if !disposables.isEmpty {
+            Task { for disposable in disposables { await disposable.dispose() } }
+        }
+    }
 }

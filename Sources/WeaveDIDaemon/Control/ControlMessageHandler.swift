@@ -19,6 +19,10 @@ public protocol ControlMessageHandler: Sendable {
     /// before the call ends (streaming progress); replies are kept in call order.
     func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @escaping @Sendable ([UInt8]) -> Void) async -> [[UInt8]]
 
+    /// Answers `message` at once, on the I/O thread, when it is a call that never suspends
+    /// (reading methods such as `Ping`): the replies, in order; nil to take the async path.
+    func handleInline(message: [UInt8], peer: ControlPeer, session: Session) -> [[UInt8]]?
+
     /// The reply sent before closing a connection that broke a limit (too large a message,
     /// too many clients, idle too long); nil to close silently.
     func limitReply(_ violation: ControlLimitViolation) -> [UInt8]?

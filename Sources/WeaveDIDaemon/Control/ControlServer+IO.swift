@@ -141,6 +141,11 @@ extension ControlServer {
     private func dispatch(_ message: [UInt8], on connection: ControlConnection) {
         let sequence = connection.nextCallSequence
         connection.nextCallSequence += 1
+        if let replies = handler.handleInline(message: message, peer: connection.peer, session: connection.session) {
+            connection.finished[sequence] = replies  // still in call order behind calls in flight
+            connection.flushInOrder()
+            return
+        }
         let id = connection.id, peer = connection.peer, session = connection.session
         let handler = self.handler
         Task {

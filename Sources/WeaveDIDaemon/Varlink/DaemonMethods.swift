@@ -22,8 +22,14 @@ final class DaemonMethods: Sendable {
         self.metrics = metrics
     }
 
-    /// Runs `method` (its short name) for `call`; `stream` sends a `continues` reply early.
-    func invoke(_ method: String, _ call: VarlinkCall, stream: @escaping @Sendable (VarlinkReply) -> Void) async throws(VarlinkFailure) -> VarlinkReply {
+    /// Methods that never suspend: the I/O thread answers them itself (`invokeInline`).
+    static let inlineMethods: Set<String> = [
+        "Ping", "GetHealth", "ListFixes", "ListSessions", "ListRegistrations", "DiagnoseComponents", "CheckCycles",
+        "GetLogLevel",
+    ]
+
+    /// Runs one of `inlineMethods` without suspending.
+    func invokeInline(_ method: String, _ call: VarlinkCall) throws(VarlinkFailure) -> VarlinkReply {
         switch method {
         case "Ping":
             try call.accept([])
@@ -32,41 +38,14 @@ final class DaemonMethods: Sendable {
                 ("version", .string(DaemonVersion.current)), ("pid", .int(Int(CurrentProcess.id))),
                 ("uptime", .double(Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18)),
             ])
-        case "GetHealth", "RunChecks":
+        case "GetHealth":
             try call.accept(["tags"])
             let tags = try call.stringArray("tags").map(Set.init)
-            let report = method == "GetHealth" ? registry.report(tags: tags) : await registry.runChecks(tags: tags)
-            return VarlinkReply(parameters: [("health", ReportEncoding.health(report))])
-        case "Fix":
-            try call.accept(["check"])
-            let records: [FixRecord]
-            if let name = try call.string("check") {
-                guard registry.checkNames.contains(name) else { throw .noSuchCheck(name) }
-                records = [await registry.fix(name)]
-            } else {
-                records = await registry.fixAll()
-            }
-            return VarlinkReply(parameters: [("fixes", .array(records.map(ReportEncoding.fix)))])
+            return VarlinkReply(parameters: [("health", ReportEncoding.health(registry.report(tags: tags)))])
         case "ListFixes":
             try call.accept(["limit"])
             let limit = try call.int("limit", in: 1...UnifiedRegistry.historyLimit) ?? UnifiedRegistry.historyLimit
             return VarlinkReply(parameters: [("fixes", .array(registry.fixHistory().suffix(limit).map(ReportEncoding.fix)))])
-        case "ListJobs":
-            try call.accept([])
-            return VarlinkReply(parameters: [("jobs", .array(await jobs.jobs()))])
-        case "RunJob":
-            try call.accept(["name"])
-            guard let name = try call.string("name") else { throw .invalidParameter("name") }
-            let more = call.more
-            let run = try await jobs.run(name) { progress in
-                if more { stream(VarlinkReply(parameters: [("run", .null), ("progress", progress)], continues: true)) }
-            }
-            return VarlinkReply(parameters: [("run", run), ("progress", .null)])
-        case "PauseJob", "ResumeJob":
-            try call.accept(["name"])
-            guard let name = try call.string("name") else { throw .invalidParameter("name") }
-            try await jobs.setPaused(name, method == "PauseJob")
-            return VarlinkReply()
         case "ListSessions":
             try call.accept([])
             return VarlinkReply(parameters: [("sessions", .array(container.openSessions.map(ReportEncoding.session)))])
@@ -86,6 +65,45 @@ final class DaemonMethods: Sendable {
         case "GetLogLevel":
             try call.accept([])
             return logLevelReply()
+        default:
+            throw .methodNotFound("\(DaemonInterface.name).\(method)")
+        }
+    }
+
+    /// Runs `method` (its short name) for `call`; `stream` sends a `continues` reply early.
+    func invoke(_ method: String, _ call: VarlinkCall, stream: @escaping @Sendable (VarlinkReply) -> Void) async throws(VarlinkFailure) -> VarlinkReply {
+        if Self.inlineMethods.contains(method) { return try invokeInline(method, call) }
+        switch method {
+        case "RunChecks":
+            try call.accept(["tags"])
+            let tags = try call.stringArray("tags").map(Set.init)
+            return VarlinkReply(parameters: [("health", ReportEncoding.health(await registry.runChecks(tags: tags)))])
+        case "Fix":
+            try call.accept(["check"])
+            let records: [FixRecord]
+            if let name = try call.string("check") {
+                guard registry.checkNames.contains(name) else { throw .noSuchCheck(name) }
+                records = [await registry.fix(name)]
+            } else {
+                records = await registry.fixAll()
+            }
+            return VarlinkReply(parameters: [("fixes", .array(records.map(ReportEncoding.fix)))])
+        case "ListJobs":
+            try call.accept([])
+            return VarlinkReply(parameters: [("jobs", .array(await jobs.jobs()))])
+        case "RunJob":
+            try call.accept(["name"])
+            guard let name = try call.string("name") else { throw .invalidParameter("name") }
+            let more = call.more
+            let run = try await jobs.run(name) { progress in
+                if more { stream(VarlinkReply(parameters: [("run", .null), ("progress", progress)], continues: true)) }
+            }
+            return VarlinkReply(parameters: [("run", run), ("progress", .null)])
+        case "PauseJob", "ResumeJob":
+            try call.accept(["name"])
+            guard let name = try call.string("name") else { throw .invalidParameter("name") }
+            try await jobs.setPaused(name, method == "PauseJob")
+            return VarlinkReply()
         case "SetLogLevel":
             try call.accept(["level", "filter"])
             if let name = try call.string("level") {

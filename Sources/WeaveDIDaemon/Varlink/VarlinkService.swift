@@ -19,29 +19,70 @@ final class VarlinkService: ControlMessageHandler {
         authorizer = Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log)
     }
 
-    func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @escaping @Sendable ([UInt8]) -> Void) async -> [[UInt8]] {
-        let control = store.current.control
+    func handleInline(message: [UInt8], peer: ControlPeer, session: Session) -> [[UInt8]]? {
         let call: VarlinkCall
-        do {
-            call = try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes))
-        } catch {
-            log.warning("control", "connection \(peer.connectionID) (pid \(peer.credentials.pid)): malformed message: \(error.reason ?? error.name)")
-            methods.metrics.count(method: "(malformed)", error: error.name)
-            return [error.reply.encoded()]
+        switch decode(message, peer: peer) {
+        case let .success(decoded): call = decoded
+        case let .failure(failure): return [failure.reply.encoded()]
         }
-        (try? session.require(ControlConnectionState.self))?.countCall()
-        let request = session.openRequest(id: "call-\(UInt64.random(in: 0...UInt64.max))")
-        _ = try? request.require(CallContext.self)
+        let (interface, method) = Self.split(call.method)
+        let inline = !call.upgrade && !call.more
+            && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.inlineMethods.contains(method)))
+        guard inline else { return nil }
+        let request = open(session)
+        let reply: VarlinkReply
+        if interface == "org.varlink.service" {
+            reply = service(method, call)
+        } else {
+            do { reply = try methods.invokeInline(method, call) } catch { reply = error.reply }
+        }
+        request.closeWithoutWaiting()
+        methods.metrics.count(method: call.method, error: reply.error)
+        return call.oneway ? [] : [reply.encoded()]
+    }
+
+    func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @escaping @Sendable ([UInt8]) -> Void) async -> [[UInt8]] {
+        let call: VarlinkCall
+        switch decode(message, peer: peer) {
+        case let .success(decoded): call = decoded
+        case let .failure(failure): return [failure.reply.encoded()]
+        }
+        let request = open(session)
         let reply = await answer(call, peer: peer) { early in send(early.encoded()) }
         await request.close()
         methods.metrics.count(method: call.method, error: reply.error)
         return call.oneway ? [] : [reply.encoded()]
     }
 
+    /// Decodes a call; a malformed one is logged, counted and answered with the failure.
+    private func decode(_ message: [UInt8], peer: ControlPeer) -> Result<VarlinkCall, VarlinkFailure> {
+        let control = store.current.control
+        do {
+            return .success(try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes)))
+        } catch {
+            log.warning("control", "connection \(peer.connectionID) (pid \(peer.credentials.pid)): malformed message: \(error.reason ?? error.name)")
+            methods.metrics.count(method: "(malformed)", error: error.name)
+            return .failure(error)
+        }
+    }
+
+    /// The call's WeaveDI request, in the connection's session.
+    private func open(_ session: Session) -> Request {
+        (try? session.require(ControlConnectionState.self))?.countCall()
+        let request = session.openRequest(id: "call-\(UInt64.random(in: 0...UInt64.max))")
+        _ = try? request.require(CallContext.self)
+        return request
+    }
+
+    /// `interface.Method` split at the last dot.
+    static func split(_ method: String) -> (interface: String, method: String) {
+        guard let dot = method.lastIndex(of: ".") else { return ("", method) }
+        return (String(method[..<dot]), String(method[method.index(after: dot)...]))
+    }
+
     private func answer(_ call: VarlinkCall, peer: ControlPeer, stream: @escaping @Sendable (VarlinkReply) -> Void) async -> VarlinkReply {
-        guard let dot = call.method.lastIndex(of: ".") else { return VarlinkFailure.methodNotFound(call.method).reply }
-        let interface = String(call.method[..<dot])
-        let method = String(call.method[call.method.index(after: dot)...])
+        let (interface, method) = Self.split(call.method)
+        if interface.isEmpty { return VarlinkFailure.methodNotFound(call.method).reply }
         if call.upgrade { return VarlinkFailure.invalidParameter("upgrade").reply }
         switch interface {
         case "org.varlink.service":
