@@ -48,8 +48,19 @@ extension WeaveDI {
 
         /// The process-wide container that `@Injected`, `@Factory` and `bootstrap` use.
         /// Assigning a new one (tests do) takes effect for every later read.
+        ///
+        /// Reading it takes no lock: each thread keeps the container it last read with the
+        /// generation it read it at, and assigning bumps the generation.
         public static var live: Container {
-            get { liveStore.withLock { $0 } }
+            get {
+                let generation = Generation.current
+                let thread = ResolutionStack.current
+                if thread.liveGeneration == generation, let container = thread.liveContainer { return container }
+                let container = liveStore.withLock { $0 }
+                thread.liveContainer = container
+                thread.liveGeneration = generation
+                return container
+            }
             set {
                 liveStore.withLock { $0 = newValue }
                 Generation.bump()

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import Testing
 @testable import WeaveDI
@@ -76,6 +77,28 @@ final class LegacyViewModel {
 @Suite(.serialized) struct InjectedTests {
     init() {
         WeaveDI.Container.live = WeaveDI.Container()
+    }
+
+    @Test func swappingLive_isSeenAtOnce_byThreadsThatCachedTheOldOne() {
+        let first = WeaveDI.Container(), second = WeaveDI.Container()
+        WeaveDI.Container.live = first
+        let cached = DispatchSemaphore(value: 0), swapped = DispatchSemaphore(value: 0)
+        let stale = Atomic<Int>(0)
+        let threads = (0..<4).map { _ in
+            Thread {
+                // The same thread reads before the swap (caching `first`) and after it.
+                if WeaveDI.Container.live !== first { stale.add(1, ordering: .relaxed) }
+                cached.signal()
+                swapped.wait()
+                if WeaveDI.Container.live !== second { stale.add(1, ordering: .relaxed) }
+            }
+        }
+        threads.forEach { $0.start() }
+        for _ in threads { cached.wait() }
+        WeaveDI.Container.live = second
+        for _ in threads { swapped.signal() }
+        threads.forEach { $0.join() }
+        #expect(stale.load(ordering: .relaxed) == 0)
     }
 
     @Test func context_isTestUnderSwiftTest() {
