@@ -111,7 +111,7 @@ struct WeaveDIBench {
 
         // Built first, so that no build runs while anything is measured.
         var daemon: String?
-        if options.runs("daemon") || options.runs("control") { daemon = locateDaemon(options) }
+        if options.runs("daemon") || options.runs("control") || options.runs("mirror") { daemon = locateDaemon(options) }
 
         if options.runs("injected") { benchInjected(settings, report) }
         if options.runs("container") { benchContainer(settings, report) }
@@ -125,7 +125,13 @@ struct WeaveDIBench {
                 report.note("no weavedid to measure: daemon and control figures skipped")
             }
         }
-        if options.runs("mirror") { benchMirror(settings, report, options: options) }
+        if options.runs("mirror") {
+            if let daemon {
+                benchMirror(settings, report, daemon: daemon)
+            } else {
+                report.note("no weavedid to measure: mirror figures skipped")
+            }
+        }
 
         let seconds = Double(System.now() - started) / 1e9
         print("")
@@ -142,22 +148,5 @@ struct WeaveDIBench {
                 exit(1)
             }
         }
-    }
-}
-
-// MARK: Mirror
-
-/// The mirror figures (issue 6) need the sync engine, which is being written elsewhere: until
-/// a `MirrorEngine` exists in the package's sources this group only says so.
-func benchMirror(_ settings: Settings, _ report: Report, options: Options) {
-    let root = options.root ?? packageRoot()
-    let found = System.run("grep", ["-rqsE", "(class|struct|actor|enum)[[:space:]]+MirrorEngine\\b", root + "/Sources"])
-    if found.status == 0 {
-        print("mirror: a MirrorEngine exists in \(root)/Sources, but this harness does not measure it yet "
-            + "(20,000 small files and 8 large ones against rsync: add the group in Benchmarks/)")
-        report.note("mirror: MirrorEngine exists but is not measured yet")
-    } else {
-        print("mirror: not available yet (no MirrorEngine in \(root)/Sources)")
-        report.note("mirror: not available yet")
     }
 }

@@ -31,7 +31,7 @@ func locateDaemon(_ options: Options) -> String? {
         let build = System.run("swift", ["build", "-c", "release", "--product", "weavedid", "--package-path", root])
         if build.status != 0 {
             print(build.output)
-            print("  the build failed (status \(build.status)); daemon and control figures skipped")
+            print("  the build failed (status \(build.status)); daemon, control and mirror figures skipped")
             return nil
         }
     }
