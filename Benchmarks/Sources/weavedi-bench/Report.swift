@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import WeaveDI
 #endif
 
 /// What a figure's numbers are.
@@ -244,25 +245,9 @@ final class Report {
     }
 }
 
+/// `text` as a JSON string literal (WeaveDI's encoder).
 func jsonString(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\t": out += "\\t"
-        case "\r": out += "\\r"
-        default:
-            if scalar.value < 0x20 {
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-    }
-    return out + "\""
+    JSONValue.string(text).serialized
 }
 
 /// What the figures were measured on.
