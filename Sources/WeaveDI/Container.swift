@@ -52,15 +52,7 @@ extension WeaveDI {
         /// Reading it takes no lock: each thread keeps the container it last read with the
         /// generation it read it at, and assigning bumps the generation.
         public static var live: Container {
-            get {
-                let generation = Generation.current
-                let thread = ResolutionStack.current
-                if thread.liveGeneration == generation, let container = thread.liveContainer { return container }
-                let container = liveStore.withLock { $0 }
-                thread.liveContainer = container
-                thread.liveGeneration = generation
-                return container
-            }
+            get { liveStore.withLock { $0 } }
             set {
                 liveStore.withLock { $0 = newValue }
                 Generation.bump()

@@ -24,12 +24,6 @@ final class ResolutionStack {
     @exclusivity(unchecked)
     var frames: [Frame] = []
 
-    /// This thread's copy of `Container.live` and the generation it was read at: reading
-    /// `live` takes no lock while nothing changed. A swapped-out container stays referenced
-    /// here until this thread reads `live` again.
-    var liveGeneration: UInt64 = 0
-    var liveContainer: WeaveDI.Container?
-
     init() { frames.reserveCapacity(16) }
 
     private static let key: pthread_key_t = {
