@@ -146,3 +146,17 @@ extension FileDescriptor {
         return String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
+
+extension FileDescriptor {
+    /// Creates `path` and any missing parent directories relative to this directory
+    /// (`mkdir -p`); directories that already exist are left as they are.
+    public func makeDirectories(at path: String, permissions: FilePermissions = .defaultDirectory) throws(Errno) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            do { try makeDirectory(at: prefix, permissions: permissions) } catch {
+                if error != .fileExists { throw error }
+            }
+        }
+    }
+}

@@ -124,21 +124,32 @@ import WeaveDIPosix
     }
 
     @Test func limits_areAnsweredWithAClearError_beforeClosing() throws {
-        let daemon = try started(config: #"{"control": {"maxMessageBytes": 1024, "maxClients": 4, "idleTimeout": 0.5, "callTimeout": 0.000001}}"#)
+        // A job whose run takes seconds (a 1 GiB copy, written and flushed) makes a call that
+        // surely outlasts the time limit.
+        let files = TemporaryDirectory()
+        let big = files.write("source/big.bin", "")
+        try #require(try Subprocess.run("/usr/bin/fallocate", arguments: ["-l", "1G", big], environment: [:]).status == .exited(0))
+        try FileManager.default.createDirectory(atPath: files.path + "/mirror", withIntermediateDirectories: true)
+        let daemon = try started(config: """
+            {"control": {"maxMessageBytes": 1024, "maxClients": 4, "idleTimeout": 0.5, "callTimeout": 0.3},
+             "sync": {"jobs": [{"name": "big", "source": "\(files.path)/source", "destination": "\(files.path)/mirror", "interval": 3600}]}}
+            """)
         // Message size.
-        let big = try RawClient(daemon.defaultSocket)
-        try big.send(call("io.weavedi.Daemon.Ping", #"{"pad":"\#(String(repeating: "x", count: 2000))"}"#))
-        #expect(big.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
-        #expect(big.closedByPeer())
+        let large = try RawClient(daemon.defaultSocket)
+        try large.send(call("io.weavedi.Daemon.Ping", #"{"pad":"\#(String(repeating: "x", count: 2000))"}"#))
+        #expect(large.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
+        #expect(large.closedByPeer())
         // Time per call.
         let slow = try RawClient(daemon.defaultSocket)
-        try slow.send(call("io.weavedi.Daemon.RunChecks"))
-        #expect(slow.reply()?.hasPrefix(#"{"error":"io.weavedi.Daemon.CallTimedOut","parameters":{"method":"io.weavedi.Daemon.RunChecks""#) == true)
+        let start = ContinuousClock.now
+        try slow.send(call("io.weavedi.Daemon.RunJob", #"{"name":"big"}"#))
+        #expect(slow.reply() == #"{"error":"io.weavedi.Daemon.CallTimedOut","parameters":{"method":"io.weavedi.Daemon.RunJob","seconds":0.3}}"#)
+        #expect(ContinuousClock.now - start < .seconds(3))
         // Idle time.
         let idle = try RawClient(daemon.defaultSocket)
-        let start = ContinuousClock.now
+        let idleStart = ContinuousClock.now
         #expect(idle.reply(timeout: .seconds(5)) == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"idle","value":0}}"#)
-        #expect(ContinuousClock.now - start >= .milliseconds(400))
+        #expect(ContinuousClock.now - idleStart >= .milliseconds(400))
         #expect(idle.closedByPeer())
         // Clients at once: four stay, the fifth is told and closed.
         let four = try (0..<4).map { _ in try RawClient(daemon.defaultSocket) }

@@ -25,6 +25,19 @@ import WeaveDIPosix
         #expect(try FileDescriptor.currentWorkingDirectory.directoryEntries(at: directory.path).count == 3)
     }
 
+    @Test func makeDirectories_createsMissingParents_andLeavesExistingOnes() throws {
+        let directory = try TemporaryDirectory()
+        let root = FileDescriptor.currentWorkingDirectory
+        try root.makeDirectory(at: directory.path + "/a", permissions: 0o700)
+        try root.makeDirectories(at: directory.path + "/a/b/c", permissions: 0o750)
+        #expect(try FileStatus(path: directory.path + "/a/b/c", followSymlinks: false).kind == .directory)
+        #expect(try FileStatus(path: directory.path + "/a/b", followSymlinks: false).permissions.rawValue & 0o777 == 0o750)
+        #expect(try FileStatus(path: directory.path + "/a", followSymlinks: false).permissions.rawValue & 0o777 == 0o700)
+        try root.makeDirectories(at: directory.path + "/a/b/c")  // all there: nothing to do, no error
+        try root.open(at: directory.path + "/file", .writeOnly, options: [.create]).close()
+        #expect(throws: Errno.notDirectory) { try root.makeDirectories(at: directory.path + "/file/x") }
+    }
+
     @Test func emptyDirectory_listsNothing_andRemoveDirectoryWorks() throws {
         let directory = try TemporaryDirectory()
         let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)

@@ -59,13 +59,8 @@ enum ControlSocketBinder {
 
     /// Creates `directory` (and missing parents, 0755) and makes it 0750 if it is ours.
     static func makeDirectory(_ directory: String) throws(Refusal) {
-        var prefix = directory.hasPrefix("/") ? "" : "."
-        for component in directory.split(separator: "/") {
-            prefix += "/" + component
-            if (try? FileStatus(path: prefix, followSymlinks: true)) != nil { continue }
-            do { try FileDescriptor.currentWorkingDirectory.makeDirectory(at: prefix, permissions: 0o755) } catch {
-                if error != .fileExists { throw Refusal(description: "cannot create \(prefix): \(error)") }
-            }
+        do { try FileDescriptor.currentWorkingDirectory.makeDirectories(at: directory, permissions: 0o755) } catch {
+            throw Refusal(description: "cannot create \(directory): \(error)")
         }
         guard let status = try? FileStatus(path: directory, followSymlinks: true), status.kind == .directory else {
             throw Refusal(description: "\(directory) is not a directory")

@@ -21,10 +21,6 @@ enum ExampleJob {
     }
 
     private static func makeDirectories(_ path: String) {
-        var prefix = ""
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            try? FileDescriptor.currentWorkingDirectory.makeDirectory(at: prefix, permissions: 0o755)
-        }
+        try? FileDescriptor.currentWorkingDirectory.makeDirectories(at: path, permissions: 0o755)
     }
 }

@@ -53,13 +53,7 @@ struct MirrorJob: SyncJob {
     /// Recreates a missing destination root.
     func prepareForRetry() async throws -> String? {
         guard (try? FileStatus(path: settings.destination, followSymlinks: true)) == nil else { return nil }
-        var prefix = ""
-        for component in settings.destination.split(separator: "/") {
-            prefix += "/" + component
-            do { try FileDescriptor.currentWorkingDirectory.makeDirectory(at: prefix, permissions: 0o755) } catch {
-                if error != .fileExists { throw error }
-            }
-        }
+        try FileDescriptor.currentWorkingDirectory.makeDirectories(at: settings.destination, permissions: 0o755)
         return "recreated the destination root \(settings.destination)"
     }
 

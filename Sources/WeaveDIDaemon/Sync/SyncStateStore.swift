@@ -43,15 +43,8 @@ struct SyncStateStore: Sendable {
     }
 
     private func ensureDirectory() throws(Errno) {
-        var prefix = ""
-        for component in path.split(separator: "/").dropLast() {
-            prefix += "/" + component
-            if (try? FileStatus(path: prefix, followSymlinks: true)) == nil {
-                do { try FileDescriptor.currentWorkingDirectory.makeDirectory(at: prefix, permissions: 0o750) } catch {
-                    if error != .fileExists { throw error }
-                }
-            }
-        }
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        try FileDescriptor.currentWorkingDirectory.makeDirectories(at: directory, permissions: 0o750)
     }
 }
 
