@@ -89,8 +89,7 @@ struct FixGovernor: Sendable {
         nextAllowed = now + jitter(min(backoff, policy.backoffCap))
         if breaker == .halfOpen || consecutiveFailures >= policy.breakerThreshold {
             openUntil = now + policy.breakerCooldown
-            let seconds = Double(openUntil.components.seconds) + Double(openUntil.components.attoseconds) / 1e18
-            breaker = .open(untilSeconds: seconds)
+            breaker = .open(untilSeconds: seconds(openUntil))
         }
     }
 }

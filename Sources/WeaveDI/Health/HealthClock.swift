@@ -57,7 +57,7 @@ public final class ManualHealthClock: HealthClock {
     /// `wallStart` plus the time advanced so far.
     public var wallTime: Double {
         let now = self.now
-        return wallStart + Double(now.components.seconds) + Double(now.components.attoseconds) / 1e18
+        return wallStart + seconds(now)
     }
 
     /// How many sleepers are waiting (tests wait for this to know a task reached its sleep).

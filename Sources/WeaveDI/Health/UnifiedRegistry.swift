@@ -244,6 +244,7 @@ extension UnifiedRegistry.CheckState {
     }
 }
 
-func seconds(_ duration: Duration) -> Double {
+/// `duration` in seconds, with its fraction.
+package func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }

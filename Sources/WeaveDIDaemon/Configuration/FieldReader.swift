@@ -149,8 +149,7 @@ struct SecondsRange {
 
     /// A duration in seconds, as `format(_: Double)` writes it.
     static func format(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        return format(Double(seconds) + Double(attoseconds) / 1e18)
+        format(seconds(duration))
     }
 
     /// Whole numbers without ".0".

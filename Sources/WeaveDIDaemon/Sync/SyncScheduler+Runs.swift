@@ -124,10 +124,6 @@ extension SyncScheduler {
         }
         log.notice("sync", "\(name) \(paused ? "paused" : "resumed")")
     }
-
-    func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }
 
 extension String {

@@ -47,10 +47,6 @@ final class ControlMetrics: Sendable {
         }
         return out.text + (await methods.jobs.metrics())
     }
-
-    private func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }
 
 /// Builds the Prometheus text format, escaping label values.

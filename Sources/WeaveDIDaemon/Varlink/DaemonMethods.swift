@@ -36,7 +36,7 @@ final class DaemonMethods: Sendable {
             let uptime = ContinuousClock.now - started
             return VarlinkReply(parameters: [
                 ("version", .string(DaemonVersion.current)), ("pid", .int(Int(CurrentProcess.id))),
-                ("uptime", .double(Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18)),
+                ("uptime", .double(seconds(uptime))),
             ])
         case "GetHealth":
             try call.accept(["tags"])

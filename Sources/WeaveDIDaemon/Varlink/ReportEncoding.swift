@@ -48,7 +48,7 @@ enum ReportEncoding {
         return .object([
             ("id", .string(session.id)), ("kind", .string(session.attributes["kind"] ?? "other")),
             ("uid", id("uid")), ("gid", id("gid")), ("pid", id("pid")),
-            ("age", .double(Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18)),
+            ("age", .double(seconds(age))),
             ("instances", .int(session.instanceCount)), ("requests", .int(session.openRequests.count)),
         ])
     }

@@ -104,7 +104,7 @@ final class VarlinkService: ControlMessageHandler {
                     await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
                 }
                 outcome = timed ?? .failure(VarlinkFailure(
-                    "io.weavedi.Daemon.CallTimedOut", [("method", .string(call.method)), ("seconds", .double(Self.seconds(limit)))]))
+                    "io.weavedi.Daemon.CallTimedOut", [("method", .string(call.method)), ("seconds", .double(seconds(limit)))]))
             }
             switch outcome {
             case let .success(reply): return reply
@@ -113,10 +113,6 @@ final class VarlinkService: ControlMessageHandler {
         default:
             return VarlinkFailure.interfaceNotFound(interface).reply
         }
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     private static func run(_ body: () async throws(VarlinkFailure) -> VarlinkReply) async -> Result<VarlinkReply, VarlinkFailure> {
