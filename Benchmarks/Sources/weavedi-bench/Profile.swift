@@ -18,13 +18,7 @@ enum Profile {
         WeaveDI.Container.live.register((any ServiceD).self) { LiveService(40) }
         WeaveDI.Container.live.register(FactoryMade.self, scope: .transient) { FactoryMade() }
         let container = WeaveDI.Container()
-        container.register(Singleton.self) { Singleton() }
-        container.register(Transient.self, scope: .transient) { Transient() }
-        container.register(G5.self, scope: .transient) { G5() }
-        container.register(G4.self, scope: .transient) { r in G4(try r.require(G5.self)) }
-        container.register(G3.self, scope: .transient) { r in G3(try r.require(G4.self)) }
-        container.register(G2.self, scope: .transient) { r in G2(try r.require(G3.self)) }
-        container.register(G1.self, scope: .transient) { r in G1(try r.require(G2.self)) }
+        registerContainerGraph(in: container)
         container.register(SessionService1.self, scope: .session) { SessionService1() }
         container.register(SessionService2.self, scope: .session) { SessionService2() }
         container.register(SessionService3.self, scope: .session) { SessionService3() }

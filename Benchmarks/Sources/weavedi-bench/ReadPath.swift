@@ -175,9 +175,9 @@ func benchInjected(_ settings: Settings, _ report: Report) {
 
 // MARK: Container
 
-func benchContainer(_ settings: Settings, _ report: Report) {
-    print("container: resolve, require, @Factory")
-    let container = WeaveDI.Container()
+/// The container figures' graph: a singleton, a transient, and five transients each
+/// requiring the next (the profile mode builds the same one).
+func registerContainerGraph(in container: WeaveDI.Container) {
     container.register(Singleton.self) { Singleton() }
     container.register(Transient.self, scope: .transient) { Transient() }
     container.register(G5.self, scope: .transient) { G5() }
@@ -185,6 +185,12 @@ func benchContainer(_ settings: Settings, _ report: Report) {
     container.register(G3.self, scope: .transient) { r in G3(try r.require(G4.self)) }
     container.register(G2.self, scope: .transient) { r in G2(try r.require(G3.self)) }
     container.register(G1.self, scope: .transient) { r in G1(try r.require(G2.self)) }
+}
+
+func benchContainer(_ settings: Settings, _ report: Report) {
+    print("container: resolve, require, @Factory")
+    let container = WeaveDI.Container()
+    registerContainerGraph(in: container)
     WeaveDI.Container.live.register(FactoryMade.self, scope: .transient) { FactoryMade() }
     let c = opaque(container)
     let locator: any Locator = opaque(HandLocator())
