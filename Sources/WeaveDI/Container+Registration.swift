@@ -16,8 +16,7 @@ extension WeaveDI.Container {
     ) {
         let slot = TypeSlots.shared.slot(for: type)
         let entry = Entry<T>(
-            slot: slot, scope: scope, module: ModuleContext.current, typeName: typeName(type),
-            factory: factory)
+            slot: slot, scope: scope, module: ModuleContext.current, factory: factory)
         install(entry)
     }
 
@@ -25,7 +24,7 @@ extension WeaveDI.Container {
     /// as it is and never disposes it.
     public func register<T>(_ type: T.Type, instance: T) {
         let slot = TypeSlots.shared.slot(for: type)
-        install(Entry<T>(slot: slot, module: ModuleContext.current, typeName: typeName(type), instance: instance))
+        install(Entry<T>(slot: slot, module: ModuleContext.current, instance: instance))
     }
 
     /// Removes the registration of `type`; returns whether there was one.

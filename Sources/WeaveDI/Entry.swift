@@ -12,7 +12,6 @@ class EntryBase: @unchecked Sendable {
     let slot: Int
     let scope: WeaveDI.Scope
     let module: String
-    let typeName: String
     /// True for `register(_:instance:)`: the container did not build it and never disposes it.
     let isProvidedInstance: Bool
     /// Builds made so far (the first few record the dependency edges).
@@ -27,13 +26,16 @@ class EntryBase: @unchecked Sendable {
     @usableFromInline
     let instance = Atomic<UnsafeRawPointer?>(nil)
 
-    init(slot: Int, scope: WeaveDI.Scope, module: String, typeName: String, isProvidedInstance: Bool) {
+    init(slot: Int, scope: WeaveDI.Scope, module: String, isProvidedInstance: Bool) {
         self.slot = slot
         self.scope = scope
         self.module = module
-        self.typeName = typeName
         self.isProvidedInstance = isProvidedInstance
     }
+
+    /// The registered type's name, spelled when first asked for (errors, logs, diagnostics):
+    /// spelling a type is slow, registering is not.
+    var typeName: String { TypeSlots.shared.name(ofSlot: slot) }
 
     /// A copy with the same factory and an empty singleton cell.
     func fresh() -> EntryBase { fatalError("abstract") }
@@ -68,18 +70,18 @@ final class Entry<T>: EntryBase, @unchecked Sendable {
     let factory: @Sendable (any Resolver) throws -> T
 
     init(
-        slot: Int, scope: WeaveDI.Scope, module: String, typeName: String,
+        slot: Int, scope: WeaveDI.Scope, module: String,
         factory: @escaping @Sendable (any Resolver) throws -> T
     ) {
         self.factory = factory
-        super.init(slot: slot, scope: scope, module: module, typeName: typeName, isProvidedInstance: false)
+        super.init(slot: slot, scope: scope, module: module, isProvidedInstance: false)
     }
 
-    init(slot: Int, module: String, typeName: String, instance value: T) {
+    init(slot: Int, module: String, instance value: T) {
         let box = Box(value)
         self.factory = { _ in box.value }
-        super.init(slot: slot, scope: .singleton, module: module, typeName: typeName, isProvidedInstance: true)
-        instance.store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
+        super.init(slot: slot, scope: .singleton, module: module, isProvidedInstance: true)
+        instance.store(UnsafeRawPointer(Unmanaged.passRetained(box).toOpaque()), ordering: .releasing)
     }
 
     deinit {
@@ -99,7 +101,7 @@ final class Entry<T>: EntryBase, @unchecked Sendable {
 
     override func fresh() -> EntryBase {
         if isProvidedInstance { return self }
-        return Entry(slot: slot, scope: scope, module: module, typeName: typeName, factory: factory)
+        return Entry(slot: slot, scope: scope, module: module, factory: factory)
     }
 
     override var hasInstance: Bool { instance.load(ordering: .acquiring) != nil }

@@ -27,15 +27,15 @@ final class ScopeInstances: Sendable {
 
     /// The `Box` of the instance built for `slot`, if any; throws when the scope is closed.
     /// (Untyped, so that generic callers need no `Optional<T>` metadata.)
-    func box(_ slot: Int, typeName: String) throws(ResolutionError) -> AnyObject? {
+    func box(_ slot: Int, typeName: @autoclosure () -> String) throws(ResolutionError) -> AnyObject? {
         let result: (closed: Bool, box: AnyObject?) = state.withLock { ($0.closed, $0.values[slot]) }
-        if result.closed { throw .scopeClosed(type: typeName, scope: scope, scopeID: id) }
+        if result.closed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
         return result.box
     }
 
     /// Keeps `value` for `slot`. If the scope closed while it was being built, the value is
     /// disposed at once and `scopeClosed` thrown.
-    func store<T>(_ value: T, slot: Int, typeName: String) throws(ResolutionError) {
+    func store<T>(_ value: T, slot: Int, typeName: @autoclosure () -> String) throws(ResolutionError) {
         let disposable = value as? any Disposable
         let stored: Bool = state.withLock { state in
             guard !state.closed else { return false }
@@ -45,7 +45,7 @@ final class ScopeInstances: Sendable {
         }
         if !stored {
             if let disposable { Task { await disposable.dispose() } }
-            throw .scopeClosed(type: typeName, scope: scope, scopeID: id)
+            throw .scopeClosed(type: typeName(), scope: scope, scopeID: id)
         }
     }
 

@@ -19,6 +19,8 @@ final class TypeSlots: Sendable {
         /// The type of every slot; names are spelled out only when asked for (diagnostics),
         /// because spelling a type the runtime has not printed before is slow.
         var types: [Any.Type] = []
+        /// Names spelled so far, by slot.
+        var names: [String?] = []
         var retired: [SlotTable] = []
     }
 
@@ -39,10 +41,18 @@ final class TypeSlots: Sendable {
         return insert(key: key, type: type)
     }
 
-    /// The name of the type at `slot`, as `String(describing:)` spells it.
+    /// The name of the type at `slot`, as `String(describing:)` spells it; spelled on the first
+    /// request and remembered.
     func name(ofSlot slot: Int) -> String {
-        guard let type = writer.withLock({ slot < $0.types.count ? $0.types[slot] : nil }) else { return "slot \(slot)" }
-        return typeName(type)
+        let known: (type: Any.Type, name: String?)? = writer.withLock { state in
+            slot < state.types.count ? (state.types[slot], state.names[slot]) : nil
+        }
+        guard let known else { return "slot \(slot)" }
+        if let name = known.name { return name }
+        // Spelled outside the lock: printing a type may be slow the first time.
+        let name = typeName(known.type)
+        writer.withLock { $0.names[slot] = name }
+        return name
     }
 
     /// How many types have a slot.
@@ -56,6 +66,7 @@ final class TypeSlots: Sendable {
             if again >= 0 { return again }
             let slot = state.types.count
             state.types.append(type)
+            state.names.append(nil)
             if (slot + 1) * 4 > current.capacity * 3 {
                 let bigger = SlotTable(capacity: current.capacity * 2)
                 current.forEach { bigger.insert(key: $0, slot: $1) }
