@@ -5,7 +5,8 @@ extension WeaveDI.Container {
         _ type: T.Type, scope: WeaveDI.Scope = .singleton,
         factory: @escaping @Sendable () throws -> T
     ) {
-        register(type, scope: scope) { (_: any Resolver) throws -> T in try factory() }
+        let slot = TypeSlots.shared.slot(for: type)
+        install(Entry(type, slot: slot, scope: scope, module: ModuleContext.current, factory: factory))
     }
 
     /// Registers `type` with a factory that resolves its dependencies through `resolver`
@@ -15,16 +16,14 @@ extension WeaveDI.Container {
         factory: @escaping @Sendable (_ resolver: any Resolver) throws -> T
     ) {
         let slot = TypeSlots.shared.slot(for: type)
-        let entry = Entry<T>(
-            slot: slot, scope: scope, module: ModuleContext.current, factory: factory)
-        install(entry)
+        install(Entry(type, slot: slot, scope: scope, module: ModuleContext.current, factory: factory))
     }
 
     /// Registers an existing instance as the singleton for `type`. The container hands it out
     /// as it is and never disposes it.
     public func register<T>(_ type: T.Type, instance: T) {
         let slot = TypeSlots.shared.slot(for: type)
-        install(Entry<T>(slot: slot, module: ModuleContext.current, instance: instance))
+        install(Entry(type, slot: slot, module: ModuleContext.current, instance: instance))
     }
 
     /// Removes the registration of `type`; returns whether there was one.
@@ -50,8 +49,8 @@ extension WeaveDI.Container {
         table.load(TypeSlots.shared.slot(for: type)) != nil
     }
 
-    func install(_ entry: EntryBase) {
-        let (previous, frozen): (EntryBase?, Bool) = state.withLock { state in
+    func install(_ entry: Entry) {
+        let (previous, frozen): (Entry?, Bool) = state.withLock { state in
             let old = table.store(entry, at: entry.slot)
             if let old { state.retired.append(old) } else { state.order.append(entry.slot) }
             state.entries[entry.slot] = entry

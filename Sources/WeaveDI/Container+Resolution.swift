@@ -38,8 +38,13 @@ extension WeaveDI.Container {
     func requireSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?) throws(ResolutionError) -> T {
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
         // Safe unretained: entries live as long as their container (retired, never freed early).
-        let entry = unsafeDowncast(unmanaged.takeUnretainedValue(), to: Entry<T>.self)
-        return try produce(entry, explicit: explicit)
+        if unmanaged._withUnsafeGuaranteedRef({ $0.scope == .transient }) {
+            // The transient path retains neither the entry nor the thread's stack.
+            let stack = ResolutionStack.currentRef
+            let owner = explicit ?? stack._withUnsafeGuaranteedRef { $0.isEmpty ? ScopeContext.active : $0.innermost!.owner }
+            return try build(unmanaged, as: type, owner: owner, stack: stack)
+        }
+        return try produce(unmanaged.takeUnretainedValue(), as: type, explicit: explicit)
     }
 
     /// Resolves through a session or request.
@@ -50,7 +55,7 @@ extension WeaveDI.Container {
     }
 
     /// Returns the instance `entry` stands for in the right scope, building it if needed.
-    func produce<T>(_ entry: Entry<T>, explicit: ScopeOwner?) throws(ResolutionError) -> T {
+    func produce<T>(_ entry: Entry, as type: T.Type, explicit: ScopeOwner?) throws(ResolutionError) -> T {
         if entry.scope == .singleton, let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
         let stack = ResolutionStack.current
         if entry.scope != .transient, let outer = stack.nearestScoped, entry.scope.lifetime < outer.scope.lifetime {
@@ -58,14 +63,14 @@ extension WeaveDI.Container {
                 outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
                 inner: entry.typeName, innerScope: entry.scope)
         }
-        let owner = explicit ?? (stack.frames.isEmpty ? ScopeContext.active : stack.frames.last!.owner)
+        let owner = explicit ?? (stack.isEmpty ? ScopeContext.active : stack.innermost!.owner)
         switch entry.scope {
         case .transient:
-            return try build(entry, owner: owner, stack: stack)
+            return try build(.passUnretained(entry), as: type, owner: owner, stack: .passUnretained(stack))
         case .singleton:
             return try buildLock.withLock { () throws(ResolutionError) -> T in
                 if let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
-                let value = try build(entry, owner: nil, stack: stack)
+                let value = try build(.passUnretained(entry), as: type, owner: nil, stack: .passUnretained(stack))
                 entry.publish(value)
                 if let disposable = value as? any Disposable {
                     state.withLock { $0.disposables.append(disposable) }
@@ -81,7 +86,7 @@ extension WeaveDI.Container {
                 if let box = try target.instances.box(entry.slot, typeName: entry.typeName) {
                     return unsafeDowncast(box, to: Box<T>.self).value
                 }
-                let value = try build(entry, owner: target, stack: stack)
+                let value = try build(.passUnretained(entry), as: type, owner: target, stack: .passUnretained(stack))
                 try target.instances.store(value, slot: entry.slot, typeName: entry.typeName)
                 return value
             }
@@ -89,7 +94,7 @@ extension WeaveDI.Container {
     }
 
     /// The session or request that holds instances of `entry`, from the owner in effect.
-    private func scopeTarget<T>(for entry: Entry<T>, owner: ScopeOwner?) throws(ResolutionError) -> ScopeOwner {
+    private func scopeTarget(for entry: Entry, owner: ScopeOwner?) throws(ResolutionError) -> ScopeOwner {
         guard let owner, owner.container === self else {
             throw .noActiveScope(type: entry.typeName, scope: entry.scope)
         }
@@ -101,32 +106,53 @@ extension WeaveDI.Container {
     }
 
     /// Runs `entry`'s factory with cycle and depth checks, inside a frame on this thread's stack.
-    func build<T>(_ entry: Entry<T>, owner: ScopeOwner?, stack: ResolutionStack? = nil) throws(ResolutionError) -> T {
-        let stack = stack ?? ResolutionStack.current
-        if let start = stack.index(of: entry.slot, in: id) {
-            let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + [entry.typeName]
-            throw .cycle(path: path)
+    ///
+    /// The entry and the stack are passed unretained and read through `_withUnsafeGuaranteedRef`:
+    /// retaining and releasing them was a third of a transient build. The caller keeps both
+    /// alive (an entry lives as long as its container, a stack as long as its thread).
+    func build<T>(
+        _ entryRef: Unmanaged<Entry>, as type: T.Type, owner: ScopeOwner?, stack stackRef: Unmanaged<ResolutionStack>
+    ) throws(ResolutionError) -> T {
+        let (slot, scope) = entryRef._withUnsafeGuaranteedRef { ($0.slot, $0.scope) }
+        let depth = stackRef._withUnsafeGuaranteedRef { $0.frames.count }
+        if let start = stackRef._withUnsafeGuaranteedRef({ $0.index(of: slot, in: id) }) {
+            let path = stackRef._withUnsafeGuaranteedRef { $0.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } }
+            throw .cycle(path: path + [TypeSlots.shared.name(ofSlot: slot)])
         }
-        if stack.frames.count >= ResolutionError.maximumDepth {
-            throw .tooDeep(path: stack.frames.map { TypeSlots.shared.name(ofSlot: $0.slot) } + [entry.typeName])
+        if depth >= ResolutionError.maximumDepth {
+            let path = stackRef._withUnsafeGuaranteedRef { $0.frames.map { TypeSlots.shared.name(ofSlot: $0.slot) } }
+            throw .tooDeep(path: path + [TypeSlots.shared.name(ofSlot: slot)])
         }
-        stack.frames.append(.init(containerID: id, slot: entry.slot, scope: entry.scope, owner: owner))
-        defer { stack.frames.removeLast() }
-        let resolver: any Resolver = owner?.resolver ?? self
-        do {
-            // A plain load first: past the first builds, no read-modify-write (and no cache line
-            // bouncing between threads that build the same transient).
-            if entry.builds.load(ordering: .relaxed) < EdgeRecorder.recordedBuilds,
-                entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds
-            {
-                return try entry.factory(EdgeRecorder(base: resolver, parent: entry))
+        let (out, mark) = stackRef._withUnsafeGuaranteedRef { stack in
+            stack.push(.init(containerID: id, slot: slot, scope: scope, owner: owner))
+            return stack.reserve(for: T.self)
+        }
+        defer {
+            stackRef._withUnsafeGuaranteedRef { stack in
+                stack.unreserve(out, mark: mark)
+                stack.pop()
             }
-            return try entry.factory(resolver)
+        }
+        do {
+            try entryRef._withUnsafeGuaranteedRef { entry in
+                // A plain load first: past the first builds, no read-modify-write (and no cache
+                // line bouncing between threads that build the same transient).
+                if entry.builds.load(ordering: .relaxed) < EdgeRecorder.recordedBuilds,
+                    entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds
+                {
+                    try entry.make(EdgeRecorder(base: owner?.resolver ?? self, parent: entry), out)
+                } else if let owner {
+                    try entry.make(owner.resolver, out)
+                } else {
+                    try entry.make(self, out)
+                }
+            }
         } catch let error as ResolutionError {
             throw error
         } catch {
-            throw .factoryFailed(type: entry.typeName, underlying: error)
+            throw .factoryFailed(type: TypeSlots.shared.name(ofSlot: slot), underlying: error)
         }
+        return out.assumingMemoryBound(to: T.self).move()
     }
 
     func notRegistered<T>(_ type: T.Type) -> ResolutionError {
@@ -143,7 +169,7 @@ struct EdgeRecorder: Resolver {
     static let recordedBuilds = 4
 
     let base: any Resolver
-    let parent: EntryBase
+    let parent: Entry
 
     func resolve<T>(_ type: T.Type) -> T? {
         record(type)

@@ -23,12 +23,12 @@ extension WeaveDI {
 
         struct State {
             /// The current entry of every registered slot, in registration order of first sight.
-            var entries: [Int: EntryBase] = [:]
+            var entries: [Int: Entry] = [:]
             var order: [Int] = []
             /// Every registration ever made here: (slot, module, scope), for duplicate detection.
             var history: [(slot: Int, module: String, scope: WeaveDI.Scope)] = []
             /// Replaced entries, kept alive because lock-free readers may still hold them.
-            var retired: [EntryBase] = []
+            var retired: [Entry] = []
             /// Built singletons that adopt `Disposable`, in creation order.
             var disposables: [any Disposable] = []
             /// Open sessions by identity.

@@ -2,35 +2,95 @@ import Synchronization
 
 /// One registration in a container: how to build a type, in which scope, made by which module.
 ///
+/// Not generic: registering a type must not instantiate class metadata for it (that was most
+/// of the cost of a registration). The code that needs the type is in two closures made by
+/// `register`: `make`, which runs the factory, and `erased`, for the type-erased operations of
+/// diagnostics. Readers pass the type themselves (`produce(_:as:explicit:)`).
+///
 /// Entries are immutable but for their singleton cell (set once) and their recorded edges.
 /// A replaced entry is retired, never freed before its container, so lock-free readers that
 /// loaded it stay safe.
 ///
 /// `@unchecked Sendable`: the mutable parts are an `Atomic` and a `Locked`.
 @usableFromInline
-class EntryBase: @unchecked Sendable {
+final class Entry: @unchecked Sendable {
+    /// Builds one instance: runs the factory with the resolver and initializes the memory at the
+    /// pointer (room for one value of the registered type) with the result.
+    typealias Make = @Sendable (any Resolver, UnsafeMutableRawPointer) throws -> Void
+    /// The operations that need the registered type, for callers that do not know it.
+    typealias Erased = @Sendable (Entry, ErasedOperation) throws(ResolutionError) -> Any?
+
     let slot: Int
     let scope: WeaveDI.Scope
     let module: String
     /// True for `register(_:instance:)`: the container did not build it and never disposes it.
     let isProvidedInstance: Bool
+    let make: Make
+    let erased: Erased
     /// Builds made so far (the first few record the dependency edges).
     let builds = Atomic<Int>(0)
     /// Slots this entry's factory resolved through its resolver.
     let edges = Locked<Set<Int>>([])
-    /// The built singleton: a retained `Box<T>` of the `Entry<T>`, as a raw pointer. Here, in
-    /// the non-generic base, so that code which is generic over `T` and not specialized (a
-    /// factory's `r.require(T.self)` goes through the `Resolver` protocol) reads it without
-    /// instantiating metadata at run time: neither `Entry<T>` nor `Atomic<Unmanaged<Box<T>>?>`
-    /// nor `Optional<T>`.
+    /// The built singleton: a retained `Box<T>` of the registered type, as a raw pointer, so
+    /// that code which is generic over `T` and not specialized (a factory's `r.require(T.self)`
+    /// goes through the `Resolver` protocol) reads it without instantiating metadata at run time.
     @usableFromInline
     let instance = Atomic<UnsafeRawPointer?>(nil)
 
-    init(slot: Int, scope: WeaveDI.Scope, module: String, isProvidedInstance: Bool) {
+    private init(
+        slot: Int, scope: WeaveDI.Scope, module: String, isProvidedInstance: Bool, make: @escaping Make,
+        erased: @escaping Erased
+    ) {
         self.slot = slot
         self.scope = scope
         self.module = module
         self.isProvidedInstance = isProvidedInstance
+        self.make = make
+        self.erased = erased
+    }
+
+    /// A registration of `T` built by `factory`.
+    convenience init<T>(
+        _ type: T.Type, slot: Int, scope: WeaveDI.Scope, module: String,
+        factory: @escaping @Sendable (any Resolver) throws -> T
+    ) {
+        self.init(
+            slot: slot, scope: scope, module: module, isProvidedInstance: false,
+            make: { resolver, out in out.assumingMemoryBound(to: T.self).initialize(to: try factory(resolver)) },
+            erased: Entry.erasedOperations(for: T.self))
+    }
+
+    /// A registration of `T` built by `factory`, which needs no resolver.
+    convenience init<T>(
+        _ type: T.Type, slot: Int, scope: WeaveDI.Scope, module: String, factory: @escaping @Sendable () throws -> T
+    ) {
+        self.init(
+            slot: slot, scope: scope, module: module, isProvidedInstance: false,
+            make: { _, out in out.assumingMemoryBound(to: T.self).initialize(to: try factory()) },
+            erased: Entry.erasedOperations(for: T.self))
+    }
+
+    /// The singleton `value`, given as it is (`register(_:instance:)`).
+    convenience init<T>(_ type: T.Type, slot: Int, module: String, instance value: T) {
+        let box = Box(value)
+        self.init(
+            slot: slot, scope: .singleton, module: module, isProvidedInstance: true,
+            make: { _, out in out.assumingMemoryBound(to: T.self).initialize(to: box.value) },
+            erased: Entry.erasedOperations(for: T.self))
+        instance.store(UnsafeRawPointer(Unmanaged.passRetained(box).toOpaque()), ordering: .releasing)
+    }
+
+    deinit {
+        if let raw = instance.load(ordering: .acquiring) { Unmanaged<AnyObject>.fromOpaque(raw).release() }
+    }
+
+    private static func erasedOperations<T>(for type: T.Type) -> Erased {
+        { entry, operation throws(ResolutionError) in
+            switch operation {
+            case let .resolve(container, owner): try container.produce(entry, as: T.self, explicit: owner)
+            case .builtInstance: entry.isProvidedInstance ? nil : entry.cached(as: T.self)
+            }
+        }
     }
 
     /// The registered type's name, spelled when first asked for (errors, logs, diagnostics):
@@ -38,83 +98,47 @@ class EntryBase: @unchecked Sendable {
     var typeName: String { TypeSlots.shared.name(ofSlot: slot) }
 
     /// A copy with the same factory and an empty singleton cell.
-    func fresh() -> EntryBase { fatalError("abstract") }
+    func fresh() -> Entry {
+        if isProvidedInstance { return self }
+        return Entry(slot: slot, scope: scope, module: module, isProvidedInstance: false, make: make, erased: erased)
+    }
 
     /// Whether the singleton cell holds an instance.
-    var hasInstance: Bool { fatalError("abstract") }
+    var hasInstance: Bool { instance.load(ordering: .acquiring) != nil }
 
-    /// Builds one instance through the type-erased path (diagnostics, warm-up, probes).
-    func buildErased(in container: WeaveDI.Container, owner: ScopeOwner?) throws(ResolutionError) -> Any {
-        fatalError("abstract")
+    /// The built singleton, if any (lock-free); `T` must be the registered type.
+    func cached<T>(as type: T.Type) -> T? {
+        guard let raw = instance.load(ordering: .acquiring) else { return nil }
+        return unbox(raw, as: T.self)
+    }
+
+    /// Publishes the singleton; call once, under the container's build lock.
+    func publish<T>(_ value: T) {
+        instance.store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
     }
 
     /// Resolves through the container's normal path, type-erased (warm-up and probes).
     func resolveErased(in container: WeaveDI.Container, owner: ScopeOwner?) throws(ResolutionError) -> Any {
-        fatalError("abstract")
+        try erased(self, .resolve(container, owner))!
     }
 
     /// The singleton instance the container built for this entry, if any. Releasing it means
     /// retiring the whole entry (readers may still hold the cell), never clearing the cell.
-    var builtInstance: Any? { fatalError("abstract") }
+    var builtInstance: Any? {
+        try? erased(self, .builtInstance)
+    }
+}
+
+/// What `Entry.erased` is asked to do.
+enum ErasedOperation {
+    /// Resolve through the container's normal path.
+    case resolve(WeaveDI.Container, ScopeOwner?)
+    /// Return the built singleton, if any.
+    case builtInstance
 }
 
 /// The value in the `Box<T>` at `raw` (borrowed: the box must stay alive meanwhile).
 @inlinable @inline(__always)
 func unbox<T>(_ raw: UnsafeRawPointer, as type: T.Type) -> T {
     Unmanaged<Box<T>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
-}
-
-/// The typed registration for `T`.
-@usableFromInline
-final class Entry<T>: EntryBase, @unchecked Sendable {
-    let factory: @Sendable (any Resolver) throws -> T
-
-    init(
-        slot: Int, scope: WeaveDI.Scope, module: String,
-        factory: @escaping @Sendable (any Resolver) throws -> T
-    ) {
-        self.factory = factory
-        super.init(slot: slot, scope: scope, module: module, isProvidedInstance: false)
-    }
-
-    init(slot: Int, module: String, instance value: T) {
-        let box = Box(value)
-        self.factory = { _ in box.value }
-        super.init(slot: slot, scope: .singleton, module: module, isProvidedInstance: true)
-        instance.store(UnsafeRawPointer(Unmanaged.passRetained(box).toOpaque()), ordering: .releasing)
-    }
-
-    deinit {
-        if let raw = instance.load(ordering: .acquiring) { Unmanaged<Box<T>>.fromOpaque(raw).release() }
-    }
-
-    /// The built singleton, if any (lock-free).
-    func cached() -> T? {
-        guard let raw = instance.load(ordering: .acquiring) else { return nil }
-        return unbox(raw, as: T.self)
-    }
-
-    /// Publishes the singleton; call once, under the container's build lock.
-    func publish(_ value: T) {
-        instance.store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
-    }
-
-    override func fresh() -> EntryBase {
-        if isProvidedInstance { return self }
-        return Entry(slot: slot, scope: scope, module: module, factory: factory)
-    }
-
-    override var hasInstance: Bool { instance.load(ordering: .acquiring) != nil }
-
-    override func buildErased(in container: WeaveDI.Container, owner: ScopeOwner?) throws(ResolutionError) -> Any {
-        try container.build(self, owner: owner)
-    }
-
-    override func resolveErased(in container: WeaveDI.Container, owner: ScopeOwner?) throws(ResolutionError) -> Any {
-        try container.produce(self, explicit: owner)
-    }
-
-    override var builtInstance: Any? {
-        isProvidedInstance ? nil : cached()
-    }
 }

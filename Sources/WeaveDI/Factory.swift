@@ -33,9 +33,8 @@ extension WeaveDI.Container {
     public func makeFresh<T>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
-        let entry = unsafeDowncast(unmanaged.takeUnretainedValue(), to: Entry<T>.self)
-        let stack = ResolutionStack.current
-        let owner = stack.frames.isEmpty ? ScopeContext.active : stack.frames.last!.owner
-        return try build(entry, owner: owner.flatMap { $0.container === self ? $0 : nil }, stack: stack)
+        let stack = ResolutionStack.currentRef
+        let owner = stack._withUnsafeGuaranteedRef { $0.isEmpty ? ScopeContext.active : $0.innermost!.owner }
+        return try build(unmanaged, as: type, owner: owner.flatMap { $0.container === self ? $0 : nil }, stack: stack)
     }
 }

@@ -109,8 +109,8 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
                 fatalError("WeaveDI: the defaults of these InjectedKeys need each other: \(path.joined(separator: " -> ")); "
                     + "break the cycle by reading one of them lazily (at use, not in liveValue)")
             }
-            stack.frames.append(.init(containerID: 0, slot: slot, scope: .transient, owner: nil))
-            defer { stack.frames.removeLast() }
+            stack.push(.init(containerID: 0, slot: slot, scope: .transient, owner: nil))
+            defer { stack.pop() }
             let value: K.Value = switch context {
             case .live: K.liveValue
             case .test: K.testValue

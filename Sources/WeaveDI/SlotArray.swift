@@ -75,9 +75,9 @@ enum SlotLayout {
 
 /// A container's registrations.
 @usableFromInline
-typealias EntryTable = SlotArray<EntryBase>
+typealias EntryTable = SlotArray<Entry>
 
-extension SlotArray where Element == EntryBase {
+extension SlotArray where Element == Entry {
     /// The box of the built singleton at `slot`, if there is one (the read fast path; read
     /// the value with `unbox`). Untyped, so that unspecialized generic callers need no
     /// metadata for it.

@@ -33,6 +33,25 @@ import Testing
         #expect(a !== b)
     }
 
+    /// Values of every size come out of a build intact, however deeply builds nest: a
+    /// factory's result is staged in a per-thread area that overflows to the heap.
+    @Test func transientStructs_ofAnySize_nested_comeOutIntact() throws {
+        let container = WeaveDI.Container()
+        container.register(Plate.self, scope: .transient) { Plate(seed: 1) }
+        container.register(Stack2.self, scope: .transient) { r in Stack2(plate: try r.require(Plate.self), seed: 2) }
+        container.register(Stack3.self, scope: .transient) { r in Stack3(below: try r.require(Stack2.self), seed: 3) }
+        container.register(Huge.self, scope: .transient) { r in Huge(below: try r.require(Stack3.self)) }
+        for _ in 0..<3 {
+            let huge = try container.require(Huge.self)
+            #expect(huge.isIntact)
+            #expect(try container.require(Stack3.self).isIntact)
+        }
+        // A failed build gives its staging area back: later builds still come out whole.
+        container.register(Failing.self, scope: .transient) { () throws -> Failing in throw Refusal() }
+        for _ in 0..<1000 { #expect(throws: ResolutionError.self) { try container.require(Failing.self) } }
+        #expect(try container.require(Huge.self).isIntact)
+    }
+
     @Test func registeredInstance_isReturnedAsIs() throws {
         let container = WeaveDI.Container()
         let mock = MockNet()
@@ -207,3 +226,41 @@ import Testing
         #expect(modules["SessionCache"] == "main")
     }
 }
+
+/// 6 KB of a pattern that depends on the seed, checked on arrival.
+struct Plate {
+    var words = InlineArray<768, UInt64>(repeating: 0)
+    let seed: UInt64
+
+    init(seed: UInt64) {
+        self.seed = seed
+        for i in words.indices { words[i] = seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(i) }
+    }
+
+    var isIntact: Bool { words.indices.allSatisfy { words[$0] == seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64($0) } }
+}
+
+struct Stack2 {
+    let plate: Plate
+    let own: Plate
+    init(plate: Plate, seed: UInt64) { self.plate = plate; own = Plate(seed: seed) }
+    var isIntact: Bool { plate.isIntact && own.isIntact && plate.seed == 1 && own.seed == 2 }
+}
+
+struct Stack3 {
+    let below: Stack2
+    let own: Plate
+    init(below: Stack2, seed: UInt64) { self.below = below; own = Plate(seed: seed) }
+    var isIntact: Bool { below.isIntact && own.isIntact && own.seed == 3 }
+}
+
+/// Larger than the whole per-thread staging area.
+struct Huge {
+    let below: Stack3
+    var tail = InlineArray<4096, UInt64>(repeating: 0xA5A5_A5A5_A5A5_A5A5)
+    init(below: Stack3) { self.below = below }
+    var isIntact: Bool { below.isIntact && tail.indices.allSatisfy { tail[$0] == 0xA5A5_A5A5_A5A5_A5A5 } }
+}
+
+struct Failing {}
+struct Refusal: Error {}
