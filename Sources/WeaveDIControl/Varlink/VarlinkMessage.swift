@@ -71,7 +71,7 @@ public struct VarlinkCall: Sendable, Equatable {
         if !parameters.isEmpty { members.append(("parameters", .object(parameters))) }
         if oneway { members.append(("oneway", .bool(true))) }
         if more { members.append(("more", .bool(true))) }
-        return Array(JSONValue.object(members).serialized.utf8)
+        return JSONValue.object(members).serializedBytes
     }
 
     /// `interface.Method`: dotted interface name, then a capitalised method name.
@@ -110,12 +110,28 @@ public struct VarlinkReply: Sendable, Equatable {
 
     /// The message bytes, without the NUL terminator.
     public func encoded() -> [UInt8] {
-        var members: [(String, JSONValue)] = []
-        if let error { members.append(("error", .string(error))) }
-        members.append(("parameters", .object(parameters)))
-        if continues { members.append(("continues", .bool(true))) }
-        return Array(JSONValue.object(members).serialized.utf8)
+        var out: [UInt8] = []
+        write(into: &out)
+        return out
     }
+
+    /// Appends the message bytes (without the NUL terminator) to `out`.
+    public func write(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let error {
+            out.append(contentsOf: Self.errorKey)
+            JSONValue.writeQuoted(error, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: Self.parametersKey)
+        JSONValue.writeObject(parameters, into: &out)
+        if continues { out.append(contentsOf: Self.continuesMember) }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static let errorKey: [UInt8] = Array(#""error":"#.utf8)
+    private static let parametersKey: [UInt8] = Array(#""parameters":"#.utf8)
+    private static let continuesMember: [UInt8] = Array(#","continues":true"#.utf8)
 
     /// Decodes a reply (without its NUL).
     public static func decode(_ bytes: [UInt8]) throws(VarlinkFailure) -> VarlinkReply {
