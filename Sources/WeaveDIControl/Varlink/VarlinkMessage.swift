@@ -30,6 +30,11 @@ public struct VarlinkCall: Sendable, Equatable {
 
     /// Decodes a message (without its NUL); the error is a varlink error to send back.
     public static func decode(_ bytes: [UInt8], limits: JSONLimits = JSONLimits()) throws(VarlinkFailure) -> VarlinkCall {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(VarlinkFailure) in try decode(buffer, limits: limits) }
+    }
+
+    /// Decodes a message (without its NUL) in place; the error is a varlink error to send back.
+    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, limits: JSONLimits = JSONLimits()) throws(VarlinkFailure) -> VarlinkCall {
         let value: JSONValue
         do { value = try JSONValue.parse(bytes, limits: limits) } catch {
             throw VarlinkFailure.invalidMessage("not a valid JSON object: \(error)")

@@ -19,16 +19,19 @@ final class VarlinkService: ControlMessageHandler {
         authorizer = Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log)
     }
 
-    func handleInline(message: [UInt8], peer: ControlPeer, session: Session) -> [[UInt8]]? {
+    func handleInline(message: UnsafeBufferPointer<UInt8>, peer: ControlPeer, session: Session, replies: inout [UInt8]) -> Bool {
         let call: VarlinkCall
         switch decode(message, peer: peer) {
         case let .success(decoded): call = decoded
-        case let .failure(failure): return [failure.reply.encoded()]
+        case let .failure(failure):
+            failure.reply.write(into: &replies)
+            replies.append(0)
+            return true
         }
         let (interface, method) = Self.split(call.method)
         let inline = !call.upgrade && !call.more
             && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.inlineMethods.contains(method)))
-        guard inline else { return nil }
+        guard inline else { return false }
         let request = open(session)
         let reply: VarlinkReply
         if interface == "org.varlink.service" {
@@ -38,7 +41,11 @@ final class VarlinkService: ControlMessageHandler {
         }
         request.closeWithoutWaiting()
         methods.metrics.count(method: call.method, error: reply.error)
-        return call.oneway ? [] : [reply.encoded()]
+        if !call.oneway {
+            reply.write(into: &replies)
+            replies.append(0)
+        }
+        return true
     }
 
     func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @escaping @Sendable ([UInt8]) -> Void) async -> [[UInt8]] {
@@ -56,6 +63,10 @@ final class VarlinkService: ControlMessageHandler {
 
     /// Decodes a call; a malformed one is logged, counted and answered with the failure.
     private func decode(_ message: [UInt8], peer: ControlPeer) -> Result<VarlinkCall, VarlinkFailure> {
+        message.withUnsafeBufferPointer { decode($0, peer: peer) }
+    }
+
+    private func decode(_ message: UnsafeBufferPointer<UInt8>, peer: ControlPeer) -> Result<VarlinkCall, VarlinkFailure> {
         let control = store.current.control
         do {
             return .success(try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes)))
