@@ -87,8 +87,8 @@ final class VarlinkService: ControlMessageHandler {
 
     /// `interface.Method` split at the last dot.
     static func split(_ method: String) -> (interface: String, method: String) {
-        guard let dot = method.lastIndex(of: ".") else { return ("", method) }
-        return (String(method[..<dot]), String(method[method.index(after: dot)...]))
+        guard let dot = method.utf8.lastIndex(of: UInt8(ascii: ".")) else { return ("", method) }
+        return (String(method[..<dot]), String(method[method.utf8.index(after: dot)...]))
     }
 
     private func answer(_ call: VarlinkCall, peer: ControlPeer, stream: @escaping @Sendable (VarlinkReply) -> Void) async -> VarlinkReply {
