@@ -78,6 +78,30 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func getHealth_showsTheLatestReport_andEachCallsOwnTime() throws {
+        let daemon = try started()
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let d = "io.weavedi.Daemon."
+        func lastRuns(_ health: JSONValue?) -> [Double] {
+            health?[member: "checks"]?.arrayValue?.compactMap { $0[member: "lastRun"]?.numberValue } ?? []
+        }
+        let first = try client.call(d + "GetHealth").parameter("health")
+        usleep(20_000)
+        let again = try client.call(d + "GetHealth").parameter("health")
+        #expect(again?[member: "checks"] == first?[member: "checks"])
+        let firstTime = first?[member: "takenAt"]?.numberValue ?? 0, againTime = again?[member: "takenAt"]?.numberValue ?? 0
+        #expect(againTime > firstTime, "each reply is taken when it is asked for")
+        let checked = try client.call(d + "RunChecks").parameter("health")
+        let after = try client.call(d + "GetHealth").parameter("health")
+        #expect(!lastRuns(checked).isEmpty && lastRuns(after) == lastRuns(checked))
+        #expect(lastRuns(after) != lastRuns(first), "the checks ran again, and GetHealth shows it")
+        let tagged = try client.call(d + "GetHealth", [("tags", .array([.string(HealthCheck.liveness)]))]).parameter("health")
+        let names = tagged?[member: "checks"]?.arrayValue?.compactMap { $0[member: "name"]?.stringValue } ?? []
+        #expect(names.contains("control.socket") && !names.contains("container.graph"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func pipelinedCalls_areAnsweredInOrder_andOnewayGetsNoReply() throws {
         let daemon = try started()
         let client = try RawClient(daemon.defaultSocket)

@@ -11,6 +11,9 @@ final class DaemonMethods: Sendable {
     let jobs: any JobControl
     let metrics: ControlMetrics
     let started = ContinuousClock.now
+    /// The daemon's pid, for `Ping` (read once: the daemon never forks without exec).
+    let pid = Int(CurrentProcess.id)
+    let healthReplies = HealthReplyCache()
 
     init(registry: UnifiedRegistry, container: WeaveDI.Container, supervisor: Supervisor, log: DaemonLog,
          jobs: any JobControl, metrics: ControlMetrics) {
@@ -28,6 +31,26 @@ final class DaemonMethods: Sendable {
         "GetLogLevel",
     ]
 
+    /// Answers one of `inlineMethods` without suspending, appending the reply's bytes
+    /// (without the NUL terminator) to `out`; returns the reply's error name, if it is one.
+    func answerInline(_ method: String, _ call: VarlinkCall, into out: inout [UInt8]) -> String? {
+        if method == "GetHealth" {
+            do {
+                try call.accept(["tags"])
+                let tags = try call.stringArray("tags").map(Set.init)
+                healthReplies.write(registry.report(tags: tags), tags: tags, into: &out)
+                return nil
+            } catch {
+                error.reply.write(into: &out)
+                return error.name
+            }
+        }
+        let reply: VarlinkReply
+        do { reply = try invokeInline(method, call) } catch { reply = error.reply }
+        reply.write(into: &out)
+        return reply.error
+    }
+
     /// Runs one of `inlineMethods` without suspending.
     func invokeInline(_ method: String, _ call: VarlinkCall) throws(VarlinkFailure) -> VarlinkReply {
         switch method {
@@ -35,7 +58,7 @@ final class DaemonMethods: Sendable {
             try call.accept([])
             let uptime = ContinuousClock.now - started
             return VarlinkReply(parameters: [
-                ("version", .string(DaemonVersion.current)), ("pid", .int(Int(CurrentProcess.id))),
+                ("version", .string(DaemonVersion.current)), ("pid", .int(pid)),
                 ("uptime", .double(seconds(uptime))),
             ])
         case "GetHealth":

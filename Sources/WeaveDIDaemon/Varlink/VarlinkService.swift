@@ -33,18 +33,18 @@ final class VarlinkService: ControlMessageHandler {
             && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.inlineMethods.contains(method)))
         guard inline else { return false }
         let request = open(session)
-        let reply: VarlinkReply
+        let start = replies.count
+        let error: String?
         if interface == "org.varlink.service" {
-            reply = service(method, call)
+            let reply = service(method, call)
+            reply.write(into: &replies)
+            error = reply.error
         } else {
-            do { reply = try methods.invokeInline(method, call) } catch { reply = error.reply }
+            error = methods.answerInline(method, call, into: &replies)
         }
         request.closeWithoutWaiting()
-        methods.metrics.count(method: call.method, error: reply.error)
-        if !call.oneway {
-            reply.write(into: &replies)
-            replies.append(0)
-        }
+        methods.metrics.count(method: call.method, error: error)
+        if call.oneway { replies.removeLast(replies.count - start) } else { replies.append(0) }
         return true
     }
 
