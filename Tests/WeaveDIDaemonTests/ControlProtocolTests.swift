@@ -35,6 +35,7 @@ import WeaveDIPosix
         let mine = sessions.first { $0[member: "pid"]?.intValue == Int(CurrentProcess.id) }
         #expect(mine?[member: "kind"]?.stringValue == "control")
         #expect(mine?[member: "instances"]?.intValue == 1)  // its ControlConnectionState
+        #expect(mine?[member: "requests"]?.intValue == 1)  // the ListSessions call's own request
         #expect(mine?[member: "uid"]?.intValue == Int(CurrentProcess.userID))
         let registrations = try client.call(d + "ListRegistrations").parameter("registrations")?.arrayValue ?? []
         let server = registrations.first { $0[member: "type"]?.stringValue == "ControlServer" }

@@ -51,6 +51,10 @@ final class DaemonMethods: Sendable {
         return reply.error
     }
 
+    /// Inline methods whose answer shows open requests: they run in a request of their own,
+    /// as every async call does.
+    static let requestShowingMethods: Set<String> = ["ListSessions"]
+
     /// Runs one of `inlineMethods` without suspending.
     func invokeInline(_ method: String, _ call: VarlinkCall) throws(VarlinkFailure) -> VarlinkReply {
         switch method {

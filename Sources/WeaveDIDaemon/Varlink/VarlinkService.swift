@@ -1,3 +1,4 @@
+import Synchronization
 import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
@@ -10,6 +11,8 @@ final class VarlinkService: ControlMessageHandler {
     let store: ConfigurationStore
     let log: DaemonLog
     let authorizer: Authorizer
+    /// Numbers the calls' requests.
+    private let requestNumbers = Atomic<UInt64>(0)
 
     init(methods: DaemonMethods, store: ConfigurationStore, log: DaemonLog) {
         self.methods = methods
@@ -32,7 +35,12 @@ final class VarlinkService: ControlMessageHandler {
         let inline = !call.upgrade && !call.more
             && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.inlineMethods.contains(method)))
         guard inline else { return false }
-        let request = open(session)
+        // An inline call runs within one step of the I/O thread, so a request opened for it
+        // could be seen by nothing but the call itself: only the methods that show open
+        // requests run in one here. Every call still counts in its connection's session and
+        // marks it active.
+        let request = interface == DaemonInterface.name && DaemonMethods.requestShowingMethods.contains(method) ? open(session) : nil
+        if request == nil { countCall(in: session) }
         let start = replies.count
         let error: String?
         if interface == "org.varlink.service" {
@@ -42,7 +50,7 @@ final class VarlinkService: ControlMessageHandler {
         } else {
             error = methods.answerInline(method, call, into: &replies)
         }
-        request.closeWithoutWaiting()
+        request?.closeWithoutWaiting()
         methods.metrics.count(method: call.method, error: error)
         if call.oneway { replies.removeLast(replies.count - start) } else { replies.append(0) }
         return true
@@ -77,12 +85,18 @@ final class VarlinkService: ControlMessageHandler {
         }
     }
 
-    /// The call's WeaveDI request, in the connection's session.
+    /// The call's WeaveDI request, in the connection's session (the call counted there).
     private func open(_ session: Session) -> Request {
-        (try? session.require(ControlConnectionState.self))?.countCall()
-        let request = session.openRequest(id: "call-\(UInt64.random(in: 0...UInt64.max))")
+        countCall(in: session)
+        let request = session.openRequest(id: "call-\(requestNumbers.add(1, ordering: .relaxed).newValue)")
         _ = try? request.require(CallContext.self)
         return request
+    }
+
+    /// Counts a call in its connection's `ControlConnectionState` (resolving it marks the
+    /// session active).
+    private func countCall(in session: Session) {
+        (try? session.require(ControlConnectionState.self))?.countCall()
     }
 
     /// `interface.Method` split at the last dot.
