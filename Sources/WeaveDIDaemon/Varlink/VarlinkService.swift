@@ -33,7 +33,7 @@ final class VarlinkService: ControlMessageHandler {
         }
         let (interface, method) = Self.split(call.method)
         let inline = !call.upgrade && !call.more
-            && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.inlineMethods.contains(method)))
+            && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.isInline(method)))
         guard inline else { return false }
         // An inline call runs within one step of the I/O thread, so a request opened for it
         // could be seen by nothing but the call itself: only the methods that show open
@@ -101,9 +101,21 @@ final class VarlinkService: ControlMessageHandler {
 
     /// `interface.Method` split at the last dot.
     static func split(_ method: String) -> (interface: String, method: String) {
+        // The daemon's own interface without allocating its name (longer than a small string).
+        var bytes = method
+        let own = bytes.withUTF8 { utf8 -> String? in
+            let prefix = daemonPrefix.count
+            guard utf8.count > prefix, daemonPrefix.withUnsafeBufferPointer({ $0.elementsEqual(utf8[..<prefix]) }),
+                !utf8[prefix...].contains(UInt8(ascii: "."))
+            else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: utf8[prefix...]), as: UTF8.self)
+        }
+        if let own { return (DaemonInterface.name, own) }
         guard let dot = method.utf8.lastIndex(of: UInt8(ascii: ".")) else { return ("", method) }
         return (String(method[..<dot]), String(method[method.utf8.index(after: dot)...]))
     }
+
+    private static let daemonPrefix = Array("\(DaemonInterface.name).".utf8)
 
     private func answer(_ call: VarlinkCall, peer: ControlPeer, stream: @escaping @Sendable (VarlinkReply) -> Void) async -> VarlinkReply {
         let (interface, method) = Self.split(call.method)
