@@ -12,8 +12,16 @@ struct JSONParser {
         var isObject: Bool
         var elements: [JSONValue] = []
         var members: [(String, JSONValue)] = []
+        /// The keys of `members`, once there are too many to compare one by one.
         var keys: Set<String> = []
         var key = ""
+
+        /// Records `key` for the next member; false when the object already has it.
+        mutating func insertKey(_ key: String) -> Bool {
+            if members.count < 16 { return !members.contains { $0.0 == key } }
+            if keys.isEmpty { keys = Set(members.map(\.0)) }
+            return keys.insert(key).inserted
+        }
     }
 
     let bytes: UnsafeBufferPointer<UInt8>
@@ -116,7 +124,7 @@ struct JSONParser {
         }
         let keyOffset = position
         let key = try parseString()
-        guard frame.keys.insert(key).inserted else {
+        guard frame.insertKey(key) else {
             throw error("duplicate key \(JSONValue.string(key).serialized)", at: keyOffset)
         }
         skipWhitespace()

@@ -35,6 +35,7 @@ import WeaveDIPosix
         let mine = sessions.first { $0[member: "pid"]?.intValue == Int(CurrentProcess.id) }
         #expect(mine?[member: "kind"]?.stringValue == "control")
         #expect(mine?[member: "instances"]?.intValue == 1)  // its ControlConnectionState
+        #expect(mine?[member: "requests"]?.intValue == 1)  // the ListSessions call's own request
         #expect(mine?[member: "uid"]?.intValue == Int(CurrentProcess.userID))
         let registrations = try client.call(d + "ListRegistrations").parameter("registrations")?.arrayValue ?? []
         let server = registrations.first { $0[member: "type"]?.stringValue == "ControlServer" }
@@ -74,6 +75,30 @@ import WeaveDIPosix
             try client.send(request)
             #expect(client.reply() == expected, "\(request)")
         }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func getHealth_showsTheLatestReport_andEachCallsOwnTime() throws {
+        let daemon = try started()
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let d = "io.weavedi.Daemon."
+        func lastRuns(_ health: JSONValue?) -> [Double] {
+            health?[member: "checks"]?.arrayValue?.compactMap { $0[member: "lastRun"]?.numberValue } ?? []
+        }
+        let first = try client.call(d + "GetHealth").parameter("health")
+        usleep(20_000)
+        let again = try client.call(d + "GetHealth").parameter("health")
+        #expect(again?[member: "checks"] == first?[member: "checks"])
+        let firstTime = first?[member: "takenAt"]?.numberValue ?? 0, againTime = again?[member: "takenAt"]?.numberValue ?? 0
+        #expect(againTime > firstTime, "each reply is taken when it is asked for")
+        let checked = try client.call(d + "RunChecks").parameter("health")
+        let after = try client.call(d + "GetHealth").parameter("health")
+        #expect(!lastRuns(checked).isEmpty && lastRuns(after) == lastRuns(checked))
+        #expect(lastRuns(after) != lastRuns(first), "the checks ran again, and GetHealth shows it")
+        let tagged = try client.call(d + "GetHealth", [("tags", .array([.string(HealthCheck.liveness)]))]).parameter("health")
+        let names = tagged?[member: "checks"]?.arrayValue?.compactMap { $0[member: "name"]?.stringValue } ?? []
+        #expect(names.contains("control.socket") && !names.contains("container.graph"))
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }

@@ -30,6 +30,11 @@ public struct VarlinkCall: Sendable, Equatable {
 
     /// Decodes a message (without its NUL); the error is a varlink error to send back.
     public static func decode(_ bytes: [UInt8], limits: JSONLimits = JSONLimits()) throws(VarlinkFailure) -> VarlinkCall {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(VarlinkFailure) in try decode(buffer, limits: limits) }
+    }
+
+    /// Decodes a message (without its NUL) in place; the error is a varlink error to send back.
+    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, limits: JSONLimits = JSONLimits()) throws(VarlinkFailure) -> VarlinkCall {
         let value: JSONValue
         do { value = try JSONValue.parse(bytes, limits: limits) } catch {
             throw VarlinkFailure.invalidMessage("not a valid JSON object: \(error)")
@@ -71,14 +76,31 @@ public struct VarlinkCall: Sendable, Equatable {
         if !parameters.isEmpty { members.append(("parameters", .object(parameters))) }
         if oneway { members.append(("oneway", .bool(true))) }
         if more { members.append(("more", .bool(true))) }
-        return Array(JSONValue.object(members).serialized.utf8)
+        return JSONValue.object(members).serializedBytes
     }
 
     /// `interface.Method`: dotted interface name, then a capitalised method name.
     static func isQualifiedMethod(_ name: String) -> Bool {
+        if let ascii = isQualifiedASCIIMethod(name) { return ascii }
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
         let method = name[name.index(after: dot)...]
         return method.first?.isUppercase == true && method.allSatisfy { $0.isLetter || $0.isNumber }
+    }
+
+    /// `isQualifiedMethod` for an ASCII name, on its bytes (the same answer as the Unicode
+    /// rules give for ASCII); nil when `name` is not ASCII.
+    private static func isQualifiedASCIIMethod(_ name: String) -> Bool? {
+        var name = name
+        return name.withUTF8 { bytes -> Bool? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != 0, dot + 1 < bytes.count else { return false }
+            let method = bytes[(dot + 1)...]
+            guard (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(method[method.startIndex]) else { return false }
+            return method.allSatisfy {
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+            }
+        }
     }
 
     public static func == (lhs: VarlinkCall, rhs: VarlinkCall) -> Bool {
@@ -110,12 +132,28 @@ public struct VarlinkReply: Sendable, Equatable {
 
     /// The message bytes, without the NUL terminator.
     public func encoded() -> [UInt8] {
-        var members: [(String, JSONValue)] = []
-        if let error { members.append(("error", .string(error))) }
-        members.append(("parameters", .object(parameters)))
-        if continues { members.append(("continues", .bool(true))) }
-        return Array(JSONValue.object(members).serialized.utf8)
+        var out: [UInt8] = []
+        write(into: &out)
+        return out
     }
+
+    /// Appends the message bytes (without the NUL terminator) to `out`.
+    public func write(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let error {
+            out.append(contentsOf: Self.errorKey)
+            JSONValue.writeQuoted(error, into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: Self.parametersKey)
+        JSONValue.writeObject(parameters, into: &out)
+        if continues { out.append(contentsOf: Self.continuesMember) }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static let errorKey: [UInt8] = Array(#""error":"#.utf8)
+    private static let parametersKey: [UInt8] = Array(#""parameters":"#.utf8)
+    private static let continuesMember: [UInt8] = Array(#","continues":true"#.utf8)
 
     /// Decodes a reply (without its NUL).
     public static func decode(_ bytes: [UInt8]) throws(VarlinkFailure) -> VarlinkReply {

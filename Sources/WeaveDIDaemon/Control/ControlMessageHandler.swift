@@ -20,8 +20,10 @@ public protocol ControlMessageHandler: Sendable {
     func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @escaping @Sendable ([UInt8]) -> Void) async -> [[UInt8]]
 
     /// Answers `message` at once, on the I/O thread, when it is a call that never suspends
-    /// (reading methods such as `Ping`): the replies, in order; nil to take the async path.
-    func handleInline(message: [UInt8], peer: ControlPeer, session: Session) -> [[UInt8]]?
+    /// (reading methods such as `Ping`): appends its replies to `replies`, each followed by
+    /// its NUL terminator, in order, and returns true; returns false, appending nothing, to
+    /// take the async path.
+    func handleInline(message: UnsafeBufferPointer<UInt8>, peer: ControlPeer, session: Session, replies: inout [UInt8]) -> Bool
 
     /// The reply sent before closing a connection that broke a limit (too large a message,
     /// too many clients, idle too long); nil to close silently.

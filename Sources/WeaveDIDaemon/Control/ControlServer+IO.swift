@@ -7,6 +7,9 @@ extension ControlServer {
     func ioLoop() -> [Session] {
         var connections: [UInt64: ControlConnection] = [:]
         var nextID: UInt64 = 1
+        // One receive buffer for every connection: messages are taken from it in place.
+        let receiveBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 65_536)
+        defer { receiveBuffer.deallocate() }
         while true {
             let limits = store.current.control
             let now = monotonicNow()
@@ -44,7 +47,7 @@ extension ControlServer {
                         connection.lastActivity = after
                     case let .streamed(id, sequence, reply):
                         guard let connection = connections[id] else { continue }
-                        connection.streamed[sequence, default: []].append(reply)
+                        connection.streamed[sequence, default: []].append(contentsOf: reply)
                         connection.flushInOrder()
                     }
                 }
@@ -58,7 +61,7 @@ extension ControlServer {
                 let events = entries[offset + index].returnedEvents
                 var alive = true
                 if events.contains(.readable) || events.contains(.hangUp) || events.contains(.error) {
-                    alive = read(connection, now: after, limit: limits.maxMessageBytes)
+                    alive = read(connection, now: after, limit: limits.maxMessageBytes, buffer: receiveBuffer)
                 }
                 if alive, connection.hasPendingOutput { alive = write(connection) }
                 if alive, connection.closeAfterFlush, !connection.hasPendingOutput { alive = false }
@@ -108,28 +111,53 @@ extension ControlServer {
     }
 
     /// Reads what is available and dispatches complete messages; false when the connection ends.
-    private func read(_ connection: ControlConnection, now: Duration, limit: Int) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+    private func read(_ connection: ControlConnection, now: Duration, limit: Int, buffer: UnsafeMutableBufferPointer<UInt8>) -> Bool {
         while true {
             let count: Int
             do {
-                count = try buffer.withUnsafeMutableBytes { try connection.descriptor.receive(into: $0) }
+                count = try connection.descriptor.receive(into: UnsafeMutableRawBufferPointer(buffer))
             } catch {
                 return isTransient(error)
             }
             if count == 0 { return connection.hasPendingOutput || connection.callsInFlight ? halfClose(connection) : false }
-            connection.input.append(contentsOf: buffer[..<count])
             connection.lastActivity = now
-            guard let messages = connection.takeMessages(limit: limit) else {
+            let received = UnsafeBufferPointer(rebasing: buffer[..<count])
+            let complete: Bool
+            if connection.input.isEmpty {
+                complete = takeMessages(from: received, on: connection, limit: limit) { connection.input.append(contentsOf: $0) }
+            } else {
+                connection.input.append(contentsOf: received)
+                var rest: [UInt8] = []
+                complete = connection.input.withUnsafeBufferPointer { input in
+                    takeMessages(from: input, on: connection, limit: limit) { rest = Array($0) }
+                }
+                connection.input = rest
+            }
+            guard complete else {
                 log.warning("control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
                 if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.enqueue(reply) }
                 connection.input.removeAll()
                 connection.closeAfterFlush = true
                 return true
             }
-            for message in messages { dispatch(message, on: connection) }
             if count < buffer.count { return true }
         }
+    }
+
+    /// Dispatches every complete (NUL-terminated) message of `bytes` in order and hands the
+    /// incomplete rest to `keep`; false when a message exceeds `limit` bytes.
+    private func takeMessages(
+        from bytes: UnsafeBufferPointer<UInt8>, on connection: ControlConnection, limit: Int, keep: (UnsafeBufferPointer<UInt8>) -> Void
+    ) -> Bool {
+        var start = 0
+        while let end = bytes[start...].firstIndex(of: 0) {
+            if end - start > limit { return false }
+            dispatch(UnsafeBufferPointer(rebasing: bytes[start..<end]), on: connection)
+            start = end + 1
+        }
+        if bytes.count - start > limit { return false }
+        keep(UnsafeBufferPointer(rebasing: bytes[start...]))
+        return true
     }
 
     /// The client shut its writing side: finish the calls in flight, then close.
@@ -138,21 +166,37 @@ extension ControlServer {
         return true
     }
 
-    private func dispatch(_ message: [UInt8], on connection: ControlConnection) {
+    private func dispatch(_ message: UnsafeBufferPointer<UInt8>, on connection: ControlConnection) {
         let sequence = connection.nextCallSequence
         connection.nextCallSequence += 1
-        if let replies = handler.handleInline(message: message, peer: connection.peer, session: connection.session) {
-            connection.finished[sequence] = replies  // still in call order behind calls in flight
-            connection.flushInOrder()
-            return
+        if sequence == connection.nextReplySequence {
+            // Nothing earlier is still running: an inline reply goes straight to the output.
+            connection.compactOutput()
+            if handler.handleInline(message: message, peer: connection.peer, session: connection.session, replies: &connection.output) {
+                connection.nextReplySequence += 1
+                return
+            }
+        } else {
+            var replies: [UInt8] = []
+            if handler.handleInline(message: message, peer: connection.peer, session: connection.session, replies: &replies) {
+                connection.finished[sequence] = replies  // still in call order behind calls in flight
+                connection.flushInOrder()
+                return
+            }
         }
         let id = connection.id, peer = connection.peer, session = connection.session
         let handler = self.handler
+        let owned = Array(message)
         Task {
-            let replies = await handler.handle(message: message, peer: peer, session: session) { [weak self] reply in
-                self?.send(.streamed(connection: id, sequence: sequence, reply: reply))
+            let replies = await handler.handle(message: owned, peer: peer, session: session) { [weak self] reply in
+                self?.send(.streamed(connection: id, sequence: sequence, reply: reply + [0]))
             }
-            self.send(.finished(connection: id, sequence: sequence, replies: replies))
+            var wire: [UInt8] = []
+            for reply in replies {
+                wire.append(contentsOf: reply)
+                wire.append(0)
+            }
+            self.send(.finished(connection: id, sequence: sequence, replies: wire))
         }
     }
 

@@ -17,7 +17,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
 
     enum Command {
         case replaceListener(FileDescriptor)
-        case finished(connection: UInt64, sequence: UInt64, replies: [[UInt8]])
+        /// A call's replies, as wire bytes (each NUL-terminated).
+        case finished(connection: UInt64, sequence: UInt64, replies: [UInt8])
+        /// A reply sent before its call ended, as wire bytes.
         case streamed(connection: UInt64, sequence: UInt64, reply: [UInt8])
         case stop
     }

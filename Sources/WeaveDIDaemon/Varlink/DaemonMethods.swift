@@ -11,6 +11,11 @@ final class DaemonMethods: Sendable {
     let jobs: any JobControl
     let metrics: ControlMetrics
     let started = ContinuousClock.now
+    /// The daemon's pid, for `Ping` (read once: the daemon never forks without exec).
+    let pid = Int(CurrentProcess.id)
+    let healthReplies = HealthReplyCache()
+    /// `Ping`'s reply up to its uptime, which is all that changes.
+    let pingReplyHead: [UInt8]
 
     init(registry: UnifiedRegistry, container: WeaveDI.Container, supervisor: Supervisor, log: DaemonLog,
          jobs: any JobControl, metrics: ControlMetrics) {
@@ -20,22 +25,68 @@ final class DaemonMethods: Sendable {
         self.log = log
         self.jobs = jobs
         self.metrics = metrics
+        var head = Array(#"{"parameters":{"version":"#.utf8)
+        JSONValue.writeQuoted(DaemonVersion.current, into: &head)
+        head.append(contentsOf: #","pid":"#.utf8)
+        JSONValue.writeInteger(pid, into: &head)
+        head.append(contentsOf: #","uptime":"#.utf8)
+        pingReplyHead = head
     }
 
     /// Methods that never suspend: the I/O thread answers them itself (`invokeInline`).
-    static let inlineMethods: Set<String> = [
-        "Ping", "GetHealth", "ListFixes", "ListSessions", "ListRegistrations", "DiagnoseComponents", "CheckCycles",
-        "GetLogLevel",
-    ]
+    /// (A switch: comparing short strings costs less than hashing the name for a set.)
+    static func isInline(_ method: String) -> Bool {
+        switch method {
+        case "Ping", "GetHealth", "ListFixes", "ListSessions", "ListRegistrations", "DiagnoseComponents", "CheckCycles",
+            "GetLogLevel":
+            true
+        default:
+            false
+        }
+    }
 
-    /// Runs one of `inlineMethods` without suspending.
+    /// Answers one of the inline methods (`isInline`) without suspending, appending the reply's bytes
+    /// (without the NUL terminator) to `out`; returns the reply's error name, if it is one.
+    func answerInline(_ method: String, _ call: VarlinkCall, into out: inout [UInt8]) -> String? {
+        if method == "Ping" {
+            do { try call.accept([]) } catch {
+                error.reply.write(into: &out)
+                return error.name
+            }
+            out.append(contentsOf: pingReplyHead)
+            JSONValue.writeDouble(seconds(ContinuousClock.now - started), into: &out)
+            out.append(contentsOf: "}}".utf8)
+            return nil
+        }
+        if method == "GetHealth" {
+            do {
+                try call.accept(["tags"])
+                let tags = try call.stringArray("tags").map(Set.init)
+                healthReplies.write(registry.report(tags: tags), tags: tags, into: &out)
+                return nil
+            } catch {
+                error.reply.write(into: &out)
+                return error.name
+            }
+        }
+        let reply: VarlinkReply
+        do { reply = try invokeInline(method, call) } catch { reply = error.reply }
+        reply.write(into: &out)
+        return reply.error
+    }
+
+    /// Inline methods whose answer shows open requests: they run in a request of their own,
+    /// as every async call does.
+    static let requestShowingMethods: Set<String> = ["ListSessions"]
+
+    /// Runs one of the inline methods (`isInline`) without suspending.
     func invokeInline(_ method: String, _ call: VarlinkCall) throws(VarlinkFailure) -> VarlinkReply {
         switch method {
         case "Ping":
             try call.accept([])
             let uptime = ContinuousClock.now - started
             return VarlinkReply(parameters: [
-                ("version", .string(DaemonVersion.current)), ("pid", .int(Int(CurrentProcess.id))),
+                ("version", .string(DaemonVersion.current)), ("pid", .int(pid)),
                 ("uptime", .double(seconds(uptime))),
             ])
         case "GetHealth":
@@ -72,7 +123,7 @@ final class DaemonMethods: Sendable {
 
     /// Runs `method` (its short name) for `call`; `stream` sends a `continues` reply early.
     func invoke(_ method: String, _ call: VarlinkCall, stream: @escaping @Sendable (VarlinkReply) -> Void) async throws(VarlinkFailure) -> VarlinkReply {
-        if Self.inlineMethods.contains(method) { return try invokeInline(method, call) }
+        if Self.isInline(method) { return try invokeInline(method, call) }
         switch method {
         case "RunChecks":
             try call.accept(["tags"])

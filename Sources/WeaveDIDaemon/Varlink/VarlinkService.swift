@@ -1,3 +1,4 @@
+import Synchronization
 import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
@@ -10,6 +11,8 @@ final class VarlinkService: ControlMessageHandler {
     let store: ConfigurationStore
     let log: DaemonLog
     let authorizer: Authorizer
+    /// Numbers the calls' requests.
+    private let requestNumbers = Atomic<UInt64>(0)
 
     init(methods: DaemonMethods, store: ConfigurationStore, log: DaemonLog) {
         self.methods = methods
@@ -19,26 +22,38 @@ final class VarlinkService: ControlMessageHandler {
         authorizer = Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log)
     }
 
-    func handleInline(message: [UInt8], peer: ControlPeer, session: Session) -> [[UInt8]]? {
+    func handleInline(message: UnsafeBufferPointer<UInt8>, peer: ControlPeer, session: Session, replies: inout [UInt8]) -> Bool {
         let call: VarlinkCall
         switch decode(message, peer: peer) {
         case let .success(decoded): call = decoded
-        case let .failure(failure): return [failure.reply.encoded()]
+        case let .failure(failure):
+            failure.reply.write(into: &replies)
+            replies.append(0)
+            return true
         }
         let (interface, method) = Self.split(call.method)
         let inline = !call.upgrade && !call.more
-            && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.inlineMethods.contains(method)))
-        guard inline else { return nil }
-        let request = open(session)
-        let reply: VarlinkReply
+            && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.isInline(method)))
+        guard inline else { return false }
+        // An inline call runs within one step of the I/O thread, so a request opened for it
+        // could be seen by nothing but the call itself: only the methods that show open
+        // requests run in one here. Every call still counts in its connection's session and
+        // marks it active.
+        let request = interface == DaemonInterface.name && DaemonMethods.requestShowingMethods.contains(method) ? open(session) : nil
+        if request == nil { countCall(in: session) }
+        let start = replies.count
+        let error: String?
         if interface == "org.varlink.service" {
-            reply = service(method, call)
+            let reply = service(method, call)
+            reply.write(into: &replies)
+            error = reply.error
         } else {
-            do { reply = try methods.invokeInline(method, call) } catch { reply = error.reply }
+            error = methods.answerInline(method, call, into: &replies)
         }
-        request.closeWithoutWaiting()
-        methods.metrics.count(method: call.method, error: reply.error)
-        return call.oneway ? [] : [reply.encoded()]
+        request?.closeWithoutWaiting()
+        methods.metrics.count(method: call.method, error: error)
+        if call.oneway { replies.removeLast(replies.count - start) } else { replies.append(0) }
+        return true
     }
 
     func handle(message: [UInt8], peer: ControlPeer, session: Session, send: @escaping @Sendable ([UInt8]) -> Void) async -> [[UInt8]] {
@@ -56,6 +71,10 @@ final class VarlinkService: ControlMessageHandler {
 
     /// Decodes a call; a malformed one is logged, counted and answered with the failure.
     private func decode(_ message: [UInt8], peer: ControlPeer) -> Result<VarlinkCall, VarlinkFailure> {
+        message.withUnsafeBufferPointer { decode($0, peer: peer) }
+    }
+
+    private func decode(_ message: UnsafeBufferPointer<UInt8>, peer: ControlPeer) -> Result<VarlinkCall, VarlinkFailure> {
         let control = store.current.control
         do {
             return .success(try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes)))
@@ -66,19 +85,37 @@ final class VarlinkService: ControlMessageHandler {
         }
     }
 
-    /// The call's WeaveDI request, in the connection's session.
+    /// The call's WeaveDI request, in the connection's session (the call counted there).
     private func open(_ session: Session) -> Request {
-        (try? session.require(ControlConnectionState.self))?.countCall()
-        let request = session.openRequest(id: "call-\(UInt64.random(in: 0...UInt64.max))")
+        countCall(in: session)
+        let request = session.openRequest(id: "call-\(requestNumbers.add(1, ordering: .relaxed).newValue)")
         _ = try? request.require(CallContext.self)
         return request
     }
 
+    /// Counts a call in its connection's `ControlConnectionState` (resolving it marks the
+    /// session active).
+    private func countCall(in session: Session) {
+        (try? session.require(ControlConnectionState.self))?.countCall()
+    }
+
     /// `interface.Method` split at the last dot.
     static func split(_ method: String) -> (interface: String, method: String) {
-        guard let dot = method.lastIndex(of: ".") else { return ("", method) }
-        return (String(method[..<dot]), String(method[method.index(after: dot)...]))
+        // The daemon's own interface without allocating its name (longer than a small string).
+        var bytes = method
+        let own = bytes.withUTF8 { utf8 -> String? in
+            let prefix = daemonPrefix.count
+            guard utf8.count > prefix, daemonPrefix.withUnsafeBufferPointer({ $0.elementsEqual(utf8[..<prefix]) }),
+                !utf8[prefix...].contains(UInt8(ascii: "."))
+            else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: utf8[prefix...]), as: UTF8.self)
+        }
+        if let own { return (DaemonInterface.name, own) }
+        guard let dot = method.utf8.lastIndex(of: UInt8(ascii: ".")) else { return ("", method) }
+        return (String(method[..<dot]), String(method[method.utf8.index(after: dot)...]))
     }
+
+    private static let daemonPrefix = Array("\(DaemonInterface.name).".utf8)
 
     private func answer(_ call: VarlinkCall, peer: ControlPeer, stream: @escaping @Sendable (VarlinkReply) -> Void) async -> VarlinkReply {
         let (interface, method) = Self.split(call.method)

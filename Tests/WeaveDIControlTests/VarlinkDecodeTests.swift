@@ -1,0 +1,28 @@
+import Testing
+import WeaveDI
+import WeaveDIControl
+
+/// Method names: the ASCII fast path gives the answers of the Unicode rules.
+@Suite struct VarlinkMethodNameTests {
+    @Test func qualifiedNames_areAcceptedAndOthersRefused() {
+        let accepted = ["io.weavedi.Daemon.Ping", "a.B", "a.B1", "x.y.GetHealth2", "a.É", "é.Ping", "a.Bé"]
+        let refused = ["Ping", ".Ping", "a.", "a.b", "a.B_c", "a.B-c", "a.1B", "a.B c", "a.B.", "a.B\r\n", "a.e\u{301}"]
+        for name in accepted {
+            let message = Array(JSONValue.object([("method", .string(name))]).serialized.utf8)
+            #expect((try? VarlinkCall.decode(message))?.method == name, "\(name)")
+        }
+        for name in refused {
+            let message = Array(JSONValue.object([("method", .string(name))]).serialized.utf8)
+            #expect((try? VarlinkCall.decode(message)) == nil, "\(name)")
+        }
+    }
+
+    @Test func duplicateKeys_areRefusedInSmallAndLargeObjects() {
+        #expect((try? JSONValue.parse(#"{"a":1,"b":2,"a":3}"#)) == nil)
+        let many = (0..<40).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        #expect((try? JSONValue.parse("{\(many)}")) != nil)
+        #expect((try? JSONValue.parse("{\(many),\"k3\":0}")) == nil)
+        #expect((try? JSONValue.parse("{\(many),\"k39\":0}")) == nil)
+        #expect((try? JSONValue.parse("{\(many),\"k40\":0}")) != nil)
+    }
+}

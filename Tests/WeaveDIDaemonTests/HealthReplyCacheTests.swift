@@ -1,0 +1,58 @@
+import Synchronization
+import Testing
+import WeaveDI
+import WeaveDIControl
+@testable import WeaveDIDaemon
+
+/// GetHealth's cached reply: the same bytes as encoding the report, follows every change.
+@Suite struct HealthReplyCacheTests {
+    final class Runs: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    /// The cached reply and the reply encoded from scratch, for the registry's report now.
+    func replies(_ registry: UnifiedRegistry, _ cache: HealthReplyCache, tags: Set<String>? = nil) -> (cached: String, expected: String) {
+        let report = registry.report(tags: tags)
+        var out: [UInt8] = []
+        cache.write(report, tags: tags, into: &out)
+        let expected = VarlinkReply(parameters: [("health", ReportEncoding.health(report))]).encoded()
+        return (String(decoding: out, as: UTF8.self), String(decoding: expected, as: UTF8.self))
+    }
+
+    @Test func reply_isTheEncodedReport_andFollowsItsChanges() async {
+        let clock = ManualHealthClock()
+        let registry = UnifiedRegistry(clock: clock)
+        let runs = Runs()
+        registry.register(HealthCheck(name: "counting", tags: [HealthCheck.liveness]) {
+            .healthy("run \(runs.count.add(1, ordering: .relaxed).newValue)", data: ["quote": "\"", "n": "1"])
+        })
+        registry.register(HealthCheck(name: "slow", tags: [HealthCheck.readiness]) { .degraded("slow\ndisk") })
+        let cache = HealthReplyCache()
+
+        let before = replies(registry, cache)  // checks not run yet
+        #expect(before.cached == before.expected)
+        #expect(before.cached.contains(#""message":"not run yet""#))
+
+        await registry.runChecks()
+        let first = replies(registry, cache)
+        #expect(first.cached == first.expected)
+        #expect(first.cached.contains(#""message":"run 1""#) && first.cached.contains(#""status":"degraded""#))
+
+        clock.advance(by: .seconds(5))  // only takenAt changes: the cached checks, a fresh takenAt
+        let later = replies(registry, cache)
+        #expect(later.cached == later.expected)
+        #expect(later.cached != first.cached)
+        #expect(later.cached.contains(#""takenAt":1700000005"#))
+
+        await registry.runChecks()  // a changed report
+        let changed = replies(registry, cache)
+        #expect(changed.cached == changed.expected)
+        #expect(changed.cached.contains(#""message":"run 2""#))
+
+        let tagged = replies(registry, cache, tags: [HealthCheck.readiness])
+        #expect(tagged.cached == tagged.expected)
+        #expect(!tagged.cached.contains("counting") && tagged.cached.contains("slow"))
+        let untagged = replies(registry, cache)
+        #expect(untagged.cached == untagged.expected && untagged.cached.contains("counting"))
+    }
+}
