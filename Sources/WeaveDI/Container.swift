@@ -44,19 +44,33 @@ extension WeaveDI {
 
         // MARK: The process-wide container
 
-        private static let liveStore = Locked(Container())
+        /// The live container, retained for good: every container that was ever `live` stays
+        /// allocated for the rest of the process, so that lock-free readers (and the caches of
+        /// `@Injected`, which point into its singleton cells) never see it freed.
+        /// (The address as an integer: raw pointers are not `Sendable`.)
+        @usableFromInline
+        static let liveCell = Atomic<UInt>(UInt(bitPattern: Unmanaged.passRetained(Container()).toOpaque()))
 
         /// The process-wide container that `@Injected`, `@Factory` and `bootstrap` use.
         /// Assigning a new one (tests do) takes effect for every later read.
         ///
-        /// Reading it takes no lock: each thread keeps the container it last read with the
-        /// generation it read it at, and assigning bumps the generation.
+        /// Reading it takes no lock: an atomic load. A container assigned here is never
+        /// deallocated (nor are its singletons), even after another one replaces it.
         public static var live: Container {
-            get { liveStore.withLock { $0 } }
+            get { liveRef.takeUnretainedValue() }
             set {
-                liveStore.withLock { $0 = newValue }
+                let retained = Unmanaged.passRetained(newValue)
+                // The replaced container keeps its +1: readers may still be using it.
+                _ = liveCell.exchange(UInt(bitPattern: retained.toOpaque()), ordering: .acquiringAndReleasing)
                 Generation.bump()
             }
+        }
+
+        /// The live container, unretained (it is never freed): read it through
+        /// `_withUnsafeGuaranteedRef`, which retains nothing.
+        @inlinable
+        static var liveRef: Unmanaged<Container> {
+            Unmanaged<Container>.fromOpaque(UnsafeRawPointer(bitPattern: liveCell.load(ordering: .acquiring))!)
         }
 
         /// Runs `configure` on the live container (registrations accumulate across calls).

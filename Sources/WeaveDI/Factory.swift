@@ -20,10 +20,13 @@ public struct Factory<Value>: Sendable {
 
     /// A freshly built instance.
     public var wrappedValue: Value {
-        do {
-            return try WeaveDI.Container.live.makeFresh(Value.self)
-        } catch {
-            fatalError("@Factory var ...: \(Value.self): \(error)")
+        // The live container is never freed: borrowed, not retained.
+        WeaveDI.Container.liveRef._withUnsafeGuaranteedRef { container in
+            do {
+                return try container.makeFresh(Value.self)
+            } catch {
+                fatalError("@Factory var ...: \(Value.self): \(error)")
+            }
         }
     }
 }

@@ -14,7 +14,8 @@ public struct Injected<Value> {
         /// out of the enclosing object (which every read does) retains nothing.
         case key(Unmanaged<InjectedCache<Value>>)
         case pinned(Box<Value>)
-        case type(@Sendable () -> Value)
+        /// The shared, never freed lookup of a type (unmanaged, like `key`).
+        case type(Unmanaged<TypeLookup<Value>>)
     }
 
     @usableFromInline
@@ -31,9 +32,9 @@ public struct Injected<Value> {
     /// resolves `T` from `WeaveDI.Container.live` on every access instead.
     public init(wrappedValue: Value) {
         if let optional = wrappedValue as? any OptionalLookup, optional.isNone,
-            let lookup = optional.lookup() as? @Sendable () -> Value
+            let lookup = optional.lookup() as? TypeLookup<Value>
         {
-            storage = .type(lookup)
+            storage = .type(.passUnretained(lookup))
         } else {
             storage = .pinned(Box(wrappedValue))
         }
@@ -41,19 +42,20 @@ public struct Injected<Value> {
 
     /// Resolves `Wrapped` from `WeaveDI.Container.live` on every access; nil if it cannot.
     public init<Wrapped>() where Value == Wrapped? {
-        storage = .type { WeaveDI.Container.live.resolve(Wrapped.self) }
+        storage = .type(.passUnretained(LiveTypeLookup<Wrapped>.shared()))
     }
 
     /// The dependency, looked up now.
     ///
     /// Inlined: a key path's read is specialized for `Value` in the caller, and once the key's
-    /// reader is known it touches only the cache and the reader (see `KeyReader.read()`).
+    /// answer is cached it touches only the cache and the answer's box (see `InjectedCache.read()`).
     @inlinable
     public var wrappedValue: Value {
-        if case let .key(cache) = storage {
-            return cache._withUnsafeGuaranteedRef { $0.read() }
+        switch storage {
+        case let .key(cache): return cache._withUnsafeGuaranteedRef { $0.read() }
+        case let .type(lookup): return lookup._withUnsafeGuaranteedRef { $0.read() }
+        case .pinned: return lookUp()
         }
-        return lookUp()
     }
 
     /// A pinned value or a lookup by type.
@@ -62,7 +64,7 @@ public struct Injected<Value> {
         switch storage {
         case let .key(cache): cache._withUnsafeGuaranteedRef { $0.read() }
         case let .pinned(box): box.value
-        case let .type(lookup): lookup()
+        case let .type(lookup): lookup._withUnsafeGuaranteedRef { $0.read() }
         }
     }
 }
@@ -81,6 +83,9 @@ final class InjectedCache<Value>: @unchecked Sendable {
     /// atomic has a concrete type.
     @usableFromInline
     let reader = Atomic<UnsafeRawPointer?>(nil)
+    /// The reader's answer as of a generation, here so that a read follows one pointer fewer.
+    @usableFromInline
+    let answer = BoxCache()
     private let keyPathOnly = Atomic<Bool>(false)
 
     private init(_ keyPath: KeyPath<InjectedValues, Value> & Sendable) {
@@ -99,10 +104,29 @@ final class InjectedCache<Value>: @unchecked Sendable {
 
     @inlinable @inline(__always)
     func read() -> Value {
+        if !Overrides.everUsed.load(ordering: .relaxed) {
+            if let raw = answer.load(at: Generation.current) { return unbox(raw, as: Value.self) }
+            return readThroughReader()
+        }
+        // Overrides in play: the reader looks at the task-local first.
         if let raw = reader.load(ordering: .acquiring) {
             return Unmanaged<KeyReader<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.read() }
         }
         return learn()
+    }
+
+    /// Reads through the key's reader (learning it first if needed), then remembers the answer.
+    @usableFromInline
+    func readThroughReader() -> Value {
+        guard let raw = reader.load(ordering: .acquiring) else { return learn() }
+        return Unmanaged<KeyReader<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { reader in
+            let generation = Generation.current
+            let value = reader.read()
+            if !Overrides.everUsed.load(ordering: .relaxed), let box = reader.box(at: generation) {
+                answer.store(box, at: generation)
+            }
+            return value
+        }
     }
 
     /// Reads through the key path, and remembers the key's reader if it reads exactly one key.
@@ -128,13 +152,82 @@ enum InjectedCaches {
 /// Lets `Injected(wrappedValue: nil)` (what `@Injected var x: T?` becomes) find `T`.
 protocol OptionalLookup {
     var isNone: Bool { get }
-    func lookup() -> Any
+    func lookup() -> AnyObject
 }
 
 extension Optional: OptionalLookup {
     var isNone: Bool { self == nil }
 
-    func lookup() -> Any {
-        { @Sendable () -> Wrapped? in WeaveDI.Container.live.resolve(Wrapped.self) } as @Sendable () -> Wrapped?
+    func lookup() -> AnyObject { LiveTypeLookup<Wrapped>.shared() }
+}
+
+/// How `@Injected var x: T?` reads: `Value` is `T?`.
+///
+/// The common case (the type's singleton is built and nothing changed since it was last
+/// read) is `read()`, inlined into the caller: three atomic loads and a copy of the value.
+/// `@unchecked Sendable`: the cache is atomic, the rest immutable.
+@usableFromInline
+class TypeLookup<Value>: @unchecked Sendable {
+    /// The built singleton of the type, as of a generation.
+    @usableFromInline
+    let cache = BoxCache()
+    /// Whether a `T` in memory reads as the `T?` holding it: true when `T?` needs no more
+    /// room than `T` (it then uses a bit pattern `T` never has for nil, and `.some(x)` is
+    /// stored as `x`), as for classes and existentials.
+    @usableFromInline
+    let readsInPlace: Bool
+
+    init(readsInPlace: Bool) { self.readsInPlace = readsInPlace }
+
+    @inlinable @inline(__always)
+    final func read() -> Value {
+        if readsInPlace, let raw = cache.load(at: Generation.current) {
+            return boxedValuePointer(raw, as: Value.self).pointee
+        }
+        return readSlow()
     }
+
+    @usableFromInline
+    func readSlow() -> Value { fatalError("abstract") }
+}
+
+/// Resolves `Wrapped` from `Container.live`, and remembers its built singleton while the
+/// generation stays. One per type, shared and never freed.
+final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
+    let slot = TypeSlots.shared.slot(for: Wrapped.self)
+
+    private init() {
+        super.init(readsInPlace: MemoryLayout<Wrapped?>.size == MemoryLayout<Wrapped>.size)
+    }
+
+    /// The lookup of `Wrapped`.
+    static func shared() -> LiveTypeLookup {
+        let slot = TypeSlots.shared.slot(for: Wrapped.self)
+        if let existing = TypeLookups.table.load(slot) {
+            return unsafeDowncast(existing.takeUnretainedValue(), to: LiveTypeLookup.self)
+        }
+        return TypeLookups.creating.withLock { _ in
+            if let existing = TypeLookups.table.load(slot) {
+                return unsafeDowncast(existing.takeUnretainedValue(), to: LiveTypeLookup.self)
+            }
+            let lookup = LiveTypeLookup()
+            _ = TypeLookups.table.store(lookup, at: slot)
+            return lookup
+        }
+    }
+
+    override func readSlow() -> Wrapped? {
+        let generation = Generation.current
+        if let raw = cache.load(at: generation) { return unbox(raw, as: Wrapped.self) }
+        let container = WeaveDI.Container.live
+        let value = container.resolve(Wrapped.self)
+        if value != nil { cache.store(singletonOf: slot, in: container, at: generation) }
+        return value
+    }
+}
+
+/// Every type's `LiveTypeLookup`, by the type's slot.
+enum TypeLookups {
+    static let table = SlotArray<AnyObject>()
+    static let creating = Locked(())
 }

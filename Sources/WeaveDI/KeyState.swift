@@ -2,10 +2,11 @@ import Synchronization
 
 /// Reads one key's value; what `@Injected(\.key)` calls on every read once it knows its key.
 ///
-/// The common case (no override ever made in this process, no registration of the value's
-/// type in `Container.live`, the default for this context already computed) is `read()`,
-/// inlined into the caller and specialized for `Value` there: four relaxed or acquiring loads
-/// and a copy of the value. Everything else goes through `readSlow()`.
+/// The common cases (no override ever made in this process, and either no registration of the
+/// value's type in `Container.live` with the default for this context already computed, or a
+/// registered singleton already built) are `read()`, inlined into the caller and specialized
+/// for `Value` there: a few relaxed or acquiring loads and a copy of the value. Everything
+/// else goes through `readSlow()`.
 ///
 /// `@unchecked Sendable`: the shared state is in atomics; subclasses keep theirs in atomics
 /// and locks.
@@ -20,6 +21,9 @@ class KeyReader<Value>: @unchecked Sendable {
     /// value's type; while the generation stays, reads go straight to the default.
     @usableFromInline
     let noRegistrationAsOf = Atomic<UInt64>(0)
+    /// The built singleton registered for the value's type in `Container.live`, as of a generation.
+    @usableFromInline
+    let registered = BoxCache()
 
     init() {
         defaults = .allocate(capacity: InjectedContext.allCases.count)
@@ -37,15 +41,22 @@ class KeyReader<Value>: @unchecked Sendable {
     /// The key's value here: override, registration or default.
     @inlinable @inline(__always)
     final func read() -> Value {
-        if !Overrides.everUsed.load(ordering: .relaxed),
-            noRegistrationAsOf.load(ordering: .relaxed) == Generation.current
-        {
-            let context = InjectedContext.stored.load(ordering: .relaxed)
-            if context != 0, let raw = defaults[Int(context &- 1)].load(ordering: .acquiring) {
-                return Unmanaged<Box<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
-            }
+        if !Overrides.everUsed.load(ordering: .relaxed), let raw = box(at: Generation.current) {
+            return Unmanaged<Box<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
         }
         return readSlow()
+    }
+
+    /// The box of the key's value as of `generation` (the current one) when no override is in
+    /// effect, if known: its default for this context, or the built singleton registered for
+    /// its type.
+    @inlinable @inline(__always)
+    final func box(at generation: UInt64) -> UnsafeRawPointer? {
+        if noRegistrationAsOf.load(ordering: .relaxed) == generation {
+            let context = InjectedContext.stored.load(ordering: .relaxed)
+            return context == 0 ? nil : defaults[Int(context &- 1)].load(ordering: .acquiring)
+        }
+        return registered.load(at: generation)
     }
 
     /// `read()` in full.
@@ -79,7 +90,9 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             let container = WeaveDI.Container.live
             if container.table.load(valueSlot) != nil {
                 do {
-                    return try container.require(K.Value.self)
+                    let value = try container.require(K.Value.self)
+                    registered.store(singletonOf: valueSlot, in: container, at: generation)
+                    return value
                 } catch {
                     WeaveDILog.log(
                         .error, subsystem: "injected",

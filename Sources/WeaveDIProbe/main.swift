@@ -1,3 +1,4 @@
+import Synchronization
 import WeaveDI
 #if canImport(Glibc)
 import Glibc
@@ -21,6 +22,44 @@ extension InjectedValues {
 }
 
 final class Unregistered {}
+
+/// A singleton whose instances are numbered, to tell which build a read returned.
+final class Token: Sendable {
+    let number: Int
+    init(_ number: Int) { self.number = number }
+}
+
+struct TokenKey: InjectedKey {
+    static var liveValue: Token { Token(-1) }
+}
+
+extension InjectedValues {
+    var token: Token {
+        get { self[TokenKey.self] }
+        set { self[TokenKey.self] = newValue }
+    }
+}
+
+struct TokenReader {
+    @Injected(\.token) var byKey
+    @Injected var byType: Token?
+}
+
+/// Numbers the tokens built so far.
+enum Tokens {
+    static let count = Atomic<Int>(0)
+    static let done = Atomic<Bool>(false)
+    static let bad = Atomic<Int>(0)
+}
+
+func registerToken(in container: WeaveDI.Container) {
+    container.register(Token.self) { Token(Tokens.count.add(1, ordering: .relaxed).newValue) }
+}
+
+/// What `@Injected` reads, by key and by type, as "key/type" numbers (type "nil" when missing).
+func tokens(_ reader: TokenReader) -> String {
+    "\(reader.byKey.number)/\(reader.byType.map { "\($0.number)" } ?? "nil")"
+}
 
 struct Reader {
     @Injected(\.probeValue) var value
@@ -83,11 +122,61 @@ func bootstrapScenario() async -> WeaveDI.Container {
     return container
 }
 
+/// `cached-reads`: `@Injected` caches what it read until something changes; no override is
+/// ever made in this process, so every read below may come from the cache. Each line must show
+/// the change at once.
+func cachedReads() async {
+    UnifiedDI.setLogLevel(.off)
+    let reader = TokenReader()
+    InjectedContext.current = .live
+    print("default: \(Reader().value) \(tokens(reader))")
+    print("again: \(Reader().value) \(Reader().value) \(tokens(reader))")  // now from the cache
+    InjectedContext.current = .preview
+    print("context changed: \(Reader().value)")
+    registerToken(in: WeaveDI.Container.live)
+    print("registered: \(tokens(reader)) again \(tokens(reader))")
+    await WeaveDI.Container.releaseAll()
+    print("released: \(tokens(reader))")
+    registerToken(in: WeaveDI.Container.live)
+    print("registered again: \(tokens(reader))")
+    let other = WeaveDI.Container()
+    registerToken(in: other)
+    WeaveDI.Container.live = other
+    print("swapped: \(tokens(reader))")
+    WeaveDI.Container.live = WeaveDI.Container()
+    print("swapped to empty: \(tokens(reader))")
+    // Readers on four threads while the main thread releases and re-registers: every read
+    // returns a token built by then, never a freed one.
+    registerToken(in: WeaveDI.Container.live)
+    let readers = (0..<4).map { _ in
+        Task.detached {
+            let reader = TokenReader()
+            var reads = 0
+            while !Tokens.done.load(ordering: .relaxed) || reads < 1000 {
+                let seen = (reader.byKey.number, reader.byType?.number ?? -2)
+                let built = Tokens.count.load(ordering: .relaxed)
+                if seen.0 < 1 || seen.0 > built || seen.1 < 1 || seen.1 > built { Tokens.bad.add(1, ordering: .relaxed) }
+                reads += 1
+            }
+            return reads
+        }
+    }
+    for round in 0..<2000 {
+        if round % 2 == 0 { await WeaveDI.Container.releaseAll() } else { registerToken(in: WeaveDI.Container.live) }
+    }
+    Tokens.done.store(true, ordering: .relaxed)
+    var reads = 0
+    for task in readers { reads += await task.value }
+    print("concurrent: \(reads >= 4000 ? "read" : "too few reads") bad=\(Tokens.bad.load(ordering: .relaxed))")
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 switch arguments.first {
 case "context":
     print(InjectedContext.current.rawValue)
     print(Reader().value)
+case "cached-reads":
+    await cachedReads()
 case "factory-missing":
     _ = Reader().unregistered
     print("unreachable")
@@ -128,6 +217,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|factory-missing|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

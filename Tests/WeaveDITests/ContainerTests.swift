@@ -52,6 +52,25 @@ import Testing
         #expect(try container.require(Huge.self).isIntact)
     }
 
+    /// `@Injected var x: T?` reads a cached singleton in place, from inside its box.
+    @Test func boxedValues_areFoundInPlace_atEveryAlignment() {
+        func check<T: Equatable>(_ value: T) {
+            let box = Unmanaged.passRetained(Box(value))
+            defer { box.release() }
+            #expect(boxedValuePointer(UnsafeRawPointer(box.toOpaque()), as: T.self).pointee == value)
+        }
+        check(UInt8(0xA5))
+        check(UInt16(0xBEEF))
+        check(UInt64(0x0123_4567_89AB_CDEF))
+        check(SIMD4<Float>(1, 2, 3, 4))  // aligned to 16
+        check("a string long enough to live on the heap")
+        check([1, 2, 3])
+        let object = Token(7)
+        let box = Unmanaged.passRetained(Box(object))
+        defer { box.release() }
+        #expect(boxedValuePointer(UnsafeRawPointer(box.toOpaque()), as: Token?.self).pointee === object)
+    }
+
     @Test func registeredInstance_isReturnedAsIs() throws {
         let container = WeaveDI.Container()
         let mock = MockNet()
@@ -264,3 +283,8 @@ struct Huge {
 
 struct Failing {}
 struct Refusal: Error {}
+
+final class Token: Sendable {
+    let number: Int
+    init(_ number: Int) { self.number = number }
+}

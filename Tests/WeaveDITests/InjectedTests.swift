@@ -255,6 +255,24 @@ final class LegacyViewModel {
         #expect(warnings.first?.contains("live, test, preview or automatic") == true)
     }
 
+    /// In a process that never made an override, `@Injected` answers from its cache; every
+    /// change (context, registration, release, swap) shows in the next read, and reads on other
+    /// threads during releases and registrations only ever see tokens that were built.
+    @Test func cachedReads_followEveryChange_atOnce() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["cached-reads"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "default: live-default -1/nil")
+        #expect(lines.contains("again: live-default live-default -1/nil"))
+        #expect(lines.contains("context changed: preview-default"))
+        #expect(lines.contains("registered: 1/1 again 1/1"))
+        #expect(lines.contains("released: 2/2"))
+        #expect(lines.contains("registered again: 3/3"))
+        #expect(lines.contains("swapped: 4/4"))
+        #expect(lines.contains("swapped to empty: -1/nil"))
+        #expect(lines.last == "concurrent: read bad=0")
+    }
+
     @Test func factoryWithoutRegistration_stops_namingTheTypeAndTheFix() throws {
         let result = try ChildProcess.run("weavedi-probe", ["factory-missing"])
         // A trap ends the process by signal (under --sanitize=thread the sanitizer exits 66).
