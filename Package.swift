@@ -9,8 +9,10 @@ let package = Package(
         .executable(name: "weavedictl", targets: ["weavedictl"]),
     ],
     targets: [
-        // The dependency-injection library: standard library, Synchronization and libc only.
-        .target(name: "WeaveDI"),
+        // The dependency-injection library: standard library, Synchronization and libc only
+        // (and a C thread-local for the per-thread resolution state).
+        .target(name: "WeaveDI", dependencies: ["CWeaveDIThread"]),
+        .target(name: "CWeaveDIThread"),
         // Thin typed system calls (descriptors, sockets, signals, files, processes).
         .target(name: "WeaveDIPosix"),
         // What the daemon and its command-line client share: JSON parsing, the wire protocol.

@@ -5,7 +5,13 @@ extension WeaveDI.Container {
     public func resolve<T>(_ type: T.Type) -> T? {
         let slot = TypeSlots.shared.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
-        return resolveSlow(type, slot: slot)
+        // Wrapped in the optional here, where `T` is known, rather than in generic code.
+        do {
+            return try requireSlow(type, slot: slot, explicit: nil)
+        } catch {
+            resolveFailed(type, error)
+            return nil
+        }
     }
 
     /// The instance for `type`; throws `ResolutionError` saying why it cannot be resolved.
@@ -13,35 +19,32 @@ extension WeaveDI.Container {
     public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
-        return try requireSlow(type, slot: slot)
+        return try requireSlow(type, slot: slot, explicit: nil)
     }
 
+    /// Logs why `resolve` returns nil.
     @usableFromInline
-    func resolveSlow<T>(_ type: T.Type, slot: Int) -> T? {
-        resolveSlow(type, slot: slot, explicit: nil)
-    }
-
-    @usableFromInline
-    func requireSlow<T>(_ type: T.Type, slot: Int) throws(ResolutionError) -> T {
-        try requireSlow(type, slot: slot, explicit: nil)
+    func resolveFailed(_ type: Any.Type, _ error: ResolutionError) {
+        WeaveDILog.log(.error, "resolve(\(type)) returned nil: \(error)")
     }
 
     func resolveSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?) -> T? {
         do {
             return try requireSlow(type, slot: slot, explicit: explicit)
         } catch {
-            WeaveDILog.log(.error, "resolve(\(type)) returned nil: \(error)")
+            resolveFailed(type, error)
             return nil
         }
     }
 
+    @usableFromInline
     func requireSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?) throws(ResolutionError) -> T {
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
         // Safe unretained: entries live as long as their container (retired, never freed early).
         if unmanaged._withUnsafeGuaranteedRef({ $0.scope == .transient }) {
             // The transient path retains neither the entry nor the thread's stack.
-            let stack = ResolutionStack.currentRef
-            let owner = explicit ?? stack._withUnsafeGuaranteedRef { $0.isEmpty ? ScopeContext.active : $0.innermost!.owner }
+            let stack = ResolutionStack.current
+            let owner = explicit ?? (stack.isEmpty ? ScopeContext.active : stack.innermost!.owner)
             return try build(unmanaged, as: type, owner: owner, stack: stack)
         }
         return try produce(unmanaged.takeUnretainedValue(), as: type, explicit: explicit)
@@ -66,11 +69,11 @@ extension WeaveDI.Container {
         let owner = explicit ?? (stack.isEmpty ? ScopeContext.active : stack.innermost!.owner)
         switch entry.scope {
         case .transient:
-            return try build(.passUnretained(entry), as: type, owner: owner, stack: .passUnretained(stack))
+            return try build(.passUnretained(entry), as: type, owner: owner, stack: stack)
         case .singleton:
             return try buildLock.withLock { () throws(ResolutionError) -> T in
                 if let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
-                let value = try build(.passUnretained(entry), as: type, owner: nil, stack: .passUnretained(stack))
+                let value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack)
                 entry.publish(value)
                 if let disposable = value as? any Disposable {
                     state.withLock { $0.disposables.append(disposable) }
@@ -86,7 +89,7 @@ extension WeaveDI.Container {
                 if let box = try target.instances.box(entry.slot, typeName: entry.typeName) {
                     return unsafeDowncast(box, to: Box<T>.self).value
                 }
-                let value = try build(.passUnretained(entry), as: type, owner: target, stack: .passUnretained(stack))
+                let value = try build(.passUnretained(entry), as: type, owner: target, stack: stack)
                 try target.instances.store(value, slot: entry.slot, typeName: entry.typeName)
                 return value
             }
@@ -107,31 +110,26 @@ extension WeaveDI.Container {
 
     /// Runs `entry`'s factory with cycle and depth checks, inside a frame on this thread's stack.
     ///
-    /// The entry and the stack are passed unretained and read through `_withUnsafeGuaranteedRef`:
-    /// retaining and releasing them was a third of a transient build. The caller keeps both
-    /// alive (an entry lives as long as its container, a stack as long as its thread).
+    /// The entry is passed unretained and read through `_withUnsafeGuaranteedRef`: retaining
+    /// and releasing it was a large part of a transient build. The caller keeps it alive (an
+    /// entry lives as long as its container).
     func build<T>(
-        _ entryRef: Unmanaged<Entry>, as type: T.Type, owner: ScopeOwner?, stack stackRef: Unmanaged<ResolutionStack>
+        _ entryRef: Unmanaged<Entry>, as type: T.Type, owner: ScopeOwner?, stack: ResolutionStack
     ) throws(ResolutionError) -> T {
         let (slot, scope) = entryRef._withUnsafeGuaranteedRef { ($0.slot, $0.scope) }
-        let depth = stackRef._withUnsafeGuaranteedRef { $0.frames.count }
-        if let start = stackRef._withUnsafeGuaranteedRef({ $0.index(of: slot, in: id) }) {
-            let path = stackRef._withUnsafeGuaranteedRef { $0.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } }
+        if let start = stack.index(of: slot, in: id) {
+            let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) }
             throw .cycle(path: path + [TypeSlots.shared.name(ofSlot: slot)])
         }
-        if depth >= ResolutionError.maximumDepth {
-            let path = stackRef._withUnsafeGuaranteedRef { $0.frames.map { TypeSlots.shared.name(ofSlot: $0.slot) } }
+        if stack.frames.count >= ResolutionError.maximumDepth {
+            let path = stack.frames.map { TypeSlots.shared.name(ofSlot: $0.slot) }
             throw .tooDeep(path: path + [TypeSlots.shared.name(ofSlot: slot)])
         }
-        let (out, mark) = stackRef._withUnsafeGuaranteedRef { stack in
-            stack.push(.init(containerID: id, slot: slot, scope: scope, owner: owner))
-            return stack.reserve(for: T.self)
-        }
+        stack.push(.init(containerID: id, slot: slot, scope: scope, owner: owner))
+        let (out, mark) = stack.reserve(for: T.self)
         defer {
-            stackRef._withUnsafeGuaranteedRef { stack in
-                stack.unreserve(out, mark: mark)
-                stack.pop()
-            }
+            stack.unreserve(out, mark: mark)
+            stack.pop()
         }
         do {
             try entryRef._withUnsafeGuaranteedRef { entry in

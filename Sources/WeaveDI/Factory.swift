@@ -36,8 +36,8 @@ extension WeaveDI.Container {
     public func makeFresh<T>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
-        let stack = ResolutionStack.currentRef
-        let owner = stack._withUnsafeGuaranteedRef { $0.isEmpty ? ScopeContext.active : $0.innermost!.owner }
+        let stack = ResolutionStack.current
+        let owner = stack.isEmpty ? ScopeContext.active : stack.innermost!.owner
         return try build(unmanaged, as: type, owner: owner.flatMap { $0.container === self ? $0 : nil }, stack: stack)
     }
 }

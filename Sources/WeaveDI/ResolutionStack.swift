@@ -5,13 +5,22 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CWeaveDIThread
 
 /// The services under construction on the current thread, innermost last.
 ///
 /// Factories are synchronous, so a whole build (a factory and everything it resolves) runs on
 /// one thread: a thread-local stack sees exactly this resolution's path, and concurrent
 /// resolutions on other threads never report false cycles.
-final class ResolutionStack {
+/// The services under construction on the current thread, innermost last.
+///
+/// Factories are synchronous, so a whole build (a factory and everything it resolves) runs on
+/// one thread: a thread-local stack sees exactly this resolution's path, and concurrent
+/// resolutions on other threads never report false cycles.
+///
+/// A pointer to this thread's `State`, found through a C thread-local: a value, so that
+/// passing the stack around retains nothing. The state is freed when its thread exits.
+struct ResolutionStack {
     struct Frame {
         let containerID: UInt64
         let slot: Int
@@ -40,54 +49,87 @@ final class ResolutionStack {
         }
     }
 
-    /// The open frames, outermost first.
-    private var storage: UnsafeMutablePointer<Frame>
-    private var capacity = 32
-    private var count = 0
+    struct State {
+        /// The open frames, outermost first.
+        var storage: UnsafeMutablePointer<Frame>
+        var capacity: Int
+        var count = 0
+        /// Room for the values being built, one per open build, innermost last (see
+        /// `reserve`): a factory's result lands here before it is returned, which unspecialized
+        /// generic code could otherwise only do with a metadata lookup on every build.
+        let scratch: UnsafeMutableRawPointer
+        var scratchUsed = 0
+    }
+
+    static let scratchCapacity = 16 * 1024
+
+    let state: UnsafeMutablePointer<State>
+
+    /// This thread's stack.
+    @inline(__always)
+    static var current: ResolutionStack {
+        if let raw = weavedi_thread_state() { return ResolutionStack(state: raw.assumingMemoryBound(to: State.self)) }
+        return makeForThisThread()
+    }
+
+    private static func makeForThisThread() -> ResolutionStack {
+        let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
+        state.initialize(to: State(
+            storage: .allocate(capacity: 32), capacity: 32,
+            scratch: .allocate(byteCount: scratchCapacity, alignment: 16)))
+        weavedi_set_thread_state(state)
+        pthread_setspecific(destructorKey, state)  // only so that it is freed with the thread
+        return ResolutionStack(state: state)
+    }
+
+    /// Frees a thread's state when the thread exits.
+    private static let destructorKey: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { raw in
+            guard let state = raw?.assumingMemoryBound(to: State.self) else { return }
+            weavedi_set_thread_state(nil)
+            state.pointee.storage.deallocate()
+            state.pointee.scratch.deallocate()
+            state.deinitialize(count: 1)
+            state.deallocate()
+        }
+        precondition(status == 0, "WeaveDI: pthread_key_create failed (\(status))")
+        return key
+    }()
 
     /// The open frames, outermost first (valid until the next push or pop).
-    var frames: UnsafeBufferPointer<Frame> { UnsafeBufferPointer(start: storage, count: count) }
+    var frames: UnsafeBufferPointer<Frame> { UnsafeBufferPointer(start: state.pointee.storage, count: state.pointee.count) }
 
     /// Whether no build is open on this thread.
-    var isEmpty: Bool { count == 0 }
+    var isEmpty: Bool { state.pointee.count == 0 }
 
     /// The innermost open frame.
-    var innermost: Frame? { count == 0 ? nil : storage[count &- 1] }
+    var innermost: Frame? {
+        let count = state.pointee.count
+        return count == 0 ? nil : state.pointee.storage[count &- 1]
+    }
 
     /// Opens a frame; balance with `pop()`.
     @inline(__always)
     func push(_ frame: Frame) {
-        if count == capacity { grow() }
-        (storage + count).initialize(to: frame)
-        count &+= 1
+        if state.pointee.count == state.pointee.capacity { grow() }
+        (state.pointee.storage + state.pointee.count).initialize(to: frame)
+        state.pointee.count &+= 1
     }
 
     /// Closes the innermost frame.
     @inline(__always)
     func pop() {
-        count &-= 1
+        state.pointee.count &-= 1
     }
 
     private func grow() {
+        let capacity = state.pointee.capacity
         let bigger = UnsafeMutablePointer<Frame>.allocate(capacity: capacity * 2)
-        bigger.moveInitialize(from: storage, count: count)
-        storage.deallocate()
-        storage = bigger
-        capacity *= 2
-    }
-
-    /// Room for the values being built on this thread, one per open build, innermost last
-    /// (see `reserve`): a factory's result lands here before it is returned, which unspecialized
-    /// generic code could otherwise only do with a metadata lookup on every build.
-    private let scratch = UnsafeMutableRawPointer.allocate(byteCount: ResolutionStack.scratchCapacity, alignment: 16)
-    private var scratchUsed = 0
-    private static let scratchCapacity = 16 * 1024
-
-    init() { storage = .allocate(capacity: capacity) }
-
-    deinit {
-        storage.deallocate()
-        scratch.deallocate()
+        bigger.moveInitialize(from: state.pointee.storage, count: state.pointee.count)
+        state.pointee.storage.deallocate()
+        state.pointee.storage = bigger
+        state.pointee.capacity = capacity * 2
     }
 
     /// Memory for one value of `T`, until `unreserve` (calls nest: last reserved, first
@@ -95,12 +137,12 @@ final class ResolutionStack {
     @inline(__always)
     func reserve<T>(for type: T.Type) -> (memory: UnsafeMutableRawPointer, mark: Int) {
         let alignment = MemoryLayout<T>.alignment
-        let start = (scratchUsed &+ alignment &- 1) & ~(alignment &- 1)
+        let used = state.pointee.scratchUsed
+        let start = (used &+ alignment &- 1) & ~(alignment &- 1)
         let end = start &+ MemoryLayout<T>.size
         if alignment <= 16, end <= ResolutionStack.scratchCapacity {
-            let mark = scratchUsed
-            scratchUsed = end
-            return (scratch + start, mark)
+            state.pointee.scratchUsed = end
+            return (state.pointee.scratch + start, used)
         }
         return (.allocate(byteCount: Swift.max(MemoryLayout<T>.size, 1), alignment: alignment), -1)
     }
@@ -108,28 +150,7 @@ final class ResolutionStack {
     /// Gives back what `reserve` returned (its value already moved out or never initialized).
     @inline(__always)
     func unreserve(_ memory: UnsafeMutableRawPointer, mark: Int) {
-        if mark < 0 { memory.deallocate() } else { scratchUsed = mark }
-    }
-
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { raw in
-            if let raw { Unmanaged<ResolutionStack>.fromOpaque(raw).release() }
-        }
-        precondition(status == 0, "WeaveDI: pthread_key_create failed (\(status))")
-        return key
-    }()
-
-    /// This thread's stack.
-    static var current: ResolutionStack { currentRef.takeUnretainedValue() }
-
-    /// This thread's stack, unretained: it lives as long as the thread. (Read it through
-    /// `_withUnsafeGuaranteedRef`, which retains nothing.)
-    static var currentRef: Unmanaged<ResolutionStack> {
-        if let raw = pthread_getspecific(key) { return Unmanaged<ResolutionStack>.fromOpaque(raw) }
-        let stack = Unmanaged.passRetained(ResolutionStack())
-        pthread_setspecific(key, stack.toOpaque())
-        return stack
+        if mark < 0 { memory.deallocate() } else { state.pointee.scratchUsed = mark }
     }
 
     /// The index of a frame building `slot` of container `id`, if one is open.

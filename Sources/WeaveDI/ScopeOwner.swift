@@ -1,6 +1,7 @@
 import Synchronization
 
 /// The session or request that a resolution happens in.
+@usableFromInline
 enum ScopeOwner: Sendable {
     case session(Session)
     case request(Request)
