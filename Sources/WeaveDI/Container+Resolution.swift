@@ -121,7 +121,7 @@ extension WeaveDI.Container {
             let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) }
             throw .cycle(path: path + [TypeSlots.shared.name(ofSlot: slot)])
         }
-        if stack.frames.count >= ResolutionError.maximumDepth {
+        if stack.state.pointee.count >= ResolutionError.maximumDepth {
             let path = stack.frames.map { TypeSlots.shared.name(ofSlot: $0.slot) }
             throw .tooDeep(path: path + [TypeSlots.shared.name(ofSlot: slot)])
         }

@@ -154,8 +154,15 @@ struct ResolutionStack {
     }
 
     /// The index of a frame building `slot` of container `id`, if one is open.
+    @inline(__always)
     func index(of slot: Int, in id: UInt64) -> Int? {
-        frames.firstIndex { $0.slot == slot && $0.containerID == id }
+        let storage = state.pointee.storage
+        var i = state.pointee.count
+        while i > 0 {
+            i &-= 1
+            if storage[i].slot == slot, storage[i].containerID == id { return i }
+        }
+        return nil
     }
 
     /// The innermost frame with a lifetime of its own (not transient).
