@@ -75,22 +75,28 @@ extension WeaveDI.Container {
                 if let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
                 let value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack)
                 entry.publish(value)
-                if let disposable = value as? any Disposable {
+                if let disposable = entry.disposable(value) {
                     state.withLock { $0.disposables.append(disposable) }
                 }
                 return value
             }
         case .session, .request:
             let target = try scopeTarget(for: entry, owner: owner)
-            if let box = try target.instances.box(entry.slot, typeName: entry.typeName) {
-                return unsafeDowncast(box, to: Box<T>.self).value
-            }
+            let instances = target.instances
+            let found = try instances.box(entry.slot, typeName: entry.typeName)
+            if let box = found.box { return unsafeDowncast(box, to: Box<T>.self).value }
             return try buildLock.withLock { () throws(ResolutionError) -> T in
-                if let box = try target.instances.box(entry.slot, typeName: entry.typeName) {
+                // Stores happen under the build lock: if the scope's change count is what the
+                // lookup saw, nothing was built meanwhile (and a close is caught by `store`).
+                if instances.changes.load(ordering: .relaxed) != found.changes,
+                    let box = try instances.box(entry.slot, typeName: entry.typeName).box
+                {
                     return unsafeDowncast(box, to: Box<T>.self).value
                 }
                 let value = try build(.passUnretained(entry), as: type, owner: target, stack: stack)
-                try target.instances.store(value, slot: entry.slot, typeName: entry.typeName)
+                try instances.store(
+                    entry.makeBox(value), disposable: entry.disposable(value), slot: entry.slot,
+                    typeName: entry.typeName)
                 return value
             }
         }

@@ -36,6 +36,13 @@ final class Entry: @unchecked Sendable {
     /// goes through the `Resolver` protocol) reads it without instantiating metadata at run time.
     @usableFromInline
     let instance = Atomic<UnsafeRawPointer?>(nil)
+    /// The metadata of the last type built here that turned out not to adopt `Disposable` (0
+    /// if none yet): building that type again skips the conformance lookup, which in
+    /// unspecialized code cost more than the rest of a scoped build.
+    private let notDisposable = Atomic<UInt>(0)
+    /// The metadata of `Box<T>` for the registered type, fetched on the first scoped build
+    /// (not at registration: that would instantiate it for every registered type).
+    private let boxClass = Atomic<UnsafeRawPointer?>(nil)
 
     private init(
         slot: Int, scope: WeaveDI.Scope, module: String, isProvidedInstance: Bool, make: @escaping Make,
@@ -115,6 +122,32 @@ final class Entry: @unchecked Sendable {
     /// Publishes the singleton; call once, under the container's build lock.
     func publish<T>(_ value: T) {
         instance.store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
+    }
+
+    /// `value` as a `Disposable`, or nil if it does not adopt it (`T` is the registered type).
+    func disposable<T>(_ value: T) -> (any Disposable)? {
+        // The dynamic type, through `Any`: when `T` is an existential, `type(of:)` on `T` itself
+        // would give the existential, the same for every concrete type behind it.
+        let dynamicType = UInt(bitPattern: ObjectIdentifier(type(of: value as Any)))
+        if notDisposable.load(ordering: .relaxed) == dynamicType { return nil }
+        guard let disposable = value as? any Disposable else {
+            notDisposable.store(dynamicType, ordering: .relaxed)
+            return nil
+        }
+        return disposable
+    }
+
+    /// A new `Box<T>` holding `value` (`T` is the registered type), its class metadata looked
+    /// up once per entry instead of on every build.
+    func makeBox<T>(_ value: T) -> Box<T> {
+        let boxType: Box<T>.Type
+        if let raw = boxClass.load(ordering: .relaxed) {
+            boxType = unsafeBitCast(raw, to: Box<T>.Type.self)
+        } else {
+            boxType = Box<T>.self
+            boxClass.store(unsafeBitCast(boxType, to: UnsafeRawPointer.self), ordering: .relaxed)
+        }
+        return boxType.init(value)
     }
 
     /// Resolves through the container's normal path, type-erased (warm-up and probes).

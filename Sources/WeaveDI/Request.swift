@@ -10,7 +10,7 @@ public final class Request: Resolver, Sendable {
     init(id: String, session: Session) {
         self.id = id
         self.session = session
-        instances = ScopeInstances(scope: .request, id: id)
+        instances = ScopeInstances(scope: .request, id: id, openedAt: session.openedAt)
     }
 
     /// Whether `close()` has run (or the session was closed when the request was opened).
@@ -45,7 +45,7 @@ public final class Request: Resolver, Sendable {
 
     /// Closes the request: `dispose()` once on each instance it created, newest first.
     public func close() async {
-        guard let disposables = instances.close() else { return }
+        guard let (disposables, _) = instances.close() else { return }
         for disposable in disposables { await disposable.dispose() }
         session.requestClosed(self)
     }
@@ -54,7 +54,7 @@ public final class Request: Resolver, Sendable {
     /// the instances it created are disposed (newest first) in a task of their own when there
     /// are any. For callers that cannot suspend, such as an I/O loop answering a call inline.
     public func closeWithoutWaiting() {
-        guard let disposables = instances.close() else { return }
+        guard let (disposables, _) = instances.close() else { return }
         session.requestClosed(self)
         if !disposables.isEmpty {
             Task { for disposable in disposables { await disposable.dispose() } }

@@ -1,20 +1,48 @@
 import Synchronization
 
-/// The instances a session or request built, and whether it is closed.
+/// The instances a session or request built, whether it is closed, and (for a session) its open
+/// requests and last activity: everything a scope changes, behind one lock, so that a session
+/// costs one mutex, not three.
 final class ScopeInstances: Sendable {
+    /// One built instance: the slot of its registration and its `Box`.
+    struct Stored {
+        let slot: Int
+        let box: AnyObject
+    }
+
     struct State {
-        var values: [Int: AnyObject] = [:]
+        /// Built instances, in creation order. Scopes hold few, so a lookup is a scan; past
+        /// `indexedFrom` of them, `index` maps slots to positions.
+        var values: [Stored] = []
+        var index: [Int: Int] = [:]
+        /// The instances that adopt `Disposable`, in creation order.
         var disposables: [any Disposable] = []
         var closed = false
+        /// A session's open requests (empty for a request).
+        var requests: [ObjectIdentifier: Request] = [:]
+        /// When a session last resolved something or opened a request.
+        var lastActivity: ContinuousClock.Instant
+
+        static let indexedFrom = 16
+
+        func position(of slot: Int) -> Int? {
+            if values.count > State.indexedFrom { return index[slot] }
+            for i in values.indices where values[i].slot == slot { return i }
+            return nil
+        }
     }
 
     let scope: WeaveDI.Scope
     let id: String
-    let state = Locked(State())
+    let state: Locked<State>
+    /// Bumped (under the lock) by every store and by `close()`: a builder that read it before
+    /// taking the build lock and finds it unchanged knows its lookup still holds.
+    let changes = Atomic<Int>(0)
 
-    init(scope: WeaveDI.Scope, id: String) {
+    init(scope: WeaveDI.Scope, id: String, openedAt: ContinuousClock.Instant) {
         self.scope = scope
         self.id = id
+        state = Locked(State(lastActivity: openedAt))
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
@@ -25,22 +53,47 @@ final class ScopeInstances: Sendable {
         if isClosed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
     }
 
-    /// The `Box` of the instance built for `slot`, if any; throws when the scope is closed.
-    /// (Untyped, so that generic callers need no `Optional<T>` metadata.)
-    func box(_ slot: Int, typeName: @autoclosure () -> String) throws(ResolutionError) -> AnyObject? {
-        let result: (closed: Bool, box: AnyObject?) = state.withLock { ($0.closed, $0.values[slot]) }
-        if result.closed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
-        return result.box
+    /// Records activity at `now` (kept if later than what is recorded) and throws
+    /// `scopeClosed` naming `typeName` when closed: one lock for both.
+    func touch(at now: ContinuousClock.Instant, for typeName: @autoclosure () -> String) throws(ResolutionError) {
+        let closed: Bool = state.withLock { state in
+            if state.closed { return true }
+            if now > state.lastActivity { state.lastActivity = now }
+            return false
+        }
+        if closed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
     }
 
-    /// Keeps `value` for `slot`. If the scope closed while it was being built, the value is
-    /// disposed at once and `scopeClosed` thrown.
-    func store<T>(_ value: T, slot: Int, typeName: @autoclosure () -> String) throws(ResolutionError) {
-        let disposable = value as? any Disposable
+    /// The `Box` of the instance built for `slot`, if any, and `changes` as it was then;
+    /// throws when the scope is closed. (Untyped, so that generic callers need no
+    /// `Optional<T>` metadata.)
+    func box(_ slot: Int, typeName: @autoclosure () -> String) throws(ResolutionError) -> (box: AnyObject?, changes: Int) {
+        let result: (closed: Bool, box: AnyObject?, changes: Int) = state.withLock { state in
+            (state.closed, state.position(of: slot).map { state.values[$0].box }, changes.load(ordering: .relaxed))
+        }
+        if result.closed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
+        return (result.box, result.changes)
+    }
+
+    /// Keeps `box` for `slot`, with `disposable` if the instance adopts `Disposable`. If the
+    /// scope closed while it was being built, the instance is disposed at once and
+    /// `scopeClosed` thrown.
+    func store(
+        _ box: AnyObject, disposable: (any Disposable)?, slot: Int, typeName: @autoclosure () -> String
+    ) throws(ResolutionError) {
         let stored: Bool = state.withLock { state in
             guard !state.closed else { return false }
-            state.values[slot] = Box(value)
+            if state.values.capacity == 0 { state.values.reserveCapacity(4) }
+            state.values.append(Stored(slot: slot, box: box))
+            if state.values.count > State.indexedFrom {
+                if state.index.isEmpty {
+                    for i in state.values.indices { state.index[state.values[i].slot] = i }
+                } else {
+                    state.index[slot] = state.values.count - 1
+                }
+            }
             if let disposable { state.disposables.append(disposable) }
+            changes.add(1, ordering: .relaxed)
             return true
         }
         if !stored {
@@ -49,16 +102,40 @@ final class ScopeInstances: Sendable {
         }
     }
 
-    /// Marks the scope closed and returns what must be disposed, last created first; nil if it
-    /// was already closed.
-    func close() -> [any Disposable]? {
-        state.withLock { state in
+    /// Marks the scope closed and returns what must be disposed, last created first, with the
+    /// requests that were open; nil if it was already closed. The instances are released here.
+    func close() -> (disposables: [any Disposable], requests: [Request])? {
+        let taken: (values: [Stored], disposables: [any Disposable], requests: [Request])? = state.withLock { state in
             guard !state.closed else { return nil }
             state.closed = true
-            let disposables = state.disposables
-            state.values = [:]
-            state.disposables = []
-            return disposables.reversed()
+            changes.add(1, ordering: .relaxed)
+            defer {
+                state.values = []
+                state.index = [:]
+                state.disposables = []
+                state.requests = [:]
+            }
+            return (state.values, state.disposables, state.requests.isEmpty ? [] : Array(state.requests.values))
         }
+        // The instances are released outside the lock: a deinit may do anything.
+        guard let taken else { return nil }
+        return (taken.disposables.reversed(), taken.requests)
+    }
+
+    /// Adds `request` to the open ones and records activity, unless the scope is closed.
+    func add(_ request: Request, at now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            guard !state.closed else { return false }
+            state.requests[ObjectIdentifier(request)] = request
+            if now > state.lastActivity { state.lastActivity = now }
+            return true
+        }
+    }
+
+    /// Forgets `request` (it closed).
+    func remove(_ request: Request) {
+        // Taken out under the lock, released outside it.
+        let removed = state.withLock { $0.requests.removeValue(forKey: ObjectIdentifier(request)) }
+        _ = removed
     }
 }

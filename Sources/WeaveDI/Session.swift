@@ -11,17 +11,15 @@ public final class Session: Resolver, Sendable {
     public let attributes: [String: String]
     /// When the session was opened.
     public let openedAt: ContinuousClock.Instant
+    /// Its instances, open requests and last activity, behind one lock.
     let instances: ScopeInstances
-    private let requests = Locked<[ObjectIdentifier: Request]>([:])
-    private let lastActivity: Locked<ContinuousClock.Instant>
 
     init(id: String, container: WeaveDI.Container, attributes: [String: String]) {
         self.id = id
         self.container = container
         self.attributes = attributes
         openedAt = .now
-        lastActivity = Locked(openedAt)
-        instances = ScopeInstances(scope: .session, id: id)
+        instances = ScopeInstances(scope: .session, id: id, openedAt: openedAt)
     }
 
     /// Whether `close()` has run.
@@ -29,9 +27,9 @@ public final class Session: Resolver, Sendable {
     /// How many session-scoped instances the session holds.
     public var instanceCount: Int { instances.count }
     /// The requests open in this session.
-    public var openRequests: [Request] { requests.withLock { Array($0.values) } }
+    public var openRequests: [Request] { instances.state.withLock { Array($0.requests.values) } }
     /// When the session last resolved something or opened a request.
-    public var lastActiveAt: ContinuousClock.Instant { lastActivity.withLock { $0 } }
+    public var lastActiveAt: ContinuousClock.Instant { instances.state.withLock { $0.lastActivity } }
 
     /// The instance for `type` in this session, or nil (the reason is logged).
     public func resolve<T>(_ type: T.Type) -> T? {
@@ -43,20 +41,14 @@ public final class Session: Resolver, Sendable {
 
     /// The instance for `type` in this session; throws `scopeClosed` once the session is closed.
     public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
-        try instances.ensureOpen(for: String(describing: type))
-        touch()
+        try instances.touch(at: .now, for: String(describing: type))
         return try container.requireScoped(type, explicit: .session(self))
     }
 
     /// Opens a request in this session. A request of a closed session is closed from the start.
     public func openRequest(id: String) -> Request {
         let request = Request(id: id, session: self)
-        let open: Bool = requests.withLock { requests in
-            guard !isClosed else { return false }
-            requests[ObjectIdentifier(request)] = request
-            return true
-        }
-        if open { touch() } else { _ = request.instances.close() }
+        if !instances.add(request, at: .now) { _ = request.instances.close() }
         return request
     }
 
@@ -76,11 +68,7 @@ public final class Session: Resolver, Sendable {
     /// Closes the session: its open requests first, then `dispose()` once on each instance it
     /// created, newest first. Later resolutions through it throw. Closing twice does nothing.
     public func close() async {
-        guard let disposables = instances.close() else { return }
-        let open = requests.withLock { requests in
-            defer { requests = [:] }
-            return Array(requests.values)
-        }
+        guard let (disposables, open) = instances.close() else { return }
         for request in open { await request.close() }
         for disposable in disposables { await disposable.dispose() }
         container.sessionClosed(self)
@@ -88,10 +76,6 @@ public final class Session: Resolver, Sendable {
     }
 
     func requestClosed(_ request: Request) {
-        _ = requests.withLock { $0.removeValue(forKey: ObjectIdentifier(request)) }
-    }
-
-    private func touch() {
-        lastActivity.withLock { $0 = .now }
+        instances.remove(request)
     }
 }
