@@ -137,6 +137,18 @@ func benchInjected(_ settings: Settings, _ report: Report) {
         baselineName: "static let", baseline: loop.baseline,
         note: "what every read-path figure includes besides the read itself"))
 
+    // What any read that hands out a shared instance retained pays (the `@Injected` figures do).
+    let retaining: any RetainedLocator = opaque(RetainingLocator())
+    let owned = measurePair(settings, figure: { n in
+        for _ in 0..<n { blackHole(retaining.singleton()) }
+    }, baseline: { n in
+        for _ in 0..<n { blackHole(Globals.serviceA) }
+    })
+    report.add(Figure(
+        group: "injected", name: "existential call returning +1, for reference", unit: .time, stats: owned.figure,
+        baselineName: "static let", baseline: owned.baseline,
+        note: "a stored instance returned retained and released by the caller: the floor of every read below"))
+
     let byDefault = measurePair(settings, figure: { n in
         for _ in 0..<n { blackHole(readers.byDefault) }
     }, baseline: { n in
