@@ -52,12 +52,23 @@ final class OverrideNode: @unchecked Sendable {
     /// The `Box` of the newest override for `slot` (untyped, so that generic callers need no
     /// `Optional<Value>` metadata).
     func box(for slot: Int) -> AnyObject? {
-        var node: OverrideNode? = self
-        while let current = node {
-            if current.slot == slot { return current.box }
-            node = current.next
+        boxAddress(for: slot).map { Unmanaged<AnyObject>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// The address of the `Box` of the newest override for `slot`, found without retaining
+    /// anything: the list is immutable and this node keeps the rest of it alive.
+    func boxAddress(for slot: Int) -> UnsafeRawPointer? {
+        var node = Unmanaged.passUnretained(self)
+        while true {
+            let step: (found: UnsafeRawPointer?, next: Unmanaged<OverrideNode>?) = node._withUnsafeGuaranteedRef { current in
+                if current.slot == slot { return (UnsafeRawPointer(Unmanaged.passUnretained(current.box).toOpaque()), nil) }
+                guard let next = current.next else { return (nil, nil) }
+                return (nil, Unmanaged.passUnretained(next))
+            }
+            if let found = step.found { return found }
+            guard let next = step.next else { return nil }
+            node = next
         }
-        return nil
     }
 }
 

@@ -77,8 +77,8 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
     }
 
     override func readSlow() -> K.Value {
-        if Overrides.everUsed.load(ordering: .relaxed), let node = Overrides.current, let box = node.box(for: slot) {
-            return unsafeDowncast(box, to: Box<K.Value>.self).value
+        if Overrides.everUsed.load(ordering: .relaxed), let node = Overrides.current, let box = node.boxAddress(for: slot) {
+            return unbox(box, as: K.Value.self)  // `node` keeps the box alive
         }
         return resolved()
     }
