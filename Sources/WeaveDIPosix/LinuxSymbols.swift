@@ -3,7 +3,7 @@ import Glibc
 /// Linux-only libc entry points and constants that the Swift `Glibc` module does not import.
 ///
 /// The module map compiles glibc headers without `_GNU_SOURCE`, so `accept4`,
-/// `pipe2`, `signalfd`, `copy_file_range`, `sync_file_range`, `struct ucred`, `O_NOATIME` and the `UTIME_*`
+/// `pipe2`, `signalfd`, `copy_file_range`, `sync_file_range`, `syncfs`, `fstatfs`, `struct ucred`, `O_NOATIME` and the `UTIME_*`
 /// markers are missing.
 /// Functions are resolved once with `dlsym` and called through C-convention
 /// function pointers, which keeps the C calling convention exact without a C target.
@@ -18,6 +18,8 @@ internal enum LinuxSymbols {
         Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32
     ) -> Int
     typealias SyncFileRange = @convention(c) @Sendable (Int32, Int64, Int64, UInt32) -> Int32
+    typealias SyncFS = @convention(c) @Sendable (Int32) -> Int32
+    typealias FStatFS = @convention(c) @Sendable (Int32, UnsafeMutableRawPointer?) -> Int32
 
     /// `accept4(2)`.
     static let accept4: Accept4 = resolve("accept4", as: Accept4.self)
@@ -31,6 +33,10 @@ internal enum LinuxSymbols {
     static let copyFileRange: CopyFileRange = resolve("copy_file_range", as: CopyFileRange.self)
     /// `sync_file_range(2)`.
     static let syncFileRange: SyncFileRange = resolve("sync_file_range", as: SyncFileRange.self)
+    /// `syncfs(2)`.
+    static let syncfs: SyncFS = resolve("syncfs", as: SyncFS.self)
+    /// `fstatfs(2)`, with `struct statfs` as raw memory (`<sys/vfs.h>` is not in the module).
+    static let fstatfs: FStatFS = resolve("fstatfs", as: FStatFS.self)
     /// `SYNC_FILE_RANGE_WRITE` from `<fcntl.h>`.
     static let syncFileRangeWrite: UInt32 = 2
 

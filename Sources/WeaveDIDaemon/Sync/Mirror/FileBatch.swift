@@ -73,9 +73,11 @@ extension FileBatch {
     /// is cancelled. Blocking I/O: runs in a worker task.
     ///
     /// When durable, copies are published in two passes: first each file is written to its
-    /// temporary name and its writeback started, then each is flushed and renamed. Every file
-    /// is still flushed before its rename, but the flushes of a batch share journal commits
-    /// instead of waiting for one each.
+    /// temporary name and its writeback started; then the batch's copies are made durable and
+    /// renamed. Where `BatchFlush` can be used (ext4, XFS, Btrfs on Linux 5.8 or later), one
+    /// `syncfs` makes all of them durable before the first rename, and a failing `syncfs`
+    /// publishes none of them; elsewhere each is flushed with `fsync` and renamed in turn. Either
+    /// way no copy is renamed before its content is on stable storage.
     func run(_ context: MirrorContext) -> BatchOutcome {
         var outcome = BatchOutcome()
         let copier: FileCopier
@@ -89,6 +91,8 @@ extension FileBatch {
             return outcome
         }
         let durable = context.settings.durable
+        // Opened before the batch's first write, so that its syncfs reports the batch's errors.
+        let flush = durable ? BatchFlush.begin(in: directory.destination.descriptor) : nil
         var hasher: FileHasher? = nil
         var prepared: [(job: FileJob, copy: PreparedCopy)] = []
         for job in jobs {
@@ -113,9 +117,25 @@ extension FileBatch {
             settle(job, in: &outcome)
         }
         // Whole copies, checked: published even after a cancellation, which stops between files.
+        var flushed = false
+        if let flush, !prepared.isEmpty {
+            do {
+                try flush.flush()
+                flushed = true
+                outcome.report.fileSystemFlushes += 1
+            } catch {
+                // Some write of the file system failed: publish none of the batch's copies.
+                for (job, copy) in prepared {
+                    copier.discard(copy, in: directory.destination.descriptor)
+                    outcome.report.fail(directory.path(of: job.name), error.description)
+                    settle(job, in: &outcome)
+                }
+                return outcome
+            }
+        }
         for (job, copy) in prepared {
             do {
-                try publish(copy, of: job, copier: copier, durable: true, outcome: &outcome)
+                try publish(copy, of: job, copier: copier, durable: !flushed, outcome: &outcome)
             } catch {
                 outcome.report.fail(directory.path(of: job.name), error.description)
             }
@@ -133,6 +153,7 @@ extension FileBatch {
         _ copy: PreparedCopy, of job: FileJob, copier: FileCopier, durable: Bool, outcome: inout BatchOutcome
     ) throws(MirrorFailure) {
         outcome.report.bytes += try copier.publish(copy, in: directory.destination.descriptor, durable: durable)
+        if durable { outcome.report.fileFlushes += 1 }
         outcome.modified = true
         if job.isNew { outcome.report.copied += 1 } else { outcome.report.updated += 1 }
     }

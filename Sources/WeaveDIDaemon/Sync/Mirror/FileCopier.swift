@@ -12,8 +12,9 @@ import WeaveDIPosix
 ///
 /// A copy goes to `.weavedi-tmp.<name>.<random>` in the destination directory (created with
 /// `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600), gets the source's content, mode and mtime, is
-/// flushed (`fsync`, when durable) and is renamed over the final name: the final name holds the
-/// old version or the whole new one, never a torn file. A source that changes during the copy
+/// flushed (when durable: by `publish` with `fsync`, or by the engine's `syncfs` for a whole
+/// batch before `publish`) and is renamed over the final name: the final name holds the old
+/// version or the whole new one, never a torn file. A source that changes during the copy
 /// (size, mtime or ctime moved, or a short read) is not published.
 public final class FileCopier {
     /// The read/write buffer for file systems without `copy_file_range`, made on first need.
@@ -72,8 +73,9 @@ public final class FileCopier {
         }
     }
 
-    /// The second half: flushes the temporary file (`fsync`, when `durable`) and renames it over
-    /// the final name; returns the bytes copied. A failure removes the temporary file.
+    /// The second half: flushes the temporary file (`fsync`, when `durable`; pass false when the
+    /// copy was already made durable another way) and renames it over the final name; returns
+    /// the bytes copied. A failure removes the temporary file.
     func publish(_ copy: PreparedCopy, in destination: FileDescriptor, durable: Bool) throws(MirrorFailure) -> Int64 {
         do throws(MirrorFailure) {
             if durable { try MirrorFailure.attempt("fsync") { try copy.file.descriptor.fsync() } }

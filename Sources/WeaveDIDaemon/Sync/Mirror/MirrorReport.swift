@@ -39,6 +39,10 @@ public struct MirrorReport: Sendable, Equatable {
     public var warnings: [MirrorIssue] = []
     /// How long the run took.
     public var duration: Duration = .zero
+    /// How the copies were made durable: `syncfs` calls, one per batch of copies, and `fsync`s
+    /// of single copies (for tests and profiling; not in the job's reply).
+    var fileSystemFlushes = 0
+    var fileFlushes = 0
 
     /// An empty report (a successful run with nothing to do).
     public init() {}
@@ -62,6 +66,8 @@ public struct MirrorReport: Sendable, Equatable {
         deleted += other.deleted
         unchanged += other.unchanged
         bytes += other.bytes
+        fileSystemFlushes += other.fileSystemFlushes
+        fileFlushes += other.fileFlushes
         errorCount += other.errorCount
         errors.append(contentsOf: other.errors.prefix(MirrorReport.issueLimit - errors.count))
         skipped += other.skipped

@@ -10,8 +10,9 @@ public struct MirrorSettings: Sendable, Equatable {
     public var compare: DaemonConfiguration.CompareMode
     /// Whether entries the source no longer has are removed from the destination.
     public var delete: Bool
-    /// Whether each copy is flushed (fsync) before it replaces the old file, and each changed
-    /// directory after its renames.
+    /// Whether each copy is on stable storage before it replaces the old file (one `syncfs` per
+    /// batch of copies on ext4, XFS and Btrfs, an `fsync` per copy elsewhere), and each changed
+    /// directory is flushed (fsync) after its renames.
     public var durable: Bool
     /// How many files are worked on at once, at least 1.
     public var workers: Int

@@ -1,0 +1,88 @@
+import Foundation
+import Glibc
+import Testing
+import WeaveDI
+@testable import WeaveDIDaemon
+import WeaveDIPosix
+
+/// How durable runs make their copies durable: one `syncfs` per batch where the file system
+/// honours it completely, one `fsync` per file elsewhere, nothing with `durable: false`.
+@Suite struct MirrorEngineDurabilityTests {
+    /// Whether copies into `path` are flushed by batch (the engine's own rule, restated).
+    private func flushesByBatch(_ path: String) throws -> Bool {
+        let directory = try FileDescriptor.currentWorkingDirectory.openDirectory(at: path)
+        let type = try directory.descriptor.fileSystemType()
+        let modern = try #require(KernelRelease.current) >= KernelRelease(major: 5, minor: 8)
+        return modern && [FileSystemType.ext4, .xfs, .btrfs].contains(type)
+    }
+
+    @Test func durableRun_flushesEachBatchOnce_whereTheFileSystemAllowsIt() async throws {
+        let fixture = try MirrorFixture()
+        // 40 small files in one directory (batches of 32 and 8), one in a subdirectory, one large.
+        for index in 0..<40 { try fixture.write("src/f\(index).txt", "file \(index)", mtime: sampleTime()) }
+        try fixture.write("src/sub/g.txt", "g", mtime: sampleTime())
+        try fixture.write("src/large.bin", [UInt8](repeating: 7, count: 2 << 20), mtime: sampleTime())
+        try fixture.makeDirectory("dst")
+        let byBatch = try flushesByBatch(fixture.destination)
+
+        let report = await fixture.mirror()
+
+        #expect(report.result == .success, "\(report.errors)")
+        #expect(report.copied == 42)
+        if byBatch {
+            #expect(report.fileSystemFlushes == 4)
+            #expect(report.fileFlushes == 0)
+        } else {
+            #expect(report.fileSystemFlushes == 0)
+            #expect(report.fileFlushes == 42)
+        }
+        #expect(try fixture.temporaryFiles().isEmpty)
+        #expect(try fixture.expectExactMirror() == 0)
+    }
+
+    @Test func nonDurableRun_flushesNothing() async throws {
+        let fixture = try MirrorFixture()
+        for index in 0..<10 { try fixture.write("src/f\(index).txt", "file \(index)", mtime: sampleTime()) }
+
+        let report = await fixture.mirror(durable: false)
+
+        #expect(report.result == .success, "\(report.errors)")
+        #expect(report.copied == 10)
+        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 0)
+        #expect(try fixture.expectExactMirror() == 0)
+    }
+
+    @Test func batchFlush_isOnlyForFileSystemsKnownToHonourSyncfs() throws {
+        // tmpfs: nothing to flush, and not in the list; procfs even less.
+        for path in ["/dev/shm", "/proc"] where FileManager.default.fileExists(atPath: path) {
+            let directory = try FileDescriptor.currentWorkingDirectory.openDirectory(at: path)
+            let flush = BatchFlush.begin(in: directory.descriptor)
+            let isNil = flush == nil
+            #expect(isNil, "\(path)")
+        }
+        let fixture = try MirrorFixture()
+        let directory = try FileDescriptor.currentWorkingDirectory.openDirectory(at: fixture.root)
+        let flush = BatchFlush.begin(in: directory.descriptor)
+        let made = flush != nil
+        #expect(made == (try flushesByBatch(fixture.root)))
+        #expect(BatchFlush.completeFileSystems == [.ext4, .xfs, .btrfs])
+    }
+
+    @Test func durableRunIntoTmpfs_flushesEachFile() async throws {
+        guard let shm = try? FileDescriptor.currentWorkingDirectory.openDirectory(at: "/dev/shm"),
+            (try? shm.descriptor.fileSystemType()) == .tmpfs
+        else { return }
+        let fixture = try MirrorFixture()
+        for index in 0..<5 { try fixture.write("src/f\(index).txt", "file \(index)", mtime: sampleTime()) }
+        let destination = try FileDescriptor.makeTemporaryDirectory(template: "/dev/shm/weavedi-mirror-test.XXXXXX")
+        defer { try? FileManager.default.removeItem(atPath: destination) }
+        let settings = MirrorSettings(source: fixture.source, destination: destination, workers: 2)
+
+        let report = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
+
+        #expect(report.result == .success, "\(report.errors)")
+        #expect(report.copied == 5)
+        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 5)
+        #expect(FileManager.default.contents(atPath: destination + "/f3.txt") == Data("file 3".utf8))
+    }
+}
