@@ -102,12 +102,15 @@ final class InjectedCache<Value>: @unchecked Sendable {
         }
     }
 
+    /// Answers from the cache while its generation is current. The cache is only filled before
+    /// any override was made, and the first override moves the generation into a range the
+    /// cache never holds (`Generation.overridesInUse`), so the read need not check for them.
     @inlinable @inline(__always)
     func read() -> Value {
-        if !Overrides.everUsed.load(ordering: .relaxed) {
-            if let raw = answer.load(at: Generation.current) { return unbox(raw, as: Value.self) }
-            return readThroughReader()
+        if let raw = answer.load(at: Generation.current) {
+            return Unmanaged<Box<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
         }
+        if !Overrides.everUsed.load(ordering: .relaxed) { return readThroughReader() }
         // Overrides in play: the reader looks at the task-local first.
         if let raw = reader.load(ordering: .acquiring) {
             return Unmanaged<KeyReader<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.read() }
@@ -122,7 +125,7 @@ final class InjectedCache<Value>: @unchecked Sendable {
         return Unmanaged<KeyReader<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { reader in
             let generation = Generation.current
             let value = reader.read()
-            if !Overrides.everUsed.load(ordering: .relaxed), let box = reader.box(at: generation) {
+            if generation & Generation.overridesInUse == 0, let box = reader.box(at: generation) {
                 answer.store(box, at: generation)
             }
             return value

@@ -83,6 +83,13 @@ enum Overrides {
     /// `withInjectedValues` keeps its overrides for as long as it runs.
     @usableFromInline
     static let everUsed = Atomic<Bool>(false)
+
+    /// Records that an override is being made: from now on every read looks for overrides.
+    static func noteUse() {
+        guard !everUsed.load(ordering: .relaxed) else { return }
+        everUsed.store(true, ordering: .relaxed)
+        Generation.noteOverridesInUse()
+    }
 }
 
 /// Records which keys a key path reads (for `@Injected`'s fast path).
@@ -109,7 +116,7 @@ public func withInjectedValues<R>(
 ) rethrows -> R {
     var values = InjectedValues.current
     try update(&values)
-    Overrides.everUsed.store(true, ordering: .relaxed)
+    Overrides.noteUse()
     return try Overrides.$current.withValue(values.overrides, operation: operation)
 }
 
@@ -123,6 +130,6 @@ public func withInjectedValues<R>(
 ) async rethrows -> R {
     var values = InjectedValues.current
     try await update(&values)
-    Overrides.everUsed.store(true, ordering: .relaxed)
+    Overrides.noteUse()
     return try await Overrides.$current.withValue(values.overrides, operation: operation, isolation: isolation)
 }

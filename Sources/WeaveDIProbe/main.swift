@@ -145,9 +145,13 @@ func cachedReads() async {
     print("swapped: \(tokens(reader))")
     WeaveDI.Container.live = WeaveDI.Container()
     print("swapped to empty: \(tokens(reader))")
+    // The first override ever made is seen at once, though the cache held an answer.
+    registerToken(in: WeaveDI.Container.live)
+    let before = tokens(reader)
+    let overridden = withInjectedValues { $0.token = Token(99) } operation: { tokens(reader) }
+    print("first override: \(before) then \(overridden) then \(tokens(reader))")
     // Readers on four threads while the main thread releases and re-registers: every read
     // returns a token built by then, never a freed one.
-    registerToken(in: WeaveDI.Container.live)
     let readers = (0..<4).map { _ in
         Task.detached {
             let reader = TokenReader()

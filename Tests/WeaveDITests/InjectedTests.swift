@@ -270,6 +270,7 @@ final class LegacyViewModel {
         #expect(lines.contains("registered again: 3/3"))
         #expect(lines.contains("swapped: 4/4"))
         #expect(lines.contains("swapped to empty: -1/nil"))
+        #expect(lines.contains("first override: 5/5 then 99/5 then 5/5"))
         #expect(lines.last == "concurrent: read bad=0")
     }
 
