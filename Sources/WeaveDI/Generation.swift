@@ -14,18 +14,8 @@ enum Generation {
     @inlinable @inline(__always)
     static var current: UInt64 { counter.load(ordering: .acquiring) }
 
-    /// Set in every generation from the first override on (`withInjectedValues`): caches that
-    /// answer without looking for overrides are filled only in generations without it.
-    @usableFromInline
-    static let overridesInUse: UInt64 = 1 << 63
-
     /// Starts a new generation; call after publishing the change.
     static func bump() {
         counter.add(1, ordering: .releasing)
-    }
-
-    /// Moves every later generation into the range of `overridesInUse` (once and for all).
-    static func noteOverridesInUse() {
-        counter.bitwiseOr(overridesInUse, ordering: .releasing)
     }
 }

@@ -48,7 +48,7 @@ public struct Injected<Value> {
     /// The dependency, looked up now.
     ///
     /// Inlined: a key path's read is specialized for `Value` in the caller, and once the key's
-    /// answer is cached it touches only the cache and the answer's box (see `InjectedCache.read()`).
+    /// answer is known it touches only the key's reader and the answer's box (see `KeyReader.read()`).
     @inlinable
     public var wrappedValue: Value {
         switch storage {
@@ -83,9 +83,6 @@ final class InjectedCache<Value>: @unchecked Sendable {
     /// atomic has a concrete type.
     @usableFromInline
     let reader = Atomic<UnsafeRawPointer?>(nil)
-    /// The reader's answer as of a generation, here so that a read follows one pointer fewer.
-    @usableFromInline
-    let answer = BoxCache()
     private let keyPathOnly = Atomic<Bool>(false)
 
     private init(_ keyPath: KeyPath<InjectedValues, Value> & Sendable) {
@@ -102,34 +99,12 @@ final class InjectedCache<Value>: @unchecked Sendable {
         }
     }
 
-    /// Answers from the cache while its generation is current. The cache is only filled before
-    /// any override was made, and the first override moves the generation into a range the
-    /// cache never holds (`Generation.overridesInUse`), so the read need not check for them.
     @inlinable @inline(__always)
     func read() -> Value {
-        if let raw = answer.load(at: Generation.current) {
-            return Unmanaged<Box<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
-        }
-        if !Overrides.everUsed.load(ordering: .relaxed) { return readThroughReader() }
-        // Overrides in play: the reader looks at the task-local first.
         if let raw = reader.load(ordering: .acquiring) {
             return Unmanaged<KeyReader<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.read() }
         }
         return learn()
-    }
-
-    /// Reads through the key's reader (learning it first if needed), then remembers the answer.
-    @usableFromInline
-    func readThroughReader() -> Value {
-        guard let raw = reader.load(ordering: .acquiring) else { return learn() }
-        return Unmanaged<KeyReader<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { reader in
-            let generation = Generation.current
-            let value = reader.read()
-            if generation & Generation.overridesInUse == 0, let box = reader.box(at: generation) {
-                answer.store(box, at: generation)
-            }
-            return value
-        }
     }
 
     /// Reads through the key path, and remembers the key's reader if it reads exactly one key.

@@ -83,13 +83,6 @@ enum Overrides {
     /// `withInjectedValues` keeps its overrides for as long as it runs.
     @usableFromInline
     static let everUsed = Atomic<Bool>(false)
-
-    /// Records that an override is being made: from now on every read looks for overrides.
-    static func noteUse() {
-        guard !everUsed.load(ordering: .relaxed) else { return }
-        everUsed.store(true, ordering: .relaxed)
-        Generation.noteOverridesInUse()
-    }
 }
 
 /// Records which keys a key path reads (for `@Injected`'s fast path).
@@ -116,7 +109,7 @@ public func withInjectedValues<R>(
 ) rethrows -> R {
     var values = InjectedValues.current
     try update(&values)
-    Overrides.noteUse()
+    Overrides.everUsed.store(true, ordering: .relaxed)
     return try Overrides.$current.withValue(values.overrides, operation: operation)
 }
 
@@ -130,6 +123,6 @@ public func withInjectedValues<R>(
 ) async rethrows -> R {
     var values = InjectedValues.current
     try await update(&values)
-    Overrides.noteUse()
+    Overrides.everUsed.store(true, ordering: .relaxed)
     return try await Overrides.$current.withValue(values.overrides, operation: operation, isolation: isolation)
 }
