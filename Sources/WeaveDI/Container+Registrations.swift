@@ -19,7 +19,7 @@ extension WeaveDI.Container {
     public var registrations: [WeaveDI.Registration] {
         let entries = state.withLock { state in state.order.compactMap { state.entries[$0] } }
         return entries.map { entry in
-            let dependencies = entry.edges.withLock { $0 }.map { TypeSlots.shared.name(ofSlot: $0) }.sorted()
+            let dependencies = entry.edges.map { TypeSlots.shared.name(ofSlot: $0) }.sorted()
             return WeaveDI.Registration(
                 type: entry.typeName, scope: entry.scope, module: entry.module,
                 dependencies: dependencies, isBuilt: entry.scope == .singleton && entry.hasInstance)

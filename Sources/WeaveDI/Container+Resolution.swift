@@ -187,6 +187,6 @@ struct EdgeRecorder: Resolver {
 
     private func record<T>(_ type: T.Type) {
         let slot = TypeSlots.shared.slot(for: type)
-        _ = parent.edges.withLock { $0.insert(slot) }
+        parent.recordEdge(to: slot)
     }
 }

@@ -29,8 +29,12 @@ final class Entry: @unchecked Sendable {
     let erased: Erased
     /// Builds made so far (the first few record the dependency edges).
     let builds = Atomic<Int>(0)
-    /// Slots this entry's factory resolved through its resolver.
-    let edges = Locked<Set<Int>>([])
+    /// Slots this entry's factory resolved through its resolver, under `edgeLock`.
+    @exclusivity(unchecked)
+    private var recordedEdges: Set<Int> = []
+    /// One lock for every entry's edges: they are written only in an entry's first builds, and
+    /// a lock of its own would cost every registration an allocation.
+    private static let edgeLock = Locked(())
     /// The built singleton: a retained `Box<T>` of the registered type, as a raw pointer, so
     /// that code which is generic over `T` and not specialized (a factory's `r.require(T.self)`
     /// goes through the `Resolver` protocol) reads it without instantiating metadata at run time.
@@ -98,6 +102,14 @@ final class Entry: @unchecked Sendable {
             case .builtInstance: entry.isProvidedInstance ? nil : entry.cached(as: T.self)
             }
         }
+    }
+
+    /// Slots this entry's factory resolved through its resolver (recorded in its first builds).
+    var edges: Set<Int> { Entry.edgeLock.withLock { _ in recordedEdges } }
+
+    /// Records that this entry's factory resolved `slot`.
+    func recordEdge(to slot: Int) {
+        Entry.edgeLock.withLock { _ in _ = recordedEdges.insert(slot) }
     }
 
     /// The registered type's name, spelled when first asked for (errors, logs, diagnostics):
