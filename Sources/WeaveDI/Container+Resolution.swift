@@ -44,7 +44,7 @@ extension WeaveDI.Container {
         if unmanaged._withUnsafeGuaranteedRef({ $0.scope == .transient }) {
             // The transient path retains neither the entry nor the thread's stack.
             let stack = ResolutionStack.current
-            let owner = explicit ?? (stack.isEmpty ? ScopeContext.active : stack.innermost!.owner)
+            let owner = explicit ?? stack.owner
             return try build(unmanaged, as: type, owner: owner, stack: stack)
         }
         return try produce(unmanaged.takeUnretainedValue(), as: type, explicit: explicit)
@@ -66,7 +66,7 @@ extension WeaveDI.Container {
                 outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
                 inner: entry.typeName, innerScope: entry.scope)
         }
-        let owner = explicit ?? (stack.isEmpty ? ScopeContext.active : stack.innermost!.owner)
+        let owner = explicit ?? stack.owner
         switch entry.scope {
         case .transient:
             return try build(.passUnretained(entry), as: type, owner: owner, stack: stack)

@@ -37,7 +37,7 @@ extension WeaveDI.Container {
         let slot = TypeSlots.shared.slot(for: type)
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
         let stack = ResolutionStack.current
-        let owner = stack.isEmpty ? ScopeContext.active : stack.innermost!.owner
+        let owner = stack.owner
         return try build(unmanaged, as: type, owner: owner.flatMap { $0.container === self ? $0 : nil }, stack: stack)
     }
 }

@@ -109,6 +109,12 @@ struct ResolutionStack {
         return count == 0 ? nil : state.pointee.storage[count &- 1]
     }
 
+    /// The session or request a resolution starting here happens in: the innermost open
+    /// build's, or outside any build the one made current by `withCurrent`.
+    var owner: ScopeOwner? {
+        isEmpty ? ScopeContext.active : innermost!.owner
+    }
+
     /// Opens a frame; balance with `pop()`.
     @inline(__always)
     func push(_ frame: Frame) {
