@@ -180,17 +180,8 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
 
     /// The lookup of `Wrapped`.
     static func shared() -> LiveTypeLookup {
-        let slot = TypeSlots.shared.slot(for: Wrapped.self)
-        if let existing = TypeLookups.table.load(slot) {
-            return unsafeDowncast(existing.takeUnretainedValue(), to: LiveTypeLookup.self)
-        }
-        return TypeLookups.creating.withLock { _ in
-            if let existing = TypeLookups.table.load(slot) {
-                return unsafeDowncast(existing.takeUnretainedValue(), to: LiveTypeLookup.self)
-            }
-            let lookup = LiveTypeLookup()
-            _ = TypeLookups.table.store(lookup, at: slot)
-            return lookup
+        TypeLookups.lookups.object(at: TypeSlots.shared.slot(for: Wrapped.self), as: LiveTypeLookup.self) {
+            LiveTypeLookup()
         }
     }
 
@@ -206,6 +197,5 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
 
 /// Every type's `LiveTypeLookup`, by the type's slot.
 enum TypeLookups {
-    static let table = SlotArray<AnyObject>()
-    static let creating = Locked(())
+    static let lookups = PermanentObjects()
 }

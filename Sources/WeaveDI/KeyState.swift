@@ -137,23 +137,12 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
 
 /// The `KeyState` of every key, by the key type's slot.
 enum KeyStates {
-    static let table = SlotArray<AnyObject>()
-    private static let creating = Locked(())
+    static let states = PermanentObjects()
     /// Serialises default computations (recursive: a default may read other keys).
     static let computing = RecursiveLock()
 
     static func state<K: InjectedKey>(for key: K.Type) -> KeyState<K> {
         let slot = TypeSlots.shared.slot(for: key)
-        if let existing = table.load(slot) {
-            return unsafeDowncast(existing.takeUnretainedValue(), to: KeyState<K>.self)
-        }
-        return creating.withLock { _ in
-            if let existing = table.load(slot) {
-                return unsafeDowncast(existing.takeUnretainedValue(), to: KeyState<K>.self)
-            }
-            let state = KeyState<K>(slot: slot)
-            _ = table.store(state, at: slot)
-            return state
-        }
+        return states.object(at: slot, as: KeyState<K>.self) { KeyState<K>(slot: slot) }
     }
 }

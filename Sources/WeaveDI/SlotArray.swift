@@ -87,3 +87,21 @@ extension SlotArray where Element == Entry {
         return entry._withUnsafeGuaranteedRef { $0.instance.load(ordering: .acquiring) }
     }
 }
+
+/// One object per type slot, made on first request and kept for the life of the process
+/// (`KeyState`s, `@Injected` lookups by type): lock-free lookups, creation under a lock.
+final class PermanentObjects: Sendable {
+    private let table = SlotArray<AnyObject>()
+    private let creating = Locked(())
+
+    /// The object at `slot`, made by `make` the first time.
+    func object<T: AnyObject>(at slot: Int, as type: T.Type, make: () -> T) -> T {
+        if let existing = table.load(slot) { return unsafeDowncast(existing.takeUnretainedValue(), to: T.self) }
+        return creating.withLock { _ in
+            if let existing = table.load(slot) { return unsafeDowncast(existing.takeUnretainedValue(), to: T.self) }
+            let object = make()
+            _ = table.store(object, at: slot)
+            return object
+        }
+    }
+}
