@@ -44,8 +44,7 @@ extension WeaveDI.Container {
         if unmanaged._withUnsafeGuaranteedRef({ $0.scope == .transient }) {
             // The transient path retains neither the entry nor the thread's stack.
             let stack = ResolutionStack.current
-            let owner = explicit ?? stack.owner
-            return try build(unmanaged, as: type, owner: owner, stack: stack)
+            return try build(unmanaged, as: type, owner: explicit ?? stack.owner, stack: stack)
         }
         return try produce(unmanaged.takeUnretainedValue(), as: type, explicit: explicit)
     }

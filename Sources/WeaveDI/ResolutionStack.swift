@@ -41,6 +41,7 @@ struct ResolutionStack {
             }
         }
 
+        @inline(__always)
         var owner: ScopeOwner? {
             guard let object = ownerObject?.takeUnretainedValue() else { return nil }
             return ownerIsRequest
@@ -98,12 +99,15 @@ struct ResolutionStack {
     }()
 
     /// The open frames, outermost first (valid until the next push or pop).
+    @inline(__always)
     var frames: UnsafeBufferPointer<Frame> { UnsafeBufferPointer(start: state.pointee.storage, count: state.pointee.count) }
 
     /// Whether no build is open on this thread.
+    @inline(__always)
     var isEmpty: Bool { state.pointee.count == 0 }
 
     /// The innermost open frame.
+    @inline(__always)
     var innermost: Frame? {
         let count = state.pointee.count
         return count == 0 ? nil : state.pointee.storage[count &- 1]
@@ -111,6 +115,7 @@ struct ResolutionStack {
 
     /// The session or request a resolution starting here happens in: the innermost open
     /// build's, or outside any build the one made current by `withCurrent`.
+    @inline(__always)
     var owner: ScopeOwner? {
         isEmpty ? ScopeContext.active : innermost!.owner
     }
