@@ -33,7 +33,16 @@ final class MainLoop {
         var lastBeat = heartbeat.count
         var nextPing = watchdog.map { now() + $0.pingInterval }
         while true {
-            if let code = context.waker.exitCode { return code }
+            if let code = context.waker.exitCode {
+                // A shutdown that finished after its deadline overran it, even if this loop
+                // (on a busy machine) woke only afterwards.
+                if let deadline = shutdownDeadline, let finished = context.waker.finishedAtNanoseconds,
+                    Duration.nanoseconds(Int64(finished)) > deadline
+                {
+                    return overran()
+                }
+                return code
+            }
             var timeout: Duration? = nil
             if let nextPing { timeout = max(.zero, nextPing - now()) }
             if let deadline = shutdownDeadline { timeout = min(timeout ?? .seconds(3600), max(.zero, deadline - now())) }
@@ -62,8 +71,7 @@ final class MainLoop {
                 }
             }
             if let deadline = shutdownDeadline, now() >= deadline, context.waker.exitCode == nil {
-                context.log.error("daemon", "shutdown did not finish within \(shutdownTimeout); exiting")
-                return 1
+                return overran()
             }
             if let interval = watchdog?.pingInterval, let due = nextPing, now() >= due {
                 let beat = heartbeat.count
@@ -76,6 +84,12 @@ final class MainLoop {
                 nextPing = due + interval
             }
         }
+    }
+
+    /// Exit status 1, said in the log: the shutdown took longer than `shutdownTimeout`.
+    private func overran() -> Int32 {
+        context.log.error("daemon", "shutdown did not finish within \(shutdownTimeout); exiting")
+        return 1
     }
 
     private func now() -> Duration {

@@ -7,6 +7,8 @@ public final class Waker: Sendable {
     private let pipeRead: Int32
     private let pipeWrite: Int32
     private let code = Atomic<Int32>(-1)
+    /// When `finish` was first called (monotonic nanoseconds).
+    private let finishedAt = Atomic<UInt64>(0)
 
     /// Creates the pipe (close-on-exec, non-blocking).
     public init() throws(Errno) {
@@ -22,8 +24,15 @@ public final class Waker: Sendable {
 
     /// Records `exitCode` (the first one wins) and wakes the main loop.
     public func finish(_ exitCode: Int32) {
+        _ = finishedAt.compareExchange(
+            expected: 0, desired: SystemClock.monotonicNanoseconds(), ordering: .relaxed)
         _ = code.compareExchange(expected: -1, desired: exitCode, ordering: .acquiringAndReleasing)
         wake()
+    }
+
+    /// When `finish` was first called (monotonic nanoseconds), once it was.
+    public var finishedAtNanoseconds: UInt64? {
+        exitCode == nil ? nil : finishedAt.load(ordering: .relaxed)
     }
 
     /// Wakes the main loop without finishing.
