@@ -101,6 +101,22 @@ final class LegacyViewModel {
         #expect(stale.load(ordering: .relaxed) == 0)
     }
 
+    /// Readers take `Container.live` without a lock or a reference, and `@Injected` caches point
+    /// into its singleton cells: a container that was live must never be freed.
+    @Test func aContainerThatWasLive_isNeverFreed() {
+        weak var weakOld: WeaveDI.Container?
+        weak var weakNeverLive: WeaveDI.Container?
+        do {
+            let old = WeaveDI.Container(), neverLive = WeaveDI.Container()
+            weakOld = old
+            weakNeverLive = neverLive
+            WeaveDI.Container.live = old
+        }
+        WeaveDI.Container.live = WeaveDI.Container()
+        #expect(weakOld != nil)
+        #expect(weakNeverLive == nil)
+    }
+
     @Test func context_isTestUnderSwiftTest() {
         #expect(InjectedContext.detect() == .test)
         #expect(InjectedContext.current == .test)
