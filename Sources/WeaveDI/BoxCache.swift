@@ -1,17 +1,15 @@
 import Synchronization
 
-/// What a reader remembers about one lookup: the box holding its answer (a key's default, or
-/// the built singleton of a type registered in `Container.live`) and the generation it saw it
-/// at. While the generation stays, the box is the answer, read with three atomic loads and no
-/// lock.
+/// What a reader remembers about one type registered in `Container.live`: the box of its built
+/// singleton and the generation it saw it at. While the generation stays, the box is the
+/// answer, read with three atomic loads and no lock.
 ///
 /// A sequence lock: a writer clears `asOf`, stores the box, then stores the generation; a
 /// reader trusts the box only if `asOf` equals the current generation both before and after
 /// loading it. Writers never wait: one that finds another writing leaves the cache alone.
 ///
-/// The box stays valid memory for good: a key's defaults are never freed, and a singleton cell
-/// belongs to an entry of a container that was `live`; such containers are never freed, nor
-/// are their replaced entries.
+/// The box stays valid memory for good: a singleton cell belongs to an entry of a container
+/// that was `live`; such containers are never freed, nor are their replaced entries.
 @usableFromInline
 struct BoxCache: ~Copyable, Sendable {
     @usableFromInline
@@ -35,11 +33,7 @@ struct BoxCache: ~Copyable, Sendable {
     /// Remembers the built singleton of `slot` in `container`, if there is one, as of
     /// `generation` (read before the container was).
     func store(singletonOf slot: Int, in container: WeaveDI.Container, at generation: UInt64) {
-        if let raw = container.table.singletonBox(slot) { store(raw, at: generation) }
-    }
-
-    /// Remembers `raw` as the answer as of `generation` (read before the answer was).
-    func store(_ raw: UnsafeRawPointer, at generation: UInt64) {
+        guard let raw = container.table.singletonBox(slot) else { return }
         guard writing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         asOf.store(0, ordering: .relaxed)
         box.store(UInt(bitPattern: raw), ordering: .releasing)

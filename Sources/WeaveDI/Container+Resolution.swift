@@ -28,15 +28,6 @@ extension WeaveDI.Container {
         WeaveDILog.log(.error, "resolve(\(type)) returned nil: \(error)")
     }
 
-    func resolveSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?) -> T? {
-        do {
-            return try requireSlow(type, slot: slot, explicit: explicit)
-        } catch {
-            resolveFailed(type, error)
-            return nil
-        }
-    }
-
     @usableFromInline
     func requireSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?) throws(ResolutionError) -> T {
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
