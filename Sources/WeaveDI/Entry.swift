@@ -3,9 +3,10 @@ import Synchronization
 /// One registration in a container: how to build a type, in which scope, made by which module.
 ///
 /// Not generic: registering a type must not instantiate class metadata for it (that was most
-/// of the cost of a registration). The code that needs the type is in two closures made by
-/// `register`: `make`, which runs the factory, and `erased`, for the type-erased operations of
-/// diagnostics. Readers pass the type themselves (`produce(_:as:explicit:)`).
+/// of the cost of a registration). The factory is kept with its type erased (`ErasedFactory`);
+/// readers, which know the type, call it as what it is (`factory(as:)`,
+/// `produce(_:as:explicit:)`). `erased` is a closure made by `register` for the type-erased
+/// operations of diagnostics.
 ///
 /// Entries are immutable but for their singleton cell (set once) and their recorded edges.
 /// A replaced entry is retired, never freed before its container, so lock-free readers that
@@ -14,9 +15,6 @@ import Synchronization
 /// `@unchecked Sendable`: the mutable parts are an `Atomic` and a `Locked`.
 @usableFromInline
 final class Entry: @unchecked Sendable {
-    /// Builds one instance: runs the factory with the resolver and initializes the memory at the
-    /// pointer (room for one value of the registered type) with the result.
-    typealias Make = @Sendable (any Resolver, UnsafeMutableRawPointer) throws -> Void
     /// The operations that need the registered type, for callers that do not know it.
     typealias Erased = @Sendable (Entry, ErasedOperation) throws(ResolutionError) -> Any?
 
@@ -25,7 +23,8 @@ final class Entry: @unchecked Sendable {
     let module: String
     /// True for `register(_:instance:)`: the container did not build it and never disposes it.
     let isProvidedInstance: Bool
-    let make: Make
+    /// The factory, a `TypedFactory<T>` of the registered type with `T` erased.
+    private let erasedFactory: ErasedFactory
     let erased: Erased
     /// Builds made so far (the first few record the dependency edges).
     let builds = Atomic<Int>(0)
@@ -49,14 +48,14 @@ final class Entry: @unchecked Sendable {
     private let boxClass = Atomic<UnsafeRawPointer?>(nil)
 
     private init(
-        slot: Int, scope: WeaveDI.Scope, module: String, isProvidedInstance: Bool, make: @escaping Make,
+        slot: Int, scope: WeaveDI.Scope, module: String, isProvidedInstance: Bool, factory: ErasedFactory,
         erased: @escaping Erased
     ) {
         self.slot = slot
         self.scope = scope
         self.module = module
         self.isProvidedInstance = isProvidedInstance
-        self.make = make
+        self.erasedFactory = factory
         self.erased = erased
     }
 
@@ -67,8 +66,7 @@ final class Entry: @unchecked Sendable {
     ) {
         self.init(
             slot: slot, scope: scope, module: module, isProvidedInstance: false,
-            make: { resolver, out in out.assumingMemoryBound(to: T.self).initialize(to: try factory(resolver)) },
-            erased: Entry.erasedOperations(for: T.self))
+            factory: TypedFactory(call: factory).erased, erased: Entry.erasedOperations(for: T.self))
     }
 
     /// A registration of `T` built by `factory`, which needs no resolver.
@@ -77,8 +75,7 @@ final class Entry: @unchecked Sendable {
     ) {
         self.init(
             slot: slot, scope: scope, module: module, isProvidedInstance: false,
-            make: { _, out in out.assumingMemoryBound(to: T.self).initialize(to: try factory()) },
-            erased: Entry.erasedOperations(for: T.self))
+            factory: TypedFactory(call: { _ in try factory() }).erased, erased: Entry.erasedOperations(for: T.self))
     }
 
     /// The singleton `value`, given as it is (`register(_:instance:)`).
@@ -86,8 +83,7 @@ final class Entry: @unchecked Sendable {
         let box = Box(value)
         self.init(
             slot: slot, scope: .singleton, module: module, isProvidedInstance: true,
-            make: { _, out in out.assumingMemoryBound(to: T.self).initialize(to: box.value) },
-            erased: Entry.erasedOperations(for: T.self))
+            factory: TypedFactory(call: { _ in box.value }).erased, erased: Entry.erasedOperations(for: T.self))
         instance.store(UnsafeRawPointer(Unmanaged.passRetained(box).toOpaque()), ordering: .releasing)
     }
 
@@ -102,6 +98,12 @@ final class Entry: @unchecked Sendable {
             case .builtInstance: entry.isProvidedInstance ? nil : entry.cached(as: T.self)
             }
         }
+    }
+
+    /// The factory, called as what it is; `T` must be the registered type.
+    @inline(__always)
+    func factory<T>(as type: T.Type) -> @Sendable (any Resolver) throws -> T {
+        TypedFactory<T>(erasedFactory).call
     }
 
     /// Slots this entry's factory resolved through its resolver (recorded in its first builds).
@@ -119,7 +121,8 @@ final class Entry: @unchecked Sendable {
     /// A copy with the same factory and an empty singleton cell.
     func fresh() -> Entry {
         if isProvidedInstance { return self }
-        return Entry(slot: slot, scope: scope, module: module, isProvidedInstance: false, make: make, erased: erased)
+        return Entry(slot: slot, scope: scope, module: module, isProvidedInstance: false, factory: erasedFactory,
+            erased: erased)
     }
 
     /// Whether the singleton cell holds an instance.
@@ -172,6 +175,33 @@ final class Entry: @unchecked Sendable {
     var builtInstance: Any? {
         try? erased(self, .builtInstance)
     }
+}
+
+/// A factory of `T`. Its closure is stored as `T` is unknown (the result returned indirectly),
+/// whether the code that made it or calls it knows `T` or not: a generic struct's field keeps the
+/// abstraction of its declaration, and the compiler converts on the way in and out. That is what
+/// makes the bit cast to and from `ErasedFactory` sound.
+struct TypedFactory<T> {
+    let call: @Sendable (any Resolver) throws -> T
+
+    init(call: @escaping @Sendable (any Resolver) throws -> T) {
+        self.call = call
+    }
+
+    /// Reads back the factory `erased` was made from; `T` must be the type it was made with.
+    @inline(__always)
+    init(_ erased: ErasedFactory) {
+        self = unsafeBitCast(erased, to: TypedFactory<T>.self)
+    }
+
+    /// The same closure with `T` erased: two words, a function and its retained context, as
+    /// every closure.
+    var erased: ErasedFactory { unsafeBitCast(self, to: ErasedFactory.self) }
+}
+
+/// A `TypedFactory` with its type erased. Never called as it is.
+struct ErasedFactory {
+    let closure: @Sendable () -> Void
 }
 
 /// What `Entry.erased` is asked to do.

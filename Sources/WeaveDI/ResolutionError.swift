@@ -49,3 +49,13 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
         }
     }
 }
+
+extension ResolutionError {
+    /// What a build throws when the factory of `slot` threw `error`: a `ResolutionError` (from
+    /// a dependency) as it is, anything else wrapped in `factoryFailed`.
+    @inline(never)
+    static func thrownByFactory(_ error: any Error, slot: Int) -> ResolutionError {
+        if let error = error as? ResolutionError { return error }
+        return .factoryFailed(type: TypeSlots.shared.name(ofSlot: slot), underlying: error)
+    }
+}

@@ -12,11 +12,6 @@ import CWeaveDIThread
 /// Factories are synchronous, so a whole build (a factory and everything it resolves) runs on
 /// one thread: a thread-local stack sees exactly this resolution's path, and concurrent
 /// resolutions on other threads never report false cycles.
-/// The services under construction on the current thread, innermost last.
-///
-/// Factories are synchronous, so a whole build (a factory and everything it resolves) runs on
-/// one thread: a thread-local stack sees exactly this resolution's path, and concurrent
-/// resolutions on other threads never report false cycles.
 ///
 /// A pointer to this thread's `State`, found through a C thread-local: a value, so that
 /// passing the stack around retains nothing. The state is freed when its thread exits.
@@ -55,14 +50,7 @@ struct ResolutionStack {
         var storage: UnsafeMutablePointer<Frame>
         var capacity: Int
         var count = 0
-        /// Room for the values being built, one per open build, innermost last (see
-        /// `reserve`): a factory's result lands here before it is returned, which unspecialized
-        /// generic code could otherwise only do with a metadata lookup on every build.
-        let scratch: UnsafeMutableRawPointer
-        var scratchUsed = 0
     }
-
-    static let scratchCapacity = 16 * 1024
 
     let state: UnsafeMutablePointer<State>
 
@@ -75,9 +63,7 @@ struct ResolutionStack {
 
     private static func makeForThisThread() -> ResolutionStack {
         let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
-        state.initialize(to: State(
-            storage: .allocate(capacity: 32), capacity: 32,
-            scratch: .allocate(byteCount: scratchCapacity, alignment: 16)))
+        state.initialize(to: State(storage: .allocate(capacity: 32), capacity: 32))
         weavedi_set_thread_state(state)
         pthread_setspecific(destructorKey, state)  // only so that it is freed with the thread
         return ResolutionStack(state: state)
@@ -90,7 +76,6 @@ struct ResolutionStack {
             guard let state = raw?.assumingMemoryBound(to: State.self) else { return }
             weavedi_set_thread_state(nil)
             state.pointee.storage.deallocate()
-            state.pointee.scratch.deallocate()
             state.deinitialize(count: 1)
             state.deallocate()
         }
@@ -143,27 +128,6 @@ struct ResolutionStack {
         state.pointee.capacity = capacity * 2
     }
 
-    /// Memory for one value of `T`, until `unreserve` (calls nest: last reserved, first
-    /// unreserved). Falls back to the heap when the scratch area is full.
-    @inline(__always)
-    func reserve<T>(for type: T.Type) -> (memory: UnsafeMutableRawPointer, mark: Int) {
-        let alignment = MemoryLayout<T>.alignment
-        let used = state.pointee.scratchUsed
-        let start = (used &+ alignment &- 1) & ~(alignment &- 1)
-        let end = start &+ MemoryLayout<T>.size
-        if alignment <= 16, end <= ResolutionStack.scratchCapacity {
-            state.pointee.scratchUsed = end
-            return (state.pointee.scratch + start, used)
-        }
-        return (.allocate(byteCount: Swift.max(MemoryLayout<T>.size, 1), alignment: alignment), -1)
-    }
-
-    /// Gives back what `reserve` returned (its value already moved out or never initialized).
-    @inline(__always)
-    func unreserve(_ memory: UnsafeMutableRawPointer, mark: Int) {
-        if mark < 0 { memory.deallocate() } else { state.pointee.scratchUsed = mark }
-    }
-
     /// The index of a frame building `slot` of container `id`, if one is open.
     @inline(__always)
     func index(of slot: Int, in id: UInt64) -> Int? {
@@ -179,5 +143,19 @@ struct ResolutionStack {
     /// The innermost frame with a lifetime of its own (not transient).
     var nearestScoped: Frame? {
         frames.last { $0.scope != .transient }
+    }
+
+    /// The error for building `slot` again while the frame at `start` (building it) is open.
+    @inline(never)
+    func cycle(from start: Int, to slot: Int) -> ResolutionError {
+        let path = frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) }
+        return .cycle(path: path + [TypeSlots.shared.name(ofSlot: slot)])
+    }
+
+    /// The error for building `slot` with `ResolutionError.maximumDepth` frames open.
+    @inline(never)
+    func tooDeep(at slot: Int) -> ResolutionError {
+        let path = frames.map { TypeSlots.shared.name(ofSlot: $0.slot) }
+        return .tooDeep(path: path + [TypeSlots.shared.name(ofSlot: slot)])
     }
 }

@@ -3,7 +3,10 @@
 /// A factory that takes a resolver (`container.register(T.self) { r in ... }`) gets the resolver of
 /// the scope its instance is being built in: the container for singletons, the session for
 /// session-scoped services, the request for request-scoped ones, and the caller's for transients.
-public protocol Resolver: Sendable {
+///
+/// Class-bound: a factory's `any Resolver` is then one reference (and its witness table), passed
+/// in registers without being copied into a box and retained on every build.
+public protocol Resolver: AnyObject, Sendable {
     /// The instance for `type`, or nil (and a logged reason) when it cannot be resolved.
     func resolve<T>(_ type: T.Type) -> T?
     /// The instance for `type`; throws `ResolutionError` saying why it cannot be resolved.

@@ -33,8 +33,8 @@ import Testing
         #expect(a !== b)
     }
 
-    /// Values of every size come out of a build intact, however deeply builds nest: a
-    /// factory's result is staged in a per-thread area that overflows to the heap.
+    /// Values of every size come out of a build intact, however deeply builds nest (the
+    /// generic build returns them through memory its caller provides).
     @Test func transientStructs_ofAnySize_nested_comeOutIntact() throws {
         let container = WeaveDI.Container()
         container.register(Plate.self, scope: .transient) { Plate(seed: 1) }
@@ -46,10 +46,68 @@ import Testing
             #expect(huge.isIntact)
             #expect(try container.require(Stack3.self).isIntact)
         }
-        // A failed build gives its staging area back: later builds still come out whole.
+        // A failed build closes its frame: later builds still come out whole.
         container.register(Failing.self, scope: .transient) { () throws -> Failing in throw Refusal() }
         for _ in 0..<1000 { #expect(throws: ResolutionError.self) { try container.require(Failing.self) } }
         #expect(try container.require(Huge.self).isIntact)
+    }
+
+    /// A factory is stored with its type erased and called as its type again. Whether the code
+    /// that registers or resolves knows the type (specialized) or not (generic), values of every
+    /// shape come back whole: functions, tuples, enums with payloads, optionals, existentials,
+    /// structs holding references, empty types.
+    @Test func factoriesOfEveryShape_registeredAndResolved_fromGenericAndConcreteCode() throws {
+        func registerGenerically<T>(_ container: WeaveDI.Container, _ make: @escaping @Sendable () -> T) {
+            container.register(T.self, scope: .transient, factory: make)
+        }
+        @Sendable func requireGenerically<T>(_ resolver: any Resolver, _ type: T.Type) throws -> T {
+            try resolver.require(type)
+        }
+        func check(_ container: WeaveDI.Container) throws {
+            #expect(try container.require(Scale.self)(5) == 15)
+            #expect(try requireGenerically(container, Scale.self)(7) == 21)
+            #expect(try container.require(Pair.self) == Pair(4, "four"))
+            #expect(try requireGenerically(container, Pair.self) == Pair(4, "four"))
+            #expect(try container.require(Shape.self) == .rectangle(width: 2, height: 3))
+            #expect(try requireGenerically(container, Shape.self) == .rectangle(width: 2, height: 3))
+            #expect(try container.require(Token?.self)?.number == 9)
+            #expect(try requireGenerically(container, Token?.self)?.number == 9)
+            #expect(try container.require((any Net).self).fetch() == "live")
+            #expect(try requireGenerically(container, (any Net).self).fetch() == "live")
+            let holder = try requireGenerically(container, Holder<Token>.self)
+            #expect(holder.value.number == 11)
+            #expect(try container.require(Nothing.self) == Nothing())
+            // Through a factory's resolver, nested: each level unwraps what the one below built.
+            let nested = try container.require(Holder<Pair>.self)
+            #expect(nested.value == Pair(15, "four five"))
+        }
+        let concrete = WeaveDI.Container()
+        concrete.register(Scale.self, scope: .transient) { { $0 * 3 } }
+        concrete.register(Pair.self, scope: .transient) { Pair(4, "four") }
+        concrete.register(Shape.self, scope: .transient) { .rectangle(width: 2, height: 3) }
+        concrete.register(Token?.self, scope: .transient) { Token(9) }
+        concrete.register((any Net).self, scope: .transient) { LiveNet() }
+        concrete.register(Holder<Token>.self, scope: .transient) { Holder(Token(11)) }
+        concrete.register(Nothing.self, scope: .transient) { Nothing() }
+        concrete.register(Holder<Pair>.self, scope: .transient) { r in
+            let scale = try r.require(Scale.self), pair = try r.require(Pair.self)
+            return Holder(Pair(scale(5), pair.text + " five"))
+        }
+        try check(concrete)
+
+        let generic = WeaveDI.Container()
+        registerGenerically(generic) { { (x: Int) in x * 3 } as Scale }
+        registerGenerically(generic) { Pair(4, "four") }
+        registerGenerically(generic) { Shape.rectangle(width: 2, height: 3) }
+        registerGenerically(generic) { Token(9) as Token? }
+        registerGenerically(generic) { LiveNet() as any Net }
+        registerGenerically(generic) { Holder(Token(11)) }
+        registerGenerically(generic) { Nothing() }
+        generic.register(Holder<Pair>.self, scope: .transient) { r in
+            let scale = try requireGenerically(r, Scale.self)
+            return Holder(Pair(scale(5), try r.require(Pair.self).text + " five"))
+        }
+        try check(generic)
     }
 
     /// `@Injected var x: T?` reads a cached singleton in place, from inside its box.
@@ -273,13 +331,28 @@ struct Stack3 {
     var isIntact: Bool { below.isIntact && own.isIntact && own.seed == 3 }
 }
 
-/// Larger than the whole per-thread staging area.
+/// 32 KiB and more: larger than any buffer a build could keep per thread.
 struct Huge {
     let below: Stack3
     var tail = InlineArray<4096, UInt64>(repeating: 0xA5A5_A5A5_A5A5_A5A5)
     init(below: Stack3) { self.below = below }
     var isIntact: Bool { below.isIntact && tail.indices.allSatisfy { tail[$0] == 0xA5A5_A5A5_A5A5_A5A5 } }
 }
+
+typealias Scale = @Sendable (Int) -> Int
+
+struct Pair: Equatable {
+    let number: Int
+    let text: String
+    init(_ number: Int, _ text: String) { self.number = number; self.text = text }
+}
+
+enum Shape: Equatable {
+    case point
+    case rectangle(width: Int, height: Int)
+}
+
+struct Nothing: Equatable {}
 
 struct Failing {}
 struct Refusal: Error {}
