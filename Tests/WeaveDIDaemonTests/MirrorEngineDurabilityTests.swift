@@ -40,15 +40,51 @@ import WeaveDIPosix
         #expect(try fixture.expectExactMirror() == 0)
     }
 
+    /// A link cannot be opened and flushed: a durable run publishes links like copies, renamed
+    /// over their final name only after the batch's `syncfs`, or after a flush of their
+    /// directory where there is no batch flush. Replacing a link goes the same way.
+    @Test func durableRun_flushesLinksBeforeRenamingThem() async throws {
+        let fixture = try MirrorFixture()
+        for index in 0..<3 { try fixture.link("src/l\(index)", to: "target-\(index)") }
+        try fixture.write("src/f.txt", "f", mtime: sampleTime())
+        try fixture.makeDirectory("dst")
+        let byBatch = try flushesByBatch(fixture.destination)
+
+        let report = await fixture.mirror()
+
+        #expect(report.result == .success, "\(report.errors)")
+        #expect(report.copied == 4)
+        if byBatch {
+            #expect(report.fileSystemFlushes == 1)
+            #expect(report.fileFlushes == 0 && report.directoryFlushes == 0)
+        } else {
+            #expect(report.fileSystemFlushes == 0)
+            #expect(report.fileFlushes == 1 && report.directoryFlushes == 3)
+        }
+        #expect(try fixture.temporaryFiles().isEmpty)
+        #expect(try fixture.expectExactMirror() == 0)
+
+        // A changed target replaces the link, flushed the same way.
+        try FileManager.default.removeItem(atPath: fixture.source + "/l1")
+        try fixture.link("src/l1", to: "elsewhere")
+        let again = await fixture.mirror()
+        #expect(again.result == .success, "\(again.errors)")
+        #expect(again.updated == 1)
+        #expect(again.fileSystemFlushes + again.directoryFlushes == 1)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: fixture.destination + "/l1") == "elsewhere")
+        #expect(try fixture.expectExactMirror() == 0)
+    }
+
     @Test func nonDurableRun_flushesNothing() async throws {
         let fixture = try MirrorFixture()
         for index in 0..<10 { try fixture.write("src/f\(index).txt", "file \(index)", mtime: sampleTime()) }
+        try fixture.link("src/link", to: "f1.txt")
 
         let report = await fixture.mirror(durable: false)
 
         #expect(report.result == .success, "\(report.errors)")
-        #expect(report.copied == 10)
-        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 0)
+        #expect(report.copied == 11)
+        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 0 && report.directoryFlushes == 0)
         #expect(try fixture.expectExactMirror() == 0)
     }
 
@@ -74,6 +110,7 @@ import WeaveDIPosix
         else { return }
         let fixture = try MirrorFixture()
         for index in 0..<5 { try fixture.write("src/f\(index).txt", "file \(index)", mtime: sampleTime()) }
+        try fixture.link("src/link", to: "f3.txt")
         let destination = try FileDescriptor.makeTemporaryDirectory(template: "/dev/shm/weavedi-mirror-test.XXXXXX")
         defer { try? FileManager.default.removeItem(atPath: destination) }
         let settings = MirrorSettings(source: fixture.source, destination: destination, workers: 2)
@@ -81,8 +118,9 @@ import WeaveDIPosix
         let report = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
 
         #expect(report.result == .success, "\(report.errors)")
-        #expect(report.copied == 5)
-        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 5)
+        #expect(report.copied == 6)
+        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 5 && report.directoryFlushes == 1)
         #expect(FileManager.default.contents(atPath: destination + "/f3.txt") == Data("file 3".utf8))
+        #expect(FileManager.default.contents(atPath: destination + "/link") == Data("file 3".utf8))
     }
 }

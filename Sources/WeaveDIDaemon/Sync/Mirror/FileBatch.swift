@@ -67,17 +67,24 @@ struct FileBatch: Sendable {
     }
 }
 
+/// A copy or link of a durable batch written under its temporary name, waiting to be renamed.
+enum Prepared {
+    case file(PreparedCopy)
+    case link(temporary: String)
+}
+
 extension FileBatch {
     /// Does the batch's jobs in order with one fresh `FileCopier` (and `FileHasher` for
     /// checksum comparisons) from the context's container; stops between files when the task
     /// is cancelled. Blocking I/O: runs in a worker task.
     ///
-    /// When durable, copies are published in two passes: first each file is written to its
-    /// temporary name and its writeback started; then the batch's copies are made durable and
-    /// renamed. Where `BatchFlush` can be used (ext4, XFS, Btrfs on Linux 5.8 or later), one
-    /// `syncfs` makes all of them durable before the first rename, and a failing `syncfs`
-    /// publishes none of them; elsewhere each is flushed with `fsync` and renamed in turn. Either
-    /// way no copy is renamed before its content is on stable storage.
+    /// When durable, copies and links are published in two passes: first each file is written to
+    /// its temporary name and its writeback started, and each link made under its temporary
+    /// name; then the batch's copies and links are made durable and renamed. Where `BatchFlush`
+    /// can be used (ext4, XFS, Btrfs on Linux 5.8 or later), one `syncfs` makes all of them
+    /// durable before the first rename, and a failing `syncfs` publishes none of them; elsewhere
+    /// each file is flushed with `fsync` (each link with its directory) and renamed in turn.
+    /// Either way nothing is renamed before it is on stable storage.
     func run(_ context: MirrorContext) -> BatchOutcome {
         var outcome = BatchOutcome()
         let copier: FileCopier
@@ -94,7 +101,7 @@ extension FileBatch {
         // Opened before the batch's first write, so that its syncfs reports the batch's errors.
         let flush = durable ? BatchFlush.begin(in: directory.destination.descriptor) : nil
         var hasher: FileHasher? = nil
-        var prepared: [(job: FileJob, copy: PreparedCopy)] = []
+        var prepared: [(job: FileJob, copy: Prepared)] = []
         for job in jobs {
             if Task.isCancelled {
                 outcome.interrupted = true
@@ -126,7 +133,7 @@ extension FileBatch {
             } catch {
                 // Some write of the file system failed: publish none of the batch's copies.
                 for (job, copy) in prepared {
-                    copier.discard(copy, in: directory.destination.descriptor)
+                    discard(copy, copier: copier)
                     outcome.report.fail(directory.path(of: job.name), error.description)
                     settle(job, in: &outcome)
                 }
@@ -150,26 +157,42 @@ extension FileBatch {
     }
 
     private func publish(
-        _ copy: PreparedCopy, of job: FileJob, copier: FileCopier, durable: Bool, outcome: inout BatchOutcome
+        _ copy: Prepared, of job: FileJob, copier: FileCopier, durable: Bool, outcome: inout BatchOutcome
     ) throws(MirrorFailure) {
-        outcome.report.bytes += try copier.publish(copy, in: directory.destination.descriptor, durable: durable)
-        if durable { outcome.report.fileFlushes += 1 }
+        let destination = directory.destination.descriptor
+        switch copy {
+        case let .file(file):
+            outcome.report.bytes += try copier.publish(file, in: destination, durable: durable)
+            if durable { outcome.report.fileFlushes += 1 }
+        case let .link(temporary):
+            try copier.publishLink(job.name, temporary: temporary, in: destination, durable: durable)
+            if durable { outcome.report.directoryFlushes += 1 }
+        }
         outcome.modified = true
         if job.isNew { outcome.report.copied += 1 } else { outcome.report.updated += 1 }
     }
 
-    /// Does `job`, or prepares its copy and returns it for publishing.
+    /// Removes a prepared copy or link that will not be published.
+    private func discard(_ copy: Prepared, copier: FileCopier) {
+        switch copy {
+        case let .file(file): copier.discard(file, in: directory.destination.descriptor)
+        case let .link(temporary): try? directory.destination.descriptor.unlink(at: temporary)
+        }
+    }
+
+    /// Does `job`, or prepares its copy or link and returns it for publishing.
     private func perform(
         _ job: FileJob, copier: FileCopier, hasher: inout FileHasher?, context: MirrorContext,
         outcome: inout BatchOutcome
-    ) throws(MirrorFailure) -> PreparedCopy? {
+    ) throws(MirrorFailure) -> Prepared? {
         let source = directory.source.descriptor
         let destination = directory.destination.descriptor
         let durable = context.settings.durable
         let noAccessTime = context.mayAvoidAccessTime(owner: job.source.userID)
         switch job.action {
         case .copy:
-            return try copier.prepare(job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime)
+            return .file(try copier.prepare(
+                job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime))
         case .verify:
             let digester: FileHasher
             if let hasher {
@@ -181,8 +204,8 @@ extension FileBatch {
             let sourceDigest = try digester.digest(of: job.name, in: source, noAccessTime: noAccessTime)
             let destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
             if sourceDigest != destinationDigest {
-                return try copier.prepare(
-                    job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime)
+                return .file(try copier.prepare(
+                    job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime))
             } else if try copier.fixAttributes(job.name, to: job.source, in: destination, durable: durable) {
                 outcome.report.updated += 1
             } else {
@@ -192,9 +215,8 @@ extension FileBatch {
             try copier.fixAttributes(job.name, to: job.source, in: destination, durable: durable)
             outcome.report.updated += 1
         case let .link(target):
-            try copier.copyLink(job.name, target: target, modificationTime: job.source.modificationTime, in: destination)
-            outcome.modified = true
-            if job.isNew { outcome.report.copied += 1 } else { outcome.report.updated += 1 }
+            let time = job.source.modificationTime
+            return .link(temporary: try copier.prepareLink(job.name, target: target, modificationTime: time, in: destination))
         case .fixLinkTime:
             try copier.fixLinkTime(job.name, to: job.source.modificationTime, in: destination)
             outcome.report.updated += 1

@@ -92,10 +92,11 @@ public final class FileCopier {
         try? destination.unlink(at: copy.temporary)
     }
 
-    /// Makes `name` in `destination` a symbolic link to `target` with modification time `time`,
-    /// replacing what is there in one rename.
-    func copyLink(_ name: String, target: String, modificationTime time: TimeSpec, in destination: FileDescriptor)
-        throws(MirrorFailure)
+    /// The first half of making `name` in `destination` a symbolic link to `target` with
+    /// modification time `time`: the link under a temporary name next to `name`, not visible
+    /// yet; returns that name. `publishLink` renames it over what is there.
+    func prepareLink(_ name: String, target: String, modificationTime time: TimeSpec, in destination: FileDescriptor)
+        throws(MirrorFailure) -> String
     {
         let temporary = MirrorTemporaryName.make(for: name)
         try MirrorFailure.attempt("symlink \(temporary)") {
@@ -105,6 +106,22 @@ public final class FileCopier {
             try MirrorFailure.attempt("utimensat") {
                 try destination.setTimes(at: temporary, access: nil, modification: time, followSymlinks: false)
             }
+            return temporary
+        } catch {
+            try? destination.unlink(at: temporary)
+            throw error
+        }
+    }
+
+    /// The second half: renames the temporary link over `name`. A link cannot be opened to be
+    /// flushed, so when `durable` (pass false when the link was made durable another way) the
+    /// directory is flushed first, which on journaling file systems commits the link's inode
+    /// with it: the final name never points at a link that was never written.
+    func publishLink(_ name: String, temporary: String, in destination: FileDescriptor, durable: Bool)
+        throws(MirrorFailure)
+    {
+        do throws(MirrorFailure) {
+            if durable { try MirrorFailure.attempt("fsync (directory)") { try destination.fsync() } }
             try MirrorFailure.attempt("rename") { try destination.rename(at: temporary, to: name) }
         } catch {
             try? destination.unlink(at: temporary)

@@ -39,10 +39,12 @@ public struct MirrorReport: Sendable, Equatable {
     public var warnings: [MirrorIssue] = []
     /// How long the run took.
     public var duration: Duration = .zero
-    /// How the copies were made durable: `syncfs` calls, one per batch of copies, and `fsync`s
-    /// of single copies (for tests and profiling; not in the job's reply).
+    /// How the copies were made durable: `syncfs` calls, one per batch of copies, `fsync`s of
+    /// single copies, and `fsync`s of a directory for one link (for tests and profiling; not in
+    /// the job's reply).
     var fileSystemFlushes = 0
     var fileFlushes = 0
+    var directoryFlushes = 0
 
     /// An empty report (a successful run with nothing to do).
     public init() {}
@@ -68,6 +70,7 @@ public struct MirrorReport: Sendable, Equatable {
         bytes += other.bytes
         fileSystemFlushes += other.fileSystemFlushes
         fileFlushes += other.fileFlushes
+        directoryFlushes += other.directoryFlushes
         errorCount += other.errorCount
         errors.append(contentsOf: other.errors.prefix(MirrorReport.issueLimit - errors.count))
         skipped += other.skipped
