@@ -41,8 +41,8 @@ import WeaveDIPosix
     }
 
     /// A link cannot be opened and flushed: a durable run publishes links like copies, renamed
-    /// over their final name only after the batch's `syncfs`, or after a flush of their
-    /// directory where there is no batch flush. Replacing a link goes the same way.
+    /// over their final name only after the batch's `syncfs`, or, where there is no batch
+    /// flush, after one flush of the batch's links. Replacing a link goes the same way.
     @Test func durableRun_flushesLinksBeforeRenamingThem() async throws {
         let fixture = try MirrorFixture()
         for index in 0..<3 { try fixture.link("src/l\(index)", to: "target-\(index)") }
@@ -56,10 +56,10 @@ import WeaveDIPosix
         #expect(report.copied == 4)
         if byBatch {
             #expect(report.fileSystemFlushes == 1)
-            #expect(report.fileFlushes == 0 && report.directoryFlushes == 0)
+            #expect(report.fileFlushes == 0 && report.linkFlushes == 0)
         } else {
             #expect(report.fileSystemFlushes == 0)
-            #expect(report.fileFlushes == 1 && report.directoryFlushes == 3)
+            #expect(report.fileFlushes == 1 && report.linkFlushes == 1)
         }
         #expect(try fixture.temporaryFiles().isEmpty)
         #expect(try fixture.expectExactMirror() == 0)
@@ -70,8 +70,48 @@ import WeaveDIPosix
         let again = await fixture.mirror()
         #expect(again.result == .success, "\(again.errors)")
         #expect(again.updated == 1)
-        #expect(again.fileSystemFlushes + again.directoryFlushes == 1)
+        #expect(again.fileSystemFlushes + again.linkFlushes == 1)
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: fixture.destination + "/l1") == "elsewhere")
+        #expect(try fixture.expectExactMirror() == 0)
+    }
+
+    /// When the flush before the renames fails (a write error of the file system), nothing of
+    /// the batch appears: no copy, no link, no new version of either, and no temporary file.
+    @Test func failedBatchFlush_publishesNothingOfTheBatch() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/kept.txt", "old", mtime: sampleTime())
+        try fixture.link("src/moved", to: "old-target")
+        try fixture.makeDirectory("dst")
+        #expect(await fixture.mirror().result == .success)
+        // Then one new and one changed of each kind.
+        try fixture.write("src/new.txt", "new", mtime: sampleTime(5))
+        try fixture.write("src/kept.txt", "new content", mtime: sampleTime(5))
+        try fixture.link("src/new-link", to: "somewhere")
+        try FileManager.default.removeItem(atPath: fixture.source + "/moved")
+        try fixture.link("src/moved", to: "new-target")
+        let byBatch = try flushesByBatch(fixture.destination)
+        var settings = fixture.settings()
+        settings.flushFailure = .ioError
+
+        let report = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
+
+        #expect(report.result != .success)
+        #expect(report.copied + report.updated == (byBatch ? 0 : 2))
+        // Where there is no batch flush the copies are flushed one by one and still published;
+        // only the links wait for the batch's flush.
+        let failed = Set(report.errors.map(\.path))
+        #expect(failed == (byBatch ? ["new.txt", "kept.txt", "new-link", "moved"] : ["new-link", "moved"]))
+        #expect(report.errors.allSatisfy { $0.reason.contains("syncfs") }, "\(report.errors)")
+        #expect(fixture.status("dst/new-link") == nil)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: fixture.destination + "/moved") == "old-target")
+        if byBatch {
+            #expect(fixture.status("dst/new.txt") == nil)
+            #expect(fixture.read("dst/kept.txt") == "old")
+        }
+        #expect(try fixture.temporaryFiles().isEmpty)
+
+        // The next run, whose flush succeeds, completes the mirror.
+        #expect(await fixture.mirror().result == .success)
         #expect(try fixture.expectExactMirror() == 0)
     }
 
@@ -84,7 +124,7 @@ import WeaveDIPosix
 
         #expect(report.result == .success, "\(report.errors)")
         #expect(report.copied == 11)
-        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 0 && report.directoryFlushes == 0)
+        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 0 && report.linkFlushes == 0)
         #expect(try fixture.expectExactMirror() == 0)
     }
 
@@ -119,7 +159,7 @@ import WeaveDIPosix
 
         #expect(report.result == .success, "\(report.errors)")
         #expect(report.copied == 6)
-        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 5 && report.directoryFlushes == 1)
+        #expect(report.fileSystemFlushes == 0 && report.fileFlushes == 5 && report.linkFlushes == 1)
         #expect(FileManager.default.contents(atPath: destination + "/f3.txt") == Data("file 3".utf8))
         #expect(FileManager.default.contents(atPath: destination + "/link") == Data("file 3".utf8))
     }

@@ -52,10 +52,12 @@ import Testing
         #expect(try container.require(Huge.self).isIntact)
     }
 
-    /// A factory is stored with its type erased and called as its type again. Whether the code
-    /// that registers or resolves knows the type (specialized) or not (generic), values of every
-    /// shape come back whole: functions, tuples, enums with payloads, optionals, existentials,
-    /// structs holding references, empty types.
+    /// A factory is stored with its type erased and called as its type again: values of every
+    /// shape come back whole (functions, tuples, enums with payloads, optionals, existentials,
+    /// structs holding references, empty types), registered and resolved from concrete and from
+    /// generic code, through the recording resolver of the first builds and the plain one after.
+    /// (This suite runs unoptimized; optimized code, where `register` or `require` may be
+    /// specialized, goes through the same erasure in the benchmarks' release build.)
     @Test func factoriesOfEveryShape_registeredAndResolved_fromGenericAndConcreteCode() throws {
         func registerGenerically<T>(_ container: WeaveDI.Container, _ make: @escaping @Sendable () -> T) {
             container.register(T.self, scope: .transient, factory: make)
@@ -76,7 +78,7 @@ import Testing
             #expect(try requireGenerically(container, (any Net).self).fetch() == "live")
             let holder = try requireGenerically(container, Holder<Token>.self)
             #expect(holder.value.number == 11)
-            #expect(try container.require(Nothing.self) == Nothing())
+            #expect(container.resolve(Nothing.self) != nil)
             // Through a factory's resolver, nested: each level unwraps what the one below built.
             let nested = try container.require(Holder<Pair>.self)
             #expect(nested.value == Pair(15, "four five"))
@@ -93,7 +95,7 @@ import Testing
             let scale = try r.require(Scale.self), pair = try r.require(Pair.self)
             return Holder(Pair(scale(5), pair.text + " five"))
         }
-        try check(concrete)
+        for _ in 0...EdgeRecorder.recordedBuilds { try check(concrete) }
 
         let generic = WeaveDI.Container()
         registerGenerically(generic) { { (x: Int) in x * 3 } as Scale }
@@ -107,7 +109,7 @@ import Testing
             let scale = try requireGenerically(r, Scale.self)
             return Holder(Pair(scale(5), try r.require(Pair.self).text + " five"))
         }
-        try check(generic)
+        for _ in 0...EdgeRecorder.recordedBuilds { try check(generic) }
     }
 
     /// `@Injected var x: T?` reads a cached singleton in place, from inside its box.

@@ -45,9 +45,25 @@ struct BatchFlush: ~Copyable {
     /// Writes out and flushes the file system, then the directory: `syncfs` waits for every
     /// dirty page and inode of the file system and flushes the device cache; the directory's
     /// `fsync` flushes the device cache once more, which ext4 without a journal needs (its
-    /// `syncfs` writes the last metadata blocks after its cache flush).
-    func flush() throws(MirrorFailure) {
-        try MirrorFailure.attempt("syncfs") { try handle.descriptor.syncFileSystem() }
-        try MirrorFailure.attempt("fsync") { try handle.descriptor.fsync() }
+    /// `syncfs` writes the last metadata blocks after its cache flush). `failure`, for tests,
+    /// stands for a write error `syncfs` reports.
+    func flush(failure: Errno? = nil) throws(MirrorFailure) {
+        try BatchFlush.flush(handle.descriptor, failure: failure)
+    }
+
+    /// Puts the links a batch made in `directory` on stable storage where there is no batch
+    /// flush: a link cannot be opened to be flushed, so the file system is written out
+    /// (`syncfs`, whose errors only Linux 5.8 and later report) and the directory flushed
+    /// (`fsync`, which on a journaling file system commits the links' inodes with it).
+    static func flushLinks(in directory: FileDescriptor, failure: Errno? = nil) throws(MirrorFailure) {
+        try flush(directory, failure: failure)
+    }
+
+    private static func flush(_ directory: FileDescriptor, failure: Errno?) throws(MirrorFailure) {
+        try MirrorFailure.attempt("syncfs") {
+            if let failure { throw failure }
+            try directory.syncFileSystem()
+        }
+        try MirrorFailure.attempt("fsync") { try directory.fsync() }
     }
 }

@@ -71,6 +71,11 @@ struct FileBatch: Sendable {
 enum Prepared {
     case file(PreparedCopy)
     case link(temporary: String)
+
+    var isLink: Bool {
+        if case .link = self { return true }
+        return false
+    }
 }
 
 extension FileBatch {
@@ -83,8 +88,9 @@ extension FileBatch {
     /// name; then the batch's copies and links are made durable and renamed. Where `BatchFlush`
     /// can be used (ext4, XFS, Btrfs on Linux 5.8 or later), one `syncfs` makes all of them
     /// durable before the first rename, and a failing `syncfs` publishes none of them; elsewhere
-    /// each file is flushed with `fsync` (each link with its directory) and renamed in turn.
-    /// Either way nothing is renamed before it is on stable storage.
+    /// each file is flushed with `fsync` and renamed in turn, and the links, which cannot be
+    /// opened to be flushed, are put on stable storage together (`BatchFlush.flushLinks`) before
+    /// the first rename. Either way nothing is renamed before it is on stable storage.
     func run(_ context: MirrorContext) -> BatchOutcome {
         var outcome = BatchOutcome()
         let copier: FileCopier
@@ -125,11 +131,17 @@ extension FileBatch {
         }
         // Whole copies, checked: published even after a cancellation, which stops between files.
         var flushed = false
-        if let flush, !prepared.isEmpty {
-            do {
-                try flush.flush()
-                flushed = true
-                outcome.report.fileSystemFlushes += 1
+        if !prepared.isEmpty {
+            do throws(MirrorFailure) {
+                let failure = context.settings.flushFailure
+                if let flush {
+                    try flush.flush(failure: failure)
+                    flushed = true
+                    outcome.report.fileSystemFlushes += 1
+                } else if prepared.contains(where: { $0.copy.isLink }) {
+                    try BatchFlush.flushLinks(in: directory.destination.descriptor, failure: failure)
+                    outcome.report.linkFlushes += 1
+                }
             } catch {
                 // Some write of the file system failed: publish none of the batch's copies.
                 for (job, copy) in prepared {
@@ -165,8 +177,7 @@ extension FileBatch {
             outcome.report.bytes += try copier.publish(file, in: destination, durable: durable)
             if durable { outcome.report.fileFlushes += 1 }
         case let .link(temporary):
-            try copier.publishLink(job.name, temporary: temporary, in: destination, durable: durable)
-            if durable { outcome.report.directoryFlushes += 1 }
+            try copier.publishLink(job.name, temporary: temporary, in: destination)
         }
         outcome.modified = true
         if job.isNew { outcome.report.copied += 1 } else { outcome.report.updated += 1 }

@@ -113,15 +113,10 @@ public final class FileCopier {
         }
     }
 
-    /// The second half: renames the temporary link over `name`. A link cannot be opened to be
-    /// flushed, so when `durable` (pass false when the link was made durable another way) the
-    /// directory is flushed first, which on journaling file systems commits the link's inode
-    /// with it: the final name never points at a link that was never written.
-    func publishLink(_ name: String, temporary: String, in destination: FileDescriptor, durable: Bool)
-        throws(MirrorFailure)
-    {
+    /// The second half: renames the temporary link over `name` (in a durable run, once the
+    /// batch has put it on stable storage: see `FileBatch.run`).
+    func publishLink(_ name: String, temporary: String, in destination: FileDescriptor) throws(MirrorFailure) {
         do throws(MirrorFailure) {
-            if durable { try MirrorFailure.attempt("fsync (directory)") { try destination.fsync() } }
             try MirrorFailure.attempt("rename") { try destination.rename(at: temporary, to: name) }
         } catch {
             try? destination.unlink(at: temporary)

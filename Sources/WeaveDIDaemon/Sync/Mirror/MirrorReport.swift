@@ -40,11 +40,11 @@ public struct MirrorReport: Sendable, Equatable {
     /// How long the run took.
     public var duration: Duration = .zero
     /// How the copies were made durable: `syncfs` calls, one per batch of copies, `fsync`s of
-    /// single copies, and `fsync`s of a directory for one link (for tests and profiling; not in
-    /// the job's reply).
+    /// single copies, and flushes of a batch's links where there is no batch flush (for tests
+    /// and profiling; not in the job's reply).
     var fileSystemFlushes = 0
     var fileFlushes = 0
-    var directoryFlushes = 0
+    var linkFlushes = 0
 
     /// An empty report (a successful run with nothing to do).
     public init() {}
@@ -70,7 +70,7 @@ public struct MirrorReport: Sendable, Equatable {
         bytes += other.bytes
         fileSystemFlushes += other.fileSystemFlushes
         fileFlushes += other.fileFlushes
-        directoryFlushes += other.directoryFlushes
+        linkFlushes += other.linkFlushes
         errorCount += other.errorCount
         errors.append(contentsOf: other.errors.prefix(MirrorReport.issueLimit - errors.count))
         skipped += other.skipped

@@ -1,4 +1,5 @@
 import Glibc
+import WeaveDIPosix
 
 /// What a `MirrorEngine` run copies, and how: the engine's view of a `"mirror"` job.
 public struct MirrorSettings: Sendable, Equatable {
@@ -19,6 +20,10 @@ public struct MirrorSettings: Sendable, Equatable {
     /// Whether a missing destination root is created (with missing parents); when false, a
     /// missing root fails the run, which guards against filling the disk under an unmounted one.
     public var createsDestination: Bool
+    /// For tests: the flush that makes a durable batch durable before its renames (its `syncfs`,
+    /// or its links' flush where there is none) fails with this error, as when `syncfs` reports
+    /// a failed write.
+    var flushFailure: Errno? = nil
 
     /// Settings with the configuration's defaults for everything but the two roots.
     public init(
