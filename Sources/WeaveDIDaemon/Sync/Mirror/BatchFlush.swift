@@ -51,15 +51,11 @@ struct BatchFlush: ~Copyable {
         try BatchFlush.flush(handle.descriptor, failure: failure)
     }
 
-    /// Puts the links a batch made in `directory` on stable storage where there is no batch
-    /// flush: a link cannot be opened to be flushed, so the file system is written out
-    /// (`syncfs`, whose errors only Linux 5.8 and later report) and the directory flushed
-    /// (`fsync`, which on a journaling file system commits the links' inodes with it).
-    static func flushLinks(in directory: FileDescriptor, failure: Errno? = nil) throws(MirrorFailure) {
-        try flush(directory, failure: failure)
-    }
-
-    private static func flush(_ directory: FileDescriptor, failure: Errno?) throws(MirrorFailure) {
+    /// The same flush of `directory` and its file system, also for the links a batch made where
+    /// there is no batch flush: a link cannot be opened to be flushed, so the file system is
+    /// written out (`syncfs`, whose errors only Linux 5.8 and later report) and the directory
+    /// flushed (`fsync`, which on a journaling file system commits the links' inodes with it).
+    static func flush(_ directory: FileDescriptor, failure: Errno? = nil) throws(MirrorFailure) {
         try MirrorFailure.attempt("syncfs") {
             if let failure { throw failure }
             try directory.syncFileSystem()

@@ -89,7 +89,7 @@ extension FileBatch {
     /// can be used (ext4, XFS, Btrfs on Linux 5.8 or later), one `syncfs` makes all of them
     /// durable before the first rename, and a failing `syncfs` publishes none of them; elsewhere
     /// each file is flushed with `fsync` and renamed in turn, and the links, which cannot be
-    /// opened to be flushed, are put on stable storage together (`BatchFlush.flushLinks`) before
+    /// opened to be flushed, are put on stable storage together (`BatchFlush.flush`) before
     /// the first rename. Either way nothing is renamed before it is on stable storage.
     func run(_ context: MirrorContext) -> BatchOutcome {
         var outcome = BatchOutcome()
@@ -139,7 +139,7 @@ extension FileBatch {
                     flushed = true
                     outcome.report.fileSystemFlushes += 1
                 } else if prepared.contains(where: { $0.copy.isLink }) {
-                    try BatchFlush.flushLinks(in: directory.destination.descriptor, failure: failure)
+                    try BatchFlush.flush(directory.destination.descriptor, failure: failure)
                     outcome.report.linkFlushes += 1
                 }
             } catch {
