@@ -110,32 +110,39 @@ extension WeaveDI.Container {
     /// five builds, and each call level in a build is a return address more than the processor
     /// predicts (its return stack holds 16 to 32). The entry is passed unretained: retaining and
     /// releasing it was a large part of a transient build. The caller keeps it alive (an entry
-    /// lives as long as its container).
+    /// lives as long as its container), and the body uses it as a guaranteed reference: with an
+    /// `unowned(unsafe)` local instead, the optimizer still retained and released it once per
+    /// build, around the copy of `owner`.
     @inline(__always)
     func build<T>(
         _ entryRef: Unmanaged<Entry>, as type: T.Type, owner: ScopeOwner?, stack: ResolutionStack
     ) throws(ResolutionError) -> T {
-        unowned(unsafe) let entry = entryRef.takeUnretainedValue()
-        let slot = entry.slot
-        if let start = stack.index(of: slot, in: id) { throw stack.cycle(from: start, to: slot) }
-        if stack.state.pointee.count >= ResolutionError.maximumDepth { throw stack.tooDeep(at: slot) }
-        stack.push(.init(containerID: id, slot: slot, scope: entry.scope, owner: owner))
-        defer { stack.pop() }
-        let factory = entry.factory(as: T.self)
+        // `_withUnsafeGuaranteedRef` rethrows untyped errors; the body throws only `ResolutionError`.
         do {
-            // A plain load first: past the first builds, no read-modify-write (and no cache
-            // line bouncing between threads that build the same transient).
-            if entry.builds.load(ordering: .relaxed) < EdgeRecorder.recordedBuilds,
-                entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds
-            {
-                return try factory(EdgeRecorder(base: owner?.resolver ?? self, parent: entry))
-            } else if let owner {
-                return try factory(owner.resolver)
-            } else {
-                return try factory(self)
+            return try entryRef._withUnsafeGuaranteedRef { entry throws(ResolutionError) -> T in
+                let slot = entry.slot
+                if let start = stack.index(of: slot, in: id) { throw stack.cycle(from: start, to: slot) }
+                if stack.state.pointee.count >= ResolutionError.maximumDepth { throw stack.tooDeep(at: slot) }
+                stack.push(.init(containerID: id, slot: slot, scope: entry.scope, owner: owner))
+                defer { stack.pop() }
+                do {
+                    // A plain load first: past the first builds, no read-modify-write (and no cache
+                    // line bouncing between threads that build the same transient).
+                    if entry.builds.load(ordering: .relaxed) < EdgeRecorder.recordedBuilds,
+                        entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds
+                    {
+                        return try entry.callFactory(as: T.self, EdgeRecorder(base: owner?.resolver ?? self, parent: entry))
+                    } else if let owner {
+                        return try entry.callFactory(as: T.self, owner.resolver)
+                    } else {
+                        return try entry.callFactory(as: T.self, self)
+                    }
+                } catch {
+                    throw ResolutionError.thrownByFactory(error, slot: slot)
+                }
             }
         } catch {
-            throw ResolutionError.thrownByFactory(error, slot: slot)
+            throw error as! ResolutionError
         }
     }
 

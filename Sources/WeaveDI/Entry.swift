@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// Not generic: registering a type must not instantiate class metadata for it (that was most
 /// of the cost of a registration). The factory is kept with its type erased (`ErasedFactory`);
-/// readers, which know the type, call it as what it is (`factory(as:)`,
+/// readers, which know the type, call it as what it is (`callFactory(as:_:)`,
 /// `produce(_:as:explicit:)`). `erased` is a closure made by `register` for the type-erased
 /// operations of diagnostics.
 ///
@@ -100,10 +100,10 @@ final class Entry: @unchecked Sendable {
         }
     }
 
-    /// The factory, called as what it is; `T` must be the registered type.
+    /// Calls the factory as what it is; `T` must be the registered type.
     @inline(__always)
-    func factory<T>(as type: T.Type) -> @Sendable (any Resolver) throws -> T {
-        TypedFactory<T>(erasedFactory).call
+    func callFactory<T>(as type: T.Type, _ resolver: any Resolver) throws -> T {
+        try TypedFactory<T>(erasedFactory).call(resolver)
     }
 
     /// Slots this entry's factory resolved through its resolver (recorded in its first builds).
