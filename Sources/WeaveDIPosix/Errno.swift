@@ -86,6 +86,8 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
     public static var notImplemented: Errno { Errno(rawValue: ENOSYS) }
     /// Connection timed out (`ETIMEDOUT`).
     public static var timedOut: Errno { Errno(rawValue: ETIMEDOUT) }
+    /// Invalid or incomplete multibyte character (`EILSEQ`).
+    public static var illegalByteSequence: Errno { Errno(rawValue: EILSEQ) }
 
     /// The symbolic C name of the code, such as `"ENOENT"`, or `"E<number>"` if unknown.
     public var name: String {

@@ -76,7 +76,8 @@ extension FileDescriptor {
         }
     }
 
-    /// Reads the target of the symbolic link `path` relative to this directory (`readlinkat(2)`).
+    /// Reads the target of the symbolic link `path` relative to this directory (`readlinkat(2)`);
+    /// throws `illegalByteSequence` (`EILSEQ`) when the target is not valid UTF-8.
     public func readSymbolicLink(at path: String) throws(Errno) -> String {
         var capacity = 256
         while true {
@@ -90,7 +91,11 @@ extension FileDescriptor {
                 }
             }
             // A result that fills the buffer may have been truncated: retry larger.
-            if bytes.count < capacity { return String(decoding: bytes, as: UTF8.self) }
+            if bytes.count < capacity {
+                // Never repaired: a target with U+FFFD in place of its bytes is another target.
+                guard let target = String(validating: bytes, as: UTF8.self) else { throw .illegalByteSequence }
+                return target
+            }
             capacity *= 4
         }
     }

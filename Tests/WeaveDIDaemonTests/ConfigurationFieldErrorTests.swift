@@ -76,7 +76,11 @@ import WeaveDIDaemon
             (jobDocument(#""workers": 0"#), "sync.jobs[0].workers: expected an integer from 1 to 256, got 0"),
             (jobDocument(#""workers": 257"#), "sync.jobs[0].workers: expected an integer from 1 to 256, got 257"),
             (jobDocument(#""failureThreshold": 0"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got 0"),
-            (jobDocument(#""staleAfterIntervals": 0"#), "sync.jobs[0].staleAfterIntervals: expected an integer of at least 1, got 0"),
+            (jobDocument(#""staleAfterIntervals": 0"#), "sync.jobs[0].staleAfterIntervals: expected an integer from 1 to 1000000, got 0"),
+            // Larger, the time it stands for overflowed a Duration (and stopped the daemon).
+            (jobDocument(#""staleAfterIntervals": 9223372036854775807"#), "sync.jobs[0].staleAfterIntervals: expected an integer from 1 to 1000000, got 9223372036854775807"),
+            // More than 0, but 0 once rounded to the nanosecond: every call would time out at once.
+            (#"{"control": {"callTimeout": 1e-10}}"#, "control.callTimeout: expected a number of seconds greater than 0 and at most 3600, got 1e-10 (0 once rounded to the nanosecond)"),
             (jobDocument(#""backoffCap": 0.5"#), "sync.jobs[0].backoffCap: expected a number of seconds from 1 to 31536000, got 0.5"),
         ]
         for (document, expected) in cases {

@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 import WeaveDIDaemon
+import WeaveDIPosix
 
 @Suite struct ConfigurationPathErrorTests {
     /// A document with jobs given as complete JSON objects.
@@ -143,8 +144,41 @@ import WeaveDIDaemon
     }
 
     @Test func oversizedFile_reportsEFBIG() throws {
-        let error = try #require(loadError("/dev/zero"))
+        let directory = try ConfigurationDirectory()
+        let path = try directory.write("{}")
+        let file = try FileDescriptor.open(path, .writeOnly)
+        try file.descriptor.resize(to: 16 * 1024 * 1024 + 1)  // sparse: no 16 MiB written
+        let error = try #require(loadError(path))
         #expect(error.errno == EFBIG)
-        #expect(error.description == "/dev/zero: cannot read: the file is larger than 16777216 bytes")
+        #expect(error.description == "\(path): cannot read: the file is larger than 16777216 bytes")
+    }
+
+    @Test func fifoOrDevice_isRefusedWithoutBlocking() throws {
+        // A FIFO nobody writes to: opening it for reading would block the start (or a reload)
+        // for good.
+        let directory = try ConfigurationDirectory()
+        let fifo = directory.path + "/weavedid.json"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let error = try #require(loadError(fifo))
+        #expect(error.errno == EINVAL)
+        #expect(error.description == "\(fifo): cannot read: not a regular file (a named pipe)")
+        let device = try #require(loadError("/dev/zero"))
+        #expect(device.description == "/dev/zero: cannot read: not a regular file (a character device)")
+    }
+
+    @Test func mirrorJobsSharingATree_areRejected() {
+        // Two deleting mirrors into one destination would each delete the other's files.
+        #expect(errorText(jobs(mirror("a", "/srv/a", "/backup"), mirror("b", "/srv/b", "/backup")))
+            == #"sync.jobs[1].destination: the destination "/backup" is the destination "/backup" of job "a" (sync.jobs[0]); the jobs would overwrite or delete each other's files"#)
+        #expect(errorText(jobs(mirror("a", "/srv/a", "/backup"), mirror("b", "/srv/b", "/backup/b")))
+            == #"sync.jobs[1].destination: the destination "/backup/b" is inside the destination "/backup" of job "a" (sync.jobs[0]); the jobs would overwrite or delete each other's files"#)
+        #expect(errorText(jobs(mirror("a", "/srv/a", "/backup/a"), mirror("b", "/srv/b", "/backup")))
+            == #"sync.jobs[1].destination: the destination "/backup" contains the destination "/backup/a" of job "a" (sync.jobs[0]); the jobs would overwrite or delete each other's files"#)
+        #expect(errorText(jobs(mirror("a", "/srv/a", "/backup"), mirror("b", "/srv/b", "/srv/a/copy")))
+            == #"sync.jobs[1].destination: the destination "/srv/a/copy" is inside the source "/srv/a" of job "a" (sync.jobs[0]); the jobs would overwrite or delete each other's files"#)
+        #expect(errorText(jobs(mirror("a", "/srv/a", "/backup"), mirror("b", "/backup/x", "/copy")))
+            == #"sync.jobs[1].source: the source "/backup/x" is inside the destination "/backup" of job "a" (sync.jobs[0]); the jobs would overwrite or delete each other's files"#)
+        // Reading one source into two destinations is fine, and so are neighbours.
+        #expect((try? loadConfiguration(jobs(mirror("a", "/srv/a", "/backup/a"), mirror("b", "/srv/a", "/backup/b")))) != nil)
     }
 }

@@ -22,6 +22,55 @@ import WeaveDIPosix
         #expect(fixture.status("src/backup") == nil)
     }
 
+    @Test func destinationInsideSource_behindACombiningMark_isRefused() async throws {
+        // "/" followed by U+0301 is one Swift Character, so a String prefix test said the
+        // destination ".../src/\u{301}data" was not inside ".../src".
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        try fixture.write("src/\u{301}data/important.txt", "precious")
+        try fixture.link("alias", to: "src/\u{301}data")
+        let report = await run(fixture, source: fixture.source, destination: fixture.root + "/alias")
+        #expect(report.result == .failed)
+        #expect(report.errors.first?.reason.contains("is inside the source") == true, "\(report.errors)")
+        #expect(fixture.read("src/\u{301}data/important.txt") == "precious")
+        #expect(fixture.status("src/\u{301}data/a.txt") == nil)
+    }
+
+    @Test func canonicallyEquivalentNames_areDistinctFiles() async throws {
+        // "é" precomposed (U+00E9) and "e" + U+0301 are equal Swift Strings but two names on Linux.
+        let composed = "caf\u{E9}.txt"
+        let decomposed = "cafe\u{301}.txt"
+        let fixture = try MirrorFixture()
+        try fixture.write("src/" + composed, "composed")
+        try fixture.write("dst/" + decomposed, "an extra file of the destination")
+        let first = await fixture.mirror(delete: true)
+        #expect(first.result == .success, "\(first.errors)")
+        #expect(fixture.read("dst/" + composed) == "composed")
+        #expect(fixture.status("dst/" + decomposed) == nil, "the extra file was kept")
+
+        try fixture.write("src/" + decomposed, "decomposed")
+        let second = await fixture.mirror(delete: true)
+        #expect(second.result == .success, "\(second.errors)")
+        #expect(fixture.read("dst/" + composed) == "composed")
+        #expect(fixture.read("dst/" + decomposed) == "decomposed")
+    }
+
+    @Test func linkWithATargetThatIsNotUTF8_isReportedAndNotRewritten() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        let target: [UInt8] = Array("target".utf8) + [0xFF, 0xFE, 0]
+        let made = target.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, fixture.source + "/bad-link") }
+        }
+        #expect(made == 0)
+        let report = await fixture.mirror()
+        #expect(report.result == .partial)
+        #expect(report.errors.map(\.path) == ["bad-link"])
+        #expect(report.errors.first?.reason == "the link's target is not valid UTF-8; left alone")
+        #expect(fixture.status("dst/bad-link") == nil, "a link to a repaired (other) target was made")
+        #expect(fixture.read("dst/a.txt") == "a")
+    }
+
     @Test func emptySourceWithDelete_isRefused_andTheDestinationKept() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("dst/keep.txt", "precious")

@@ -26,7 +26,9 @@ extension ConfigurationDecoder {
                 configuration.sync.jobs = []
                 jobIndices = [:]
                 for (index, element) in try fields.elements(of: value, at: path).enumerated() {
-                    configuration.sync.jobs.append(try decodeJob(element, at: "\(path)[\(index)]", index: index))
+                    let job = try decodeJob(element, at: "\(path)[\(index)]", index: index)
+                    try checkOverlaps(job, at: "\(path)[\(index)]", with: configuration.sync.jobs, in: path)
+                    configuration.sync.jobs.append(job)
                 }
             }
         }
@@ -71,7 +73,7 @@ extension ConfigurationDecoder {
             case "durable": mirror.durable = try fields.bool(value, at: path)
             case "workers": mirror.workers = try value.isNull ? nil : fields.integer(value, at: path, in: 1...256)
             case "failureThreshold": job.failureThreshold = try fields.integer(value, at: path, in: 1...Int.max)
-            case "staleAfterIntervals": job.staleAfterIntervals = try fields.integer(value, at: path, in: 1...Int.max)
+            case "staleAfterIntervals": job.staleAfterIntervals = try fields.integer(value, at: path, in: 1...1_000_000)
             default: job.backoffCap = try fields.seconds(value, at: path, in: .from(1))
             }
         }
@@ -114,6 +116,40 @@ extension ConfigurationDecoder {
         }
         jobIndices[name] = index
         return name
+    }
+
+    /// A mirror's destination may not be, contain or lie inside another mirror's source or
+    /// destination: one job would write into, or delete from, the tree the other owns.
+    private func checkOverlaps(
+        _ job: DaemonConfiguration.Job, at parent: String, with earlier: [DaemonConfiguration.Job], in list: String
+    ) throws(ConfigurationError) {
+        guard let mirror = job.mirror else { return }
+        for (index, other) in earlier.enumerated() {
+            guard let otherMirror = other.mirror else { continue }
+            let otherJob = "job \"\(other.name)\" (\(list)[\(index)])"
+            let pairs: [(String, String, String, String)] = [
+                ("destination", mirror.destination, "destination", otherMirror.destination),
+                ("destination", mirror.destination, "source", otherMirror.source),
+                ("source", mirror.source, "destination", otherMirror.destination),
+            ]
+            for (field, mine, otherField, theirs) in pairs {
+                let relation: String? = switch (
+                    ConfigurationDirectories.relation(of: mine, to: theirs),
+                    ConfigurationDirectories.relation(of: theirs, to: mine)
+                ) {
+                case (.same, _): "is the \(otherField)"
+                case (.inside, _): "is inside the \(otherField)"
+                case (_, .inside): "contains the \(otherField)"
+                default: nil
+                }
+                if let relation {
+                    throw fields.fail(
+                        "\(parent).\(field)",
+                        "the \(field) \"\(mine)\" \(relation) \"\(theirs)\" of \(otherJob); "
+                            + "the jobs would overwrite or delete each other's files")
+                }
+            }
+        }
     }
 
     /// Source and destination must differ and neither may contain the other.

@@ -120,15 +120,22 @@ public struct DaemonConfiguration: Sendable, Equatable {
     }
 
     /// Reads the file with `open(2)`/`read(2)`. An open or read failure becomes a
-    /// `ConfigurationError` carrying its `errno`, and a file over `maxBytes` one with `EFBIG`
-    /// (reading stops there, so a device such as /dev/zero cannot exhaust memory).
+    /// `ConfigurationError` carrying its `errno`, anything but a regular file one with `EINVAL`
+    /// (a FIFO would block the start or a reload for good, a device could be endless), and a
+    /// file over `maxBytes` one with `EFBIG` (reading stops there).
     private static func readFile(path: String, maxBytes: Int) throws(ConfigurationError) -> [UInt8] {
         let bytes: [UInt8]?
         do {
             bytes = try readBounded(path: path, maxBytes: maxBytes)
         } catch {
-            throw ConfigurationError(
-                file: path, fieldPath: nil, problem: "cannot read: \(error.message)", errno: error.rawValue)
+            switch error {
+            case let .notRegular(kind):
+                throw ConfigurationError(
+                    file: path, fieldPath: nil, problem: "cannot read: not a regular file (\(describe(kind)))", errno: EINVAL)
+            case let .system(error):
+                throw ConfigurationError(
+                    file: path, fieldPath: nil, problem: "cannot read: \(error.message)", errno: error.rawValue)
+            }
         }
         guard let bytes else {
             throw ConfigurationError(
@@ -138,15 +145,42 @@ public struct DaemonConfiguration: Sendable, Equatable {
         return bytes
     }
 
-    /// The whole file, or nil once it exceeds `maxBytes`.
-    private static func readBounded(path: String, maxBytes: Int) throws(Errno) -> [UInt8]? {
-        let file = try FileDescriptor.open(path, .readOnly)
-        var bytes: [UInt8] = []
-        while true {
-            let chunk = try file.descriptor.read(upToCount: 64 * 1024)
-            if chunk.isEmpty { return bytes }
-            bytes.append(contentsOf: chunk)
-            if bytes.count > maxBytes { return nil }
+    private static func describe(_ kind: FileKind) -> String {
+        switch kind {
+        case .fifo: "a named pipe"
+        case .characterDevice: "a character device"
+        case .blockDevice: "a block device"
+        case .socket: "a socket"
+        default: "of an unknown type"
+        }
+    }
+
+    private enum ReadFailure: Error {
+        case system(Errno)
+        case notRegular(FileKind)
+    }
+
+    /// The whole regular file, or nil once it exceeds `maxBytes`. Opened without blocking, so
+    /// that a FIFO with no writer fails here instead of hanging the open.
+    private static func readBounded(path: String, maxBytes: Int) throws(ReadFailure) -> [UInt8]? {
+        do {
+            let file = try FileDescriptor.open(path, .readOnly, options: [.nonBlocking, .noControllingTerminal])
+            let kind = try file.descriptor.status().kind
+            if kind == .directory { throw Errno.isDirectory }
+            guard kind == .regular else { throw ReadFailure.notRegular(kind) }
+            var bytes: [UInt8] = []
+            while true {
+                let chunk = try file.descriptor.read(upToCount: 64 * 1024)
+                if chunk.isEmpty { return bytes }
+                bytes.append(contentsOf: chunk)
+                if bytes.count > maxBytes { return nil }
+            }
+        } catch let error as ReadFailure {
+            throw error
+        } catch let error as Errno {
+            throw .system(error)
+        } catch {
+            throw .system(.ioError)
         }
     }
 }

@@ -66,7 +66,12 @@ struct FieldReader {
         guard let seconds = value.numberValue, range.contains(seconds) else {
             throw fail(path, "expected \(range.text), got \(Self.describe(value))")
         }
-        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+        let nanoseconds = (seconds * 1e9).rounded()
+        // Checked again once rounded: 1e-10 is more than 0, its duration is not.
+        guard range.contains(nanoseconds / 1e9) else {
+            throw fail(path, "expected \(range.text), got \(Self.describe(value)) (\(SecondsRange.format(nanoseconds / 1e9)) once rounded to the nanosecond)")
+        }
+        return .nanoseconds(Int64(nanoseconds))
     }
 
     /// An absolute path without NUL bytes.

@@ -42,11 +42,13 @@ extension SyncScheduler {
     func fix(_ name: String) async throws -> String {
         guard let state = jobs[name] else { return "job removed" }
         var actions: [String] = []
-        let stuckAfter = state.config.interval * state.config.staleAfterIntervals
-        if let since = state.runningSince, ContinuousClock.now - since > stuckAfter, let run = state.running {
+        // In seconds, as a Double: a `Duration` product can overflow (and trap) for a job built
+        // in code with a large `staleAfterIntervals`.
+        let stuckAfter = seconds(state.config.interval) * Double(state.config.staleAfterIntervals)
+        if let since = state.runningSince, seconds(ContinuousClock.now - since) > stuckAfter, let run = state.running {
             run.cancel()
             _ = await run.value
-            actions.append("cancelled a run stuck for more than \(stuckAfter)")
+            actions.append("cancelled a run stuck for more than \(SecondsRange.format(stuckAfter)) s")
         }
         jobs[name]?.backoffLevel = 0
         actions.append("reset the backoff")

@@ -84,12 +84,12 @@ struct DirectoryScanner {
             return
         }
         removeLeftovers(&destinationEntries, in: directory, outcome: &outcome)
-        var destinationNames = Set<String>(minimumCapacity: destinationEntries.count)
-        for entry in destinationEntries where entry.nameIsExact { destinationNames.insert(entry.name) }
+        var destinationNames = Set<ExactName>(minimumCapacity: destinationEntries.count)
+        for entry in destinationEntries where entry.nameIsExact { destinationNames.insert(ExactName(entry.name)) }
 
-        var sourceNames = Set<String>(minimumCapacity: sourceEntries.count)
+        var sourceNames = Set<ExactName>(minimumCapacity: sourceEntries.count)
         for entry in sourceEntries {
-            sourceNames.insert(entry.name)
+            sourceNames.insert(ExactName(entry.name))
             let path = directory.path(of: entry.name)
             guard entry.nameIsExact else {
                 outcome.entriesFound += 1
@@ -117,7 +117,7 @@ struct DirectoryScanner {
             if status.kind != .directory { outcome.entriesFound += 1 }
             do {
                 try compare(entry.name, status, in: directory,
-                            destinationHasName: destinationNames.contains(entry.name), outcome: &outcome)
+                            destinationHasName: destinationNames.contains(ExactName(entry.name)), outcome: &outcome)
             } catch {
                 outcome.report.fail(path, error.description)
                 if status.kind != .directory { outcome.entriesSettled += 1 }
@@ -172,7 +172,7 @@ struct DirectoryScanner {
                 try directory.source.descriptor.readSymbolicLink(at: name)
             }
             if let destination, destination.kind == .symbolicLink, destination.size == source.size,
-                (try? directory.destination.descriptor.readSymbolicLink(at: name)) == target
+                (try? directory.destination.descriptor.readSymbolicLink(at: name))?.hasSameBytes(as: target) == true
             {
                 if destination.modificationTime == source.modificationTime {
                     outcome.report.unchanged += 1
@@ -241,11 +241,11 @@ struct DirectoryScanner {
     }
 
     /// With `delete`, removes what the destination has and the source does not.
-    private func deleteExtras(_ entries: [DirectoryEntry], keeping names: Set<String>, in directory: MirrorDirectory,
+    private func deleteExtras(_ entries: [DirectoryEntry], keeping names: Set<ExactName>, in directory: MirrorDirectory,
                               outcome: inout ScanOutcome)
     {
         let remover = DestinationRemover(sourceRoot: context.sourceRoot)
-        for entry in entries where !names.contains(entry.name) {
+        for entry in entries where !names.contains(ExactName(entry.name)) {
             let path = directory.path(of: entry.name)
             guard entry.nameIsExact else {
                 outcome.report.fail(path, MirrorFailure.nameNotUTF8.description)

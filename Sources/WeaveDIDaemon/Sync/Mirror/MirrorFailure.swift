@@ -14,6 +14,8 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
     case directoryInTheWay
     /// The name on disk is not valid UTF-8, so it cannot be named safely.
     case nameNotUTF8
+    /// A symbolic link's target is not valid UTF-8, so it cannot be copied exactly.
+    case linkTargetNotUTF8
     /// The directory is the other root (reached through a bind mount): not descended.
     case otherRoot
     /// The container could not make a worker (`FileCopier`, `FileHasher`).
@@ -30,6 +32,7 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
         case let .replaced(kind): "replaced by a \(kind) while being mirrored"
         case .directoryInTheWay: "a directory is in the way and delete is off"
         case .nameNotUTF8: "the name is not valid UTF-8; left alone"
+        case .linkTargetNotUTF8: "the link's target is not valid UTF-8; left alone"
         case .otherRoot: "is the other root of the mirror (a bind mount?); not descended"
         case let .noWorker(error): "no worker: \(error)"
         case .cancelled: "cancelled"
@@ -47,6 +50,7 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
             return try body()
         } catch let error as Errno {
             if missingMeansVanished && error == .noSuchFileOrDirectory { throw .vanished }
+            if operation == "readlink" && error == .illegalByteSequence { throw .linkTargetNotUTF8 }
             throw .system(operation, error)
         } catch {
             // The bodies call WeaveDIPosix, which throws `Errno` only.

@@ -31,7 +31,7 @@ struct MirrorRoots: ~Copyable {
         }
         let (existing, missing) = try resolveDestination(destinationPath)
         let realDestination = ([existing] + missing).joined(separator: "/").replacingDoubleSlash()
-        if realDestination == realSource {
+        if realDestination.hasSameBytes(as: realSource) {
             throw Failure(path: destinationPath, reason: "the destination is the source (\(realSource))")
         }
         if isInside(realDestination, realSource) {
@@ -67,7 +67,7 @@ struct MirrorRoots: ~Copyable {
             throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
         }
         if settings.delete, (try? source.descriptor.directoryEntries())?.isEmpty == true,
-            (try? destination.descriptor.directoryEntries())?.contains(where: { !$0.name.hasPrefix(".weavedi-tmp.") }) == true
+            (try? destination.descriptor.directoryEntries())?.contains(where: { !MirrorTemporaryName.isTemporary($0.name) }) == true
         {
             throw Failure(
                 path: sourcePath,
@@ -130,10 +130,11 @@ struct MirrorRoots: ~Copyable {
         }
     }
 
-    /// Whether real path `inner` lies strictly below real path `outer`.
+    /// Whether real path `inner` lies strictly below real path `outer`, byte for byte (a
+    /// `String` prefix is by characters: "/" and a combining mark after it are one character).
     static func isInside(_ inner: String, _ outer: String) -> Bool {
-        if outer == "/" { return inner != "/" }
-        return inner.hasPrefix(outer + "/")
+        if outer.hasSameBytes(as: "/") { return !inner.hasSameBytes(as: "/") }
+        return inner.utf8.starts(with: (outer + "/").utf8)
     }
 }
 
