@@ -103,6 +103,25 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func methodNamesFromClients_cannotGrowOrForgeMetrics() throws {
+        let daemon = try started()
+        let client = try RawClient(daemon.defaultSocket)
+        // Any name gets its error; none of them becomes a counter of its own, and a line feed in
+        // one (inside "\r\n", a single Swift Character) cannot start a line of the metrics.
+        for i in 0..<20 { try client.send(call("x\(i).Ping")); _ = client.reply() }
+        try client.send(call(#"x\r\nweavedi_health_score 100\r\n#.Ping"#))
+        #expect(client.reply()?.contains("InterfaceNotFound") == true)
+        try client.send(call("io.weavedi.Daemon.NoSuchMethod"))
+        #expect(client.reply()?.contains("MethodNotFound") == true)
+        let metrics = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue ?? ""
+        let calls = metrics.split(separator: "\n").filter { $0.hasPrefix("weavedi_control_calls_total{") }
+        #expect(calls.contains(#"weavedi_control_calls_total{method="(unknown)"} 22"#), "\(calls)")
+        #expect(!metrics.contains("x0.Ping") && !metrics.contains("NoSuchMethod"))
+        #expect(metrics.split(separator: "\n").filter { $0.hasPrefix("weavedi_health_score") }.count == 1)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func pipelinedCalls_areAnsweredInOrder_andOnewayGetsNoReply() throws {
         let daemon = try started()
         let client = try RawClient(daemon.defaultSocket)

@@ -41,6 +41,26 @@ import WeaveDIPosix
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
     }
 
+    @Test func onewayRunJobWithMore_getsNoReplyAtAll() throws {
+        // Progress replies to a oneway call would be taken for the answers of later calls.
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 300)
+        let daemon = try fixture.start(fixture.config())
+        try waitForReady(daemon)
+        let client = try RawClient(daemon.defaultSocket)
+        try client.send(call("io.weavedi.Daemon.RunJob", #"{"name":"docs"}"#, extra: #","oneway":true,"more":true"#))
+        let ran = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < ran {
+            if (try? TreeFixture.snapshot(fixture.destination)) == (try? TreeFixture.snapshot(fixture.source)) { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        try client.send(call("io.weavedi.Daemon.Ping"))
+        let reply = client.reply() ?? ""
+        #expect(reply.contains(#""version":"#), "the first reply was not Ping's: \(reply)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func runJobWithMore_streamsProgress_thenMirrorsExactly() throws {
         let fixture = Fixture()
         try TreeFixture.make(at: fixture.source, count: 300)

@@ -6,6 +6,20 @@ public enum DaemonInterface {
     /// Methods that change something: they need uid 0, the daemon's uid, or an admin.
     public static let privilegedMethods: Set<String> = ["Fix", "RunJob", "PauseJob", "ResumeJob", "SetLogLevel", "Reload"]
 
+    /// Every method's full name (`io.weavedi.Daemon.Ping`, `org.varlink.service.GetInfo`), read
+    /// from the two descriptions.
+    public static let methodNames: Set<String> = {
+        var names: Set<String> = []
+        for (interface, text) in [(name, description), ("org.varlink.service", serviceDescription)] {
+            for line in text.split(separator: "\n") {
+                let words = line.split(separator: " ", maxSplits: 1)
+                guard words.count == 2, words[0] == "method", let open = words[1].firstIndex(of: "(") else { continue }
+                names.insert(interface + "." + words[1][..<open])
+            }
+        }
+        return names
+    }()
+
     /// The description of `io.weavedi.Daemon`.
     public static let description = """
         # Control of weavedid, the WeaveDI daemon: health and auto-fix, sync jobs, sessions,

@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIControl
 import WeaveDIPosix
 
 /// The daemon's logger: one line per message on standard error, written unbuffered.
@@ -52,13 +53,7 @@ public final class DaemonLog: Sendable {
         var line = journald
             ? "<\(level.syslogPriority)>\(subsystem): "
             : "\(DaemonLog.timestamp()) \(level.rawValue.padding(7)) \(subsystem): "
-        for scalar in message.unicodeScalars {
-            switch scalar {
-            case "\n": line += "\\n"
-            case "\r": line += "\\r"
-            default: line.unicodeScalars.append(scalar)
-            }
-        }
+        line += message.escapingControlCharacters
         line += "\n"
         writeLock.withLock { _ in
             var bytes = Array(line.utf8)

@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIControl
 
 /// Counters of the control socket, and the Prometheus text exposition of all metrics.
 final class ControlMetrics: Sendable {
@@ -10,7 +11,10 @@ final class ControlMetrics: Sendable {
         self.clients = clients
     }
 
+    /// Counts a call by its method, or as `(unknown)` if the interfaces have no such method:
+    /// any client may send any name, and a counter per name would grow for good.
     func count(method: String, error: String?) {
+        let method = method == "(malformed)" || DaemonInterface.methodNames.contains(method) ? method : "(unknown)"
         calls.withLock { $0[method, default: 0] += 1 }
         if let error { errors.withLock { $0[error, default: 0] += 1 } }
     }
@@ -73,14 +77,16 @@ struct PrometheusText {
         text += "\(name)\(rendered) \(number)\n"
     }
 
+    /// By Unicode scalar: as a `Character`, "\r\n" is one, equal to neither "\r" nor "\n", and
+    /// its line feed went out raw (a client could write lines of its own into the text).
     static func escape(_ value: String) -> String {
         var out = ""
-        for character in value {
-            switch character {
+        for scalar in value.unicodeScalars {
+            switch scalar {
             case "\\": out += "\\\\"
             case "\"": out += "\\\""
             case "\n": out += "\\n"
-            default: out.append(character)
+            default: out.unicodeScalars.append(scalar)
             }
         }
         return out

@@ -63,7 +63,8 @@ final class VarlinkService: ControlMessageHandler {
         case let .failure(failure): return [failure.reply.encoded()]
         }
         let request = open(session)
-        let reply = await answer(call, peer: peer) { early in send(early.encoded()) }
+        // A oneway call gets no reply at all: not the progress of `more` either.
+        let reply = await answer(call, peer: peer) { early in if !call.oneway { send(early.encoded()) } }
         await request.close()
         methods.metrics.count(method: call.method, error: reply.error)
         return call.oneway ? [] : [reply.encoded()]

@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIControl
 
 /// `weavedictl check-cycles [--offline [--config PATH]]`: cycles in the dependency graph.
 struct CheckCyclesCommand: CtlCommand {
@@ -42,7 +43,9 @@ struct CheckCyclesCommand: CtlCommand {
                 context.terminal.line(summary + ", no cycles.")
             } else {
                 context.terminal.line(summary + ", " + context.terminal.styled("\(cycles.count) cycle\(cycles.count == 1 ? "" : "s")", .red) + ":")
-                for cycle in cycles { context.terminal.line("  " + (cycle + cycle.prefix(1)).joined(separator: " -> ")) }
+                for cycle in cycles {
+                    context.terminal.line("  " + (cycle + cycle.prefix(1)).joined(separator: " -> ").escapingControlCharacters)
+                }
             }
         }
         return cycles.isEmpty ? ExitStatus.ok : ExitStatus.failure

@@ -77,7 +77,8 @@ struct RunJobCommand: CtlCommand {
         text += " (copied \(run.intText("filesCopied")), updated \(run.intText("filesUpdated")), "
             + "deleted \(run.intText("filesDeleted")), skipped \(run.intText("filesSkipped")), "
             + "errors \(run.intText("errors")), \(Format.bytes(run.int("bytes") ?? 0)))"
-        if let message = run.string("message"), !message.isEmpty { text += ": " + message }
+        // The message may quote a file name: its control characters are escaped.
+        if let message = run.string("message"), !message.isEmpty { text += ": " + message.escapingControlCharacters }
         return text
     }
 }

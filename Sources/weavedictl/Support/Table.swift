@@ -1,3 +1,5 @@
+import WeaveDIControl
+
 /// A table for people: a header row and aligned columns separated by two spaces; the last
 /// column is not padded, so no line ends in blanks. Widths count characters of the plain text,
 /// and styles are applied after padding so colour never upsets the alignment.
@@ -7,8 +9,10 @@ struct Table {
         var text: String
         var style: Terminal.Style?
 
+        /// Control characters in `text` (which may come from outside: a file name, a check's
+        /// message) are escaped.
         init(_ text: String, _ style: Terminal.Style? = nil) {
-            self.text = text
+            self.text = text.escapingControlCharacters
             self.style = style
         }
 
