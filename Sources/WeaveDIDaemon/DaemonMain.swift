@@ -73,6 +73,13 @@ public enum DaemonMain {
             return exitConfigurationError
         }
         if options.checkConfig {
+            // What the file cannot say by itself: whether its group exists on this machine.
+            if let group = configuration.control.socketGroup {
+                do { _ = try ControlSocketBinder.groupID(group) } catch {
+                    printError("weavedid: \(configuration.filePath ?? "built-in default"): \(error)")
+                    return exitConfigurationError
+                }
+            }
             print("weavedid: configuration OK (\(configuration.filePath ?? "built-in default"))")
             return 0
         }

@@ -16,6 +16,8 @@ enum ControlSocketBinder {
         do { address = try UnixSocketAddress(path: path) } catch {
             throw Refusal(description: "control socket \(path): \(error)")
         }
+        // Resolved first: a group that does not exist must not cost the old socket file.
+        let gid = try group.map { (group) throws(Refusal) in try groupID(group) }
         try makeDirectory(parent(of: path))
         if let existing = try? FileStatus(path: path, followSymlinks: false) {
             guard existing.kind == .socket else {
@@ -34,16 +36,7 @@ enum ControlSocketBinder {
         do {
             let listener = try UnixSocket.listen(at: address, backlog: 128, nonBlocking: true)
             try FileDescriptor.currentWorkingDirectory.setPermissions(at: path, FilePermissions(rawValue: mode))
-            if let group {
-                let gid: UInt32
-                switch group {
-                case let .id(id): gid = id
-                case let .name(name):
-                    guard let record = try? UserDatabase.group(named: name) else {
-                        throw Refusal(description: "control.socketGroup: no group named '\(name)'")
-                    }
-                    gid = record.gid
-                }
+            if let gid {
                 // The group reaches the socket through the 0750 directory, so both carry it.
                 try FileDescriptor.currentWorkingDirectory.changeOwner(at: path, group: gid)
                 let directory = parent(of: path)
@@ -54,6 +47,18 @@ enum ControlSocketBinder {
             return listener
         } catch {
             throw Refusal(description: "cannot listen on \(path): \(error)")
+        }
+    }
+
+    /// The id of the configured `control.socketGroup`; `weavedid --check-config` checks it too.
+    static func groupID(_ group: DaemonConfiguration.AccountReference) throws(Refusal) -> UInt32 {
+        switch group {
+        case let .id(id): return id
+        case let .name(name):
+            guard let record = try? UserDatabase.group(named: name) else {
+                throw Refusal(description: "control.socketGroup: no group named '\(name)'")
+            }
+            return record.gid
         }
     }
 
