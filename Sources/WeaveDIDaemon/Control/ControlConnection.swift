@@ -7,8 +7,13 @@ final class ControlConnection {
     let descriptor: FileDescriptor
     let peer: ControlPeer
     let session: Session
-    /// The start of a message not complete yet.
+    /// Bytes read but not dispatched yet, from `inputStart` on: the start of a message not
+    /// complete yet (and, while the connection is paused, complete messages waiting their turn).
     var input: [UInt8] = []
+    var inputStart = 0
+    /// Where the search for the next NUL resumes: the bytes from `inputStart` up to here hold
+    /// none, so each byte is scanned once however small the pieces a message comes in.
+    var inputScanned = 0
     /// Wire bytes (NUL-terminated replies) not written yet, from `outputOffset` on.
     var output: [UInt8] = []
     var outputOffset = 0
@@ -32,6 +37,21 @@ final class ControlConnection {
     }
 
     var hasPendingOutput: Bool { outputOffset < output.count }
+    var hasBufferedInput: Bool { inputStart < input.count }
+
+    /// Drops the input already dispatched once it is at least half the buffer, so that each
+    /// byte is moved at most a bounded number of times.
+    func compactInput() {
+        if inputStart == input.count {
+            input.removeAll(keepingCapacity: true)
+            inputStart = 0
+            inputScanned = 0
+        } else if inputStart > 0, inputStart >= input.count / 2 {
+            input.removeSubrange(..<inputStart)
+            inputScanned -= inputStart
+            inputStart = 0
+        }
+    }
     var callsInFlight: Bool { nextReplySequence < nextCallSequence }
 
     /// Drops the output already written, so that appending does not grow the buffer.

@@ -123,20 +123,24 @@ extension ControlServer {
             connection.lastActivity = now
             let received = UnsafeBufferPointer(rebasing: buffer[..<count])
             let complete: Bool
-            if connection.input.isEmpty {
-                complete = takeMessages(from: received, on: connection, limit: limit) { connection.input.append(contentsOf: $0) }
+            if !connection.hasBufferedInput {
+                // Messages are taken from the receive buffer in place; only a rest is kept.
+                connection.input.removeAll(keepingCapacity: true)
+                let (start, scanned, fits) = takeMessages(from: received, start: 0, scanned: 0, on: connection, limit: limit)
+                connection.input.append(contentsOf: received[start...])
+                connection.inputStart = 0
+                connection.inputScanned = scanned - start
+                complete = fits
             } else {
                 connection.input.append(contentsOf: received)
-                var rest: [UInt8] = []
-                complete = connection.input.withUnsafeBufferPointer { input in
-                    takeMessages(from: input, on: connection, limit: limit) { rest = Array($0) }
-                }
-                connection.input = rest
+                complete = takeBufferedMessages(on: connection, limit: limit)
             }
             guard complete else {
                 log.warning("control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
                 if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.enqueue(reply) }
                 connection.input.removeAll()
+                connection.inputStart = 0
+                connection.inputScanned = 0
                 connection.closeAfterFlush = true
                 return true
             }
@@ -144,20 +148,33 @@ extension ControlServer {
         }
     }
 
-    /// Dispatches every complete (NUL-terminated) message of `bytes` in order and hands the
-    /// incomplete rest to `keep`; false when a message exceeds `limit` bytes.
+    /// Dispatches the complete messages buffered in the connection's input.
+    private func takeBufferedMessages(on connection: ControlConnection, limit: Int) -> Bool {
+        let (start, scanned, fits) = connection.input.withUnsafeBufferPointer { input in
+            takeMessages(from: input, start: connection.inputStart, scanned: connection.inputScanned, on: connection, limit: limit)
+        }
+        connection.inputStart = start
+        connection.inputScanned = scanned
+        connection.compactInput()
+        return fits
+    }
+
+    /// Dispatches every complete (NUL-terminated) message of `bytes` from `start` on, in order,
+    /// searching for NULs only from `scanned` (the bytes before it hold none); returns where the
+    /// first message not dispatched starts and how far the bytes were searched, and false as
+    /// `fits` when a message exceeds `limit` bytes.
     private func takeMessages(
-        from bytes: UnsafeBufferPointer<UInt8>, on connection: ControlConnection, limit: Int, keep: (UnsafeBufferPointer<UInt8>) -> Void
-    ) -> Bool {
-        var start = 0
-        while let end = bytes[start...].firstIndex(of: 0) {
-            if end - start > limit { return false }
+        from bytes: UnsafeBufferPointer<UInt8>, start: Int, scanned: Int, on connection: ControlConnection, limit: Int
+    ) -> (start: Int, scanned: Int, fits: Bool) {
+        var start = start
+        var from = scanned
+        while let end = bytes[from...].firstIndex(of: 0) {
+            if end - start > limit { return (start, end, false) }
             dispatch(UnsafeBufferPointer(rebasing: bytes[start..<end]), on: connection)
             start = end + 1
+            from = start
         }
-        if bytes.count - start > limit { return false }
-        keep(UnsafeBufferPointer(rebasing: bytes[start...]))
-        return true
+        return (start, bytes.count, bytes.count - start <= limit)
     }
 
     /// The client shut its writing side: finish the calls in flight, then close.
