@@ -33,6 +33,67 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
+
+    @Test func aHalfClosedClientThatReadsNothing_isClosedAtItsDeadline_withoutSpinning() throws {
+        let daemon = try started(config: #"{"control": {"maxMessageBytes": 16777216, "idleTimeout": 1.5}}"#)
+        let observer = try VarlinkClient(path: daemon.defaultSocket)
+        let stalled = try RawClient(daemon.defaultSocket)
+        // Far more replies than the socket buffers hold, then end of file; never a read.
+        let describe = call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.Daemon"}"#)
+        try stalled.send(String(repeating: describe, count: 200))
+        try stalled.descriptor.shutdown(.write)
+        let ioThread = try busiestThread(daemon)
+        let before = threadTicks(daemon.pid)[ioThread] ?? 0
+        var closed = false
+        let deadline = ContinuousClock.now + .seconds(4)
+        while !closed, ContinuousClock.now < deadline {
+            usleep(100_000)
+            let sessions = try observer.call("io.weavedi.Daemon.ListSessions").parameter("sessions")?.arrayValue ?? []
+            closed = sessions.filter { $0[member: "kind"]?.stringValue == "control" }.count == 1
+        }
+        let spent = (threadTicks(daemon.pid)[ioThread] ?? 0) - before
+        #expect(closed, "the stalled connection is still open")
+        #expect(spent < ticksPerSecond / 3, "the I/O thread spent \(spent) ticks waiting")
+        #expect(stalled.closedByPeer())
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func halfClosingDuringACall_stopsReading_andClosesAfterTheReply() throws {
+        // A job whose run takes seconds (a 1 GiB copy, written and flushed) outlasts the time limit.
+        let files = TemporaryDirectory()
+        let big = files.write("source/big.bin", "")
+        try #require(try Subprocess.run("/usr/bin/fallocate", arguments: ["-l", "1G", big], environment: [:]).status == .exited(0))
+        try FileManager.default.createDirectory(atPath: files.path + "/mirror", withIntermediateDirectories: true)
+        let daemon = try started(config: """
+            {"control": {"callTimeout": 1},
+             "sync": {"jobs": [{"name": "big", "source": "\(files.path)/source", "destination": "\(files.path)/mirror", "interval": 3600}]}}
+            """)
+        let ioThread = try busiestThread(daemon)
+        let client = try RawClient(daemon.defaultSocket)
+        try client.send(call("io.weavedi.Daemon.RunJob", #"{"name":"big"}"#))
+        try client.descriptor.shutdown(.write)
+        let before = threadTicks(daemon.pid)[ioThread] ?? 0
+        #expect(client.reply()?.hasPrefix(#"{"error":"io.weavedi.Daemon.CallTimedOut""#) == true)
+        let spent = (threadTicks(daemon.pid)[ioThread] ?? 0) - before
+        #expect(spent < ticksPerSecond / 4, "the I/O thread spent \(spent) ticks while the call ran")
+        #expect(client.closedByPeer())
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    /// The daemon's control I/O thread: the one that works while thousands of `Ping` calls
+    /// (answered on it) go through.
+    func busiestThread(_ daemon: DaemonProcess) throws -> Int {
+        let before = threadTicks(daemon.pid)
+        let client = try RawClient(daemon.defaultSocket)
+        for _ in 0..<10 {
+            try client.send(String(repeating: call("io.weavedi.Daemon.Ping"), count: 2000))
+            for _ in 0..<2000 { _ = client.reply() }
+        }
+        let after = threadTicks(daemon.pid)
+        return after.max { ($0.value - (before[$0.key] ?? 0)) < ($1.value - (before[$1.key] ?? 0)) }?.key ?? -1
+    }
 }
 
 let ticksPerSecond = Int(sysconf(Int32(_SC_CLK_TCK)))

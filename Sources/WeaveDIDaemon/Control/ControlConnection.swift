@@ -27,6 +27,9 @@ final class ControlConnection {
     var lastActivity: Duration
     /// Set when the connection must close once its output is written.
     var closeAfterFlush = false
+    /// Set at end of file: the client sends no more; the connection closes once the calls
+    /// already read are answered and their replies written.
+    var inputClosed = false
 
     init(id: UInt64, descriptor: FileDescriptor, peer: ControlPeer, session: Session, now: Duration) {
         self.id = id
@@ -38,6 +41,21 @@ final class ControlConnection {
 
     var hasPendingOutput: Bool { outputOffset < output.count }
     var hasBufferedInput: Bool { inputStart < input.count }
+    /// Whether buffered input may still hold a complete message (bytes not searched yet).
+    var hasUnscannedInput: Bool { inputScanned < input.count }
+
+    /// Whether the connection has nothing left to do but write its output: it broke a limit,
+    /// or the client sent everything and every call is answered.
+    var isDone: Bool {
+        closeAfterFlush || (inputClosed && !hasUnscannedInput && !callsInFlight)
+    }
+
+    /// When the connection is closed for silence (`lastActivity` plus `limit`); none while a
+    /// call runs. The same deadline counts for a connection waiting to close whose client
+    /// reads nothing.
+    func idleDeadline(_ limit: Duration) -> Duration? {
+        callsInFlight ? nil : lastActivity + limit
+    }
 
     /// Drops the input already dispatched once it is at least half the buffer, so that each
     /// byte is moved at most a bounded number of times.
@@ -53,6 +71,8 @@ final class ControlConnection {
         }
     }
     var callsInFlight: Bool { nextReplySequence < nextCallSequence }
+    /// Whether the socket is polled for input: not after end of file, nor once closing.
+    var wantsInput: Bool { !inputClosed && !closeAfterFlush }
 
     /// Drops the output already written, so that appending does not grow the buffer.
     func compactOutput() {

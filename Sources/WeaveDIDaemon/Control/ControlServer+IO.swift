@@ -16,14 +16,20 @@ extension ControlServer {
             var entries = [PollDescriptor(wakeDescriptor, events: .readable)]
             if let listener { entries.append(PollDescriptor(listener, events: .readable)) }
             let order = Array(connections.keys)
+            var polled: [UInt64: Int] = [:]
             for id in order {
                 let connection = connections[id]!
-                var events: PollEvents = connection.closeAfterFlush ? [] : .readable
+                var events: PollEvents = []
+                if connection.wantsInput { events.insert(.readable) }
                 if connection.hasPendingOutput { events.insert(.writable) }
+                // Nothing to wait for on the socket (only for calls in flight): not polled, for
+                // poll would report a hang-up again and again.
+                if events.isEmpty { continue }
+                polled[id] = entries.count
                 entries.append(PollDescriptor(connection.descriptor, events: events))
             }
             let idleLimit = limits.idleTimeout
-            let nextIdle = connections.values.filter { !$0.callsInFlight }.map { $0.lastActivity + idleLimit }.min()
+            let nextIdle = connections.values.compactMap { $0.idleDeadline(idleLimit) }.min()
             _ = try? PollDescriptor.poll(&entries, timeout: nextIdle.map { max(.zero, $0 - now) })
             let after = monotonicNow()
 
@@ -55,20 +61,20 @@ extension ControlServer {
             if listener != nil, entries[1].returnedEvents.contains(.readable) {
                 acceptAll(into: &connections, nextID: &nextID, now: after, limits: limits)
             }
-            let offset = listener == nil ? 1 : 2
-            for (index, id) in order.enumerated() {
+            for id in order {
                 guard let connection = connections[id] else { continue }
-                let events = entries[offset + index].returnedEvents
+                let events = polled[id].map { entries[$0].returnedEvents } ?? []
                 var alive = true
-                if events.contains(.readable) || events.contains(.hangUp) || events.contains(.error) {
+                if connection.wantsInput, events.contains(.readable) || events.contains(.hangUp) || events.contains(.error) {
                     alive = read(connection, now: after, limit: limits.maxMessageBytes, buffer: receiveBuffer)
                 }
-                if alive, connection.hasPendingOutput { alive = write(connection) }
-                if alive, connection.closeAfterFlush, !connection.hasPendingOutput { alive = false }
-                if alive, !connection.callsInFlight, !connection.closeAfterFlush, after - connection.lastActivity >= idleLimit {
+                if alive, connection.hasPendingOutput { alive = write(connection, now: after) }
+                if alive, connection.isDone, !connection.hasPendingOutput { alive = false }
+                if alive, let deadline = connection.idleDeadline(idleLimit), after >= deadline {
+                    // Silent, or waiting to close while its client reads nothing.
                     log.debug("control", "connection \(id) idle for \(idleLimit); closing")
-                    if let reply = handler.limitReply(.idle(limit: idleLimit)) { connection.enqueue(reply) }
-                    _ = write(connection)
+                    if !connection.closeAfterFlush, let reply = handler.limitReply(.idle(limit: idleLimit)) { connection.enqueue(reply) }
+                    _ = write(connection, now: after)
                     alive = false
                 }
                 if !alive { close(connection, in: &connections) }
@@ -119,7 +125,12 @@ extension ControlServer {
             } catch {
                 return isTransient(error)
             }
-            if count == 0 { return connection.hasPendingOutput || connection.callsInFlight ? halfClose(connection) : false }
+            if count == 0 {
+                // The client shut its writing side: it is read no more; the connection closes
+                // once the calls read are answered and written (or at its idle deadline).
+                connection.inputClosed = true
+                return true
+            }
             connection.lastActivity = now
             let received = UnsafeBufferPointer(rebasing: buffer[..<count])
             let complete: Bool
@@ -177,12 +188,6 @@ extension ControlServer {
         return (start, bytes.count, bytes.count - start <= limit)
     }
 
-    /// The client shut its writing side: finish the calls in flight, then close.
-    private func halfClose(_ connection: ControlConnection) -> Bool {
-        connection.closeAfterFlush = !connection.callsInFlight
-        return true
-    }
-
     private func dispatch(_ message: UnsafeBufferPointer<UInt8>, on connection: ControlConnection) {
         let sequence = connection.nextCallSequence
         connection.nextCallSequence += 1
@@ -217,12 +222,14 @@ extension ControlServer {
         }
     }
 
-    /// Writes what the socket takes; false when the peer is gone.
-    private func write(_ connection: ControlConnection) -> Bool {
+    /// Writes what the socket takes; false when the peer is gone. A client taking replies is
+    /// active.
+    private func write(_ connection: ControlConnection, now: Duration) -> Bool {
         while connection.hasPendingOutput {
             do {
                 let sent = try connection.output[connection.outputOffset...].withUnsafeBytes { try connection.descriptor.send($0) }
                 connection.outputOffset += sent
+                if sent > 0 { connection.lastActivity = now }
             } catch {
                 return isTransient(error)
             }
@@ -244,8 +251,9 @@ extension ControlServer {
             try? listener.close()
             self.listener = nil
         }
+        let now = monotonicNow()
         for connection in open {
-            _ = write(connection)
+            _ = write(connection, now: now)
             try? connection.descriptor.close()
         }
         clientCount.store(0, ordering: .relaxed)
