@@ -82,6 +82,64 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func aClientThatNeverReads_isNoLongerRead_andCostsBoundedMemory() throws {
+        let daemon = try started(config: #"{"control": {"idleTimeout": 60}}"#)
+        let baseline = statusKB(daemon.pid, "VmHWM")
+        let greedy = try RawClient(daemon.defaultSocket)
+        try greedy.descriptor.setNonBlocking(true)
+        // Calls with long replies (answered at once), sent as fast as the socket takes them,
+        // never a reply read: the daemon stops reading once a bounded amount of output waits,
+        // and the client's sends block. Before, it read and answered without end.
+        let describe = Array(String(repeating: call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.Daemon"}"#), count: 100).utf8)
+        var blocked = false
+        let deadline = ContinuousClock.now + .seconds(4)
+        var offset = 0
+        while !blocked, ContinuousClock.now < deadline {
+            let sent = describe[offset...].withUnsafeBytes { try? greedy.descriptor.send($0) }
+            if let sent {
+                offset = (offset + sent) % describe.count
+                continue
+            }
+            var entries = [PollDescriptor(greedy.descriptor, events: .writable)]
+            _ = try? PollDescriptor.poll(&entries, timeout: .seconds(1))
+            blocked = !entries[0].returnedEvents.contains(.writable)
+        }
+        #expect(blocked, "the daemon kept reading a client that reads nothing")
+        let peak = statusKB(daemon.pid, "VmHWM")
+        #expect(peak - baseline < 64 * 1024, "peak resident memory \(baseline) kB -> \(peak) kB")
+        let other = try VarlinkClient(path: daemon.defaultSocket)
+        #expect(try other.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        _ = greedy
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func manyPipelinedCalls_runAFewAtATime_andAreAnsweredInOrder() throws {
+        let daemon = try started(config: #"{"control": {"idleTimeout": 60}}"#)
+        let baseline = statusKB(daemon.pid, "VmHWM")
+        let client = try RawClient(daemon.defaultSocket)
+        // 50,000 calls run as tasks (ListJobs), with one answered at once (GetLogLevel) every
+        // 5,000, all written before the daemon answers many; replies are read meanwhile.
+        let count = 50_000
+        var batch = ""
+        for i in 0..<count { batch += i % 5_000 == 0 ? call("io.weavedi.Daemon.GetLogLevel") : call("io.weavedi.Daemon.ListJobs") }
+        let bytes = Array(batch.utf8)
+        let descriptor = client.descriptor
+        let writer = try PosixThread { try? descriptor.sendAll(bytes) }
+        var inOrder = 0
+        for i in 0..<count {
+            guard let reply = client.reply(timeout: .seconds(30)) else { break }
+            let expected = i % 5_000 == 0 ? #""filter":"info""# : #"{"parameters":{"jobs":"#
+            if reply.contains(expected) { inOrder += 1 }
+        }
+        writer.join()
+        #expect(inOrder == count)
+        let peak = statusKB(daemon.pid, "VmHWM")
+        #expect(peak - baseline < 64 * 1024, "peak resident memory \(baseline) kB -> \(peak) kB")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     /// The daemon's control I/O thread: the one that works while thousands of `Ping` calls
     /// (answered on it) go through.
     func busiestThread(_ daemon: DaemonProcess) throws -> Int {

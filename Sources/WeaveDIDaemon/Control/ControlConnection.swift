@@ -71,8 +71,23 @@ final class ControlConnection {
         }
     }
     var callsInFlight: Bool { nextReplySequence < nextCallSequence }
-    /// Whether the socket is polled for input: not after end of file, nor once closing.
-    var wantsInput: Bool { !inputClosed && !closeAfterFlush }
+    /// Calls read but not answered yet (running, or finished behind one still running).
+    var callsPending: UInt64 { nextCallSequence - nextReplySequence }
+
+    /// The most calls of one connection read and not answered yet: at this many, its input
+    /// waits (neither read nor parsed) until one is answered.
+    static let maxCallsInFlight: UInt64 = 32
+
+    /// Whether another message may be dispatched: not once closing, nor while more than
+    /// `outputBound` bytes of replies wait to be written (the client does not read), nor
+    /// with `maxCallsInFlight` calls unanswered. Otherwise input waits (backpressure).
+    func mayDispatch(outputBound: Int) -> Bool {
+        !closeAfterFlush && output.count - outputOffset <= outputBound && callsPending < Self.maxCallsInFlight
+    }
+
+    /// Whether the socket is polled for input: not after end of file, nor while messages
+    /// may not be dispatched.
+    func wantsInput(outputBound: Int) -> Bool { !inputClosed && mayDispatch(outputBound: outputBound) }
 
     /// Drops the output already written, so that appending does not grow the buffer.
     func compactOutput() {

@@ -20,7 +20,7 @@ extension ControlServer {
             for id in order {
                 let connection = connections[id]!
                 var events: PollEvents = []
-                if connection.wantsInput { events.insert(.readable) }
+                if connection.wantsInput(outputBound: limits.maxMessageBytes) { events.insert(.readable) }
                 if connection.hasPendingOutput { events.insert(.writable) }
                 // Nothing to wait for on the socket (only for calls in flight): not polled, for
                 // poll would report a hang-up again and again.
@@ -65,7 +65,15 @@ extension ControlServer {
                 guard let connection = connections[id] else { continue }
                 let events = polled[id].map { entries[$0].returnedEvents } ?? []
                 var alive = true
-                if connection.wantsInput, events.contains(.readable) || events.contains(.hangUp) || events.contains(.error) {
+                // Messages held back while the connection waited (output or calls in flight) go first.
+                if connection.hasUnscannedInput, connection.mayDispatch(outputBound: limits.maxMessageBytes),
+                    !takeBufferedMessages(on: connection, limit: limits.maxMessageBytes)
+                {
+                    refuseTooLarge(connection, limit: limits.maxMessageBytes)
+                }
+                if connection.wantsInput(outputBound: limits.maxMessageBytes),
+                    events.contains(.readable) || events.contains(.hangUp) || events.contains(.error)
+                {
                     alive = read(connection, now: after, limit: limits.maxMessageBytes, buffer: receiveBuffer)
                 }
                 if alive, connection.hasPendingOutput { alive = write(connection, now: after) }
@@ -116,9 +124,11 @@ extension ControlServer {
         }
     }
 
-    /// Reads what is available and dispatches complete messages; false when the connection ends.
+    /// Reads what is available and dispatches complete messages, until the connection may not
+    /// dispatch more (its pending output is over `limit`, the message size limit, or it has
+    /// the most calls in flight); false when the connection ends.
     private func read(_ connection: ControlConnection, now: Duration, limit: Int, buffer: UnsafeMutableBufferPointer<UInt8>) -> Bool {
-        while true {
+        while connection.mayDispatch(outputBound: limit) {
             let count: Int
             do {
                 count = try connection.descriptor.receive(into: UnsafeMutableRawBufferPointer(buffer))
@@ -147,16 +157,22 @@ extension ControlServer {
                 complete = takeBufferedMessages(on: connection, limit: limit)
             }
             guard complete else {
-                log.warning("control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
-                if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.enqueue(reply) }
-                connection.input.removeAll()
-                connection.inputStart = 0
-                connection.inputScanned = 0
-                connection.closeAfterFlush = true
+                refuseTooLarge(connection, limit: limit)
                 return true
             }
             if count < buffer.count { return true }
         }
+        return true
+    }
+
+    /// Answers a message over `limit` bytes with the limit error, then closes once written.
+    private func refuseTooLarge(_ connection: ControlConnection, limit: Int) {
+        log.warning("control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
+        if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.enqueue(reply) }
+        connection.input.removeAll()
+        connection.inputStart = 0
+        connection.inputScanned = 0
+        connection.closeAfterFlush = true
     }
 
     /// Dispatches the complete messages buffered in the connection's input.
@@ -171,7 +187,8 @@ extension ControlServer {
     }
 
     /// Dispatches every complete (NUL-terminated) message of `bytes` from `start` on, in order,
-    /// searching for NULs only from `scanned` (the bytes before it hold none); returns where the
+    /// while the connection may dispatch (its pending output within `limit`, calls in flight
+    /// under the cap), searching for NULs only from `scanned` (the bytes before it hold none); returns where the
     /// first message not dispatched starts and how far the bytes were searched, and false as
     /// `fits` when a message exceeds `limit` bytes.
     private func takeMessages(
@@ -179,13 +196,14 @@ extension ControlServer {
     ) -> (start: Int, scanned: Int, fits: Bool) {
         var start = start
         var from = scanned
-        while let end = bytes[from...].firstIndex(of: 0) {
+        while connection.mayDispatch(outputBound: limit) {
+            guard let end = bytes[from...].firstIndex(of: 0) else { return (start, bytes.count, bytes.count - start <= limit) }
             if end - start > limit { return (start, end, false) }
             dispatch(UnsafeBufferPointer(rebasing: bytes[start..<end]), on: connection)
             start = end + 1
             from = start
         }
-        return (start, bytes.count, bytes.count - start <= limit)
+        return (start, from, true)  // the rest waits until the connection may dispatch again
     }
 
     private func dispatch(_ message: UnsafeBufferPointer<UInt8>, on connection: ControlConnection) {
