@@ -168,8 +168,13 @@ struct DirectoryScanner {
             }
         case .symbolicLink:
             try makeWay(for: name, over: destination, in: directory, outcome: &outcome)
-            let target = try MirrorFailure.attempt("readlink", missingMeansVanished: true) {
-                try directory.source.descriptor.readSymbolicLink(at: name)
+            let target: String
+            do {
+                target = try MirrorFailure.attempt("readlink", missingMeansVanished: true) {
+                    try directory.source.descriptor.readSymbolicLink(at: name)
+                }
+            } catch .system(_, .illegalByteSequence) {
+                throw .linkTargetNotUTF8
             }
             if let destination, destination.kind == .symbolicLink, destination.size == source.size,
                 (try? directory.destination.descriptor.readSymbolicLink(at: name))?.hasSameBytes(as: target) == true

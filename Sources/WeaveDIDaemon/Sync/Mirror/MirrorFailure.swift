@@ -50,7 +50,6 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
             return try body()
         } catch let error as Errno {
             if missingMeansVanished && error == .noSuchFileOrDirectory { throw .vanished }
-            if operation == "readlink" && error == .illegalByteSequence { throw .linkTargetNotUTF8 }
             throw .system(operation, error)
         } catch {
             // The bodies call WeaveDIPosix, which throws `Errno` only.
