@@ -71,6 +71,19 @@ import WeaveDIPosix
         #expect(fixture.read("dst/a.txt") == "a")
     }
 
+    @Test func linkThatCannotBeMirrored_leavesTheDirectoryInItsWay() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("dst/bad-link/kept.txt", "kept")
+        let target: [UInt8] = Array("target".utf8) + [0xFF, 0]
+        let made = target.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, fixture.source + "/bad-link") }
+        }
+        #expect(made == 0)
+        let report = await fixture.mirror(delete: true)
+        #expect(report.errors.map(\.reason) == ["the link's target is not valid UTF-8; left alone"])
+        #expect(fixture.read("dst/bad-link/kept.txt") == "kept")
+    }
+
     @Test func emptySourceWithDelete_isRefused_andTheDestinationKept() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("dst/keep.txt", "precious")

@@ -167,7 +167,8 @@ struct DirectoryScanner {
                 outcome.entriesSettled += 1
             }
         case .symbolicLink:
-            try makeWay(for: name, over: destination, in: directory, outcome: &outcome)
+            // The target first: a link that cannot be mirrored (vanished, a target that is not
+            // UTF-8) leaves a directory in its way where it is.
             let target: String
             do {
                 target = try MirrorFailure.attempt("readlink", missingMeansVanished: true) {
@@ -176,6 +177,7 @@ struct DirectoryScanner {
             } catch .system(_, .illegalByteSequence) {
                 throw .linkTargetNotUTF8
             }
+            try makeWay(for: name, over: destination, in: directory, outcome: &outcome)
             if let destination, destination.kind == .symbolicLink, destination.size == source.size,
                 (try? directory.destination.descriptor.readSymbolicLink(at: name))?.hasSameBytes(as: target) == true
             {
