@@ -1,3 +1,5 @@
+import WeaveDI
+
 extension DaemonConfiguration {
     /// The `sync` section: the jobs and how many run at once.
     public struct Sync: Sendable, Equatable {
@@ -30,6 +32,9 @@ extension DaemonConfiguration {
         public var failureThreshold = 3
         /// The job counts as unhealthy when no run succeeded within this many intervals; default 3.
         public var staleAfterIntervals = 3
+        /// `staleAfterIntervals` intervals in seconds; a `Double`, for a `Duration` product can
+        /// overflow (and trap) for a job built in code with a large `staleAfterIntervals`.
+        var staleAfterSeconds: Double { seconds(interval) * Double(staleAfterIntervals) }
         /// The longest retry delay after failures; default 3600 seconds, at least 1.
         public var backoffCap: Duration = .seconds(3600)
         /// The mirror settings, present when `kind` is `"mirror"`.

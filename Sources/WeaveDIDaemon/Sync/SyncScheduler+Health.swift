@@ -25,7 +25,7 @@ extension SyncScheduler {
         if state.consecutiveFailures >= config.failureThreshold {
             return .unhealthy("\(state.consecutiveFailures) failed runs in a row; last: \(last?.message ?? "no message")", data: data)
         }
-        let staleAfter = seconds(config.interval) * Double(config.staleAfterIntervals)
+        let staleAfter = config.staleAfterSeconds
         let now = SystemClock.realtimeSeconds()
         let since = state.lastSuccess ?? (now - seconds(ContinuousClock.now - started))
         if config.enabled, !state.paused, now - since > staleAfter {
@@ -42,9 +42,7 @@ extension SyncScheduler {
     func fix(_ name: String) async throws -> String {
         guard let state = jobs[name] else { return "job removed" }
         var actions: [String] = []
-        // In seconds, as a Double: a `Duration` product can overflow (and trap) for a job built
-        // in code with a large `staleAfterIntervals`.
-        let stuckAfter = seconds(state.config.interval) * Double(state.config.staleAfterIntervals)
+        let stuckAfter = state.config.staleAfterSeconds
         if let since = state.runningSince, seconds(ContinuousClock.now - since) > stuckAfter, let run = state.running {
             run.cancel()
             _ = await run.value
