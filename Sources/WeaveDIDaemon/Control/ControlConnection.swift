@@ -57,13 +57,18 @@ final class ControlConnection {
         callsInFlight ? nil : lastActivity + limit
     }
 
+    /// Drops all buffered input (dispatched or not), keeping the buffer's capacity.
+    func discardInput() {
+        input.removeAll(keepingCapacity: true)
+        inputStart = 0
+        inputScanned = 0
+    }
+
     /// Drops the input already dispatched once it is at least half the buffer, so that each
     /// byte is moved at most a bounded number of times.
     func compactInput() {
         if inputStart == input.count {
-            input.removeAll(keepingCapacity: true)
-            inputStart = 0
-            inputScanned = 0
+            discardInput()
         } else if inputStart > 0, inputStart >= input.count / 2 {
             input.removeSubrange(..<inputStart)
             inputScanned -= inputStart

@@ -169,9 +169,7 @@ extension ControlServer {
     private func refuseTooLarge(_ connection: ControlConnection, limit: Int) {
         log.warning("control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
         if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.enqueue(reply) }
-        connection.input.removeAll()
-        connection.inputStart = 0
-        connection.inputScanned = 0
+        connection.discardInput()
         connection.closeAfterFlush = true
     }
 
