@@ -58,11 +58,7 @@ import WeaveDIPosix
     @Test func linkWithATargetThatIsNotUTF8_isReportedAndNotRewritten() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("src/a.txt", "a")
-        let target: [UInt8] = Array("target".utf8) + [0xFF, 0xFE, 0]
-        let made = target.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, fixture.source + "/bad-link") }
-        }
-        #expect(made == 0)
+        try fixture.link("src/bad-link", toBytes: Array("target".utf8) + [0xFF, 0xFE])
         let report = await fixture.mirror()
         #expect(report.result == .partial)
         #expect(report.errors.map(\.path) == ["bad-link"])
@@ -74,11 +70,7 @@ import WeaveDIPosix
     @Test func linkThatCannotBeMirrored_leavesTheDirectoryInItsWay() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("dst/bad-link/kept.txt", "kept")
-        let target: [UInt8] = Array("target".utf8) + [0xFF, 0]
-        let made = target.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, fixture.source + "/bad-link") }
-        }
-        #expect(made == 0)
+        try fixture.link("src/bad-link", toBytes: Array("target".utf8) + [0xFF])
         let report = await fixture.mirror(delete: true)
         #expect(report.errors.map(\.reason) == ["the link's target is not valid UTF-8; left alone"])
         #expect(fixture.read("dst/bad-link/kept.txt") == "kept")

@@ -49,6 +49,14 @@ final class MirrorFixture: @unchecked Sendable {  // paths are immutable; files 
         try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: root + "/" + path, pointingTo: target)
     }
 
+    /// Creates a symbolic link at `path` whose target is `target`'s bytes, valid UTF-8 or not.
+    func link(_ path: String, toBytes target: [UInt8]) throws {
+        let made = (target + [0]).withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, root + "/" + path) }
+        }
+        if made != 0 { throw Errno.current }
+    }
+
     /// The content of `path`, or nil when it cannot be read.
     func read(_ path: String) -> String? {
         FileManager.default.contents(atPath: root + "/" + path).map { String(decoding: $0, as: UTF8.self) }
