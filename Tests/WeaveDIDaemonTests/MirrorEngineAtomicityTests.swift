@@ -27,6 +27,27 @@ import WeaveDIPosix
         try fixture.expectExactMirror(ignoring: [".weavedi-tmp.c.txt.aaaaaaaaaaaa"])
     }
 
+    @Test func namesThatOnlyStartLikeTemporaryNames_areOrdinaryFiles_mirroredAndKept() async throws {
+        let fixture = try MirrorFixture()
+        let lookalikes = [
+            ".weavedi-tmp.notes",  // no random part
+            ".weavedi-tmp.a.txt.0123456789AB",  // uppercase
+            ".weavedi-tmp.a.txt-0123456789ab",  // no dot before the random part
+            ".weavedi-tmp..0123456789ab",  // no name
+            ".weavedi-tmp.a.txt.0123456789a",  // eleven letters
+        ]
+        for name in lookalikes { try fixture.write("src/" + name, "mine", mtime: sampleTime()) }
+        try fixture.write("dst/.weavedi-tmp.keep.me", "the user's, not in the source")
+
+        let report = await fixture.mirror(delete: false)
+
+        #expect(report.result == .success, "\(report.errors)")
+        #expect(report.copied == lookalikes.count)
+        #expect(report.skipped == 0)
+        #expect(fixture.read("dst/.weavedi-tmp.keep.me") == "the user's, not in the source")
+        try fixture.expectExactMirror(ignoring: [".weavedi-tmp.keep.me"])
+    }
+
     @Test func fileGrowingDuringTheCopy_isNotPublished_andThePreviousVersionStays() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("src/growing.log", [UInt8](repeating: 0x61, count: 64 << 20), mtime: sampleTime())

@@ -76,14 +76,24 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
 
 /// The prefix and shape of the temporary names copies are written to: `.weavedi-tmp.<name>.<random>`.
 enum MirrorTemporaryName {
-    /// What every temporary name starts with; such names are never mirrored and are removed
-    /// from the destination by the next run.
+    /// What every temporary name starts with.
     static let prefix = ".weavedi-tmp."
     private static let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+    /// How many random letters end a temporary name, after a dot.
+    private static let randomLength = 12
 
-    /// Whether `name` is a temporary name of some run.
+    /// Whether `name` has the whole shape of a temporary name of some run: the prefix, at
+    /// least one byte of a name, a dot and twelve lowercase letters or digits. Such names are
+    /// never mirrored and are removed from the destination by the next run; a name that only
+    /// starts with the prefix (`.weavedi-tmp.notes`) is an ordinary file.
     static func isTemporary(_ name: String) -> Bool {
-        name.utf8.starts(with: prefix.utf8)
+        let bytes = name.utf8
+        guard bytes.count >= prefix.utf8.count + 1 + 1 + randomLength, bytes.starts(with: prefix.utf8) else {
+            return false
+        }
+        let random = bytes.suffix(randomLength)
+        guard random.allSatisfy({ letters.contains($0) }) else { return false }
+        return bytes[bytes.index(random.startIndex, offsetBy: -1)] == UInt8(ascii: ".")
     }
 
     /// A fresh temporary name for `name`, at most 255 bytes (`NAME_MAX`): long names are cut
@@ -92,7 +102,7 @@ enum MirrorTemporaryName {
         // Twelve base-36 digits from one 64-bit random number: one getrandom call per name.
         var bits = UInt64.random(in: 0...UInt64.max)
         var digits: [UInt8] = []
-        for _ in 0..<12 {
+        for _ in 0..<randomLength {
             digits.append(letters[Int(bits % 36)])
             bits /= 36
         }
