@@ -59,6 +59,18 @@ import WeaveDIControl
         #expect(run.output.isEmpty)
     }
 
+    @Test func socketPathTooLongForAnAddress_exits64NamingItsLengthAndWhereItCameFrom() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let socket = directory.path + "/" + String(repeating: "s", count: 110) + ".sock"
+        let option = try CtlRun.run(["--socket", socket, "ping"], in: directory)
+        #expect(option.code == 64, "\(option.all)")
+        #expect(option.error == "weavedictl: the socket path \(socket) (given with --socket) is \(socket.utf8.count) bytes long, but a Unix socket path may have at most 107 bytes (sun_path); give a shorter path to the same socket, e.g. through a symbolic link to its directory.\n")
+        let environment = try CtlRun.run(["health"], environment: ["WEAVEDI_SOCKET": socket], in: directory)
+        #expect(environment.code == 64, "\(environment.all)")
+        #expect(environment.error.hasPrefix("weavedictl: the socket path \(socket) (from WEAVEDI_SOCKET) is \(socket.utf8.count) bytes long"))
+        #expect(option.output.isEmpty && environment.output.isEmpty)
+    }
+
     @Test func withoutAnySocket_theErrorNamesTheSystemSocket() throws {
         try #require(!fileExists("/run/weavedi/control.sock"), "a system daemon runs here")
         let directory = TemporaryDirectory("weavedictl")

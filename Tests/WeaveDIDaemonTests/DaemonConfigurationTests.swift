@@ -64,6 +64,22 @@ import WeaveDIPosix
         #expect(refused.standardErrorText == "weavedid: \(config): control.socketGroup: no group named 'no-such-group-weavedi'\n")
     }
 
+    @Test func builtInDefault_inADeepWorkingDirectory_isRefusedByTheCheckAndTheStart() throws {
+        // Without RUNTIME_DIRECTORY and XDG_RUNTIME_DIR the default socket lies below the
+        // working directory; from deep enough it cannot be bound.
+        let deep = String(repeating: "d", count: 60) + "/" + String(repeating: "e", count: 40)
+        let socket = "/" + deep + "/.weavedi/run/control.sock"
+        let prefix = "mkdir -p \(deep) && cd \(deep) &&"
+        for arguments in [["--check-config"], []] {
+            let daemon = try DaemonProcess(arguments, environment: ["RUNTIME_DIRECTORY": ""], prefix: prefix)
+            #expect(daemon.wait() == .exited(78), "\(arguments): \(daemon.log)")
+            let path = daemon.directory.path + socket
+            #expect(daemon.log.contains(
+                "built-in default: control.socket: the default socket path \"\(path)\" is \(path.utf8.count) bytes long, but a Unix socket path may have at most 107 bytes (sun_path); start weavedid in a shorter working directory"),
+                "\(arguments): \(daemon.log)")
+        }
+    }
+
     @Test func sighup_reloadsAGoodConfiguration() throws {
         let directory = TemporaryDirectory()
         let path = directory.write("weavedid.json", Self.goodConfig)

@@ -62,8 +62,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// example mirror job, `example`, from `<workingDirectory>/.weavedi/example/source` to
     /// `<workingDirectory>/.weavedi/example/mirror` every 60 seconds, also at start.
     ///
-    /// It is not validated: with a very long working directory and neither `$RUNTIME_DIRECTORY`
-    /// nor `$XDG_RUNTIME_DIR` set, the control socket path can exceed the 107-byte limit.
+    /// It is not validated here: with a very long working directory and neither
+    /// `$RUNTIME_DIRECTORY` nor `$XDG_RUNTIME_DIR` set, the control socket path can exceed the
+    /// 107-byte limit, which `resolve` refuses.
     public static func builtInDefault(environment: [String: String], workingDirectory: String) -> DaemonConfiguration {
         var configuration = DaemonConfiguration(
             source: .builtInDefault, environment: environment, workingDirectory: workingDirectory)
@@ -115,8 +116,22 @@ public struct DaemonConfiguration: Sendable, Equatable {
         do {
             return try load(path: defaultPath, environment: environment, workingDirectory: workingDirectory)
         } catch where error.errno == ENOENT && error.fieldPath == nil {
-            return builtInDefault(environment: environment, workingDirectory: workingDirectory)
+            let configuration = builtInDefault(environment: environment, workingDirectory: workingDirectory)
+            try configuration.checkBuiltInDefaultSocket()
+            return configuration
         }
+    }
+
+    /// Refuses a built-in default whose socket path does not fit in a Unix socket address: it
+    /// lies below the working directory when neither `$RUNTIME_DIRECTORY` nor
+    /// `$XDG_RUNTIME_DIR` is set.
+    private func checkBuiltInDefaultSocket() throws(ConfigurationError) {
+        let length = control.socket.utf8.count
+        let maximum = UnixSocketAddress.maximumPathLength
+        guard length > maximum else { return }
+        throw ConfigurationError(
+            file: "built-in default", fieldPath: "control.socket",
+            problem: "the default socket path \"\(control.socket)\" is \(length) bytes long, but a Unix socket path may have at most \(maximum) bytes (sun_path); start weavedid in a shorter working directory, set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR, or give it a configuration file that sets control.socket")
     }
 
     /// Reads the file with `open(2)`/`read(2)`. An open or read failure becomes a

@@ -31,6 +31,7 @@ struct CtlContext {
     /// Connects to the daemon.
     func connect() throws(CtlError) -> VarlinkClient {
         let socket = self.socket
+        guard socket.path.utf8.count <= UnixSocketAddress.maximumPathLength else { throw .socketPathTooLong(socket) }
         do {
             return try VarlinkClient(path: socket.path)
         } catch {

@@ -1,6 +1,7 @@
 import WeaveDI
 import WeaveDIControl
 import WeaveDIDaemon
+import WeaveDIPosix
 
 /// The exit statuses of weavedictl (sysexits.h where one fits).
 enum ExitStatus {
@@ -32,6 +33,8 @@ enum CtlError: Error {
     case usage(UsageError)
     /// Nothing answers at the socket.
     case unreachable(SocketLocation, reason: String)
+    /// The socket's path does not fit in a Unix socket address (107 bytes).
+    case socketPathTooLong(SocketLocation)
     /// The socket exists but this user may not connect to it.
     case socketNotPermitted(SocketLocation, reason: String)
     /// The connection broke during a call.
@@ -49,6 +52,7 @@ enum CtlError: Error {
     var status: Int32 {
         switch self {
         case .usage: ExitStatus.usage
+        case let .socketPathTooLong(socket): socket.origin == .discovered ? ExitStatus.unavailable : ExitStatus.usage
         case .unreachable, .broken: ExitStatus.unavailable
         case .socketNotPermitted, .permissionDenied: ExitStatus.noPermission
         case .failure, .offline: ExitStatus.failure
@@ -64,6 +68,16 @@ enum CtlError: Error {
         case let .unreachable(socket, reason):
             return "weavedictl: cannot connect to \(socket.path): \(reason)\n" + socket.searchNote
                 + "Is weavedid running? Start it with `swift run weavedid` (or `systemctl start weavedid`), or pass --socket PATH."
+        case let .socketPathTooLong(socket):
+            let maximum = UnixSocketAddress.maximumPathLength
+            let origin = switch socket.origin {
+            case .option: " (given with --socket)"
+            case .environment: " (from WEAVEDI_SOCKET)"
+            case .discovered: ""
+            }
+            return "weavedictl: the socket path \(socket.path)\(origin) is \(socket.path.utf8.count) bytes long, "
+                + "but a Unix socket path may have at most \(maximum) bytes (sun_path); "
+                + "give a shorter path to the same socket, e.g. through a symbolic link to its directory."
         case let .socketNotPermitted(socket, reason):
             return "weavedictl: cannot connect to \(socket.path): \(reason)\n"
                 + "The control socket is open to its owner and group only: run as root, or join the group the socket "
