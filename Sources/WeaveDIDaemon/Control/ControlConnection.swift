@@ -115,6 +115,21 @@ final class ControlConnection {
         output.append(contentsOf: bytes)
     }
 
+    /// Takes a reply that a running call sent before its end (a `more` call's progress), unless
+    /// more than `bound` bytes of this connection's replies already wait to be written, or to
+    /// follow this call's earlier ones: the client does not read, and the reply is dropped. A
+    /// stream's replies each report a state the next one supersedes, so the client misses
+    /// intermediate states, never the call's final reply, and memory stays bounded however
+    /// long the call runs. Returns whether the reply was kept.
+    @discardableResult
+    func stream(_ reply: [UInt8], sequence: UInt64, bound: Int) -> Bool {
+        let waiting = output.count - outputOffset + (streamed[sequence]?.count ?? 0)
+        guard waiting <= bound else { return false }
+        streamed[sequence, default: []].append(contentsOf: reply)
+        flushInOrder()
+        return true
+    }
+
     /// Moves replies into the output in call order: streamed replies of the oldest running
     /// call, then every finished call in sequence.
     func flushInOrder() {

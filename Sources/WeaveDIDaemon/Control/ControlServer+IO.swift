@@ -53,8 +53,7 @@ extension ControlServer {
                         connection.lastActivity = after
                     case let .streamed(id, sequence, reply):
                         guard let connection = connections[id] else { continue }
-                        connection.streamed[sequence, default: []].append(contentsOf: reply)
-                        connection.flushInOrder()
+                        connection.stream(reply, sequence: sequence, bound: limits.maxMessageBytes)
                     }
                 }
             }
