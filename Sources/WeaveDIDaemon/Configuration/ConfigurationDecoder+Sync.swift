@@ -119,36 +119,22 @@ extension ConfigurationDecoder {
     }
 
     /// A mirror's destination may not be, contain or lie inside another mirror's source or
-    /// destination: one job would write into, or delete from, the tree the other owns.
+    /// destination: one job would write into, or delete from, the tree the other owns
+    /// (`MirrorTreeOverlap`, on the paths as written).
     private func checkOverlaps(
         _ job: DaemonConfiguration.Job, at parent: String, with earlier: [DaemonConfiguration.Job], in list: String
     ) throws(ConfigurationError) {
         guard let mirror = job.mirror else { return }
+        let roots = MirrorTreeOverlap.Roots(mirror)
         for (index, other) in earlier.enumerated() {
             guard let otherMirror = other.mirror else { continue }
-            let otherJob = "job \"\(other.name)\" (\(list)[\(index)])"
-            let pairs: [(String, String, String, String)] = [
-                ("destination", mirror.destination, "destination", otherMirror.destination),
-                ("destination", mirror.destination, "source", otherMirror.source),
-                ("source", mirror.source, "destination", otherMirror.destination),
-            ]
-            for (field, mine, otherField, theirs) in pairs {
-                let relation: String? = switch (
-                    ConfigurationDirectories.relation(of: mine, to: theirs),
-                    ConfigurationDirectories.relation(of: theirs, to: mine)
-                ) {
-                case (.same, _): "is the \(otherField)"
-                case (.inside, _): "is inside the \(otherField)"
-                case (_, .inside): "contains the \(otherField)"
-                default: nil
-                }
-                if let relation {
-                    throw fields.fail(
-                        "\(parent).\(field)",
-                        "the \(field) \"\(mine)\" \(relation) \"\(theirs)\" of \(otherJob); "
-                            + "the jobs would overwrite or delete each other's files")
-                }
-            }
+            let otherRoots = MirrorTreeOverlap.Roots(otherMirror)
+            guard let overlap = MirrorTreeOverlap.first(roots, otherRoots) else { continue }
+            throw fields.fail(
+                "\(parent).\(overlap.field)",
+                "the \(overlap.field) \"\(roots[overlap.field])\" \(overlap.relation.phrase) \(overlap.otherField) "
+                    + "\"\(otherRoots[overlap.otherField])\" of job \"\(other.name)\" (\(list)[\(index)]); "
+                    + "the jobs would overwrite or delete each other's files")
         }
     }
 

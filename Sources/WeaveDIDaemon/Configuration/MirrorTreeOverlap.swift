@@ -1,0 +1,79 @@
+/// Where the trees of two mirror jobs meet.
+///
+/// A job's destination may not be, contain or lie inside another mirror job's source or
+/// destination, and its source may not be, contain or lie inside the other's destination: one
+/// job would write into, or delete from, the tree the other owns (two deleting jobs into one
+/// tree delete each other's files). Two sources may overlap: both are only read.
+///
+/// The rule compares the paths it is given, lexically (`ConfigurationDirectories.relation`):
+/// the configuration's paths as written when a file is read, the paths they resolve to on this
+/// machine (`ResolvedPath`) for the checks that follow symbolic links.
+struct MirrorTreeOverlap: Equatable {
+    /// How a root of the first job stands to a root of the other.
+    enum Relation: Equatable {
+        /// The same directory.
+        case same
+        /// Strictly below the other's root.
+        case inside
+        /// The other's root is strictly below it.
+        case contains
+
+        /// `is the`, `is inside the`, `contains the`: followed by the other root's field name.
+        var phrase: String {
+            switch self {
+            case .same: "is the"
+            case .inside: "is inside the"
+            case .contains: "contains the"
+            }
+        }
+    }
+
+    /// The first job's root: `"source"` or `"destination"`.
+    let field: String
+    /// The other job's root: `"source"` or `"destination"`.
+    let otherField: String
+    /// How the first stands to the other.
+    let relation: Relation
+
+    /// A mirror job's two roots, as the rule compares them.
+    struct Roots {
+        var source: String
+        var destination: String
+
+        init(source: String, destination: String) {
+            self.source = source
+            self.destination = destination
+        }
+
+        /// A configured mirror's roots, as written.
+        init(_ mirror: DaemonConfiguration.Mirror) {
+            self.init(source: mirror.source, destination: mirror.destination)
+        }
+
+        /// The root named by a field name, `"source"` or `"destination"`.
+        subscript(field: String) -> String { field == "source" ? source : destination }
+    }
+
+    /// The pairs of roots that may not overlap, in the order they are checked.
+    static let checkedPairs = [("destination", "destination"), ("destination", "source"), ("source", "destination")]
+
+    /// The first overlap of `roots` with `otherRoots`, or nil when the trees are apart.
+    static func first(_ roots: Roots, _ otherRoots: Roots) -> MirrorTreeOverlap? {
+        for (field, otherField) in checkedPairs {
+            if let relation = relation(of: roots[field], to: otherRoots[otherField]) {
+                return MirrorTreeOverlap(field: field, otherField: otherField, relation: relation)
+            }
+        }
+        return nil
+    }
+
+    /// How `path` stands to `other`, or nil when neither is, nor lies inside, the other.
+    static func relation(of path: String, to other: String) -> Relation? {
+        switch (ConfigurationDirectories.relation(of: path, to: other), ConfigurationDirectories.relation(of: other, to: path)) {
+        case (.same, _): .same
+        case (.inside, _): .inside
+        case (_, .inside): .contains
+        default: nil
+        }
+    }
+}
