@@ -120,7 +120,8 @@ extension ConfigurationDecoder {
 
     /// A mirror's destination may not be, contain or lie inside another mirror's source or
     /// destination: one job would write into, or delete from, the tree the other owns
-    /// (`MirrorTreeOverlap`, on the paths as written).
+    /// (`MirrorTreeOverlap`, on the paths as written; `DaemonConfiguration.checkMirrorTreesOnDisk`
+    /// applies it to the paths they resolve to).
     private func checkOverlaps(
         _ job: DaemonConfiguration.Job, at parent: String, with earlier: [DaemonConfiguration.Job], in list: String
     ) throws(ConfigurationError) {

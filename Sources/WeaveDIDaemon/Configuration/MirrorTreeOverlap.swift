@@ -18,14 +18,17 @@ struct MirrorTreeOverlap: Equatable {
         /// The other's root is strictly below it.
         case contains
 
-        /// `is the`, `is inside the`, `contains the`: followed by the other root's field name.
-        var phrase: String {
+        /// `is`, `is inside`, `contains`.
+        var verb: String {
             switch self {
-            case .same: "is the"
-            case .inside: "is inside the"
-            case .contains: "contains the"
+            case .same: "is"
+            case .inside: "is inside"
+            case .contains: "contains"
             }
         }
+
+        /// `is the`, `is inside the`, `contains the`: followed by the other root's field name.
+        var phrase: String { verb + " the" }
     }
 
     /// The first job's root: `"source"` or `"destination"`.

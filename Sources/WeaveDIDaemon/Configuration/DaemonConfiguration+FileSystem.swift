@@ -1,0 +1,54 @@
+extension DaemonConfiguration {
+    /// What the file cannot say by itself: whether mirror trees overlap on this machine,
+    /// through symbolic links.
+    ///
+    /// Each mirror root is resolved (`ResolvedPath`: the real path of the part that exists,
+    /// links followed, the rest as written) and the rules the file's paths already passed are
+    /// applied to the results: a destination may not be, contain or lie inside its own source,
+    /// nor another mirror job's source or destination, and a source may not be, contain or lie
+    /// inside another job's destination (`MirrorTreeOverlap`). With `/srv/link -> /srv/backup`,
+    /// destinations `/srv/backup` and `/srv/link` are one tree.
+    ///
+    /// `load` and `resolve` do not call this: they read only the file, and `weavedictl`'s
+    /// offline diagnostics use them on machines that are not the daemon's. The daemon does,
+    /// through `DaemonContext.loadConfiguration`: at start, at each reload (a refused
+    /// configuration leaves the running one in place) and for `weavedid --check-config`.
+    /// Throws the first overlap in the order of the jobs, at the later job's field, naming both
+    /// jobs, both configured paths and what each resolves to (`EINVAL`).
+    public func checkMirrorTreesOnDisk() throws(ConfigurationError) {
+        let file = filePath ?? "built-in default"
+        var earlier: [(index: Int, name: String, configured: MirrorTreeOverlap.Roots, resolved: MirrorTreeOverlap.Roots)] = []
+        for (index, job) in sync.jobs.enumerated() {
+            guard let mirror = job.mirror else { continue }
+            let configured = MirrorTreeOverlap.Roots(mirror)
+            let resolved = MirrorTreeOverlap.Roots(
+                source: ResolvedPath.resolve(mirror.source), destination: ResolvedPath.resolve(mirror.destination))
+            let parent = "sync.jobs[\(index)]"
+            if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
+                throw ConfigurationError(
+                    file: file, fieldPath: "\(parent).destination",
+                    problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" \(relation.verb) its source "
+                        + "\"\(configured.source)\" through symbolic links "
+                        + Self.resolutions(configured.destination, resolved.destination, configured.source, resolved.source))
+            }
+            for other in earlier {
+                guard let overlap = MirrorTreeOverlap.first(resolved, other.resolved) else { continue }
+                let mine = configured[overlap.field]
+                let theirs = other.configured[overlap.otherField]
+                throw ConfigurationError(
+                    file: file, fieldPath: "\(parent).\(overlap.field)",
+                    problem: "the \(overlap.field) \"\(mine)\" of job \"\(job.name)\" \(overlap.relation.phrase) "
+                        + "\(overlap.otherField) \"\(theirs)\" of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
+                        + "through symbolic links "
+                        + Self.resolutions(mine, resolved[overlap.field], theirs, other.resolved[overlap.otherField])
+                        + "; the jobs would overwrite or delete each other's files")
+            }
+            earlier.append((index, job.name, configured, resolved))
+        }
+    }
+
+    /// `("/srv/link" resolves to "/srv/backup", "/srv/backup" to "/srv/backup")`.
+    private static func resolutions(_ path: String, _ resolved: String, _ other: String, _ otherResolved: String) -> String {
+        "(\"\(path)\" resolves to \"\(resolved)\", \"\(other)\" to \"\(otherResolved)\")"
+    }
+}
