@@ -80,6 +80,80 @@ import WeaveDIPosix
         }
     }
 
+    /// Two mirror jobs in `directory`: `a` from `a-source` into `backup`, `b` from `b-source`
+    /// into `bDestination` (`alias`, a link to `backup`, makes them one tree). Both delete.
+    static func linkedJobs(_ directory: TemporaryDirectory, bDestination: String = "alias", runAtStart: Bool = false) -> String {
+        let d = directory.path
+        return """
+            {"sync": {"jobs": [
+              {"name": "a", "source": "\(d)/a-source", "destination": "\(d)/backup", "delete": true, "interval": 3600},
+              {"name": "b", "source": "\(d)/b-source", "destination": "\(d)/\(bDestination)", "delete": true,
+               "interval": 3600, "runAtStart": \(runAtStart)}]}}
+            """
+    }
+
+    /// The refusal for `linkedJobs` with `alias -> backup`.
+    static func linkedJobsProblem(_ directory: TemporaryDirectory) -> String {
+        let d = directory.path
+        return #"sync.jobs[1].destination: the destination "\#(d)/alias" of job "b" is the destination "\#(d)/backup" of job "a" (sync.jobs[0]) through symbolic links ("\#(d)/alias" resolves to "\#(d)/backup", "\#(d)/backup" to "\#(d)/backup"); the jobs would overwrite or delete each other's files"#
+    }
+
+    @Test func mirrorTreesThatOverlapThroughALink_failTheCheckAndTheStart() throws {
+        let directory = TemporaryDirectory()
+        directory.write("a-source/a.txt", "a")
+        directory.write("b-source/b.txt", "b")
+        directory.write("backup/a.txt", "a")
+        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: directory.path + "/alias", pointingTo: "backup")
+        let config = directory.write("weavedid.json", Self.linkedJobs(directory))
+        let refused = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
+        #expect(refused.status == .exited(78))
+        #expect(refused.standardErrorText.hasSuffix("\nweavedid: \(config): \(Self.linkedJobsProblem(directory))\n"))
+        #expect(refused.standardOutputText.isEmpty)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
+        #expect(daemon.wait() == .exited(78))
+        #expect(daemon.log.contains("\(config): \(Self.linkedJobsProblem(directory))"), "\(daemon.log)")
+        #expect(notify.wait { $0.contains("ERRNO=22") })
+        // Where the link leads elsewhere, the same file is fine.
+        try FileManager.default.removeItem(atPath: directory.path + "/alias")
+        try FileManager.default.createDirectory(atPath: directory.path + "/alias", withIntermediateDirectories: false)
+        let ok = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
+        #expect(ok.status == .exited(0), "\(ok.standardErrorText)")
+    }
+
+    @Test func sighup_refusesJobsThatOverlapThroughALink_andKeepsTheRunningOnes() throws {
+        let directory = TemporaryDirectory()
+        directory.write("a-source/a.txt", "a")
+        directory.write("b-source/b.txt", "b")
+        directory.write("backup/a.txt", "a")
+        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: directory.path + "/alias", pointingTo: "backup")
+        let path = directory.write("weavedid.json", Self.linkedJobs(directory, bDestination: "b-backup"))
+        try FileManager.default.createDirectory(atPath: directory.path + "/b-backup", withIntermediateDirectories: false)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", path], directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        // b now writes into a's tree through the link, at once: the reload must be refused.
+        directory.write("weavedid.json", Self.linkedJobs(directory, runAtStart: true))
+        daemon.send(.hangup)
+        let problem = "reload refused: \(path): \(Self.linkedJobsProblem(directory)); keeping the previous configuration"
+        #expect(notify.wait(forLine: "STATUS=running; \(problem)"), "\(notify.lines)")
+        #expect(daemon.waitForLog(problem))
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let health = try client.call("io.weavedi.Daemon.RunChecks", [("tags", .array([.string("readiness")]))])
+        let checks = health.parameter("health")?[member: "checks"]?.arrayValue ?? []
+        let configuration = checks.first { $0[member: "name"]?.stringValue == "daemon.configuration" }
+        #expect(configuration?[member: "status"]?.stringValue == "degraded")
+        #expect(configuration?[member: "message"]?.stringValue == problem)
+        // The running jobs are the old ones: b still mirrors into b-backup, and a's tree is whole.
+        let b = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("b"))]).parameter("run")
+        #expect(b?[member: "result"]?.stringValue == "success")
+        #expect(directory.read("b-backup/b.txt") == "b")
+        #expect(directory.read("backup/a.txt") == "a")
+        #expect(directory.read("backup/b.txt") == nil)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func sighup_reloadsAGoodConfiguration() throws {
         let directory = TemporaryDirectory()
         let path = directory.write("weavedid.json", Self.goodConfig)
