@@ -108,6 +108,52 @@ import WeaveDIPosix
         #expect(try fixture.snapshot("src").keys.sorted() == ["a.txt"])
     }
 
+    @Test func anotherJobsTreeReachedThroughALinkMadeLater_isRefused() async throws {
+        // Job "a" mirrors a-src into a-dst. Since the configuration was read, a link has made
+        // this job's destination (alias) a-dst, or its source a part of a-dst: a deleting run
+        // would empty a's tree.
+        let fixture = try MirrorFixture()
+        try fixture.write("src/b.txt", "b")
+        try fixture.write("a-src/a.txt", "a")
+        try fixture.write("a-dst/a.txt", "a")
+        try fixture.link("alias", to: "a-dst")
+        let a = MirrorSettings.OtherJob(name: "a", source: fixture.root + "/a-src", destination: fixture.root + "/a-dst")
+        var settings = MirrorSettings(source: fixture.source, destination: fixture.root + "/alias", delete: true)
+        settings.otherJobs = [a]
+        let same = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
+        #expect(same.result == .failed)
+        #expect(same.errors.map(\.path) == [fixture.root + "/alias"])
+        #expect(same.errors.first?.reason == "the destination \(fixture.root)/a-dst is the destination \(fixture.root)/a-dst of job \"a\" (real paths; configured as \(fixture.root)/a-dst): the jobs would overwrite or delete each other's files")
+        #expect(try fixture.snapshot("a-dst").keys.sorted() == ["a.txt"])
+
+        settings = MirrorSettings(source: fixture.root + "/alias/sub", destination: fixture.destination, delete: true)
+        try fixture.write("a-dst/sub/c.txt", "c")
+        try fixture.makeDirectory("dst")
+        settings.otherJobs = [a]
+        let inside = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
+        #expect(inside.result == .failed)
+        #expect(inside.errors.map(\.path) == [fixture.root + "/alias/sub"])
+        #expect(inside.errors.first?.reason.hasPrefix("the source \(fixture.root)/a-dst/sub is inside the destination \(fixture.root)/a-dst of job \"a\"") == true, "\(inside.errors)")
+        #expect(try fixture.snapshot("dst").isEmpty)
+
+        // Another job's destination that does not exist yet: a link to where it will be leads there.
+        try fixture.link("c-dst", to: "dst/c")
+        settings = MirrorSettings(source: fixture.source, destination: fixture.destination, delete: true)
+        settings.otherJobs = [MirrorSettings.OtherJob(name: "c", source: fixture.root + "/a-src", destination: fixture.root + "/c-dst")]
+        let notYet = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
+        #expect(notYet.result == .failed)
+        #expect(notYet.errors.first?.reason.hasPrefix("the destination \(fixture.root)/dst contains the destination \(fixture.root)/dst/c of job \"c\" (real paths; configured as \(fixture.root)/c-dst)") == true, "\(notYet.errors)")
+        #expect(try fixture.snapshot("dst").isEmpty)
+
+        // Apart, through links or not, the run goes on.
+        try fixture.link("a-src-alias", to: "a-src")
+        settings = MirrorSettings(source: fixture.source, destination: fixture.destination, delete: true)
+        settings.otherJobs = [MirrorSettings.OtherJob(name: "a", source: fixture.root + "/a-src-alias", destination: fixture.root + "/alias")]
+        let apart = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
+        #expect(apart.result == .success, "\(apart.errors)")
+        #expect(fixture.read("dst/b.txt") == "b")
+    }
+
     @Test func missingOrUnusableSourceRoot_failsTheRun() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("file", "not a directory")

@@ -4,6 +4,8 @@ import WeaveDIPosix
 /// The built-in `mirror` job kind: a `MirrorEngine` run per job run, its `FileCopier` and
 /// `FileHasher` workers made fresh per task by the daemon's container.
 struct MirrorJob: SyncJob {
+    /// The job's name.
+    let name: String
     let settings: MirrorSettings
     let container: WeaveDI.Container
 
@@ -17,11 +19,13 @@ struct MirrorJob: SyncJob {
             // A missing destination root fails the run instead of being created: an unmounted
             // backup disk must not be filled underneath. The job's health fix recreates it.
             settings.createsDestination = false
-            return MirrorJob(settings: settings, container: container)
+            return MirrorJob(name: job.name, settings: settings, container: container)
         }
     }
 
     func run(_ context: SyncRunContext) async -> SyncOutcome {
+        var settings = self.settings
+        settings.otherJobs = otherJobs()
         let engine = MirrorEngine(settings: settings, container: container)
         let report = await engine.run { progress in
             context.progress(SyncProgress(
@@ -48,6 +52,18 @@ struct MirrorJob: SyncJob {
             outcome.message = "stopped at a safe point"
         }
         return outcome
+    }
+
+    /// The other mirror jobs of the configuration in effect, whose trees this run may not
+    /// overlap; none without the daemon's configuration in the container.
+    private func otherJobs() -> [MirrorSettings.OtherJob] {
+        guard container.isRegistered(ConfigurationStore.self), let store = container.resolve(ConfigurationStore.self) else {
+            return []
+        }
+        return store.current.sync.jobs.compactMap { job in
+            guard job.name != name, let mirror = job.mirror else { return nil }
+            return MirrorSettings.OtherJob(name: job.name, source: mirror.source, destination: mirror.destination)
+        }
     }
 
     /// Recreates a missing destination root.

@@ -2,7 +2,7 @@ import Glibc
 import WeaveDIPosix
 
 /// The two open roots of a run, checked: the source readable, the destination present (or
-/// created), and neither inside the other.
+/// created), neither inside the other, and neither overlapping another mirror job's roots.
 struct MirrorRoots: ~Copyable {
     /// The source root, opened for listing.
     let source: OwnedDescriptor
@@ -44,6 +44,7 @@ struct MirrorRoots: ~Copyable {
                 path: destinationPath,
                 reason: "the source \(realSource) is inside the destination \(realDestination) (real paths)")
         }
+        try checkOtherJobs(settings, source: realSource, destination: realDestination)
         let source: OwnedDescriptor
         do {
             source = try FileDescriptor.currentWorkingDirectory.openDirectory(at: realSource)
@@ -77,6 +78,23 @@ struct MirrorRoots: ~Copyable {
         return MirrorRoots(
             source: source, destination: destination,
             sourceIdentity: identities.0, destinationIdentity: identities.1)
+    }
+
+    /// Refuses roots (real paths) that overlap another mirror job's, resolved now
+    /// (`ResolvedPath`): one job would write into, or delete from, the other's tree.
+    private static func checkOtherJobs(_ settings: MirrorSettings, source: String, destination: String) throws(Failure) {
+        let roots = MirrorTreeOverlap.Roots(source: source, destination: destination)
+        for other in settings.otherJobs {
+            let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
+            let theirs = MirrorTreeOverlap.Roots(
+                source: ResolvedPath.resolve(other.source), destination: ResolvedPath.resolve(other.destination))
+            guard let overlap = MirrorTreeOverlap.first(roots, theirs) else { continue }
+            throw Failure(
+                path: overlap.field == "source" ? settings.source : settings.destination,
+                reason: "the \(overlap.field) \(roots[overlap.field]) \(overlap.relation.phrase) \(overlap.otherField) "
+                    + "\(theirs[overlap.otherField]) of job \"\(other.name)\" (real paths; configured as "
+                    + "\(configured[overlap.otherField])): the jobs would overwrite or delete each other's files")
+        }
     }
 
     /// The real path of the destination's nearest existing ancestor (or itself), and the

@@ -20,6 +20,11 @@ public struct MirrorSettings: Sendable, Equatable {
     /// Whether a missing destination root is created (with missing parents); when false, a
     /// missing root fails the run, which guards against filling the disk under an unmounted one.
     public var createsDestination: Bool
+    /// The daemon's other mirror jobs, with their roots as configured. A run does not start when
+    /// its roots overlap theirs (`MirrorTreeOverlap`), both resolved as the run starts: links
+    /// made since the configuration was read cannot turn two jobs' trees into one. None by
+    /// default (an engine on its own).
+    public var otherJobs: [OtherJob] = []
     /// For tests: the flush that makes a durable batch durable before its renames (its `syncfs`,
     /// or its links' flush where there is none) fails with this error, as when `syncfs` reports
     /// a failed write.
@@ -53,6 +58,23 @@ public struct MirrorSettings: Sendable, Equatable {
             delete: mirror.delete,
             durable: mirror.durable,
             workers: mirror.workers ?? MirrorSettings.defaultWorkers)
+    }
+
+    /// Another mirror job: its name and its roots as configured.
+    public struct OtherJob: Sendable, Equatable {
+        /// The job's name.
+        public var name: String
+        /// Its source, as configured.
+        public var source: String
+        /// Its destination, as configured.
+        public var destination: String
+
+        /// Another job named `name` mirroring `source` into `destination`.
+        public init(name: String, source: String, destination: String) {
+            self.name = name
+            self.source = source
+            self.destination = destination
+        }
     }
 
     /// The number of processors online, at least 1: the default for `workers`.
