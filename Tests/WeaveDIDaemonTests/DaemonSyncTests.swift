@@ -41,6 +41,39 @@ import WeaveDIPosix
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
     }
 
+    @Test func aRunIntoAnotherJobsTree_throughALinkMadeAfterTheStart_isRefused() throws {
+        // b's destination did not exist when the configuration was read; now it is a link to a's.
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        directory.write("a-source/a.txt", "a")
+        directory.write("b-source/b.txt", "b")
+        try FileManager.default.createDirectory(atPath: d + "/backup", withIntermediateDirectories: false)
+        let config = directory.write("weavedid.json", """
+            {"sync": {"jobs": [
+              {"name": "a", "source": "\(d)/a-source", "destination": "\(d)/backup", "delete": true, "interval": 3600},
+              {"name": "b", "source": "\(d)/b-source", "destination": "\(d)/later", "delete": true, "interval": 3600}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try waitForReady(daemon)
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func run(_ name: String) throws -> JSONValue? {
+            try client.call("io.weavedi.Daemon.RunJob", [("name", .string(name))]).parameter("run")
+        }
+        #expect(try run("a")?[member: "result"]?.stringValue == "success")
+        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: d + "/later", pointingTo: "backup")
+        let b = try run("b")
+        #expect(b?[member: "result"]?.stringValue == "failed")
+        #expect(b?[member: "message"]?.stringValue == "\(d)/later: the destination \(d)/backup is the destination \(d)/backup of job \"a\" (real paths; configured as \(d)/backup): the jobs would overwrite or delete each other's files")
+        #expect(directory.read("backup/a.txt") == "a")
+        #expect(directory.read("backup/b.txt") == nil)
+        // a, for its part, no longer runs into b's tree either.
+        let a = try run("a")
+        #expect(a?[member: "result"]?.stringValue == "failed")
+        #expect(a?[member: "message"]?.stringValue?.hasSuffix("of job \"b\" (real paths; configured as \(d)/later): the jobs would overwrite or delete each other's files") == true)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func onewayRunJobWithMore_getsNoReplyAtAll() throws {
         // Progress replies to a oneway call would be taken for the answers of later calls.
         let fixture = Fixture()
