@@ -47,6 +47,20 @@ import WeaveDIPosix
         }
     }
 
+    @Test func aDestinationReachingTheControlSocketThroughALink_isRefused() throws {
+        let tree = Tree()
+        let t = tree.t
+        try tree.directories("a", "run")
+        try tree.link("into-run", to: t + "/run")
+        let text = #"{"control": {"socket": "\#(t)/run/control.sock"}, "sync": {"jobs": [{"name": "a", "source": "\#(t)/a", "destination": "\#(t)/into-run", "delete": true}]}}"#
+        #expect(try diskError(text)
+            == #"sync.jobs[0].destination: the destination "\#(t)/into-run" of job "a" contains the control socket "\#(t)/run/control.sock" through symbolic links ("\#(t)/into-run" resolves to "\#(t)/run", "\#(t)/run/control.sock" to "\#(t)/run/control.sock")"#)
+        // A destination beside the socket's directory is fine.
+        try tree.link("beside", to: t + "/elsewhere")
+        let beside = try loadConfiguration(text.replacingOccurrences(of: "/into-run", with: "/beside"))
+        #expect(throws: Never.self) { try beside.checkMirrorTreesOnDisk() }
+    }
+
     @Test func aLinkToAnotherJobsDestination_isThatDestination() throws {
         let tree = Tree()
         let t = tree.t

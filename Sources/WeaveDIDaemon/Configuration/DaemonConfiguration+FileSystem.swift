@@ -6,8 +6,9 @@ extension DaemonConfiguration {
     /// links followed, the rest as written) and the rules the file's paths already passed are
     /// applied to the results: a destination may not be, contain or lie inside its own source,
     /// nor another mirror job's source or destination, and a source may not be, contain or lie
-    /// inside another job's destination (`MirrorTreeOverlap`). With `/srv/link -> /srv/backup`,
-    /// destinations `/srv/backup` and `/srv/link` are one tree.
+    /// inside another job's destination (`MirrorTreeOverlap`), and a destination may not
+    /// contain the control socket. With `/srv/link -> /srv/backup`, destinations `/srv/backup`
+    /// and `/srv/link` are one tree.
     ///
     /// `load` and `resolve` do not call this: they read only the file, and `weavedictl`'s
     /// offline diagnostics use them on machines that are not the daemon's. The daemon does,
@@ -18,6 +19,8 @@ extension DaemonConfiguration {
     public func checkMirrorTreesOnDisk() throws(ConfigurationError) {
         let file = filePath ?? "built-in default"
         var earlier: [(index: Int, name: String, configured: MirrorTreeOverlap.Roots, resolved: MirrorTreeOverlap.Roots)] = []
+        let socket = control.socket
+        let resolvedSocket = ResolvedPath.resolve(socket)
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
             let configured = MirrorTreeOverlap.Roots(mirror)
@@ -30,6 +33,13 @@ extension DaemonConfiguration {
                     problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" \(relation.verb) its source "
                         + "\"\(configured.source)\" through symbolic links "
                         + Self.resolutions(configured.destination, resolved.destination, configured.source, resolved.source))
+            }
+            if let relation = MirrorTreeOverlap.relation(of: resolvedSocket, to: resolved.destination), relation != .contains {
+                throw ConfigurationError(
+                    file: file, fieldPath: "\(parent).destination",
+                    problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" contains the control socket "
+                        + "\"\(socket)\" through symbolic links "
+                        + Self.resolutions(configured.destination, resolved.destination, socket, resolvedSocket))
             }
             for other in earlier {
                 guard let overlap = MirrorTreeOverlap.first(resolved, other.resolved) else { continue }
