@@ -72,6 +72,8 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
     public static var ioError: Errno { Errno(rawValue: EIO) }
     /// Too many open files in this process (`EMFILE`).
     public static var tooManyOpenFiles: Errno { Errno(rawValue: EMFILE) }
+    /// Too many open files in the whole system (`ENFILE`).
+    public static var tooManyOpenFilesInSystem: Errno { Errno(rawValue: ENFILE) }
     /// Cannot allocate memory (`ENOMEM`).
     public static var noMemory: Errno { Errno(rawValue: ENOMEM) }
     /// Device or resource busy (`EBUSY`).

@@ -3,7 +3,7 @@ import Glibc
 /// Linux-only libc entry points and constants that the Swift `Glibc` module does not import.
 ///
 /// The module map compiles glibc headers without `_GNU_SOURCE`, so `accept4`,
-/// `pipe2`, `signalfd`, `copy_file_range`, `sync_file_range`, `syncfs`, `fstatfs`, `struct ucred`, `O_NOATIME` and the `UTIME_*`
+/// `pipe2`, `signalfd`, `copy_file_range`, `sync_file_range`, `syncfs`, `fstatfs`, `prlimit`, `struct ucred`, `O_NOATIME` and the `UTIME_*`
 /// markers are missing.
 /// Functions are resolved once with `dlsym` and called through C-convention
 /// function pointers, which keeps the C calling convention exact without a C target.
@@ -20,6 +20,7 @@ internal enum LinuxSymbols {
     typealias SyncFileRange = @convention(c) @Sendable (Int32, Int64, Int64, UInt32) -> Int32
     typealias SyncFS = @convention(c) @Sendable (Int32) -> Int32
     typealias FStatFS = @convention(c) @Sendable (Int32, UnsafeMutableRawPointer?) -> Int32
+    typealias PRLimit = @convention(c) @Sendable (Int32, Int32, UnsafePointer<rlimit>?, UnsafeMutablePointer<rlimit>?) -> Int32
 
     /// `accept4(2)`.
     static let accept4: Accept4 = resolve("accept4", as: Accept4.self)
@@ -37,6 +38,9 @@ internal enum LinuxSymbols {
     static let syncfs: SyncFS = resolve("syncfs", as: SyncFS.self)
     /// `fstatfs(2)`, with `struct statfs` as raw memory (`<sys/vfs.h>` is not in the module).
     static let fstatfs: FStatFS = resolve("fstatfs", as: FStatFS.self)
+    /// `prlimit(2)` (glibc 2.13 and later): the `prlimit64` system call itself, whatever
+    /// system call this glibc's `setrlimit` makes.
+    static let prlimit: PRLimit = resolve("prlimit", as: PRLimit.self)
     /// `SYNC_FILE_RANGE_WRITE` from `<fcntl.h>`.
     static let syncFileRangeWrite: UInt32 = 2
 
