@@ -38,6 +38,8 @@ public enum DaemonMain {
             print("weavedid \(DaemonVersion.current)")
             return 0
         }
+        // Before anything opens descriptors: a deep mirror tree needs more than the usual 1024.
+        let descriptorLimit = DescriptorLimit.raiseSoftLimit()
         let environment = CurrentProcess.environment()
         let log = DaemonLog(filter: logFilter(environment), journald: DaemonLog.journaldIsReading(environment: environment))
         WeaveDIConfiguration.applyFromEnvironment()
@@ -91,6 +93,7 @@ public enum DaemonMain {
             return 1
         }
         log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath ?? "built-in default"))")
+        DescriptorLimit.log(descriptorLimit, to: log)
         let supervisor = Supervisor(context: context, configuration: configuration)
         let loop = MainLoop(
             signals: signals, context: context, supervisor: supervisor,

@@ -1,0 +1,55 @@
+import WeaveDIPosix
+
+/// The daemon's limit on open descriptors (`RLIMIT_NOFILE`): raised to the hard limit at start,
+/// and named whenever running out of descriptors makes something fail.
+///
+/// A mirror run keeps a directory descriptor or two open per level of the tree it walks, and
+/// each control connection holds one; the usual soft limit of 1024 is a limit for programs that
+/// still use `select(2)`, whose descriptor sets stop at 1023. The daemon does not (the control
+/// socket, the main loop and the mirror use `poll(2)`, the Swift runtime's dispatch uses epoll)
+/// and starts no other program that could inherit the raised limit, so, as `systemd.exec(5)`
+/// recommends for such programs, it raises its soft limit to the hard limit (524288 under
+/// systemd by default).
+enum DescriptorLimit {
+    /// What `raiseSoftLimit` found and did.
+    enum Outcome: Equatable {
+        /// The soft limit was raised from `from` to the hard limit.
+        case raised(from: UInt64, to: UInt64)
+        /// The soft limit already was the hard limit.
+        case alreadyAtHardLimit(UInt64)
+        /// The limit could not be read, or not raised; `limit` is what is in effect, if known.
+        case failed(Errno, limit: ResourceLimit?)
+    }
+
+    /// Raises the soft limit on open descriptors to the hard limit.
+    static func raiseSoftLimit() -> Outcome {
+        let limit: ResourceLimit
+        do { limit = try ResourceLimit.openFiles() } catch { return .failed(error, limit: nil) }
+        if limit.soft >= limit.hard { return .alreadyAtHardLimit(limit.soft) }
+        do {
+            try ResourceLimit.setOpenFiles(ResourceLimit(soft: limit.hard, hard: limit.hard))
+        } catch {
+            return .failed(error, limit: limit)
+        }
+        return .raised(from: limit.soft, to: limit.hard)
+    }
+
+    /// Logs what `raiseSoftLimit` did: the raise as info (once, at start), a soft limit that
+    /// already was the hard one as debug, a failure as a warning.
+    static func log(_ outcome: Outcome, to log: DaemonLog) {
+        switch outcome {
+        case let .raised(from, to):
+            log.info("daemon", "descriptor limit (RLIMIT_NOFILE): raised the soft limit from \(from) to the hard limit, \(text(to))")
+        case let .alreadyAtHardLimit(limit):
+            log.debug("daemon", "descriptor limit (RLIMIT_NOFILE): \(text(limit)), the hard limit")
+        case let .failed(error, limit?):
+            log.warning("daemon", "cannot raise the descriptor limit (RLIMIT_NOFILE) from \(text(limit.soft)) to the hard limit, \(text(limit.hard)): \(error); it stays \(text(limit.soft))")
+        case let .failed(error, nil):
+            log.warning("daemon", "cannot read the descriptor limit (RLIMIT_NOFILE): \(error)")
+        }
+    }
+
+    private static func text(_ value: UInt64) -> String {
+        value == ResourceLimit.unlimited ? "unlimited" : "\(value)"
+    }
+}

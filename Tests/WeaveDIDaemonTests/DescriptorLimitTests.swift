@@ -1,0 +1,67 @@
+import Foundation
+import Glibc
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// The real daemon under a low limit on open descriptors (set with `ulimit` in the shell that
+/// starts it): it raises its soft limit to the hard limit, and running out of descriptors is a
+/// clear error, never a spin.
+@Suite struct DescriptorLimitTests {
+    /// A source tree `depth` directories deep, with a file at the bottom and one at the top.
+    struct DeepTree {
+        let directory = TemporaryDirectory()
+        var source: String { directory.path + "/source" }
+        var destination: String { directory.path + "/mirror" }
+
+        init(depth: Int) throws {
+            let bottom = source + (1...depth).map { "/d\($0)" }.joined()
+            try FileManager.default.createDirectory(atPath: bottom, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+            directory.write("source/top.txt", "top")
+            _ = FileManager.default.createFile(atPath: bottom + "/bottom.txt", contents: Data("bottom".utf8))
+        }
+
+        /// Starts the daemon with `limits` (shell code, `ulimit -Sn 64; ...`) run before exec.
+        func start(limits: String) throws -> DaemonProcess {
+            let config = directory.write("weavedid.json", """
+                {"sync": {"jobs": [{"name": "deep", "source": "\(source)", "destination": "\(destination)",
+                  "interval": 3600, "workers": 2}]}}
+                """)
+            let daemon = try DaemonProcess(["--config", config], directory: directory, prefix: limits + ";")
+            try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+            return daemon
+        }
+    }
+
+    /// Runs the job by hand; returns its run record.
+    func runJob(_ daemon: DaemonProcess) throws -> JSONValue? {
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        return try client.call("io.weavedi.Daemon.RunJob", [("name", .string("deep"))]).parameter("run")
+    }
+
+    /// The `Max open files` limits of process `pid`, as `/proc/PID/limits` writes them.
+    func openFileLimits(_ pid: Int32) -> (soft: String, hard: String)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") })
+        else { return nil }
+        let fields = line.dropFirst("Max open files".count).split(separator: " ")
+        return (String(fields[0]), String(fields[1]))
+    }
+
+    @Test func aLowSoftLimit_isRaisedToTheHardLimit_andATreeDeeperThanItAllows_isMirrored() throws {
+        // 150 levels need over 150 descriptors at the bottom of the walk: far more than 64.
+        let hard = min(try ResourceLimit.openFiles().hard, 4096)
+        try #require(hard >= 1024, "the test runner's hard limit on descriptors (\(hard)) is too low for this test")
+        let tree = try DeepTree(depth: 150)
+        let daemon = try tree.start(limits: "ulimit -Sn 64; ulimit -Hn \(hard)")
+        #expect(openFileLimits(daemon.pid)?.soft == "\(hard)")
+        #expect(daemon.log.contains("descriptor limit (RLIMIT_NOFILE): raised the soft limit from 64 to the hard limit, \(hard)"))
+        let run = try runJob(daemon)
+        #expect(run?[member: "result"]?.stringValue == "success", "\(run?[member: "message"]?.stringValue ?? "no run")")
+        #expect(try TreeFixture.snapshot(tree.destination) == TreeFixture.snapshot(tree.source))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+}
