@@ -34,6 +34,9 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
     public static var notPermitted: Errno { Errno(rawValue: EPERM) }
     /// Connection refused (`ECONNREFUSED`).
     public static var connectionRefused: Errno { Errno(rawValue: ECONNREFUSED) }
+    /// Software caused connection abort, as `accept(2)` reports a connection that went away
+    /// while queued (`ECONNABORTED`).
+    public static var connectionAborted: Errno { Errno(rawValue: ECONNABORTED) }
     /// Connection reset by peer (`ECONNRESET`).
     public static var connectionReset: Errno { Errno(rawValue: ECONNRESET) }
     /// Broken pipe (`EPIPE`).

@@ -64,4 +64,45 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
+
+    @Test func outOfDescriptors_theControlSocketPausesInsteadOfSpinning_andAnswersOnceSomeAreFree() throws {
+        let limit = 48
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", #"{"control": {"maxClients": 4096, "idleTimeout": 60}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, prefix: "ulimit -n \(limit);")
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        // More clients than the daemon has descriptors for: the last ones stay in the listen
+        // queue, where accept(2) fails on them with EMFILE again and again.
+        var clients: [RawClient] = []
+        for _ in 0..<limit + 16 { clients.append(try RawClient(daemon.defaultSocket)) }
+        var full = false
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !full, ContinuousClock.now < deadline {
+            full = openDescriptors(daemon.pid) >= limit
+            if !full { usleep(10_000) }
+        }
+        try #require(full, "the daemon has \(openDescriptors(daemon.pid)) descriptors open, not \(limit)")
+        let before = processTicks(daemon.pid)
+        usleep(2_000_000)
+        let spent = processTicks(daemon.pid) - before
+        // Polling the listener while accept fails took both seconds (about 170 ticks here).
+        #expect(spent < ticksPerSecond / 4, "the daemon spent \(spent) ticks in 2 s while out of descriptors")
+        let warnings = daemon.log.split(separator: "\n").filter { $0.contains("cannot accept a connection") }
+        #expect(warnings.count == 1, "\(warnings)")
+        #expect(warnings.first?.contains("Too many open files (EMFILE): the descriptor limit is \(limit)") == true, "\(warnings)")
+        // Descriptors free again: the clients waiting are accepted (and closed, as they are
+        // gone), and a new one is answered.
+        clients.removeAll()
+        let client = try RawClient(daemon.defaultSocket)
+        try client.send(call("io.weavedi.Daemon.Ping"))
+        #expect(client.reply(timeout: .seconds(10))?.contains(#""version":"#) == true)
+        #expect(daemon.waitForLog("control: accepting connections again"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    /// How many descriptors process `pid` has open.
+    func openDescriptors(_ pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
 }

@@ -10,11 +10,15 @@ extension ControlServer {
         // One receive buffer for every connection: messages are taken from it in place.
         let receiveBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 65_536)
         defer { receiveBuffer.deallocate() }
+        var acceptPause = AcceptPause()
         while true {
             let limits = store.current.control
             let now = monotonicNow()
             var entries = [PollDescriptor(wakeDescriptor, events: .readable)]
-            if let listener { entries.append(PollDescriptor(listener, events: .readable)) }
+            // While accept fails for want of descriptors, the listener is left out: a pending
+            // connection keeps it readable, and polling it would spin.
+            let listening = listener != nil && !acceptPause.isPaused(at: now)
+            if let listener, listening { entries.append(PollDescriptor(listener, events: .readable)) }
             let order = Array(connections.keys)
             var polled: [UInt64: Int] = [:]
             for id in order {
@@ -30,7 +34,8 @@ extension ControlServer {
             }
             let idleLimit = limits.idleTimeout
             let nextIdle = connections.values.compactMap { $0.idleDeadline(idleLimit) }.min()
-            _ = try? PollDescriptor.poll(&entries, timeout: nextIdle.map { max(.zero, $0 - now) })
+            let wakeAt = [nextIdle, listener == nil ? nil : acceptPause.pausedUntil(now)].compactMap { $0 }.min()
+            _ = try? PollDescriptor.poll(&entries, timeout: wakeAt.map { max(.zero, $0 - now) })
             let after = monotonicNow()
 
             if entries[0].returnedEvents.contains(.readable) {
@@ -57,8 +62,11 @@ extension ControlServer {
                     }
                 }
             }
-            if listener != nil, entries[1].returnedEvents.contains(.readable) {
-                acceptAll(into: &connections, nextID: &nextID, now: after, limits: limits)
+            if listening, entries[1].returnedEvents.contains(.readable) {
+                acceptAll(into: &connections, nextID: &nextID, now: after, limits: limits, pause: &acceptPause)
+            } else if listener != nil, !listening, !acceptPause.isPaused(at: after) {
+                // The pause is over: try at once rather than after the next poll.
+                acceptAll(into: &connections, nextID: &nextID, now: after, limits: limits, pause: &acceptPause)
             }
             for id in order {
                 guard let connection = connections[id] else { continue }
@@ -89,14 +97,27 @@ extension ControlServer {
         }
     }
 
+    /// Accepts every pending connection. When accept fails for another reason than an empty
+    /// queue (no descriptor left, `EMFILE` or `ENFILE`, or no memory), the listener pauses:
+    /// the connections wait in the listen queue until a retry succeeds.
     private func acceptAll(
         into connections: inout [UInt64: ControlConnection], nextID: inout UInt64, now: Duration,
-        limits: DaemonConfiguration.Control
+        limits: DaemonConfiguration.Control, pause: inout AcceptPause
     ) {
         guard let listener else { return }
         while true {
             let accepted: OwnedDescriptor
-            do { accepted = try listener.accept(nonBlocking: true) } catch { return }
+            do {
+                accepted = try listener.accept(nonBlocking: true)
+            } catch .wouldBlock {
+                return
+            } catch .connectionAborted {
+                continue  // a client that gave up while queued
+            } catch {
+                pause.failed(error, at: now, connections: connections.count, log: log)
+                return
+            }
+            pause.succeeded(at: now, log: log)
             let descriptor = accepted.release()
             guard let credentials = try? descriptor.peerCredentials() else {
                 try? descriptor.close()

@@ -49,6 +49,27 @@ enum DescriptorLimit {
         }
     }
 
+    /// `error`'s description, and for running out of descriptors what the limit is:
+    /// `Too many open files (EMFILE): the descriptor limit is 1024 (RLIMIT_NOFILE; hard limit
+    /// 524288), and every descriptor is in use`.
+    static func explain(_ error: Errno) -> String {
+        switch error {
+        case .tooManyOpenFiles:
+            guard let limit = try? ResourceLimit.openFiles() else { return "\(error): the descriptor limit is reached" }
+            return "\(error): the descriptor limit is \(text(limit.soft)) (RLIMIT_NOFILE; hard limit \(text(limit.hard))), "
+                + "and every descriptor is in use"
+        case .tooManyOpenFilesInSystem:
+            return "\(error): the system-wide limit on open files (fs.file-max) is reached"
+        default:
+            return "\(error)"
+        }
+    }
+
+    /// Whether `error` means no descriptor could be had: `EMFILE` or `ENFILE`.
+    static func isExhaustion(_ error: Errno) -> Bool {
+        error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem
+    }
+
     private static func text(_ value: UInt64) -> String {
         value == ResourceLimit.unlimited ? "unlimited" : "\(value)"
     }
