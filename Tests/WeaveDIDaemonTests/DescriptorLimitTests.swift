@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import WeaveDI
 import WeaveDIControl
+@testable import WeaveDIDaemon
 import WeaveDIPosix
 
 /// The real daemon under a low limit on open descriptors (set with `ulimit` in the shell that
@@ -63,6 +64,31 @@ import WeaveDIPosix
         #expect(try TreeFixture.snapshot(tree.destination) == TreeFixture.snapshot(tree.source))
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func aTreeDeeperThanTheHardLimitAllows_isReportedWhereItRanOut_namingTheLimit_andTheRestIsMirrored() throws {
+        let tree = try DeepTree(depth: 150)
+        let daemon = try tree.start(limits: "ulimit -n 64")
+        let run = try runJob(daemon)
+        #expect(run?[member: "result"]?.stringValue == "partial")
+        let message = run?[member: "message"]?.stringValue ?? ""
+        #expect(message.contains("Too many open files (EMFILE): the descriptor limit is 64 (RLIMIT_NOFILE; hard limit 64)"), "\(message)")
+        // Only the directory that could not be opened is missing: the rest is mirrored.
+        #expect(tree.directory.read("mirror/top.txt") == "top")
+        #expect(fileExists(tree.destination + "/d1/d2/d3"))
+        #expect(daemon.log.contains("run deep-1 partial"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func runningOutOfDescriptors_isExplainedWithTheLimit_otherErrorsAsThemselves() throws {
+        let limit = try ResourceLimit.openFiles()
+        #expect(MirrorFailure.system("open", .tooManyOpenFiles).description
+            == "open: Too many open files (EMFILE): the descriptor limit is \(limit.soft) (RLIMIT_NOFILE; hard limit \(limit.hard)), "
+            + "and every descriptor is in use")
+        #expect(MirrorFailure.system("open", .tooManyOpenFilesInSystem).description
+            == "open: Too many open files in system (ENFILE): the system-wide limit on open files (fs.file-max) is reached")
+        #expect(MirrorFailure.system("open", .permissionDenied).description == "open: Permission denied (EACCES)")
     }
 
     @Test func outOfDescriptors_theControlSocketPausesInsteadOfSpinning_andAnswersOnceSomeAreFree() throws {

@@ -23,10 +23,12 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
     /// Task cancellation interrupted the work; not an error of the entry.
     case cancelled
 
-    /// The text of the report entry.
+    /// The text of the report entry. Running out of descriptors names the limit:
+    /// `open: Too many open files (EMFILE): the descriptor limit is 1024 (RLIMIT_NOFILE; hard
+    /// limit 1024), and every descriptor is in use`.
     var description: String {
         switch self {
-        case let .system(operation, errno): "\(operation): \(errno)"
+        case let .system(operation, errno): "\(operation): \(DescriptorLimit.explain(errno))"
         case .changedWhileCopying: "changed while being copied; the previous version is kept"
         case .vanished: "vanished before it could be copied"
         case let .replaced(kind): "replaced by a \(kind) while being mirrored"

@@ -49,7 +49,7 @@ struct MirrorRoots: ~Copyable {
         do {
             source = try FileDescriptor.currentWorkingDirectory.openDirectory(at: realSource)
         } catch {
-            throw Failure(path: sourcePath, reason: "the source cannot be opened: \(error)")
+            throw Failure(path: sourcePath, reason: "the source cannot be opened: \(DescriptorLimit.explain(error))")
         }
         if !missing.isEmpty && !settings.createsDestination {
             throw Failure(
@@ -144,7 +144,7 @@ struct MirrorRoots: ~Copyable {
             }
             return current
         } catch {
-            throw Failure(path: path, reason: "the destination cannot be opened: \(error)")
+            throw Failure(path: path, reason: "the destination cannot be opened: \(DescriptorLimit.explain(error))")
         }
     }
 
