@@ -81,6 +81,27 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func aChainOfDirectories_costsOneDescriptorPerLevel_notTwo() throws {
+        // 200 levels under a limit of 256: the walk may keep only the destination directories
+        // along its path open (a source directory is closed once its subdirectory is open).
+        let depth = 200
+        let tree = try DeepTree(depth: depth)
+        let daemon = try tree.start(limits: "ulimit -n 256")
+        let run = try runJob(daemon)
+        #expect(run?[member: "result"]?.stringValue == "success", "\(run?[member: "message"]?.stringValue ?? "no run")")
+        #expect(try TreeFixture.snapshot(tree.destination) == TreeFixture.snapshot(tree.source))
+        // Each directory got its source's mode and mtime, from the status taken when it was opened.
+        var relative = ""
+        for level in 0...depth {
+            if level > 0 { relative += "/d\(level)" }
+            let source = try FileStatus(path: tree.source + relative, followSymlinks: false)
+            let mirrored = try FileStatus(path: tree.destination + relative, followSymlinks: false)
+            #expect(mirrored.modificationTime == source.modificationTime && mirrored.permissions == source.permissions, "level \(level)")
+        }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func runningOutOfDescriptors_isExplainedWithTheLimit_otherErrorsAsThemselves() throws {
         let limit = try ResourceLimit.openFiles()
         #expect(MirrorFailure.system("open", .tooManyOpenFiles).description

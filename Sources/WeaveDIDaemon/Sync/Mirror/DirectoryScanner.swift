@@ -35,7 +35,7 @@ struct DirectoryScanner {
         throws(MirrorFailure) -> MirrorDirectory
     {
         let name = job.name
-        let source = try MirrorFailure.opening { try parent.source.descriptor.openDirectory(at: name, noFollow: true) }
+        let source = try MirrorFailure.opening { try parent.source.openDirectory(at: name, noFollow: true) }
         let sourceStatus = try MirrorFailure.attempt("fstat") { try source.descriptor.status() }
         if FileIdentity(sourceStatus) == context.destinationRoot { throw .otherRoot }
 
@@ -65,7 +65,8 @@ struct DirectoryScanner {
                 try destination.descriptor.setPermissions(FilePermissions(rawValue: destinationStatus.mode | 0o700))
             }
         }
-        return MirrorDirectory(path: parent.path(of: name), source: source, destination: destination, parent: parent)
+        return MirrorDirectory(
+            path: parent.path(of: name), source: source, sourceStatus: sourceStatus, destination: destination, parent: parent)
     }
 
     private func scan(_ directory: MirrorDirectory, into outcome: inout ScanOutcome) {
@@ -73,7 +74,7 @@ struct DirectoryScanner {
         let sourceEntries: [DirectoryEntry]
         var destinationEntries: [DirectoryEntry]
         do {
-            sourceEntries = try MirrorFailure.attempt("readdir") { try directory.source.descriptor.directoryEntries() }
+            sourceEntries = try MirrorFailure.attempt("readdir") { try directory.source.directoryEntries() }
             destinationEntries = try MirrorFailure.attempt("readdir (destination)") {
                 try directory.destination.descriptor.directoryEntries()
             }
@@ -106,7 +107,7 @@ struct DirectoryScanner {
             let status: FileStatus
             do {
                 status = try MirrorFailure.attempt("lstat", missingMeansVanished: true) {
-                    try directory.source.descriptor.status(at: entry.name, followSymlinks: false)
+                    try directory.source.status(at: entry.name, followSymlinks: false)
                 }
             } catch {
                 outcome.entriesFound += 1
@@ -172,7 +173,7 @@ struct DirectoryScanner {
             let target: String
             do {
                 target = try MirrorFailure.attempt("readlink", missingMeansVanished: true) {
-                    try directory.source.descriptor.readSymbolicLink(at: name)
+                    try directory.source.readSymbolicLink(at: name)
                 }
             } catch .system(_, .illegalByteSequence) {
                 throw .linkTargetNotUTF8

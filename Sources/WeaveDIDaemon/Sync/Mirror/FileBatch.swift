@@ -196,7 +196,7 @@ extension FileBatch {
         _ job: FileJob, copier: FileCopier, hasher: inout FileHasher?, context: MirrorContext,
         outcome: inout BatchOutcome
     ) throws(MirrorFailure) -> Prepared? {
-        let source = directory.source.descriptor
+        let source = directory.source
         let destination = directory.destination.descriptor
         let durable = context.settings.durable
         let noAccessTime = context.mayAvoidAccessTime(owner: job.source.userID)

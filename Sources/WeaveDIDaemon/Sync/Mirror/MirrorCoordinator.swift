@@ -3,15 +3,20 @@
 ///
 /// The coordinator is the group's parent task and the only one that touches this state; the
 /// workers get immutable items and hand back outcomes. Items wait on a stack, so the walk goes
-/// depth first and only the directories on its way are open. A directory is finished (mode,
-/// mtime, one fsync) once all its batches and subdirectories are done; cancellation stops the
+/// depth first and only the directories on its way are open. A directory's source is closed
+/// once its batches are done and its subdirectories opened; the directory is finished (mode,
+/// mtime, one fsync) once all its batches and subdirectories are done. Cancellation stops the
 /// handing out of items, lets the running ones finish their current file, and leaves the rest.
 struct MirrorCoordinator {
     let context: MirrorContext
     let pool: MirrorWorkerPool
 
     private struct DirectoryState {
+        /// Batches and subdirectories not done yet (a subdirectory is done once finished).
         var pending: Int
+        /// Batches not done yet and subdirectories not opened yet: the items that need the
+        /// source directory open.
+        var sourceUsers: Int
         var modified: Bool
     }
 
@@ -82,7 +87,10 @@ struct MirrorCoordinator {
             books.meter.found(
                 files: scan.entriesFound, settled: scan.entriesSettled,
                 bytes: scan.jobs.reduce(0) { $0 + $1.plannedBytes })
-            if let parent, scan.parentModified { books.directories[ObjectIdentifier(parent)]?.modified = true }
+            if let parent {
+                if scan.parentModified { books.directories[ObjectIdentifier(parent)]?.modified = true }
+                sourceUserDone(parent, &books)  // the subdirectory is open (or could not be)
+            }
             guard let directory = scan.directory, !scan.finished else {
                 if parent == nil {
                     books.rootFailed = scan.listingFailed
@@ -92,8 +100,8 @@ struct MirrorCoordinator {
                 return
             }
             let batches = FileBatch.split(scan.jobs, in: directory)
-            books.directories[ObjectIdentifier(directory)] = DirectoryState(
-                pending: batches.count + scan.subdirectories.count, modified: scan.modified)
+            let items = batches.count + scan.subdirectories.count
+            books.directories[ObjectIdentifier(directory)] = DirectoryState(pending: items, sourceUsers: items, modified: scan.modified)
             for job in scan.subdirectories.reversed() { books.stack.append(.open(job, in: directory)) }
             for batch in batches.reversed() { books.stack.append(.files(batch)) }
         case let .files(batch, directory):
@@ -101,6 +109,7 @@ struct MirrorCoordinator {
             books.meter.settled(files: batch.settledFiles, bytes: batch.settledBytes)
             if batch.modified { books.directories[ObjectIdentifier(directory)]?.modified = true }
             if batch.interrupted { books.interrupted = true }
+            sourceUserDone(directory, &books)
             childDone(directory, &books)
         case let .finished(report, directory):
             books.report.absorb(report)
@@ -108,6 +117,15 @@ struct MirrorCoordinator {
             if directory.parent == nil { books.rootDone = true }
             childDone(directory.parent, &books)
         }
+    }
+
+    /// Counts one item done with `directory`'s source (a batch, a subdirectory opened); closes
+    /// the source after the last.
+    private func sourceUserDone(_ directory: MirrorDirectory, _ books: inout Books) {
+        guard var state = books.directories[ObjectIdentifier(directory)] else { return }
+        state.sourceUsers -= 1
+        books.directories[ObjectIdentifier(directory)] = state
+        if state.sourceUsers == 0 { directory.releaseSource() }
     }
 
     /// Counts one finished child of `directory`; queues the directory's finish after the last.

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import WeaveDI
 import WeaveDIPosix
 
@@ -7,23 +8,55 @@ import WeaveDIPosix
 ///
 /// Every entry inside is reached with `*at` calls on these descriptors and a single name from
 /// `readdir`, never a concatenated path, and each subdirectory is opened with `O_NOFOLLOW`: a
-/// symbolic link planted in the destination cannot send a write outside it. The descriptors
-/// close when the last work item that needs the directory lets go of it.
+/// symbolic link planted in the destination cannot send a write outside it.
+///
+/// The source descriptor is closed as soon as no work item needs it (`releaseSource`: the
+/// directory is listed, its files are copied and its subdirectories opened), for `finish` only
+/// needs the source's status, taken when the directory was opened (a change to the source
+/// directory's mode or mtime during the run is mirrored by the next run). The destination
+/// descriptor closes when the last work item that needs the directory lets go of it. Deep
+/// down a tree, the walk thus holds one descriptor, not two, for each level above whose work
+/// is all handed out.
 final class MirrorDirectory: Sendable {
     /// The path relative to the roots, for reports: `""` for the roots themselves.
     let path: String
-    /// The source directory, opened read-only.
-    let source: OwnedDescriptor
+    /// The source directory's status when it was opened: the mode and mtime `finish` gives the
+    /// destination.
+    let sourceStatus: FileStatus
     /// The destination directory.
     let destination: OwnedDescriptor
     /// The directory this one is in; nil for the roots. Kept open until this one is finished.
     let parent: MirrorDirectory?
+    private let openSource: FileDescriptor
+    private let sourceReleased = Atomic<Bool>(false)
 
-    init(path: String, source: consuming OwnedDescriptor, destination: consuming OwnedDescriptor, parent: MirrorDirectory?) {
+    init(
+        path: String, source: consuming OwnedDescriptor, sourceStatus: FileStatus, destination: consuming OwnedDescriptor,
+        parent: MirrorDirectory?
+    ) {
         self.path = path
-        self.source = source
+        openSource = source.release()
+        self.sourceStatus = sourceStatus
         self.destination = destination
         self.parent = parent
+    }
+
+    deinit {
+        if !sourceReleased.load(ordering: .relaxed) { try? openSource.close() }
+    }
+
+    /// The source directory, opened read-only; only until `releaseSource`.
+    var source: FileDescriptor {
+        // A descriptor number used after its close may already name another open file.
+        precondition(!sourceReleased.load(ordering: .relaxed), "the source of \"\(path)\" was used after it was released")
+        return openSource
+    }
+
+    /// Closes the source directory: no work item will list it, open anything in it, or copy
+    /// from it any more. Called once, by the coordinator, which alone knows.
+    func releaseSource() {
+        guard !sourceReleased.exchange(true, ordering: .relaxed) else { return }
+        try? openSource.close()
     }
 
     /// The report path of `name` inside this directory.
@@ -35,7 +68,7 @@ final class MirrorDirectory: Sendable {
     /// is done, then flushes it when `durable` and anything in it changed (one fsync per
     /// directory, after all of its renames). Returns whether the metadata had to change.
     func finish(modified: Bool, durable: Bool) throws(MirrorFailure) -> Bool {
-        let wanted = try MirrorFailure.attempt("fstat") { try source.descriptor.status() }
+        let wanted = sourceStatus
         let current = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         var changed = false
         if current.permissions != wanted.permissions {

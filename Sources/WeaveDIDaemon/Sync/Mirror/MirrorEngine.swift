@@ -69,7 +69,8 @@ public struct MirrorEngine: Sendable {
             return (failed, MirrorProgress())
         }
         let context = MirrorContext(settings: settings, container: container, roots: roots)
-        let root = MirrorDirectory(path: "", source: roots.source, destination: roots.destination, parent: nil)
+        let root = MirrorDirectory(
+            path: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination, parent: nil)
         let outcome = await MirrorCoordinator(context: context, pool: pool).run(root, progress: progress)
         pool.shutdown()
         return outcome

@@ -8,6 +8,8 @@ struct MirrorRoots: ~Copyable {
     let source: OwnedDescriptor
     /// The destination root, opened for listing and `*at` writes.
     let destination: OwnedDescriptor
+    /// The source root's status when it was opened.
+    let sourceStatus: FileStatus
     /// Device and inode of the source root: the destination walk never enters it.
     let sourceIdentity: FileIdentity
     /// Device and inode of the destination root: the source walk never enters it.
@@ -58,12 +60,13 @@ struct MirrorRoots: ~Copyable {
                     + "disk must not be filled underneath): create it, or let the job's health-check fix do it")
         }
         let destination = try openDestination(existing: existing, missing: missing, settings: settings)
-        let identities: (FileIdentity, FileIdentity)
+        let statuses: (source: FileStatus, destination: FileStatus)
         do {
-            identities = (FileIdentity(try source.descriptor.status()), FileIdentity(try destination.descriptor.status()))
+            statuses = (try source.descriptor.status(), try destination.descriptor.status())
         } catch {
             throw Failure(path: destinationPath, reason: "fstat: \(error)")
         }
+        let identities = (FileIdentity(statuses.source), FileIdentity(statuses.destination))
         if identities.0 == identities.1 {
             throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
         }
@@ -76,7 +79,7 @@ struct MirrorRoots: ~Copyable {
                     + "(is the source's disk mounted?); put a file in the source, or empty the destination by hand")
         }
         return MirrorRoots(
-            source: source, destination: destination,
+            source: source, destination: destination, sourceStatus: statuses.source,
             sourceIdentity: identities.0, destinationIdentity: identities.1)
     }
 
