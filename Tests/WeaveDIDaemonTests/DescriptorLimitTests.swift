@@ -115,11 +115,14 @@ import WeaveDIPosix
         #expect(MirrorFailure.system("open", .permissionDenied).description == "open: Permission denied (EACCES)")
     }
 
-    @Test func outOfDescriptors_theControlSocketPausesInsteadOfSpinning_andAnswersOnceSomeAreFree() throws {
+    @Test func outOfDescriptors_theControlSocketPausesInsteadOfSpinning_theWatchdogIsFed_andClientsAreAnsweredOnceSomeAreFree() throws {
         let limit = 48
         let directory = TemporaryDirectory()
         let config = directory.write("weavedid.json", #"{"control": {"maxClients": 4096, "idleTimeout": 60}}"#)
-        let daemon = try DaemonProcess(["--config", config], directory: directory, prefix: "ulimit -n \(limit);")
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["WATCHDOG_USEC": "400000"], directory: directory, notify: notify,
+            prefix: "ulimit -n \(limit);")
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         // More clients than the daemon has descriptors for: the last ones stay in the listen
         // queue, where accept(2) fails on them with EMFILE again and again.
@@ -133,8 +136,12 @@ import WeaveDIPosix
         }
         try #require(full, "the daemon has \(openDescriptors(daemon.pid)) descriptors open, not \(limit)")
         let before = processTicks(daemon.pid)
-        usleep(2_000_000)
+        let pingsBefore = notify.lines.filter { $0 == "WATCHDOG=1" }.count
+        notify.wait(timeout: .seconds(2)) { _ in false }  // collect for 2 s
         let spent = processTicks(daemon.pid) - before
+        // The watchdog still hears from it (every 200 ms): its notify socket was made at the start.
+        let pings = notify.lines.filter { $0 == "WATCHDOG=1" }.count - pingsBefore
+        #expect(pings >= 3, "\(pings) watchdog pings in 2 s while out of descriptors")
         // Polling the listener while accept fails took both seconds (about 170 ticks here).
         #expect(spent < ticksPerSecond / 4, "the daemon spent \(spent) ticks in 2 s while out of descriptors")
         let warnings = daemon.log.split(separator: "\n").filter { $0.contains("cannot accept a connection") }

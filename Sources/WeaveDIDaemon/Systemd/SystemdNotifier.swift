@@ -8,22 +8,31 @@ public final class SystemdNotifier: Sendable {
     public let address: UnixSocketAddress?
     /// Why `NOTIFY_SOCKET` could not be used, if it was set but invalid.
     public let problem: String?
+    /// The datagram socket every notification is sent from, made once at the start: a daemon
+    /// out of descriptors still tells systemd it is alive (`WATCHDOG=1`) and what is wrong.
+    /// Nil without an address, or if it could not be made (each notification then makes its own).
+    private let socket: FileDescriptor?
 
     /// Reads `NOTIFY_SOCKET` from `environment`.
     public init(environment: [String: String]) {
         guard let value = environment["NOTIFY_SOCKET"], !value.isEmpty else {
             address = nil
             problem = nil
+            socket = nil
             return
         }
         do {
             address = try UnixSocketAddress(value)
             problem = nil
+            socket = try? UnixSocket.make(.datagram).release()
         } catch {
             address = nil
             problem = "NOTIFY_SOCKET=\(value) is not usable: \(error)"
+            socket = nil
         }
     }
+
+    deinit { try? socket?.close() }
 
     /// Whether notifications are sent at all.
     public var isEnabled: Bool { address != nil }
@@ -39,6 +48,7 @@ public final class SystemdNotifier: Sendable {
     public func notify(_ fields: [String]) -> Bool {
         guard let address else { return false }
         let message = fields.map { $0.replacingNewlines() }.joined(separator: "\n")
+        if let socket { return (try? socket.send(Array(message.utf8), to: address)) != nil }
         return (try? UnixSocket.sendDatagram(Array(message.utf8), to: address)) != nil
     }
 
