@@ -98,12 +98,18 @@ import WeaveDIPosix
         return #"sync.jobs[1].destination: the destination "\#(d)/alias" of job "b" is the destination "\#(d)/backup" of job "a" (sync.jobs[0]) through symbolic links ("\#(d)/alias" resolves to "\#(d)/backup", "\#(d)/backup" to "\#(d)/backup"); the jobs would overwrite or delete each other's files"#
     }
 
-    @Test func mirrorTreesThatOverlapThroughALink_failTheCheckAndTheStart() throws {
-        let directory = TemporaryDirectory()
+    /// The trees of `linkedJobs` in `directory`: both sources, a's backup with its file, and
+    /// `alias`, a link to the backup.
+    static func linkedTree(_ directory: TemporaryDirectory) throws {
         directory.write("a-source/a.txt", "a")
         directory.write("b-source/b.txt", "b")
         directory.write("backup/a.txt", "a")
         try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: directory.path + "/alias", pointingTo: "backup")
+    }
+
+    @Test func mirrorTreesThatOverlapThroughALink_failTheCheckAndTheStart() throws {
+        let directory = TemporaryDirectory()
+        try Self.linkedTree(directory)
         let config = directory.write("weavedid.json", Self.linkedJobs(directory))
         let refused = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
         #expect(refused.status == .exited(78))
@@ -123,10 +129,7 @@ import WeaveDIPosix
 
     @Test func sighup_refusesJobsThatOverlapThroughALink_andKeepsTheRunningOnes() throws {
         let directory = TemporaryDirectory()
-        directory.write("a-source/a.txt", "a")
-        directory.write("b-source/b.txt", "b")
-        directory.write("backup/a.txt", "a")
-        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: directory.path + "/alias", pointingTo: "backup")
+        try Self.linkedTree(directory)
         let path = directory.write("weavedid.json", Self.linkedJobs(directory, bDestination: "b-backup"))
         try FileManager.default.createDirectory(atPath: directory.path + "/b-backup", withIntermediateDirectories: false)
         let notify = try NotifyListener(abstract: false, directory: directory)
