@@ -65,11 +65,6 @@ enum DescriptorLimit {
         }
     }
 
-    /// Whether `error` means no descriptor could be had: `EMFILE` or `ENFILE`.
-    static func isExhaustion(_ error: Errno) -> Bool {
-        error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem
-    }
-
     private static func text(_ value: UInt64) -> String {
         value == ResourceLimit.unlimited ? "unlimited" : "\(value)"
     }
