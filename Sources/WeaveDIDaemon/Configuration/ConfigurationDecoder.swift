@@ -123,13 +123,8 @@ struct ConfigurationDecoder {
     }
 
     private func checkSocketLength(_ socket: String, at path: String, isDefault: Bool) throws(ConfigurationError) {
-        let length = socket.utf8.count
-        let maximum = UnixSocketAddress.maximumPathLength
-        guard length > maximum else { return }
-        if isDefault {
-            throw fields.fail(path, "the default socket path \"\(socket)\" is \(length) bytes long, but a Unix socket path may have at most \(maximum) bytes (sun_path); set control.socket or a shorter runtimeDirectory")
-        }
-        throw fields.fail(path, "the path is \(length) bytes long, but a Unix socket path may have at most \(maximum) bytes (sun_path)")
+        guard let problem = DaemonConfiguration.socketLengthProblem(socket, isDefault: isDefault) else { return }
+        throw fields.fail(path, isDefault ? problem + "; set control.socket or a shorter runtimeDirectory" : problem)
     }
 
     /// Applies the default socket path and checks it against the job destinations.

@@ -126,12 +126,20 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// lies below the working directory when neither `$RUNTIME_DIRECTORY` nor
     /// `$XDG_RUNTIME_DIR` is set.
     private func checkBuiltInDefaultSocket() throws(ConfigurationError) {
-        let length = control.socket.utf8.count
-        let maximum = UnixSocketAddress.maximumPathLength
-        guard length > maximum else { return }
+        guard let problem = Self.socketLengthProblem(control.socket, isDefault: true) else { return }
         throw ConfigurationError(
             file: "built-in default", fieldPath: "control.socket",
-            problem: "the default socket path \"\(control.socket)\" is \(length) bytes long, but a Unix socket path may have at most \(maximum) bytes (sun_path); start weavedid in a shorter working directory, set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR, or give it a configuration file that sets control.socket")
+            problem: problem + "; start weavedid in a shorter working directory, set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR, or give it a configuration file that sets control.socket")
+    }
+
+    /// Why `socket` cannot be a Unix socket address (over 107 bytes, `sun_path`), or nil when it
+    /// fits; `isDefault` names it as the default path, which the message then quotes.
+    static func socketLengthProblem(_ socket: String, isDefault: Bool) -> String? {
+        let length = socket.utf8.count
+        let maximum = UnixSocketAddress.maximumPathLength
+        guard length > maximum else { return nil }
+        let subject = isDefault ? "the default socket path \"\(socket)\"" : "the path"
+        return "\(subject) is \(length) bytes long, but a Unix socket path may have at most \(maximum) bytes (sun_path)"
     }
 
     /// Reads the file with `open(2)`/`read(2)`. An open or read failure becomes a
