@@ -24,8 +24,7 @@ extension DaemonConfiguration {
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
             let configured = MirrorTreeOverlap.Roots(mirror)
-            let resolved = MirrorTreeOverlap.Roots(
-                source: ResolvedPath.resolve(mirror.source), destination: ResolvedPath.resolve(mirror.destination))
+            let resolved = configured.resolved()
             let parent = "sync.jobs[\(index)]"
             if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
                 throw ConfigurationError(

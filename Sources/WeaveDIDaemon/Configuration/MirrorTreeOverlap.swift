@@ -53,6 +53,11 @@ struct MirrorTreeOverlap: Equatable {
             self.init(source: mirror.source, destination: mirror.destination)
         }
 
+        /// Both roots as they resolve on this machine now (`ResolvedPath`).
+        func resolved() -> Roots {
+            Roots(source: ResolvedPath.resolve(source), destination: ResolvedPath.resolve(destination))
+        }
+
         /// The root named by a field name, `"source"` or `"destination"`.
         subscript(field: String) -> String { field == "source" ? source : destination }
     }

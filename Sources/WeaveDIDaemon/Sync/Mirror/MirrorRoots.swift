@@ -89,8 +89,7 @@ struct MirrorRoots: ~Copyable {
         let roots = MirrorTreeOverlap.Roots(source: source, destination: destination)
         for other in settings.otherJobs {
             let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
-            let theirs = MirrorTreeOverlap.Roots(
-                source: ResolvedPath.resolve(other.source), destination: ResolvedPath.resolve(other.destination))
+            let theirs = configured.resolved()
             guard let overlap = MirrorTreeOverlap.first(roots, theirs) else { continue }
             throw Failure(
                 path: overlap.field == "source" ? settings.source : settings.destination,
