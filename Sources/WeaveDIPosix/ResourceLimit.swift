@@ -22,8 +22,12 @@ public struct ResourceLimit: Hashable, Sendable, CustomStringConvertible {
 
     /// `soft 1024, hard 524288` (`unlimited` for `RLIM_INFINITY`).
     public var description: String {
-        func text(_ value: UInt64) -> String { value == Self.unlimited ? "unlimited" : "\(value)" }
-        return "soft \(text(soft)), hard \(text(hard))"
+        "soft \(Self.text(soft)), hard \(Self.text(hard))"
+    }
+
+    /// One limit's value as text: the number, or `unlimited` for `RLIM_INFINITY`.
+    public static func text(_ value: UInt64) -> String {
+        value == unlimited ? "unlimited" : "\(value)"
     }
 
     /// The limit on open descriptors (`RLIMIT_NOFILE`): an `open`, `accept`, `socket` or `dup`

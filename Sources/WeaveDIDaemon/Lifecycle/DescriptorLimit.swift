@@ -39,11 +39,11 @@ enum DescriptorLimit {
     static func log(_ outcome: Outcome, to log: DaemonLog) {
         switch outcome {
         case let .raised(from, to):
-            log.info("daemon", "descriptor limit (RLIMIT_NOFILE): raised the soft limit from \(from) to the hard limit, \(text(to))")
+            log.info("daemon", "descriptor limit (RLIMIT_NOFILE): raised the soft limit from \(from) to the hard limit, \(ResourceLimit.text(to))")
         case let .alreadyAtHardLimit(limit):
-            log.debug("daemon", "descriptor limit (RLIMIT_NOFILE): \(text(limit)), the hard limit")
+            log.debug("daemon", "descriptor limit (RLIMIT_NOFILE): \(ResourceLimit.text(limit)), the hard limit")
         case let .failed(error, limit?):
-            log.warning("daemon", "cannot raise the descriptor limit (RLIMIT_NOFILE) from \(text(limit.soft)) to the hard limit, \(text(limit.hard)): \(error); it stays \(text(limit.soft))")
+            log.warning("daemon", "cannot raise the descriptor limit (RLIMIT_NOFILE) from \(ResourceLimit.text(limit.soft)) to the hard limit, \(ResourceLimit.text(limit.hard)): \(error); it stays \(ResourceLimit.text(limit.soft))")
         case let .failed(error, nil):
             log.warning("daemon", "cannot read the descriptor limit (RLIMIT_NOFILE): \(error)")
         }
@@ -56,16 +56,12 @@ enum DescriptorLimit {
         switch error {
         case .tooManyOpenFiles:
             guard let limit = try? ResourceLimit.openFiles() else { return "\(error): the descriptor limit is reached" }
-            return "\(error): the descriptor limit is \(text(limit.soft)) (RLIMIT_NOFILE; hard limit \(text(limit.hard))), "
+            return "\(error): the descriptor limit is \(ResourceLimit.text(limit.soft)) (RLIMIT_NOFILE; hard limit \(ResourceLimit.text(limit.hard))), "
                 + "and every descriptor is in use"
         case .tooManyOpenFilesInSystem:
             return "\(error): the system-wide limit on open files (fs.file-max) is reached"
         default:
             return "\(error)"
         }
-    }
-
-    private static func text(_ value: UInt64) -> String {
-        value == ResourceLimit.unlimited ? "unlimited" : "\(value)"
     }
 }
