@@ -21,16 +21,21 @@ public struct MirrorProgress: Sendable, Equatable {
     }
 }
 
-/// Sends a run's progress to its observer: when work completes, at most every 50 ms.
+/// Sends a run's progress to its observer: when work completes, at most once per interval
+/// (50 ms).
 struct ProgressMeter {
     /// The counts so far.
     private(set) var progress = MirrorProgress()
-    private let clock = ContinuousClock()
+    private let now: () -> ContinuousClock.Instant
     private var lastReport: ContinuousClock.Instant
-    private let interval: Duration = .milliseconds(50)
+    private let interval: Duration
 
-    init() {
-        lastReport = clock.now
+    /// A meter that reports at most once per `interval`, reading the time from `now`; the
+    /// interval starts now.
+    init(interval: Duration = .milliseconds(50), now: @escaping () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+        self.interval = interval
+        self.now = now
+        lastReport = now()
     }
 
     /// Entries found by a scan (and how many of them it settled), and the bytes of its jobs.
@@ -46,11 +51,12 @@ struct ProgressMeter {
         progress.bytesDone += bytes
     }
 
-    /// Calls `observer` with the counts if the last call was at least 50 ms ago.
+    /// Calls `observer` with the counts if the last call (or the meter's start) was at least
+    /// one interval ago.
     mutating func tick(_ observer: (MirrorProgress) -> Void) {
-        let now = clock.now
-        guard now - lastReport >= interval else { return }
-        lastReport = now
+        let time = now()
+        guard time - lastReport >= interval else { return }
+        lastReport = time
         observer(progress)
     }
 }
