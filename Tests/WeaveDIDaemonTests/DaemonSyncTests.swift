@@ -215,9 +215,18 @@ import WeaveDIPosix
             try assertNoTornFiles(fixture)
             #expect(try TreeFixture.snapshot(fixture.source) == before, "the source was modified in round \(round)")
         }
+        // The kills may have left unfinished copies; one more, planted, makes sure there is one.
+        try "torn".write(toFile: fixture.destination + "/.weavedi-tmp.planted.0123456789ab", atomically: false, encoding: .utf8)
+        let leftovers = try TreeFixture.snapshot(fixture.destination).keys.filter {
+            ($0 as NSString).lastPathComponent.hasPrefix(".weavedi-tmp.")
+        }.count
         let daemon = try fixture.start(fixture.config())
         try waitForReady(daemon)
-        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "success")
+        let run = try runJob(daemon, more: false).run
+        #expect(run?[member: "result"]?.stringValue == "success")
+        let counted = "removed \(leftovers) unfinished cop\(leftovers == 1 ? "y" : "ies") (.weavedi-tmp.*) left by an interrupted run"
+        #expect(run?[member: "message"]?.stringValue == counted)
+        #expect(daemon.log.contains("docs: " + counted))
         #expect(try TreeFixture.snapshot(fixture.destination) == before)  // exact, and no temporary files left
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))

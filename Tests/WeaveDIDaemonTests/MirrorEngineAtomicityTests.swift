@@ -23,6 +23,8 @@ import WeaveDIPosix
         #expect(report.copied == 2)
         #expect(report.skipped == 1)
         #expect(report.warnings.map(\.path) == [".weavedi-tmp.c.txt.aaaaaaaaaaaa"])
+        #expect(report.leftoversRemoved == 3)
+        #expect(report.deleted == 0)
         #expect(try fixture.temporaryFiles().isEmpty)
         try fixture.expectExactMirror(ignoring: [".weavedi-tmp.c.txt.aaaaaaaaaaaa"])
     }

@@ -36,6 +36,11 @@ struct MirrorJob: SyncJob {
             context.log.warning("sync", "\(context.job): skipped \(warning.path): \(warning.reason)")
         }
         if report.warnings.count > 20 { context.log.warning("sync", "\(context.job): \(report.warnings.count - 20) more skipped") }
+        let leftovers = report.leftoversRemoved > 0
+            ? "removed \(report.leftoversRemoved) unfinished cop\(report.leftoversRemoved == 1 ? "y" : "ies") (.weavedi-tmp.*) "
+                + "left by an interrupted run"
+            : nil
+        if let leftovers { context.log.notice("sync", "\(context.job): \(leftovers)") }
         var outcome = SyncOutcome(result: Self.result(report.result))
         outcome.copied = report.copied
         outcome.updated = report.updated
@@ -51,6 +56,7 @@ struct MirrorJob: SyncJob {
         } else if report.result == .cancelled {
             outcome.message = "stopped at a safe point"
         }
+        if let leftovers { outcome.message = outcome.message.map { $0 + "; " + leftovers } ?? leftovers }
         return outcome
     }
 

@@ -239,6 +239,7 @@ struct DirectoryScanner {
             do {
                 try directory.destination.descriptor.unlink(at: entry.name)
                 outcome.modified = true
+                outcome.report.leftoversRemoved += 1
             } catch .noSuchFileOrDirectory {
                 // Gone already.
             } catch {

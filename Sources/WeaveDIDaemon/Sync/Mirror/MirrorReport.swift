@@ -29,6 +29,9 @@ public struct MirrorReport: Sendable, Equatable {
     public var skipped = 0
     /// Files and links that were already up to date.
     public var unchanged = 0
+    /// Unfinished copies (`.weavedi-tmp.*`) left in the destination by an interrupted run, and
+    /// removed by this one; not counted in `deleted`.
+    public var leftoversRemoved = 0
     /// Bytes written into destination files.
     public var bytes: Int64 = 0
     /// The first `issueLimit` per-entry failures, with their paths relative to the roots.
@@ -67,6 +70,7 @@ public struct MirrorReport: Sendable, Equatable {
         updated += other.updated
         deleted += other.deleted
         unchanged += other.unchanged
+        leftoversRemoved += other.leftoversRemoved
         bytes += other.bytes
         fileSystemFlushes += other.fileSystemFlushes
         fileFlushes += other.fileFlushes
