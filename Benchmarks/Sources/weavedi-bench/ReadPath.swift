@@ -75,6 +75,13 @@ enum Globals {
     static let serviceA: any ServiceA = LiveService(7)
 }
 
+/// `figure` measured against the read of a `static let`, the baseline of every `@Injected` row.
+func againstStaticLet(_ settings: Settings, _ figure: (Int) -> Void) -> (figure: Stats, baseline: Stats) {
+    measurePair(settings, figure: figure, baseline: { n in
+        for _ in 0..<n { blackHole(Globals.serviceA) }
+    })
+}
+
 /// The other hand-written baseline: a call through an existential returning a stored instance.
 protocol Locator: Sendable {
     func singleton() -> Singleton
@@ -127,11 +134,9 @@ func benchInjected(_ settings: Settings, _ report: Report) {
     blackHole(readers.byRegistration)
     blackHole(readers.byType)
 
-    let loop = measurePair(settings, figure: { n in
+    let loop = againstStaticLet(settings) { n in
         for i in 0..<n { blackHole(i) }
-    }, baseline: { n in
-        for _ in 0..<n { blackHole(Globals.serviceA) }
-    })
+    }
     report.add(Figure(
         group: "injected", name: "harness: loop + sink (no work)", unit: .time, stats: loop.figure,
         baselineName: "static let", baseline: loop.baseline,
@@ -139,39 +144,31 @@ func benchInjected(_ settings: Settings, _ report: Report) {
 
     // What any read that hands out a shared instance retained pays (the `@Injected` figures do).
     let retaining: any RetainedLocator = opaque(RetainingLocator())
-    let owned = measurePair(settings, figure: { n in
+    let owned = againstStaticLet(settings) { n in
         for _ in 0..<n { blackHole(retaining.singleton()) }
-    }, baseline: { n in
-        for _ in 0..<n { blackHole(Globals.serviceA) }
-    })
+    }
     report.add(Figure(
         group: "injected", name: "existential call returning +1, for reference", unit: .time, stats: owned.figure,
         baselineName: "static let", baseline: owned.baseline,
         note: "a stored instance returned retained and released by the caller: the floor of every read below"))
 
-    let byDefault = measurePair(settings, figure: { n in
+    let byDefault = againstStaticLet(settings) { n in
         for _ in 0..<n { blackHole(readers.byDefault) }
-    }, baseline: { n in
-        for _ in 0..<n { blackHole(Globals.serviceA) }
-    })
+    }
     report.add(Figure(
         group: "injected", name: "@Injected(\\.key) read, key default, no override", unit: .time, stats: byDefault.figure,
         baselineName: "static let", baseline: byDefault.baseline, target: .atMost(10)))
 
-    let byRegistration = measurePair(settings, figure: { n in
+    let byRegistration = againstStaticLet(settings) { n in
         for _ in 0..<n { blackHole(readers.byRegistration) }
-    }, baseline: { n in
-        for _ in 0..<n { blackHole(Globals.serviceA) }
-    })
+    }
     report.add(Figure(
         group: "injected", name: "@Injected(\\.key) read, type registered in Container.live", unit: .time,
         stats: byRegistration.figure, baselineName: "static let", baseline: byRegistration.baseline, target: .atMost(10)))
 
-    let byType = measurePair(settings, figure: { n in
+    let byType = againstStaticLet(settings) { n in
         for _ in 0..<n { blackHole(readers.byType) }
-    }, baseline: { n in
-        for _ in 0..<n { blackHole(Globals.serviceA) }
-    })
+    }
     report.add(Figure(
         group: "injected", name: "@Injected var x: T? read (by type)", unit: .time, stats: byType.figure,
         baselineName: "static let", baseline: byType.baseline, target: .atMost(10)))
@@ -179,21 +176,17 @@ func benchInjected(_ settings: Settings, _ report: Report) {
     // From here on the process has used an override.
     let underOverride = withInjectedValues { $0.benchOverridden = LiveService(30) } operation: {
         blackHole(readers.byOverride)
-        return measurePair(settings, figure: { n in
+        return againstStaticLet(settings) { n in
             for _ in 0..<n { blackHole(readers.byOverride) }
-        }, baseline: { n in
-            for _ in 0..<n { blackHole(Globals.serviceA) }
-        })
+        }
     }
     report.add(Figure(
         group: "injected", name: "@Injected(\\.key) read under withInjectedValues", unit: .time,
         stats: underOverride.figure, baselineName: "static let", baseline: underOverride.baseline, target: .atMost(60)))
 
-    let afterOverride = measurePair(settings, figure: { n in
+    let afterOverride = againstStaticLet(settings) { n in
         for _ in 0..<n { blackHole(readers.byDefault) }
-    }, baseline: { n in
-        for _ in 0..<n { blackHole(Globals.serviceA) }
-    })
+    }
     report.add(Figure(
         group: "injected", name: "@Injected(\\.key) read, no override active, after one was used", unit: .time,
         stats: afterOverride.figure, baselineName: "static let", baseline: afterOverride.baseline,
