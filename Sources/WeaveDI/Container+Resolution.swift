@@ -57,12 +57,25 @@ extension WeaveDI.Container {
                 inner: entry.typeName, innerScope: entry.scope)
         }
         let owner = explicit ?? stack.owner
+        // A cycle on this thread is caught before the gate, which this thread may hold already.
+        if entry.scope != .transient, let start = stack.index(of: entry.slot, in: id) {
+            throw stack.cycle(from: start, to: entry.slot)
+        }
         switch entry.scope {
         case .transient:
             return try build(.passUnretained(entry), as: type, owner: owner, stack: stack)
         case .singleton:
-            return try buildLock.withLock { () throws(ResolutionError) -> T in
+            let gate = BuildGates.Key(object: ObjectIdentifier(entry), cell: -1)
+            // Until this thread builds it or finds it built (`releaseAll` may take it away
+            // between the gate's look and this one).
+            while true {
                 if let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
+                guard try BuildGates.shared.enter(
+                    gate, slot: entry.slot,
+                    done: { () throws(ResolutionError) -> Bool in entry.instance.load(ordering: .acquiring) != nil },
+                    deadlock: { .cycle(path: $0.path) })
+                else { continue }
+                defer { BuildGates.shared.leave(gate) }
                 let value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack)
                 entry.publish(value)
                 if let disposable = entry.disposable(value) {
@@ -73,20 +86,25 @@ extension WeaveDI.Container {
         case .session, .request:
             let target = try scopeTarget(for: entry, owner: owner)
             let instances = target.instances
-            let found = try instances.box(entry.slot, typeName: entry.typeName)
-            if let box = found.box { return unsafeDowncast(box, to: Box<T>.self).value }
-            return try buildLock.withLock { () throws(ResolutionError) -> T in
-                // Stores happen under the build lock: if the scope's change count is what the
-                // lookup saw, nothing was built meanwhile (and a close is caught by `store`).
-                if instances.changes.load(ordering: .relaxed) != found.changes,
-                    let box = try instances.box(entry.slot, typeName: entry.typeName).box
-                {
-                    return unsafeDowncast(box, to: Box<T>.self).value
-                }
+            let gate = BuildGates.Key(object: ObjectIdentifier(instances), cell: entry.slot)
+            while true {
+                let found = try instances.box(entry.slot, typeName: entry.typeName)
+                if let box = found.box { return unsafeDowncast(box, to: Box<T>.self).value }
+                // A scope's instances are stored only inside their gates: while its change count
+                // is what the lookup saw, nothing was built meanwhile (a close is caught by
+                // `box` and `store`).
+                guard try BuildGates.shared.enter(
+                    gate, slot: entry.slot,
+                    done: { () throws(ResolutionError) -> Bool in
+                        guard instances.changes.load(ordering: .relaxed) != found.changes else { return false }
+                        return try instances.box(entry.slot, typeName: entry.typeName).box != nil
+                    },
+                    deadlock: { .cycle(path: $0.path) })
+                else { continue }
+                defer { BuildGates.shared.leave(gate) }
                 let value = try build(.passUnretained(entry), as: type, owner: target, stack: stack)
                 try instances.store(
-                    entry.makeBox(value), disposable: entry.disposable(value), slot: entry.slot,
-                    typeName: entry.typeName)
+                    entry.makeBox(value), disposable: entry.disposable(value), slot: entry.slot, typeName: entry.typeName)
                 return value
             }
         }

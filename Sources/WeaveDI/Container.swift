@@ -6,11 +6,11 @@ extension WeaveDI {
     /// read; tests swap it (`WeaveDI.Container.live = WeaveDI.Container()`).
     ///
     /// Reading a built singleton takes no lock: a type-slot lookup and two atomic loads.
-    /// Building takes the container's build lock, which is recursive, so factories may resolve
-    /// (and register) other services freely.
+    /// Building goes through the instance's own gate (`BuildGates`): each shared instance is
+    /// built once, factories may resolve (and register) other services freely, on this thread
+    /// or others, and two threads that would wait for each other get a cycle error instead.
     ///
-    /// `@unchecked Sendable`: the entry table is atomic, everything else sits in `state` or
-    /// behind `buildLock`.
+    /// `@unchecked Sendable`: the entry table is atomic, everything else sits in `state`.
     public final class Container: Resolver, @unchecked Sendable {
         private static let nextID = Atomic<UInt64>(1)
 
@@ -18,7 +18,6 @@ extension WeaveDI {
         public let id: UInt64
         @usableFromInline
         let table = EntryTable()
-        let buildLock = RecursiveLock()
         let state = Locked(State())
 
         struct State {

@@ -134,7 +134,7 @@ final class Entry: @unchecked Sendable {
         return unbox(raw, as: T.self)
     }
 
-    /// Publishes the singleton; call once, under the container's build lock.
+    /// Publishes the singleton; call once, inside its gate (`BuildGates`).
     func publish<T>(_ value: T) {
         instance.store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
     }

@@ -112,34 +112,47 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         if let raw = defaults[cell].load(ordering: .acquiring) {
             return Unmanaged<Box<K.Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
         }
-        return KeyStates.computing.withLock {
-            if let raw = defaults[cell].load(ordering: .acquiring) {
-                return Unmanaged<Box<K.Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
-            }
-            let stack = ResolutionStack.current
-            if let start = stack.index(of: slot, in: 0) {
-                let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + ["\(K.self)"]
-                fatalError("WeaveDI: the defaults of these InjectedKeys need each other: \(path.joined(separator: " -> ")); "
-                    + "break the cycle by reading one of them lazily (at use, not in liveValue)")
-            }
-            stack.push(.init(containerID: 0, slot: slot, scope: .transient, owner: nil))
-            defer { stack.pop() }
-            let value: K.Value = switch context {
-            case .live: K.liveValue
-            case .test: K.testValue
-            case .preview: K.previewValue
-            }
-            defaults[cell].store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
-            return value
+        let stack = ResolutionStack.current
+        if let start = stack.index(of: slot, in: 0) {
+            let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + ["\(K.self)"]
+            needEachOther(path, acrossThreads: false)
         }
+        let gate = BuildGates.Key(object: ObjectIdentifier(self), cell: cell)
+        let mine = BuildGates.shared.enter(
+            gate, slot: slot, done: { defaults[cell].load(ordering: .acquiring) != nil },
+            deadlock: { needEachOther($0.path, acrossThreads: true) })
+        guard mine else {
+            return Unmanaged<Box<K.Value>>.fromOpaque(defaults[cell].load(ordering: .acquiring).unsafelyUnwrapped)
+                ._withUnsafeGuaranteedRef { $0.value }
+        }
+        defer { BuildGates.shared.leave(gate) }
+        stack.push(.init(containerID: 0, slot: slot, scope: .transient, owner: nil))
+        defer { stack.pop() }
+        let value: K.Value = switch context {
+        case .live: K.liveValue
+        case .test: K.testValue
+        case .preview: K.previewValue
+        }
+        defaults[cell].store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
+        return value
+    }
+
+    /// Stops the process: the defaults (and registrations) on `path` need each other, so none
+    /// can be computed, and `liveValue` cannot throw. `acrossThreads`: two threads were
+    /// building them at once, each waiting for the other.
+    private func needEachOther(_ path: [String], acrossThreads: Bool) -> Never {
+        let what = acrossThreads
+            ? "these InjectedKey defaults and services need each other (two threads were building them at once, "
+                + "each waiting for the other)"
+            : "the defaults of these InjectedKeys need each other"
+        fatalError("WeaveDI: \(what): \(path.joined(separator: " -> ")); "
+            + "break the cycle by reading one of them lazily (at use, not in liveValue)")
     }
 }
 
 /// The `KeyState` of every key, by the key type's slot.
 enum KeyStates {
     static let states = PermanentObjects()
-    /// Serialises default computations (recursive: a default may read other keys).
-    static let computing = RecursiveLock()
 
     static func state<K: InjectedKey>(for key: K.Type) -> KeyState<K> {
         let slot = TypeSlots.shared.slot(for: key)

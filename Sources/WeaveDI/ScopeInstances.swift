@@ -36,7 +36,7 @@ final class ScopeInstances: Sendable {
     let id: String
     let state: Locked<State>
     /// Bumped (under the lock) by every store and by `close()`: a builder that read it before
-    /// taking the build lock and finds it unchanged knows its lookup still holds.
+    /// entering the instance's gate and finds it unchanged knows its lookup still holds.
     let changes = Atomic<Int>(0)
 
     init(scope: WeaveDI.Scope, id: String, openedAt: ContinuousClock.Instant) {

@@ -23,6 +23,39 @@ extension InjectedValues {
 
 final class Unregistered {}
 
+/// Two keys whose defaults need each other; each, once started, waits up to 2 s for the other
+/// to start, so that two threads compute them at once.
+enum ProbeCycle {
+    static let started = Atomic(0)
+
+    static func arrive() {
+        started.add(1, ordering: .relaxed)
+        for _ in 0..<200 where started.load(ordering: .relaxed) < 2 { usleep(10_000) }
+    }
+
+    /// Reads key A on one thread and key B on another, and waits for both.
+    static func readOnTwoThreads() {
+        var threads = [pthread_t(), pthread_t()]
+        pthread_create(&threads[0], nil, { _ in _ = InjectedValues.current[ProbeCycleKeyA.self]; return nil }, nil)
+        pthread_create(&threads[1], nil, { _ in _ = InjectedValues.current[ProbeCycleKeyB.self]; return nil }, nil)
+        for thread in threads { pthread_join(thread, nil) }
+    }
+}
+
+struct ProbeCycleKeyA: InjectedKey {
+    static var liveValue: Int {
+        ProbeCycle.arrive()
+        return InjectedValues.current[ProbeCycleKeyB.self] + 1
+    }
+}
+
+struct ProbeCycleKeyB: InjectedKey {
+    static var liveValue: Int {
+        ProbeCycle.arrive()
+        return InjectedValues.current[ProbeCycleKeyA.self] + 1
+    }
+}
+
 /// A singleton whose instances are numbered, to tell which build a read returned.
 final class Token: Sendable {
     let number: Int
@@ -184,6 +217,9 @@ case "cached-reads":
 case "factory-missing":
     _ = Reader().unregistered
     print("unreachable")
+case "key-cycle-threads":
+    ProbeCycle.readOnTwoThreads()
+    print("unreachable")
 case "env":
     let settings = WeaveDIConfiguration.applyFromEnvironment()
     print("healthLogging=\(settings.healthLogging)")
@@ -221,6 +257,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|key-cycle-threads|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

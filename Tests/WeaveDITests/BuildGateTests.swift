@@ -1,0 +1,199 @@
+import Dispatch
+import Glibc
+import Synchronization
+import Testing
+@testable import WeaveDI
+
+/// Builds of shared instances on several threads at once: each instance has its own gate, so
+/// builds of different instances never wait for each other, and two builds that would wait for
+/// each other get a cycle error instead of hanging.
+@Suite struct BuildGateTests {
+    /// Runs `bodies` on threads of their own; false if they have not all returned within
+    /// `seconds` (they are then left running: the test has failed).
+    func finishTogether(within seconds: Int = 20, _ bodies: [@Sendable () -> Void]) -> Bool {
+        let finished = DispatchSemaphore(value: 0)
+        for body in bodies {
+            Thread {
+                body()
+                finished.signal()
+            }.start()
+        }
+        return bodies.allSatisfy { _ in finished.wait(timeout: .now() + .seconds(seconds)) == .success }
+    }
+
+    @Test func aKeyDefaultThatResolves_andASingletonThatReadsAKey_onTwoThreads_bothFinish() {
+        // Thread 1 computes LockOrderKey1's default, which resolves LockOrderLeaf; thread 2
+        // builds LockOrderRoot, whose initializer reads LockOrderKey2. Each is inside its own
+        // build when it asks for the other's kind of build.
+        LockOrder.container.register(LockOrderRoot.self) { LockOrderRoot() }
+        LockOrder.container.register(LockOrderLeaf.self) { LockOrderLeaf() }
+        let results = Locked<(key: Int?, root: LockOrderRoot?)>((nil, nil))
+        let done = finishTogether([
+            { let value = InjectedValues.current[LockOrderKey1.self]; results.withLock { $0.key = value } },
+            { let root = LockOrder.container.resolve(LockOrderRoot.self); results.withLock { $0.root = root } },
+        ])
+        #expect(done, "the two builds waited for each other")
+        #expect(results.withLock { $0.key } == 1)
+        #expect(results.withLock { $0.root?.key } == 2)
+        #expect(LockOrder.barrier.met, "the builds did not run at the same time")
+    }
+
+    @Test func aSingletonFactoryThatWaitsForAnotherThread_resolvingAnotherSingleton_finishes() {
+        let container = WeaveDI.Container()
+        container.register(WaitingLeaf.self) { WaitingLeaf() }
+        container.register(WaitingRoot.self) { WaitingRoot(container) }
+        let root = Locked<WaitingRoot?>(nil)
+        #expect(finishTogether([{ let built = container.resolve(WaitingRoot.self); root.withLock { $0 = built } }]))
+        #expect(root.withLock { $0?.leafFromOtherThread } == true, "the other thread could not build its singleton")
+    }
+
+    @Test func twoSingletonsThatNeedEachOther_builtOnTwoThreadsAtOnce_bothFailWithTheCycle() throws {
+        let container = WeaveDI.Container()
+        let barrier = FirstCallsBarrier()
+        container.register(CrossA.self) { r in
+            barrier.arrive(0)
+            return CrossA(try r.require(CrossB.self))
+        }
+        container.register(CrossB.self) { r in
+            barrier.arrive(1)
+            return CrossB(try r.require(CrossA.self))
+        }
+        let errors = Locked<[ResolutionError?]>([nil, nil])
+        let done = finishTogether([
+            { do throws(ResolutionError) { _ = try container.require(CrossA.self) } catch { errors.withLock { $0[0] = error } } },
+            { do throws(ResolutionError) { _ = try container.require(CrossB.self) } catch { errors.withLock { $0[1] = error } } },
+        ])
+        #expect(done, "the builds waited for each other for good")
+        #expect(barrier.met, "the two builds did not run at the same time")
+        for (index, error) in errors.withLock({ $0 }).enumerated() {
+            guard case let .cycle(path) = error else {
+                Issue.record("thread \(index + 1): \(String(describing: error)), not a cycle")
+                continue
+            }
+            #expect(Set(path) == ["CrossA", "CrossB"] && path.first == path.last && path.count == 3, "\(path)")
+        }
+    }
+
+    @Test func sessionInstances_builtByManyThreadsAtOnce_areBuiltOnce() async throws {
+        let container = WeaveDI.Container()
+        let built = Atomic(0)
+        container.register(SessionCounter.self, scope: .session) {
+            built.add(1, ordering: .relaxed)
+            usleep(20_000)
+            return SessionCounter()
+        }
+        let session = container.openSession(id: "gates")
+        let seen = Locked<Set<ObjectIdentifier>>([])
+        let resolve: @Sendable () -> Void = {
+            if let counter = session.resolve(SessionCounter.self) { seen.withLock { _ = $0.insert(ObjectIdentifier(counter)) } }
+        }
+        #expect(finishTogether(Array(repeating: resolve, count: 6)))
+        #expect(built.load(ordering: .relaxed) == 1)
+        #expect(seen.withLock { $0.count } == 1)
+        await session.close()
+    }
+
+    @Test func aWaitThatLasts_isReported_untilTheBuildEnds() {
+        let reports = Locked<[String]>([])
+        let gates = BuildGates(patience: .milliseconds(50)) { message in reports.withLock { $0.append(message) } }
+        let key = BuildGates.Key(object: ObjectIdentifier(SessionCounter.self), cell: 0)
+        let slot = TypeSlots.shared.slot(for: SlowlyBuilt.self)
+        let published = Atomic(false)
+        #expect(gates.enter(key, slot: slot, done: { published.load(ordering: .relaxed) }, deadlock: { _ in fatalError() }))
+        let waiterResult = Locked<Bool?>(nil)
+        let waiter = Thread {
+            let mine = gates.enter(key, slot: slot, done: { published.load(ordering: .relaxed) }, deadlock: { _ in fatalError() })
+            waiterResult.withLock { $0 = mine }
+        }
+        waiter.start()
+        usleep(180_000)  // three reports' worth of waiting
+        #expect(waiterResult.withLock { $0 } == nil, "the waiter did not wait for the build")
+        published.store(true, ordering: .relaxed)
+        gates.leave(key)
+        waiter.join()
+        #expect(waiterResult.withLock { $0 } == false, "the waiter did not find the published instance")
+        let seen = reports.withLock { $0 }
+        #expect(seen.count >= 2)
+        #expect(seen.first?.hasPrefix("still waiting after 0.05 seconds for SlowlyBuilt, which another thread is building") == true,
+                "\(seen)")
+        #expect(seen.count < 2 || seen[1].hasPrefix("still waiting after 0.1 seconds"), "\(seen)")
+    }
+
+    @Test func keyDefaultsThatNeedEachOther_onTwoThreadsAtOnce_stopTheProcess_namingTheCycle() throws {
+        // Without the backtracer: it can hang reading a process whose second thread is still
+        // waiting when the first one stops it.
+        let result = try ChildProcess.run("weavedi-probe", ["key-cycle-threads"], environment: ["SWIFT_BACKTRACE": "enable=no"])
+        #expect(result.signaled || result.status != 0)
+        #expect(!result.stdout.contains("unreachable"))
+        #expect(result.stderr.contains("two threads were building them at once"), "\(result.stderr)")
+        #expect(result.stderr.contains("ProbeCycleKeyA -> ProbeCycleKeyB -> ProbeCycleKeyA")
+            || result.stderr.contains("ProbeCycleKeyB -> ProbeCycleKeyA -> ProbeCycleKeyB"), "\(result.stderr)")
+    }
+}
+
+/// Two first calls that each wait (up to 5 s) until the other has arrived, so that two builds
+/// are under way at once; later calls go straight through.
+final class FirstCallsBarrier: Sendable {
+    private let arrived = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
+    private let callsOf0 = Atomic(0), callsOf1 = Atomic(0)
+    private let metCount = Atomic(0)
+
+    func arrive(_ side: Int) {
+        let calls = side == 0 ? callsOf0.add(1, ordering: .relaxed).newValue : callsOf1.add(1, ordering: .relaxed).newValue
+        guard calls == 1 else { return }
+        arrived[side].signal()
+        if arrived[1 - side].wait(timeout: .now() + .seconds(5)) == .success { metCount.add(1, ordering: .relaxed) }
+    }
+
+    /// Whether both first calls found the other under way.
+    var met: Bool { metCount.load(ordering: .relaxed) == 2 }
+}
+
+enum LockOrder {
+    static let container = WeaveDI.Container()
+    static let barrier = FirstCallsBarrier()
+}
+
+struct LockOrderKey1: InjectedKey {
+    static var liveValue: Int {
+        LockOrder.barrier.arrive(0)
+        _ = LockOrder.container.resolve(LockOrderLeaf.self)
+        return 1
+    }
+}
+
+struct LockOrderKey2: InjectedKey {
+    static var liveValue: Int { 2 }
+}
+
+final class LockOrderLeaf: Sendable {}
+
+final class LockOrderRoot: Sendable {
+    let key: Int
+    init() {
+        LockOrder.barrier.arrive(1)
+        key = InjectedValues.current[LockOrderKey2.self]
+    }
+}
+
+final class WaitingLeaf: Sendable {}
+
+/// Builds `WaitingLeaf` on another thread and waits (up to 5 s) for it. (Not joined: if that
+/// thread cannot build, it stays blocked until this build ends.)
+final class WaitingRoot: Sendable {
+    let leafFromOtherThread: Bool
+    init(_ container: WeaveDI.Container) {
+        let finished = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            _ = container.resolve(WaitingLeaf.self)
+            finished.signal()
+        }
+        thread.start()
+        leafFromOtherThread = finished.wait(timeout: .now() + .seconds(5)) == .success
+    }
+}
+
+final class CrossA: Sendable { init(_ b: CrossB) {} }
+final class CrossB: Sendable { init(_ a: CrossA) {} }
+final class SessionCounter: Sendable {}
+final class SlowlyBuilt: Sendable {}
