@@ -1,12 +1,18 @@
-/// Resolves `T` from `WeaveDI.Container.live` on every read; nil if it cannot.
-@available(*, deprecated, message: "@Inject is deprecated: use @Injected(\\.key) with an InjectedKey, or @Injected var value: T? for a registered type")
+/// Resolves the property's type from `WeaveDI.Container.live` on every read, as
+/// `@Injected var x: T?` / `@Injected var x: T` do: `@Inject var x: T?` is nil when `T` cannot
+/// be resolved; `@Inject var x: T` stops the program with a message naming the type.
+@available(*, deprecated, message: "@Inject is deprecated: use @Injected(\\.key) with an InjectedKey, or @Injected var value: T (or T?) for a registered type")
 @propertyWrapper
-public struct Inject<T>: Sendable {
-    /// Resolves the property's type.
-    public init() {}
+public struct Inject<Value>: @unchecked Sendable {
+    // `@unchecked`: `Injected.init()` only ever looks up by type (shared, immutable lookups);
+    // it holds no value of its own.
+    let injected: Injected<Value>
 
-    /// The resolved instance, or nil.
-    public var wrappedValue: T? { WeaveDI.Container.live.resolve(T.self) }
+    /// Resolves the property's type.
+    public init() { injected = Injected() }
+
+    /// The resolved instance (nil for an optional property when it cannot be resolved).
+    public var wrappedValue: Value { injected.wrappedValue }
 }
 
 /// Resolves `T` from `WeaveDI.Container.live`; `getValue()` throws the reason it cannot.

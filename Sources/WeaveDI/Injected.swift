@@ -5,6 +5,8 @@ import Synchronization
 /// - `@Injected(\.userService) var userService`: by key (an `InjectedValues` property);
 ///   overrides, then a registration of the value's type in `Container.live`, then the key's default.
 /// - `@Injected var network: (any NetworkService)?`: by type, from `Container.live`; nil if missing.
+/// - `@Injected var network: any NetworkService`: by type, from `Container.live`; a read that
+///   cannot resolve it stops the program with a message naming the type (like `@Factory`).
 /// - `Injected(wrappedValue: mock)`: a pinned value, for hand-built instances in tests.
 @propertyWrapper
 public struct Injected<Value> {
@@ -16,6 +18,8 @@ public struct Injected<Value> {
         case pinned(Box<Value>)
         /// The shared, never freed lookup of a type (unmanaged, like `key`).
         case type(Unmanaged<TypeLookup<Value>>)
+        /// The same lookup for a non-optional `Value`: nil stops the program.
+        case required(Unmanaged<TypeLookup<Value?>>)
     }
 
     @usableFromInline
@@ -40,9 +44,18 @@ public struct Injected<Value> {
         }
     }
 
-    /// Resolves `Wrapped` from `WeaveDI.Container.live` on every access; nil if it cannot.
-    public init<Wrapped>() where Value == Wrapped? {
-        storage = .type(.passUnretained(LiveTypeLookup<Wrapped>.shared()))
+    /// Resolves the property's type from `WeaveDI.Container.live` on every access: what
+    /// `@Injected var x: T?` and `@Injected var x: T` (no initial value) become.
+    ///
+    /// For an optional `T?` a read is nil when `T` cannot be resolved. For any other type a read
+    /// that cannot resolve it stops the program with a message that names the type and the
+    /// reason (not registered: how to register it), as `@Factory` does.
+    public init() {
+        if let optional = Value.self as? any OptionalLookup.Type {
+            storage = .type(.passUnretained(unsafeDowncast(optional.typeLookup(), to: TypeLookup<Value>.self)))
+        } else {
+            storage = .required(.passUnretained(LiveTypeLookup<Value>.shared()))
+        }
     }
 
     /// The dependency, looked up now.
@@ -54,7 +67,7 @@ public struct Injected<Value> {
         switch storage {
         case let .key(cache): return cache._withUnsafeGuaranteedRef { $0.read() }
         case let .type(lookup): return lookup._withUnsafeGuaranteedRef { $0.read() }
-        case .pinned: return lookUp()
+        case .pinned, .required: return lookUp()
         }
     }
 
@@ -65,6 +78,17 @@ public struct Injected<Value> {
         case let .key(cache): cache._withUnsafeGuaranteedRef { $0.read() }
         case let .pinned(box): box.value
         case let .type(lookup): lookup._withUnsafeGuaranteedRef { $0.read() }
+        case let .required(lookup): lookup._withUnsafeGuaranteedRef { $0.read() } ?? Self.unresolved()
+        }
+    }
+
+    /// Why a non-optional by-type read found nothing, as the program's last words.
+    @inline(never)
+    static func unresolved() -> Value {
+        do {
+            return try WeaveDI.Container.live.require(Value.self)
+        } catch {
+            fatalError("@Injected var ...: \(Value.self): \(error)")
         }
     }
 }
@@ -127,16 +151,21 @@ enum InjectedCaches {
     static let table = Locked<[AnyKeyPath: AnyObject]>([:])
 }
 
-/// Lets `Injected(wrappedValue: nil)` (what `@Injected var x: T?` becomes) find `T`.
+/// Lets `Injected.init()` tell `@Injected var x: T?` from `@Injected var x: T`, and
+/// `Injected(wrappedValue: nil)` find `T`.
 protocol OptionalLookup {
     var isNone: Bool { get }
     func lookup() -> AnyObject
+    /// `LiveTypeLookup<Wrapped>.shared()`.
+    static func typeLookup() -> AnyObject
 }
 
 extension Optional: OptionalLookup {
     var isNone: Bool { self == nil }
 
     func lookup() -> AnyObject { LiveTypeLookup<Wrapped>.shared() }
+
+    static func typeLookup() -> AnyObject { LiveTypeLookup<Wrapped>.shared() }
 }
 
 /// How `@Injected var x: T?` reads: `Value` is `T?`.

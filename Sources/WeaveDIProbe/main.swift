@@ -99,6 +99,11 @@ struct Reader {
     @Factory var unregistered: Unregistered
 }
 
+/// `@Injected var x: T` (not optional): a read that cannot resolve `T` stops the program.
+final class InjectedReader {
+    @Injected var unregistered: Unregistered
+}
+
 final class Clock {}
 final class Store {}
 final class Mailer {}
@@ -220,6 +225,9 @@ case "factory-missing":
 case "key-cycle-threads":
     ProbeCycle.readOnTwoThreads()
     print("unreachable")
+case "injected-missing":
+    _ = InjectedReader().unregistered
+    print("unreachable")
 case "env":
     let settings = WeaveDIConfiguration.applyFromEnvironment()
     print("healthLogging=\(settings.healthLogging)")
@@ -257,6 +265,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|key-cycle-threads|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|key-cycle-threads|injected-missing|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

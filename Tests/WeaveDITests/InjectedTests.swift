@@ -70,7 +70,20 @@ final class WorkerService: @unchecked Sendable {
 @available(*, deprecated, message: "exercises the deprecated wrappers")
 final class LegacyViewModel {
     @Inject var network: (any Net)?
+    @Inject var requiredNetwork: any Net
     @SafeInject var store: SessionCache?
+}
+
+/// The documentation's "Dependency Organization": non-optional by-type properties, in a class
+/// with no initializer of its own and in a struct built with no arguments.
+final class GroupedDependencies {
+    @Injected var network: any Net
+    @Injected var cache: SessionCache
+    @Injected var optionalNetwork: (any Net)?
+}
+
+struct GroupedValues {
+    @Injected var network: any Net
 }
 
 /// Everything here reads `WeaveDI.Container.live`, so the suite runs serially.
@@ -185,6 +198,20 @@ final class LegacyViewModel {
         #expect(model.network?.fetch() == "live")
     }
 
+    @Test func nonOptionalByType_resolvesOnEveryRead() {
+        WeaveDI.Container.live.register((any Net).self) { LiveNet() }
+        WeaveDI.Container.live.register(SessionCache.self) { SessionCache() }
+        let dependencies = GroupedDependencies()
+        #expect(dependencies.network.fetch() == "live")
+        #expect(GroupedValues().network.fetch() == "live")
+        #expect(dependencies.cache === WeaveDI.Container.live.resolve(SessionCache.self))
+        #expect(dependencies.optionalNetwork?.fetch() == "live")
+        WeaveDI.Container.live.register((any Net).self) { MockNet() }
+        #expect(dependencies.network.fetch() == "mock")
+        #expect(Injected<any Net>().wrappedValue.fetch() == "mock")
+        #expect(Injected<(any Net)?>().wrappedValue?.fetch() == "mock")
+    }
+
     @Test func injected_seesTheActiveSession() async throws {
         struct Reader { @Injected var store: SessionCache? }
         WeaveDI.Container.live.register(SessionCache.self, scope: .session) { SessionCache() }
@@ -241,6 +268,7 @@ final class LegacyViewModel {
         WeaveDI.Container.live.register((any Net).self) { LiveNet() }
         WeaveDI.Container.live.register(SessionCache.self) { SessionCache() }
         #expect(legacy.network?.fetch() == "live")
+        #expect(legacy.requiredNetwork.fetch() == "live")
         #expect(legacy.store === (try? legacy.$store.getValue()))
     }
 }
@@ -295,6 +323,15 @@ final class LegacyViewModel {
         // A trap ends the process by signal (under --sanitize=thread the sanitizer exits 66).
         #expect(result.signaled || result.status != 0)
         #expect(!result.stdout.contains("unreachable"))
+        #expect(result.stderr.contains("no registration for Unregistered"))
+        #expect(result.stderr.contains("container.register(Unregistered.self)"))
+    }
+
+    @Test func nonOptionalInjectedWithoutRegistration_stops_namingTheTypeAndTheFix() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["injected-missing"])
+        #expect(result.signaled || result.status != 0)
+        #expect(!result.stdout.contains("unreachable"))
+        #expect(result.stderr.contains("@Injected var ...: Unregistered"))
         #expect(result.stderr.contains("no registration for Unregistered"))
         #expect(result.stderr.contains("container.register(Unregistered.self)"))
     }
