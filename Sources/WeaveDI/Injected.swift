@@ -30,18 +30,13 @@ public struct Injected<Value> {
         storage = .key(Unmanaged.passUnretained(InjectedCache.shared(for: keyPath)))
     }
 
-    /// Always returns `wrappedValue` (the FAQ's "pattern 2": a hand-built instance).
+    /// Always returns `wrappedValue` (the FAQ's "pattern 2": a hand-built instance), nil too:
+    /// `self._service = Injected(wrappedValue: nil)` reads nil, whatever is registered.
     ///
-    /// `@Injected var x: T?` also lands here, with the `nil` Swift supplies for optionals: that
-    /// resolves `T` from `WeaveDI.Container.live` on every access instead.
+    /// `@Injected var x: T?` without an initial value does not come here (Swift calls `init()`,
+    /// which resolves `T`); `@Injected var x: T? = nil` does, and pins nil.
     public init(wrappedValue: Value) {
-        if let optional = wrappedValue as? any OptionalLookup, optional.isNone,
-            let lookup = optional.lookup() as? TypeLookup<Value>
-        {
-            storage = .type(.passUnretained(lookup))
-        } else {
-            storage = .pinned(Box(wrappedValue))
-        }
+        storage = .pinned(Box(wrappedValue))
     }
 
     /// Resolves the property's type from `WeaveDI.Container.live` on every access: what
@@ -151,20 +146,13 @@ enum InjectedCaches {
     static let table = Locked<[AnyKeyPath: AnyObject]>([:])
 }
 
-/// Lets `Injected.init()` tell `@Injected var x: T?` from `@Injected var x: T`, and
-/// `Injected(wrappedValue: nil)` find `T`.
+/// Lets `Injected.init()` tell `@Injected var x: T?` from `@Injected var x: T`, and find `T`.
 protocol OptionalLookup {
-    var isNone: Bool { get }
-    func lookup() -> AnyObject
     /// `LiveTypeLookup<Wrapped>.shared()`.
     static func typeLookup() -> AnyObject
 }
 
 extension Optional: OptionalLookup {
-    var isNone: Bool { self == nil }
-
-    func lookup() -> AnyObject { LiveTypeLookup<Wrapped>.shared() }
-
     static func typeLookup() -> AnyObject { LiveTypeLookup<Wrapped>.shared() }
 }
 

@@ -191,6 +191,20 @@ struct GroupedValues {
         }
     }
 
+    /// The FAQ's "pattern 2" with no service to pin: nil is pinned, the registration ignored;
+    /// only a property without an initial value looks its type up.
+    @Test func pinnedNil_readsNil_evenWhenTheTypeIsRegistered() {
+        final class Model {
+            @Injected var network: (any Net)?
+            init(network: (any Net)?) { _network = Injected(wrappedValue: network) }
+            init() {}
+        }
+        WeaveDI.Container.live.register((any Net).self) { LiveNet() }
+        #expect(Model(network: nil).network == nil)
+        #expect(Model(network: MockNet()).network?.fetch() == "mock")
+        #expect(Model().network?.fetch() == "live")
+    }
+
     @Test func typeBasedInjected_isNilUntilRegistered() {
         let model = GreeterModel()
         #expect(model.network == nil)
