@@ -22,8 +22,8 @@ public struct SafeInject<T>: Sendable {
     /// Resolves the property's type.
     public init() {}
 
-    /// The resolved instance, or nil.
-    public var wrappedValue: T? { WeaveDI.Container.live.resolve(T.self) }
+    /// The resolved instance, or nil (read as `@Injected var x: T?` reads).
+    public var wrappedValue: T? { LiveTypeLookup<T>.shared().read() }
 
     /// The wrapper itself, so that `$value.getValue()` can throw.
     public var projectedValue: SafeInject<T> { self }

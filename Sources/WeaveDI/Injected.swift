@@ -206,9 +206,34 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
         let generation = Generation.current
         if let raw = cache.load(at: generation) { return unbox(raw, as: Wrapped.self) }
         let container = WeaveDI.Container.live
-        let value = container.resolve(Wrapped.self)
-        if value != nil { cache.store(singletonOf: slot, in: container, at: generation) }
-        return value
+        do {
+            let value = try container.require(Wrapped.self)
+            cache.store(singletonOf: slot, in: container, at: generation)
+            return value
+        } catch {
+            readNil(error)
+            return nil
+        }
+    }
+
+    /// Set once this type's absence has been logged.
+    private let absenceLogged = Atomic<Bool>(false)
+
+    /// Logs why a read found nothing. Nothing registered, or a scoped service with no such
+    /// scope active, is what an optional injection is for: a diagnostic, once per type. Anything
+    /// else (a cycle, a scope mismatch, a failed factory) is an error, every time, as
+    /// `Container.resolve` logs it.
+    @inline(never)
+    private func readNil(_ error: ResolutionError) {
+        switch error {
+        case .notRegistered, .noActiveScope:
+            guard !absenceLogged.exchange(true, ordering: .relaxed) else { return }
+            WeaveDILog.log(
+                .diagnostic, subsystem: "injected",
+                "@Injected var ...: \(Wrapped.self)? reads nil: \(error) (said once for this type)")
+        default:
+            WeaveDILog.log(.error, subsystem: "injected", "@Injected var ...: \(Wrapped.self)? reads nil: \(error)")
+        }
     }
 }
 

@@ -226,6 +226,29 @@ struct GroupedValues {
         #expect(Injected<(any Net)?>().wrappedValue?.fetch() == "mock")
     }
 
+    /// nil is a normal answer for an optional injection: said once per type, as a diagnostic;
+    /// a factory that fails is still an error, on every read.
+    @Test func optionalByType_logsAbsenceOnce_asADiagnostic() {
+        final class Absent: Sendable {}
+        final class Failing: Sendable {}
+        struct Failure: Error {}
+        struct Reader {
+            @Injected var absent: Absent?
+            @Injected var failing: Failing?
+        }
+        let lines = Locked<[LogRecord]>([])
+        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        for _ in 0..<3 { #expect(Reader().absent == nil) }
+        WeaveDI.Container.live.register(Failing.self) { throw Failure() }
+        for _ in 0..<2 { #expect(Reader().failing == nil) }
+        let absent = lines.withLock { $0 }.filter { $0.message.contains("Absent") }
+        #expect(absent.map(\.category) == [.diagnostic])
+        #expect(absent.first?.message.contains("no registration for Absent") == true)
+        let failing = lines.withLock { $0 }.filter { $0.message.contains("Failing?") }
+        #expect(failing.map(\.category) == [.error, .error])
+    }
+
     @Test func injected_seesTheActiveSession() async throws {
         struct Reader { @Injected var store: SessionCache? }
         WeaveDI.Container.live.register(SessionCache.self, scope: .session) { SessionCache() }
