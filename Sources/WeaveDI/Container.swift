@@ -137,9 +137,14 @@ extension WeaveDI {
         /// Opens a session: session-scoped services resolved through it (or inside its
         /// `withCurrent`) live until `close()`.
         public func openSession(id: String, attributes: [String: String] = [:]) -> Session {
-            let session = Session(id: id, container: self, attributes: attributes)
+            openSession(id: id, attributes: attributes, logged: true)
+        }
+
+        /// Opens a session that logs its opening and closing only when `logged`.
+        func openSession(id: String, attributes: [String: String], logged: Bool) -> Session {
+            let session = Session(id: id, container: self, attributes: attributes, logged: logged)
             state.withLock { $0.sessions[ObjectIdentifier(session)] = session }
-            WeaveDILog.log(.diagnostic, "session '\(id)' opened")
+            if logged { WeaveDILog.log(.diagnostic, "session '\(id)' opened") }
             return session
         }
 

@@ -13,11 +13,14 @@ public final class Session: Resolver, Sendable {
     public let openedAt: ContinuousClock.Instant
     /// Its instances, open requests and last activity, behind one lock.
     let instances: ScopeInstances
+    /// Whether opening and closing are logged (not for the probe session of a health check).
+    let logged: Bool
 
-    init(id: String, container: WeaveDI.Container, attributes: [String: String]) {
+    init(id: String, container: WeaveDI.Container, attributes: [String: String], logged: Bool = true) {
         self.id = id
         self.container = container
         self.attributes = attributes
+        self.logged = logged
         openedAt = .now
         instances = ScopeInstances(scope: .session, id: id, openedAt: openedAt)
     }
@@ -72,7 +75,7 @@ public final class Session: Resolver, Sendable {
         for request in open { await request.close() }
         for disposable in disposables { await disposable.dispose() }
         container.sessionClosed(self)
-        WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(disposables.count) instance(s) disposed")
+        if logged { WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(disposables.count) instance(s) disposed") }
     }
 
     func requestClosed(_ request: Request) {

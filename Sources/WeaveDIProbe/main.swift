@@ -237,6 +237,26 @@ case "env":
     print("logLevel=\(settings.logLevel)")
     print("registry=\(UnifiedRegistry.shared.healthLoggingEnabled),\(UnifiedRegistry.shared.autoHealthEnabled),\(UnifiedRegistry.shared.autoFixEnabled)")
     print("level=\(UnifiedDI.logLevel)")
+case "graph-check-logs":
+    // Two rounds of the container.graph check with health logging off, then one with it on:
+    // how many lines each phase logged.
+    let lines = Atomic<Int>(0)
+    UnifiedDI.setLogSink { record in
+        lines.add(1, ordering: .relaxed)
+        print("  \(record.category): \(record.message)")
+    }
+    let container = WeaveDI.Container()
+    container.register(Clock.self) { Clock() }
+    container.register(Store.self, scope: .session) { Store() }
+    let registry = UnifiedRegistry(clock: ManualHealthClock())
+    registry.registerContainerChecks(for: container)
+    lines.store(0, ordering: .relaxed)
+    for _ in 0..<2 { await registry.runChecks() }
+    print("quiet: \(lines.load(ordering: .relaxed)) line(s)")
+    registry.healthLoggingEnabled = true
+    lines.store(0, ordering: .relaxed)
+    await registry.runChecks()
+    print("logged: \(lines.load(ordering: .relaxed)) line(s)")
 case "levels":
     // For each level, which categories get through; and whether a filtered message was built.
     nonisolated(unsafe) var emitted: [LogCategory] = []
@@ -265,6 +285,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|key-cycle-threads|injected-missing|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|key-cycle-threads|injected-missing|graph-check-logs|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

@@ -98,6 +98,18 @@ final class Moody: HealthReporting, Disposable {
         #expect(broken.message.contains("NodeB"))
     }
 
+    /// The container.graph check validates every round: without WEAVEDI_REGISTRY_HEALTH_LOGGING
+    /// that logs nothing (no probe session opened and closed, no summary).
+    @Test func containerGraphCheck_isQuiet_unlessHealthLoggingIsOn() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["graph-check-logs"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("quiet: 0 line(s)"), "\(result.stdout)")
+        #expect(lines.contains { $0.contains("session 'weavedi-validation' opened") })
+        #expect(lines.contains { $0.contains("validated 2 registration(s)") })
+        #expect(lines.last == "logged: 3 line(s)")
+    }
+
     @Test func unhealthySingleton_isEvicted_disposed_andRebuilt() async throws {
         let ledger = Ledger()
         let registry = UnifiedRegistry(clock: ManualHealthClock())

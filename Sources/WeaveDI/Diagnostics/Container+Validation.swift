@@ -36,11 +36,37 @@ extension WeaveDI.Container {
     /// graph; the report adds its cycles and the component issues.
     @discardableResult
     public func validate() async -> WeaveDI.ValidationReport {
-        let entries = state.withLock { state in state.order.compactMap { state.entries[$0] } }
-        let session = openSession(id: "weavedi-validation", attributes: ["purpose": "validation"])
-        let request = session.openRequest(id: "weavedi-validation")
+        await validate(logged: true)
+    }
+
+    /// `validate()`, saying what it does (the probe session, the summary) only when `logged`:
+    /// the `container.graph` health check runs it every round, and stays quiet unless health
+    /// logging is on.
+    func validate(logged: Bool) async -> WeaveDI.ValidationReport {
+        let pass = validationPass(currentEntries(), logged: logged)
+        await pass.probe.close()
+        return finish(pass, logged: logged)
+    }
+
+    /// The registrations, in registration order.
+    func currentEntries() -> [Entry] {
+        state.withLock { state in state.order.compactMap { state.entries[$0] } }
+    }
+
+    /// What building a set of registrations found, with the probe session still open.
+    struct ValidationPass {
+        var count: Int
         var built: [String] = []
         var failures: [WeaveDI.ValidationReport.Failure] = []
+        let probe: Session
+    }
+
+    /// Builds `entries` once each, in a probe session and request for the scoped ones; the
+    /// caller closes `probe`.
+    func validationPass(_ entries: [Entry], logged: Bool) -> ValidationPass {
+        let session = openSession(id: "weavedi-validation", attributes: ["purpose": "validation"], logged: logged)
+        let request = session.openRequest(id: "weavedi-validation")
+        var pass = ValidationPass(count: entries.count, probe: session)
         for entry in entries {
             let owner: ScopeOwner? = switch entry.scope {
             case .singleton: nil
@@ -49,23 +75,30 @@ extension WeaveDI.Container {
             }
             do {
                 _ = try entry.resolveErased(in: self, owner: owner)
-                built.append(entry.typeName)
+                pass.built.append(entry.typeName)
             } catch {
                 var mismatch = false, cycle = false
                 if case .scopeMismatch = error { mismatch = true }
                 if case .cycle = error { cycle = true }
-                failures.append(.init(type: entry.typeName, scope: entry.scope, reason: error.description,
-                                      isScopeMismatch: mismatch, isCycle: cycle))
+                pass.failures.append(.init(type: entry.typeName, scope: entry.scope, reason: error.description,
+                                           isScopeMismatch: mismatch, isCycle: cycle))
             }
         }
-        await request.close()
-        await session.close()
+        return pass
+    }
+
+    /// The report of `pass`: its builds and failures, the cycles and component issues of the
+    /// whole container.
+    func finish(_ pass: ValidationPass, logged: Bool) -> WeaveDI.ValidationReport {
         let report = WeaveDI.ValidationReport(
-            built: built, failures: failures, cycles: checkCycles().cycles, componentIssues: diagnoseComponents().issues)
-        WeaveDILog.log(
-            .optimization,
-            "validated \(entries.count) registration(s): \(built.count) built, \(failures.count) failed, "
-                + "\(report.cycles.count) cycle(s), \(report.componentIssues.count) component issue(s)")
+            built: pass.built, failures: pass.failures, cycles: checkCycles().cycles,
+            componentIssues: diagnoseComponents().issues)
+        if logged {
+            WeaveDILog.log(
+                .optimization,
+                "validated \(pass.count) registration(s): \(pass.built.count) built, \(pass.failures.count) failed, "
+                    + "\(report.cycles.count) cycle(s), \(report.componentIssues.count) component issue(s)")
+        }
         return report
     }
 

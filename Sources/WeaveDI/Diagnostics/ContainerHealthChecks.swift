@@ -3,15 +3,16 @@ extension UnifiedRegistry {
     ///
     /// - `container.graph`: every registration builds in its own scope, no cycles, no scope
     ///   mismatches (unhealthy otherwise); duplicate providers or scope drift across modules
-    ///   make it degraded.
+    ///   make it degraded. Its validation logs nothing unless `healthLoggingEnabled`.
     /// - `container.singletons`: asks every built singleton that adopts `HealthReporting`; its
     ///   fix evicts the unhealthy ones (disposed, rebuilt on next resolve).
     /// - `container.sessions`: sessions idle longer than `sessionIdleLimit`; its fix closes them.
     public func registerContainerChecks(
         for container: WeaveDI.Container, sessionIdleLimit: Duration = .seconds(300)
     ) {
-        register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(10)) {
-            let report = await container.validate()
+        register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(10)) { [weak self] in
+            // Quiet every round unless health logging is on (`WEAVEDI_REGISTRY_HEALTH_LOGGING`).
+            let report = await container.validate(logged: self?.healthLoggingEnabled ?? false)
             let data = [
                 "built": "\(report.built.count)", "failures": "\(report.failures.count)",
                 "cycles": "\(report.cycles.count)", "componentIssues": "\(report.componentIssues.count)",
