@@ -50,18 +50,20 @@ extension WeaveDI.Container {
     }
 
     func install(_ entry: Entry) {
-        let (previous, frozen): (Entry?, Bool) = state.withLock { state in
+        let (previous, optimized): (Entry?, Bool) = state.withLock { state in
             let old = table.store(entry, at: entry.slot)
             if let old { state.retired.append(old) } else { state.order.append(entry.slot) }
             state.entries[entry.slot] = entry
             state.history.append((entry.slot, entry.module, entry.scope))
-            return (old, state.frozen)
+            if state.optimized, !state.unoptimized.contains(entry.slot) { state.unoptimized.append(entry.slot) }
+            return (old, state.optimized)
         }
         Generation.bump()
-        if frozen {
+        if optimized, !BootstrapContext.active {
             WeaveDILog.log(
                 .optimization,
-                "\(entry.typeName) registered after enableOptimization(); run it again to validate and warm it")
+                "\(entry.typeName) registered outside bootstrap after enableOptimization(): the next bootstrap "
+                    + "or enableOptimization() warms it")
         }
         if let previous {
             WeaveDILog.log(

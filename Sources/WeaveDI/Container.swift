@@ -32,8 +32,11 @@ extension WeaveDI {
             var disposables: [any Disposable] = []
             /// Open sessions by identity.
             var sessions: [ObjectIdentifier: Session] = [:]
-            /// Set by `UnifiedRegistry.enableOptimization()`.
-            var frozen = false
+            /// Set for good by `UnifiedRegistry.enableOptimization()`.
+            var optimized = false
+            /// In an optimized container, the slots registered since the last optimization pass,
+            /// in registration order: the end of the outermost `bootstrap` warms them.
+            var unoptimized: [Int] = []
         }
 
         /// Creates an empty container.
@@ -97,17 +100,23 @@ extension WeaveDI {
             isolation: isolated (any Actor)? = #isolation,
             _ configure: (Container) async throws -> Void
         ) async rethrows {
-            try await configure(self)
+            if BootstrapContext.active { return try await configure(self) }
+            try await BootstrapContext.$active.withValue(true, operation: { try await configure(self) }, isolation: isolation)
+            await optimizeNewRegistrations()
         }
 
         /// Registers every module's services in this container, in order, each labelled with its
         /// module's name (see `registrations`).
         public func bootstrap(isolation: isolated (any Actor)? = #isolation, modules: [any WeaveDI.Module]) async {
-            for module in modules {
-                await ModuleContext.$current.withValue(module.name) {
-                    await module.register(in: self)
+            let outermost = !BootstrapContext.active
+            await BootstrapContext.$active.withValue(true, operation: {
+                for module in modules {
+                    await ModuleContext.$current.withValue(module.name) {
+                        await module.register(in: self)
+                    }
                 }
-            }
+            }, isolation: isolation)
+            if outermost { await optimizeNewRegistrations() }
         }
 
         /// Releases every singleton this container built (disposing the `Disposable` ones in
@@ -162,4 +171,9 @@ extension WeaveDI {
 /// The module whose `register(in:)` is running, so that registrations know who made them.
 enum ModuleContext {
     @TaskLocal static var current: String = "main"
+}
+
+/// Whether a `bootstrap` is running: in an optimized container its end warms what it registered.
+enum BootstrapContext {
+    @TaskLocal static var active = false
 }

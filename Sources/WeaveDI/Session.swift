@@ -78,6 +78,23 @@ public final class Session: Resolver, Sendable {
         if logged { WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(disposables.count) instance(s) disposed") }
     }
 
+    /// Closes the session without waiting: later resolutions through it throw at once, and the
+    /// instances it and its open requests created are disposed (requests' first, newest first)
+    /// in a task of their own when there are any.
+    func closeWithoutWaiting() {
+        guard let (disposables, open) = instances.close() else { return }
+        var all: [any Disposable] = []
+        for request in open {
+            if let (created, _) = request.instances.close() { all += created }
+        }
+        all += disposables
+        container.sessionClosed(self)
+        if logged { WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(all.count) instance(s) to dispose") }
+        if !all.isEmpty {
+            Task { for disposable in all { await disposable.dispose() } }
+        }
+    }
+
     func requestClosed(_ request: Request) {
         instances.remove(request)
     }

@@ -148,7 +148,40 @@ final class Moody: HealthReporting, Disposable {
         #expect(report.registrations == 3 && report.singletonsBuilt == 2 && report.edges == 1)
         #expect(report.validation.isValid)
         #expect(container.registrations.first { $0.type == "NodeB" }?.dependencies == ["NodeA"])
-        #expect(container.state.withLock { $0.frozen })
+        #expect(container.isOptimized)
+    }
+
+    /// The documentation enables optimization first, synchronously, then registers: every
+    /// bootstrap after that is warmed when it finishes.
+    @Test func enableOptimization_beforeRegistering_warmsEveryLaterBootstrap() async {
+        let container = WeaveDI.Container()
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        func enable() -> OptimizationReport { registry.enableOptimization(container: container) }  // the synchronous one
+        #expect(enable().registrations == 0)
+        await container.bootstrap { c in
+            c.register(NodeB.self) { r in _ = try r.require(NodeA.self); return NodeB() }  // before its dependency
+            c.register(NodeA.self) { NodeA() }
+        }
+        #expect(container.registrations.map(\.isBuilt) == [true, true])
+        #expect(container.registrations.first { $0.type == "NodeB" }?.dependencies == ["NodeA"])
+        await container.bootstrap(modules: [TestModule(name: "late") { $0.register(NodeC.self, scope: .session) { NodeC() } }])
+        #expect(container.registrations.first { $0.type == "NodeC" }?.dependencies == [])
+        #expect(container.openSessions.isEmpty)  // the probe session is closed
+    }
+
+    /// A registration outside any bootstrap is said to wait, and is warmed by the next bootstrap.
+    @Test func enableOptimization_registrationOutsideBootstrap_isWarmedByTheNextOne() async {
+        final class Loose: Sendable {}
+        let lines = Locked<[String]>([])
+        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record.message) } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        let container = WeaveDI.Container()
+        await UnifiedRegistry(clock: ManualHealthClock()).enableOptimization(container: container)
+        container.register(Loose.self) { Loose() }
+        #expect(container.registrations.first?.isBuilt == false)
+        #expect(lines.withLock { $0 }.contains { $0.contains("Loose registered outside bootstrap after enableOptimization()") })
+        await container.bootstrap { _ in }
+        #expect(container.registrations.first?.isBuilt == true)
     }
 }
 

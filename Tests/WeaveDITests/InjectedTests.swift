@@ -249,6 +249,16 @@ struct GroupedValues {
         #expect(failing.map(\.category) == [.error, .error])
     }
 
+    /// The documentation's spelling: no `await`, inside a `Task`, before registering.
+    @Test func enableOptimization_asTheDocumentationCallsIt() async {
+        final class Warmed: Sendable {}
+        await Task {
+            UnifiedRegistry.shared.enableOptimization()
+            await WeaveDI.Container.bootstrap { $0.register(Warmed.self) { Warmed() } }
+        }.value
+        #expect(WeaveDI.Container.live.registrations.first { $0.type == "Warmed" }?.isBuilt == true)
+    }
+
     @Test func injected_seesTheActiveSession() async throws {
         struct Reader { @Injected var store: SessionCache? }
         WeaveDI.Container.live.register(SessionCache.self, scope: .session) { SessionCache() }

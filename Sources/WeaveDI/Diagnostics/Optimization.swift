@@ -13,18 +13,73 @@ public struct OptimizationReport: Sendable, Equatable {
 }
 
 extension UnifiedRegistry {
-    /// Validates and warms `container` (the live one by default): builds every singleton (so
-    /// later resolves take the lock-free path), probes session and request services in a
-    /// scope that is then closed, records every dependency edge, and freezes the container
-    /// (a later registration is logged as undoing the optimization). Logs and returns what it
-    /// found.
+    /// Turns optimization on for `container` (the live one by default), for good: validates and
+    /// warms what is registered now, and from then on what every `bootstrap` of the container
+    /// registers, when that bootstrap finishes. Call it before registering, as the documentation
+    /// does, or after: either way every registration ends up warmed.
+    ///
+    /// Warming builds every singleton (so later resolves take the lock-free path), probes
+    /// session and request services in a scope that is then closed, and records every
+    /// dependency edge. Logs and returns what it found now.
+    ///
+    /// Synchronous, so that it can be called anywhere; the probe scope's instances are disposed
+    /// in a task of their own. `await enableOptimization(container:)` waits for them.
     @discardableResult
-    public func enableOptimization(container: WeaveDI.Container = .live) async -> OptimizationReport {
+    public func enableOptimization(container: WeaveDI.Container = .live) -> OptimizationReport {
+        container.optimizeEverything { pass in pass.probe.closeWithoutWaiting() }
+    }
+
+    /// `enableOptimization(container:)`, waiting for the probe scope's instances to be disposed.
+    @discardableResult
+    public func enableOptimization(container: WeaveDI.Container) async -> OptimizationReport {
         let start = ContinuousClock.now
+        let pass = container.startOptimizing()
+        await pass.probe.close()
+        return container.finishOptimizing(pass, since: start, newOnly: false)
+    }
+}
+
+extension WeaveDI.Container {
+    /// Marks the container optimized and builds every registration once; the caller closes the
+    /// probe scope.
+    func startOptimizing() -> ValidationPass {
         WeaveDILog.log(.optimization, "optimization started")
-        let validation = await container.validate()
-        let registrations = container.registrations
-        container.freeze()
+        let entries: [Entry] = state.withLock { state in
+            state.optimized = true
+            state.unoptimized = []
+            return state.order.compactMap { state.entries[$0] }
+        }
+        return validationPass(entries, logged: true)
+    }
+
+    /// `startOptimizing()`, the probe closed by `close`, and the report.
+    func optimizeEverything(close: (ValidationPass) -> Void) -> OptimizationReport {
+        let start = ContinuousClock.now
+        let pass = startOptimizing()
+        close(pass)
+        return finishOptimizing(pass, since: start, newOnly: false)
+    }
+
+    /// In an optimized container, at the end of a bootstrap: validates and warms what was
+    /// registered since the last pass. Returns nil when there was nothing new.
+    @discardableResult
+    func optimizeNewRegistrations() async -> OptimizationReport? {
+        let start = ContinuousClock.now
+        let entries: [Entry] = state.withLock { state in
+            guard state.optimized else { return [] }
+            defer { state.unoptimized = [] }
+            return state.unoptimized.compactMap { state.entries[$0] }
+        }
+        guard !entries.isEmpty else { return nil }
+        let pass = validationPass(entries, logged: true)
+        await pass.probe.close()
+        return finishOptimizing(pass, since: start, newOnly: true)
+    }
+
+    /// The report of an optimization pass, logged.
+    func finishOptimizing(_ pass: ValidationPass, since start: ContinuousClock.Instant, newOnly: Bool) -> OptimizationReport {
+        let validation = finish(pass, logged: true)
+        let registrations = registrations
         let report = OptimizationReport(
             registrations: registrations.count,
             singletonsBuilt: registrations.filter(\.isBuilt).count,
@@ -32,17 +87,12 @@ extension UnifiedRegistry {
             validation: validation, duration: ContinuousClock.now - start)
         WeaveDILog.log(
             validation.isValid ? .optimization : .error,
-            "optimization finished in \(format(report.duration)): \(report.registrations) registration(s), "
-                + "\(report.singletonsBuilt) singleton(s) built, \(report.edges) edge(s), "
-                + "\(validation.failures.count) failure(s), \(validation.cycles.count) cycle(s)")
+            "optimization \(newOnly ? "of \(pass.count) new registration(s) " : "")finished in \(format(report.duration)): "
+                + "\(report.registrations) registration(s), \(report.singletonsBuilt) singleton(s) built, "
+                + "\(report.edges) edge(s), \(validation.failures.count) failure(s), \(validation.cycles.count) cycle(s)")
         return report
     }
-}
 
-extension WeaveDI.Container {
-    /// Marks the container optimized; registering afterwards is logged (the warm-up no longer
-    /// covers the new registration).
-    func freeze() {
-        state.withLock { $0.frozen = true }
-    }
+    /// Whether `UnifiedRegistry.enableOptimization()` was called for this container.
+    public var isOptimized: Bool { state.withLock { $0.optimized } }
 }
