@@ -3,7 +3,7 @@
 /// | variable | default | meaning |
 /// |---|---|---|
 /// | `WEAVEDI_REGISTRY_HEALTH_LOGGING` | off | log health transitions and fixes |
-/// | `WEAVEDI_REGISTRY_AUTO_HEALTH` | on | `UnifiedRegistry.start()` runs the check loop |
+/// | `WEAVEDI_REGISTRY_AUTO_HEALTH` | on | the check loop of `UnifiedRegistry.shared` runs (`applyFromEnvironment()` starts it) |
 /// | `WEAVEDI_REGISTRY_AUTO_FIX` | on | fixes run automatically after a check's failure threshold |
 /// | `WEAVEDI_INJECTED_ENV` | automatic | `live`, `test`, `preview` or `automatic` |
 /// | `WEAVEDI_LOG_LEVEL` | all | `all`, `registration`, `optimization`, `errors` or `off` |
@@ -29,8 +29,13 @@ public enum WeaveDIConfiguration {
 
     /// Reads the variables above and applies them to `UnifiedRegistry.shared`, the log level
     /// and `InjectedContext`; returns what it applied.
+    ///
+    /// With `WEAVEDI_REGISTRY_AUTO_HEALTH` on (the default) it also starts the registry's check
+    /// loop, every `healthLoopInterval`, unless the loop already runs; off, it stops the loop.
+    /// Pass nil to start it yourself later (the daemon does, once its checks are registered, at
+    /// its configured interval).
     @discardableResult
-    public static func applyFromEnvironment() -> Settings {
+    public static func applyFromEnvironment(healthLoopInterval: Duration? = .seconds(30)) -> Settings {
         let settings = Settings(
             healthLogging: flag("WEAVEDI_REGISTRY_HEALTH_LOGGING", default: false),
             autoHealth: flag("WEAVEDI_REGISTRY_AUTO_HEALTH", default: true),
@@ -43,6 +48,9 @@ public enum WeaveDIConfiguration {
         registry.autoFixEnabled = settings.autoFix
         InjectedContext.current = settings.injectedContext
         WeaveDILog.level = settings.logLevel
+        if settings.autoHealth, let interval = healthLoopInterval, !registry.isRunning {
+            registry.start(interval: interval)
+        }
         return settings
     }
 

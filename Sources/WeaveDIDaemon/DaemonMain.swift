@@ -42,7 +42,8 @@ public enum DaemonMain {
         let descriptorLimit = DescriptorLimit.raiseSoftLimit()
         let environment = CurrentProcess.environment()
         let log = DaemonLog(filter: logFilter(environment), journald: DaemonLog.journaldIsReading(environment: environment))
-        WeaveDIConfiguration.applyFromEnvironment()
+        // The health service starts the loop, at the configured interval, once its checks are in.
+        WeaveDIConfiguration.applyFromEnvironment(healthLoopInterval: nil)
         log.adoptLibraryLogging()
         if let problem = LogFilter.parse(environment["WEAVEDID_LOG"] ?? "info").failureDescription {
             log.warning("daemon", "WEAVEDID_LOG: \(problem); using info everywhere")

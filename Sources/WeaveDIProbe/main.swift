@@ -237,6 +237,7 @@ case "env":
     print("logLevel=\(settings.logLevel)")
     print("registry=\(UnifiedRegistry.shared.healthLoggingEnabled),\(UnifiedRegistry.shared.autoHealthEnabled),\(UnifiedRegistry.shared.autoFixEnabled)")
     print("level=\(UnifiedDI.logLevel)")
+    print("loop=\(UnifiedRegistry.shared.isRunning)")
 case "graph-check-logs":
     // Two rounds of the container.graph check with health logging off, then one with it on:
     // how many lines each phase logged.

@@ -196,7 +196,7 @@ final class Moody: HealthReporting, Disposable {
         let (lines, _) = try settings([:])
         #expect(lines == [
             "healthLogging=false", "autoHealth=true", "autoFix=true", "context=live", "logLevel=all",
-            "registry=false,true,true", "level=all",
+            "registry=false,true,true", "level=all", "loop=true",
         ])
     }
 
@@ -206,6 +206,7 @@ final class Moody: HealthReporting, Disposable {
             "WEAVEDI_REGISTRY_HEALTH_LOGGING": value, "WEAVEDI_REGISTRY_AUTO_HEALTH": value, "WEAVEDI_REGISTRY_AUTO_FIX": value,
         ])
         #expect(lines.contains("registry=true,true,true"))
+        #expect(lines.contains("loop=true"))
         #expect(!stderr.contains("not valid"))
     }
 
@@ -215,6 +216,7 @@ final class Moody: HealthReporting, Disposable {
             "WEAVEDI_REGISTRY_HEALTH_LOGGING": value, "WEAVEDI_REGISTRY_AUTO_HEALTH": value, "WEAVEDI_REGISTRY_AUTO_FIX": value,
         ])
         #expect(lines.contains("registry=false,false,false"))
+        #expect(lines.contains("loop=false"))
     }
 
     @Test(arguments: ["WEAVEDI_REGISTRY_HEALTH_LOGGING", "WEAVEDI_REGISTRY_AUTO_HEALTH", "WEAVEDI_REGISTRY_AUTO_FIX"])
