@@ -9,7 +9,9 @@
 ///
 /// The instance is built by the registration's factory in `WeaveDI.Container.live`, with the
 /// current session or request (if any) as its resolver. Reading one whose type is not
-/// registered stops the program with a message that names the type and how to register it.
+/// registered stops the program with a message that names the type and how to register it;
+/// so does reading a session- or request-scoped one inside the build of a longer-lived service
+/// (see `Container.makeFresh`).
 @propertyWrapper
 public struct Factory<Value>: Sendable {
     /// A factory for the wrapped property's type.
@@ -33,11 +35,27 @@ public struct Factory<Value>: Sendable {
 
 extension WeaveDI.Container {
     /// Builds a new instance of `type` with its registered factory, bypassing any cache.
+    ///
+    /// Whatever the registration's scope, with one exception: inside the build of a
+    /// longer-lived service (a singleton's factory, directly or through transients, or a
+    /// session-scoped one's), a session- or request-scoped `type` throws `scopeMismatch`, as
+    /// `require` does: the longer-lived instance would keep what the shorter scope built.
     public func makeFresh<T>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
         let stack = ResolutionStack.current
+        let scope = unmanaged._withUnsafeGuaranteedRef { $0.scope }
+        if scope == .session || scope == .request, !stack.isEmpty { try checkCapture(of: unmanaged, scope: scope, stack: stack) }
         let owner = stack.owner
         return try build(unmanaged, as: type, owner: owner.flatMap { $0.container === self ? $0 : nil }, stack: stack)
+    }
+
+    /// Throws `scopeMismatch` when the innermost build with a lifetime of its own outlives `scope`.
+    @inline(never)
+    private func checkCapture(of entry: Unmanaged<Entry>, scope: WeaveDI.Scope, stack: ResolutionStack) throws(ResolutionError) {
+        guard let outer = stack.nearestScoped, scope.lifetime < outer.scope.lifetime else { return }
+        throw .scopeMismatch(
+            outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
+            inner: entry._withUnsafeGuaranteedRef { $0.typeName }, innerScope: scope)
     }
 }

@@ -162,6 +162,36 @@ import Testing
         }
     }
 
+    /// `makeFresh` (what `@Factory` reads) builds whatever the scope, but not into a longer-lived
+    /// service: a singleton that takes a fresh request-scoped instance, directly or through a
+    /// transient, would keep what the request built.
+    @Test func makeFresh_ofAShorterLivedService_insideALongerLivedBuild_isAScopeMismatch() throws {
+        let container = WeaveDI.Container()
+        container.register(CallScope.self, scope: .request) { CallScope() }
+        container.register(Holder<CallScope>.self) { Holder(try container.makeFresh(CallScope.self)) }
+        container.register(Generator.self, scope: .transient) { _ = try container.makeFresh(CallScope.self); return Generator() }
+        container.register(Holder<Generator>.self) { r in Holder(try r.require(Generator.self)) }
+        container.register(SessionCache.self, scope: .session) { _ = try container.makeFresh(CallScope.self); return SessionCache() }
+        let request = container.openSession(id: "s").openRequest(id: "r")
+        for (attempt, outer, outerScope) in [
+            ({ _ = try request.require(Holder<CallScope>.self) }, "Holder<CallScope>", WeaveDI.Scope.singleton),
+            ({ _ = try request.require(Holder<Generator>.self) }, "Holder<Generator>", .singleton),
+            ({ _ = try request.require(SessionCache.self) }, "SessionCache", .session),
+        ] as [(() throws -> Void, String, WeaveDI.Scope)] {
+            #expect {
+                try attempt()
+            } throws: { error in
+                guard case let .scopeMismatch(o, os, inner, innerScope) = error as? ResolutionError else { return false }
+                return o == outer && os == outerScope && inner == "CallScope" && innerScope == .request
+            }
+        }
+        // On its own, or inside a build that lives no longer, a fresh one is fine.
+        try request.withCurrent {
+            #expect(try container.makeFresh(CallScope.self) !== container.makeFresh(CallScope.self))
+            _ = try container.makeFresh(Generator.self)
+        }
+    }
+
     @Test func releaseAll_closesOpenSessions() async throws {
         let ledger = Ledger()
         let container = container(ledger)
