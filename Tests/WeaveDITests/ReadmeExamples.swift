@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import WeaveDI
+// Sources/app-diagnostics/main.swift (the README's diagnostics executable, `diagnose` below)
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // The README's library examples, as code that compiles and runs. ReadmeExamplesTests checks
 // that every line of every Swift example in README.md appears here, in order, so the two
@@ -57,6 +61,43 @@ struct NetworkModule: WeaveDI.Module {
         container.register((any NetworkService).self) { LiveNetwork() }
     }
 }
+
+// Components
+protocol UserRepository: Sendable {}
+struct UserRepositoryImpl: UserRepository {}
+final class UserServiceImpl: UserService {
+    let repository: any UserRepository
+    init(repository: any UserRepository) { self.repository = repository }
+    func name() -> String { "component" }
+}
+
+struct UserComponent: WeaveDI.Component {
+    @Provide var repository: any UserRepository = UserRepositoryImpl()
+    @Provide(scope: .singleton, { r in UserServiceImpl(repository: try r.require((any UserRepository).self)) })
+    var service: any UserService
+}
+
+// Component diagnostics, as an executable of your own would run them
+func diagnose(_ command: String?) async -> Int32 {
+    let container = WeaveDI.Container()
+    await container.bootstrap(modules: [UserComponent(), NetworkModule()])
+    switch command {
+    case "diagnose-components":
+        let diagnostics = container.diagnoseComponents()
+        print(diagnostics.json.serialized)
+        return diagnostics.issues.isEmpty ? 0 : 1
+    case "check-cycles":
+        await container.validate()                 // records the graph
+        let report = container.checkCycles()
+        print(report.json.serialized)
+        return report.cycles.isEmpty ? 0 : 1
+    default:
+        print("usage: app-diagnostics diagnose-components|check-cycles")
+        return 64
+    }
+}
+// The executable's last line, which a test cannot run:
+// exit(await diagnose(CommandLine.arguments.dropFirst().first))
 
 // What the health example calls.
 func diskHasRoom() async -> Bool { true }
@@ -126,6 +167,13 @@ extension InjectedTests {
         #expect(WeaveDI.Container.live.registrations.map(\.module) == ["NetworkModule"])
     }
 
+    @Test func readme_components() async {
+        UserComponent.registerAll()                                    // into Container.live, module "UserComponent"
+        await WeaveDI.Container.bootstrap(modules: [UserComponent()])  // or as the module it is
+        #expect(ViewModel().userService.name() == "component")
+        #expect(Set(WeaveDI.Container.live.registrations.map(\.module)) == ["UserComponent"])
+    }
+
     @Test func readme_health() async {
         let registry = UnifiedRegistry.shared
         registry.register(HealthCheck(
@@ -149,6 +197,20 @@ extension InjectedTests {
         let cycles = container.checkCycles().json.serialized
         // {"componentCount":3,"edgeCount":3,"cycles":[["Mailer","Queue","Store"]]}
         #expect(cycles == #"{"componentCount":1,"edgeCount":0,"cycles":[]}"#)
+    }
+
+    @Test func dependencyGraph_isSound() async {
+        let container = WeaveDI.Container()
+        await container.bootstrap(modules: [UserComponent(), NetworkModule()])
+        let report = await container.validate()      // builds each registration once, records the graph
+        #expect(report.isValid, "\(report.failures) \(report.cycles)")
+        #expect(report.componentIssues.isEmpty, "\(report.componentIssues)")
+    }
+
+    @Test func readme_diagnosticsExecutable() async {
+        #expect(await diagnose("diagnose-components") == 0)
+        #expect(await diagnose("check-cycles") == 0)
+        #expect(await diagnose(nil) == 64)
     }
 }
 
