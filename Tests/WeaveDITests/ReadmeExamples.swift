@@ -43,6 +43,9 @@ struct LiveUser: UserService {
     func name() -> String { "live" }
 }
 
+// Between tests
+final class RecordingNetwork: NetworkService {}
+
 // @Factory
 final class DocumentService: @unchecked Sendable {
     @Factory var pdfGenerator: PDFGenerator
@@ -137,6 +140,15 @@ extension InjectedTests {
         #expect(ViewModel().userService is LiveUser)  // a registration of the value's type wins over the default
         await WeaveDI.Container.releaseAll()
         WeaveDI.Container.live = WeaveDI.Container()                           // swap the process-wide container
+    }
+
+    @Test func readme_resetBetweenTests() async {
+        WeaveDI.Container.live.register((any NetworkService).self, instance: RecordingNetwork())
+        await WeaveDI.Container.releaseAll()
+        #expect(WeaveDI.Container.live.resolve((any NetworkService).self) is RecordingNetwork)  // still there
+        // in tearDown, or in the init of a Swift Testing suite:
+        WeaveDI.Container.live = WeaveDI.Container()      // no registration, no mock left over
+        #expect(!WeaveDI.Container.live.isRegistered((any NetworkService).self))
     }
 
     @Test func readme_sessionsAndRequests() async throws {
