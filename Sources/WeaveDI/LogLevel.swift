@@ -63,7 +63,7 @@ public enum LogCategory: String, Sendable, CaseIterable {
     case registration
     /// A registration replaced an earlier one for the same type.
     case overwrite
-    /// Graph validation, warm-up and lookup-table freezing.
+    /// Graph validation and warm-up (`enableOptimization()`).
     case optimization
     /// Health checks and auto-fix actions (also gated by `WEAVEDI_REGISTRY_HEALTH_LOGGING`).
     case health
