@@ -1,6 +1,6 @@
 extension DaemonConfiguration {
     /// What the file cannot say by itself: whether mirror trees overlap on this machine,
-    /// through symbolic links.
+    /// through symbolic links or mounts.
     ///
     /// Each mirror root is resolved (`ResolvedPath`: the real path of the part that exists,
     /// links followed, the rest as written) and the rules the file's paths already passed are
@@ -8,23 +8,33 @@ extension DaemonConfiguration {
     /// nor another mirror job's source or destination, and a source may not be, contain or lie
     /// inside another job's destination (`MirrorTreeOverlap`), and a destination may not
     /// contain the control socket. With `/srv/link -> /srv/backup`, destinations `/srv/backup`
-    /// and `/srv/link` are one tree.
+    /// and `/srv/link` are one tree. Each rule is then applied once more by device and inode
+    /// (`MountedLocation`), for the directories that a mount shows at two real paths: with
+    /// `mount --bind /data/src /mnt/alias`, a destination `/mnt/alias/x` lies inside a source
+    /// `/data/src`.
     ///
     /// `load` and `resolve` do not call this: they read only the file, and `weavedictl`'s
     /// offline diagnostics use them on machines that are not the daemon's. The daemon does,
     /// through `DaemonContext.loadConfiguration`: at start, at each reload (a refused
     /// configuration leaves the running one in place) and for `weavedid --check-config`.
     /// Throws the first overlap in the order of the jobs, at the later job's field, naming both
-    /// jobs, both configured paths and what each resolves to (`EINVAL`).
+    /// jobs, both configured paths and what each resolves to, or which paths are one directory
+    /// (`EINVAL`).
     public func checkMirrorTreesOnDisk() throws(ConfigurationError) {
         let file = filePath ?? "built-in default"
-        var earlier: [(index: Int, name: String, configured: MirrorTreeOverlap.Roots, resolved: MirrorTreeOverlap.Roots)] = []
+        var earlier: [(
+            index: Int, name: String, configured: MirrorTreeOverlap.Roots, resolved: MirrorTreeOverlap.Roots,
+            located: MountedLocation.Roots
+        )] = []
+        let mounts = MountTable.current()
         let socket = control.socket
         let resolvedSocket = ResolvedPath.resolve(socket)
+        let locatedSocket = MountedLocation.locate(resolvedSocket, mounts: mounts)
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
             let configured = MirrorTreeOverlap.Roots(mirror)
             let resolved = configured.resolved()
+            let located = MountedLocation.Roots(resolved, mounts: mounts)
             let parent = "sync.jobs[\(index)]"
             if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
                 throw ConfigurationError(
@@ -33,6 +43,12 @@ extension DaemonConfiguration {
                         + "\"\(configured.source)\" through symbolic links "
                         + Self.resolutions(configured.destination, resolved.destination, configured.source, resolved.source))
             }
+            if let overlap = located.destination.relation(to: located.source) {
+                throw ConfigurationError(
+                    file: file, fieldPath: "\(parent).destination",
+                    problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" \(overlap.relation.verb) its source "
+                        + "\"\(configured.source)\" through a mount: \(overlap.explanation(quoted: true))")
+            }
             if let relation = MirrorTreeOverlap.relation(of: resolvedSocket, to: resolved.destination), relation != .contains {
                 throw ConfigurationError(
                     file: file, fieldPath: "\(parent).destination",
@@ -40,19 +56,34 @@ extension DaemonConfiguration {
                         + "\"\(socket)\" through symbolic links "
                         + Self.resolutions(configured.destination, resolved.destination, socket, resolvedSocket))
             }
-            for other in earlier {
-                guard let overlap = MirrorTreeOverlap.first(resolved, other.resolved) else { continue }
-                let mine = configured[overlap.field]
-                let theirs = other.configured[overlap.otherField]
+            if let overlap = located.destination.relation(to: locatedSocket), overlap.relation != .inside {
                 throw ConfigurationError(
-                    file: file, fieldPath: "\(parent).\(overlap.field)",
-                    problem: "the \(overlap.field) \"\(mine)\" of job \"\(job.name)\" \(overlap.relation.phrase) "
-                        + "\(overlap.otherField) \"\(theirs)\" of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
-                        + "through symbolic links "
-                        + Self.resolutions(mine, resolved[overlap.field], theirs, other.resolved[overlap.otherField])
-                        + "; the jobs would overwrite or delete each other's files")
+                    file: file, fieldPath: "\(parent).destination",
+                    problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" contains the control socket "
+                        + "\"\(socket)\" through a mount: \(overlap.explanation(quoted: true))")
             }
-            earlier.append((index, job.name, configured, resolved))
+            for other in earlier {
+                if let overlap = MirrorTreeOverlap.first(resolved, other.resolved) {
+                    let mine = configured[overlap.field]
+                    let theirs = other.configured[overlap.otherField]
+                    throw ConfigurationError(
+                        file: file, fieldPath: "\(parent).\(overlap.field)",
+                        problem: "the \(overlap.field) \"\(mine)\" of job \"\(job.name)\" \(overlap.relation.phrase) "
+                            + "\(overlap.otherField) \"\(theirs)\" of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
+                            + "through symbolic links "
+                            + Self.resolutions(mine, resolved[overlap.field], theirs, other.resolved[overlap.otherField])
+                            + "; the jobs would overwrite or delete each other's files")
+                }
+                if let (field, otherField, overlap) = MountedLocation.first(located, other.located) {
+                    throw ConfigurationError(
+                        file: file, fieldPath: "\(parent).\(field)",
+                        problem: "the \(field) \"\(configured[field])\" of job \"\(job.name)\" \(overlap.relation.phrase) "
+                            + "\(otherField) \"\(other.configured[otherField])\" of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
+                            + "through a mount: \(overlap.explanation(quoted: true)); "
+                            + "the jobs would overwrite or delete each other's files")
+                }
+            }
+            earlier.append((index, job.name, configured, resolved, located))
         }
     }
 

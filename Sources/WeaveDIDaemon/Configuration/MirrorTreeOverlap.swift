@@ -7,7 +7,8 @@
 ///
 /// The rule compares the paths it is given, lexically (`ConfigurationDirectories.relation`):
 /// the configuration's paths as written when a file is read, the paths they resolve to on this
-/// machine (`ResolvedPath`) for the checks that follow symbolic links.
+/// machine (`ResolvedPath`) for the checks that follow symbolic links. `MountedLocation` applies
+/// the same rule by device and inode, for directories a mount shows at two real paths.
 struct MirrorTreeOverlap: Equatable {
     /// How a root of the first job stands to a root of the other.
     enum Relation: Equatable {

@@ -35,7 +35,7 @@ public final class DaemonContext: Sendable {
 
     /// Loads the configuration the way the command line asked: `--config PATH`, else
     /// /etc/weavedi/weavedid.json if it exists, else the built-in default; then checks what
-    /// only this machine can say, that no mirror trees overlap through symbolic links
+    /// only this machine can say, that no mirror trees overlap through symbolic links or mounts
     /// (`checkMirrorTreesOnDisk`). The daemon's start, its reloads and `--check-config` all
     /// come through here.
     public func loadConfiguration() throws(ConfigurationError) -> DaemonConfiguration {

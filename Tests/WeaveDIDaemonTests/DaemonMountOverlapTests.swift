@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// Mirror trees that overlap only through bind mounts, which make two real paths name one
+/// directory: the real daemon, in a mount namespace of its own (`MountNamespace`), refuses them
+/// by device and inode at `--check-config` and at its start.
+@Suite struct DaemonMountOverlapTests {
+    /// A configuration, and what the check says of it. In every path `@` stands for the test's
+    /// directory.
+    struct Case: Sendable, CustomTestStringConvertible {
+        let name: String
+        /// Directories made before the daemon starts.
+        let directories: [String]
+        /// `(source, target)`: `mount --bind source target` in the daemon's namespace.
+        let binds: [(String, String)]
+        /// `(name, source, destination)`, all deleting.
+        let jobs: [(String, String, String)]
+        /// Sets `control.socket` to `@/run/control.sock`.
+        var socketInRun = false
+        /// The refusal after the file's name; nil when the file passes.
+        let problem: String?
+
+        var testDescription: String { name }
+
+        func document(_ d: String) -> String {
+            let entries = jobs.map {
+                #"{"name": "\#($0.0)", "source": "\#(d)/\#($0.1)", "destination": "\#(d)/\#($0.2)", "delete": true, "interval": 3600}"#
+            }
+            let control = socketInRun ? #""control": {"socket": "\#(d)/run/control.sock"}, "# : ""
+            return #"{\#(control)"sync": {"jobs": [\#(entries.joined(separator: ", "))]}}"#
+        }
+    }
+
+    static let cases: [Case] = [
+        Case(
+            name: "one directory at two paths",
+            directories: ["a-src", "b-src", "backup", "alias"], binds: [("backup", "alias")],
+            jobs: [("a", "a-src", "backup"), ("b", "b-src", "alias")],
+            problem: #"sync.jobs[1].destination: the destination "@/alias" of job "b" is the destination "@/backup" of job "a" (sync.jobs[0]) through a mount: "@/alias" and "@/backup" are the same directory (same device and inode); the jobs would overwrite or delete each other's files"#),
+        Case(
+            name: "a destination not made yet, below a mount of another job's source",
+            directories: ["data/src", "b-src", "backup", "mnt/alias"], binds: [("data/src", "mnt/alias")],
+            jobs: [("a", "data/src", "backup"), ("b", "b-src", "mnt/alias/x")],
+            problem: #"sync.jobs[1].destination: the destination "@/mnt/alias/x" of job "b" is inside the source "@/data/src" of job "a" (sync.jobs[0]) through a mount: "@/mnt/alias" and "@/data/src" are the same directory (same device and inode); the jobs would overwrite or delete each other's files"#),
+        Case(
+            name: "a mount of a directory inside another job's destination",
+            directories: ["a-src", "data/src", "b-src", "mnt/alias"], binds: [("data/src", "mnt/alias")],
+            jobs: [("a", "a-src", "data"), ("b", "b-src", "mnt/alias")],
+            problem: #"sync.jobs[1].destination: the destination "@/mnt/alias" of job "b" is inside the destination "@/data" of job "a" (sync.jobs[0]) through a mount: "@/mnt/alias" and "@/data/src" are the same directory (same device and inode); the jobs would overwrite or delete each other's files"#),
+        Case(
+            name: "a source mounted inside another job's destination",
+            directories: ["a-src", "data/src", "mnt/alias", "backup"], binds: [("data/src", "mnt/alias")],
+            jobs: [("a", "a-src", "mnt"), ("b", "data/src", "backup")],
+            problem: #"sync.jobs[1].source: the source "@/data/src" of job "b" is inside the destination "@/mnt" of job "a" (sync.jobs[0]) through a mount: "@/data/src" and "@/mnt/alias" are the same directory (same device and inode); the jobs would overwrite or delete each other's files"#),
+        Case(
+            name: "a destination inside its own source",
+            directories: ["docs", "alias"], binds: [("docs", "alias")],
+            jobs: [("docs", "docs", "alias/copy")],
+            problem: #"sync.jobs[0].destination: the destination "@/alias/copy" of job "docs" is inside its source "@/docs" through a mount: "@/alias" and "@/docs" are the same directory (same device and inode)"#),
+        Case(
+            name: "a destination that holds the control socket",
+            directories: ["a-src", "run", "alias"], binds: [("run", "alias")],
+            jobs: [("a", "a-src", "alias")], socketInRun: true,
+            problem: #"sync.jobs[0].destination: the destination "@/alias" of job "a" contains the control socket "@/run/control.sock" through a mount: "@/alias" and "@/run" are the same directory (same device and inode)"#),
+        Case(
+            name: "jobs apart, whatever is mounted",
+            directories: ["a-src", "b-src", "backup", "other", "alias", "mnt/elsewhere"],
+            binds: [("other", "alias"), ("a-src", "mnt/elsewhere")],
+            jobs: [("a", "a-src", "backup"), ("b", "b-src", "alias")],
+            problem: nil),
+    ]
+
+    /// Makes the case's directories in `directory`; the wrapper that starts a command in a
+    /// namespace with its mounts, or nil (the test is skipped, and says so) when there is none.
+    static func prepare(_ testCase: Case, in directory: TemporaryDirectory, test: String = #function) throws -> [String]? {
+        guard let wrapper = MountNamespace.wrapper(binding: testCase.binds.map { (directory.path + "/" + $0.0, directory.path + "/" + $0.1) })
+        else {
+            print("SKIPPED \(test): \(MountNamespace.unsupportedReason ?? "")")
+            return nil
+        }
+        for path in testCase.directories {
+            try FileManager.default.createDirectory(atPath: directory.path + "/" + path, withIntermediateDirectories: true)
+        }
+        return wrapper
+    }
+
+    @Test(arguments: cases)
+    func checkConfig_refusesTreesThatOverlapThroughAMount(_ testCase: Case) throws {
+        let directory = TemporaryDirectory()
+        guard let wrapper = try Self.prepare(testCase, in: directory) else { return }
+        let d = directory.path
+        let config = directory.write("weavedid.json", testCase.document(d))
+        let checked = try Subprocess.run(
+            wrapper[0], arguments: Array(wrapper.dropFirst()) + [DaemonProcess.binary, "--check-config", "--config", config],
+            environment: MountNamespace.environment)
+        if let problem = testCase.problem?.replacingOccurrences(of: "@", with: d) {
+            #expect(checked.status == .exited(78), "\(checked.standardErrorText)")
+            #expect(checked.standardErrorText.contains("weavedid: \(config): \(problem)\n"), "\(checked.standardErrorText)")
+        } else {
+            #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+            #expect(checked.standardOutputText == "weavedid: configuration OK (\(config))\n")
+        }
+        // Without the mounts, the same file passes: only the mounts join the trees.
+        let unmounted = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
+        #expect(unmounted.status == .exited(0), "\(unmounted.standardErrorText)")
+    }
+
+    @Test func theStart_refusesTreesThatOverlapThroughAMount_exit78() throws {
+        let directory = TemporaryDirectory()
+        let testCase = Self.cases[0]
+        guard let wrapper = try Self.prepare(testCase, in: directory) else { return }
+        let d = directory.path
+        let config = directory.write("weavedid.json", testCase.document(d))
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify, wrapper: wrapper)
+        #expect(daemon.wait() == .exited(78), "\(daemon.log)")
+        let problem = try #require(testCase.problem).replacingOccurrences(of: "@", with: d)
+        #expect(daemon.log.contains("\(config): \(problem)"), "\(daemon.log)")
+        #expect(notify.wait { $0.contains("ERRNO=22") })
+    }
+}
