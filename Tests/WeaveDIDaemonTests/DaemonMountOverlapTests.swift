@@ -6,7 +6,7 @@ import WeaveDIPosix
 
 /// Mirror trees that overlap only through bind mounts, which make two real paths name one
 /// directory: the real daemon, in a mount namespace of its own (`MountNamespace`), refuses them
-/// by device and inode at `--check-config` and at its start.
+/// by device and inode at `--check-config`, at its start, and at a run's start.
 @Suite struct DaemonMountOverlapTests {
     /// A configuration, and what the check says of it. In every path `@` stands for the test's
     /// directory.
@@ -120,5 +120,48 @@ import WeaveDIPosix
         let problem = try #require(testCase.problem).replacingOccurrences(of: "@", with: d)
         #expect(daemon.log.contains("\(config): \(problem)"), "\(daemon.log)")
         #expect(notify.wait { $0.contains("ERRNO=22") })
+    }
+
+    @Test func aRunIntoAnotherJobsTree_throughAMountMadeAfterTheStart_isRefused() throws {
+        // b's destination was a directory of its own when the configuration was read; now a's
+        // destination is mounted on it.
+        let directory = TemporaryDirectory()
+        guard let wrapper = MountNamespace.wrapper() else {
+            print("SKIPPED aRunIntoAnotherJobsTree_throughAMountMadeAfterTheStart_isRefused: \(MountNamespace.unsupportedReason ?? "")")
+            return
+        }
+        let d = directory.path
+        directory.write("a-source/a.txt", "a")
+        directory.write("b-source/b.txt", "b")
+        for path in ["backup", "later"] {
+            try FileManager.default.createDirectory(atPath: d + "/" + path, withIntermediateDirectories: false)
+        }
+        let config = directory.write("weavedid.json", """
+            {"sync": {"jobs": [
+              {"name": "a", "source": "\(d)/a-source", "destination": "\(d)/backup", "delete": true, "interval": 3600},
+              {"name": "b", "source": "\(d)/b-source", "destination": "\(d)/later", "delete": true, "interval": 3600}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, wrapper: wrapper)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func run(_ name: String) throws -> JSONValue? {
+            try client.call("io.weavedi.Daemon.RunJob", [("name", .string(name))]).parameter("run")
+        }
+        #expect(try run("a")?[member: "result"]?.stringValue == "success")
+        #expect(try run("b")?[member: "result"]?.stringValue == "success")
+        #expect(directory.read("later/b.txt") == "b")
+        let failure = try MountNamespace.bind(d + "/backup", d + "/later", inNamespaceOf: daemon.pid)
+        try #require(failure == nil, "\(failure ?? "")")
+        let b = try run("b")
+        #expect(b?[member: "result"]?.stringValue == "failed")
+        #expect(b?[member: "message"]?.stringValue == "\(d)/later: the destination \(d)/later is the destination \(d)/backup of job \"a\" (configured as \(d)/backup) through a mount: \(d)/later and \(d)/backup are the same directory (same device and inode); the jobs would overwrite or delete each other's files")
+        #expect(directory.read("backup/a.txt") == "a")
+        #expect(directory.read("backup/b.txt") == nil)
+        // a, for its part, no longer runs into b's tree either.
+        let a = try run("a")
+        #expect(a?[member: "result"]?.stringValue == "failed")
+        #expect(a?[member: "message"]?.stringValue == "\(d)/backup: the destination \(d)/backup is the destination \(d)/later of job \"b\" (configured as \(d)/later) through a mount: \(d)/backup and \(d)/later are the same directory (same device and inode); the jobs would overwrite or delete each other's files")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
     }
 }

@@ -1,6 +1,6 @@
 import Glibc
 import Testing
-import WeaveDIDaemon
+@testable import WeaveDIDaemon
 import WeaveDIPosix
 
 /// What a mirror must never do: write outside the destination, follow links, modify the source,
@@ -278,8 +278,19 @@ import WeaveDIPosix
         defer { _ = try? Subprocess.run("/bin/umount", arguments: [fixture.destination + "/extra"], environment: environment) }
 
         // The source holds the destination (src/inner) and the destination the source (dst/extra,
-        // which delete would empty): neither is entered.
-        let report = await fixture.mirror(delete: true)
+        // which delete would empty): the run does not start.
+        let refused = await fixture.mirror(delete: true)
+        #expect(refused.result == .failed)
+        #expect(refused.errors.map(\.description) == [
+            "\(fixture.destination): the destination \(fixture.destination) is inside the source \(fixture.source) through a mount: "
+                + "\(fixture.destination) and \(fixture.source)/inner are the same directory (same device and inode)",
+        ])
+        #expect(fixture.read("dst/a.txt") == nil)
+
+        // Nor would the walk enter either, were the mounts made once the run started.
+        var settings = fixture.settings(delete: true)
+        settings.checksOwnRootsThroughMounts = false
+        let report = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
 
         #expect(report.result == .partial)
         #expect(report.errors.map(\.description).sorted() == [

@@ -2,7 +2,8 @@ import Glibc
 import WeaveDIPosix
 
 /// The two open roots of a run, checked: the source readable, the destination present (or
-/// created), neither inside the other, and neither overlapping another mirror job's roots.
+/// created), neither inside the other, and neither overlapping another mirror job's roots, by
+/// real path and then by device and inode through mounts (`MountedLocation`).
 struct MirrorRoots: ~Copyable {
     /// The source root, opened for listing.
     let source: OwnedDescriptor
@@ -46,7 +47,16 @@ struct MirrorRoots: ~Copyable {
                 path: destinationPath,
                 reason: "the source \(realSource) is inside the destination \(realDestination) (real paths)")
         }
-        try checkOtherJobs(settings, source: realSource, destination: realDestination)
+        let mounts = MountTable.current()
+        let located = MountedLocation.Roots(
+            MirrorTreeOverlap.Roots(source: realSource, destination: realDestination), mounts: mounts)
+        if settings.checksOwnRootsThroughMounts, let overlap = located.destination.relation(to: located.source) {
+            throw Failure(
+                path: destinationPath,
+                reason: "the destination \(realDestination) \(overlap.relation.verb) the source \(realSource) through a mount: "
+                    + overlap.explanation(quoted: false))
+        }
+        try checkOtherJobs(settings, source: realSource, destination: realDestination, located: located, mounts: mounts)
         let source: OwnedDescriptor
         do {
             source = try FileDescriptor.currentWorkingDirectory.openDirectory(at: realSource)
@@ -83,19 +93,30 @@ struct MirrorRoots: ~Copyable {
             sourceIdentity: identities.0, destinationIdentity: identities.1)
     }
 
-    /// Refuses roots (real paths) that overlap another mirror job's, resolved now
-    /// (`ResolvedPath`): one job would write into, or delete from, the other's tree.
-    private static func checkOtherJobs(_ settings: MirrorSettings, source: String, destination: String) throws(Failure) {
+    /// Refuses roots (real paths, and `located` by identity) that overlap another mirror job's,
+    /// resolved and located now (`ResolvedPath`, `MountedLocation`): one job would write into,
+    /// or delete from, the other's tree.
+    private static func checkOtherJobs(
+        _ settings: MirrorSettings, source: String, destination: String, located: MountedLocation.Roots, mounts: MountTable
+    ) throws(Failure) {
         let roots = MirrorTreeOverlap.Roots(source: source, destination: destination)
         for other in settings.otherJobs {
             let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
             let theirs = configured.resolved()
-            guard let overlap = MirrorTreeOverlap.first(roots, theirs) else { continue }
-            throw Failure(
-                path: overlap.field == "source" ? settings.source : settings.destination,
-                reason: "the \(overlap.field) \(roots[overlap.field]) \(overlap.relation.phrase) \(overlap.otherField) "
-                    + "\(theirs[overlap.otherField]) of job \"\(other.name)\" (real paths; configured as "
-                    + "\(configured[overlap.otherField])): the jobs would overwrite or delete each other's files")
+            if let overlap = MirrorTreeOverlap.first(roots, theirs) {
+                throw Failure(
+                    path: overlap.field == "source" ? settings.source : settings.destination,
+                    reason: "the \(overlap.field) \(roots[overlap.field]) \(overlap.relation.phrase) \(overlap.otherField) "
+                        + "\(theirs[overlap.otherField]) of job \"\(other.name)\" (real paths; configured as "
+                        + "\(configured[overlap.otherField])): the jobs would overwrite or delete each other's files")
+            }
+            if let (field, otherField, overlap) = MountedLocation.first(located, MountedLocation.Roots(theirs, mounts: mounts)) {
+                throw Failure(
+                    path: field == "source" ? settings.source : settings.destination,
+                    reason: "the \(field) \(roots[field]) \(overlap.relation.phrase) \(otherField) \(theirs[otherField]) "
+                        + "of job \"\(other.name)\" (configured as \(configured[otherField])) through a mount: "
+                        + overlap.explanation(quoted: false) + "; the jobs would overwrite or delete each other's files")
+            }
         }
     }
 

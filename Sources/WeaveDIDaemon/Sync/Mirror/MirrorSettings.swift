@@ -21,10 +21,15 @@ public struct MirrorSettings: Sendable, Equatable {
     /// missing root fails the run, which guards against filling the disk under an unmounted one.
     public var createsDestination: Bool
     /// The daemon's other mirror jobs, with their roots as configured. A run does not start when
-    /// its roots overlap theirs (`MirrorTreeOverlap`), both resolved as the run starts: links
-    /// made since the configuration was read cannot turn two jobs' trees into one. None by
-    /// default (an engine on its own).
+    /// its roots overlap theirs, by path (`MirrorTreeOverlap`) or by device and inode
+    /// (`MountedLocation`), both resolved as the run starts: links and mounts made since the
+    /// configuration was read cannot turn two jobs' trees into one. None by default (an engine
+    /// on its own).
     public var otherJobs: [OtherJob] = []
+    /// For tests: false leaves it to the walk, which never enters one root from the other, to
+    /// keep a run's own two roots apart when a mount joins them (a run refuses to start then),
+    /// so that the walk's guard can be tested with such mounts in place.
+    var checksOwnRootsThroughMounts = true
     /// For tests: the flush that makes a durable batch durable before its renames (its `syncfs`,
     /// or its links' flush where there is none) fails with this error, as when `syncfs` reports
     /// a failed write.
