@@ -1,0 +1,144 @@
+import Foundation
+import Glibc
+import Testing
+@testable import WeaveDIDaemon
+import WeaveDIPosix
+
+/// The deadline on the configuration's load: a step that blocks, as `realpath` does on a dead
+/// NFS mount, fails the load with its path and is left behind on its own thread.
+@Suite struct LoadDeadlineTests {
+    /// A step that blocks until opened, as a call on a dead mount would for ever; it opens by
+    /// itself after `giveUp`, so that a load without a deadline ends the test instead of hanging it.
+    final class Gate: @unchecked Sendable {  // a semaphore is made to be shared
+        private let semaphore: UnsafeMutablePointer<sem_t>
+        private let giveUp: Duration
+
+        init(giveUp: Duration = .seconds(4)) {
+            semaphore = .allocate(capacity: 1)
+            sem_init(semaphore, 0, 0)
+            self.giveUp = giveUp
+        }
+
+        deinit {
+            sem_destroy(semaphore)
+            semaphore.deallocate()
+        }
+
+        func block() {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            var until = timespec(tv_sec: now.tv_sec + Int(giveUp.components.seconds), tv_nsec: now.tv_nsec)
+            while sem_timedwait(semaphore, &until) != 0, errno == EINTR {}
+        }
+
+        func open() { sem_post(semaphore) }
+    }
+
+    final class Token: Sendable {}
+
+    static let file = "/etc/weavedi/weavedid.json"
+    static let reading = LoadStep("reading", file: file, fieldPath: nil, path: file)
+    static let stuck = LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].destination", path: "/mnt/nfs/backup")
+
+    /// `work`'s error from a load with `limit`, and how long it took.
+    func failure(
+        limit: Duration, _ work: @escaping LoadDeadline.Work<Int>
+    ) -> (error: ConfigurationError?, took: Duration) {
+        let start = ContinuousClock.now
+        do {
+            let value = try LoadDeadline.run(limit: limit, first: Self.reading, work)
+            Issue.record("the load returned \(value)")
+            return (nil, ContinuousClock.now - start)
+        } catch {
+            return (error, ContinuousClock.now - start)
+        }
+    }
+
+    @Test func aStepThatDoesNotAnswer_failsTheLoadWithItsPath_andIsLeftBehind() async throws {
+        let gate = Gate()
+        weak var released: Token?
+        let (error, took) = {
+            let token = Token()
+            released = token
+            return failure(limit: .milliseconds(300)) { note in
+                note(Self.stuck)
+                gate.block()
+                _ = token
+                return 1
+            }
+        }()
+        #expect(error?.description
+            == #"/etc/weavedi/weavedid.json: sync.jobs[1].destination: resolving "/mnt/nfs/backup" did not answer within 0.3 s (is its file system responding?)"#)
+        #expect(error?.errno == ETIMEDOUT)
+        #expect(took >= .milliseconds(300) && took < .seconds(3), "\(took)")
+        // The step is still stuck, holding what it uses; once it returns, it ends unseen and lets go.
+        #expect(released != nil)
+        gate.open()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while released != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(released == nil)
+    }
+
+    @Test func theFileItself_isNamedWhenItsReadDoesNotAnswer() {
+        let gate = Gate()
+        defer { gate.open() }
+        let (error, _) = failure(limit: .milliseconds(200)) { _ in
+            gate.block()
+            return 1
+        }
+        #expect(error?.description
+            == "/etc/weavedi/weavedid.json: reading the file did not answer within 0.2 s (is its file system responding?)")
+        #expect(error?.fieldPath == nil)
+    }
+
+    @Test func eachStep_hasTheWholeLimit() throws {
+        // Six steps of 100 ms: 600 ms in all, more than the limit of 300 ms, but none is late.
+        let value = try LoadDeadline.run(limit: .milliseconds(300), first: Self.reading) { note in
+            for index in 0..<6 {
+                note(LoadStep("resolving", file: Self.file, fieldPath: "sync.jobs[\(index)].source", path: "/srv/\(index)"))
+                usleep(100_000)
+            }
+            return 42
+        }
+        #expect(value == 42)
+    }
+
+    @Test func theLoadsOwnErrors_passThrough() {
+        let refused = ConfigurationError(file: Self.file, fieldPath: "health.interval", problem: "expected a number")
+        #expect(throws: refused) {
+            try LoadDeadline.run(limit: .seconds(5), first: Self.reading) { _ throws(ConfigurationError) -> Int in throw refused }
+        }
+    }
+
+    @Test func theAsyncForm_waitsWithoutHoldingTheCooperativePool() async throws {
+        // More stuck loads at once than the pool has threads. Were each waited for on a pool
+        // thread, the last would start only once the first had ended; suspended, they all wait
+        // at the same time.
+        let loads = 2 * ProcessInfo.processInfo.activeProcessorCount + 2
+        let gate = Gate()
+        defer { for _ in 0..<loads { gate.open() } }
+        let outcomes = await withTaskGroup(of: (ConfigurationError?, started: ContinuousClock.Instant, ended: ContinuousClock.Instant).self) { group in
+            for _ in 0..<loads {
+                group.addTask {
+                    let started = ContinuousClock.now
+                    do throws(ConfigurationError) {
+                        _ = try await LoadDeadline.run(limit: .seconds(2), first: Self.reading) { note in
+                            note(Self.stuck)
+                            gate.block()
+                            return 1
+                        }
+                        return (nil, started, ContinuousClock.now)
+                    } catch {
+                        return (error, started, ContinuousClock.now)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.count == loads)
+        #expect(outcomes.allSatisfy { $0.0?.problem == #"resolving "/mnt/nfs/backup" did not answer within 2 s (is its file system responding?)"# })
+        let lastStart = try #require(outcomes.map(\.started).max())
+        let firstEnd = try #require(outcomes.map(\.ended).min())
+        #expect(lastStart < firstEnd, "a load started \(lastStart - firstEnd) after another had ended")
+    }
+}
