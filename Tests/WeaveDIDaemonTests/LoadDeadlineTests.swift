@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import WeaveDI
 @testable import WeaveDIDaemon
 import WeaveDIPosix
 
@@ -140,5 +141,38 @@ import WeaveDIPosix
         let lastStart = try #require(outcomes.map(\.started).max())
         let firstEnd = try #require(outcomes.map(\.ended).min())
         #expect(lastStart < firstEnd, "a load started \(lastStart - firstEnd) after another had ended")
+    }
+
+    @Test func theMirrorTreesCheck_notesEachPath_soThatOneThatHangsIsNamed() throws {
+        let configuration = try loadConfiguration(#"""
+            {"control": {"socket": "/run/weavedi-test/control.sock"}, "sync": {"jobs": [
+              {"name": "a", "source": "/srv/a", "destination": "/backup/a"},
+              {"name": "b", "source": "/srv/b", "destination": "/mnt/nfs/b"}]}}
+            """#)
+        let file = try #require(configuration.filePath)
+        let noted = Locked<[LoadStep]>([])
+        try configuration.checkMirrorTreesOnDisk { step in noted.withLock { $0.append(step) } }
+        #expect(noted.withLock { $0 } == [
+            LoadStep("reading", file: file, fieldPath: nil, path: "/proc/self/mountinfo"),
+            LoadStep("resolving", file: file, fieldPath: "control.socket", path: "/run/weavedi-test/control.sock"),
+            LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].source", path: "/srv/a"),
+            LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].destination", path: "/backup/a"),
+            LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].source", path: "/srv/b"),
+            LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].destination", path: "/mnt/nfs/b"),
+        ])
+        // The resolution of b's destination hangs, as on a dead mount.
+        let gate = Gate()
+        defer { gate.open() }
+        #expect(throws: ConfigurationError(
+            file: file, fieldPath: "sync.jobs[1].destination",
+            problem: #"resolving "/mnt/nfs/b" did not answer within 0.3 s (is its file system responding?)"#, errno: ETIMEDOUT)
+        ) {
+            try LoadDeadline.run(limit: .milliseconds(300), first: Self.reading) { note throws(ConfigurationError) in
+                try configuration.checkMirrorTreesOnDisk { step in
+                    note(step)
+                    if step.path == "/mnt/nfs/b" { gate.block() }
+                }
+            }
+        }
     }
 }

@@ -19,23 +19,35 @@ extension DaemonConfiguration {
     /// configuration leaves the running one in place) and for `weavedid --check-config`.
     /// Throws the first overlap in the order of the jobs, at the later job's field, naming both
     /// jobs, both configured paths and what each resolves to, or which paths are one directory
-    /// (`EINVAL`).
-    public func checkMirrorTreesOnDisk() throws(ConfigurationError) {
+    /// (`EINVAL`). Before each path it resolves (and before reading mountinfo), it tells `note`
+    /// (`LoadDeadline`, which gives up on a path that does not answer).
+    public func checkMirrorTreesOnDisk(noting note: (LoadStep) -> Void = { _ in }) throws(ConfigurationError) {
         let file = filePath ?? "built-in default"
+        func resolving(_ fieldPath: String, _ path: String) {
+            note(LoadStep("resolving", file: file, fieldPath: fieldPath, path: path))
+        }
         var earlier: [(
             index: Int, name: String, configured: MirrorTreeOverlap.Roots, resolved: MirrorTreeOverlap.Roots,
             located: MountedLocation.Roots
         )] = []
+        note(LoadStep("reading", file: file, fieldPath: nil, path: MountTable.path))
         let mounts = MountTable.current()
         let socket = control.socket
+        resolving("control.socket", socket)
         let resolvedSocket = ResolvedPath.resolve(socket)
         let locatedSocket = MountedLocation.locate(resolvedSocket, mounts: mounts)
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
             let configured = MirrorTreeOverlap.Roots(mirror)
-            let resolved = configured.resolved()
-            let located = MountedLocation.Roots(resolved, mounts: mounts)
             let parent = "sync.jobs[\(index)]"
+            resolving("\(parent).source", configured.source)
+            let resolvedSource = ResolvedPath.resolve(configured.source)
+            let locatedSource = MountedLocation.locate(resolvedSource, mounts: mounts)
+            resolving("\(parent).destination", configured.destination)
+            let resolvedDestination = ResolvedPath.resolve(configured.destination)
+            let resolved = MirrorTreeOverlap.Roots(source: resolvedSource, destination: resolvedDestination)
+            let located = MountedLocation.Roots(
+                source: locatedSource, destination: MountedLocation.locate(resolvedDestination, mounts: mounts))
             if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
                 throw ConfigurationError(
                     file: file, fieldPath: "\(parent).destination",

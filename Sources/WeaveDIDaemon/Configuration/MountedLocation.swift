@@ -126,10 +126,16 @@ struct MountedLocation {
         var source: MountedLocation
         var destination: MountedLocation
 
+        init(source: MountedLocation, destination: MountedLocation) {
+            self.source = source
+            self.destination = destination
+        }
+
         /// Locates both of `resolved` (roots already resolved through links).
         init(_ resolved: MirrorTreeOverlap.Roots, mounts: MountTable) {
-            source = MountedLocation.locate(resolved.source, mounts: mounts)
-            destination = MountedLocation.locate(resolved.destination, mounts: mounts)
+            self.init(
+                source: MountedLocation.locate(resolved.source, mounts: mounts),
+                destination: MountedLocation.locate(resolved.destination, mounts: mounts))
         }
 
         /// The root named by a field name, `"source"` or `"destination"`.

@@ -36,12 +36,36 @@ public final class DaemonContext: Sendable {
     /// Loads the configuration the way the command line asked: `--config PATH`, else
     /// /etc/weavedi/weavedid.json if it exists, else the built-in default; then checks what
     /// only this machine can say, that no mirror trees overlap through symbolic links or mounts
-    /// (`checkMirrorTreesOnDisk`). The daemon's start, its reloads and `--check-config` all
-    /// come through here.
+    /// (`checkMirrorTreesOnDisk`). The daemon's start and `--check-config` come through here;
+    /// reloads through the async form.
+    ///
+    /// All of it runs on a thread of its own, and a step (the file read, a path resolved) that
+    /// does not answer within `LoadDeadline.stepLimit` fails the load (`ETIMEDOUT`): a dead
+    /// network mount cannot hang the start. Blocks the calling thread meanwhile.
     public func loadConfiguration() throws(ConfigurationError) -> DaemonConfiguration {
+        try LoadDeadline.run(limit: LoadDeadline.stepLimit, first: firstLoadStep) { [self] note throws(ConfigurationError) in
+            try load(noting: note)
+        }
+    }
+
+    /// `loadConfiguration()` for the reloads: the caller (the `Supervisor` actor) is suspended
+    /// meanwhile, not blocked, so a dead mount can hold neither it nor a shutdown.
+    public func loadConfiguration() async throws(ConfigurationError) -> DaemonConfiguration {
+        try await LoadDeadline.run(limit: LoadDeadline.stepLimit, first: firstLoadStep) { [self] note throws(ConfigurationError) in
+            try load(noting: note)
+        }
+    }
+
+    /// The load's first step: reading the file (the default's path when none was given).
+    private var firstLoadStep: LoadStep {
+        let file = configPath ?? DaemonConfiguration.defaultPath
+        return LoadStep("reading", file: file, fieldPath: nil, path: file)
+    }
+
+    private func load(noting note: @escaping @Sendable (LoadStep) -> Void) throws(ConfigurationError) -> DaemonConfiguration {
         let configuration = try DaemonConfiguration.resolve(
             explicitPath: configPath, environment: environment, workingDirectory: workingDirectory)
-        try configuration.checkMirrorTreesOnDisk()
+        try configuration.checkMirrorTreesOnDisk(noting: note)
         return configuration
     }
 }

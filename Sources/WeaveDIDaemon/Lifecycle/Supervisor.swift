@@ -120,8 +120,16 @@ public actor Supervisor {
     private func reloadOnce() async {
         notifier.notify("RELOADING=1", "MONOTONIC_USEC=\(SystemClock.monotonicMicroseconds())", "STATUS=reloading the configuration")
         log.notice("daemon", "reloading the configuration")
+        let loaded: Result<DaemonConfiguration, ConfigurationError>
+        do { loaded = .success(try await context.loadConfiguration()) } catch { loaded = .failure(error) }
+        // The load runs off the actor, for as long as the file system takes: a shutdown may
+        // have begun meanwhile, and then the reload has nothing left to change or to report.
+        guard phase == .running else {
+            log.notice("daemon", "reload dropped: the daemon is \(phase.rawValue)")
+            return
+        }
         do {
-            let configuration = try context.loadConfiguration()
+            let configuration = try loaded.get()
             try await group?.reload(configuration)
             store.replace(with: configuration)
             reloadProblem = nil
