@@ -78,7 +78,7 @@ import WeaveDIPosix
     static func prepare(_ testCase: Case, in directory: TemporaryDirectory, test: String = #function) throws -> [String]? {
         guard let wrapper = MountNamespace.wrapper(binding: testCase.binds.map { (directory.path + "/" + $0.0, directory.path + "/" + $0.1) })
         else {
-            print("SKIPPED \(test): \(MountNamespace.unsupportedReason ?? "")")
+            print("SKIPPED \(test) (\(testCase.name)): \(MountNamespace.unsupportedReason ?? "")")
             return nil
         }
         for path in testCase.directories {
