@@ -1,3 +1,4 @@
+import Glibc
 import WeaveDI
 import WeaveDIPosix
 
@@ -7,6 +8,15 @@ public enum DaemonMain {
     /// Exit status for a bad configuration (sysexits' EX_CONFIG); systemd's unit does not
     /// restart on it.
     public static let exitConfigurationError: Int32 = 78
+    /// Exit status for a configuration that could not be loaded because a file system did not
+    /// answer (sysexits' EX_TEMPFAIL): not the file's fault, so systemd restarts the daemon.
+    public static let exitTemporaryFailure: Int32 = 75
+    /// The start's (and `--check-config`'s) exit status when the configuration cannot be loaded:
+    /// 75 when a file system did not answer in time (`ETIMEDOUT`, see `LoadDeadline`), else 78.
+    public static func exitStatus(for error: ConfigurationError) -> Int32 {
+        error.errno == ETIMEDOUT ? exitTemporaryFailure : exitConfigurationError
+    }
+
     /// Exit status for a command-line mistake (EX_USAGE).
     public static let exitUsage: Int32 = 64
 
@@ -73,7 +83,7 @@ public enum DaemonMain {
             log.error("config", "\(error)")
             notifier.notify("STATUS=configuration error: \(error)", "ERRNO=\(error.errno)")
             if options.checkConfig { printError("weavedid: \(error)") }
-            return exitConfigurationError
+            return exitStatus(for: error)
         }
         if options.checkConfig {
             // What the file cannot say by itself: whether its group exists on this machine.

@@ -71,6 +71,9 @@ import WeaveDIPosix
         #expect(error?.description
             == #"/etc/weavedi/weavedid.json: sync.jobs[1].destination: resolving "/mnt/nfs/backup" did not answer within 0.3 s (is its file system responding?)"#)
         #expect(error?.errno == ETIMEDOUT)
+        // Not the file's fault: the start exits 75 (EX_TEMPFAIL), which systemd restarts, not 78.
+        #expect(error.map(DaemonMain.exitStatus(for:)) == 75)
+        #expect(DaemonMain.exitStatus(for: ConfigurationError(file: "f", fieldPath: "x", problem: "bad", errno: EINVAL)) == 78)
         #expect(took >= .milliseconds(300) && took < .seconds(3), "\(took)")
         // The step is still stuck, holding what it uses; once it returns, it ends unseen and lets go.
         #expect(released != nil)
