@@ -33,7 +33,7 @@ final class Entry: @unchecked Sendable {
     private var recordedEdges: Set<Int> = []
     /// One lock for every entry's edges: they are written only in an entry's first builds, and
     /// a lock of its own would cost every registration an allocation.
-    private static let edgeLock = Locked(())
+    private static let edgeLock = Lock()
     /// The built singleton: a retained `Box<T>` of the registered type, as a raw pointer, so
     /// that code which is generic over `T` and not specialized (a factory's `r.require(T.self)`
     /// goes through the `Resolver` protocol) reads it without instantiating metadata at run time.
@@ -107,11 +107,11 @@ final class Entry: @unchecked Sendable {
     }
 
     /// Slots this entry's factory resolved through its resolver (recorded in its first builds).
-    var edges: Set<Int> { Entry.edgeLock.withLock { _ in recordedEdges } }
+    var edges: Set<Int> { Entry.edgeLock.withLock { recordedEdges } }
 
     /// Records that this entry's factory resolved `slot`.
     func recordEdge(to slot: Int) {
-        Entry.edgeLock.withLock { _ in _ = recordedEdges.insert(slot) }
+        Entry.edgeLock.withLock { _ = recordedEdges.insert(slot) }
     }
 
     /// The registered type's name, spelled when first asked for (errors, logs, diagnostics):

@@ -92,12 +92,12 @@ extension SlotArray where Element == Entry {
 /// (`KeyState`s, `@Injected` lookups by type): lock-free lookups, creation under a lock.
 final class PermanentObjects: Sendable {
     private let table = SlotArray<AnyObject>()
-    private let creating = Locked(())
+    private let creating = Lock()
 
     /// The object at `slot`, made by `make` the first time.
     func object<T: AnyObject>(at slot: Int, as type: T.Type, make: () -> T) -> T {
         if let existing = table.load(slot) { return unsafeDowncast(existing.takeUnretainedValue(), to: T.self) }
-        return creating.withLock { _ in
+        return creating.withLock {
             if let existing = table.load(slot) { return unsafeDowncast(existing.takeUnretainedValue(), to: T.self) }
             let object = make()
             _ = table.store(object, at: slot)

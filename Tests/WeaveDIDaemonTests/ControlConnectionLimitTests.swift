@@ -36,13 +36,15 @@ import WeaveDIPosix
 
     @Test func aHalfClosedClientThatReadsNothing_isClosedAtItsDeadline_withoutSpinning() throws {
         let daemon = try started(config: #"{"control": {"maxMessageBytes": 16777216, "idleTimeout": 1.5}}"#)
-        let observer = try VarlinkClient(path: daemon.defaultSocket)
         let stalled = try RawClient(daemon.defaultSocket)
         // Far more replies than the socket buffers hold, then end of file; never a read.
         let describe = call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.Daemon"}"#)
         try stalled.send(String(repeating: describe, count: 200))
         try stalled.descriptor.shutdown(.write)
         let ioThread = try busiestThread(daemon)
+        // Connected now, not before the sampling above: an observer idle for longer than the
+        // idle timeout would be closed too (under ThreadSanitizer the sampling takes that long).
+        let observer = try VarlinkClient(path: daemon.defaultSocket)
         let before = threadTicks(daemon.pid)[ioThread] ?? 0
         var closed = false
         let deadline = ContinuousClock.now + .seconds(4)

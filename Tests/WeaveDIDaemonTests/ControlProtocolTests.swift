@@ -55,7 +55,7 @@ import WeaveDIPosix
         let description = try client.call("org.varlink.service.GetInterfaceDescription", [("interface", .string("io.weavedi.Daemon"))])
         #expect(description.parameter("description")?.stringValue == DaemonInterface.description)
         daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0))
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     @Test func errors_areVarlinkErrors_namingWhatIsWrong() throws {
@@ -245,7 +245,7 @@ import WeaveDIPosix
         #expect(ContinuousClock.now - start < .seconds(2))
         _ = stalled
         daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0))
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     @Test func thousandConnectDisconnectCycles_leaveNothingBehind() throws {

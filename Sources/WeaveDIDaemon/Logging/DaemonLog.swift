@@ -12,7 +12,7 @@ public final class DaemonLog: Sendable {
     public let journald: Bool
     private let filter: Locked<LogFilter>
     private let output: FileDescriptor
-    private let writeLock = Locked(())
+    private let writeLock = Lock()
 
     /// A logger writing to `output` (standard error by default).
     public init(filter: LogFilter = .standard, journald: Bool, output: FileDescriptor = .standardError) {
@@ -55,7 +55,7 @@ public final class DaemonLog: Sendable {
             : "\(DaemonLog.timestamp()) \(level.rawValue.padding(7)) \(subsystem): "
         line += message.escapingControlCharacters
         line += "\n"
-        writeLock.withLock { _ in
+        writeLock.withLock {
             var bytes = Array(line.utf8)
             bytes.withUnsafeMutableBytes { buffer in
                 _ = try? output.writeAll(UnsafeRawBufferPointer(buffer))
