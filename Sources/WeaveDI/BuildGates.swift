@@ -143,7 +143,7 @@ final class BuildGates: @unchecked Sendable {
     func leave(_ key: Key) {
         pthread_mutex_lock(mutex)
         building[key] = nil
-        pthread_cond_broadcast(finished)
+        if !waiting.isEmpty { pthread_cond_broadcast(finished) }
         pthread_mutex_unlock(mutex)
     }
 

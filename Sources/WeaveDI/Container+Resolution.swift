@@ -57,17 +57,16 @@ extension WeaveDI.Container {
                 inner: entry.typeName, innerScope: entry.scope)
         }
         let owner = explicit ?? stack.owner
-        // A cycle on this thread is caught before the gate, which this thread may hold already.
-        if entry.scope != .transient, let start = stack.index(of: entry.slot, in: id) {
-            throw stack.cycle(from: start, to: entry.slot)
-        }
         switch entry.scope {
         case .transient:
             return try build(.passUnretained(entry), as: type, owner: owner, stack: stack)
         case .singleton:
+            // Not built (looked at first thing): a cycle on this thread is caught before the
+            // gate, which this thread may hold already.
+            if let start = stack.index(of: entry.slot, in: id) { throw stack.cycle(from: start, to: entry.slot) }
             let gate = BuildGates.Key(object: ObjectIdentifier(entry), cell: -1)
-            // Until this thread builds it or finds it built (`releaseAll` may take it away
-            // between the gate's look and this one).
+            // Until this thread builds it or finds it built. (Nothing unpublishes an instance:
+            // `releaseAll` and re-registration put in a new entry; the loop costs nothing.)
             while true {
                 if let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
                 guard try BuildGates.shared.enter(
@@ -90,14 +89,16 @@ extension WeaveDI.Container {
             while true {
                 let found = try instances.box(entry.slot, typeName: entry.typeName)
                 if let box = found.box { return unsafeDowncast(box, to: Box<T>.self).value }
+                // Not built in this scope (another scope's instance is no cycle): a cycle on this
+                // thread is caught before the gate, which this thread may hold already.
+                if let start = stack.index(of: entry.slot, in: id) { throw stack.cycle(from: start, to: entry.slot) }
                 // A scope's instances are stored only inside their gates: while its change count
-                // is what the lookup saw, nothing was built meanwhile (a close is caught by
-                // `box` and `store`).
+                // is what the lookup saw, nothing was built meanwhile. Built, or closed, the loop
+                // looks again (outside the gates' lock, where the error may spell a type).
                 guard try BuildGates.shared.enter(
                     gate, slot: entry.slot,
                     done: { () throws(ResolutionError) -> Bool in
-                        guard instances.changes.load(ordering: .relaxed) != found.changes else { return false }
-                        return try instances.box(entry.slot, typeName: entry.typeName).box != nil
+                        instances.changes.load(ordering: .relaxed) != found.changes && instances.holdsOrIsClosed(entry.slot)
                     },
                     deadlock: { .cycle(path: $0.path) })
                 else { continue }

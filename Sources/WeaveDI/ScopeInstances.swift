@@ -75,6 +75,12 @@ final class ScopeInstances: Sendable {
         return (result.box, result.changes)
     }
 
+    /// Whether an instance is built for `slot`, or the scope is closed: what a builder waiting
+    /// at the instance's gate looks for (with the gates' lock held: no type is spelled here).
+    func holdsOrIsClosed(_ slot: Int) -> Bool {
+        state.withLock { state in state.closed || state.position(of: slot) != nil }
+    }
+
     /// Keeps `box` for `slot`, with `disposable` if the instance adopts `Disposable`. If the
     /// scope closed while it was being built, the instance is disposed at once and
     /// `scopeClosed` thrown.

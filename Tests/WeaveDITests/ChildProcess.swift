@@ -20,6 +20,10 @@ enum ChildProcess {
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for key in env.keys where key.hasPrefix("WEAVEDI") { env.removeValue(forKey: key) }
+        // The children that stop on purpose are judged by their message: without the runtime's
+        // backtracer, which can hang reading a process that is going away (seen when a second
+        // thread was still running, and under ThreadSanitizer), keeping the pipes open for good.
+        env["SWIFT_BACKTRACE"] = "enable=no"
         for (key, value) in environment { env[key] = value }
         process.environment = env
         let out = Pipe(), err = Pipe()
