@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
@@ -198,6 +199,40 @@ import WeaveDIPosix
         #expect(throws: VarlinkFailure.self) { try client.call("io.weavedi.Daemon.Reload") }
         directory.write("weavedid.json", Self.goodConfig)
         #expect(try client.call("io.weavedi.Daemon.Reload").parameter("status")?.stringValue == "configuration reloaded")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func reloadCallsAtOnce_eachAnswerForAReloadThatBeganAfterIt() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("weavedid.json", Self.goodConfig)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", path], directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        directory.write("weavedid.json", #"{"health": {"interval": "soon"}}"#)
+        // Twelve clients ask at once: the calls that arrive while a reload runs share the next
+        // one, and each answer is about a read of the file as it is now: refused, every one.
+        let socket = daemon.defaultSocket
+        let answers = Locked<[String]>([])
+        let finished = DispatchSemaphore(value: 0)
+        for _ in 0..<12 {
+            Thread {
+                let answer: String
+                do {
+                    let client = try VarlinkClient(path: socket)
+                    answer = "reloaded: " + (try client.call("io.weavedi.Daemon.Reload").parameter("status")?.stringValue ?? "")
+                } catch let failure as VarlinkFailure {
+                    answer = failure.name == "io.weavedi.Daemon.ReloadRefused" && failure.reason?.contains("health.interval") == true
+                        ? "refused" : "\(failure)"
+                } catch {
+                    answer = "\(error)"
+                }
+                answers.withLock { $0.append(answer) }
+                finished.signal()
+            }.start()
+        }
+        for _ in 0..<12 { #expect(finished.wait(timeout: .now() + .seconds(20)) == .success) }
+        #expect(answers.withLock { $0 } == Array(repeating: "refused", count: 12), "\(answers.withLock { $0 })")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }

@@ -23,7 +23,8 @@ public actor Supervisor {
     private(set) var phase: Phase = .starting
     private var shutdownRequested = false
     private var reloading = false
-    private var reloadPending = false
+    /// Callers that asked while a reload ran: the next reload is theirs.
+    private var reloadWaiters: [CheckedContinuation<ReloadOutcome, Never>] = []
     /// Why the last reload was refused; nil once a reload succeeds.
     public private(set) var reloadProblem: String?
 
@@ -98,26 +99,45 @@ public actor Supervisor {
         context.waker.finish(1)
     }
 
-    /// Reloads the configuration (`SIGHUP`): `RELOADING=1` with `MONOTONIC_USEC=`, then
-    /// `READY=1`. A bad configuration is refused; the old one stays and health says so.
-    public func reload() async {
+    /// How a reload asked for ended.
+    public enum ReloadOutcome: Sendable, Equatable {
+        /// The file was read and is now in effect.
+        case reloaded
+        /// The file was refused (the reason); the previous configuration stays.
+        case refused(String)
+        /// Nothing was read: the daemon is not running (starting or stopping).
+        case notRunning(String)
+    }
+
+    /// Reloads the configuration (`SIGHUP`, the varlink `Reload` method): `RELOADING=1` with
+    /// `MONOTONIC_USEC=`, then `READY=1`. A bad configuration is refused; the old one stays and
+    /// health says so.
+    ///
+    /// A caller that asks while a reload runs is answered by the next one, which begins once
+    /// the running one ends (all such callers share it): the file it reads is at least as new
+    /// as the request, so its outcome is the caller's.
+    @discardableResult
+    public func reload() async -> ReloadOutcome {
         guard phase == .running else {
             log.warning("daemon", "reload ignored while \(phase.rawValue)")
-            return
+            return .notRunning("the daemon is \(phase.rawValue)")
         }
         if reloading {
-            reloadPending = true
-            return
+            return await withCheckedContinuation { reloadWaiters.append($0) }
         }
         reloading = true
         defer { reloading = false }
-        repeat {
-            reloadPending = false
-            await reloadOnce()
-        } while reloadPending && phase == .running
+        let outcome = await reloadOnce()
+        while !reloadWaiters.isEmpty {
+            let waiters = reloadWaiters
+            reloadWaiters = []
+            let theirs = phase == .running ? await reloadOnce() : .notRunning("the daemon is \(phase.rawValue)")
+            for waiter in waiters { waiter.resume(returning: theirs) }
+        }
+        return outcome
     }
 
-    private func reloadOnce() async {
+    private func reloadOnce() async -> ReloadOutcome {
         notifier.notify("RELOADING=1", "MONOTONIC_USEC=\(SystemClock.monotonicMicroseconds())", "STATUS=reloading the configuration")
         log.notice("daemon", "reloading the configuration")
         let loaded: Result<DaemonConfiguration, ConfigurationError>
@@ -126,7 +146,7 @@ public actor Supervisor {
         // have begun meanwhile, and then the reload has nothing left to change or to report.
         guard phase == .running else {
             log.notice("daemon", "reload dropped: the daemon is \(phase.rawValue)")
-            return
+            return .notRunning("the daemon is \(phase.rawValue)")
         }
         do {
             let configuration = try loaded.get()
@@ -135,11 +155,13 @@ public actor Supervisor {
             reloadProblem = nil
             notifier.notify("READY=1", "STATUS=running; configuration reloaded")
             log.notice("daemon", "configuration reloaded")
+            return .reloaded
         } catch {
             let problem = "reload refused: \(error); keeping the previous configuration"
             reloadProblem = problem
             notifier.notify("READY=1", "STATUS=running; \(problem)")
             log.error("daemon", problem)
+            return .refused(problem)
         }
     }
 }

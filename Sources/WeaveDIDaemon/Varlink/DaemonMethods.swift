@@ -172,11 +172,12 @@ final class DaemonMethods: Sendable {
             return VarlinkReply(parameters: [("text", .string(await metrics.render(methods: self)))])
         case "Reload":
             try call.accept([])
-            await supervisor.reload()
-            if let problem = await supervisor.reloadProblem {
+            switch await supervisor.reload() {
+            case .reloaded:
+                return VarlinkReply(parameters: [("status", .string("configuration reloaded"))])
+            case let .refused(problem), let .notRunning(problem):
                 throw VarlinkFailure("io.weavedi.Daemon.ReloadRefused", [("reason", .string(problem))])
             }
-            return VarlinkReply(parameters: [("status", .string("configuration reloaded"))])
         default:
             throw .methodNotFound("\(DaemonInterface.name).\(method)")
         }
