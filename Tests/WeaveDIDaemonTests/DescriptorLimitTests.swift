@@ -127,7 +127,12 @@ import WeaveDIPosix
         // More clients than the daemon has descriptors for: the last ones stay in the listen
         // queue, where accept(2) fails on them with EMFILE again and again.
         var clients: [RawClient] = []
-        for _ in 0..<limit + 16 { clients.append(try RawClient(daemon.defaultSocket)) }
+        for index in 0..<limit + 16 {
+            do { clients.append(try RawClient(daemon.defaultSocket)) } catch {
+                Issue.record("client \(index + 1): \(error)\n\(daemon.log)")
+                return
+            }
+        }
         var full = false
         let deadline = ContinuousClock.now + .seconds(10)
         while !full, ContinuousClock.now < deadline {
@@ -150,7 +155,11 @@ import WeaveDIPosix
         // Descriptors free again: the clients waiting are accepted (and closed, as they are
         // gone), and a new one is answered.
         clients.removeAll()
-        let client = try RawClient(daemon.defaultSocket)
+        let client: RawClient
+        do { client = try RawClient(daemon.defaultSocket) } catch {
+            Issue.record("the client after the others left: \(error)\n\(daemon.log)")
+            return
+        }
         try client.send(call("io.weavedi.Daemon.Ping"))
         #expect(client.reply(timeout: .seconds(10))?.contains(#""version":"#) == true)
         #expect(daemon.waitForLog("control: accepting connections again"), "\(daemon.log)")
