@@ -158,12 +158,18 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
-    @Test func sighup_reloadsAGoodConfiguration() throws {
+    /// The daemon, ready, on `goodConfig` written to weavedid.json in a directory of its own.
+    func startedOnTheGoodConfig() throws -> (TemporaryDirectory, NotifyListener, DaemonProcess) {
         let directory = TemporaryDirectory()
         let path = directory.write("weavedid.json", Self.goodConfig)
         let notify = try NotifyListener(abstract: false, directory: directory)
         let daemon = try DaemonProcess(["--config", path], directory: directory, notify: notify)
         #expect(notify.wait(forLine: "READY=1"))
+        return (directory, notify, daemon)
+    }
+
+    @Test func sighup_reloadsAGoodConfiguration() throws {
+        let (directory, notify, daemon) = try startedOnTheGoodConfig()
         directory.write("weavedid.json", #"{"shutdownTimeout": 7, "health": {"interval": 30}}"#)
         let before = SystemClock.monotonicMicroseconds()
         daemon.send(.hangup)
@@ -178,11 +184,7 @@ import WeaveDIPosix
     }
 
     @Test func sighup_refusesABadConfiguration_keepsTheOld_andHealthSaysSo() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.write("weavedid.json", Self.goodConfig)
-        let notify = try NotifyListener(abstract: false, directory: directory)
-        let daemon = try DaemonProcess(["--config", path], directory: directory, notify: notify)
-        #expect(notify.wait(forLine: "READY=1"))
+        let (directory, notify, daemon) = try startedOnTheGoodConfig()
         directory.write("weavedid.json", #"{"health": {"interval": "soon"}}"#)
         daemon.send(.hangup)
         #expect(notify.wait { $0.contains("reload refused") })
@@ -204,11 +206,7 @@ import WeaveDIPosix
     }
 
     @Test func reloadCallsAtOnce_eachAnswerForAReloadThatBeganAfterIt() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.write("weavedid.json", Self.goodConfig)
-        let notify = try NotifyListener(abstract: false, directory: directory)
-        let daemon = try DaemonProcess(["--config", path], directory: directory, notify: notify)
-        #expect(notify.wait(forLine: "READY=1"))
+        let (directory, _, daemon) = try startedOnTheGoodConfig()
         directory.write("weavedid.json", #"{"health": {"interval": "soon"}}"#)
         // Twelve clients ask at once: the calls that arrive while a reload runs share the next
         // one, and each answer is about a read of the file as it is now: refused, every one.
