@@ -27,8 +27,8 @@ extension DaemonConfiguration {
             note(LoadStep("resolving", file: file, fieldPath: fieldPath, path: path))
         }
         var earlier: [(
-            index: Int, name: String, configured: MirrorTreeOverlap.Roots, resolved: MirrorTreeOverlap.Roots,
-            located: MountedLocation.Roots
+            index: Int, name: String, configured: MirrorTreeOverlap.Roots<String>, resolved: MirrorTreeOverlap.Roots<String>,
+            located: MirrorTreeOverlap.Roots<MountedLocation>
         )] = []
         note(LoadStep("reading", file: file, fieldPath: nil, path: MountTable.path))
         let mounts = MountTable.current()
@@ -46,7 +46,7 @@ extension DaemonConfiguration {
             resolving("\(parent).destination", configured.destination)
             let resolvedDestination = ResolvedPath.resolve(configured.destination)
             let resolved = MirrorTreeOverlap.Roots(source: resolvedSource, destination: resolvedDestination)
-            let located = MountedLocation.Roots(
+            let located = MirrorTreeOverlap.Roots(
                 source: locatedSource, destination: MountedLocation.locate(resolvedDestination, mounts: mounts))
             if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
                 throw ConfigurationError(

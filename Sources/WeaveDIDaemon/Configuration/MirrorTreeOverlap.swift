@@ -39,41 +39,46 @@ struct MirrorTreeOverlap: Equatable {
     /// How the first stands to the other.
     let relation: Relation
 
-    /// A mirror job's two roots, as the rule compares them.
-    struct Roots {
-        var source: String
-        var destination: String
+    /// A mirror job's two roots, as a rule compares them: paths (as written, or resolved
+    /// through links), or their locations by identity (`MountedLocation`).
+    struct Roots<Root> {
+        var source: Root
+        var destination: Root
 
-        init(source: String, destination: String) {
+        init(source: Root, destination: Root) {
             self.source = source
             self.destination = destination
         }
 
-        /// A configured mirror's roots, as written.
-        init(_ mirror: DaemonConfiguration.Mirror) {
-            self.init(source: mirror.source, destination: mirror.destination)
-        }
-
-        /// Both roots as they resolve on this machine now (`ResolvedPath`).
-        func resolved() -> Roots {
-            Roots(source: ResolvedPath.resolve(source), destination: ResolvedPath.resolve(destination))
+        /// Both roots, each transformed by `transform`.
+        func map<Other>(_ transform: (Root) -> Other) -> Roots<Other> {
+            Roots<Other>(source: transform(source), destination: transform(destination))
         }
 
         /// The root named by a field name, `"source"` or `"destination"`.
-        subscript(field: String) -> String { field == "source" ? source : destination }
+        subscript(field: String) -> Root { field == "source" ? source : destination }
     }
 
     /// The pairs of roots that may not overlap, in the order they are checked.
     static let checkedPairs = [("destination", "destination"), ("destination", "source"), ("source", "destination")]
 
-    /// The first overlap of `roots` with `otherRoots`, or nil when the trees are apart.
-    static func first(_ roots: Roots, _ otherRoots: Roots) -> MirrorTreeOverlap? {
+    /// The first of `checkedPairs` for which `relate` finds an overlap of a root of `roots`
+    /// with a root of `otherRoots`, with what it found; nil when the trees are apart.
+    static func first<Root, Found>(
+        _ roots: Roots<Root>, _ otherRoots: Roots<Root>, by relate: (Root, Root) -> Found?
+    ) -> (field: String, otherField: String, found: Found)? {
         for (field, otherField) in checkedPairs {
-            if let relation = relation(of: roots[field], to: otherRoots[otherField]) {
-                return MirrorTreeOverlap(field: field, otherField: otherField, relation: relation)
-            }
+            if let found = relate(roots[field], otherRoots[otherField]) { return (field, otherField, found) }
         }
         return nil
+    }
+
+    /// The first overlap of the paths `roots` with the paths `otherRoots`, compared lexically,
+    /// or nil when the trees are apart.
+    static func first(_ roots: Roots<String>, _ otherRoots: Roots<String>) -> MirrorTreeOverlap? {
+        first(roots, otherRoots, by: { relation(of: $0, to: $1) }).map {
+            MirrorTreeOverlap(field: $0.field, otherField: $0.otherField, relation: $0.found)
+        }
     }
 
     /// How `path` stands to `other`, or nil when neither is, nor lies inside, the other.
@@ -85,4 +90,14 @@ struct MirrorTreeOverlap: Equatable {
         default: nil
         }
     }
+}
+
+extension MirrorTreeOverlap.Roots<String> {
+    /// A configured mirror's roots, as written.
+    init(_ mirror: DaemonConfiguration.Mirror) {
+        self.init(source: mirror.source, destination: mirror.destination)
+    }
+
+    /// Both roots as they resolve on this machine now (`ResolvedPath`).
+    func resolved() -> Self { map(ResolvedPath.resolve) }
 }

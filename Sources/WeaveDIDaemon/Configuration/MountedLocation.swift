@@ -49,6 +49,19 @@ struct MountedLocation {
     /// The identity of the anchor, when it could be read.
     var identity: FileIdentity? { holders.first?.identity }
 
+    /// Locates each of `roots` (paths already resolved through links) among `mounts`.
+    static func locate(_ roots: MirrorTreeOverlap.Roots<String>, mounts: MountTable) -> MirrorTreeOverlap.Roots<MountedLocation> {
+        roots.map { locate($0, mounts: mounts) }
+    }
+
+    /// The first overlap by identity of `roots` with `otherRoots`, in the order of
+    /// `MirrorTreeOverlap.checkedPairs`, or nil.
+    static func first(
+        _ roots: MirrorTreeOverlap.Roots<MountedLocation>, _ otherRoots: MirrorTreeOverlap.Roots<MountedLocation>
+    ) -> (field: String, otherField: String, found: MountOverlap)? {
+        MirrorTreeOverlap.first(roots, otherRoots, by: { $0.relation(to: $1) })
+    }
+
     /// Locates the absolute, resolved `path` among `mounts`.
     static func locate(_ path: String, mounts: MountTable) -> MountedLocation {
         let components = ConfigurationDirectories.normalizedComponents(path)
@@ -117,38 +130,6 @@ struct MountedLocation {
             return MountOverlap(
                 relation: .contains,
                 directories: [SameDirectory(path: anchor, otherPath: holder.path)] + holder.crossings.reversed())
-        }
-        return nil
-    }
-
-    /// A mirror job's two roots, located.
-    struct Roots {
-        var source: MountedLocation
-        var destination: MountedLocation
-
-        init(source: MountedLocation, destination: MountedLocation) {
-            self.source = source
-            self.destination = destination
-        }
-
-        /// Locates both of `resolved` (roots already resolved through links).
-        init(_ resolved: MirrorTreeOverlap.Roots, mounts: MountTable) {
-            self.init(
-                source: MountedLocation.locate(resolved.source, mounts: mounts),
-                destination: MountedLocation.locate(resolved.destination, mounts: mounts))
-        }
-
-        /// The root named by a field name, `"source"` or `"destination"`.
-        subscript(field: String) -> MountedLocation { field == "source" ? source : destination }
-    }
-
-    /// The first overlap of `roots` with `otherRoots` by identity, in the order of
-    /// `MirrorTreeOverlap.checkedPairs`, or nil.
-    static func first(_ roots: Roots, _ otherRoots: Roots) -> (field: String, otherField: String, overlap: MountOverlap)? {
-        for (field, otherField) in MirrorTreeOverlap.checkedPairs {
-            if let overlap = roots[field].relation(to: otherRoots[otherField]) {
-                return (field, otherField, overlap)
-            }
         }
         return nil
     }

@@ -48,7 +48,7 @@ struct MirrorRoots: ~Copyable {
                 reason: "the source \(realSource) is inside the destination \(realDestination) (real paths)")
         }
         let mounts = MountTable.current()
-        let located = MountedLocation.Roots(
+        let located = MountedLocation.locate(
             MirrorTreeOverlap.Roots(source: realSource, destination: realDestination), mounts: mounts)
         if settings.checksOwnRootsThroughMounts, let overlap = located.destination.relation(to: located.source) {
             throw Failure(
@@ -97,7 +97,7 @@ struct MirrorRoots: ~Copyable {
     /// resolved and located now (`ResolvedPath`, `MountedLocation`): one job would write into,
     /// or delete from, the other's tree.
     private static func checkOtherJobs(
-        _ settings: MirrorSettings, source: String, destination: String, located: MountedLocation.Roots, mounts: MountTable
+        _ settings: MirrorSettings, source: String, destination: String, located: MirrorTreeOverlap.Roots<MountedLocation>, mounts: MountTable
     ) throws(Failure) {
         let roots = MirrorTreeOverlap.Roots(source: source, destination: destination)
         for other in settings.otherJobs {
@@ -110,7 +110,7 @@ struct MirrorRoots: ~Copyable {
                         + "\(theirs[overlap.otherField]) of job \"\(other.name)\" (real paths; configured as "
                         + "\(configured[overlap.otherField])): the jobs would overwrite or delete each other's files")
             }
-            if let (field, otherField, overlap) = MountedLocation.first(located, MountedLocation.Roots(theirs, mounts: mounts)) {
+            if let (field, otherField, overlap) = MountedLocation.first(located, MountedLocation.locate(theirs, mounts: mounts)) {
                 throw Failure(
                     path: field == "source" ? settings.source : settings.destination,
                     reason: "the \(field) \(roots[field]) \(overlap.relation.phrase) \(otherField) \(theirs[otherField]) "
