@@ -26,7 +26,10 @@ extension UnifiedRegistry {
     /// in a task of their own. `await enableOptimization(container:)` waits for them.
     @discardableResult
     public func enableOptimization(container: WeaveDI.Container = .live) -> OptimizationReport {
-        container.optimizeEverything { pass in pass.probe.closeWithoutWaiting() }
+        let start = ContinuousClock.now
+        let pass = container.startOptimizing()
+        pass.probe.closeWithoutWaiting()
+        return container.finishOptimizing(pass, since: start, newOnly: false)
     }
 
     /// `enableOptimization(container:)`, waiting for the probe scope's instances to be disposed.
@@ -50,14 +53,6 @@ extension WeaveDI.Container {
             return state.order.compactMap { state.entries[$0] }
         }
         return validationPass(entries, logged: true)
-    }
-
-    /// `startOptimizing()`, the probe closed by `close`, and the report.
-    func optimizeEverything(close: (ValidationPass) -> Void) -> OptimizationReport {
-        let start = ContinuousClock.now
-        let pass = startOptimizing()
-        close(pass)
-        return finishOptimizing(pass, since: start, newOnly: false)
     }
 
     /// In an optimized container, at the end of a bootstrap: validates and warms what was
