@@ -22,6 +22,12 @@ import Darwin
 /// One mutex guards the table; it is held only to look at and change the table, never while a
 /// factory runs, a message is logged or a type's name is spelled.
 ///
+/// The table is two short arrays searched from the end, not dictionaries: it holds only the
+/// builds in progress right now (a few per thread, one per level of nesting), so a scan is
+/// cheaper than hashing a key twice per build, and a build is the common case. It lives behind
+/// a pointer, so that reaching it takes no dynamic exclusivity check (a class's stored `var`
+/// takes one per access); the mutex is what keeps accesses apart.
+///
 /// `@unchecked Sendable`: the table is only touched with the mutex held.
 final class BuildGates: @unchecked Sendable {
     /// What one gate stands for: an object (a registration, a scope's instances, a key's
@@ -44,6 +50,47 @@ final class BuildGates: @unchecked Sendable {
         let slot: Int
     }
 
+    /// The builds in progress and the waits, as short arrays (see above).
+    private struct Table {
+        /// The builder of every instance being built; the newest last.
+        var building: [(key: Key, builder: Builder)] = []
+        /// What each waiting thread waits for.
+        var waiting: [(thread: UInt, key: Key)] = []
+
+        func builder(of key: Key) -> Builder? {
+            var index = building.count
+            while index > 0 {
+                index -= 1
+                if building[index].key == key { return building[index].builder }
+            }
+            return nil
+        }
+
+        mutating func removeBuild(of key: Key) {
+            // Builds nest, so the one ended is nearly always the newest: the last.
+            var index = building.count
+            while index > 0 {
+                index -= 1
+                if building[index].key == key {
+                    building.remove(at: index)
+                    return
+                }
+            }
+        }
+
+        func awaited(by thread: UInt) -> Key? {
+            waiting.first { $0.thread == thread }?.key
+        }
+
+        mutating func setAwaited(_ key: Key?, by thread: UInt) {
+            if let index = waiting.firstIndex(where: { $0.thread == thread }) {
+                if let key { waiting[index].key = key } else { waiting.remove(at: index) }
+            } else if let key {
+                waiting.append((thread, key))
+            }
+        }
+    }
+
     static let shared = BuildGates()
 
     /// How long a thread waits before it says it is still waiting (and again each time as long
@@ -54,10 +101,7 @@ final class BuildGates: @unchecked Sendable {
 
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let finished: UnsafeMutablePointer<pthread_cond_t>
-    /// The builder of every instance being built.
-    private var building: [Key: Builder] = [:]
-    /// What each waiting thread waits for.
-    private var waiting: [UInt: Key] = [:]
+    private let table: UnsafeMutablePointer<Table>
 
     init(
         patience: Duration = .seconds(5),
@@ -75,9 +119,13 @@ final class BuildGates: @unchecked Sendable {
         #endif
         pthread_cond_init(finished, &attributes)
         pthread_condattr_destroy(&attributes)
+        table = .allocate(capacity: 1)
+        table.initialize(to: Table())
     }
 
     deinit {
+        table.deinitialize(count: 1)
+        table.deallocate()
         pthread_cond_destroy(finished)
         finished.deallocate()
         pthread_mutex_destroy(mutex)
@@ -112,18 +160,18 @@ final class BuildGates: @unchecked Sendable {
                 pthread_mutex_unlock(mutex)
                 return false
             }
-            guard let builder = building[key] else { break }
+            guard let builder = table.pointee.builder(of: key) else { break }
             if let slots = cycle(waitingFor: key, thread: me) {
                 pthread_mutex_unlock(mutex)
                 throw deadlock(Deadlock(path: slots.map { TypeSlots.shared.name(ofSlot: $0) }))
             }
             let started = waitStarted ?? Self.monotonicNow()
             waitStarted = started
-            waiting[me] = key
+            table.pointee.setAwaited(key, by: me)
             var deadline = Self.adding(nextReport, to: started)
             let status = pthread_cond_timedwait(finished, mutex, &deadline)
-            waiting[me] = nil
-            if status == ETIMEDOUT, building[key]?.thread == builder.thread {
+            table.pointee.setAwaited(nil, by: me)
+            if status == ETIMEDOUT, table.pointee.builder(of: key)?.thread == builder.thread {
                 pthread_mutex_unlock(mutex)
                 let name = TypeSlots.shared.name(ofSlot: builder.slot)
                 report(
@@ -133,7 +181,7 @@ final class BuildGates: @unchecked Sendable {
                 pthread_mutex_lock(mutex)
             }
         }
-        building[key] = Builder(thread: me, slot: slot)
+        table.pointee.building.append((key, Builder(thread: me, slot: slot)))
         pthread_mutex_unlock(mutex)
         return true
     }
@@ -142,8 +190,8 @@ final class BuildGates: @unchecked Sendable {
     /// and wakes the threads waiting for a build.
     func leave(_ key: Key) {
         pthread_mutex_lock(mutex)
-        building[key] = nil
-        if !waiting.isEmpty { pthread_cond_broadcast(finished) }
+        table.pointee.removeBuild(of: key)
+        if !table.pointee.waiting.isEmpty { pthread_cond_broadcast(finished) }
         pthread_mutex_unlock(mutex)
     }
 
@@ -153,10 +201,10 @@ final class BuildGates: @unchecked Sendable {
     private func cycle(waitingFor key: Key, thread: UInt) -> [Int]? {
         var slots: [Int] = []
         var current = key
-        while let builder = building[current], slots.count <= building.count {
+        while let builder = table.pointee.builder(of: current), slots.count <= table.pointee.building.count {
             slots.append(builder.slot)
             if builder.thread == thread { return [builder.slot] + slots }
-            guard let next = waiting[builder.thread] else { return nil }
+            guard let next = table.pointee.awaited(by: builder.thread) else { return nil }
             current = next
         }
         return nil
