@@ -7,7 +7,9 @@ extension WeaveDI {
         public let scope: WeaveDI.Scope
         /// The module that registered it (`main` outside any module).
         public let module: String
-        /// The types its factory resolved through its resolver (recorded on its first builds).
+        /// The types its factory needed (recorded on its first builds): those it resolved through
+        /// its resolver, and those of the same container built while it ran, however it asked for
+        /// them (`@Injected`, `@Factory`, a key, a call on the container).
         public let dependencies: [String]
         /// Whether a singleton instance is built.
         public let isBuilt: Bool

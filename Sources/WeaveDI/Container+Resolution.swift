@@ -51,6 +51,7 @@ extension WeaveDI.Container {
     func produce<T>(_ entry: Entry, as type: T.Type, explicit: ScopeOwner?) throws(ResolutionError) -> T {
         if entry.scope == .singleton, let box = entry.instance.load(ordering: .acquiring) { return unbox(box, as: T.self) }
         let stack = ResolutionStack.current
+        if entry.scope != .transient { recordAsDependency(entry.slot, stack) }
         if entry.scope != .transient, let outer = stack.nearestScoped, entry.scope.lifetime < outer.scope.lifetime {
             throw .scopeMismatch(
                 outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
@@ -140,16 +141,18 @@ extension WeaveDI.Container {
         do {
             return try entryRef._withUnsafeGuaranteedRef { entry throws(ResolutionError) -> T in
                 let slot = entry.slot
+                // (`produce` has recorded the others.)
+                if entry.scope == .transient { recordAsDependency(slot, stack) }
                 if let start = stack.index(of: slot, in: id) { throw stack.cycle(from: start, to: slot) }
                 if stack.state.pointee.count >= ResolutionError.maximumDepth { throw stack.tooDeep(at: slot) }
-                stack.push(.init(containerID: id, slot: slot, scope: entry.scope, owner: owner))
+                // A plain load first: past the first builds, no read-modify-write (and no cache
+                // line bouncing between threads that build the same transient).
+                let records = entry.builds.load(ordering: .relaxed) < EdgeRecorder.recordedBuilds
+                    && entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds
+                stack.push(.init(containerID: id, slot: slot, scope: entry.scope, owner: owner, records: records))
                 defer { stack.pop() }
                 do {
-                    // A plain load first: past the first builds, no read-modify-write (and no cache
-                    // line bouncing between threads that build the same transient).
-                    if entry.builds.load(ordering: .relaxed) < EdgeRecorder.recordedBuilds,
-                        entry.builds.add(1, ordering: .relaxed).newValue <= EdgeRecorder.recordedBuilds
-                    {
+                    if records {
                         return try entry.callFactory(as: T.self, EdgeRecorder(base: owner?.resolver ?? self, parent: entry))
                     } else if let owner {
                         return try entry.callFactory(as: T.self, owner.resolver)
@@ -162,6 +165,17 @@ extension WeaveDI.Container {
             }
         } catch {
             throw error as! ResolutionError
+        }
+    }
+
+    /// Records `slot` as a dependency of the build open on this thread, if that build's factory
+    /// records its edges: however the factory asked for it (its resolver, `@Injected`,
+    /// `@Factory`, a key whose value or default needs it, a call on the container), and before
+    /// any cycle check, so that a cycle stopped here is in the graph `checkCycles()` reads.
+    @inline(__always)
+    func recordAsDependency(_ slot: Int, _ stack: ResolutionStack) {
+        if let parent = stack.recordingBuild(in: id) {
+            table.load(parent)?._withUnsafeGuaranteedRef { $0.recordEdge(to: slot) }
         }
     }
 

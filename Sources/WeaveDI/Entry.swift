@@ -28,7 +28,7 @@ final class Entry: @unchecked Sendable {
     let erased: Erased
     /// Builds made so far (the first few record the dependency edges).
     let builds = Atomic<Int>(0)
-    /// Slots this entry's factory resolved through its resolver, under `edgeLock`.
+    /// Slots this entry's factory depends on (see `recordEdge`), under `edgeLock`.
     @exclusivity(unchecked)
     private var recordedEdges: Set<Int> = []
     /// One lock for every entry's edges: they are written only in an entry's first builds, and
@@ -106,10 +106,11 @@ final class Entry: @unchecked Sendable {
         try TypedFactory<T>(erasedFactory).call(resolver)
     }
 
-    /// Slots this entry's factory resolved through its resolver (recorded in its first builds).
+    /// Slots this entry's factory resolved through its resolver, or that were built while it ran
+    /// (recorded in its first builds).
     var edges: Set<Int> { Entry.edgeLock.withLock { recordedEdges } }
 
-    /// Records that this entry's factory resolved `slot`.
+    /// Records that this entry's factory needed `slot`.
     func recordEdge(to slot: Int) {
         Entry.edgeLock.withLock { _ = recordedEdges.insert(slot) }
     }

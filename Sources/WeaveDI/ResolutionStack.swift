@@ -24,11 +24,14 @@ struct ResolutionStack {
         /// its frame is open. (A plain value, so that pushing and popping frames retains nothing.)
         let ownerObject: Unmanaged<AnyObject>?
         let ownerIsRequest: Bool
+        /// Whether this build records its factory's dependencies (one of its entry's first builds).
+        let records: Bool
 
-        init(containerID: UInt64, slot: Int, scope: WeaveDI.Scope, owner: ScopeOwner?) {
+        init(containerID: UInt64, slot: Int, scope: WeaveDI.Scope, owner: ScopeOwner?, records: Bool = false) {
             self.containerID = containerID
             self.slot = slot
             self.scope = scope
+            self.records = records
             switch owner {
             case let .session(session)?: ownerObject = .passUnretained(session); ownerIsRequest = false
             case let .request(request)?: ownerObject = .passUnretained(request); ownerIsRequest = true
@@ -136,6 +139,22 @@ struct ResolutionStack {
         while i > 0 {
             i &-= 1
             if storage[i].slot == slot, storage[i].containerID == id { return i }
+        }
+        return nil
+    }
+
+    /// The slot of the innermost build, looking through `InjectedKey` defaults being computed
+    /// (their frames belong to no container), if it is a build of container `id` that records
+    /// its factory's dependencies: what a build starting now is a dependency of.
+    @inline(__always)
+    func recordingBuild(in id: UInt64) -> Int? {
+        let storage = state.pointee.storage
+        var i = state.pointee.count
+        while i > 0 {
+            i &-= 1
+            let frame = storage[i]
+            if frame.containerID == 0 { continue }
+            return frame.records && frame.containerID == id ? frame.slot : nil
         }
         return nil
     }

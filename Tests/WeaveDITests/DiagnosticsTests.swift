@@ -264,3 +264,78 @@ final class Moody: HealthReporting, Disposable {
         #expect(result.stdout.hasSuffix(#""cycles":\#(cycles)}"# + "\n"))
     }
 }
+
+// MARK: Dependencies asked for outside the factory's resolver
+
+/// (`@unchecked`: property wrappers are `var`s; nothing sets them after `init`.)
+final class EdgeRoot: @unchecked Sendable {
+    @Factory var made: EdgeMade
+    @Injected var leaf: EdgeLeaf?
+
+    /// Made by its factory, which reads both properties (as an initializer that used them would).
+    static func built() -> EdgeRoot {
+        let root = EdgeRoot()
+        precondition(root.leaf != nil && root.made.number == 1)
+        return root
+    }
+}
+final class EdgeMade: Sendable { let number = 1 }
+final class EdgeLeaf: Sendable {}
+final class EdgeByKey: Sendable {
+    init() { _ = InjectedValues.current[EdgeKey.self] }
+}
+final class EdgeKeyTarget: Sendable {}
+final class EdgeCircleA: Sendable {}
+final class EdgeCircleB: Sendable {}
+
+/// A key whose default is built by the container of `EdgeKey.container`.
+struct EdgeKey: InjectedKey {
+    static let container = WeaveDI.Container()
+    static var liveValue: EdgeKeyTarget? { container.resolve(EdgeKeyTarget.self) }
+}
+
+@Suite struct DependencyEdgeTests {
+    func dependencies(of type: String, in container: WeaveDI.Container) -> [String]? {
+        container.registrations.first { $0.type == type }?.dependencies
+    }
+
+    @Test func injectedAndFactoryReads_inAFactory_areEdgesOfItsRegistration() {
+        WeaveDI.Container.live.register(EdgeMade.self, scope: .transient) { EdgeMade() }
+        WeaveDI.Container.live.register(EdgeLeaf.self) { EdgeLeaf() }
+        WeaveDI.Container.live.register(EdgeRoot.self, scope: .transient) { EdgeRoot.built() }
+        #expect(WeaveDI.Container.live.resolve(EdgeRoot.self) != nil)
+        #expect(dependencies(of: "EdgeRoot", in: .live) == ["EdgeLeaf", "EdgeMade"])
+    }
+
+    @Test func aKeyDefaultBuiltFromTheContainer_isAnEdgeOfTheFactoryThatReadIt() {
+        EdgeKey.container.register(EdgeKeyTarget.self) { EdgeKeyTarget() }
+        EdgeKey.container.register(EdgeByKey.self) { EdgeByKey() }
+        #expect(EdgeKey.container.resolve(EdgeByKey.self) != nil)
+        #expect(dependencies(of: "EdgeByKey", in: EdgeKey.container) == ["EdgeKeyTarget"])
+    }
+
+    @Test func aCycleThroughCallsOnTheContainer_isFoundByCheckCycles() async {
+        // Neither factory asks its resolver: each calls the container itself. At run time the
+        // inner call fails with the cycle (logged, nil); the graph still has both edges.
+        let container = WeaveDI.Container()
+        container.register(EdgeCircleA.self, scope: .transient) { _ = container.resolve(EdgeCircleB.self); return EdgeCircleA() }
+        container.register(EdgeCircleB.self) { _ = container.resolve(EdgeCircleA.self); return EdgeCircleB() }
+        _ = await container.validate()
+        #expect(container.checkCycles().cycles == [["EdgeCircleA", "EdgeCircleB"]])
+    }
+
+    @Test func aSingletonBuiltBeforeTheRead_isNotAnEdge_butOneBuiltByItIs() {
+        // What is already built is read without a build: only builds are seen (documented).
+        let container = WeaveDI.Container()
+        container.register(NodeA.self) { NodeA() }
+        container.register(NodeB.self) { NodeB() }
+        container.register(NodeC.self, scope: .transient) {
+            _ = container.resolve(NodeA.self)
+            _ = container.resolve(NodeB.self)
+            return NodeC()
+        }
+        _ = container.resolve(NodeA.self)
+        _ = container.resolve(NodeC.self)
+        #expect(dependencies(of: "NodeC", in: container) == ["NodeB"])
+    }
+}

@@ -83,8 +83,10 @@ extension WeaveDI.Container {
         return ComponentDiagnostics(issues: issues)
     }
 
-    /// The cycles in the dependency graph recorded so far (edges are recorded when factories
-    /// resolve through their resolver; `validate()` builds everything once to record them all).
+    /// The cycles in the dependency graph recorded so far (edges are recorded in each
+    /// registration's first builds: what its factory resolves through its resolver, and what is
+    /// built of the same container while it runs; `validate()` builds everything once to record
+    /// them all).
     public func checkCycles() -> CycleReport {
         let registrations = registrations
         var graph: [String: Set<String>] = [:]
