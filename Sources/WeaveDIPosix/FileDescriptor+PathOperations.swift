@@ -135,12 +135,15 @@ extension FileDescriptor {
     }
 
     /// The canonical absolute form of `path` (`realpath(3)`): symbolic links, `.` and `..`
-    /// resolved; every component must exist.
+    /// resolved; every component must exist. Throws `EILSEQ` when the canonical form is not
+    /// valid UTF-8 (a link to a name that is not): a `String` would repair it into a path that
+    /// names another file, or none.
     public static func realPath(_ path: String) throws(Errno) -> String {
         let resolved: UnsafeMutablePointer<CChar>? = path.withCString { realpath($0, nil) }
         guard let resolved else { throw Errno.current }
         defer { free(resolved) }
-        return String(cString: resolved)
+        guard let exact = String(validatingCString: resolved) else { throw .illegalByteSequence }
+        return exact
     }
 
     /// Creates a fresh directory from a template ending in `XXXXXX` (`mkdtemp(3)`), returning its path.

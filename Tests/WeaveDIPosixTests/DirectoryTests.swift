@@ -127,4 +127,15 @@ import WeaveDIPosix
             _ = try FileDescriptor.realPath(directory.child("real/missing"))
         }
     }
+
+    @Test func realPath_refusesACanonicalFormThatIsNotUTF8() throws {
+        let directory = try TemporaryDirectory()
+        let root = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        let raw: [CChar] = [0x62, -1, 0]  // "b\xff"
+        #expect(mkdirat(root.descriptor.rawValue, raw, 0o755) == 0)
+        let made = symlinkat(raw, root.descriptor.rawValue, "link")
+        #expect(made == 0)
+        // Repaired, it would be ".../b\u{FFFD}": another name.
+        #expect(throws: Errno.illegalByteSequence) { _ = try FileDescriptor.realPath(directory.child("link")) }
+    }
 }
