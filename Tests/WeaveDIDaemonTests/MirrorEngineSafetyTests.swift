@@ -167,6 +167,23 @@ import WeaveDIPosix
         #expect(fixture.status("dst") == nil)
     }
 
+    @Test func rootsWhoseRealPathIsNotUTF8_failTheRun_andNothingIsWritten() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        // A directory "d\xff" and a link "dlink" to it, both spelled in bytes.
+        let name: [CChar] = [0x64, -1, 0]
+        #expect(mkdir(Array((fixture.root + "/").utf8CString.dropLast()) + name, 0o755) == 0)
+        #expect(symlink(name, fixture.root + "/dlink") == 0)
+        let destination = await run(fixture, source: fixture.source, destination: fixture.root + "/dlink/out")
+        #expect(destination.result == .failed)
+        #expect(destination.errors.first?.path == fixture.root + "/dlink/out")
+        #expect(destination.errors.first?.reason.contains("EILSEQ") == true, "\(destination.errors)")
+        let source = await run(fixture, source: fixture.root + "/dlink", destination: fixture.destination)
+        #expect(source.result == .failed)
+        #expect(source.errors.first?.reason.contains("EILSEQ") == true, "\(source.errors)")
+        #expect(fixture.status("dst") == nil)
+    }
+
     @Test func missingDestinationRoot_isCreatedWithParents_unlessTurnedOff() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("src/a.txt", "a", mtime: sampleTime())

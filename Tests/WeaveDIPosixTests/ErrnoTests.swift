@@ -10,6 +10,7 @@ import WeaveDIPosix
         #expect(Errno.wouldBlock == Errno.resourceTemporarilyUnavailable)
         #expect(Errno.tooManySymbolicLinkLevels.name == "ELOOP")
         #expect(Errno.crossDeviceLink.name == "EXDEV")
+        #expect(Errno.illegalByteSequence.name == "EILSEQ")
         #expect(Errno.addressInUse.name == "EADDRINUSE")
         #expect(Errno.directoryNotEmpty.name == "ENOTEMPTY")
         #expect(Errno.connectionRefused.rawValue == ECONNREFUSED)
