@@ -93,6 +93,37 @@ import Testing
         await session.close()
     }
 
+    @Test func buildsThatEndOutOfOrder_eachStayGated_untilTheirOwnEnd() async throws {
+        // Four sessions' instances built at once, the first begun ending first (10 ms, the last
+        // 40 ms), and more readers of each arriving at 15-18 ms: the gates' table loses none of
+        // the builds still running when another ends, so every instance is built once, whoever
+        // asks while it is being built.
+        let container = WeaveDI.Container()
+        let built = Atomic(0)
+        container.register(SessionCounter.self, scope: .session) {
+            let order = built.add(1, ordering: .relaxed).newValue
+            usleep(UInt32(10_000 * min(order, 4)))
+            return SessionCounter()
+        }
+        let sessions = (1...4).map { container.openSession(id: "\($0)") }
+        let seen = Locked<[String: Set<ObjectIdentifier>]>([:])
+        var readers: [@Sendable () -> Void] = []
+        for (index, session) in sessions.enumerated() {
+            for reader in 0..<3 {
+                readers.append {
+                    if reader > 0 { usleep(UInt32(15_000 + 1_000 * index)) }
+                    if let counter = session.resolve(SessionCounter.self) {
+                        seen.withLock { _ = $0[session.id, default: []].insert(ObjectIdentifier(counter)) }
+                    }
+                }
+            }
+        }
+        #expect(finishTogether(readers))
+        #expect(built.load(ordering: .relaxed) == 4)
+        #expect(seen.withLock { $0.mapValues(\.count) } == ["1": 1, "2": 1, "3": 1, "4": 1])
+        for session in sessions { await session.close() }
+    }
+
     @Test func aSessionFactory_thatReadsItsTypeFromASessionWhereItIsBuilt_getsThatInstance() async throws {
         let container = WeaveDI.Container()
         let first = container.openSession(id: "first")
