@@ -13,10 +13,10 @@ import Testing
     func finishTogether(within seconds: Int = 20, _ bodies: [@Sendable () -> Void]) -> Bool {
         let finished = DispatchSemaphore(value: 0)
         for body in bodies {
-            Thread {
+            Thread.detach {
                 body()
                 finished.signal()
-            }.start()
+            }
         }
         return bodies.allSatisfy { _ in finished.wait(timeout: .now() + .seconds(seconds)) == .success }
     }
@@ -228,11 +228,10 @@ final class WaitingRoot: Sendable {
     let leafFromOtherThread: Bool
     init(_ container: WeaveDI.Container) {
         let finished = DispatchSemaphore(value: 0)
-        let thread = Thread {
+        Thread.detach {
             _ = container.resolve(WaitingLeaf.self)
             finished.signal()
         }
-        thread.start()
         leafFromOtherThread = finished.wait(timeout: .now() + .seconds(5)) == .success
     }
 }
