@@ -12,10 +12,9 @@ import WeaveDIControl
 
     /// The cached reply and the reply encoded from scratch, for the registry's report now.
     func replies(_ registry: UnifiedRegistry, _ cache: HealthReplyCache, tags: Set<String>? = nil) -> (cached: String, expected: String) {
-        let report = registry.report(tags: tags)
         var out: [UInt8] = []
-        cache.write(report, tags: tags, into: &out)
-        let expected = VarlinkReply(parameters: [("health", ReportEncoding.health(report))]).encoded()
+        cache.write(registry, tags: tags, into: &out)
+        let expected = VarlinkReply(parameters: [("health", ReportEncoding.health(registry.report(tags: tags)))]).encoded()
         return (String(decoding: out, as: UTF8.self), String(decoding: expected, as: UTF8.self))
     }
 
@@ -54,5 +53,39 @@ import WeaveDIControl
         #expect(!tagged.cached.contains("counting") && tagged.cached.contains("slow"))
         let untagged = replies(registry, cache)
         #expect(untagged.cached == untagged.expected && untagged.cached.contains("counting"))
+
+        registry.register(HealthCheck(name: "added") { .healthy() })  // a check more, not run
+        let added = replies(registry, cache)
+        #expect(added.cached == added.expected && added.cached.contains(#""name":"added""#))
+        _ = registry.unregister("added")
+        let removed = replies(registry, cache)
+        #expect(removed.cached == removed.expected && !removed.cached.contains("added"))
+    }
+
+    @Test func reportChanges_movesWithEveryChangeToTheReport_andOnlyThen() async throws {
+        let clock = ManualHealthClock()
+        let registry = UnifiedRegistry(clock: clock)
+        var seen = registry.reportChanges
+        func moved() -> Bool {
+            defer { seen = registry.reportChanges }
+            return registry.reportChanges != seen
+        }
+        _ = registry.report()
+        clock.advance(by: .seconds(5))
+        #expect(!moved(), "reading the report, or time passing, changes nothing in it")
+        let sick = Atomic(true)
+        registry.register(HealthCheck(name: "disk") { sick.load(ordering: .relaxed) ? .unhealthy("full") : .healthy() } fix: {
+            sick.store(false, ordering: .relaxed)
+            return "emptied"
+        })
+        #expect(moved(), "registered")
+        await registry.runChecks()
+        #expect(moved(), "run")
+        let before = registry.report()
+        _ = await registry.fix("disk")
+        #expect(moved(), "fixed")
+        #expect(registry.report().checks != before.checks)
+        _ = registry.unregister("disk")
+        #expect(moved(), "removed")
     }
 }

@@ -29,8 +29,10 @@ public final class UnifiedRegistry: Sendable {
     }
 
     struct State {
-        var checks: [String: CheckState] = [:]
-        var order: [String] = []
+        /// Counts the changes to `checks` and `order` (see `reportChanges`).
+        var changes: UInt64 = 0
+        var checks: [String: CheckState] = [:] { didSet { changes &+= 1 } }
+        var order: [String] = [] { didSet { changes &+= 1 } }
         var history: [FixRecord] = []
         var loop: Task<Void, Never>?
         var autoHealth = true
@@ -136,6 +138,13 @@ public final class UnifiedRegistry: Sendable {
         }
         return report(tags: tags)
     }
+
+    /// A count of the changes to the checks `report()` describes (a check registered, removed,
+    /// run, fixed, held back): while it stays the same, `report()` describes the same checks
+    /// the same way, and only its `takenAt` differs. Read before a `report()`, it says that
+    /// report is at least this recent: a server can keep the report's encoding until the
+    /// count moves.
+    public var reportChanges: UInt64 { state.withLock { $0.changes } }
 
     /// The last known state of the selected checks, without running them.
     public func report(tags: Set<String>? = nil) -> HealthReport {

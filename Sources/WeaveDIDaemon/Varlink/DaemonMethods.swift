@@ -62,7 +62,7 @@ final class DaemonMethods: Sendable {
             do {
                 try call.accept(["tags"])
                 let tags = try call.stringArray("tags").map(Set.init)
-                healthReplies.write(registry.report(tags: tags), tags: tags, into: &out)
+                healthReplies.write(registry, tags: tags, into: &out)
                 return nil
             } catch {
                 error.reply.write(into: &out)

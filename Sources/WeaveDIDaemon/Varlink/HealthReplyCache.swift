@@ -1,14 +1,16 @@
 import WeaveDI
 import WeaveDIControl
 
-/// `GetHealth`'s reply, kept encoded for the last report: encoding every check on every call
-/// cost most of the call. The bytes are reused while the report's checks (and the tags asked
-/// for) are equal to those they were made from; `takenAt`, which changes on every call, is
-/// written fresh between them.
+/// `GetHealth`'s reply, kept encoded for the last report: taking the report and encoding every
+/// check on every call cost most of the call. The bytes are reused while the registry's
+/// `reportChanges` (and the tags asked for) are what they were made from; `takenAt`, which
+/// changes on every call, is written fresh between them.
 final class HealthReplyCache: Sendable {
     private struct Entry {
         var tags: Set<String>?
-        var checks: [CheckReport]
+        /// The registry's `reportChanges` read before the report was taken: the report is at
+        /// least that recent, so while the count stays there, nothing in it has changed.
+        var changes: UInt64
         /// `{"parameters":{"health":{"status":…,"score":…,"takenAt":`
         var head: [UInt8]
         /// `,"checks":[…]}}}`
@@ -17,20 +19,30 @@ final class HealthReplyCache: Sendable {
 
     private let entry = Locked<Entry?>(nil)
 
-    /// Appends the reply for `report` (taken for `tags`), without its NUL terminator.
-    func write(_ report: HealthReport, tags: Set<String>?, into out: inout [UInt8]) {
+    /// Appends the reply for `registry`'s report for `tags` now, without its NUL terminator.
+    func write(_ registry: UnifiedRegistry, tags: Set<String>?, into out: inout [UInt8]) {
+        let changes = registry.reportChanges
         let cached = entry.withLock { entry -> Entry? in
-            guard let entry, entry.tags == tags, entry.checks == report.checks else { return nil }
+            guard let entry, entry.changes == changes, entry.tags == tags else { return nil }
             return entry
         }
-        let parts = cached ?? Self.encode(report, tags: tags)
-        if cached == nil { entry.withLock { $0 = parts } }
+        let parts: Entry
+        let takenAt: Double
+        if let cached {
+            parts = cached
+            takenAt = registry.clock.wallTime
+        } else {
+            let report = registry.report(tags: tags)
+            parts = Self.encode(report, tags: tags, changes: changes)
+            takenAt = report.takenAt
+            entry.withLock { $0 = parts }
+        }
         out.append(contentsOf: parts.head)
-        JSONValue.writeDouble(report.takenAt, into: &out)
+        JSONValue.writeDouble(takenAt, into: &out)
         out.append(contentsOf: parts.tail)
     }
 
-    private static func encode(_ report: HealthReport, tags: Set<String>?) -> Entry {
+    private static func encode(_ report: HealthReport, tags: Set<String>?, changes: UInt64) -> Entry {
         var head = Array(#"{"parameters":{"health":{"status":"#.utf8)
         JSONValue.writeQuoted(report.status.rawValue, into: &head)
         head.append(contentsOf: #","score":"#.utf8)
@@ -39,6 +51,6 @@ final class HealthReplyCache: Sendable {
         var tail = Array(#","checks":"#.utf8)
         JSONValue.array(report.checks.map(ReportEncoding.check)).write(into: &tail)
         tail.append(contentsOf: "}}}".utf8)
-        return Entry(tags: tags, checks: report.checks, head: head, tail: tail)
+        return Entry(tags: tags, changes: changes, head: head, tail: tail)
     }
 }
