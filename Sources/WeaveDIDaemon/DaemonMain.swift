@@ -12,7 +12,7 @@ public enum DaemonMain {
     /// answer (sysexits' EX_TEMPFAIL): not the file's fault, so systemd restarts the daemon.
     public static let exitTemporaryFailure: Int32 = 75
     /// The start's (and `--check-config`'s) exit status when the configuration cannot be loaded:
-    /// 75 when a file system did not answer in time (`ETIMEDOUT`, see `LoadDeadline`), else 78.
+    /// 75 when a file system did not answer in time (`ETIMEDOUT`, see `StepDeadline`), else 78.
     public static func exitStatus(for error: ConfigurationError) -> Int32 {
         error.errno == ETIMEDOUT ? exitTemporaryFailure : exitConfigurationError
     }

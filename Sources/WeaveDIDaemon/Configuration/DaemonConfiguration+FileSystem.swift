@@ -20,7 +20,7 @@ extension DaemonConfiguration {
     /// Throws the first overlap in the order of the jobs, at the later job's field, naming both
     /// jobs, both configured paths and what each resolves to, or which paths are one directory
     /// (`EINVAL`). Before each path it resolves (and before reading mountinfo), it tells `note`
-    /// (`LoadDeadline`, which gives up on a path that does not answer).
+    /// (`StepDeadline`, which gives up on a path that does not answer).
     public func checkMirrorTreesOnDisk(noting note: (LoadStep) -> Void = { _ in }) throws(ConfigurationError) {
         let file = filePath ?? "built-in default"
         func resolving(_ fieldPath: String, _ path: String) {

@@ -40,10 +40,10 @@ public final class DaemonContext: Sendable {
     /// reloads through the async form.
     ///
     /// All of it runs on a thread of its own, and a step (the file read, a path resolved) that
-    /// does not answer within `LoadDeadline.stepLimit` fails the load (`ETIMEDOUT`): a dead
+    /// does not answer within `StepDeadline.stepLimit` fails the load (`ETIMEDOUT`): a dead
     /// network mount cannot hang the start. Blocks the calling thread meanwhile.
     public func loadConfiguration() throws(ConfigurationError) -> DaemonConfiguration {
-        try LoadDeadline.run(limit: LoadDeadline.stepLimit, first: firstLoadStep) { [self] note throws(ConfigurationError) in
+        try StepDeadline.run(limit: StepDeadline.stepLimit, first: firstLoadStep) { [self] note throws(ConfigurationError) in
             try load(noting: note)
         }
     }
@@ -51,7 +51,7 @@ public final class DaemonContext: Sendable {
     /// `loadConfiguration()` for the reloads: the caller (the `Supervisor` actor) is suspended
     /// meanwhile, not blocked, so a dead mount can hold neither it nor a shutdown.
     public func loadConfiguration() async throws(ConfigurationError) -> DaemonConfiguration {
-        try await LoadDeadline.run(limit: LoadDeadline.stepLimit, first: firstLoadStep) { [self] note throws(ConfigurationError) in
+        try await StepDeadline.run(limit: StepDeadline.stepLimit, first: firstLoadStep) { [self] note throws(ConfigurationError) in
             try load(noting: note)
         }
     }

@@ -5,9 +5,10 @@ import WeaveDI
 @testable import WeaveDIDaemon
 import WeaveDIPosix
 
-/// The deadline on the configuration's load: a step that blocks, as `realpath` does on a dead
-/// NFS mount, fails the load with its path and is left behind on its own thread.
-@Suite struct LoadDeadlineTests {
+/// The deadline on work that reads the file system (here, mostly the configuration's load): a
+/// step that blocks, as `realpath` does on a dead NFS mount, fails the work with its path and
+/// is left behind on its own thread.
+@Suite struct StepDeadlineTests {
     /// A step that blocks until opened, as a call on a dead mount would for ever; it opens by
     /// itself after `giveUp`, so that a load without a deadline ends the test instead of hanging it.
     final class Gate: @unchecked Sendable {  // a semaphore is made to be shared
@@ -43,11 +44,11 @@ import WeaveDIPosix
 
     /// `work`'s error from a load with `limit`, and how long it took.
     func failure(
-        limit: Duration, _ work: @escaping LoadDeadline.Work<Int>
+        limit: Duration, _ work: @escaping StepDeadline.Work<LoadStep, Int>
     ) -> (error: ConfigurationError?, took: Duration) {
         let start = ContinuousClock.now
         do {
-            let value = try LoadDeadline.run(limit: limit, first: Self.reading, work)
+            let value = try StepDeadline.run(limit: limit, first: Self.reading, work)
             Issue.record("the load returned \(value)")
             return (nil, ContinuousClock.now - start)
         } catch {
@@ -97,7 +98,7 @@ import WeaveDIPosix
 
     @Test func eachStep_hasTheWholeLimit() throws {
         // Six steps of 100 ms: 600 ms in all, more than the limit of 300 ms, but none is late.
-        let value = try LoadDeadline.run(limit: .milliseconds(300), first: Self.reading) { note in
+        let value = try StepDeadline.run(limit: .milliseconds(300), first: Self.reading) { note throws(ConfigurationError) in
             for index in 0..<6 {
                 note(LoadStep("resolving", file: Self.file, fieldPath: "sync.jobs[\(index)].source", path: "/srv/\(index)"))
                 usleep(100_000)
@@ -110,7 +111,7 @@ import WeaveDIPosix
     @Test func theLoadsOwnErrors_passThrough() {
         let refused = ConfigurationError(file: Self.file, fieldPath: "health.interval", problem: "expected a number")
         #expect(throws: refused) {
-            try LoadDeadline.run(limit: .seconds(5), first: Self.reading) { _ throws(ConfigurationError) -> Int in throw refused }
+            try StepDeadline.run(limit: .seconds(5), first: Self.reading) { _ throws(ConfigurationError) -> Int in throw refused }
         }
     }
 
@@ -126,7 +127,7 @@ import WeaveDIPosix
                 group.addTask {
                     let started = ContinuousClock.now
                     do throws(ConfigurationError) {
-                        _ = try await LoadDeadline.run(limit: .seconds(2), first: Self.reading) { note in
+                        _ = try await StepDeadline.run(limit: .seconds(2), first: Self.reading) { note throws(ConfigurationError) in
                             note(Self.stuck)
                             gate.block()
                             return 1
@@ -170,7 +171,7 @@ import WeaveDIPosix
             file: file, fieldPath: "sync.jobs[1].destination",
             problem: #"resolving "/mnt/nfs/b" did not answer within 0.3 s (is its file system responding?)"#, errno: ETIMEDOUT)
         ) {
-            try LoadDeadline.run(limit: .milliseconds(300), first: Self.reading) { note throws(ConfigurationError) in
+            try StepDeadline.run(limit: .milliseconds(300), first: Self.reading) { note throws(ConfigurationError) in
                 try configuration.checkMirrorTreesOnDisk { step in
                     note(step)
                     if step.path == "/mnt/nfs/b" { gate.block() }
