@@ -28,6 +28,8 @@ final class RawClient {
             guard remaining > .zero else { return nil }
             var entries = [PollDescriptor(descriptor, events: .readable)]
             _ = try? PollDescriptor.poll(&entries, timeout: remaining)
+            // Nothing to read yet (the wait ended or was interrupted): a receive would block.
+            if entries[0].returnedEvents.isEmpty { continue }
             guard let chunk = try? descriptor.receive(upToCount: 65_536), !chunk.isEmpty else { return nil }
             buffer += chunk
         }
@@ -39,6 +41,7 @@ final class RawClient {
         while ContinuousClock.now < deadline {
             var entries = [PollDescriptor(descriptor, events: .readable)]
             _ = try? PollDescriptor.poll(&entries, timeout: deadline - ContinuousClock.now)
+            if entries[0].returnedEvents.isEmpty { continue }
             guard let chunk = try? descriptor.receive(upToCount: 65_536) else { return true }
             if chunk.isEmpty { return true }
             buffer += chunk
