@@ -28,7 +28,8 @@ protocol DeadlineStep: Sendable {
 /// references to what it uses, nothing waits for it, and the process can exit while it is
 /// stuck; should its call ever return, it finishes unseen and its thread ends.
 ///
-/// The daemon's configuration load (`DaemonContext.loadConfiguration`) goes through here.
+/// The daemon's configuration load (`DaemonContext.loadConfiguration`) and a mirror run's start
+/// (`MirrorRoots.open`) go through here.
 enum StepDeadline {
     /// How long one step of the daemon's work on the file system may take: 5 s. A file system
     /// that answers at all answers a lookup in milliseconds, even over a network; this is a

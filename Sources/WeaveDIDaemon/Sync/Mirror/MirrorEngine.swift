@@ -18,9 +18,11 @@ import WeaveDIPosix
 /// so no final name ever holds a torn file; links are recreated as links; special files are
 /// skipped with a warning; with `delete`, what the source no longer has is removed. Mode and
 /// mtime are kept, for directories too. A failing entry is reported and the run goes on
-/// (`partial`); the run fails only when a root is unusable or the roots overlap. Per-file work
-/// runs on `workers` threads of its own, in tasks that each take a fresh `FileCopier` (and
-/// `FileHasher`) from the container. Cancelling the calling task stops the run between files.
+/// (`partial`); the run fails only when a root is unusable or the roots overlap. The roots are
+/// resolved, checked and opened on a thread of their own, each step within 5 s (`MirrorRoots`,
+/// `StepDeadline`): a root that does not answer fails the run. Per-file work runs on `workers`
+/// threads of its own, in tasks that each take a fresh `FileCopier` (and `FileHasher`) from the
+/// container. Cancelling the calling task stops the run between files.
 public struct MirrorEngine: Sendable {
     /// What the engine mirrors, and how.
     public let settings: MirrorSettings
@@ -56,7 +58,7 @@ public struct MirrorEngine: Sendable {
         }
         let roots: MirrorRoots
         do {
-            roots = try MirrorRoots.open(settings)
+            roots = try await MirrorRoots.open(settings)
         } catch {
             failed.fail(error.path, error.reason)
             return (failed, MirrorProgress())

@@ -17,21 +17,41 @@ struct MirrorRoots: ~Copyable {
     let destinationIdentity: FileIdentity
 
     /// A reason the run cannot start, with the root it concerns.
-    struct Failure: Error {
+    struct Failure: Error, CustomStringConvertible {
         let path: String
         let reason: String
+
+        /// `path: reason`.
+        var description: String { "\(path): \(reason)" }
     }
 
-    /// Resolves, checks and opens both roots of `settings`.
-    static func open(_ settings: MirrorSettings) throws(Failure) -> MirrorRoots {
+    /// `open(_:noting:)` on a thread of its own, each step within `StepDeadline.stepLimit`; the
+    /// caller is suspended meanwhile. A root on a file system that does not answer (a dead
+    /// hard NFS mount, where `realpath` waits for ever) then fails the run, named, instead of
+    /// holding a thread of Swift's cooperative pool for good (two such runs would hold them
+    /// all on two cores, and with them the daemon).
+    static func open(_ settings: MirrorSettings) async throws(Failure) -> MirrorRoots {
+        let opened = try await StepDeadline.run(
+            limit: StepDeadline.stepLimit, first: MirrorRootStep("resolving the source", settings.source)
+        ) { note throws(Failure) in
+            OpenedRoots(try open(settings, noting: note))
+        }
+        return opened.take()
+    }
+
+    /// Resolves, checks and opens both roots of `settings`, telling `note` before each step on
+    /// the file system (`StepDeadline`, which gives up on a path that does not answer).
+    static func open(_ settings: MirrorSettings, noting note: (MirrorRootStep) -> Void) throws(Failure) -> MirrorRoots {
         let sourcePath = settings.source
         let destinationPath = settings.destination
         let realSource: String
+        note(MirrorRootStep("resolving the source", sourcePath))
         do {
             realSource = try FileDescriptor.realPath(sourcePath)
         } catch {
             throw Failure(path: sourcePath, reason: "the source cannot be resolved: \(error)")
         }
+        note(MirrorRootStep("resolving the destination", destinationPath))
         let (existing, missing) = try resolveDestination(destinationPath)
         let realDestination = ([existing] + missing).joined(separator: "/").replacingDoubleSlash()
         if realDestination.hasSameBytes(as: realSource) {
@@ -47,17 +67,22 @@ struct MirrorRoots: ~Copyable {
                 path: destinationPath,
                 reason: "the source \(realSource) is inside the destination \(realDestination) (real paths)")
         }
+        note(MirrorRootStep("reading the mount table", MountTable.path))
         let mounts = MountTable.current()
-        let located = MountedLocation.locate(
-            MirrorTreeOverlap.Roots(source: realSource, destination: realDestination), mounts: mounts)
+        note(MirrorRootStep("resolving the source", sourcePath))
+        let locatedSource = MountedLocation.locate(realSource, mounts: mounts)
+        note(MirrorRootStep("resolving the destination", destinationPath))
+        let located = MirrorTreeOverlap.Roots(
+            source: locatedSource, destination: MountedLocation.locate(realDestination, mounts: mounts))
         if settings.checksOwnRootsThroughMounts, let overlap = located.destination.relation(to: located.source) {
             throw Failure(
                 path: destinationPath,
                 reason: "the destination \(realDestination) \(overlap.relation.verb) the source \(realSource) through a mount: "
                     + overlap.explanation(quoted: false))
         }
-        try checkOtherJobs(settings, source: realSource, destination: realDestination, located: located, mounts: mounts)
+        try checkOtherJobs(settings, source: realSource, destination: realDestination, located: located, mounts: mounts, noting: note)
         let source: OwnedDescriptor
+        note(MirrorRootStep("opening the source", sourcePath))
         do {
             source = try FileDescriptor.currentWorkingDirectory.openDirectory(at: realSource)
         } catch {
@@ -69,10 +94,14 @@ struct MirrorRoots: ~Copyable {
                 reason: "the destination does not exist; runs never create a missing destination root (an unmounted "
                     + "disk must not be filled underneath): create it, or let the job's health-check fix do it")
         }
+        note(MirrorRootStep("opening the destination", destinationPath))
         let destination = try openDestination(existing: existing, missing: missing, settings: settings)
         let statuses: (source: FileStatus, destination: FileStatus)
         do {
-            statuses = (try source.descriptor.status(), try destination.descriptor.status())
+            note(MirrorRootStep("reading the source", sourcePath))
+            let sourceStatus = try source.descriptor.status()
+            note(MirrorRootStep("reading the destination", destinationPath))
+            statuses = (sourceStatus, try destination.descriptor.status())
         } catch {
             throw Failure(path: destinationPath, reason: "fstat: \(error)")
         }
@@ -80,13 +109,18 @@ struct MirrorRoots: ~Copyable {
         if identities.0 == identities.1 {
             throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
         }
-        if settings.delete, (try? source.descriptor.directoryEntries())?.isEmpty == true,
-            (try? destination.descriptor.directoryEntries())?.contains(where: { !MirrorTemporaryName.isTemporary($0.name) }) == true
-        {
-            throw Failure(
-                path: sourcePath,
-                reason: "the source is empty and delete is on: refusing to delete everything in the destination "
-                    + "(is the source's disk mounted?); put a file in the source, or empty the destination by hand")
+        if settings.delete {
+            note(MirrorRootStep("reading the source", sourcePath))
+            if (try? source.descriptor.directoryEntries())?.isEmpty == true {
+                note(MirrorRootStep("reading the destination", destinationPath))
+                let entries = try? destination.descriptor.directoryEntries()
+                if entries?.contains(where: { !MirrorTemporaryName.isTemporary($0.name) }) == true {
+                    throw Failure(
+                        path: sourcePath,
+                        reason: "the source is empty and delete is on: refusing to delete everything in the destination "
+                            + "(is the source's disk mounted?); put a file in the source, or empty the destination by hand")
+                }
+            }
         }
         return MirrorRoots(
             source: source, destination: destination, sourceStatus: statuses.source,
@@ -97,12 +131,21 @@ struct MirrorRoots: ~Copyable {
     /// resolved and located now (`ResolvedPath`, `MountedLocation`): one job would write into,
     /// or delete from, the other's tree.
     private static func checkOtherJobs(
-        _ settings: MirrorSettings, source: String, destination: String, located: MirrorTreeOverlap.Roots<MountedLocation>, mounts: MountTable
+        _ settings: MirrorSettings, source: String, destination: String, located: MirrorTreeOverlap.Roots<MountedLocation>,
+        mounts: MountTable, noting note: (MirrorRootStep) -> Void
     ) throws(Failure) {
         let roots = MirrorTreeOverlap.Roots(source: source, destination: destination)
         for other in settings.otherJobs {
             let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
-            let theirs = configured.resolved()
+            // Each of their roots, resolved and then located, as one step that names it.
+            note(MirrorRootStep("resolving the source of job \"\(other.name)\"", other.source))
+            let theirSource = ResolvedPath.resolve(other.source)
+            let theirSourceLocated = MountedLocation.locate(theirSource, mounts: mounts)
+            note(MirrorRootStep("resolving the destination of job \"\(other.name)\"", other.destination))
+            let theirDestination = ResolvedPath.resolve(other.destination)
+            let theirs = MirrorTreeOverlap.Roots(source: theirSource, destination: theirDestination)
+            let theirsLocated = MirrorTreeOverlap.Roots(
+                source: theirSourceLocated, destination: MountedLocation.locate(theirDestination, mounts: mounts))
             if let overlap = MirrorTreeOverlap.first(roots, theirs) {
                 throw Failure(
                     path: overlap.field == "source" ? settings.source : settings.destination,
@@ -110,7 +153,7 @@ struct MirrorRoots: ~Copyable {
                         + "\(theirs[overlap.otherField]) of job \"\(other.name)\" (real paths; configured as "
                         + "\(configured[overlap.otherField])): the jobs would overwrite or delete each other's files")
             }
-            if let (field, otherField, overlap) = MountedLocation.first(located, MountedLocation.locate(theirs, mounts: mounts)) {
+            if let (field, otherField, overlap) = MountedLocation.first(located, theirsLocated) {
                 throw Failure(
                     path: field == "source" ? settings.source : settings.destination,
                     reason: "the \(field) \(roots[field]) \(overlap.relation.phrase) \(otherField) \(theirs[otherField]) "
@@ -194,5 +237,40 @@ extension String {
     /// The path with a doubled leading slash (from joining onto `/`) made single.
     fileprivate func replacingDoubleSlash() -> String {
         hasPrefix("//") ? String(dropFirst()) : self
+    }
+}
+
+/// What the start of a mirror run (or its job's fix) is doing on the file system: the step a
+/// deadline names when it gives up (`StepDeadline`).
+struct MirrorRootStep: DeadlineStep, Equatable {
+    /// `resolving the destination`, `opening the source`, `resolving the source of job "b"`.
+    let subject: String
+    /// The path: one of the job's roots, another job's, or the mount table.
+    let path: String
+
+    init(_ subject: String, _ path: String) {
+        self.subject = subject
+        self.path = path
+    }
+
+    /// The run's failure at the step's path: `/mnt/nfs/backup: resolving the destination did not answer …`.
+    func failure(_ problem: String, errno: Int32) -> MirrorRoots.Failure {
+        MirrorRoots.Failure(path: path, reason: problem)
+    }
+}
+
+/// Roots opened on the deadline's thread, handed over to the run that waits for them; freed
+/// (their descriptors closed) with the box when nobody waits any more.
+private final class OpenedRoots: @unchecked Sendable {
+    // @unchecked: written before the opening thread hands the box over, taken once by the
+    // caller after (the hand-over goes through the deadline's mutex).
+    private var roots: MirrorRoots?
+
+    init(_ roots: consuming MirrorRoots) {
+        self.roots = Optional(roots)
+    }
+
+    func take() -> MirrorRoots {
+        roots.take()!
     }
 }

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import WeaveDIControl
+import WeaveDIPosix
+
+/// The real daemon with a mirror root on a file system that stops answering (`DeadMount`, as a
+/// hard NFS mount whose server is gone): a run's start gives up on it after 5 s, naming the
+/// path, while the daemon goes on answering and stops normally.
+@Suite struct DaemonDeadMountTests {
+    /// A daemon in a mount namespace of its own, with mirror jobs `one` and `two` from
+    /// `@/src-NAME` into `@/nfs/NAME`, and the dead mount on `@/nfs` once it runs.
+    final class Setup {
+        let directory = TemporaryDirectory()
+        let daemon: DaemonProcess
+        let mount: DeadMount
+        var d: String { directory.path }
+
+        /// nil (the test is skipped, and says so) where no dead mount can be made.
+        init?(environment: [String: String] = [:], test: String = #function) throws {
+            if let reason = DeadMount.unsupportedReason {
+                print("SKIPPED \(test): \(reason)")
+                return nil
+            }
+            let wrapper = try #require(MountNamespace.wrapper())
+            let d = directory.path
+            for name in ["one", "two"] {
+                directory.write("src-\(name)/\(name).txt", name)
+                try FileManager.default.createDirectory(atPath: "\(d)/nfs/\(name)", withIntermediateDirectories: true)
+            }
+            let config = directory.write("weavedid.json", """
+                {"sync": {"jobs": [
+                  {"name": "one", "source": "\(d)/src-one", "destination": "\(d)/nfs/one", "interval": 3600},
+                  {"name": "two", "source": "\(d)/src-two", "destination": "\(d)/nfs/two", "interval": 3600}]}}
+                """)
+            daemon = try DaemonProcess(["--config", config], environment: environment, directory: directory, wrapper: wrapper)
+            try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+            mount = try DeadMount(at: "\(d)/nfs", inNamespaceOf: daemon.pid, scratch: directory)
+        }
+
+        /// Sends a call on a connection of its own; `reply(_:)` reads its answer.
+        func send(_ method: String, _ parameters: String = "{}") throws -> RawClient {
+            let client = try RawClient(daemon.defaultSocket)
+            try client.send(call("io.weavedi.Daemon.\(method)", parameters))
+            return client
+        }
+
+        /// The call's reply, or nil when none came within `timeout`.
+        func reply(_ client: RawClient, timeout: Duration = .seconds(10)) -> VarlinkReply? {
+            client.reply(timeout: timeout).flatMap { try? VarlinkReply.decode(Array($0.utf8)) }
+        }
+    }
+
+    @Test func runsWhoseDestinationDoesNotAnswer_failNamingIt_whileTheDaemonGoesOn() throws {
+        // No auto-fix: it would try the destination too.
+        guard let setup = try Setup(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"]) else { return }
+        let d = setup.d
+        // Two runs stuck at once: as many as Swift's pool has threads on two cores.
+        let one = try setup.send("RunJob", #"{"name": "one"}"#)
+        #expect(setup.daemon.waitForLog("run one-1 started"), "\(setup.daemon.log)")
+        let two = try setup.send("RunJob", #"{"name": "two"}"#)
+        #expect(setup.daemon.waitForLog("run two-2 started"), "\(setup.daemon.log)")
+        // Meanwhile the daemon answers a call that needs the pool (the scheduler's actor).
+        let paused = setup.reply(try setup.send("PauseJob", #"{"name": "one"}"#), timeout: .seconds(3))
+        #expect(paused != nil && paused?.error == nil, "\(setup.daemon.log)")
+        for (name, client) in [("one", one), ("two", two)] {
+            let run = setup.reply(client)?.parameter("run")
+            #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
+            #expect(run?[member: "message"]?.stringValue
+                == "\(d)/nfs/\(name): resolving the destination did not answer within 5 s (is its file system responding?)")
+        }
+        // Recorded as failed: the log and the job's health say so.
+        #expect(setup.daemon.log.contains(
+            "one: run one-1 failed in 5.") && setup.daemon.log.contains(
+            "\(d)/nfs/one: resolving the destination did not answer within 5 s"), "\(setup.daemon.log)")
+        let jobs = setup.reply(try setup.send("ListJobs"))?.parameter("jobs")?.arrayValue
+        let job = jobs?.first { $0[member: "name"]?.stringValue == "two" }
+        #expect(job?[member: "consecutiveFailures"]?.intValue == 1)
+        #expect(job?[member: "lastRun"]?[member: "result"]?.stringValue == "failed")
+        let health = setup.reply(try setup.send("RunChecks", #"{"tags": ["sync"]}"#))?.parameter("health")
+        let check = health?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "job.two" }
+        #expect(check?[member: "status"]?.stringValue == "degraded")
+        #expect(check?[member: "message"]?.stringValue
+            == "last run failed: \(d)/nfs/two: resolving the destination did not answer within 5 s (is its file system responding?)")
+        setup.daemon.send(.terminate)
+        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+    }
+}
