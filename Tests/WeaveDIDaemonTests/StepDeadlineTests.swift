@@ -147,6 +147,33 @@ import WeaveDIPosix
         #expect(lastStart < firstEnd, "a load started \(lastStart - firstEnd) after another had ended")
     }
 
+    @Test func aCancelledCaller_stopsWaitingAtOnce() async throws {
+        // The step blocks until its gate opens by itself (4 s), far within the limit: a caller
+        // that waited for it would get its value. Cancelled, it gets the step's error instead.
+        let gate = Gate()
+        defer { gate.open() }
+        let blocked = Locked(false)
+        let load = Task { () -> ConfigurationError? in
+            do throws(ConfigurationError) {
+                _ = try await StepDeadline.run(limit: .seconds(30), first: Self.reading) { note throws(ConfigurationError) in
+                    note(Self.stuck)
+                    blocked.withLock { $0 = true }
+                    gate.block()
+                    return 1
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        while !blocked.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+        load.cancel()
+        let error = await load.value
+        #expect(error?.description
+            == #"/etc/weavedi/weavedid.json: sync.jobs[1].destination: resolving "/mnt/nfs/backup" was not waited for: cancelled"#)
+        #expect(error?.errno == ECANCELED)
+    }
+
     @Test func theMirrorTreesCheck_notesEachPath_soThatOneThatHangsIsNamed() throws {
         let configuration = try loadConfiguration(#"""
             {"control": {"socket": "/run/weavedi-test/control.sock"}, "sync": {"jobs": [

@@ -1,4 +1,5 @@
 import Glibc
+import WeaveDI
 import WeaveDIPosix
 
 /// A step of work on the file system that `StepDeadline` watches: the path it waits on, and
@@ -56,17 +57,24 @@ enum StepDeadline {
     }
 
     /// `run(limit:first:_:)` for async callers: suspends instead of blocking (the waiting is
-    /// done by a thread of its own, which ends by the deadline at the latest).
+    /// done by a thread of its own, which ends by the deadline at the latest). A caller whose
+    /// task is cancelled stops waiting at once, with the step's error (`ECANCELED`); the work
+    /// goes on unseen, as after a timeout.
     static func run<Step: DeadlineStep, Value: Sendable>(
         limit: Duration, first: Step, _ work: @escaping Work<Step, Value>
     ) async throws(Step.Failure) -> Value {
-        let result: Result<Value, Step.Failure> = await withCheckedContinuation { continuation in
-            let failure = detach(first) {
-                continuation.resume(returning: Result { () throws(Step.Failure) -> Value in
-                    try run(limit: limit, first: first, work)
-                })
+        let watch = StepWatch<Step, Value>(first: first)
+        if let failure = detach(first, { watch.finish(Result { () throws(Step.Failure) -> Value in try work(watch.note) }) }) {
+            throw failure
+        }
+        let answer = FirstAnswer<Result<Value, Step.Failure>>()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                answer.wait(continuation)
+                if let failure = detach(first, { answer.give(watch.wait(limit: limit)) }) { answer.give(.failure(failure)) }
             }
-            if let failure { continuation.resume(returning: .failure(failure)) }
+        } onCancel: {
+            answer.give(.failure(watch.cancelled()))
         }
         return try result.get()
     }
@@ -137,6 +145,13 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
         pthread_mutex_unlock(mutex)
     }
 
+    /// The error for a caller that stopped waiting, cancelled, at the current step.
+    func cancelled() -> Step.Failure {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return step.failure("\(step.subject) was not waited for: cancelled", errno: ECANCELED)
+    }
+
     /// The result, or the timeout of the step that has run for `limit` without the work finishing.
     func wait(limit: Duration) -> Result<Value, Step.Failure> {
         let (seconds, attoseconds) = limit.components
@@ -153,5 +168,47 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
             var until = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
             _ = pthread_cond_timedwait(condition, mutex, &until)
         }
+    }
+}
+
+/// What an async caller gets: the first of the answers given (the result, or the cancellation).
+private final class FirstAnswer<Answer: Sendable>: Sendable {
+    private enum State {
+        case empty
+        case waiting(CheckedContinuation<Answer, Never>)
+        case given(Answer)
+        case taken
+    }
+
+    private let state = Locked(State.empty)
+
+    /// Resumes `continuation` with the first answer, now if it was given already.
+    func wait(_ continuation: CheckedContinuation<Answer, Never>) {
+        let early: Answer? = state.withLock { state in
+            guard case let .given(answer) = state else {
+                state = .waiting(continuation)
+                return nil
+            }
+            state = .taken
+            return answer
+        }
+        if let early { continuation.resume(returning: early) }
+    }
+
+    /// Gives `answer`, unless one was given before.
+    func give(_ answer: Answer) {
+        let waiting: CheckedContinuation<Answer, Never>? = state.withLock { state in
+            switch state {
+            case .empty:
+                state = .given(answer)
+                return nil
+            case let .waiting(continuation):
+                state = .taken
+                return continuation
+            case .given, .taken:
+                return nil
+            }
+        }
+        waiting?.resume(returning: answer)
     }
 }

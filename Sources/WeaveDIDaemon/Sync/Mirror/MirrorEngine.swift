@@ -60,7 +60,12 @@ public struct MirrorEngine: Sendable {
         do {
             roots = try await MirrorRoots.open(settings)
         } catch {
-            failed.fail(error.path, error.reason)
+            // Cancelled while a root did not answer: the run stops, as it would between files.
+            if Task.isCancelled {
+                failed.result = .cancelled
+            } else {
+                failed.fail(error.path, error.reason)
+            }
             return (failed, MirrorProgress())
         }
         let pool: MirrorWorkerPool
