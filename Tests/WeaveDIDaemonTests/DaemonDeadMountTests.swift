@@ -4,8 +4,8 @@ import WeaveDIControl
 import WeaveDIPosix
 
 /// The real daemon with a mirror root on a file system that stops answering (`DeadMount`, as a
-/// hard NFS mount whose server is gone): a run's start gives up on it after 5 s, naming the
-/// path, while the daemon goes on answering and stops normally, at once.
+/// hard NFS mount whose server is gone): a run's start and a job's fix give up on it after 5 s,
+/// naming the path, while the daemon goes on answering and stops normally, at once.
 @Suite struct DaemonDeadMountTests {
     /// A daemon in a mount namespace of its own, with mirror jobs `one` and `two` from
     /// `@/src-NAME` into `@/nfs/NAME`, and the dead mount on `@/nfs` once it runs.
@@ -16,7 +16,7 @@ import WeaveDIPosix
         var d: String { directory.path }
 
         /// nil (the test is skipped, and says so) where no dead mount can be made.
-        init?(environment: [String: String] = [:], test: String = #function) throws {
+        init?(sources: Bool = true, environment: [String: String] = [:], test: String = #function) throws {
             if let reason = DeadMount.unsupportedReason {
                 print("SKIPPED \(test): \(reason)")
                 return nil
@@ -24,7 +24,7 @@ import WeaveDIPosix
             let wrapper = try #require(MountNamespace.wrapper())
             let d = directory.path
             for name in ["one", "two"] {
-                directory.write("src-\(name)/\(name).txt", name)
+                if sources { directory.write("src-\(name)/\(name).txt", name) }
                 try FileManager.default.createDirectory(atPath: "\(d)/nfs/\(name)", withIntermediateDirectories: true)
             }
             let config = directory.write("weavedid.json", """
@@ -51,7 +51,7 @@ import WeaveDIPosix
     }
 
     @Test func runsWhoseDestinationDoesNotAnswer_failNamingIt_whileTheDaemonGoesOn() throws {
-        // No auto-fix: it would try the destination too.
+        // No auto-fix: it would try the destination too (see the last test).
         guard let setup = try Setup(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"]) else { return }
         let d = setup.d
         // Two runs stuck at once: as many as Swift's pool has threads on two cores.
@@ -98,5 +98,32 @@ import WeaveDIPosix
         #expect(ContinuousClock.now - stopping < .seconds(4))
         #expect(setup.daemon.log.contains("one: run one-1 cancelled"), "\(setup.daemon.log)")
         withExtendedLifetime(run) {}  // the call's connection stays open until the end
+    }
+
+    @Test func theAutoFixOfJobsWhoseDestinationDoesNotAnswer_failsNamingIt_whileTheDaemonGoesOn() throws {
+        // No sources: the runs fail at once, before their destinations, and the jobs' checks are
+        // degraded; evaluated, each calls its fix, which tries the destination.
+        guard let setup = try Setup(sources: false) else { return }
+        let d = setup.d
+        for name in ["one", "two"] {
+            let run = setup.reply(try setup.send("RunJob", #"{"name": "\#(name)"}"#))?.parameter("run")
+            #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
+        }
+        let checks = try setup.send("RunChecks", #"{"tags": ["sync"]}"#)
+        usleep(500_000)  // the checks are evaluated, the fixes begin
+        // Both fixes wait on the dead mount; the daemon answers a call that needs the pool.
+        let paused = setup.reply(try setup.send("PauseJob", #"{"name": "one"}"#), timeout: .seconds(3))
+        #expect(paused != nil && paused?.error == nil, "\(setup.daemon.log)")
+        #expect(setup.reply(checks) != nil, "\(setup.daemon.log)")
+        let fixes = setup.reply(try setup.send("ListFixes"))?.parameter("fixes")?.arrayValue ?? []
+        for name in ["one", "two"] {
+            let fix = fixes.last { $0[member: "check"]?.stringValue == "job.\(name)" }
+            #expect(fix?[member: "trigger"]?.stringValue == "automatic")
+            #expect(fix?[member: "outcome"]?.stringValue == "failed", "\(fixes)")
+            #expect(fix?[member: "error"]?.stringValue
+                == "\(d)/nfs/\(name): checking the destination did not answer within 5 s (is its file system responding?)")
+        }
+        setup.daemon.send(.terminate)
+        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
     }
 }

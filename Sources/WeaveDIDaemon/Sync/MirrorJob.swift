@@ -72,11 +72,23 @@ struct MirrorJob: SyncJob {
         }
     }
 
-    /// Recreates a missing destination root.
+    /// Recreates a missing destination root. On a thread of its own, each step within
+    /// `StepDeadline.stepLimit`, as a run's start: a destination on a file system that does not
+    /// answer fails the fix, named, instead of holding a thread of Swift's pool for good.
     func prepareForRetry() async throws -> String? {
-        guard (try? FileStatus(path: settings.destination, followSymlinks: true)) == nil else { return nil }
-        try FileDescriptor.currentWorkingDirectory.makeDirectories(at: settings.destination, permissions: 0o755)
-        return "recreated the destination root \(settings.destination)"
+        let destination = settings.destination
+        return try await StepDeadline.run(
+            limit: StepDeadline.stepLimit, first: MirrorRootStep("checking the destination", destination)
+        ) { note throws(MirrorRoots.Failure) -> String? in
+            guard (try? FileStatus(path: destination, followSymlinks: true)) == nil else { return nil }
+            note(MirrorRootStep("creating the destination", destination))
+            do {
+                try FileDescriptor.currentWorkingDirectory.makeDirectories(at: destination, permissions: 0o755)
+            } catch {
+                throw MirrorRoots.Failure(path: destination, reason: "the destination root cannot be created: \(error)")
+            }
+            return "recreated the destination root \(destination)"
+        }
     }
 
     static func result(_ result: MirrorReport.Result) -> SyncResult {
