@@ -55,6 +55,13 @@ public enum DaemonMain {
         // The health service starts the loop, at the configured interval, once its checks are in.
         WeaveDIConfiguration.applyFromEnvironment(healthLoopInterval: nil)
         log.adoptLibraryLogging()
+        // Threads left stuck on a file system that does not answer, and their return, if ever.
+        StuckThreads.shared.report { event in
+            switch event {
+            case let .stuck(message): log.warning("daemon", message)
+            case let .returned(message): log.notice("daemon", message)
+            }
+        }
         if let problem = LogFilter.parse(environment["WEAVEDID_LOG"] ?? "info").failureDescription {
             log.warning("daemon", "WEAVEDID_LOG: \(problem); using info everywhere")
         }

@@ -48,6 +48,21 @@ import WeaveDIPosix
         func reply(_ client: RawClient, timeout: Duration = .seconds(10)) -> VarlinkReply? {
             client.reply(timeout: timeout).flatMap { try? VarlinkReply.decode(Array($0.utf8)) }
         }
+
+        /// The daemon's threads in an uninterruptible wait (state `D`): those stuck on the mount.
+        func threadsWaitingOnTheMount() -> Int {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")) ?? []
+            return tasks.filter { task in
+                let stat = (try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\(task)/stat", encoding: .utf8)) ?? ""
+                // `tid (name) STATE …`; the name may hold anything, so the state follows the last ')'.
+                return stat.split(separator: ")").last?.split(separator: " ").first == "D"
+            }.count
+        }
+    }
+
+    /// `for 3 s` written `for N s`.
+    static func sanitized(_ text: String?) -> String? {
+        text?.replacing(/for [0-9]+ s/) { _ in "for N s" }
     }
 
     @Test func runsWhoseDestinationDoesNotAnswer_failNamingIt_whileTheDaemonGoesOn() throws {
@@ -123,6 +138,44 @@ import WeaveDIPosix
             #expect(fix?[member: "error"]?.stringValue
                 == "\(d)/nfs/\(name): checking the destination did not answer within 5 s (is its file system responding?)")
         }
+        setup.daemon.send(.terminate)
+        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+    }
+
+    @Test func reloadsAndRunsThatMeetADeadMount_leaveOneThreadStuckOnIt_whoseReturnIsLogged() throws {
+        guard let setup = try Setup(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"]) else { return }
+        let d = setup.d
+        let config = d + "/weavedid.json"
+        // The first reload waits the 5 s on one's destination, and its thread is left there.
+        let first = setup.reply(try setup.send("Reload"))
+        #expect(first?.error == "io.weavedi.Daemon.ReloadRefused", "\(setup.daemon.log)")
+        #expect(first?.parameter("reason")?.stringValue == "reload refused: \(config): sync.jobs[0].destination: resolving "
+            + "\"\(d)/nfs/one\" did not answer within 5 s (is its file system responding?); keeping the previous configuration")
+        #expect(setup.daemon.log.contains(
+            "a thread is stuck on \"\(d)/nfs/one\" (a configuration load) and left behind; 1 stuck in all"), "\(setup.daemon.log)")
+        #expect(setup.threadsWaitingOnTheMount() == 1)
+        // Further reloads, and a run into that destination, do not try it: refused at once.
+        let notTried = "resolving \"\(d)/nfs/one\" was not tried: an earlier thread (a configuration load) has been stuck on "
+            + "\"\(d)/nfs/one\" for N s (is its file system responding?)"
+        for _ in 0..<3 {
+            let started = ContinuousClock.now
+            let again = setup.reply(try setup.send("Reload"))
+            #expect(Self.sanitized(again?.parameter("reason")?.stringValue)
+                == "reload refused: \(config): sync.jobs[0].destination: \(notTried); keeping the previous configuration")
+            #expect(ContinuousClock.now - started < .seconds(2))
+        }
+        let run = setup.reply(try setup.send("RunJob", #"{"name": "one"}"#), timeout: .seconds(3))?.parameter("run")
+        #expect(run?[member: "result"]?.stringValue == "failed")
+        #expect(Self.sanitized(run?[member: "message"]?.stringValue)
+            == "\(d)/nfs/one: resolving the destination was not tried: an earlier thread (a configuration load) has been stuck "
+                + "on \"\(d)/nfs/one\" for N s (is its file system responding?)")
+        #expect(setup.threadsWaitingOnTheMount() == 1, "\(setup.daemon.log)")
+        // The mount answers at last (with an error): the thread returns, and the log says so.
+        setup.mount.revive()
+        #expect(setup.daemon.waitForLog("a thread stuck on \"\(d)/nfs/one\" (a configuration load) returned after "), "\(setup.daemon.log)")
+        #expect(setup.daemon.log.contains(" s; 0 still stuck"), "\(setup.daemon.log)")
+        let reloaded = setup.reply(try setup.send("Reload"))
+        #expect(reloaded?.error == nil && reloaded?.parameter("status")?.stringValue == "configuration reloaded", "\(setup.daemon.log)")
         setup.daemon.send(.terminate)
         #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
     }

@@ -42,13 +42,28 @@ import WeaveDIPosix
     static let reading = LoadStep("reading", file: file, fieldPath: nil, path: file)
     static let stuck = LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].destination", path: "/mnt/nfs/backup")
 
+    /// A load with `limit`; its stuck threads are counted apart from the process's and the
+    /// other tests'.
+    static func load<Value: Sendable>(
+        limit: Duration, _ work: @escaping StepDeadline.Work<LoadStep, Value>
+    ) throws(ConfigurationError) -> Value {
+        try StepDeadline.run(limit: limit, first: reading, for: "a configuration load", stuck: StuckThreads(limit: 8), work)
+    }
+
+    /// The async form of `load(limit:_:)`.
+    static func load<Value: Sendable>(
+        limit: Duration, _ work: @escaping StepDeadline.Work<LoadStep, Value>
+    ) async throws(ConfigurationError) -> Value {
+        try await StepDeadline.run(limit: limit, first: reading, for: "a configuration load", stuck: StuckThreads(limit: 8), work)
+    }
+
     /// `work`'s error from a load with `limit`, and how long it took.
     func failure(
         limit: Duration, _ work: @escaping StepDeadline.Work<LoadStep, Int>
     ) -> (error: ConfigurationError?, took: Duration) {
         let start = ContinuousClock.now
         do {
-            let value = try StepDeadline.run(limit: limit, first: Self.reading, work)
+            let value = try Self.load(limit: limit, work)
             Issue.record("the load returned \(value)")
             return (nil, ContinuousClock.now - start)
         } catch {
@@ -62,8 +77,8 @@ import WeaveDIPosix
         let (error, took) = {
             let token = Token()
             released = token
-            return failure(limit: .milliseconds(300)) { note in
-                note(Self.stuck)
+            return failure(limit: .milliseconds(300)) { note throws(ConfigurationError) in
+                try note(Self.stuck)
                 gate.block()
                 _ = token
                 return 1
@@ -87,7 +102,7 @@ import WeaveDIPosix
     @Test func theFileItself_isNamedWhenItsReadDoesNotAnswer() {
         let gate = Gate()
         defer { gate.open() }
-        let (error, _) = failure(limit: .milliseconds(200)) { _ in
+        let (error, _) = failure(limit: .milliseconds(200)) { _ throws(ConfigurationError) in
             gate.block()
             return 1
         }
@@ -98,9 +113,9 @@ import WeaveDIPosix
 
     @Test func eachStep_hasTheWholeLimit() throws {
         // Six steps of 100 ms: 600 ms in all, more than the limit of 300 ms, but none is late.
-        let value = try StepDeadline.run(limit: .milliseconds(300), first: Self.reading) { note throws(ConfigurationError) in
+        let value = try Self.load(limit: .milliseconds(300)) { note throws(ConfigurationError) in
             for index in 0..<6 {
-                note(LoadStep("resolving", file: Self.file, fieldPath: "sync.jobs[\(index)].source", path: "/srv/\(index)"))
+                try note(LoadStep("resolving", file: Self.file, fieldPath: "sync.jobs[\(index)].source", path: "/srv/\(index)"))
                 usleep(100_000)
             }
             return 42
@@ -111,7 +126,7 @@ import WeaveDIPosix
     @Test func theLoadsOwnErrors_passThrough() {
         let refused = ConfigurationError(file: Self.file, fieldPath: "health.interval", problem: "expected a number")
         #expect(throws: refused) {
-            try StepDeadline.run(limit: .seconds(5), first: Self.reading) { _ throws(ConfigurationError) -> Int in throw refused }
+            try Self.load(limit: .seconds(5)) { _ throws(ConfigurationError) -> Int in throw refused }
         }
     }
 
@@ -127,8 +142,8 @@ import WeaveDIPosix
                 group.addTask {
                     let started = ContinuousClock.now
                     do throws(ConfigurationError) {
-                        _ = try await StepDeadline.run(limit: .seconds(2), first: Self.reading) { note throws(ConfigurationError) in
-                            note(Self.stuck)
+                        _ = try await Self.load(limit: .seconds(2)) { note throws(ConfigurationError) in
+                            try note(Self.stuck)
                             gate.block()
                             return 1
                         }
@@ -155,8 +170,8 @@ import WeaveDIPosix
         let blocked = Locked(false)
         let load = Task { () -> ConfigurationError? in
             do throws(ConfigurationError) {
-                _ = try await StepDeadline.run(limit: .seconds(30), first: Self.reading) { note throws(ConfigurationError) in
-                    note(Self.stuck)
+                _ = try await Self.load(limit: .seconds(30)) { note throws(ConfigurationError) in
+                    try note(Self.stuck)
                     blocked.withLock { $0 = true }
                     gate.block()
                     return 1
@@ -198,9 +213,9 @@ import WeaveDIPosix
             file: file, fieldPath: "sync.jobs[1].destination",
             problem: #"resolving "/mnt/nfs/b" did not answer within 0.3 s (is its file system responding?)"#, errno: ETIMEDOUT)
         ) {
-            try StepDeadline.run(limit: .milliseconds(300), first: Self.reading) { note throws(ConfigurationError) in
-                try configuration.checkMirrorTreesOnDisk { step in
-                    note(step)
+            try Self.load(limit: .milliseconds(300)) { note throws(ConfigurationError) in
+                try configuration.checkMirrorTreesOnDisk { step throws(ConfigurationError) in
+                    try note(step)
                     if step.path == "/mnt/nfs/b" { gate.block() }
                 }
             }

@@ -20,30 +20,32 @@ extension DaemonConfiguration {
     /// Throws the first overlap in the order of the jobs, at the later job's field, naming both
     /// jobs, both configured paths and what each resolves to, or which paths are one directory
     /// (`EINVAL`). Before each path it resolves (and before reading mountinfo), it tells `note`
-    /// (`StepDeadline`, which gives up on a path that does not answer).
-    public func checkMirrorTreesOnDisk(noting note: (LoadStep) -> Void = { _ in }) throws(ConfigurationError) {
+    /// (`StepDeadline`, which gives up on a path that does not answer), whose error it throws.
+    public func checkMirrorTreesOnDisk(
+        noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
+    ) throws(ConfigurationError) {
         let file = filePath ?? "built-in default"
-        func resolving(_ fieldPath: String, _ path: String) {
-            note(LoadStep("resolving", file: file, fieldPath: fieldPath, path: path))
+        func resolving(_ fieldPath: String, _ path: String) throws(ConfigurationError) {
+            try note(LoadStep("resolving", file: file, fieldPath: fieldPath, path: path))
         }
         var earlier: [(
             index: Int, name: String, configured: MirrorTreeOverlap.Roots<String>, resolved: MirrorTreeOverlap.Roots<String>,
             located: MirrorTreeOverlap.Roots<MountedLocation>
         )] = []
-        note(LoadStep("reading", file: file, fieldPath: nil, path: MountTable.path))
+        try note(LoadStep("reading", file: file, fieldPath: nil, path: MountTable.path))
         let mounts = MountTable.current()
         let socket = control.socket
-        resolving("control.socket", socket)
+        try resolving("control.socket", socket)
         let resolvedSocket = ResolvedPath.resolve(socket)
         let locatedSocket = MountedLocation.locate(resolvedSocket, mounts: mounts)
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
             let configured = MirrorTreeOverlap.Roots(mirror)
             let parent = "sync.jobs[\(index)]"
-            resolving("\(parent).source", configured.source)
+            try resolving("\(parent).source", configured.source)
             let resolvedSource = ResolvedPath.resolve(configured.source)
             let locatedSource = MountedLocation.locate(resolvedSource, mounts: mounts)
-            resolving("\(parent).destination", configured.destination)
+            try resolving("\(parent).destination", configured.destination)
             let resolvedDestination = ResolvedPath.resolve(configured.destination)
             let resolved = MirrorTreeOverlap.Roots(source: resolvedSource, destination: resolvedDestination)
             let located = MirrorTreeOverlap.Roots(

@@ -43,7 +43,8 @@ public final class DaemonContext: Sendable {
     /// does not answer within `StepDeadline.stepLimit` fails the load (`ETIMEDOUT`): a dead
     /// network mount cannot hang the start. Blocks the calling thread meanwhile.
     public func loadConfiguration() throws(ConfigurationError) -> DaemonConfiguration {
-        try StepDeadline.run(limit: StepDeadline.stepLimit, first: firstLoadStep) { [self] note throws(ConfigurationError) in
+        try StepDeadline.run(limit: StepDeadline.stepLimit, first: firstLoadStep, for: "a configuration load") {
+            [self] note throws(ConfigurationError) in
             try load(noting: note)
         }
     }
@@ -51,7 +52,8 @@ public final class DaemonContext: Sendable {
     /// `loadConfiguration()` for the reloads: the caller (the `Supervisor` actor) is suspended
     /// meanwhile, not blocked, so a dead mount can hold neither it nor a shutdown.
     public func loadConfiguration() async throws(ConfigurationError) -> DaemonConfiguration {
-        try await StepDeadline.run(limit: StepDeadline.stepLimit, first: firstLoadStep) { [self] note throws(ConfigurationError) in
+        try await StepDeadline.run(limit: StepDeadline.stepLimit, first: firstLoadStep, for: "a configuration load") {
+            [self] note throws(ConfigurationError) in
             try load(noting: note)
         }
     }
@@ -62,7 +64,9 @@ public final class DaemonContext: Sendable {
         return LoadStep("reading", file: file, fieldPath: nil, path: file)
     }
 
-    private func load(noting note: @escaping @Sendable (LoadStep) -> Void) throws(ConfigurationError) -> DaemonConfiguration {
+    private func load(
+        noting note: @escaping @Sendable (LoadStep) throws(ConfigurationError) -> Void
+    ) throws(ConfigurationError) -> DaemonConfiguration {
         let configuration = try DaemonConfiguration.resolve(
             explicitPath: configPath, environment: environment, workingDirectory: workingDirectory)
         try configuration.checkMirrorTreesOnDisk(noting: note)

@@ -27,7 +27,9 @@ protocol DeadlineStep: Sendable {
 /// Once a step has run for `limit`, the caller gets the step's error naming its path
 /// (`ETIMEDOUT`), and the thread is left behind: it cannot be cancelled. It holds its own
 /// references to what it uses, nothing waits for it, and the process can exit while it is
-/// stuck; should its call ever return, it finishes unseen and its thread ends.
+/// stuck; should its call ever return, the work stops at its next step, unseen, and its thread
+/// ends. `StuckThreads` keeps count of such threads and bounds them: work is not started, and
+/// a step not begun, that would only add one more.
 ///
 /// The daemon's configuration load (`DaemonContext.loadConfiguration`) and a mirror run's start
 /// (`MirrorRoots.open`) go through here.
@@ -40,33 +42,31 @@ enum StepDeadline {
     /// a longer wait would buy nothing).
     static let stepLimit: Duration = .seconds(5)
 
-    /// The work: given a way to note its steps, it returns the value or throws.
+    /// The work: given a way to note its steps, it returns the value or throws. Noting a step
+    /// throws the step's error when it is not to be begun: a thread is stuck on its path
+    /// (`StuckThreads`), or nobody waits for the work any more (after a timeout or a
+    /// cancellation); the work then lets the error pass and ends.
     typealias Work<Step: DeadlineStep, Value> =
-        @Sendable (_ note: @escaping @Sendable (Step) -> Void) throws(Step.Failure) -> Value
+        @Sendable (_ note: @escaping @Sendable (Step) throws(Step.Failure) -> Void) throws(Step.Failure) -> Value
 
     /// Runs `work`, starting at step `first`; blocks the calling thread until it is done, or
-    /// until one step has taken `limit`.
+    /// until one step has taken `limit`. `purpose` says what the work is for, in what `stuck`
+    /// reports (`a configuration load`).
     static func run<Step: DeadlineStep, Value: Sendable>(
-        limit: Duration, first: Step, _ work: @escaping Work<Step, Value>
+        limit: Duration, first: Step, for purpose: String, stuck: StuckThreads = .shared, _ work: @escaping Work<Step, Value>
     ) throws(Step.Failure) -> Value {
-        let watch = StepWatch<Step, Value>(first: first)
-        if let failure = detach(first, { watch.finish(Result { () throws(Step.Failure) -> Value in try work(watch.note) }) }) {
-            throw failure
-        }
+        let watch = try start(first, for: purpose, stuck: stuck, work)
         return try watch.wait(limit: limit).get()
     }
 
-    /// `run(limit:first:_:)` for async callers: suspends instead of blocking (the waiting is
-    /// done by a thread of its own, which ends by the deadline at the latest). A caller whose
-    /// task is cancelled stops waiting at once, with the step's error (`ECANCELED`); the work
-    /// goes on unseen, as after a timeout.
+    /// `run(limit:first:for:stuck:_:)` for async callers: suspends instead of blocking (the
+    /// waiting is done by a thread of its own, which ends by the deadline at the latest). A
+    /// caller whose task is cancelled stops waiting at once, with the step's error
+    /// (`ECANCELED`); the work stops at its next step, as after a timeout.
     static func run<Step: DeadlineStep, Value: Sendable>(
-        limit: Duration, first: Step, _ work: @escaping Work<Step, Value>
+        limit: Duration, first: Step, for purpose: String, stuck: StuckThreads = .shared, _ work: @escaping Work<Step, Value>
     ) async throws(Step.Failure) -> Value {
-        let watch = StepWatch<Step, Value>(first: first)
-        if let failure = detach(first, { watch.finish(Result { () throws(Step.Failure) -> Value in try work(watch.note) }) }) {
-            throw failure
-        }
+        let watch = try start(first, for: purpose, stuck: stuck, work)
         let answer = FirstAnswer<Result<Value, Step.Failure>>()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -77,6 +77,18 @@ enum StepDeadline {
             answer.give(.failure(watch.cancelled()))
         }
         return try result.get()
+    }
+
+    /// Starts `work` on a thread of its own, unless `stuck` refuses it.
+    private static func start<Step: DeadlineStep, Value: Sendable>(
+        _ first: Step, for purpose: String, stuck: StuckThreads, _ work: @escaping Work<Step, Value>
+    ) throws(Step.Failure) -> StepWatch<Step, Value> {
+        if let refusal = stuck.refusal(toStart: first) { throw first.failure(refusal.problem, errno: refusal.errno) }
+        let watch = StepWatch<Step, Value>(first: first, purpose: purpose, stuck: stuck)
+        if let failure = detach(first, { watch.finish(Result { () throws(Step.Failure) -> Value in try work(watch.note) }) }) {
+            throw failure
+        }
+        return watch
     }
 
     /// Starts `body` on a detached thread; the error to throw when there can be none (`EAGAIN`).
@@ -108,11 +120,21 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
     // @unchecked: every stored var is touched only with `mutex` held.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let stuck: StuckThreads
+    private let id: Int
+    private let purpose: String
     private var step: Step
     private var stepStarted: UInt64
     private var result: Result<Value, Step.Failure>?
+    /// Whether the waiter gave up on the work at its deadline: its thread is stuck, in `stuck`.
+    private var abandoned = false
+    /// Whether nobody waits for the work any more (timed out or cancelled).
+    private var unwanted = false
 
-    init(first: Step) {
+    init(first: Step, purpose: String, stuck: StuckThreads) {
+        self.stuck = stuck
+        id = stuck.newID()
+        self.purpose = purpose
         step = first
         stepStarted = SystemClock.monotonicNanoseconds()
         pthread_mutex_init(mutex, nil)
@@ -130,18 +152,24 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
         mutex.deallocate()
     }
 
-    /// The work begins `step`: its deadline starts now.
-    func note(_ step: Step) {
+    /// The work begins `step`: its deadline starts now. Throws the step's error, and the step
+    /// is not begun, when a thread is stuck on its path, or when nobody waits for the work any
+    /// more: a thread whose stuck call returns at last goes no further.
+    func note(_ step: Step) throws(Step.Failure) {
         pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if unwanted { throw step.failure("\(step.subject) was not begun: nobody waits for the work any more", errno: ECANCELED) }
+        if let refusal = stuck.refusal(toTry: step, by: id) { throw step.failure(refusal.problem, errno: refusal.errno) }
         self.step = step
         stepStarted = SystemClock.monotonicNanoseconds()
-        pthread_mutex_unlock(mutex)
     }
 
     func finish(_ result: Result<Value, Step.Failure>) {
         pthread_mutex_lock(mutex)
         self.result = result
         pthread_cond_signal(condition)
+        // Under the mutex, so that a thread is never counted stuck after it finished.
+        if abandoned { stuck.finish(id) }
         pthread_mutex_unlock(mutex)
     }
 
@@ -149,6 +177,7 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
     func cancelled() -> Step.Failure {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
+        unwanted = true
         return step.failure("\(step.subject) was not waited for: cancelled", errno: ECANCELED)
     }
 
@@ -163,6 +192,11 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
             // A step noted meanwhile moved the deadline; the wait below then just ends early.
             let deadline = stepStarted + limitNanoseconds
             if SystemClock.monotonicNanoseconds() >= deadline {
+                if !abandoned {
+                    abandoned = true
+                    unwanted = true
+                    stuck.leave(id, path: step.path, purpose: purpose, since: stepStarted)
+                }
                 return .failure(step.failure(StepDeadline.problem(step, limit: limit), errno: ETIMEDOUT))
             }
             var until = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))

@@ -78,10 +78,11 @@ struct MirrorJob: SyncJob {
     func prepareForRetry() async throws -> String? {
         let destination = settings.destination
         return try await StepDeadline.run(
-            limit: StepDeadline.stepLimit, first: MirrorRootStep("checking the destination", destination)
+            limit: StepDeadline.stepLimit, first: MirrorRootStep("checking the destination", destination),
+            for: "a mirror job's fix"
         ) { note throws(MirrorRoots.Failure) -> String? in
             guard (try? FileStatus(path: destination, followSymlinks: true)) == nil else { return nil }
-            note(MirrorRootStep("creating the destination", destination))
+            try note(MirrorRootStep("creating the destination", destination))
             do {
                 try FileDescriptor.currentWorkingDirectory.makeDirectories(at: destination, permissions: 0o755)
             } catch {

@@ -32,7 +32,7 @@ struct MirrorRoots: ~Copyable {
     /// all on two cores, and with them the daemon).
     static func open(_ settings: MirrorSettings) async throws(Failure) -> MirrorRoots {
         let opened = try await StepDeadline.run(
-            limit: StepDeadline.stepLimit, first: MirrorRootStep("resolving the source", settings.source)
+            limit: StepDeadline.stepLimit, first: MirrorRootStep("resolving the source", settings.source), for: "a mirror run's start"
         ) { note throws(Failure) in
             OpenedRoots(try open(settings, noting: note))
         }
@@ -40,18 +40,21 @@ struct MirrorRoots: ~Copyable {
     }
 
     /// Resolves, checks and opens both roots of `settings`, telling `note` before each step on
-    /// the file system (`StepDeadline`, which gives up on a path that does not answer).
-    static func open(_ settings: MirrorSettings, noting note: (MirrorRootStep) -> Void) throws(Failure) -> MirrorRoots {
+    /// the file system (`StepDeadline`, which gives up on a path that does not answer), whose
+    /// error it throws.
+    static func open(
+        _ settings: MirrorSettings, noting note: (MirrorRootStep) throws(Failure) -> Void
+    ) throws(Failure) -> MirrorRoots {
         let sourcePath = settings.source
         let destinationPath = settings.destination
         let realSource: String
-        note(MirrorRootStep("resolving the source", sourcePath))
+        try note(MirrorRootStep("resolving the source", sourcePath))
         do {
             realSource = try FileDescriptor.realPath(sourcePath)
         } catch {
             throw Failure(path: sourcePath, reason: "the source cannot be resolved: \(error)")
         }
-        note(MirrorRootStep("resolving the destination", destinationPath))
+        try note(MirrorRootStep("resolving the destination", destinationPath))
         let (existing, missing) = try resolveDestination(destinationPath)
         let realDestination = ([existing] + missing).joined(separator: "/").replacingDoubleSlash()
         if realDestination.hasSameBytes(as: realSource) {
@@ -67,11 +70,11 @@ struct MirrorRoots: ~Copyable {
                 path: destinationPath,
                 reason: "the source \(realSource) is inside the destination \(realDestination) (real paths)")
         }
-        note(MirrorRootStep("reading the mount table", MountTable.path))
+        try note(MirrorRootStep("reading the mount table", MountTable.path))
         let mounts = MountTable.current()
-        note(MirrorRootStep("resolving the source", sourcePath))
+        try note(MirrorRootStep("resolving the source", sourcePath))
         let locatedSource = MountedLocation.locate(realSource, mounts: mounts)
-        note(MirrorRootStep("resolving the destination", destinationPath))
+        try note(MirrorRootStep("resolving the destination", destinationPath))
         let located = MirrorTreeOverlap.Roots(
             source: locatedSource, destination: MountedLocation.locate(realDestination, mounts: mounts))
         if settings.checksOwnRootsThroughMounts, let overlap = located.destination.relation(to: located.source) {
@@ -82,7 +85,7 @@ struct MirrorRoots: ~Copyable {
         }
         try checkOtherJobs(settings, source: realSource, destination: realDestination, located: located, mounts: mounts, noting: note)
         let source: OwnedDescriptor
-        note(MirrorRootStep("opening the source", sourcePath))
+        try note(MirrorRootStep("opening the source", sourcePath))
         do {
             source = try FileDescriptor.currentWorkingDirectory.openDirectory(at: realSource)
         } catch {
@@ -94,14 +97,18 @@ struct MirrorRoots: ~Copyable {
                 reason: "the destination does not exist; runs never create a missing destination root (an unmounted "
                     + "disk must not be filled underneath): create it, or let the job's health-check fix do it")
         }
-        note(MirrorRootStep("opening the destination", destinationPath))
+        try note(MirrorRootStep("opening the destination", destinationPath))
         let destination = try openDestination(existing: existing, missing: missing, settings: settings)
         let statuses: (source: FileStatus, destination: FileStatus)
+        try note(MirrorRootStep("reading the source", sourcePath))
         do {
-            note(MirrorRootStep("reading the source", sourcePath))
-            let sourceStatus = try source.descriptor.status()
-            note(MirrorRootStep("reading the destination", destinationPath))
-            statuses = (sourceStatus, try destination.descriptor.status())
+            statuses.source = try source.descriptor.status()
+        } catch {
+            throw Failure(path: sourcePath, reason: "fstat: \(error)")
+        }
+        try note(MirrorRootStep("reading the destination", destinationPath))
+        do {
+            statuses.destination = try destination.descriptor.status()
         } catch {
             throw Failure(path: destinationPath, reason: "fstat: \(error)")
         }
@@ -110,9 +117,9 @@ struct MirrorRoots: ~Copyable {
             throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
         }
         if settings.delete {
-            note(MirrorRootStep("reading the source", sourcePath))
+            try note(MirrorRootStep("reading the source", sourcePath))
             if (try? source.descriptor.directoryEntries())?.isEmpty == true {
-                note(MirrorRootStep("reading the destination", destinationPath))
+                try note(MirrorRootStep("reading the destination", destinationPath))
                 let entries = try? destination.descriptor.directoryEntries()
                 if entries?.contains(where: { !MirrorTemporaryName.isTemporary($0.name) }) == true {
                     throw Failure(
@@ -132,16 +139,16 @@ struct MirrorRoots: ~Copyable {
     /// or delete from, the other's tree.
     private static func checkOtherJobs(
         _ settings: MirrorSettings, source: String, destination: String, located: MirrorTreeOverlap.Roots<MountedLocation>,
-        mounts: MountTable, noting note: (MirrorRootStep) -> Void
+        mounts: MountTable, noting note: (MirrorRootStep) throws(Failure) -> Void
     ) throws(Failure) {
         let roots = MirrorTreeOverlap.Roots(source: source, destination: destination)
         for other in settings.otherJobs {
             let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
             // Each of their roots, resolved and then located, as one step that names it.
-            note(MirrorRootStep("resolving the source of job \"\(other.name)\"", other.source))
+            try note(MirrorRootStep("resolving the source of job \"\(other.name)\"", other.source))
             let theirSource = ResolvedPath.resolve(other.source)
             let theirSourceLocated = MountedLocation.locate(theirSource, mounts: mounts)
-            note(MirrorRootStep("resolving the destination of job \"\(other.name)\"", other.destination))
+            try note(MirrorRootStep("resolving the destination of job \"\(other.name)\"", other.destination))
             let theirDestination = ResolvedPath.resolve(other.destination)
             let theirs = MirrorTreeOverlap.Roots(source: theirSource, destination: theirDestination)
             let theirsLocated = MirrorTreeOverlap.Roots(

@@ -1,0 +1,144 @@
+import Glibc
+import WeaveDI
+import WeaveDIPosix
+
+/// The threads `StepDeadline` has left behind, each stuck in a call on a file system that does
+/// not answer, and the path each is stuck on; process-wide (`shared`), as the threads are.
+///
+/// A stuck thread cannot be ended, and every reload, run or fix that met the same dead mount
+/// would leave one more, for as long as the daemon lives. Two rules bound them:
+///
+/// - A step on a path a thread is stuck on, or below it, is not tried: the work fails at once
+///   (`ETIMEDOUT`), saying so, and its thread ends. Attempts that come back to one dead mount
+///   leave one thread per path, not one per attempt.
+/// - While `limit` threads are stuck, no new work starts at all (`EAGAIN`): the error lists
+///   the paths. This bounds what paths not yet seen stuck (many jobs on one dead server) can
+///   add; work under way when the limit is reached may still add its own thread.
+///
+/// A thread counts as stuck once its step has run for the deadline's limit, until its call
+/// returns (the work then goes no further: nobody waits for it); then it is forgotten, and
+/// `report` says so, as it said when it was left behind.
+final class StuckThreads: Sendable {
+    /// The process's threads; the daemon logs what it reports.
+    static let shared = StuckThreads(limit: 8)
+
+    /// What `report` hears.
+    enum Event: Sendable, Equatable {
+        /// A thread was left behind: `a thread is stuck on …`.
+        case stuck(String)
+        /// A stuck thread's call returned at last: `a thread stuck on … returned after 63 s`.
+        case returned(String)
+    }
+
+    /// How many threads may be stuck before new work is refused.
+    let limit: Int
+    private let state = Locked(State())
+    private let reporter: Locked<@Sendable (Event) -> Void>
+
+    private struct State {
+        var threads: [Int: Thread] = [:]
+        var lastID = 0
+    }
+
+    private struct Thread {
+        /// The path of its step.
+        let path: String
+        /// What it was doing: `a configuration load`.
+        let purpose: String
+        /// When its step began (monotonic nanoseconds).
+        let since: UInt64
+    }
+
+    init(limit: Int, report: @escaping @Sendable (Event) -> Void = { _ in }) {
+        self.limit = limit
+        reporter = Locked(report)
+    }
+
+    /// Sends what happens to `report` from now on.
+    func report(to report: @escaping @Sendable (Event) -> Void) {
+        reporter.withLock { $0 = report }
+    }
+
+    /// How many threads are stuck.
+    var count: Int { state.withLock { $0.threads.count } }
+
+    /// An identity for a new piece of work.
+    func newID() -> Int {
+        state.withLock { state in
+            state.lastID += 1
+            return state.lastID
+        }
+    }
+
+    /// Why work whose first step is `first` may not start (the limit is reached, or its path is
+    /// stuck), with its errno; nil when it may.
+    func refusal(toStart first: some DeadlineStep) -> (problem: String, errno: Int32)? {
+        let now = SystemClock.monotonicNanoseconds()
+        return state.withLock { state in
+            if state.threads.count >= limit {
+                let paths = state.threads.values.sorted { $0.since < $1.since }
+                    .map { "\"\($0.path)\" for \(Self.seconds(from: $0.since, to: now)) s" }
+                return ("\(first.subject) was not tried: \(state.threads.count) threads are stuck on file systems that do "
+                    + "not answer, the most there may be (\(paths.joined(separator: ", "))); nothing more is tried until "
+                    + "one of them returns", EAGAIN)
+            }
+            return Self.stuckPath(of: first, among: state.threads, except: nil, now: now)
+        }
+    }
+
+    /// Why `step` of the work `id` may not be tried (its path, or a directory above it, is
+    /// one a thread is stuck on), with its errno; nil when it may.
+    func refusal(toTry step: some DeadlineStep, by id: Int) -> (problem: String, errno: Int32)? {
+        let now = SystemClock.monotonicNanoseconds()
+        return state.withLock { Self.stuckPath(of: step, among: $0.threads, except: id, now: now) }
+    }
+
+    /// The work `id`'s step on `path`, begun at `since`, has not answered within its deadline:
+    /// its thread is left behind.
+    func leave(_ id: Int, path: String, purpose: String, since: UInt64) {
+        let count = state.withLock { state in
+            state.threads[id] = Thread(path: path, purpose: purpose, since: since)
+            return state.threads.count
+        }
+        send(.stuck("a thread is stuck on \"\(path)\" (\(purpose)) and left behind; \(count) stuck in all "
+            + "(at most \(limit), then nothing more is tried)"))
+    }
+
+    /// The work `id` is done; if its thread was stuck, it is no more.
+    func finish(_ id: Int) {
+        let now = SystemClock.monotonicNanoseconds()
+        let returned: (Thread, Int)? = state.withLock { state in
+            state.threads.removeValue(forKey: id).map { ($0, state.threads.count) }
+        }
+        guard let (thread, count) = returned else { return }
+        send(.returned("a thread stuck on \"\(thread.path)\" (\(thread.purpose)) returned after "
+            + "\(Self.seconds(from: thread.since, to: now)) s; \(count) still stuck"))
+    }
+
+    private func send(_ event: Event) {
+        let report = reporter.withLock { $0 }
+        report(event)
+    }
+
+    /// The refusal of `step` when a thread other than `except` is stuck on its path or above
+    /// it (the longest stuck is named).
+    private static func stuckPath(
+        of step: some DeadlineStep, among threads: [Int: Thread], except: Int?, now: UInt64
+    ) -> (problem: String, errno: Int32)? {
+        guard let thread = threads.filter({ $0.key != except && isAt(step.path, orBelow: $0.value.path) })
+            .map(\.value).min(by: { $0.since < $1.since })
+        else { return nil }
+        return ("\(step.subject) was not tried: an earlier thread (\(thread.purpose)) has been stuck on \"\(thread.path)\" "
+            + "for \(seconds(from: thread.since, to: now)) s (is its file system responding?)", ETIMEDOUT)
+    }
+
+    /// Whether `path` is `stuck` or lies below it, lexically.
+    static func isAt(_ path: String, orBelow stuck: String) -> Bool {
+        path.utf8.elementsEqual(stuck.utf8) || path.utf8.starts(with: (stuck.hasSuffix("/") ? stuck : stuck + "/").utf8)
+    }
+
+    /// Whole seconds from `start` to `end` (monotonic nanoseconds).
+    private static func seconds(from start: UInt64, to end: UInt64) -> UInt64 {
+        end > start ? (end - start) / 1_000_000_000 : 0
+    }
+}
