@@ -54,6 +54,13 @@ import WeaveDIControl
         let untagged = replies(registry, cache)
         #expect(untagged.cached == untagged.expected && untagged.cached.contains("counting"))
 
+        // Another registry with as many changes: its own reply.
+        let other = UnifiedRegistry(clock: clock)
+        while other.reportChanges < registry.reportChanges { other.register(HealthCheck(name: "other") { .healthy() }) }
+        #expect(other.reportChanges == registry.reportChanges)
+        let fromOther = replies(other, cache)
+        #expect(fromOther.cached == fromOther.expected && fromOther.cached.contains(#""name":"other""#))
+
         registry.register(HealthCheck(name: "added") { .healthy() })  // a check more, not run
         let added = replies(registry, cache)
         #expect(added.cached == added.expected && added.cached.contains(#""name":"added""#))

@@ -7,6 +7,8 @@ import WeaveDIControl
 /// changes on every call, is written fresh between them.
 final class HealthReplyCache: Sendable {
     private struct Entry {
+        /// The registry the report came from (counts of two registries say nothing of each other).
+        var registry: ObjectIdentifier
         var tags: Set<String>?
         /// The registry's `reportChanges` read before the report was taken: the report is at
         /// least that recent, so while the count stays there, nothing in it has changed.
@@ -23,7 +25,8 @@ final class HealthReplyCache: Sendable {
     func write(_ registry: UnifiedRegistry, tags: Set<String>?, into out: inout [UInt8]) {
         let changes = registry.reportChanges
         let cached = entry.withLock { entry -> Entry? in
-            guard let entry, entry.changes == changes, entry.tags == tags else { return nil }
+            guard let entry, entry.changes == changes, entry.registry == ObjectIdentifier(registry), entry.tags == tags
+            else { return nil }
             return entry
         }
         let parts: Entry
@@ -33,7 +36,7 @@ final class HealthReplyCache: Sendable {
             takenAt = registry.clock.wallTime
         } else {
             let report = registry.report(tags: tags)
-            parts = Self.encode(report, tags: tags, changes: changes)
+            parts = Self.encode(report, from: registry, tags: tags, changes: changes)
             takenAt = report.takenAt
             entry.withLock { $0 = parts }
         }
@@ -42,7 +45,7 @@ final class HealthReplyCache: Sendable {
         out.append(contentsOf: parts.tail)
     }
 
-    private static func encode(_ report: HealthReport, tags: Set<String>?, changes: UInt64) -> Entry {
+    private static func encode(_ report: HealthReport, from registry: UnifiedRegistry, tags: Set<String>?, changes: UInt64) -> Entry {
         var head = Array(#"{"parameters":{"health":{"status":"#.utf8)
         JSONValue.writeQuoted(report.status.rawValue, into: &head)
         head.append(contentsOf: #","score":"#.utf8)
@@ -51,6 +54,6 @@ final class HealthReplyCache: Sendable {
         var tail = Array(#","checks":"#.utf8)
         JSONValue.array(report.checks.map(ReportEncoding.check)).write(into: &tail)
         tail.append(contentsOf: "}}}".utf8)
-        return Entry(tags: tags, changes: changes, head: head, tail: tail)
+        return Entry(registry: ObjectIdentifier(registry), tags: tags, changes: changes, head: head, tail: tail)
     }
 }
