@@ -42,14 +42,9 @@ extension DaemonConfiguration {
             guard let mirror = job.mirror else { continue }
             let configured = MirrorTreeOverlap.Roots(mirror)
             let parent = "sync.jobs[\(index)]"
-            try resolving("\(parent).source", configured.source)
-            let resolvedSource = ResolvedPath.resolve(configured.source)
-            let locatedSource = MountedLocation.locate(resolvedSource, mounts: mounts)
-            try resolving("\(parent).destination", configured.destination)
-            let resolvedDestination = ResolvedPath.resolve(configured.destination)
-            let resolved = MirrorTreeOverlap.Roots(source: resolvedSource, destination: resolvedDestination)
-            let located = MirrorTreeOverlap.Roots(
-                source: locatedSource, destination: MountedLocation.locate(resolvedDestination, mounts: mounts))
+            let (resolved, located) = try MountedLocation.resolveAndLocate(configured, mounts: mounts) {
+                field, path throws(ConfigurationError) in try resolving("\(parent).\(field)", path)
+            }
             if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
                 throw ConfigurationError(
                     file: file, fieldPath: "\(parent).destination",

@@ -97,7 +97,4 @@ extension MirrorTreeOverlap.Roots<String> {
     init(_ mirror: DaemonConfiguration.Mirror) {
         self.init(source: mirror.source, destination: mirror.destination)
     }
-
-    /// Both roots as they resolve on this machine now (`ResolvedPath`).
-    func resolved() -> Self { map(ResolvedPath.resolve) }
 }

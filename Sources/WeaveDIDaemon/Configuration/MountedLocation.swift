@@ -49,9 +49,23 @@ struct MountedLocation {
     /// The identity of the anchor, when it could be read.
     var identity: FileIdentity? { holders.first?.identity }
 
-    /// Locates each of `roots` (paths already resolved through links) among `mounts`.
-    static func locate(_ roots: MirrorTreeOverlap.Roots<String>, mounts: MountTable) -> MirrorTreeOverlap.Roots<MountedLocation> {
-        roots.map { locate($0, mounts: mounts) }
+    /// Each of `roots`, as configured, resolved through symbolic links (`ResolvedPath`) and
+    /// located among `mounts`, the source first. `before` hears of each root (`source` or
+    /// `destination`, and its path) before it is touched, and may stop there by throwing (a
+    /// `StepDeadline` step's note).
+    static func resolveAndLocate<Failure: Error>(
+        _ roots: MirrorTreeOverlap.Roots<String>, mounts: MountTable,
+        before: (_ field: String, _ path: String) throws(Failure) -> Void
+    ) throws(Failure) -> (resolved: MirrorTreeOverlap.Roots<String>, located: MirrorTreeOverlap.Roots<MountedLocation>) {
+        try before("source", roots.source)
+        let source = ResolvedPath.resolve(roots.source)
+        let locatedSource = locate(source, mounts: mounts)
+        try before("destination", roots.destination)
+        let destination = ResolvedPath.resolve(roots.destination)
+        return (
+            MirrorTreeOverlap.Roots(source: source, destination: destination),
+            MirrorTreeOverlap.Roots(source: locatedSource, destination: locate(destination, mounts: mounts))
+        )
     }
 
     /// The first overlap by identity of `roots` with `otherRoots`, in the order of

@@ -145,14 +145,9 @@ struct MirrorRoots: ~Copyable {
         for other in settings.otherJobs {
             let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
             // Each of their roots, resolved and then located, as one step that names it.
-            try note(MirrorRootStep("resolving the source of job \"\(other.name)\"", other.source))
-            let theirSource = ResolvedPath.resolve(other.source)
-            let theirSourceLocated = MountedLocation.locate(theirSource, mounts: mounts)
-            try note(MirrorRootStep("resolving the destination of job \"\(other.name)\"", other.destination))
-            let theirDestination = ResolvedPath.resolve(other.destination)
-            let theirs = MirrorTreeOverlap.Roots(source: theirSource, destination: theirDestination)
-            let theirsLocated = MirrorTreeOverlap.Roots(
-                source: theirSourceLocated, destination: MountedLocation.locate(theirDestination, mounts: mounts))
+            let (theirs, theirsLocated) = try MountedLocation.resolveAndLocate(configured, mounts: mounts) {
+                field, path throws(Failure) in try note(MirrorRootStep("resolving the \(field) of job \"\(other.name)\"", path))
+            }
             if let overlap = MirrorTreeOverlap.first(roots, theirs) {
                 throw Failure(
                     path: overlap.field == "source" ? settings.source : settings.destination,
