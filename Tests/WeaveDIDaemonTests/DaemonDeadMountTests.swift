@@ -107,12 +107,33 @@ import WeaveDIPosix
         usleep(300_000)
         let stopping = ContinuousClock.now
         setup.daemon.send(.terminate)
-        // Before the 4.7 s the destination has left: the run does not wait for it. (The call's
-        // reply may be lost as the control socket closes; the log has the run's end.)
+        // Before the 4.7 s the destination has left: the run does not wait for it, and the call
+        // hears how it ended before the socket closes.
+        let answer = setup.reply(run, timeout: .seconds(4))
+        #expect(answer?.parameter("run")?[member: "result"]?.stringValue == "cancelled", "\(answer as Any)\n\(setup.daemon.log)")
         #expect(setup.daemon.wait(timeout: .seconds(4)) == .exited(0), "\(setup.daemon.log)")
         #expect(ContinuousClock.now - stopping < .seconds(4))
         #expect(setup.daemon.log.contains("one: run one-1 cancelled"), "\(setup.daemon.log)")
-        withExtendedLifetime(run) {}  // the call's connection stays open until the end
+    }
+
+    @Test func aCallStillWaitingOnTheMountAtAShutdown_isLeftAfterTheDrainsGrace() throws {
+        // No source: the run fails at once, before its destination, and the job's check is
+        // degraded; its fix looks for the destination, on the dead mount, and would answer
+        // after 5 s.
+        guard let setup = try Setup(sources: false) else { return }
+        let run = setup.reply(try setup.send("RunJob", #"{"name": "one"}"#))?.parameter("run")
+        #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
+        let fix = try setup.send("Fix", #"{"check": "job.one"}"#)
+        usleep(500_000)
+        #expect(setup.threadsWaitingOnTheMount() == 1, "\(setup.daemon.log)")
+        let stopping = ContinuousClock.now
+        setup.daemon.send(.terminate)
+        // The shutdown waits 1 s for it, then closes its connection unanswered, and says so.
+        #expect(fix.closedByPeer(timeout: .seconds(4)), "\(setup.daemon.log)")
+        #expect(setup.daemon.wait(timeout: .seconds(4)) == .exited(0), "\(setup.daemon.log)")
+        let took = ContinuousClock.now - stopping
+        #expect(took >= .seconds(1) && took < .seconds(4), "\(took)")
+        #expect(setup.daemon.log.contains("closed with 1 call(s) unanswered: still running 1.0 seconds into the shutdown"), "\(setup.daemon.log)")
     }
 
     @Test func theAutoFixOfJobsWhoseDestinationDoesNotAnswer_failsNamingIt_whileTheDaemonGoesOn() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WeaveDIControl
 import WeaveDIPosix
 
 /// A second signal during a shutdown exits at once; a shutdown longer than `shutdownTimeout`
@@ -45,5 +46,50 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(1))
         #expect(daemon.log.contains("shutdown did not finish within 0.001 seconds; exiting"), "\(daemon.log)")
+    }
+
+    /// The shutdown stops the runs first; the control socket closes only once the calls in
+    /// flight have been answered, so a client waiting on a run hears how it ended. Each round
+    /// asks on three connections: a plain call, a stream (`more`), and a call with a second one
+    /// pipelined behind it.
+    @Test(arguments: 1...3) func callsInFlightAtAShutdown_areAnsweredBeforeTheSocketCloses(round: Int) throws {
+        let directory = TemporaryDirectory()
+        let names = ["plain", "streaming", "pipelined"]
+        var jobs: [String] = []
+        for name in names {
+            let big = directory.write("source-\(name)/big.bin", "")
+            try FileManager.default.createDirectory(atPath: directory.path + "/mirror-\(name)", withIntermediateDirectories: true)
+            let allocated = try Subprocess.run("/usr/bin/fallocate", arguments: ["-l", "1G", big], environment: [:])
+            try #require(allocated.status == .exited(0), "fallocate: \(allocated.standardErrorText)")
+            jobs.append(#"{"name": "\#(name)", "source": "\#(directory.path)/source-\#(name)", "destination": "\#(directory.path)/mirror-\#(name)", "interval": 3600}"#)
+        }
+        let config = directory.write("weavedid.json", #"{"sync": {"maxConcurrentRuns": 3, "jobs": [\#(jobs.joined(separator: ", "))]}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+
+        let plain = try RawClient(daemon.defaultSocket)
+        try plain.send(call("io.weavedi.Daemon.RunJob", #"{"name": "plain"}"#))
+        let streaming = try RawClient(daemon.defaultSocket)
+        try streaming.send(call("io.weavedi.Daemon.RunJob", #"{"name": "streaming"}"#, extra: #","more":true"#))
+        let pipelined = try RawClient(daemon.defaultSocket)
+        try pipelined.send(call("io.weavedi.Daemon.RunJob", #"{"name": "pipelined"}"#) + call("io.weavedi.Daemon.Ping"))
+        for name in names { try #require(daemon.waitForLog("run \(name)-"), "\(daemon.log)") }
+        usleep(100_000)
+        daemon.send(.terminate)
+
+        func decoded(_ text: String?) -> VarlinkReply? { text.flatMap { try? VarlinkReply.decode(Array($0.utf8)) } }
+        func result(_ reply: VarlinkReply?) -> String? { reply?.parameter("run")?[member: "result"]?.stringValue }
+        let answer = decoded(plain.reply())
+        #expect(result(answer) == "cancelled", "\(answer as Any)\n\(daemon.log)")
+        var last = decoded(streaming.reply())
+        while last?.continues == true { last = decoded(streaming.reply()) }
+        #expect(result(last) == "cancelled", "\(last as Any)\n\(daemon.log)")
+        let first = decoded(pipelined.reply())
+        #expect(result(first) == "cancelled", "\(first as Any)\n\(daemon.log)")
+        // The call behind it was read before the shutdown, and is answered in its turn.
+        let ping = decoded(pipelined.reply())
+        #expect(ping != nil && ping?.error == nil, "\(ping as Any)\n\(daemon.log)")
+        for client in [plain, streaming, pipelined] { #expect(client.closedByPeer(timeout: .seconds(5))) }
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 }

@@ -30,6 +30,9 @@ final class ControlConnection {
     /// Set at end of file: the client sends no more; the connection closes once the calls
     /// already read are answered and their replies written.
     var inputClosed = false
+    /// Set when the server stops: nothing more is read or dispatched; the connection closes
+    /// once the calls already dispatched are answered and their replies written.
+    var draining = false
 
     init(id: UInt64, descriptor: FileDescriptor, peer: ControlPeer, session: Session, now: Duration) {
         self.id = id
@@ -45,9 +48,9 @@ final class ControlConnection {
     var hasUnscannedInput: Bool { inputScanned < input.count }
 
     /// Whether the connection has nothing left to do but write its output: it broke a limit,
-    /// or the client sent everything and every call is answered.
+    /// or the client sent everything (or the server stops) and every call is answered.
     var isDone: Bool {
-        closeAfterFlush || (inputClosed && !hasUnscannedInput && !callsInFlight)
+        closeAfterFlush || (inputClosed && !hasUnscannedInput && !callsInFlight) || (draining && !callsInFlight)
     }
 
     /// When the connection is closed for silence (`lastActivity` plus `limit`); none while a
@@ -83,11 +86,11 @@ final class ControlConnection {
     /// waits (neither read nor parsed) until one is answered.
     static let maxCallsInFlight: UInt64 = 32
 
-    /// Whether another message may be dispatched: not once closing, nor while more than
+    /// Whether another message may be dispatched: not once closing or draining, nor while more than
     /// `outputBound` bytes of replies wait to be written (the client does not read), nor
     /// with `maxCallsInFlight` calls unanswered. Otherwise input waits (backpressure).
     func mayDispatch(outputBound: Int) -> Bool {
-        !closeAfterFlush && output.count - outputOffset <= outputBound && callsPending < Self.maxCallsInFlight
+        !closeAfterFlush && !draining && output.count - outputOffset <= outputBound && callsPending < Self.maxCallsInFlight
     }
 
     /// Whether the socket is polled for input: not after end of file, nor while messages

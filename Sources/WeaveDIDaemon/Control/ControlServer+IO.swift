@@ -2,11 +2,20 @@ import WeaveDI
 import WeaveDIPosix
 
 extension ControlServer {
-    /// The I/O thread: accept, read, dispatch, write, enforce limits; returns the sessions
-    /// of the connections still open when told to stop.
+    /// The I/O thread: accept, read, dispatch, write, enforce limits; returns, once told to
+    /// stop and drained, the sessions of the connections it closed since.
+    ///
+    /// Told to stop, it closes the listener and dispatches nothing more, but goes on writing:
+    /// each connection closes once the calls it had begun are answered and the replies
+    /// written (a `RunJob` whose run the shutdown cancelled hears so), or when the drain's
+    /// grace (`drainGrace`) is over.
     func ioLoop() -> [Session] {
         var connections: [UInt64: ControlConnection] = [:]
         var nextID: UInt64 = 1
+        /// Set by `stop`: when the connections still open are closed whatever they wait for.
+        var drainDeadline: Duration?
+        /// The sessions of the connections closed while draining: `stop` closes them.
+        var drained: [Session] = []
         // One receive buffer for every connection: messages are taken from it in place.
         let receiveBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 65_536)
         defer { receiveBuffer.deallocate() }
@@ -34,7 +43,7 @@ extension ControlServer {
             }
             let idleLimit = limits.idleTimeout
             let nextIdle = connections.values.compactMap { $0.idleDeadline(idleLimit) }.min()
-            let wakeAt = [nextIdle, listener == nil ? nil : acceptPause.pausedUntil(now)].compactMap { $0 }.min()
+            let wakeAt = [nextIdle, listener == nil ? nil : acceptPause.pausedUntil(now), drainDeadline].compactMap { $0 }.min()
             _ = try? PollDescriptor.poll(&entries, timeout: wakeAt.map { max(.zero, $0 - now) })
             let after = monotonicNow()
 
@@ -47,7 +56,13 @@ extension ControlServer {
                 for command in pending {
                     switch command {
                     case .stop:
-                        return shutDown(Array(connections.values))
+                        guard drainDeadline == nil else { continue }
+                        drainDeadline = after + drainGrace
+                        if let listener {
+                            try? listener.close()
+                            self.listener = nil
+                        }
+                        for connection in connections.values { connection.draining = true }
                     case let .replaceListener(descriptor):
                         try? listener?.close()
                         listener = descriptor
@@ -92,9 +107,25 @@ extension ControlServer {
                     _ = write(connection, now: after)
                     alive = false
                 }
-                if !alive { close(connection, in: &connections) }
+                if !alive {
+                    let session = close(connection, in: &connections)
+                    if drainDeadline == nil {
+                        Task { await session.close() }
+                    } else {
+                        drained.append(session)
+                    }
+                }
+            }
+            if let drainDeadline, connections.isEmpty || after >= drainDeadline {
+                return drained + shutDown(Array(connections.values))
             }
         }
+    }
+
+    /// How long a stop waits for the calls in flight: 1 s, or half of `shutdownTimeout` when
+    /// that is shorter, so that the drain never costs a shutdown its exit status.
+    private var drainGrace: Duration {
+        min(.seconds(1), store.current.shutdownTimeout / 2)
     }
 
     /// Accepts every pending connection. When accept fails for another reason than an empty
@@ -273,23 +304,24 @@ extension ControlServer {
         return true
     }
 
-    private func close(_ connection: ControlConnection, in connections: inout [UInt64: ControlConnection]) {
+    /// Closes the connection; returns its session, for the caller to close.
+    private func close(_ connection: ControlConnection, in connections: inout [UInt64: ControlConnection]) -> Session {
         connections.removeValue(forKey: connection.id)
         try? connection.descriptor.close()
         clientCount.add(-1, ordering: .relaxed)
-        let session = connection.session
-        Task { await session.close() }
         log.debug("control", "connection \(connection.id) closed")
+        return connection.session
     }
 
+    /// Closes the connections the drain's grace left open (writing what each socket still
+    /// takes); returns their sessions.
     private func shutDown(_ open: [ControlConnection]) -> [Session] {
-        if let listener {
-            try? listener.close()
-            self.listener = nil
-        }
         let now = monotonicNow()
         for connection in open {
             _ = write(connection, now: now)
+            if connection.callsInFlight {
+                log.warning("control", "connection \(connection.id) closed with \(connection.callsPending) call(s) unanswered: still running \(drainGrace) into the shutdown")
+            }
             try? connection.descriptor.close()
         }
         clientCount.store(0, ordering: .relaxed)

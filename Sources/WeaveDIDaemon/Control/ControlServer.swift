@@ -73,8 +73,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         }
     }
 
-    /// Stops accepting, closes every connection (closing its session) and removes the socket
-    /// file if this process created it.
+    /// Stops accepting and reading, answers the calls in flight (within the drain's grace: see
+    /// `ioLoop`), closes every connection (closing its session) and removes the socket file if
+    /// this process created it.
     public func stop() async {
         guard let thread else { return }
         let sessions = await withCheckedContinuation { (continuation: CheckedContinuation<[Session], Never>) in
