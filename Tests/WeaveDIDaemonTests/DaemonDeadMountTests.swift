@@ -16,7 +16,9 @@ import WeaveDIPosix
         var d: String { directory.path }
 
         /// nil (the test is skipped, and says so) where no dead mount can be made.
-        init?(sources: Bool = true, environment: [String: String] = [:], test: String = #function) throws {
+        /// With `stateOnTheMount`, the state directory is `@/nfs/state`: it answers at the start,
+        /// and dies with the mount.
+        init?(sources: Bool = true, stateOnTheMount: Bool = false, environment: [String: String] = [:], test: String = #function) throws {
             if let reason = DeadMount.unsupportedReason {
                 print("SKIPPED \(test): \(reason)")
                 return nil
@@ -27,8 +29,9 @@ import WeaveDIPosix
                 if sources { directory.write("src-\(name)/\(name).txt", name) }
                 try FileManager.default.createDirectory(atPath: "\(d)/nfs/\(name)", withIntermediateDirectories: true)
             }
+            let state = stateOnTheMount ? #""stateDirectory": "\#(d)/nfs/state", "# : ""
             let config = directory.write("weavedid.json", """
-                {"sync": {"jobs": [
+                {\(state)"sync": {"jobs": [
                   {"name": "one", "source": "\(d)/src-one", "destination": "\(d)/nfs/one", "interval": 3600},
                   {"name": "two", "source": "\(d)/src-two", "destination": "\(d)/nfs/two", "interval": 3600}]}}
                 """)
@@ -134,6 +137,26 @@ import WeaveDIPosix
         let took = ContinuousClock.now - stopping
         #expect(took >= .seconds(1) && took < .seconds(4), "\(took)")
         #expect(setup.daemon.log.contains("closed with 1 call(s) unanswered: still running 1.0 seconds into the shutdown"), "\(setup.daemon.log)")
+    }
+
+    @Test func aStateDirectoryThatStopsAnswering_holdsNeitherTheRunsNorTheShutdown() throws {
+        guard let setup = try Setup(stateOnTheMount: true) else { return }
+        let d = setup.d
+        // The run fails on its destination; the state file it leaves is written off the
+        // scheduler, which goes on answering while that write waits on the mount.
+        let run = setup.reply(try setup.send("RunJob", #"{"name": "one"}"#), timeout: .seconds(8))?.parameter("run")
+        #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
+        let jobs = setup.reply(try setup.send("ListJobs"), timeout: .seconds(3))
+        #expect(jobs?.parameter("jobs")?.arrayValue?.count == 2, "\(setup.daemon.log)")
+        #expect(setup.daemon.waitForLog(
+            "sync: cannot write the jobs' state file \(d)/nfs/state/jobs.json: writing the file did not answer within 5 s (is its file system responding?)",
+            timeout: .seconds(10)), "\(setup.daemon.log)")
+        // The shutdown's last save meets the thread stuck on that file, and fails at once.
+        let stopping = ContinuousClock.now
+        setup.daemon.send(.terminate)
+        #expect(setup.daemon.wait(timeout: .seconds(4)) == .exited(0), "\(setup.daemon.log)")
+        #expect(ContinuousClock.now - stopping < .seconds(4))
+        #expect(setup.daemon.log.contains("jobs.json: writing the file was not tried: an earlier thread (a write of the jobs' state file) has been stuck on"), "\(setup.daemon.log)")
     }
 
     @Test func theAutoFixOfJobsWhoseDestinationDoesNotAnswer_failsNamingIt_whileTheDaemonGoesOn() throws {

@@ -120,6 +120,37 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func aDamagedStateFile_isReported_andReplacedAfterTheNextRun() throws {
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 3)
+        let state = fixture.directory.path + "/state"
+        fixture.directory.write("state/jobs.json", #"{"jobs": {"docs": "#)
+        let daemon = try fixture.start(#"{"stateDirectory": "\#(state)", "# + fixture.config().dropFirst())
+        try waitForReady(daemon)
+        #expect(daemon.log.contains("warning sync: \(state)/jobs.json: ") && daemon.log.contains("; starting without the jobs' previous results"), "\(daemon.log)")
+        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "success")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        // Written by the run's end, or at the latest by the shutdown, which waits for it.
+        let saved = fixture.directory.read("state/jobs.json") ?? ""
+        #expect(saved.contains(#""result":"success""#), "\(saved)")
+    }
+
+    @Test func aStateFileThatCannotBeRead_orWritten_isReported_andTheDaemonGoesOn() throws {
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 3)
+        let state = fixture.directory.path + "/state"
+        try FileManager.default.createDirectory(atPath: state + "/jobs.json", withIntermediateDirectories: true)
+        let daemon = try fixture.start(#"{"stateDirectory": "\#(state)", "# + fixture.config().dropFirst())
+        try waitForReady(daemon)
+        #expect(daemon.log.contains("warning sync: \(state)/jobs.json: Is a directory (EISDIR)"), "\(daemon.log)")
+        #expect(daemon.log.contains("; starting without the jobs' previous results"), "\(daemon.log)")
+        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "success")
+        #expect(daemon.waitForLog("error   sync: cannot write the jobs' state file \(state)/jobs.json: Is a directory (EISDIR)"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     @Test func metricsFile_isWrittenAfterEachRun() throws {
         let fixture = Fixture()
         try TreeFixture.make(at: fixture.source, count: 10)

@@ -28,6 +28,11 @@ extension SyncScheduler: JobControl {
     }
 
     public func metrics() async -> String {
+        renderMetrics()
+    }
+
+    /// The metrics, in Prometheus' text format.
+    func renderMetrics() -> String {
         var out = PrometheusText()
         out.header("weavedi_sync_runs_total", "Job runs by result.", type: "counter")
         for name in order {
@@ -51,14 +56,9 @@ extension SyncScheduler: JobControl {
     }
 
     /// Writes the metrics to `sync.metricsFile` (for node_exporter's textfile collector),
-    /// replacing it atomically.
+    /// replacing it atomically, off the actor (`LatestFileWriter`).
     func writeMetricsFile() {
         guard let path = store.current.sync.metricsFile else { return }
-        Task {
-            let text = await metrics()
-            do { try AtomicFile.write(Array(text.utf8), to: path, permissions: 0o644, durable: false) } catch {
-                log.warning("sync", "cannot write the metrics file \(path): \(error)")
-            }
-        }
+        metricsWriter.write(Array(renderMetrics().utf8), to: path)
     }
 }

@@ -13,6 +13,8 @@ public actor SyncScheduler: DaemonService {
     let log: DaemonLog
     let registry: UnifiedRegistry
     let stateStore: SyncStateStore
+    /// Writes `sync.metricsFile` after each run.
+    let metricsWriter: LatestFileWriter
     let started = ContinuousClock.now
 
     var jobs: [String: JobState] = [:]
@@ -70,6 +72,7 @@ public actor SyncScheduler: DaemonService {
         self.log = log
         self.registry = registry
         stateStore = SyncStateStore(stateDirectory: store.current.stateDirectory, log: log)
+        metricsWriter = LatestFileWriter(purpose: "the metrics file", permissions: 0o644, durable: false, log: log)
     }
 
     /// Makes the jobs, restores their last results, registers their health checks and starts
@@ -77,7 +80,7 @@ public actor SyncScheduler: DaemonService {
     public func start() async throws {
         let configuration = store.current
         if configuration.isBuiltInDefault { ExampleJob.prepare(configuration, log: log) }
-        persisted = stateStore.load()
+        persisted = await stateStore.load()
         for config in configuration.sync.jobs { add(config) }
         log.info("sync", configuration.sync.jobs.isEmpty ? "no sync jobs configured" : "\(order.count) job(s): \(order.joined(separator: ", "))")
     }
@@ -108,6 +111,8 @@ public actor SyncScheduler: DaemonService {
         for waiter in slotWaiters { waiter.resume() }
         slotWaiters = []
         saveState()
+        await stateStore.flush()
+        await metricsWriter.flush()
     }
 
     /// Applies new job settings: jobs added, removed or changed take effect now (a running run

@@ -3,21 +3,42 @@ import WeaveDIControl
 import WeaveDIPosix
 
 /// Keeps the last run of each job in the state directory (`jobs.json`, replaced atomically),
-/// so that after a restart health knows how each job last went.
+/// so that after a restart health knows how each job last went. Saves are written off the
+/// caller's thread, newest first (`LatestFileWriter`); `flush` waits for them.
 struct SyncStateStore: Sendable {
     let path: String
     let log: DaemonLog
+    private let writer: LatestFileWriter
 
     init(stateDirectory: String, log: DaemonLog) {
         path = stateDirectory + "/jobs.json"
         self.log = log
+        writer = LatestFileWriter(purpose: "the jobs' state file", permissions: 0o640, durable: true, makesDirectory: true, log: log)
     }
 
-    /// The persisted last runs, by job; empty when there is no file yet. A damaged file is
-    /// reported and ignored (it is rewritten after the next run).
-    func load() -> [String: PersistedJobState] {
-        guard let file = try? FileDescriptor.open(path, .readOnly) else { return [:] }
-        let bytes = (try? file.descriptor.readToEnd()) ?? []
+    /// The persisted last runs, by job; empty when there is no file yet. A file that cannot be
+    /// read (within the step limit: see `LatestFileWriter`) or is damaged is reported and
+    /// ignored (it is rewritten after the next run).
+    func load() async -> [String: PersistedJobState] {
+        let step = FileStep("reading the file", path)
+        let bytes: [UInt8]?
+        do {
+            bytes = try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a read of the jobs' state file") {
+                [path] _ throws(FileStep.Failure) in
+                do throws(Errno) {
+                    let file = try FileDescriptor.open(path, .readOnly)
+                    return try file.descriptor.readToEnd()
+                } catch .noSuchFileOrDirectory {
+                    return nil
+                } catch {
+                    throw step.failure("\(error)", errno: error.rawValue)
+                }
+            }
+        } catch {
+            log.warning("sync", "\(path): \(error.problem); starting without the jobs' previous results")
+            return [:]
+        }
+        guard let bytes else { return [:] }
         do {
             let value = try JSONValue.parse(bytes)
             var states: [String: PersistedJobState] = [:]
@@ -31,20 +52,15 @@ struct SyncStateStore: Sendable {
         }
     }
 
-    /// Writes every job's state.
+    /// Asks for every job's state to be written; returns at once.
     func save(_ states: [String: PersistedJobState]) {
         let json = JSONValue.object([("jobs", .object(states.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) }))])
-        do {
-            try ensureDirectory()
-            try AtomicFile.write(Array(json.serialized.utf8), to: path, permissions: 0o640)
-        } catch {
-            log.error("sync", "cannot write \(path): \(error)")
-        }
+        writer.write(Array(json.serialized.utf8), to: path)
     }
 
-    private func ensureDirectory() throws(Errno) {
-        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        try FileDescriptor.currentWorkingDirectory.makeDirectories(at: directory, permissions: 0o750)
+    /// Waits for the saves asked for so far.
+    func flush() async {
+        await writer.flush()
     }
 }
 
