@@ -26,6 +26,12 @@ public final class PosixThread: @unchecked Sendable {  // `handle` is written on
         pthread_join(handle, nil)
     }
 
+    /// Lets the thread go (`pthread_detach(3)`): nothing will join it, and what it holds is
+    /// freed when it ends. For a thread that may never end; call it instead of `join`, once.
+    public func detach() {
+        pthread_detach(handle)
+    }
+
     /// Starts a detached thread running `body` (`pthread_create(3)` with
     /// `PTHREAD_CREATE_DETACHED`): nothing can wait for it, and what it holds is freed when
     /// `body` returns. For work that may never end, such as a system call on a file system that

@@ -126,7 +126,7 @@ import WeaveDIPosix
     }
 
     @Test func workerPool_runsAtMostItsThreadCount_onThreadsOfItsOwn() async throws {
-        let pool = try MirrorWorkerPool(threads: 3)
+        let pool = try MirrorWorkerPool(threads: 3, watch: WalkWatch(source: "/source", destination: "/destination"))
         let running = Locked((now: 0, peak: 0))
         let threads = Locked<Set<UInt>>([])
         let callerThread = UInt(pthread_self())

@@ -206,7 +206,7 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
 }
 
 /// What an async caller gets: the first of the answers given (the result, or the cancellation).
-private final class FirstAnswer<Answer: Sendable>: Sendable {
+final class FirstAnswer<Answer: Sendable>: Sendable {
     private enum State {
         case empty
         case waiting(CheckedContinuation<Answer, Never>)

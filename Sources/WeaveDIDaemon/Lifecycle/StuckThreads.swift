@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import WeaveDI
 import WeaveDIPosix
 
@@ -33,6 +34,8 @@ final class StuckThreads: Sendable {
     /// How many threads may be stuck before new work is refused.
     let limit: Int
     private let state = Locked(State())
+    /// `state.threads.count`, readable without the lock: hot paths ask `isEmpty` first.
+    private let stuckCount = Atomic<Int>(0)
     private let reporter: Locked<@Sendable (Event) -> Void>
 
     private struct State {
@@ -61,6 +64,10 @@ final class StuckThreads: Sendable {
 
     /// How many threads are stuck.
     var count: Int { state.withLock { $0.threads.count } }
+
+    /// Whether no thread is stuck: one atomic load, for work that checks before every step
+    /// (a mirror run's walk) and asks `refusal(toTry:by:)` only when some thread is.
+    var isEmpty: Bool { stuckCount.load(ordering: .acquiring) == 0 }
 
     /// An identity for a new piece of work.
     func newID() -> Int {
@@ -98,6 +105,7 @@ final class StuckThreads: Sendable {
     func leave(_ id: Int, path: String, purpose: String, since: UInt64) {
         let count = state.withLock { state in
             state.threads[id] = Thread(path: path, purpose: purpose, since: since)
+            stuckCount.store(state.threads.count, ordering: .releasing)
             return state.threads.count
         }
         send(.stuck("a thread is stuck on \"\(path)\" (\(purpose)) and left behind; \(count) stuck in all "
@@ -108,7 +116,9 @@ final class StuckThreads: Sendable {
     func finish(_ id: Int) {
         let now = SystemClock.monotonicNanoseconds()
         let returned: (Thread, Int)? = state.withLock { state in
-            state.threads.removeValue(forKey: id).map { ($0, state.threads.count) }
+            let thread = state.threads.removeValue(forKey: id)
+            stuckCount.store(state.threads.count, ordering: .releasing)
+            return thread.map { ($0, state.threads.count) }
         }
         guard let (thread, count) = returned else { return }
         send(.returned("a thread stuck on \"\(thread.path)\" (\(thread.purpose)) returned after "

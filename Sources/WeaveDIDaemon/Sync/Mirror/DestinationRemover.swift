@@ -11,6 +11,7 @@ struct DestinationRemover {
     func remove(_ name: String, kind: FileKind, in directory: FileDescriptor, removed: inout Int)
         throws(MirrorFailure)
     {
+        WalkWatch.pulse()  // each entry removed starts the step's limit again
         var kind = kind
         if kind == .unknown {
             kind = try MirrorFailure.attempt("lstat", missingMeansVanished: true) {

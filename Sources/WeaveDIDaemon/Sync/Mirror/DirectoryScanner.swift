@@ -35,11 +35,13 @@ struct DirectoryScanner {
         throws(MirrorFailure) -> MirrorDirectory
     {
         let name = job.name
+        try WalkWatch.begin(.openingDirectory(.source), name, in: parent)
         let source = try MirrorFailure.opening { try parent.source.openDirectory(at: name, noFollow: true) }
         let sourceStatus = try MirrorFailure.attempt("fstat") { try source.descriptor.status() }
         if FileIdentity(sourceStatus) == context.destinationRoot { throw .otherRoot }
 
         let target = parent.destination.descriptor
+        try WalkWatch.begin(.openingDirectory(.destination), name)
         if let kind = job.destinationKind, kind != .directory {
             // A file, link or special file where the directory goes: it goes (a planted link is
             // removed, never followed), whatever `delete` says, as an update of that name would.
@@ -74,7 +76,9 @@ struct DirectoryScanner {
         let sourceEntries: [DirectoryEntry]
         var destinationEntries: [DirectoryEntry]
         do {
+            try WalkWatch.begin(.listing(.source), nil, in: directory)
             sourceEntries = try MirrorFailure.attempt("readdir") { try directory.source.directoryEntries() }
+            try WalkWatch.begin(.listing(.destination), nil)
             destinationEntries = try MirrorFailure.attempt("readdir (destination)") {
                 try directory.destination.descriptor.directoryEntries()
             }
@@ -106,6 +110,7 @@ struct DirectoryScanner {
             }
             let status: FileStatus
             do {
+                try WalkWatch.begin(.lookingAt(.source), entry.name)
                 status = try MirrorFailure.attempt("lstat", missingMeansVanished: true) {
                     try directory.source.status(at: entry.name, followSymlinks: false)
                 }
@@ -144,6 +149,7 @@ struct DirectoryScanner {
     {
         var destination: FileStatus? = nil
         if destinationHasName {
+            try WalkWatch.begin(.lookingAt(.destination), name)
             do {
                 destination = try directory.destination.descriptor.status(at: name, followSymlinks: false)
             } catch .noSuchFileOrDirectory {
@@ -171,6 +177,7 @@ struct DirectoryScanner {
             // The target first: a link that cannot be mirrored (vanished, a target that is not
             // UTF-8) leaves a directory in its way where it is.
             let target: String
+            try WalkWatch.begin(.lookingAt(.source), name)
             do {
                 target = try MirrorFailure.attempt("readlink", missingMeansVanished: true) {
                     try directory.source.readSymbolicLink(at: name)
@@ -179,6 +186,7 @@ struct DirectoryScanner {
                 throw .linkTargetNotUTF8
             }
             try makeWay(for: name, over: destination, in: directory, outcome: &outcome)
+            try WalkWatch.begin(.lookingAt(.destination), name)
             if let destination, destination.kind == .symbolicLink, destination.size == source.size,
                 (try? directory.destination.descriptor.readSymbolicLink(at: name))?.hasSameBytes(as: target) == true
             {
@@ -216,6 +224,7 @@ struct DirectoryScanner {
     {
         guard destination?.kind == .directory else { return }
         let remover = DestinationRemover(sourceRoot: context.sourceRoot)
+        try WalkWatch.begin(.removing, name)
         outcome.modified = true
         if settings.delete {
             var removed = 0
@@ -235,6 +244,12 @@ struct DirectoryScanner {
         entries.removeAll { entry in
             guard entry.nameIsExact, MirrorTemporaryName.isTemporary(entry.name), entry.kind != .directory else {
                 return false
+            }
+            do throws(MirrorFailure) {
+                try WalkWatch.begin(.removing, entry.name)
+            } catch {
+                outcome.report.fail(directory.path(of: entry.name), error.description)
+                return true
             }
             do {
                 try directory.destination.descriptor.unlink(at: entry.name)
@@ -261,7 +276,8 @@ struct DirectoryScanner {
                 continue
             }
             var removed = 0
-            do {
+            do throws(MirrorFailure) {
+                try WalkWatch.begin(.removing, entry.name)
                 try remover.remove(entry.name, kind: entry.kind, in: directory.destination.descriptor, removed: &removed)
             } catch {
                 outcome.report.fail(path, error.description)

@@ -104,6 +104,12 @@ extension FileBatch {
             return outcome
         }
         let durable = context.settings.durable
+        do {
+            try WalkWatch.begin(.openingDirectory(.destination), nil, in: directory)
+        } catch {
+            outcome.interrupted = true  // the run was given up on, or is failing
+            return outcome
+        }
         // Opened before the batch's first write, so that its syncfs reports the batch's errors.
         let flush = durable ? BatchFlush.begin(in: directory.destination.descriptor) : nil
         var hasher: FileHasher? = nil
@@ -134,6 +140,7 @@ extension FileBatch {
         if !prepared.isEmpty {
             do throws(MirrorFailure) {
                 let failure = context.settings.flushFailure
+                try WalkWatch.begin(.flushing, nil, bytes: prepared.reduce(0) { $0 + $1.job.plannedBytes })
                 if let flush {
                     try flush.flush(failure: failure)
                     flushed = true
@@ -212,7 +219,9 @@ extension FileBatch {
                 digester = try makeHasher(context)
                 hasher = digester
             }
+            try WalkWatch.begin(.checksumming(.source), job.name, bytes: Int64(FileHasher.bufferSize))
             let sourceDigest = try digester.digest(of: job.name, in: source, noAccessTime: noAccessTime)
+            try WalkWatch.begin(.checksumming(.destination), job.name, bytes: Int64(FileHasher.bufferSize))
             let destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
             if sourceDigest != destinationDigest {
                 return .file(try copier.prepare(

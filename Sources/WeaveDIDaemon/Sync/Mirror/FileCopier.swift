@@ -42,29 +42,35 @@ public final class FileCopier {
         durable: Bool,
         noAccessTime: Bool
     ) throws(MirrorFailure) -> PreparedCopy {
+        try WalkWatch.begin(.openingFile, name)
         let input = try openSource(name, in: source, noAccessTime: noAccessTime)
         let before = try MirrorFailure.attempt("fstat") { try input.descriptor.status() }
         guard before.kind == .regular else { throw .replaced(before.kind) }
 
         let temporary = MirrorTemporaryName.make(for: name)
+        try WalkWatch.begin(.creatingCopy, name)
         let output = try MirrorFailure.attempt("create \(temporary)") {
             try destination.open(
                 at: temporary, .writeOnly, options: [.create, .exclusiveCreate, .noFollow], permissions: 0o600)
         }
         let copy = PreparedCopy(name: name, temporary: temporary, file: output)
         do throws(MirrorFailure) {
-            let copied = try copyContent(from: input.descriptor, to: copy.file.descriptor, size: before.size)
+            let copied = try copyContent(from: input.descriptor, to: copy.file.descriptor, size: before.size, name: name)
             let after = try MirrorFailure.attempt("fstat") { try input.descriptor.status() }
             if copied != before.size || after.size != before.size
                 || after.modificationTime != before.modificationTime || after.changeTime != before.changeTime
             {
                 throw MirrorFailure.changedWhileCopying
             }
+            try WalkWatch.begin(.settingAttributes, name)
             try MirrorFailure.attempt("fchmod") { try copy.file.descriptor.setPermissions(before.permissions) }
             try MirrorFailure.attempt("futimens") {
                 try copy.file.descriptor.setTimes(access: nil, modification: before.modificationTime)
             }
-            if durable { try MirrorFailure.attempt("sync_file_range") { try copy.file.descriptor.startWriteback() } }
+            if durable {
+                try WalkWatch.begin(.flushing, name, bytes: copied)
+                try MirrorFailure.attempt("sync_file_range") { try copy.file.descriptor.startWriteback() }
+            }
             copy.bytes = copied
             return copy
         } catch {
@@ -78,7 +84,13 @@ public final class FileCopier {
     /// the bytes copied. A failure removes the temporary file.
     func publish(_ copy: PreparedCopy, in destination: FileDescriptor, durable: Bool) throws(MirrorFailure) -> Int64 {
         do throws(MirrorFailure) {
-            if durable { try MirrorFailure.attempt("fsync") { try copy.file.descriptor.fsync() } }
+            if durable {
+                try WalkWatch.begin(.flushing, copy.name, bytes: copy.bytes)
+                try MirrorFailure.attempt("fsync") { try copy.file.descriptor.fsync() }
+            }
+            // Also where a worker whose run was given up on (`WalkWatch`) stops: a copy is
+            // renamed into place only by a run that still waits for it.
+            try WalkWatch.begin(.renaming, copy.name)
             try MirrorFailure.attempt("rename") { try destination.rename(at: copy.temporary, to: copy.name) }
             return copy.bytes
         } catch {
@@ -99,6 +111,7 @@ public final class FileCopier {
         throws(MirrorFailure) -> String
     {
         let temporary = MirrorTemporaryName.make(for: name)
+        try WalkWatch.begin(.creatingCopy, name)
         try MirrorFailure.attempt("symlink \(temporary)") {
             try destination.createSymbolicLink(at: temporary, pointingTo: target)
         }
@@ -117,6 +130,7 @@ public final class FileCopier {
     /// batch has put it on stable storage: see `FileBatch.run`).
     func publishLink(_ name: String, temporary: String, in destination: FileDescriptor) throws(MirrorFailure) {
         do throws(MirrorFailure) {
+            try WalkWatch.begin(.renaming, name)
             try MirrorFailure.attempt("rename") { try destination.rename(at: temporary, to: name) }
         } catch {
             try? destination.unlink(at: temporary)
@@ -130,6 +144,7 @@ public final class FileCopier {
     func fixAttributes(_ name: String, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool)
         throws(MirrorFailure) -> Bool
     {
+        try WalkWatch.begin(.settingAttributes, name)
         let file = try MirrorFailure.attempt("open", missingMeansVanished: true) {
             try destination.open(at: name, .readOnly, options: [.noFollow, .nonBlocking])
         }
@@ -146,12 +161,16 @@ public final class FileCopier {
             }
             changed = true
         }
-        if changed && durable { try MirrorFailure.attempt("fsync") { try file.descriptor.fsync() } }
+        if changed && durable {
+            try WalkWatch.begin(.flushing, name)
+            try MirrorFailure.attempt("fsync") { try file.descriptor.fsync() }
+        }
         return changed
     }
 
     /// Sets the mtime of the link `name` itself (never its target).
     func fixLinkTime(_ name: String, to time: TimeSpec, in destination: FileDescriptor) throws(MirrorFailure) {
+        try WalkWatch.begin(.settingAttributes, name)
         try MirrorFailure.attempt("utimensat", missingMeansVanished: true) {
             try destination.setTimes(at: name, access: nil, modification: time, followSymlinks: false)
         }
@@ -183,7 +202,7 @@ public final class FileCopier {
 
     /// Copies `size` bytes from the start of `input`; returns how many there were (fewer means
     /// the file shrank). Checks for cancellation between chunks.
-    private func copyContent(from input: FileDescriptor, to output: FileDescriptor, size: Int64)
+    private func copyContent(from input: FileDescriptor, to output: FileDescriptor, size: Int64, name: String)
         throws(MirrorFailure) -> Int64
     {
         var copied: Int64 = 0
@@ -191,6 +210,7 @@ public final class FileCopier {
         while copied < size {
             if Task.isCancelled { throw .cancelled }
             let wanted = Int(min(size - copied, Int64(FileCopier.chunk)))
+            try WalkWatch.begin(.copying, name, bytes: Int64(wanted))
             var moved = 0
             if kernelCopy {
                 do {

@@ -10,7 +10,7 @@ import WeaveDIPosix
 public final class FileHasher {
     /// The read buffer, made on first use and kept for the instance's files.
     private var buffer: UnsafeMutableRawBufferPointer?
-    private static let bufferSize = 256 << 10
+    static let bufferSize = 256 << 10
 
     /// A hasher; the engine makes one per task.
     public init() {}
@@ -55,6 +55,7 @@ public final class FileHasher {
         var hash = SHA256()
         while true {
             if Task.isCancelled { throw .cancelled }
+            WalkWatch.pulse()  // each buffer starts the step's limit again
             let count = try MirrorFailure.attempt("read") { try file.read(into: buffer) }
             if count == 0 { return hash.finalize() }
             hash.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))

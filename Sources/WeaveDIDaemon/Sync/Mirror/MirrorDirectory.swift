@@ -69,6 +69,7 @@ final class MirrorDirectory: Sendable {
     /// directory, after all of its renames). Returns whether the metadata had to change.
     func finish(modified: Bool, durable: Bool) throws(MirrorFailure) -> Bool {
         let wanted = sourceStatus
+        try WalkWatch.begin(.settingAttributes, nil, in: self)
         let current = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         var changed = false
         if current.permissions != wanted.permissions {
@@ -82,6 +83,7 @@ final class MirrorDirectory: Sendable {
             changed = true
         }
         if durable && (modified || changed) {
+            try WalkWatch.begin(.flushing, nil)
             try MirrorFailure.attempt("fsync") { try destination.descriptor.fsync() }
         }
         return changed

@@ -37,7 +37,7 @@ public struct MirrorEngine: Sendable {
 
     /// Runs the mirror once; `progress` hears how far it got, as work completes (at most every
     /// 50 ms) and once at the end. Never throws: problems are in the report.
-    public func run(progress: @Sendable (MirrorProgress) -> Void = { _ in }) async -> MirrorReport {
+    public func run(progress: @escaping @Sendable (MirrorProgress) -> Void = { _ in }) async -> MirrorReport {
         let clock = ContinuousClock()
         let start = clock.now
         var (report, last) = await mirror(progress: progress)
@@ -46,7 +46,7 @@ public struct MirrorEngine: Sendable {
         return report
     }
 
-    private func mirror(progress: @Sendable (MirrorProgress) -> Void) async -> (MirrorReport, MirrorProgress) {
+    private func mirror(progress: @escaping @Sendable (MirrorProgress) -> Void) async -> (MirrorReport, MirrorProgress) {
         var failed = MirrorReport()
         failed.result = .failed
         for (type, needed) in [(String(describing: FileCopier.self), container.isRegistered(FileCopier.self)),
@@ -68,18 +68,87 @@ public struct MirrorEngine: Sendable {
             }
             return (failed, MirrorProgress())
         }
+        let watch = WalkWatch(source: settings.source, destination: settings.destination)
         let pool: MirrorWorkerPool
         do {
-            pool = try MirrorWorkerPool(threads: settings.workers)
+            pool = try MirrorWorkerPool(threads: settings.workers, watch: watch)
         } catch {
+            failed.fail(settings.destination, "cannot start worker threads: \(error)")
+            return (failed, MirrorProgress())
+        }
+        let answer = FirstAnswer<Ending>()
+        do {
+            try watch.start { answer.give(.verdict($0)) }
+        } catch {
+            pool.shutdown()
             failed.fail(settings.destination, "cannot start worker threads: \(error)")
             return (failed, MirrorProgress())
         }
         let context = MirrorContext(settings: settings, container: container, roots: roots)
         let root = MirrorDirectory(
             path: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination, parent: nil)
-        let outcome = await MirrorCoordinator(context: context, pool: pool).run(root, progress: progress)
-        pool.shutdown()
-        return outcome
+        let relay = ProgressRelay(progress)
+        // Not a child task: a run given up on (`WalkWatch`) must end while a worker task of the
+        // coordinator's group is still stuck in a call, which a child could not.
+        let coordinator = Task {
+            let (report, last) = await MirrorCoordinator(context: context, pool: pool).run(root, progress: relay.send)
+            answer.give(.finished(report, last))
+        }
+        let ending = await withTaskCancellationHandler {
+            await withCheckedContinuation { answer.wait($0) }
+        } onCancel: {
+            coordinator.cancel()
+            watch.cancel()
+        }
+        switch ending {
+        case let .finished(report, last):
+            _ = relay.close()
+            pool.shutdown()
+            return (report, last)
+        case let .verdict(verdict):
+            // The coordinator stops handing out work; its workers stop between files, and the
+            // stuck one when its call returns, if ever: nothing waits for them.
+            coordinator.cancel()
+            let last = relay.close()
+            pool.abandon()
+            switch verdict {
+            case let .failed(path, reason): failed.fail(path, reason)
+            case .abandoned: failed.result = .cancelled
+            }
+            return (failed, last)
+        }
+    }
+
+    /// How the wait for a run's walk ended.
+    private enum Ending: Sendable {
+        /// The coordinator finished (also when cancelled, its workers stopped at a safe point).
+        case finished(MirrorReport, MirrorProgress)
+        /// The walk's watch gave up on a worker (`WalkWatch`).
+        case verdict(WalkVerdict)
+    }
+}
+
+/// Hands the coordinator's progress to the caller's closure while the caller waits for the run;
+/// a coordinator that outlives its run (stuck) reports to nobody.
+private final class ProgressRelay: Sendable {
+    private let state: Locked<(forward: (@Sendable (MirrorProgress) -> Void)?, last: MirrorProgress)>
+
+    init(_ forward: @escaping @Sendable (MirrorProgress) -> Void) {
+        state = Locked((forward, MirrorProgress()))
+    }
+
+    func send(_ progress: MirrorProgress) {
+        state.withLock { state in
+            state.last = progress
+            state.forward?(progress)
+        }
+    }
+
+    /// Stops forwarding; returns the last progress sent.
+    func close() -> MirrorProgress {
+        state.withLock { state in
+            state.forward = nil
+            return state.last
+        }
     }
 }

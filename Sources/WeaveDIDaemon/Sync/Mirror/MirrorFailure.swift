@@ -22,6 +22,8 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
     case noWorker(String)
     /// Task cancellation interrupted the work; not an error of the entry.
     case cancelled
+    /// The step was not tried: a thread is stuck on its path (`WalkWatch`, `StuckThreads`).
+    case notTried(String)
 
     /// The text of the report entry. Running out of descriptors names the limit:
     /// `open: Too many open files (EMFILE): the descriptor limit is 1024 (RLIMIT_NOFILE; hard
@@ -38,6 +40,7 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
         case .otherRoot: "is the other root of the mirror (a bind mount?); not descended"
         case let .noWorker(error): "no worker: \(error)"
         case .cancelled: "cancelled"
+        case let .notTried(problem): problem
         }
     }
 
