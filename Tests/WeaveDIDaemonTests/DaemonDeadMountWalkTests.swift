@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import WeaveDIControl
+import WeaveDIPosix
+
+/// The real daemon with a mirror whose source tree stops answering part way down, after the
+/// run has started (`DeadMount` on a subdirectory `z/dead` of the source: the roots open, the
+/// walk copies `a`, and a worker then waits on `z/dead` for ever): the run fails after 5 s
+/// naming the path, the worker's thread is left behind and counted, and the daemon goes on
+/// answering and stops normally.
+@Suite struct DaemonDeadMountWalkTests {
+    final class Setup {
+        let directory = TemporaryDirectory()
+        let daemon: DaemonProcess
+        let mount: DeadMount
+        var d: String { directory.path }
+        /// The path the walk gets stuck on.
+        var dead: String { d + "/src/z/dead" }
+
+        /// nil (the test is skipped, and says so) where no dead mount can be made.
+        init?(test: String = #function) throws {
+            if let reason = DeadMount.unsupportedReason {
+                print("SKIPPED \(test): \(reason)")
+                return nil
+            }
+            let wrapper = try #require(MountNamespace.wrapper())
+            let d = directory.path
+            for index in 0..<20 { directory.write("src/a/file-\(index).txt", String(repeating: "\(index) ", count: 100 * index)) }
+            directory.write("src/z/before.txt", "before")
+            try FileManager.default.createDirectory(atPath: "\(d)/src/z/dead", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: "\(d)/dst", withIntermediateDirectories: true)
+            let config = directory.write("weavedid.json", """
+                {"sync": {"jobs": [
+                  {"name": "walk", "source": "\(d)/src", "destination": "\(d)/dst", "interval": 3600, "workers": 2}]}}
+                """)
+            daemon = try DaemonProcess(
+                ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory, wrapper: wrapper)
+            try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+            mount = try DeadMount(at: "\(d)/src/z/dead", inNamespaceOf: daemon.pid, scratch: directory)
+        }
+
+        func send(_ method: String, _ parameters: String = "{}") throws -> RawClient {
+            let client = try RawClient(daemon.defaultSocket)
+            try client.send(call("io.weavedi.Daemon.\(method)", parameters))
+            return client
+        }
+
+        func reply(_ client: RawClient, timeout: Duration = .seconds(15)) -> VarlinkReply? {
+            client.reply(timeout: timeout).flatMap { try? VarlinkReply.decode(Array($0.utf8)) }
+        }
+
+        /// Every file under `dst` with a final name holds its source's whole content.
+        func destinationFilesAreWhole() -> Bool {
+            let files = FileManager.default.enumerator(atPath: d + "/dst")?.compactMap { $0 as? String } ?? []
+            return files.allSatisfy { file in
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: "\(d)/dst/\(file)", isDirectory: &isDirectory), !isDirectory.boolValue,
+                    !file.split(separator: "/").last!.hasPrefix(".weavedi-tmp.")
+                else { return true }
+                return FileManager.default.contents(atPath: "\(d)/dst/\(file)") == FileManager.default.contents(atPath: "\(d)/src/\(file)")
+            }
+        }
+    }
+
+    static func sanitized(_ text: String?) -> String? {
+        text?.replacing(/for [0-9]+ s/) { _ in "for N s" }
+    }
+
+    @Test func aRunWhoseSourceStopsAnsweringDuringTheWalk_failsNamingThePath_andARetryFailsAtOnce() throws {
+        guard let setup = try Setup() else { return }
+        let d = setup.d
+        let started = ContinuousClock.now
+        let run = setup.reply(try setup.send("RunJob", #"{"name": "walk"}"#))?.parameter("run")
+        let took = ContinuousClock.now - started
+        #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
+        #expect(run?[member: "message"]?.stringValue
+            == "\(setup.dead): reading the source entry did not answer within 5 s (is its file system responding?)")
+        #expect(took >= .seconds(5) && took < .seconds(12), "\(took)")
+        #expect(setup.daemon.log.contains("a thread is stuck on \"\(setup.dead)\" (a mirror run's walk) and left behind; 1 stuck in all"),
+                "\(setup.daemon.log)")
+        #expect(setup.daemon.log.contains("walk: run walk-1 failed in "), "\(setup.daemon.log)")
+        // What was copied is whole: every final name holds its source's content.
+        #expect(setup.destinationFilesAreWhole())
+        // The daemon answers.
+        let ping = setup.reply(try setup.send("Ping"), timeout: .seconds(3))
+        #expect(ping != nil && ping?.error == nil, "\(setup.daemon.log)")
+        // A retry does not try the path a thread is stuck on: it fails at once.
+        let retryStarted = ContinuousClock.now
+        let retry = setup.reply(try setup.send("RunJob", #"{"name": "walk"}"#), timeout: .seconds(4))?.parameter("run")
+        #expect(ContinuousClock.now - retryStarted < .seconds(4))
+        #expect(retry?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
+        #expect(Self.sanitized(retry?[member: "message"]?.stringValue)
+            == "\(setup.dead): reading the source entry was not tried: an earlier thread (a mirror run's walk) has been stuck on "
+                + "\"\(setup.dead)\" for N s (is its file system responding?)")
+        // The mount answers at last (with an error): the thread returns, and the log says so.
+        setup.mount.revive()
+        #expect(setup.daemon.waitForLog("a thread stuck on \"\(d)/src/z/dead\" (a mirror run's walk) returned after "),
+                "\(setup.daemon.log)")
+        #expect(setup.destinationFilesAreWhole())
+        let stopping = ContinuousClock.now
+        setup.daemon.send(.terminate)
+        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+        #expect(ContinuousClock.now - stopping < .seconds(4))
+    }
+
+    @Test func aShutdownDuringAWalkStuckOnADeadMount_exitsPromptly() throws {
+        guard let setup = try Setup() else { return }
+        let run = try setup.send("RunJob", #"{"name": "walk"}"#)
+        #expect(setup.daemon.waitForLog("run walk-1 started"), "\(setup.daemon.log)")
+        usleep(1_000_000)  // the walk reaches the dead mount in milliseconds
+        let stopping = ContinuousClock.now
+        setup.daemon.send(.terminate)
+        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+        #expect(ContinuousClock.now - stopping < .seconds(5), "\(setup.daemon.log)")
+        // Cancelled (the worker is let go after 2 s), or failed if its 5 s ran out first.
+        #expect(setup.daemon.log.contains("walk: run walk-1 cancelled") || setup.daemon.log.contains("walk: run walk-1 failed"),
+                "\(setup.daemon.log)")
+        #expect(setup.destinationFilesAreWhole())
+        withExtendedLifetime(run) {}
+    }
+}
