@@ -22,7 +22,10 @@ import WeaveDIPosix
 /// resolved, checked and opened on a thread of their own, each step within 5 s (`MirrorRoots`,
 /// `StepDeadline`): a root that does not answer fails the run. Per-file work runs on `workers`
 /// threads of its own, in tasks that each take a fresh `FileCopier` (and `FileHasher`) from the
-/// container. Cancelling the calling task stops the run between files.
+/// container. A worker whose step on the file system does not move on within its limit (5 s,
+/// more for steps that move data or flush) fails the run, naming its path; its thread is left
+/// behind (`WalkWatch`). Cancelling the calling task stops the run between files; a worker
+/// whose step does not move on within 2 s of it is not waited for.
 public struct MirrorEngine: Sendable {
     /// What the engine mirrors, and how.
     public let settings: MirrorSettings
