@@ -74,8 +74,11 @@ final class MirrorWorkerPool: TaskExecutor, @unchecked Sendable {
                 self.watch.threadEnded()
             }
         } catch {
+            // No thread to be had: the job runs on Swift's shared pool rather than never (which
+            // would leave its task hanging). Its task belongs to a run given up on, and is
+            // cancelled: it stops at its next check, between files or chunks.
             watch.threadEnded()
-            fatalError("cannot start a thread for a mirror worker's job enqueued after its run was given up: \(error)")
+            globalConcurrentExecutor.enqueue(ExecutorJob(unownedJob))
         }
     }
 
