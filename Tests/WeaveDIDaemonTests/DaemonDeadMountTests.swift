@@ -17,8 +17,12 @@ import WeaveDIPosix
 
         /// nil (the test is skipped, and says so) where no dead mount can be made.
         /// With `stateOnTheMount`, the state directory is `@/nfs/state`: it answers at the start,
-        /// and dies with the mount.
-        init?(sources: Bool = true, stateOnTheMount: Bool = false, environment: [String: String] = [:], test: String = #function) throws {
+        /// and dies with the mount. With `localJob`, a third job, `local`, mirrors `@/src-local`
+        /// into `@/local`, off the mount.
+        init?(
+            sources: Bool = true, stateOnTheMount: Bool = false, localJob: Bool = false, environment: [String: String] = [:],
+            test: String = #function
+        ) throws {
             if let reason = DeadMount.unsupportedReason {
                 print("SKIPPED \(test): \(reason)")
                 return nil
@@ -30,10 +34,16 @@ import WeaveDIPosix
                 try FileManager.default.createDirectory(atPath: "\(d)/nfs/\(name)", withIntermediateDirectories: true)
             }
             let state = stateOnTheMount ? #""stateDirectory": "\#(d)/nfs/state", "# : ""
+            var local = ""
+            if localJob {
+                directory.write("src-local/local.txt", "local")
+                try FileManager.default.createDirectory(atPath: "\(d)/local", withIntermediateDirectories: true)
+                local = #",\#n  {"name": "local", "source": "\#(d)/src-local", "destination": "\#(d)/local", "interval": 3600}"#
+            }
             let config = directory.write("weavedid.json", """
                 {\(state)"sync": {"jobs": [
                   {"name": "one", "source": "\(d)/src-one", "destination": "\(d)/nfs/one", "interval": 3600},
-                  {"name": "two", "source": "\(d)/src-two", "destination": "\(d)/nfs/two", "interval": 3600}]}}
+                  {"name": "two", "source": "\(d)/src-two", "destination": "\(d)/nfs/two", "interval": 3600}\(local)]}}
                 """)
             daemon = try DaemonProcess(["--config", config], environment: environment, directory: directory, wrapper: wrapper)
             try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
@@ -110,6 +120,31 @@ import WeaveDIPosix
         #expect(check?[member: "status"]?.stringValue == "degraded")
         #expect(check?[member: "message"]?.stringValue
             == "last run failed: \(d)/nfs/two: resolving the destination did not answer within 5 s (is its file system responding?)")
+        setup.daemon.send(.terminate)
+        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+    }
+
+    @Test func aJobOffTheMount_runs_leavingTheJobsWhoseRootsDoNotAnswerOutOfItsOverlapCheck() throws {
+        guard let setup = try Setup(localJob: true) else { return }
+        let d = setup.d
+        // The first run waits the 5 s on each of the other jobs' destinations, then goes on
+        // without them, and says so.
+        let run = setup.reply(try setup.send("RunJob", #"{"name": "local"}"#), timeout: .seconds(20))?.parameter("run")
+        #expect(run?[member: "result"]?.stringValue == "success", "\(setup.daemon.log)")
+        #expect(setup.directory.read("local/local.txt") == "local")
+        for name in ["one", "two"] {
+            #expect(setup.daemon.log.contains(
+                "warning sync: local: \(d)/nfs/\(name): not checked for overlap with this job's roots: resolving the destination of "
+                    + "job \"\(name)\" did not answer within 5 s (is its file system responding?)"), "\(setup.daemon.log)")
+        }
+        // The next run meets the threads left stuck there, and does not wait.
+        let started = ContinuousClock.now
+        let again = setup.reply(try setup.send("RunJob", #"{"name": "local"}"#), timeout: .seconds(4))?.parameter("run")
+        #expect(again?[member: "result"]?.stringValue == "success", "\(setup.daemon.log)")
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(setup.daemon.log.contains(
+            "warning sync: local: \(d)/nfs/one: not checked for overlap with this job's roots: resolving the destination of job "
+                + "\"one\" was not tried: an earlier thread (a mirror run's start) has been stuck on \"\(d)/nfs/one\""), "\(setup.daemon.log)")
         setup.daemon.send(.terminate)
         #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
     }

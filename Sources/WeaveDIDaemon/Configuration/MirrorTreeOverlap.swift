@@ -41,7 +41,7 @@ struct MirrorTreeOverlap: Equatable {
 
     /// A mirror job's two roots, as a rule compares them: paths (as written, or resolved
     /// through links), or their locations by identity (`MountedLocation`).
-    struct Roots<Root> {
+    struct Roots<Root: Sendable>: Sendable {
         var source: Root
         var destination: Root
 

@@ -32,6 +32,9 @@ struct MirrorJob: SyncJob {
                 filesDone: progress.filesDone, filesTotal: progress.filesTotal,
                 bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal)))
         }
+        for issue in report.unchecked {
+            context.log.warning("sync", "\(context.job): \(issue.path): \(issue.reason)")
+        }
         for warning in report.warnings.prefix(20) {
             context.log.warning("sync", "\(context.job): skipped \(warning.path): \(warning.reason)")
         }

@@ -71,6 +71,18 @@ public struct MirrorEngine: Sendable {
             }
             return (failed, MirrorProgress())
         }
+        let unchecked = roots.unchecked
+        var (report, last) = await walk(roots, progress: progress)
+        report.unchecked = unchecked
+        return (report, last)
+    }
+
+    /// Mirrors the tree under the opened `roots`.
+    private func walk(
+        _ roots: consuming MirrorRoots, progress: @escaping @Sendable (MirrorProgress) -> Void
+    ) async -> (MirrorReport, MirrorProgress) {
+        var failed = MirrorReport()
+        failed.result = .failed
         let watch = WalkWatch(source: settings.source, destination: settings.destination)
         let pool: MirrorWorkerPool
         do {

@@ -40,6 +40,9 @@ public struct MirrorReport: Sendable, Equatable {
     public var errorCount = 0
     /// The first `issueLimit` warnings (skipped entries).
     public var warnings: [MirrorIssue] = []
+    /// The other jobs' roots that did not answer as the run started, left out of its overlap
+    /// check (`MirrorRoots.open`).
+    public var unchecked: [MirrorIssue] = []
     /// How long the run took.
     public var duration: Duration = .zero
     /// How the copies were made durable: `syncfs` calls, one per batch of copies, `fsync`s of

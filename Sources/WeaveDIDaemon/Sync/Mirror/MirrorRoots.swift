@@ -15,36 +15,113 @@ struct MirrorRoots: ~Copyable {
     let sourceIdentity: FileIdentity
     /// Device and inode of the destination root: the source walk never enters it.
     let destinationIdentity: FileIdentity
+    /// The other jobs' roots that did not answer, left out of the overlap check: the path, and
+    /// why (for the run's log).
+    let unchecked: [MirrorIssue]
 
     /// A reason the run cannot start, with the root it concerns.
     struct Failure: Error, CustomStringConvertible {
         let path: String
         let reason: String
+        /// The errno of a step that did not answer, was not tried or was cancelled
+        /// (`StepDeadline`); nil for the other failures.
+        var errno: Int32? = nil
 
         /// `path: reason`.
         var description: String { "\(path): \(reason)" }
     }
 
-    /// `open(_:noting:)` on a thread of its own, each step within `StepDeadline.stepLimit`; the
-    /// caller is suspended meanwhile. A root on a file system that does not answer (a dead
-    /// hard NFS mount, where `realpath` waits for ever) then fails the run, named, instead of
-    /// holding a thread of Swift's cooperative pool for good (two such runs would hold them
-    /// all on two cores, and with them the daemon).
+    /// Resolves, checks and opens both roots of `settings`, in three parts, on threads of their
+    /// own with each step within `StepDeadline.stepLimit` (the caller is suspended meanwhile):
+    /// the run's own roots resolved and located; the other jobs' roots, each job's on a thread
+    /// of its own, all at once, then compared with them; the roots opened. A root on a file
+    /// system that does not answer (a dead hard NFS mount, where `realpath` waits for ever)
+    /// then fails the run, named, instead of holding a thread of Swift's cooperative pool for
+    /// good (two such runs would hold them all on two cores, and with them the daemon).
+    ///
+    /// Another job whose roots do not answer (or are not tried, a thread being stuck on them)
+    /// is left out of the overlap check, in `unchecked`, instead of failing this run: its own
+    /// runs fail on those roots, so it writes nowhere; and this run's roots answered, so they
+    /// are not behind them.
     static func open(_ settings: MirrorSettings) async throws(Failure) -> MirrorRoots {
-        let opened = try await StepDeadline.run(
+        let own = try await StepDeadline.run(
             limit: StepDeadline.stepLimit, first: MirrorRootStep("resolving the source", settings.source), for: "a mirror run's start"
         ) { note throws(Failure) in
-            OpenedRoots(try open(settings, noting: note))
+            try resolve(settings, noting: note)
+        }
+        // All at once: jobs on one dead server cost this run one step's limit, not one each.
+        let others = settings.otherJobs
+        let answers = await withTaskGroup(of: (Int, Result<Located, Failure>).self) { group in
+            for (index, other) in others.enumerated() {
+                group.addTask { (index, await resolve(other, mounts: own.mounts)) }
+            }
+            var answers: [Int: Result<Located, Failure>] = [:]
+            for await (index, answer) in group { answers[index] = answer }
+            return answers
+        }
+        var unchecked: [MirrorIssue] = []
+        for (index, other) in others.enumerated() {
+            switch answers[index] {
+            case let .success(theirs):
+                try check(settings, own, against: other, theirs: theirs)
+            case let .failure(error) where error.errno != ECANCELED:
+                unchecked.append(MirrorIssue(path: error.path, reason: "not checked for overlap with this job's roots: \(error.reason)"))
+            case let .failure(error):
+                throw error
+            case nil:
+                break  // every job's task answers
+            }
+        }
+        let opened = try await StepDeadline.run(
+            limit: StepDeadline.stepLimit, first: MirrorRootStep("opening the source", settings.source), for: "a mirror run's start"
+        ) { [unchecked] note throws(Failure) in
+            OpenedRoots(try open(settings, own, unchecked: unchecked, noting: note))
         }
         return opened.take()
     }
 
-    /// Resolves, checks and opens both roots of `settings`, telling `note` before each step on
-    /// the file system (`StepDeadline`, which gives up on a path that does not answer), whose
-    /// error it throws.
-    static func open(
-        _ settings: MirrorSettings, noting note: (MirrorRootStep) throws(Failure) -> Void
-    ) throws(Failure) -> MirrorRoots {
+    /// Another job's roots as configured, resolved through links and located by identity.
+    typealias Located = (
+        configured: MirrorTreeOverlap.Roots<String>, resolved: MirrorTreeOverlap.Roots<String>,
+        located: MirrorTreeOverlap.Roots<MountedLocation>
+    )
+
+    /// The roots of `other`, resolved and located among `mounts`, each root one step (on a
+    /// thread of its own, within `StepDeadline.stepLimit`) that names it.
+    private static func resolve(_ other: MirrorSettings.OtherJob, mounts: MountTable) async -> Result<Located, Failure> {
+        let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
+        do {
+            let (resolved, located) = try await StepDeadline.run(
+                limit: StepDeadline.stepLimit, first: MirrorRootStep("resolving the source of job \"\(other.name)\"", other.source),
+                for: "a mirror run's start"
+            ) { note throws(Failure) in
+                try MountedLocation.resolveAndLocate(configured, mounts: mounts) { field, path throws(Failure) in
+                    try note(MirrorRootStep("resolving the \(field) of job \"\(other.name)\"", path))
+                }
+            }
+            return .success((configured, resolved, located))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The run's own roots, resolved and located, and the mount table they were located in.
+    struct Resolved: Sendable {
+        /// The source's real path.
+        let source: String
+        /// The destination's real path (its missing components appended).
+        let destination: String
+        /// The destination's nearest existing ancestor (or itself), and what is missing below it.
+        let existing: String
+        let missing: [String]
+        let located: MirrorTreeOverlap.Roots<MountedLocation>
+        let mounts: MountTable
+    }
+
+    /// Resolves `settings`' two roots and checks them against each other, telling `note` before
+    /// each step on the file system (`StepDeadline`, which gives up on a path that does not
+    /// answer), whose error it throws.
+    static func resolve(_ settings: MirrorSettings, noting note: (MirrorRootStep) throws(Failure) -> Void) throws(Failure) -> Resolved {
         let sourcePath = settings.source
         let destinationPath = settings.destination
         let realSource: String
@@ -83,7 +160,18 @@ struct MirrorRoots: ~Copyable {
                 reason: "the destination \(realDestination) \(overlap.relation.verb) the source \(realSource) through a mount: "
                     + overlap.explanation(quoted: false))
         }
-        try checkOtherJobs(settings, source: realSource, destination: realDestination, located: located, mounts: mounts, noting: note)
+        return Resolved(
+            source: realSource, destination: realDestination, existing: existing, missing: missing, located: located, mounts: mounts)
+    }
+
+    /// Opens and reads the roots `own` resolved, telling `note` before each step on the file
+    /// system; `unchecked` goes into the roots, for the run's log.
+    static func open(
+        _ settings: MirrorSettings, _ own: Resolved, unchecked: [MirrorIssue], noting note: (MirrorRootStep) throws(Failure) -> Void
+    ) throws(Failure) -> MirrorRoots {
+        let sourcePath = settings.source
+        let destinationPath = settings.destination
+        let (realSource, existing, missing) = (own.source, own.existing, own.missing)
         let source: OwnedDescriptor
         try note(MirrorRootStep("opening the source", sourcePath))
         do {
@@ -131,37 +219,30 @@ struct MirrorRoots: ~Copyable {
         }
         return MirrorRoots(
             source: source, destination: destination, sourceStatus: statuses.source,
-            sourceIdentity: identities.0, destinationIdentity: identities.1)
+            sourceIdentity: identities.0, destinationIdentity: identities.1, unchecked: unchecked)
     }
 
-    /// Refuses roots (real paths, and `located` by identity) that overlap another mirror job's,
-    /// resolved and located now (`ResolvedPath`, `MountedLocation`): one job would write into,
-    /// or delete from, the other's tree.
-    private static func checkOtherJobs(
-        _ settings: MirrorSettings, source: String, destination: String, located: MirrorTreeOverlap.Roots<MountedLocation>,
-        mounts: MountTable, noting note: (MirrorRootStep) throws(Failure) -> Void
+    /// Refuses `own` roots (real paths, and located by identity) that overlap those of the job
+    /// `other`, resolved and located now (`ResolvedPath`, `MountedLocation`): one job would
+    /// write into, or delete from, the other's tree.
+    private static func check(
+        _ settings: MirrorSettings, _ own: Resolved, against other: MirrorSettings.OtherJob, theirs: Located
     ) throws(Failure) {
-        let roots = MirrorTreeOverlap.Roots(source: source, destination: destination)
-        for other in settings.otherJobs {
-            let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
-            // Each of their roots, resolved and then located, as one step that names it.
-            let (theirs, theirsLocated) = try MountedLocation.resolveAndLocate(configured, mounts: mounts) {
-                field, path throws(Failure) in try note(MirrorRootStep("resolving the \(field) of job \"\(other.name)\"", path))
-            }
-            if let overlap = MirrorTreeOverlap.first(roots, theirs) {
-                throw Failure(
-                    path: overlap.field == "source" ? settings.source : settings.destination,
-                    reason: "the \(overlap.field) \(roots[overlap.field]) \(overlap.relation.phrase) \(overlap.otherField) "
-                        + "\(theirs[overlap.otherField]) of job \"\(other.name)\" (real paths; configured as "
-                        + "\(configured[overlap.otherField])): the jobs would overwrite or delete each other's files")
-            }
-            if let (field, otherField, overlap) = MountedLocation.first(located, theirsLocated) {
-                throw Failure(
-                    path: field == "source" ? settings.source : settings.destination,
-                    reason: "the \(field) \(roots[field]) \(overlap.relation.phrase) \(otherField) \(theirs[otherField]) "
-                        + "of job \"\(other.name)\" (configured as \(configured[otherField])) through a mount: "
-                        + overlap.explanation(quoted: false) + "; the jobs would overwrite or delete each other's files")
-            }
+        let configured = theirs.configured
+        let roots = MirrorTreeOverlap.Roots(source: own.source, destination: own.destination)
+        if let overlap = MirrorTreeOverlap.first(roots, theirs.resolved) {
+            throw Failure(
+                path: overlap.field == "source" ? settings.source : settings.destination,
+                reason: "the \(overlap.field) \(roots[overlap.field]) \(overlap.relation.phrase) \(overlap.otherField) "
+                    + "\(theirs.resolved[overlap.otherField]) of job \"\(other.name)\" (real paths; configured as "
+                    + "\(configured[overlap.otherField])): the jobs would overwrite or delete each other's files")
+        }
+        if let (field, otherField, overlap) = MountedLocation.first(own.located, theirs.located) {
+            throw Failure(
+                path: field == "source" ? settings.source : settings.destination,
+                reason: "the \(field) \(roots[field]) \(overlap.relation.phrase) \(otherField) \(theirs.resolved[otherField]) "
+                    + "of job \"\(other.name)\" (configured as \(configured[otherField])) through a mount: "
+                    + overlap.explanation(quoted: false) + "; the jobs would overwrite or delete each other's files")
         }
     }
 
@@ -257,7 +338,7 @@ struct MirrorRootStep: DeadlineStep, Equatable {
 
     /// The run's failure at the step's path: `/mnt/nfs/backup: resolving the destination did not answer …`.
     func failure(_ problem: String, errno: Int32) -> MirrorRoots.Failure {
-        MirrorRoots.Failure(path: path, reason: problem)
+        MirrorRoots.Failure(path: path, reason: problem, errno: errno)
     }
 }
 
