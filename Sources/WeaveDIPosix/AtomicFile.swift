@@ -1,24 +1,30 @@
+import Glibc
+
 /// Replaces a file's content all at once: readers see the old content or the new, never a
 /// torn one, even across a crash.
 public enum AtomicFile {
     /// Writes `bytes` to a temporary file beside `path`, flushes it, renames it over `path`
     /// and flushes the directory. On failure the temporary file is removed and `path` is
-    /// left as it was.
+    /// left as it was. `beforeRename` is asked just before the rename: false gives the write up
+    /// (`ECANCELED`), as a failure (for a write nobody waits for any more, whose older content
+    /// must not replace a newer one).
     public static func write(
-        _ bytes: some Collection<UInt8>, to path: String, permissions: FilePermissions = 0o644, durable: Bool = true
+        _ bytes: some Collection<UInt8>, to path: String, permissions: FilePermissions = 0o644, durable: Bool = true,
+        beforeRename: () -> Bool = { true }
     ) throws(Errno) {
         let slash = path.lastIndex(of: "/")
         let directoryPath = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let directory = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directoryPath)
         let temporary = ".\(name).tmp.\(UInt32.random(in: 0...UInt32.max))"
-        do {
+        do throws(Errno) {
             let file = try directory.descriptor.open(
                 at: temporary, .writeOnly, options: [.create, .exclusiveCreate, .noFollow], permissions: permissions)
             try file.descriptor.writeAll(Array(bytes))
             try file.descriptor.setPermissions(permissions)
             if durable { try file.descriptor.fsync() }
             try file.close()
+            guard beforeRename() else { throw Errno(rawValue: ECANCELED) }
             try directory.descriptor.rename(at: temporary, to: name)
             if durable { try directory.descriptor.fsync() }
         } catch {

@@ -32,8 +32,9 @@ extension FileDescriptor {
     ///
     /// Works on a duplicate of the descriptor through `fdopendir(3)`, so this
     /// descriptor stays open and owned by the caller. The duplicate shares the
-    /// file offset, so the listing always starts with `rewinddir(3)`.
-    public func directoryEntries() throws(Errno) -> [DirectoryEntry] {
+    /// file offset, so the listing always starts with `rewinddir(3)`. `progress` hears how many
+    /// entries were read, every 1,024 (for a watchdog over a long listing).
+    public func directoryEntries(progress: (Int) -> Void = { _ in }) throws(Errno) -> [DirectoryEntry] {
         let duplicate = try duplicate(closeOnExec: true).release()
         guard let stream = fdopendir(duplicate.rawValue) else {
             let error = Errno.current
@@ -57,6 +58,7 @@ extension FileDescriptor {
             let exact = String(validatingCString: namePointer)
             let name = exact ?? String(cString: namePointer)
             if name == "." || name == ".." { continue }
+            if entries.count & 1023 == 1023 { progress(entries.count + 1) }
             entries.append(DirectoryEntry(
                 name: name,
                 kind: FileKind(directoryEntryType: entry.pointee.d_type),

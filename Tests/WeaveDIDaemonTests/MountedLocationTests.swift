@@ -28,6 +28,20 @@ import WeaveDIPosix
         ])
     }
 
+    @Test func theMountPointHoldingAPath_isTheLongestAboveIt_byComponents() {
+        let table = MountTable([
+            MountTable.Mount(device: "254:0", root: "/", mountPoint: "/"),
+            MountTable.Mount(device: "0:50", root: "/", mountPoint: "/mnt/nfs"),
+            MountTable.Mount(device: "0:51", root: "/", mountPoint: "/mnt/nfs/deep"),
+        ])
+        #expect(table.mountPoint(containing: "/mnt/nfs/backup") == "/mnt/nfs")
+        #expect(table.mountPoint(containing: "/mnt/nfs") == "/mnt/nfs")
+        #expect(table.mountPoint(containing: "/mnt/nfs/deep/x/") == "/mnt/nfs/deep")
+        #expect(table.mountPoint(containing: "/mnt/nfs/./deep/../mail") == "/mnt/nfs")
+        #expect(table.mountPoint(containing: "/mnt/nfsother/x") == nil)  // a component, not a prefix of bytes
+        #expect(table.mountPoint(containing: "/srv/data") == nil)  // only `/`
+    }
+
     @Test func otherPaths_areThoseOfEveryMountOfTheSameFileSystemThatShowsThePath() {
         let table = MountTable([
             .init(device: "8:1", root: "/", mountPoint: "/"),

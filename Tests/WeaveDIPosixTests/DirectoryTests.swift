@@ -3,6 +3,16 @@ import Testing
 import WeaveDIPosix
 
 @Suite struct DirectoryTests {
+    @Test func directoryEntries_tellTheirProgress_every1024() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        for n in 0..<2_500 { try dir.descriptor.makeDirectory(at: "d\(n)") }
+        var heard: [Int] = []
+        let entries = try dir.descriptor.directoryEntries { heard.append($0) }
+        #expect(entries.count == 2_500)
+        #expect(heard == [1_024, 2_048])
+    }
+
     @Test func directoryEntries_listNamesAndTypes() throws {
         let directory = try TemporaryDirectory()
         let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)

@@ -3,6 +3,28 @@ import Testing
 import WeaveDIPosix
 
 @Suite struct FileDescriptorTests {
+    @Test func atomicFile_replacesTheContent_unlessGivenUpJustBeforeTheRename() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.child("state.json")
+        try AtomicFile.write(Array("old".utf8), to: path, permissions: 0o640)
+        var asked = 0
+        #expect(throws: Errno(rawValue: ECANCELED)) {
+            try AtomicFile.write(Array("given up".utf8), to: path, permissions: 0o640) {
+                asked += 1
+                return false
+            }
+        }
+        #expect(asked == 1)
+        try AtomicFile.write(Array("new".utf8), to: path, permissions: 0o640) { true }
+        let reader = try FileDescriptor.open(path, .readOnly)
+        #expect(try reader.descriptor.readToEnd() == Array("new".utf8))
+        #expect(try FileStatus(path: path, followSymlinks: false).permissions == 0o640)
+        // Neither write left its temporary file behind.
+        let opened = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        let names = try opened.descriptor.directoryEntries().map(\.name)
+        #expect(names == ["state.json"])
+    }
+
     @Test func atomicWrite_writeFsyncRename_readsBackContent() throws {
         let directory = try TemporaryDirectory()
         let parent = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)

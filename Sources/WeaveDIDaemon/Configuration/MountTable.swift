@@ -31,6 +31,20 @@ struct MountTable {
         byMountPoint = Dictionary(grouping: mounts, by: \.mountPoint)
     }
 
+    /// The mount point under which `path` lies as written: the longest of the table's mount
+    /// points that is `path` or a directory above it, by components, with no system call (so
+    /// also for a path on a file system that does not answer); nil when only `/` holds it.
+    func mountPoint(containing path: String) -> String? {
+        let components = ConfigurationDirectories.normalizedComponents(path)
+        var best: (point: String, depth: Int)?
+        for mount in mounts {
+            let point = ConfigurationDirectories.normalizedComponents(mount.mountPoint)
+            guard !point.isEmpty, point.count > (best?.depth ?? 0), components.starts(with: point) else { continue }
+            best = (mount.mountPoint, point.count)
+        }
+        return best?.point
+    }
+
     /// Where the table is read from.
     static let path = "/proc/self/mountinfo"
 

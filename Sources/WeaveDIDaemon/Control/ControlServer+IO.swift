@@ -64,6 +64,10 @@ extension ControlServer {
                         }
                         for connection in connections.values { connection.draining = true }
                     case let .replaceListener(descriptor):
+                        guard drainDeadline == nil else {
+                            try? descriptor.close()  // bound again as the server stops: not listened on
+                            continue
+                        }
                         try? listener?.close()
                         listener = descriptor
                     case let .finished(id, sequence, replies):
@@ -316,11 +320,17 @@ extension ControlServer {
     /// Closes the connections the drain's grace left open (writing what each socket still
     /// takes); returns their sessions.
     private func shutDown(_ open: [ControlConnection]) -> [Session] {
+        if let listener {
+            try? listener.close()
+            self.listener = nil
+        }
         let now = monotonicNow()
         for connection in open {
             _ = write(connection, now: now)
             if connection.callsInFlight {
-                log.warning("control", "connection \(connection.id) closed with \(connection.callsPending) call(s) unanswered: still running \(drainGrace) into the shutdown")
+                // Calls finished behind the one still running are not written either: replies go in call order.
+                let unanswered = connection.callsPending
+                log.warning("control", "connection \(connection.id) closed with \(unanswered) call(s) unanswered (\(unanswered - UInt64(connection.finished.count)) still running \(drainGrace) into the shutdown)")
             }
             try? connection.descriptor.close()
         }

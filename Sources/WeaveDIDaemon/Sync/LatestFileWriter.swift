@@ -3,7 +3,10 @@ import WeaveDIPosix
 
 /// Writes a file the daemon keeps replacing (the jobs' state file, the metrics file) off the
 /// caller's thread, newest content first and only: a write asked for while one is under way
-/// replaces any other still waiting, so the file always ends with the content asked for last.
+/// replaces any other still waiting, so the file ends with the content asked for last while its
+/// file system answers. A write given up on (below) never renames its content into place, even
+/// should its calls return at last; a write that fails is not tried again: the next one asked
+/// for replaces it.
 ///
 /// Each write (`AtomicFile.write`) runs under `StepDeadline`, on a thread of its own, within
 /// its 5 s step limit. A state directory on a file system that stops answering thus never
@@ -70,12 +73,16 @@ final class LatestFileWriter: Sendable {
     private func write(_ bytes: [UInt8], to path: String) async throws(FileStep.Failure) {
         let step = FileStep("writing the file", path)
         let (permissions, durable, makesDirectory) = (permissions, durable, makesDirectory)
-        try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a write of \(purpose)") { _ throws(FileStep.Failure) in
+        try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a write of \(purpose)") { note throws(FileStep.Failure) in
             do throws(Errno) {
                 if makesDirectory, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
                     try FileDescriptor.currentWorkingDirectory.makeDirectories(at: String(path[..<slash]), permissions: 0o750)
                 }
-                try AtomicFile.write(bytes, to: path, permissions: permissions, durable: durable)
+                // A write given up on (its deadline passed) never renames its content into
+                // place should its calls return at last: a newer one may have been written.
+                try AtomicFile.write(bytes, to: path, permissions: permissions, durable: durable) {
+                    (try? note(FileStep("renaming the file", path))) != nil
+                }
             } catch {
                 throw step.failure("\(error)", errno: error.rawValue)
             }

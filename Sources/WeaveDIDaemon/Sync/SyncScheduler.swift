@@ -80,7 +80,7 @@ public actor SyncScheduler: DaemonService {
     public func start() async throws {
         let configuration = store.current
         if configuration.isBuiltInDefault { ExampleJob.prepare(configuration, log: log) }
-        persisted = await stateStore.load()
+        persisted = stateStore.load()
         for config in configuration.sync.jobs { add(config) }
         log.info("sync", configuration.sync.jobs.isEmpty ? "no sync jobs configured" : "\(order.count) job(s): \(order.joined(separator: ", "))")
     }

@@ -19,11 +19,15 @@ struct SyncStateStore: Sendable {
     /// The persisted last runs, by job; empty when there is no file yet. A file that cannot be
     /// read (within the step limit: see `LatestFileWriter`) or is damaged is reported and
     /// ignored (it is rewritten after the next run).
-    func load() async -> [String: PersistedJobState] {
+    ///
+    /// Blocks the calling thread meanwhile (the read is on a thread of its own): the scheduler
+    /// calls it as it starts, and a call that suspended would let control calls into the
+    /// scheduler before it has its jobs.
+    func load() -> [String: PersistedJobState] {
         let step = FileStep("reading the file", path)
         let bytes: [UInt8]?
         do {
-            bytes = try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a read of the jobs' state file") {
+            bytes = try StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a read of the jobs' state file") {
                 [path] _ throws(FileStep.Failure) in
                 do throws(Errno) {
                     let file = try FileDescriptor.open(path, .readOnly)

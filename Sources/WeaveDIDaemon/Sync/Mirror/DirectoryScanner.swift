@@ -77,10 +77,10 @@ struct DirectoryScanner {
         var destinationEntries: [DirectoryEntry]
         do {
             try WalkWatch.begin(.listing(.source), nil, in: directory)
-            sourceEntries = try MirrorFailure.attempt("readdir") { try directory.source.directoryEntries() }
+            sourceEntries = try MirrorFailure.attempt("readdir") { try directory.source.directoryEntries { _ in WalkWatch.pulse() } }
             try WalkWatch.begin(.listing(.destination), nil)
             destinationEntries = try MirrorFailure.attempt("readdir (destination)") {
-                try directory.destination.descriptor.directoryEntries()
+                try directory.destination.descriptor.directoryEntries { _ in WalkWatch.pulse() }
             }
         } catch {
             outcome.report.fail(directory.path.isEmpty ? "." : directory.path, error.description)

@@ -31,45 +31,49 @@ struct MirrorRoots: ~Copyable {
         var description: String { "\(path): \(reason)" }
     }
 
-    /// Resolves, checks and opens both roots of `settings`, in three parts, on threads of their
-    /// own with each step within `StepDeadline.stepLimit` (the caller is suspended meanwhile):
-    /// the run's own roots resolved and located; the other jobs' roots, each job's on a thread
-    /// of its own, all at once, then compared with them; the roots opened. A root on a file
+    /// Resolves, checks and opens both roots of `settings`, in parts, on threads of their own
+    /// with each step within `StepDeadline.stepLimit` (the caller is suspended meanwhile): the
+    /// run's own roots resolved and located; each other job's roots, resolved and compared with
+    /// them; the roots opened. A root on a file
     /// system that does not answer (a dead hard NFS mount, where `realpath` waits for ever)
     /// then fails the run, named, instead of holding a thread of Swift's cooperative pool for
     /// good (two such runs would hold them all on two cores, and with them the daemon).
     ///
-    /// Another job whose roots do not answer (or are not tried, a thread being stuck on them)
-    /// is left out of the overlap check, in `unchecked`, instead of failing this run: its own
-    /// runs fail on those roots, so it writes nowhere; and this run's roots answered, so they
-    /// are not behind them.
+    /// Another job whose root does not answer (`ETIMEDOUT`: or is not tried, a thread being stuck
+    /// on it) is left out of the overlap check, in `unchecked`, instead of failing this run: its
+    /// own runs fail on that root, so it writes nowhere; and this run's roots answered, so they
+    /// are not behind it. The jobs after it with a root under the same mount point (as written)
+    /// are left out without being tried, so that one dead file system costs a run one step's
+    /// limit and leaves one thread stuck, however many jobs it holds. Any other failure (no
+    /// thread to be had, too many stuck: `EAGAIN`) fails the run.
     static func open(_ settings: MirrorSettings) async throws(Failure) -> MirrorRoots {
         let own = try await StepDeadline.run(
             limit: StepDeadline.stepLimit, first: MirrorRootStep("resolving the source", settings.source), for: "a mirror run's start"
         ) { note throws(Failure) in
             try resolve(settings, noting: note)
         }
-        // All at once: jobs on one dead server cost this run one step's limit, not one each.
-        let others = settings.otherJobs
-        let answers = await withTaskGroup(of: (Int, Result<Located, Failure>).self) { group in
-            for (index, other) in others.enumerated() {
-                group.addTask { (index, await resolve(other, mounts: own.mounts)) }
-            }
-            var answers: [Int: Result<Located, Failure>] = [:]
-            for await (index, answer) in group { answers[index] = answer }
-            return answers
-        }
         var unchecked: [MirrorIssue] = []
-        for (index, other) in others.enumerated() {
-            switch answers[index] {
+        // File systems found not answering, by mount point, and the job whose root found it.
+        var silent: [(mountPoint: String, job: String)] = []
+        for other in settings.otherJobs {
+            // A job with a root under one of them is not tried: one stuck thread per file system.
+            if let (root, found) = silent.lazy.compactMap({ found in
+                [other.source, other.destination].first { own.mounts.mountPoint(containing: $0) == found.mountPoint }.map { ($0, found) }
+            }).first {
+                unchecked.append(MirrorIssue(
+                    path: root, reason: "not checked for overlap with this job's roots: its file system, mounted at "
+                        + "\(found.mountPoint), did not answer for job \"\(found.job)\""))
+                continue
+            }
+            switch await resolve(other, mounts: own.mounts) {
             case let .success(theirs):
                 try check(settings, own, against: other, theirs: theirs)
-            case let .failure(error) where error.errno != ECANCELED:
+            case let .failure(error) where error.errno == ETIMEDOUT:
+                // It did not answer, or a thread is stuck on it: that job writes nowhere now.
                 unchecked.append(MirrorIssue(path: error.path, reason: "not checked for overlap with this job's roots: \(error.reason)"))
+                if let mountPoint = own.mounts.mountPoint(containing: error.path) { silent.append((mountPoint, other.name)) }
             case let .failure(error):
                 throw error
-            case nil:
-                break  // every job's task answers
             }
         }
         let opened = try await StepDeadline.run(
