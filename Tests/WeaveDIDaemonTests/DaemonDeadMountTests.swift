@@ -52,14 +52,12 @@ import WeaveDIPosix
 
         /// Sends a call on a connection of its own; `reply(_:)` reads its answer.
         func send(_ method: String, _ parameters: String = "{}") throws -> RawClient {
-            let client = try RawClient(daemon.defaultSocket)
-            try client.send(call("io.weavedi.Daemon.\(method)", parameters))
-            return client
+            try daemon.sendCall(method, parameters)
         }
 
         /// The call's reply, or nil when none came within `timeout`.
         func reply(_ client: RawClient, timeout: Duration = .seconds(10)) -> VarlinkReply? {
-            client.reply(timeout: timeout).flatMap { try? VarlinkReply.decode(Array($0.utf8)) }
+            client.varlinkReply(timeout: timeout)
         }
 
         /// The daemon's threads in an uninterruptible wait (state `D`): those stuck on the mount,

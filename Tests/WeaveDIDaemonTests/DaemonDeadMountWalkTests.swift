@@ -39,15 +39,6 @@ import WeaveDIPosix
             mount = try DeadMount(at: "\(d)/src/z/dead", inNamespaceOf: daemon.pid, scratch: directory)
         }
 
-        func send(_ method: String, _ parameters: String = "{}") throws -> RawClient {
-            let client = try RawClient(daemon.defaultSocket)
-            try client.send(call("io.weavedi.Daemon.\(method)", parameters))
-            return client
-        }
-
-        func reply(_ client: RawClient, timeout: Duration = .seconds(15)) -> VarlinkReply? {
-            client.reply(timeout: timeout).flatMap { try? VarlinkReply.decode(Array($0.utf8)) }
-        }
 
         /// Every file under `dst` with a final name holds its source's whole content.
         func destinationFilesAreWhole() -> Bool {
@@ -70,7 +61,7 @@ import WeaveDIPosix
         guard let setup = try Setup() else { return }
         let d = setup.d
         let started = ContinuousClock.now
-        let run = setup.reply(try setup.send("RunJob", #"{"name": "walk"}"#))?.parameter("run")
+        let run = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(15))?.parameter("run")
         let took = ContinuousClock.now - started
         #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(run?[member: "message"]?.stringValue
@@ -82,11 +73,11 @@ import WeaveDIPosix
         // What was copied is whole: every final name holds its source's content.
         #expect(setup.destinationFilesAreWhole())
         // The daemon answers.
-        let ping = setup.reply(try setup.send("Ping"), timeout: .seconds(3))
+        let ping = try setup.daemon.sendCall("Ping").varlinkReply(timeout: .seconds(3))
         #expect(ping != nil && ping?.error == nil, "\(setup.daemon.log)")
         // A retry does not try the path a thread is stuck on: it fails at once.
         let retryStarted = ContinuousClock.now
-        let retry = setup.reply(try setup.send("RunJob", #"{"name": "walk"}"#), timeout: .seconds(4))?.parameter("run")
+        let retry = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(4))?.parameter("run")
         #expect(ContinuousClock.now - retryStarted < .seconds(4))
         #expect(retry?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(Self.sanitized(retry?[member: "message"]?.stringValue)
@@ -105,7 +96,7 @@ import WeaveDIPosix
 
     @Test func aShutdownDuringAWalkStuckOnADeadMount_exitsPromptly() throws {
         guard let setup = try Setup() else { return }
-        let run = try setup.send("RunJob", #"{"name": "walk"}"#)
+        let run = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#)
         #expect(setup.daemon.waitForLog("run walk-1 started"), "\(setup.daemon.log)")
         usleep(1_000_000)  // the walk reaches the dead mount in milliseconds
         let stopping = ContinuousClock.now

@@ -1,4 +1,5 @@
 import Foundation
+import WeaveDIControl
 import WeaveDIPosix
 
 /// A bare control-socket client for hostile-input tests: raw bytes out, NUL-framed replies in.
@@ -52,4 +53,21 @@ final class RawClient {
 
 func call(_ method: String, _ parameters: String = "{}", extra: String = "") -> String {
     #"{"method":"\#(method)","parameters":\#(parameters)\#(extra)}"# + "\0"
+}
+
+extension RawClient {
+    /// The next reply, decoded; nil at end of file, after `timeout`, or when it is no varlink reply.
+    func varlinkReply(timeout: Duration = .seconds(10)) -> VarlinkReply? {
+        reply(timeout: timeout).flatMap { try? VarlinkReply.decode(Array($0.utf8)) }
+    }
+}
+
+extension DaemonProcess {
+    /// Sends a call of the daemon's interface (`io.weavedi.Daemon.METHOD`) on a connection of
+    /// its own, and returns the connection, to read the reply from.
+    func sendCall(_ method: String, _ parameters: String = "{}") throws -> RawClient {
+        let client = try RawClient(defaultSocket)
+        try client.send(call("io.weavedi.Daemon.\(method)", parameters))
+        return client
+    }
 }
