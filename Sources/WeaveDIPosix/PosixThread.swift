@@ -32,33 +32,10 @@ public final class PosixThread: @unchecked Sendable {  // `handle` is written on
         pthread_detach(handle)
     }
 
-    /// Starts a detached thread running `body` (`pthread_create(3)` with
-    /// `PTHREAD_CREATE_DETACHED`): nothing can wait for it, and what it holds is freed when
-    /// `body` returns. For work that may never end, such as a system call on a file system that
+    /// Starts a thread running `body` and lets it go at once (`detach()`): nothing can wait for
+    /// it, and what it holds is freed when `body` returns. For work that may never end, such as a system call on a file system that
     /// no longer answers, which is then abandoned; the process can still exit meanwhile.
     public static func detach(_ body: @escaping @Sendable () -> Void) throws(Errno) {
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let context = Unmanaged.passRetained(DetachedBody(body)).toOpaque()
-        var handle = pthread_t()
-        let status = pthread_create(&handle, &attributes, { raw in
-            Unmanaged<DetachedBody>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, context)
-        if status != 0 {
-            Unmanaged<DetachedBody>.fromOpaque(context).release()
-            throw Errno(rawValue: status)
-        }
-    }
-}
-
-/// The closure of a detached thread, owned by that thread once it starts.
-private final class DetachedBody: Sendable {
-    let body: @Sendable () -> Void
-
-    init(_ body: @escaping @Sendable () -> Void) {
-        self.body = body
+        try PosixThread(body).detach()
     }
 }

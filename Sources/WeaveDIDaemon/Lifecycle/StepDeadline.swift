@@ -103,14 +103,16 @@ enum StepDeadline {
 
     /// `resolving "/mnt/nfs/backup" did not answer within 5 s (is its file system responding?)`.
     static func problem(_ step: some DeadlineStep, limit: Duration) -> String {
-        "\(step.subject) did not answer within \(seconds(limit)) s (is its file system responding?)"
+        "\(step.subject) did not answer within \(SecondsRange.format(limit)) s (is its file system responding?)"
     }
+}
 
-    /// `5`, `0.25`.
-    static func seconds(_ duration: Duration) -> String {
-        let (whole, attoseconds) = duration.components
-        if attoseconds == 0 { return "\(whole)" }
-        return "\(Double(whole) + Double(attoseconds) / 1e18)"
+extension Duration {
+    /// The duration in whole nanoseconds, 0 when negative: for deadlines on the monotonic clock
+    /// (`SystemClock.monotonicNanoseconds`).
+    var clampedNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 }
 
@@ -183,8 +185,7 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
 
     /// The result, or the timeout of the step that has run for `limit` without the work finishing.
     func wait(limit: Duration) -> Result<Value, Step.Failure> {
-        let (seconds, attoseconds) = limit.components
-        let limitNanoseconds = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        let limitNanoseconds = limit.clampedNanoseconds
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while true {

@@ -130,7 +130,7 @@ final class WalkWatch: Sendable {
         sourceRoot = source
         destinationRoot = destination
         self.stuck = stuck
-        self.baseLimit = Self.nanoseconds(baseLimit)
+        self.baseLimit = baseLimit.clampedNanoseconds
     }
 
     /// Starts the watch's thread; `verdict` hears the first verdict, once.
@@ -178,8 +178,8 @@ final class WalkWatch: Sendable {
     /// The limit of a step of `kind` that moves `bytes`, in nanoseconds.
     func limit(_ kind: WalkStepKind, bytes: Int64) -> UInt64 {
         var limit = baseLimit
-        if bytes > 0 { limit += (UInt64(bytes) + (1 << 20) - 1) / (1 << 20) * Self.nanoseconds(Self.perMiB) }
-        if case .flushing = kind { limit += Self.nanoseconds(Self.flushAllowance) }
+        if bytes > 0 { limit += (UInt64(bytes) + (1 << 20) - 1) / (1 << 20) * Self.perMiB.clampedNanoseconds }
+        if case .flushing = kind { limit += Self.flushAllowance.clampedNanoseconds }
         return limit
     }
 
@@ -229,7 +229,7 @@ final class WalkWatch: Sendable {
 
     private func watch() {
         var seen: [ObjectIdentifier: Seen] = [:]
-        let tick = UInt32(Self.nanoseconds(Self.tick) / 1000)
+        let tick = UInt32(Self.tick.clampedNanoseconds / 1000)
         while true {
             usleep(tick)
             let ending = poolStopped.load(ordering: .relaxed) && liveThreads.load(ordering: .relaxed) == 0
@@ -243,7 +243,7 @@ final class WalkWatch: Sendable {
                     seen[key] = last
                     guard busy else { return .none }
                     if now - last.since >= limit { return .stuck(since: last.since, limit: limit) }
-                    if cancelled != 0, now - max(last.since, cancelled) >= Self.nanoseconds(Self.cancelGrace) {
+                    if cancelled != 0, now - max(last.since, cancelled) >= Self.cancelGrace.clampedNanoseconds {
                         return .lingering
                     }
                     return .none
@@ -260,11 +260,6 @@ final class WalkWatch: Sendable {
             }
             if ending { return }
         }
-    }
-
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 }
 
