@@ -320,10 +320,6 @@ extension ControlServer {
     /// Closes the connections the drain's grace left open (writing what each socket still
     /// takes); returns their sessions.
     private func shutDown(_ open: [ControlConnection]) -> [Session] {
-        if let listener {
-            try? listener.close()
-            self.listener = nil
-        }
         let now = monotonicNow()
         for connection in open {
             _ = write(connection, now: now)

@@ -19,8 +19,9 @@ import WeaveDIPosix
 /// skipped with a warning; with `delete`, what the source no longer has is removed. Mode and
 /// mtime are kept, for directories too. A failing entry is reported and the run goes on
 /// (`partial`); the run fails only when a root is unusable or the roots overlap. The roots are
-/// resolved, checked and opened on a thread of their own, each step within 5 s (`MirrorRoots`,
-/// `StepDeadline`): a root that does not answer fails the run. Per-file work runs on `workers`
+/// resolved, checked and opened on threads of their own, each step within 5 s (`MirrorRoots`,
+/// `StepDeadline`): a root that does not answer fails the run (another job's root that does
+/// not answer is left out of the overlap check, in the report's `unchecked`). Per-file work runs on `workers`
 /// threads of its own, in tasks that each take a fresh `FileCopier` (and `FileHasher`) from the
 /// container. A worker whose step on the file system does not move on within its limit (5 s,
 /// more for steps that move data or flush) fails the run, naming its path; its thread is left

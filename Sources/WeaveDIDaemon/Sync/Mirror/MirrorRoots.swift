@@ -34,10 +34,10 @@ struct MirrorRoots: ~Copyable {
     /// Resolves, checks and opens both roots of `settings`, in parts, on threads of their own
     /// with each step within `StepDeadline.stepLimit` (the caller is suspended meanwhile): the
     /// run's own roots resolved and located; each other job's roots, resolved and compared with
-    /// them; the roots opened. A root on a file
-    /// system that does not answer (a dead hard NFS mount, where `realpath` waits for ever)
-    /// then fails the run, named, instead of holding a thread of Swift's cooperative pool for
-    /// good (two such runs would hold them all on two cores, and with them the daemon).
+    /// them; the roots opened. A root on a file system that does not answer (a dead hard NFS
+    /// mount, where `realpath` waits for ever) then fails the run, named, instead of holding a
+    /// thread of Swift's cooperative pool for good (two such runs would hold them all on two
+    /// cores, and with them the daemon).
     ///
     /// Another job whose root does not answer (`ETIMEDOUT`: or is not tried, a thread being stuck
     /// on it) is left out of the overlap check, in `unchecked`, instead of failing this run: its
@@ -53,16 +53,17 @@ struct MirrorRoots: ~Copyable {
             try resolve(settings, noting: note)
         }
         var unchecked: [MirrorIssue] = []
-        // File systems found not answering, by mount point, and the job whose root found it.
-        var silent: [(mountPoint: String, job: String)] = []
+        // The mount points of file systems found not answering, and the job whose root found each.
+        var silent: [String: String] = [:]
         for other in settings.otherJobs {
             // A job with a root under one of them is not tried: one stuck thread per file system.
-            if let (root, found) = silent.lazy.compactMap({ found in
-                [other.source, other.destination].first { own.mounts.mountPoint(containing: $0) == found.mountPoint }.map { ($0, found) }
-            }).first {
+            let underSilent = [other.source, other.destination].lazy.compactMap { root in
+                own.mounts.mountPoint(containing: root).flatMap { point in silent[point].map { (root, point, job: $0) } }
+            }
+            if let (root, mountPoint, job) = underSilent.first {
                 unchecked.append(MirrorIssue(
                     path: root, reason: "not checked for overlap with this job's roots: its file system, mounted at "
-                        + "\(found.mountPoint), did not answer for job \"\(found.job)\""))
+                        + "\(mountPoint), did not answer for job \"\(job)\""))
                 continue
             }
             switch await resolve(other, mounts: own.mounts) {
@@ -71,7 +72,7 @@ struct MirrorRoots: ~Copyable {
             case let .failure(error) where error.errno == ETIMEDOUT:
                 // It did not answer, or a thread is stuck on it: that job writes nowhere now.
                 unchecked.append(MirrorIssue(path: error.path, reason: "not checked for overlap with this job's roots: \(error.reason)"))
-                if let mountPoint = own.mounts.mountPoint(containing: error.path) { silent.append((mountPoint, other.name)) }
+                if let mountPoint = own.mounts.mountPoint(containing: error.path) { silent[mountPoint] = other.name }
             case let .failure(error):
                 throw error
             }
