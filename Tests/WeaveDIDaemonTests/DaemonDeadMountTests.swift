@@ -60,27 +60,34 @@ import WeaveDIPosix
             client.varlinkReply(timeout: timeout)
         }
 
-        /// The daemon's threads in an uninterruptible wait (state `D`): those stuck on the mount,
-        /// once the count is `expected` in three samples in a row, or after 3 s (a thread flushing
-        /// the state file, on the local disk, is in that state too for a moment).
+        /// The daemon's threads stuck on the mount: in an uninterruptible wait (state `D`) inside
+        /// FUSE, once the count is `expected` in three samples in a row, or after 3 s. A thread
+        /// in such a wait elsewhere (flushing the state file to the local disk, or paging in the
+        /// daemon's own code on a busy machine) is not counted.
         func threadsWaitingOnTheMount(expected: Int) -> Int {
-            var count = threadsInUninterruptibleWait()
+            var count = threadsWaitingInFUSE()
             var agreeing = count == expected ? 1 : 0
-            // Three samples in a row, 50 ms apart: a passing flush does not make the count.
+            // Three samples in a row, 50 ms apart: a thread on its way to the mount, or back
+            // from it, does not make the count.
             for _ in 0..<60 where agreeing < 3 {
                 usleep(50_000)
-                count = threadsInUninterruptibleWait()
+                count = threadsWaitingInFUSE()
                 agreeing = count == expected ? agreeing + 1 : 0
             }
             return count
         }
 
-        private func threadsInUninterruptibleWait() -> Int {
+        private func threadsWaitingInFUSE() -> Int {
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")) ?? []
             return tasks.filter { task in
-                let stat = (try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\(task)/stat", encoding: .utf8)) ?? ""
+                let directory = "/proc/\(daemon.pid)/task/\(task)"
+                let stat = (try? String(contentsOfFile: directory + "/stat", encoding: .utf8)) ?? ""
                 // `tid (name) STATE …`; the name may hold anything, so the state follows the last ')'.
-                return stat.split(separator: ")").last?.split(separator: " ").first == "D"
+                guard stat.split(separator: ")").last?.split(separator: " ").first == "D" else { return false }
+                // Where in the kernel it waits: its stack where readable (root), else its wait channel.
+                let stack = (try? String(contentsOfFile: directory + "/stack", encoding: .utf8)) ?? ""
+                let channel = (try? String(contentsOfFile: directory + "/wchan", encoding: .utf8)) ?? ""
+                return stack.contains("fuse_") || channel.contains("fuse")
             }.count
         }
     }
