@@ -7,10 +7,12 @@ import WeaveDIPosix
 
 /// Where the child process of the permission test finds its fixture.
 private let mirrorChildRootVariable = "WEAVEDI_MIRROR_TEST_CHILD_ROOT"
+/// Where the child process of the read-only directories test makes its trees.
+private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
 
 /// Permission errors. The tests run as root, which permission bits do not stop, so the engine
 /// runs in a child process as `nobody` (uid 65534, through `setpriv`): the child is this test
-/// binary, filtered to `childRun_asNobody_writesItsReport`, which is enabled only there.
+/// binary, filtered to one of the `child…` tests, each enabled only there.
 @Suite struct MirrorEnginePermissionTests {
     @Test func unreadableFilesAndDirectories_areReported_andTheRunGoesOn() throws {
         guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
@@ -70,5 +72,102 @@ private let mirrorChildRootVariable = "WEAVEDI_MIRROR_TEST_CHILD_ROOT"
         let written = FileManager.default.createFile(
             atPath: root + "/out/report.txt", contents: Data(lines.joined(separator: "\n").utf8))
         #expect(written)
+    }
+
+    /// Read-only directories (mode 0555, the destination root's among them, as the source's
+    /// are) as their owner, not root: a run adds the owner's write access just before it
+    /// changes something in one and gives the mode back afterwards; a run with nothing to do
+    /// changes no directory, not even its ctime.
+    @Test func readOnlyDirectories_areWrittenIn_whenSomethingChanges_andOnlyThen() throws {
+        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            print("SKIPPED readOnlyDirectories_areWrittenIn_whenSomethingChanges_andOnlyThen: needs root and setpriv")
+            return
+        }
+        let fixture = try MirrorFixture()
+        for path in [fixture.root, fixture.source] {
+            #expect(chmod(path, 0o755) == 0 && chown(path, 65534, 65534) == 0)
+        }
+        let child = try Subprocess.run(
+            "/usr/bin/setpriv",
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0],
+                        "--testing-library", "swift-testing", "--filter", "MirrorEnginePermissionTests/childRuns_inReadOnlyDirectories"],
+            environment: ["PATH": "/usr/bin:/bin", readOnlyChildRootVariable: fixture.root])
+        #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
+        // The child got to its end (a filter that matched nothing would exit 0 too).
+        #expect(fixture.read("done") == "uid 65534", "\(child.standardOutputText)\(child.standardErrorText)")
+    }
+
+    /// The child's half: makes a tree with read-only directories as whoever runs it, mirrors
+    /// it, changes it, mirrors it again, and checks each run.
+    @Test(.enabled(if: CurrentProcess.environmentValue(readOnlyChildRootVariable) != nil))
+    func childRuns_inReadOnlyDirectories() async throws {
+        let root = try #require(CurrentProcess.environmentValue(readOnlyChildRootVariable))
+        let (source, destination) = (root + "/src", root + "/dst")
+        let cwd = FileDescriptor.currentWorkingDirectory
+        func write(_ path: String, _ text: String) throws {
+            let file = try FileDescriptor.open(path, .writeOnly, options: [.create, .truncate], permissions: 0o444)
+            try file.descriptor.writeAll(Array(text.utf8))
+        }
+        /// Runs `body` with `directory` writable, then makes it read-only again.
+        func changing(_ directory: String, _ body: () throws -> Void) throws {
+            try cwd.setPermissions(at: directory, 0o755)
+            try body()
+            try cwd.setPermissions(at: directory, 0o555)
+        }
+        func mirror(delete: Bool = false) async -> MirrorReport {
+            await MirrorEngine(
+                settings: MirrorSettings(source: source, destination: destination, delete: delete), container: .mirrorWorkers()
+            ).run()
+        }
+        let directories = ["", "/locked", "/locked/deeper"]
+        /// Inode, ctime and mode of each destination directory.
+        func directoryStatuses() throws -> [String] {
+            try directories.map { path in
+                let status = try FileStatus(path: destination + path, followSymlinks: false)
+                return "\(path) \(status.inode) \(status.changeTime) \(String(status.permissions.rawValue, radix: 8))"
+            }
+        }
+        try cwd.makeDirectory(at: destination)
+        try cwd.makeDirectory(at: source + "/locked")
+        try cwd.makeDirectory(at: source + "/locked/deeper")
+        try write(source + "/top.txt", "top")
+        try write(source + "/locked/inside.txt", "inside")
+        try write(source + "/locked/deeper/deep.txt", "deep")
+        for path in directories.reversed() { try cwd.setPermissions(at: source + path, 0o555) }
+
+        let first = await mirror()
+        #expect(first.result == .success, "\(first.errors)")
+        #expect(first.copied == 3)
+        #expect(FileManager.default.contents(atPath: destination + "/locked/deeper/deep.txt") == Data("deep".utf8))
+        let mirrored = try directoryStatuses()
+        #expect(mirrored.allSatisfy { $0.hasSuffix(" 555") }, "\(mirrored)")
+
+        // Nothing to do: no directory is made writable and back, so none has a new ctime.
+        let idle = await mirror()
+        #expect(idle.result == .success && idle.copied == 0 && idle.updated == 0 && idle.unchanged == 3, "\(idle.errors)")
+        #expect(try directoryStatuses() == mirrored)
+
+        // A new file in the root and one two levels down, both read-only in the destination.
+        try changing(source) { try write(source + "/new-top.txt", "new top") }
+        try changing(source + "/locked/deeper") { try write(source + "/locked/deeper/new.txt", "new") }
+        let changed = await mirror()
+        #expect(changed.result == .success && changed.copied == 2, "\(changed.errors)")
+        #expect(FileManager.default.contents(atPath: destination + "/new-top.txt") == Data("new top".utf8))
+        #expect(FileManager.default.contents(atPath: destination + "/locked/deeper/new.txt") == Data("new".utf8))
+        let after = try directoryStatuses()
+        #expect(after.allSatisfy { $0.hasSuffix(" 555") }, "\(after)")
+        // `locked` itself had nothing new: only its subdirectory was written in.
+        #expect(after[1] == mirrored[1])
+
+        // A deletion in a read-only directory.
+        try changing(source + "/locked") { try cwd.unlink(at: source + "/locked/inside.txt") }
+        let deleted = await mirror(delete: true)
+        #expect(deleted.result == .success && deleted.deleted == 1, "\(deleted.errors)")
+        #expect(!FileManager.default.fileExists(atPath: destination + "/locked/inside.txt"))
+        #expect(try directoryStatuses().allSatisfy { $0.hasSuffix(" 555") })
+
+        for path in directories { try cwd.setPermissions(at: destination + path, 0o755) }  // for the parent's clean-up
+        for path in directories { try cwd.setPermissions(at: source + path, 0o755) }
+        try write(root + "/done", "uid \(getuid())")
     }
 }

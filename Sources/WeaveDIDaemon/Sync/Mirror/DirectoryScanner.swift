@@ -61,14 +61,9 @@ struct DirectoryScanner {
         let destination = try MirrorFailure.attempt("open") { try target.openDirectory(at: name, noFollow: true) }
         let destinationStatus = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         if FileIdentity(destinationStatus) == context.sourceRoot { throw .otherRoot }
-        if !context.isPrivileged && destinationStatus.permissions.rawValue & 0o700 != 0o700 {
-            // Writable while it is filled; `finish` gives it the source's mode afterwards.
-            try MirrorFailure.attempt("fchmod") {
-                try destination.descriptor.setPermissions(FilePermissions(rawValue: destinationStatus.mode | 0o700))
-            }
-        }
         return MirrorDirectory(
-            path: parent.path(of: name), source: source, sourceStatus: sourceStatus, destination: destination, parent: parent)
+            path: parent.path(of: name), source: source, sourceStatus: sourceStatus, destination: destination,
+            destinationStatus: destinationStatus, isPrivileged: context.isPrivileged, parent: parent)
     }
 
     private func scan(_ directory: MirrorDirectory, into outcome: inout ScanOutcome) {
@@ -78,7 +73,8 @@ struct DirectoryScanner {
         do {
             try WalkWatch.begin(.listing(.source), nil, in: directory)
             sourceEntries = try MirrorFailure.attempt("readdir") { try directory.source.directoryEntries { _ in WalkWatch.pulse() } }
-            try WalkWatch.begin(.listing(.destination), nil)
+            if directory.deniesListing { try directory.makeWritable() }
+            try WalkWatch.begin(.listing(.destination), nil, in: directory)
             destinationEntries = try MirrorFailure.attempt("readdir (destination)") {
                 try directory.destination.descriptor.directoryEntries { _ in WalkWatch.pulse() }
             }
@@ -131,6 +127,17 @@ struct DirectoryScanner {
         }
         if settings.delete {
             deleteExtras(destinationEntries, keeping: sourceNames, in: directory, outcome: &outcome)
+        }
+        // Before the workers add names to it: copies and links, and subdirectories to make.
+        if outcome.jobs.contains(where: { $0.action.mayChangeTheDirectory })
+            || outcome.subdirectories.contains(where: { $0.destinationKind != .directory })
+        {
+            do {
+                try directory.makeWritable()
+            } catch {
+                // Each change in it fails then, and says why.
+                outcome.report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
+            }
         }
         if outcome.jobs.isEmpty && outcome.subdirectories.isEmpty {
             do {
@@ -224,6 +231,7 @@ struct DirectoryScanner {
     {
         guard destination?.kind == .directory else { return }
         let remover = DestinationRemover(sourceRoot: context.sourceRoot)
+        try directory.makeWritable()
         try WalkWatch.begin(.removing, name)
         outcome.modified = true
         if settings.delete {
@@ -246,6 +254,7 @@ struct DirectoryScanner {
                 return false
             }
             do throws(MirrorFailure) {
+                try directory.makeWritable()
                 try WalkWatch.begin(.removing, entry.name)
             } catch {
                 outcome.report.fail(directory.path(of: entry.name), error.description)
@@ -277,6 +286,7 @@ struct DirectoryScanner {
             }
             var removed = 0
             do throws(MirrorFailure) {
+                try directory.makeWritable()
                 try WalkWatch.begin(.removing, entry.name)
                 try remover.remove(entry.name, kind: entry.kind, in: directory.destination.descriptor, removed: &removed)
             } catch {

@@ -14,6 +14,16 @@ struct FileJob: Sendable {
         case link(target: String)
         /// Same link target; give the destination link the source link's mtime.
         case fixLinkTime
+
+        /// Whether the action may add, replace or remove a name in the directory (a temporary
+        /// file or link, then its rename), which needs write access to the directory; setting
+        /// an entry's mode or times does not.
+        var mayChangeTheDirectory: Bool {
+            switch self {
+            case .copy, .verify, .link: true
+            case .fixAttributes, .fixLinkTime: false
+            }
+        }
     }
 
     let name: String

@@ -29,16 +29,29 @@ final class MirrorDirectory: Sendable {
     let parent: MirrorDirectory?
     private let openSource: FileDescriptor
     private let sourceReleased = Atomic<Bool>(false)
+    /// The mode that lets the run write in the destination directory (its own plus the owner's
+    /// `rwx`), when its own denies that and the run is not root; nil when it need not change.
+    private let writableMode: FilePermissions?
+    private let madeWritable = Atomic<Bool>(false)
+    /// Whether the destination directory's mode denies the run listing it (no owner `r-x`,
+    /// the run not being root): the scan makes it writable, and so listable, first.
+    let deniesListing: Bool
 
+    /// `destinationStatus` is the destination directory's status as opened; `isPrivileged`,
+    /// whether the run may write in it whatever its mode says (root).
     init(
         path: String, source: consuming OwnedDescriptor, sourceStatus: FileStatus, destination: consuming OwnedDescriptor,
-        parent: MirrorDirectory?
+        destinationStatus: FileStatus, isPrivileged: Bool, parent: MirrorDirectory?
     ) {
         self.path = path
         openSource = source.release()
         self.sourceStatus = sourceStatus
         self.destination = destination
         self.parent = parent
+        let owner: UInt32 = 0o700
+        writableMode = isPrivileged || destinationStatus.permissions.rawValue & owner == owner
+            ? nil : FilePermissions(rawValue: destinationStatus.mode | owner)
+        deniesListing = !isPrivileged && destinationStatus.permissions.rawValue & 0o500 != 0o500
     }
 
     deinit {
@@ -62,6 +75,16 @@ final class MirrorDirectory: Sendable {
     /// The report path of `name` inside this directory.
     func path(of name: String) -> String {
         path.isEmpty ? name : path + "/" + name
+    }
+
+    /// Lets the run write in the destination directory when its mode denies that (a read-only
+    /// directory, the run not being root): called by the scan before the first change in it,
+    /// it adds the owner's `rwx` once; `finish` gives the directory the source's mode
+    /// afterwards. A directory in which nothing changes keeps its mode, and its ctime.
+    func makeWritable() throws(MirrorFailure) {
+        guard let writableMode, !madeWritable.exchange(true, ordering: .relaxed) else { return }
+        try WalkWatch.begin(.settingAttributes, nil, in: self)
+        try MirrorFailure.attempt("fchmod") { try destination.descriptor.setPermissions(writableMode) }
     }
 
     /// Gives the destination directory the source directory's mode and mtime once its content

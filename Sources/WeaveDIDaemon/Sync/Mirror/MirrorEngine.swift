@@ -102,7 +102,8 @@ public struct MirrorEngine: Sendable {
         }
         let context = MirrorContext(settings: settings, container: container, roots: roots)
         let root = MirrorDirectory(
-            path: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination, parent: nil)
+            path: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination,
+            destinationStatus: roots.destinationStatus, isPrivileged: context.isPrivileged, parent: nil)
         let relay = ProgressRelay(progress)
         // Not a child task: a run given up on (`WalkWatch`) must end while a worker task of the
         // coordinator's group is still stuck in a call, which a child could not.

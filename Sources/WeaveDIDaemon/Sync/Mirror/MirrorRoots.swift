@@ -11,6 +11,8 @@ struct MirrorRoots: ~Copyable {
     let destination: OwnedDescriptor
     /// The source root's status when it was opened.
     let sourceStatus: FileStatus
+    /// The destination root's status when it was opened.
+    let destinationStatus: FileStatus
     /// Device and inode of the source root: the destination walk never enters it.
     let sourceIdentity: FileIdentity
     /// Device and inode of the destination root: the source walk never enters it.
@@ -223,7 +225,7 @@ struct MirrorRoots: ~Copyable {
             }
         }
         return MirrorRoots(
-            source: source, destination: destination, sourceStatus: statuses.source,
+            source: source, destination: destination, sourceStatus: statuses.source, destinationStatus: statuses.destination,
             sourceIdentity: identities.0, destinationIdentity: identities.1, unchecked: unchecked)
     }
 
