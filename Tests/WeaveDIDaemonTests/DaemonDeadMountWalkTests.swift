@@ -14,11 +14,14 @@ import WeaveDIPosix
         let daemon: DaemonProcess
         let mount: DeadMount
         var d: String { directory.path }
+        /// The tree, `src` or `dst`, whose `z/dead` stops answering.
+        let deadTree: String
         /// The path the walk gets stuck on.
-        var dead: String { d + "/src/z/dead" }
+        var dead: String { d + "/\(deadTree)/z/dead" }
 
         /// nil (the test is skipped, and says so) where no dead mount can be made.
-        init?(test: String = #function) throws {
+        init?(deadTree: String = "src", test: String = #function) throws {
+            self.deadTree = deadTree
             if let reason = DeadMount.unsupportedReason {
                 print("SKIPPED \(test): \(reason)")
                 return nil
@@ -27,8 +30,8 @@ import WeaveDIPosix
             let d = directory.path
             for index in 0..<20 { directory.write("src/a/file-\(index).txt", String(repeating: "\(index) ", count: 100 * index)) }
             directory.write("src/z/before.txt", "before")
-            try FileManager.default.createDirectory(atPath: "\(d)/src/z/dead", withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: "\(d)/dst", withIntermediateDirectories: true)
+            directory.write("src/z/dead/inside.txt", "inside")
+            try FileManager.default.createDirectory(atPath: "\(d)/dst/z/dead", withIntermediateDirectories: true)
             let config = directory.write("weavedid.json", """
                 {"sync": {"jobs": [
                   {"name": "walk", "source": "\(d)/src", "destination": "\(d)/dst", "interval": 3600, "workers": 2}]}}
@@ -36,7 +39,7 @@ import WeaveDIPosix
             daemon = try DaemonProcess(
                 ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory, wrapper: wrapper)
             try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
-            mount = try DeadMount(at: "\(d)/src/z/dead", inNamespaceOf: daemon.pid, scratch: directory)
+            mount = try DeadMount(at: "\(d)/\(deadTree)/z/dead", inNamespaceOf: daemon.pid, scratch: directory)
         }
 
 
@@ -88,6 +91,30 @@ import WeaveDIPosix
         #expect(setup.daemon.waitForLog("a thread stuck on \"\(d)/src/z/dead\" (a mirror run's walk) returned after "),
                 "\(setup.daemon.log)")
         #expect(setup.destinationFilesAreWhole())
+        let stopping = ContinuousClock.now
+        setup.daemon.send(.terminate)
+        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+        #expect(ContinuousClock.now - stopping < .seconds(4))
+    }
+
+    /// The same with the destination's `z/dead` dead: the run fails naming it, and the
+    /// destination's own step.
+    @Test func aRunWhoseDestinationStopsAnsweringDuringTheWalk_failsNamingThePath() throws {
+        guard let setup = try Setup(deadTree: "dst") else { return }
+        let run = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(15))?.parameter("run")
+        #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
+        #expect(run?[member: "message"]?.stringValue
+            == "\(setup.dead): reading the destination entry did not answer within 5 s (is its file system responding?)",
+            "\(setup.daemon.log)")
+        #expect(setup.daemon.log.contains("a thread is stuck on \"\(setup.dead)\" (a mirror run's walk) and left behind; 1 stuck in all"),
+                "\(setup.daemon.log)")
+        #expect(setup.destinationFilesAreWhole())
+        #expect(setup.directory.read("dst/a/file-3.txt") == setup.directory.read("src/a/file-3.txt"))
+        // A retry does not try the path a thread is stuck on.
+        let retry = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(4))?.parameter("run")
+        #expect(Self.sanitized(retry?[member: "message"]?.stringValue)
+            == "\(setup.dead): reading the destination entry was not tried: an earlier thread (a mirror run's walk) has been "
+                + "stuck on \"\(setup.dead)\" for N s (is its file system responding?)", "\(setup.daemon.log)")
         let stopping = ContinuousClock.now
         setup.daemon.send(.terminate)
         #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
