@@ -7,6 +7,11 @@ import WeaveDIPosix
 /// is cut short. Both need a shutdown in progress when something else happens, made
 /// deterministic by stopping the daemon (SIGSTOP) while the signals are sent.
 @Suite struct DaemonShutdownTests {
+    /// The size of the file whose copy is under way when the shutdown comes: sparse, so it
+    /// takes no disk space, and large enough that no disk copies it (zeros written out in
+    /// full) in the moments before the signal.
+    static let sparseSize: Int = 8 << 30
+
     /// A daemon whose job is copying a 1 GiB file (seconds of work: the copy is written and
     /// flushed to disk) when this returns. The source is allocated, not written, so it costs
     /// nothing to make.
@@ -14,8 +19,7 @@ import WeaveDIPosix
         let directory = TemporaryDirectory()
         let big = directory.write("source/big.bin", "")
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
-        let allocated = try Subprocess.run("/usr/bin/fallocate", arguments: ["-l", "1G", big], environment: [:])
-        try #require(allocated.status == .exited(0), "fallocate: \(allocated.standardErrorText)")
+        try #require(truncate(big, Self.sparseSize) == 0, "truncate: \(Errno.current)")
         let config = directory.write("weavedid.json", """
             {"shutdownTimeout": \(shutdownTimeout), "sync": {"jobs": [{"name": "big", "source": "\(directory.path)/source",
               "destination": "\(directory.path)/mirror", "interval": 3600, "runAtStart": true}]}}
@@ -59,8 +63,7 @@ import WeaveDIPosix
         for name in names {
             let big = directory.write("source-\(name)/big.bin", "")
             try FileManager.default.createDirectory(atPath: directory.path + "/mirror-\(name)", withIntermediateDirectories: true)
-            let allocated = try Subprocess.run("/usr/bin/fallocate", arguments: ["-l", "1G", big], environment: [:])
-            try #require(allocated.status == .exited(0), "fallocate: \(allocated.standardErrorText)")
+            try #require(truncate(big, Self.sparseSize) == 0, "truncate: \(Errno.current)")
             jobs.append(#"{"name": "\#(name)", "source": "\#(directory.path)/source-\#(name)", "destination": "\#(directory.path)/mirror-\#(name)", "interval": 3600}"#)
         }
         let config = directory.write("weavedid.json", #"{"sync": {"maxConcurrentRuns": 3, "jobs": [\#(jobs.joined(separator: ", "))]}}"#)
