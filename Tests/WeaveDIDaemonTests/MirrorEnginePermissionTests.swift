@@ -14,6 +14,16 @@ private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
 /// runs in a child process as `nobody` (uid 65534, through `setpriv`): the child is this test
 /// binary, filtered to one of the `child…` tests, each enabled only there.
 @Suite struct MirrorEnginePermissionTests {
+    /// Runs this test binary as `nobody`, filtered to the child test `name`, which finds its
+    /// fixture at `root` through the environment variable `variable`.
+    private func asNobody(_ name: String, _ variable: String, root: String) throws -> SubprocessResult {
+        try Subprocess.run(
+            "/usr/bin/setpriv",
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0],
+                        "--testing-library", "swift-testing", "--filter", "MirrorEnginePermissionTests/\(name)"],
+            environment: ["PATH": "/usr/bin:/bin", variable: root])
+    }
+
     @Test func unreadableFilesAndDirectories_areReported_andTheRunGoesOn() throws {
         guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
             print("SKIPPED unreadableFilesAndDirectories_areReported_andTheRunGoesOn: needs root and setpriv")
@@ -32,11 +42,7 @@ private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
             #expect(chown(fixture.root + "/" + directory, 65534, 65534) == 0)
         }
 
-        let child = try Subprocess.run(
-            "/usr/bin/setpriv",
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0],
-                        "--testing-library", "swift-testing", "--filter", "MirrorEnginePermissionTests/childRun"],
-            environment: ["PATH": "/usr/bin:/bin", mirrorChildRootVariable: fixture.root])
+        let child = try asNobody("childRun_asNobody_writesItsReport", mirrorChildRootVariable, root: fixture.root)
         #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
 
         let lines = (fixture.read("out/report.txt") ?? "").split(separator: "\n").map(String.init)
@@ -87,11 +93,7 @@ private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
         for path in [fixture.root, fixture.source] {
             #expect(chmod(path, 0o755) == 0 && chown(path, 65534, 65534) == 0)
         }
-        let child = try Subprocess.run(
-            "/usr/bin/setpriv",
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0],
-                        "--testing-library", "swift-testing", "--filter", "MirrorEnginePermissionTests/childRuns_inReadOnlyDirectories"],
-            environment: ["PATH": "/usr/bin:/bin", readOnlyChildRootVariable: fixture.root])
+        let child = try asNobody("childRuns_inReadOnlyDirectories", readOnlyChildRootVariable, root: fixture.root)
         #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
         // The child got to its end (a filter that matched nothing would exit 0 too).
         #expect(fixture.read("done") == "uid 65534", "\(child.standardOutputText)\(child.standardErrorText)")
