@@ -61,9 +61,10 @@ import WeaveDIPosix
         }
 
         /// The daemon's threads stuck on the mount: in an uninterruptible wait (state `D`) inside
-        /// FUSE, once the count is `expected` in three samples in a row, or after 3 s. A thread
-        /// in such a wait elsewhere (flushing the state file to the local disk, or paging in the
-        /// daemon's own code on a busy machine) is not counted.
+        /// FUSE, or behind a lookup of the same name that waits there (`d_alloc_parallel`), once
+        /// the count is `expected` in three samples in a row, or after 3 s. A thread in such a
+        /// wait elsewhere (flushing the state file to the local disk, or paging in the daemon's
+        /// own code on a busy machine) is not counted.
         func threadsWaitingOnTheMount(expected: Int) -> Int {
             var count = threadsWaitingInFUSE()
             var agreeing = count == expected ? 1 : 0
@@ -87,7 +88,8 @@ import WeaveDIPosix
                 // Where in the kernel it waits: its stack where readable (root), else its wait channel.
                 let stack = (try? String(contentsOfFile: directory + "/stack", encoding: .utf8)) ?? ""
                 let channel = (try? String(contentsOfFile: directory + "/wchan", encoding: .utf8)) ?? ""
-                return stack.contains("fuse_") || channel.contains("fuse")
+                return ["fuse_", "d_alloc_parallel"].contains { stack.contains($0) }
+                    || ["fuse", "d_alloc_parallel"].contains { channel.contains($0) }
             }.count
         }
     }

@@ -12,9 +12,9 @@ import WeaveDIPosix
     /// full) in the moments before the signal.
     static let sparseSize: Int = 8 << 30
 
-    /// A daemon whose job is copying a 1 GiB file (seconds of work: the copy is written and
-    /// flushed to disk) when this returns. The source is allocated, not written, so it costs
-    /// nothing to make.
+    /// A daemon whose job is copying a sparse 8 GiB file (`sparseSize`: seconds of work, as the
+    /// copy's zeros are written out) when this returns. The source costs nothing to make; the
+    /// copy stops at the shutdown, and its temporary file goes.
     func busyDaemon(shutdownTimeout: Double = 10) throws -> (DaemonProcess, TemporaryDirectory) {
         let directory = TemporaryDirectory()
         let big = directory.write("source/big.bin", "")

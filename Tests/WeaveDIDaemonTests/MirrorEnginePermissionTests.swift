@@ -116,9 +116,10 @@ private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
             try body()
             try cwd.setPermissions(at: directory, 0o555)
         }
-        func mirror(delete: Bool = false) async -> MirrorReport {
+        func mirror(delete: Bool = false, compare: DaemonConfiguration.CompareMode = .sizeAndModificationTime) async -> MirrorReport {
             await MirrorEngine(
-                settings: MirrorSettings(source: source, destination: destination, delete: delete), container: .mirrorWorkers()
+                settings: MirrorSettings(source: source, destination: destination, compare: compare, delete: delete),
+                container: .mirrorWorkers()
             ).run()
         }
         let directories = ["", "/locked", "/locked/deeper"]
@@ -135,18 +136,28 @@ private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
         try write(source + "/top.txt", "top")
         try write(source + "/locked/inside.txt", "inside")
         try write(source + "/locked/deeper/deep.txt", "deep")
-        for path in directories.reversed() { try cwd.setPermissions(at: source + path, 0o555) }
+        try cwd.makeDirectory(at: source + "/gone")
+        try cwd.makeDirectory(at: source + "/gone/inner")
+        try write(source + "/gone/inner/x.txt", "x")
+        for path in ["/gone/inner", "/gone"] + directories.reversed() { try cwd.setPermissions(at: source + path, 0o555) }
 
         let first = await mirror()
         #expect(first.result == .success, "\(first.errors)")
-        #expect(first.copied == 3)
+        #expect(first.copied == 4)
         #expect(FileManager.default.contents(atPath: destination + "/locked/deeper/deep.txt") == Data("deep".utf8))
         let mirrored = try directoryStatuses()
         #expect(mirrored.allSatisfy { $0.hasSuffix(" 555") }, "\(mirrored)")
 
-        // Nothing to do: no directory is made writable and back, so none has a new ctime.
+        // Nothing to do: no directory is made writable and back, so none has a new ctime (whose
+        // granularity is the kernel's tick: the wait makes a change show).
+        usleep(20_000)
         let idle = await mirror()
-        #expect(idle.result == .success && idle.copied == 0 && idle.updated == 0 && idle.unchanged == 3, "\(idle.errors)")
+        #expect(idle.result == .success && idle.copied == 0 && idle.updated == 0 && idle.unchanged == 4, "\(idle.errors)")
+        #expect(try directoryStatuses() == mirrored)
+        // The same when every file's content is compared.
+        let verified = await mirror(compare: .checksum)
+        #expect(verified.result == .success && verified.copied == 0 && verified.updated == 0 && verified.unchanged == 4,
+                "\(verified.errors)")
         #expect(try directoryStatuses() == mirrored)
 
         // A new file in the root and one two levels down, both read-only in the destination.
@@ -161,11 +172,15 @@ private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
         // `locked` itself had nothing new: only its subdirectory was written in.
         #expect(after[1] == mirrored[1])
 
-        // A deletion in a read-only directory.
+        // A deletion in a read-only directory, and of a read-only tree.
         try changing(source + "/locked") { try cwd.unlink(at: source + "/locked/inside.txt") }
+        try cwd.setPermissions(at: source + "/gone/inner", 0o755)
+        try cwd.setPermissions(at: source + "/gone", 0o755)
+        try changing(source) { try FileManager.default.removeItem(atPath: source + "/gone") }
         let deleted = await mirror(delete: true)
-        #expect(deleted.result == .success && deleted.deleted == 1, "\(deleted.errors)")
+        #expect(deleted.result == .success && deleted.deleted == 4, "\(deleted.errors)")
         #expect(!FileManager.default.fileExists(atPath: destination + "/locked/inside.txt"))
+        #expect(!FileManager.default.fileExists(atPath: destination + "/gone"))
         #expect(try directoryStatuses().allSatisfy { $0.hasSuffix(" 555") })
 
         for path in directories { try cwd.setPermissions(at: destination + path, 0o755) }  // for the parent's clean-up

@@ -5,6 +5,8 @@ import WeaveDIPosix
 struct DestinationRemover {
     /// The source root: a destination directory that is it (through a bind mount) is refused.
     let sourceRoot: FileIdentity
+    /// Whether the run is root, which may remove entries from a directory whose mode denies it.
+    let isPrivileged: Bool
 
     /// Removes `name` from `directory`, whatever it is; `removed` counts every entry removed,
     /// also when a failure stops the removal part way.
@@ -43,6 +45,12 @@ struct DestinationRemover {
         guard let directory = try openForRemoval(name, in: parent, removed: &removed) else { return }
         let status = try MirrorFailure.attempt("fstat") { try directory.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
+        if !isPrivileged && status.permissions.rawValue & 0o700 != 0o700 {
+            // A read-only directory is emptied as its owner may: made writable first (it goes).
+            try MirrorFailure.attempt("fchmod") {
+                try directory.descriptor.setPermissions(FilePermissions(rawValue: status.mode | 0o700))
+            }
+        }
         let entries = try MirrorFailure.attempt("readdir") { try directory.descriptor.directoryEntries() }
         for entry in entries {
             guard entry.nameIsExact else { throw .nameNotUTF8 }

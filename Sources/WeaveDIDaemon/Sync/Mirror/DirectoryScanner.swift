@@ -82,6 +82,7 @@ struct DirectoryScanner {
             outcome.report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
             outcome.listingFailed = true
             outcome.finished = true  // nothing was mirrored: its mode and mtime stay as they are
+            directory.undoMakeWritable()
             return
         }
         removeLeftovers(&destinationEntries, in: directory, outcome: &outcome)
@@ -128,8 +129,9 @@ struct DirectoryScanner {
         if settings.delete {
             deleteExtras(destinationEntries, keeping: sourceNames, in: directory, outcome: &outcome)
         }
-        // Before the workers add names to it: copies and links, and subdirectories to make.
-        if outcome.jobs.contains(where: { $0.action.mayChangeTheDirectory })
+        // Before the workers add names to it: copies and links, and subdirectories to make (a
+        // checksum comparison makes it writable itself, only when the contents differ).
+        if outcome.jobs.contains(where: { $0.action.alwaysChangesTheDirectory })
             || outcome.subdirectories.contains(where: { $0.destinationKind != .directory })
         {
             do {
@@ -230,7 +232,7 @@ struct DirectoryScanner {
                          outcome: inout ScanOutcome) throws(MirrorFailure)
     {
         guard destination?.kind == .directory else { return }
-        let remover = DestinationRemover(sourceRoot: context.sourceRoot)
+        let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged)
         try directory.makeWritable()
         try WalkWatch.begin(.removing, name)
         outcome.modified = true
@@ -277,7 +279,7 @@ struct DirectoryScanner {
     private func deleteExtras(_ entries: [DirectoryEntry], keeping names: Set<ExactName>, in directory: MirrorDirectory,
                               outcome: inout ScanOutcome)
     {
-        let remover = DestinationRemover(sourceRoot: context.sourceRoot)
+        let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged)
         for entry in entries where !names.contains(ExactName(entry.name)) {
             let path = directory.path(of: entry.name)
             guard entry.nameIsExact else {

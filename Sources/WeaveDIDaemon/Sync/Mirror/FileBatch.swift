@@ -15,13 +15,13 @@ struct FileJob: Sendable {
         /// Same link target; give the destination link the source link's mtime.
         case fixLinkTime
 
-        /// Whether the action may add, replace or remove a name in the directory (a temporary
-        /// file or link, then its rename), which needs write access to the directory; setting
-        /// an entry's mode or times does not.
-        var mayChangeTheDirectory: Bool {
+        /// Whether the action adds and replaces a name in the directory (a temporary file or
+        /// link, then its rename), which needs write access to the directory; setting an
+        /// entry's mode or times does not, and `verify` does only when the contents differ.
+        var alwaysChangesTheDirectory: Bool {
             switch self {
-            case .copy, .verify, .link: true
-            case .fixAttributes, .fixLinkTime: false
+            case .copy, .link: true
+            case .verify, .fixAttributes, .fixLinkTime: false
             }
         }
     }
@@ -234,6 +234,7 @@ extension FileBatch {
             try WalkWatch.begin(.checksumming(.destination), job.name, bytes: Int64(FileHasher.bufferSize))
             let destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
             if sourceDigest != destinationDigest {
+                try directory.makeWritable()
                 return .file(try copier.prepare(
                     job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime))
             } else if try copier.fixAttributes(job.name, to: job.source, in: destination, durable: durable) {

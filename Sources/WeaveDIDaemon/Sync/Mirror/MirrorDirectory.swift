@@ -32,7 +32,11 @@ final class MirrorDirectory: Sendable {
     /// The mode that lets the run write in the destination directory (its own plus the owner's
     /// `rwx`), when its own denies that and the run is not root; nil when it need not change.
     private let writableMode: FilePermissions?
-    private let madeWritable = Atomic<Bool>(false)
+    /// The destination directory's mode as opened.
+    private let openedMode: FilePermissions
+    /// Whether `makeWritable` changed the mode; held through the change, as several batches of
+    /// a checksum run may ask at once.
+    private let madeWritable = Mutex<Bool>(false)
     /// Whether the destination directory's mode denies the run listing it (no owner `r-x`,
     /// the run not being root): the scan makes it writable, and so listable, first.
     let deniesListing: Bool
@@ -52,6 +56,7 @@ final class MirrorDirectory: Sendable {
         writableMode = isPrivileged || destinationStatus.permissions.rawValue & owner == owner
             ? nil : FilePermissions(rawValue: destinationStatus.mode | owner)
         deniesListing = !isPrivileged && destinationStatus.permissions.rawValue & 0o500 != 0o500
+        openedMode = destinationStatus.permissions
     }
 
     deinit {
@@ -78,13 +83,27 @@ final class MirrorDirectory: Sendable {
     }
 
     /// Lets the run write in the destination directory when its mode denies that (a read-only
-    /// directory, the run not being root): called by the scan before the first change in it,
-    /// it adds the owner's `rwx` once; `finish` gives the directory the source's mode
-    /// afterwards. A directory in which nothing changes keeps its mode, and its ctime.
+    /// directory, the run not being root): called before the first change in it (by the
+    /// scan, or by a checksum comparison that found a difference), it adds the owner's `rwx`
+    /// once; `finish` gives the directory the source's mode afterwards. A directory in which
+    /// nothing changes keeps its mode, and its ctime.
     func makeWritable() throws(MirrorFailure) {
-        guard let writableMode, !madeWritable.exchange(true, ordering: .relaxed) else { return }
-        try WalkWatch.begin(.settingAttributes, nil, in: self)
-        try MirrorFailure.attempt("fchmod") { try destination.descriptor.setPermissions(writableMode) }
+        guard let writableMode else { return }
+        try madeWritable.withLock { (made: inout Bool) throws(MirrorFailure) in
+            guard !made else { return }
+            try WalkWatch.begin(.settingAttributes, nil, in: self)
+            try MirrorFailure.attempt("fchmod") { try destination.descriptor.setPermissions(writableMode) }
+            made = true
+        }
+    }
+
+    /// Gives the mode `makeWritable` changed back, for a directory that will not be finished
+    /// (its listing failed); best effort, as the failure may well be the file system's.
+    func undoMakeWritable() {
+        madeWritable.withLock { made in
+            guard made, (try? WalkWatch.begin(.settingAttributes, nil, in: self)) != nil else { return }
+            if (try? destination.descriptor.setPermissions(openedMode)) != nil { made = false }
+        }
     }
 
     /// Gives the destination directory the source directory's mode and mtime once its content
