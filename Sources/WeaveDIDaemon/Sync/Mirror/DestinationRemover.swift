@@ -45,11 +45,9 @@ struct DestinationRemover {
         guard let directory = try openForRemoval(name, in: parent, removed: &removed) else { return }
         let status = try MirrorFailure.attempt("fstat") { try directory.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
-        if !isPrivileged && status.permissions.rawValue & 0o700 != 0o700 {
+        if let writable = status.modeOpenToItsOwner(isPrivileged: isPrivileged) {
             // A read-only directory is emptied as its owner may: made writable first (it goes).
-            try MirrorFailure.attempt("fchmod") {
-                try directory.descriptor.setPermissions(FilePermissions(rawValue: status.mode | 0o700))
-            }
+            try MirrorFailure.attempt("fchmod") { try directory.descriptor.setPermissions(writable) }
         }
         let entries = try MirrorFailure.attempt("readdir") { try directory.descriptor.directoryEntries() }
         for entry in entries {

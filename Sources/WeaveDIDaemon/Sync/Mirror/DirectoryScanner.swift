@@ -79,7 +79,7 @@ struct DirectoryScanner {
                 try directory.destination.descriptor.directoryEntries { _ in WalkWatch.pulse() }
             }
         } catch {
-            outcome.report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
+            outcome.report.fail(directory.reportPath, error.description)
             outcome.listingFailed = true
             outcome.finished = true  // nothing was mirrored: its mode and mtime stay as they are
             directory.undoMakeWritable()
@@ -138,14 +138,14 @@ struct DirectoryScanner {
                 try directory.makeWritable()
             } catch {
                 // Each change in it fails then, and says why.
-                outcome.report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
+                outcome.report.fail(directory.reportPath, error.description)
             }
         }
         if outcome.jobs.isEmpty && outcome.subdirectories.isEmpty {
             do {
                 _ = try directory.finish(modified: outcome.modified, durable: settings.durable)
             } catch {
-                outcome.report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
+                outcome.report.fail(directory.reportPath, error.description)
             }
             outcome.finished = true
         }

@@ -74,7 +74,7 @@ struct MirrorCoordinator {
             do {
                 _ = try directory.finish(modified: modified, durable: context.settings.durable)
             } catch {
-                report.fail(directory.path.isEmpty ? "." : directory.path, error.description)
+                report.fail(directory.reportPath, error.description)
             }
             return .finished(report, directory)
         }

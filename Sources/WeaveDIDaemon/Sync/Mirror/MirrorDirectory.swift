@@ -37,9 +37,6 @@ final class MirrorDirectory: Sendable {
     /// Whether `makeWritable` changed the mode; held through the change, as several batches of
     /// a checksum run may ask at once.
     private let madeWritable = Mutex<Bool>(false)
-    /// Whether the destination directory's mode denies the run listing it (no owner `r-x`,
-    /// the run not being root): the scan makes it writable, and so listable, first.
-    let deniesListing: Bool
 
     /// `destinationStatus` is the destination directory's status as opened; `isPrivileged`,
     /// whether the run may write in it whatever its mode says (root).
@@ -52,11 +49,19 @@ final class MirrorDirectory: Sendable {
         self.sourceStatus = sourceStatus
         self.destination = destination
         self.parent = parent
-        let owner: UInt32 = 0o700
-        writableMode = isPrivileged || destinationStatus.permissions.rawValue & owner == owner
-            ? nil : FilePermissions(rawValue: destinationStatus.mode | owner)
-        deniesListing = !isPrivileged && destinationStatus.permissions.rawValue & 0o500 != 0o500
+        writableMode = destinationStatus.modeOpenToItsOwner(isPrivileged: isPrivileged)
         openedMode = destinationStatus.permissions
+    }
+
+    /// Whether the destination directory's mode denies the run listing it (no owner `r-x`,
+    /// the run not being root): the scan makes it writable, and so listable, first.
+    var deniesListing: Bool {
+        writableMode != nil && openedMode.rawValue & 0o500 != 0o500
+    }
+
+    /// The path for reports: `.` for the roots.
+    var reportPath: String {
+        path.isEmpty ? "." : path
     }
 
     deinit {
@@ -129,6 +134,16 @@ final class MirrorDirectory: Sendable {
             try MirrorFailure.attempt("fsync") { try destination.descriptor.fsync() }
         }
         return changed
+    }
+}
+
+extension FileStatus {
+    /// The mode that gives the owner `rwx` (this one plus 0700), for a run that must list,
+    /// enter and change a directory whose mode denies it that; nil when the mode allows it
+    /// already, or when the run is root (`isPrivileged`), which no mode stops.
+    func modeOpenToItsOwner(isPrivileged: Bool) -> FilePermissions? {
+        let owner: UInt32 = 0o700
+        return isPrivileged || permissions.rawValue & owner == owner ? nil : FilePermissions(rawValue: mode | owner)
     }
 }
 
