@@ -9,11 +9,18 @@ protocol DeadlineStep: Sendable {
     associatedtype Failure: Error
     /// The path the step reads, resolves, opens or creates.
     var path: String { get }
+    /// Every path the step waits on: `[path]`, and for a step that works on two (a copy from
+    /// one file into another) both, as either may be the one that does not answer.
+    var paths: [String] { get }
     /// What the step does, for messages: `resolving "/mnt/nfs/backup"`, `reading the file`.
     var subject: String { get }
     /// The error that stops the work at this step: `problem` (which begins with `subject`
     /// where it should), and the `errno` that goes with it.
     func failure(_ problem: String, errno: Int32) -> Failure
+}
+
+extension DeadlineStep {
+    var paths: [String] { [path] }
 }
 
 /// Runs work that reads the file system on a thread of its own, and gives up on it when one of
@@ -196,7 +203,7 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
                 if !abandoned {
                     abandoned = true
                     unwanted = true
-                    stuck.leave(id, path: step.path, purpose: purpose, since: stepStarted)
+                    stuck.leave(id, paths: step.paths, purpose: purpose, since: stepStarted)
                 }
                 return .failure(step.failure(StepDeadline.problem(step, limit: limit), errno: ETIMEDOUT))
             }

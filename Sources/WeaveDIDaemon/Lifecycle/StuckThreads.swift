@@ -44,8 +44,9 @@ final class StuckThreads: Sendable {
     }
 
     private struct Thread {
-        /// The path of its step.
-        let path: String
+        /// The paths of its step: one, or two for a step that works on both (a copy from the
+        /// source into the destination), where either may be the one that does not answer.
+        let paths: [String]
         /// What it was doing: `a configuration load`.
         let purpose: String
         /// When its step began (monotonic nanoseconds).
@@ -84,7 +85,7 @@ final class StuckThreads: Sendable {
         return state.withLock { state in
             if state.threads.count >= limit {
                 let paths = state.threads.values.sorted { $0.since < $1.since }
-                    .map { "\"\($0.path)\" for \(Self.seconds(from: $0.since, to: now)) s" }
+                    .map { "\(Self.quoted($0.paths)) for \(Self.seconds(from: $0.since, to: now)) s" }
                 return ("\(first.subject) was not tried: \(state.threads.count) threads are stuck on file systems that do "
                     + "not answer, the most there may be (\(paths.joined(separator: ", "))); nothing more is tried until "
                     + "one of them returns", EAGAIN)
@@ -100,15 +101,15 @@ final class StuckThreads: Sendable {
         return state.withLock { Self.stuckPath(of: step, among: $0.threads, except: id, now: now) }
     }
 
-    /// The work `id`'s step on `path`, begun at `since`, has not answered within its deadline:
-    /// its thread is left behind.
-    func leave(_ id: Int, path: String, purpose: String, since: UInt64) {
+    /// The work `id`'s step on `paths` (`DeadlineStep.paths`), begun at `since`, has not
+    /// answered within its deadline: its thread is left behind.
+    func leave(_ id: Int, paths: [String], purpose: String, since: UInt64) {
         let count = state.withLock { state in
-            state.threads[id] = Thread(path: path, purpose: purpose, since: since)
+            state.threads[id] = Thread(paths: paths, purpose: purpose, since: since)
             stuckCount.store(state.threads.count, ordering: .releasing)
             return state.threads.count
         }
-        send(.stuck("a thread is stuck on \"\(path)\" (\(purpose)) and left behind; \(count) stuck in all "
+        send(.stuck("a thread is stuck on \(Self.quoted(paths)) (\(purpose)) and left behind; \(count) stuck in all "
             + "(at most \(limit), then nothing more is tried)"))
     }
 
@@ -121,7 +122,7 @@ final class StuckThreads: Sendable {
             return thread.map { ($0, state.threads.count) }
         }
         guard let (thread, count) = returned else { return }
-        send(.returned("a thread stuck on \"\(thread.path)\" (\(thread.purpose)) returned after "
+        send(.returned("a thread stuck on \(Self.quoted(thread.paths)) (\(thread.purpose)) returned after "
             + "\(Self.seconds(from: thread.since, to: now)) s; \(count) still stuck"))
     }
 
@@ -130,16 +131,26 @@ final class StuckThreads: Sendable {
         report(event)
     }
 
-    /// The refusal of `step` when a thread other than `except` is stuck on its path or above
-    /// it (the longest stuck is named).
+    /// The refusal of `step` when a thread other than `except` is stuck on one of its paths or
+    /// above it (the longest stuck is named, with the path of its that the step is at or below).
     private static func stuckPath(
         of step: some DeadlineStep, among threads: [Int: Thread], except: Int?, now: UInt64
     ) -> (problem: String, errno: Int32)? {
-        guard let thread = threads.filter({ $0.key != except && isAt(step.path, orBelow: $0.value.path) })
-            .map(\.value).min(by: { $0.since < $1.since })
-        else { return nil }
-        return ("\(step.subject) was not tried: an earlier thread (\(thread.purpose)) has been stuck on \"\(thread.path)\" "
+        let paths = step.paths
+        let matches = threads.compactMap { id, thread -> (thread: Thread, path: String)? in
+            guard id != except,
+                let path = thread.paths.first(where: { stuck in paths.contains { isAt($0, orBelow: stuck) } })
+            else { return nil }
+            return (thread, path)
+        }
+        guard let (thread, path) = matches.min(by: { $0.thread.since < $1.thread.since }) else { return nil }
+        return ("\(step.subject) was not tried: an earlier thread (\(thread.purpose)) has been stuck on \"\(path)\" "
             + "for \(seconds(from: thread.since, to: now)) s (is its file system responding?)", ETIMEDOUT)
+    }
+
+    /// `"/a"`, or `"/a" or "/b"`.
+    private static func quoted(_ paths: [String]) -> String {
+        paths.map { "\"\($0)\"" }.joined(separator: " or ")
     }
 
     /// Whether `path` is `stuck` or lies below it, lexically.

@@ -33,12 +33,20 @@ enum WalkStepKind: Sendable {
     /// Renaming a copy or link into place.
     case renaming
 
+    /// The side whose entry the step works on; for a copy, the source (it works on both:
+    /// `sides`).
     var side: Side {
         switch self {
         case let .listing(side), let .lookingAt(side), let .openingDirectory(side), let .checksumming(side): side
         case .openingFile, .copying: .source
         case .removing, .creatingCopy, .settingAttributes, .flushing, .renaming: .destination
         }
+    }
+
+    /// The sides the step waits on: a copy reads the source file and writes its copy in the
+    /// destination, and either file system may be the one that does not answer.
+    var sides: [Side] {
+        if case .copying = self { [.source, .destination] } else { [side] }
     }
 
     /// `reading the source entry`: what a message says the worker was doing.
@@ -63,7 +71,17 @@ enum WalkStepKind: Sendable {
 /// A step of a mirror run's walk, as `StuckThreads` sees it.
 struct WalkStep: DeadlineStep {
     let subject: String
-    let path: String
+    /// The step's paths, on each of its sides (`WalkStepKind.sides`): the first is the one
+    /// messages begin with.
+    let paths: [String]
+    var path: String { paths[0] }
+
+    /// The step `kind` on `name` in `directory`, the paths as `watch` spells them. A step on
+    /// two sides names the other in its subject: `copying the file's content to "/dst/a/f"`.
+    init(_ kind: WalkStepKind, _ directory: MirrorDirectory?, _ name: String?, in watch: WalkWatch) {
+        paths = kind.sides.map { watch.path($0, directory, name) }
+        subject = paths.count > 1 ? "\(kind.subject) to \"\(paths[1])\"" : kind.subject
+    }
 
     func failure(_ problem: String, errno: Int32) -> MirrorFailure {
         .notTried(problem)
@@ -251,9 +269,8 @@ final class WalkWatch: Sendable {
                 switch finding {
                 case .none:
                     break
-                case let .stuck(path, subject, limit):
-                    give(.failed(path: path, reason: StepDeadline.problem(
-                        WalkStep(subject: subject, path: path), limit: .nanoseconds(Int64(limit)))))
+                case let .stuck(step, limit):
+                    give(.failed(path: step.path, reason: StepDeadline.problem(step, limit: .nanoseconds(Int64(limit)))))
                 case .lingering:
                     give(.abandoned)
                 }
@@ -282,7 +299,7 @@ final class WalkSlot: @unchecked Sendable {
     enum Finding {
         case none
         /// Stuck in this step, just now left behind.
-        case stuck(path: String, subject: String, limit: UInt64)
+        case stuck(WalkStep, limit: UInt64)
         /// The run is cancelled and the step has not moved on within the grace.
         case lingering
     }
@@ -315,10 +332,9 @@ final class WalkSlot: @unchecked Sendable {
         if let returned { watch.stuck.finish(returned) }
         if watch.isUnwanted { throw .cancelled }
         if !watch.stuck.isEmpty {
-            let path = state.withLock { watch.path(kind.side, $0.directory, name) }
-            let step = WalkStep(subject: kind.subject, path: path)
+            let step = state.withLock { WalkStep(kind, $0.directory, name, in: watch) }
             if let refusal = watch.stuck.refusal(toTry: step, by: -1) {
-                watch.give(.failed(path: path, reason: refusal.problem))
+                watch.give(.failed(path: step.path, reason: refusal.problem))
                 throw .notTried(refusal.problem)
             }
         }
@@ -352,14 +368,14 @@ final class WalkSlot: @unchecked Sendable {
                 return .none
             case let .stuck(since, limit):
                 guard state.stuckID == nil else { return .none }  // counted already
-                let path = watch.path(state.kind.side, state.directory, state.name)
+                let step = WalkStep(state.kind, state.directory, state.name, in: watch)
                 let id = watch.stuck.newID()
                 state.stuckID = id
                 state.stuckGeneration = current
                 // Under the slot's lock, so that the thread's return (`begin`, `idle`) is never
                 // seen before it was counted stuck.
-                watch.stuck.leave(id, path: path, purpose: WalkWatch.purpose, since: since)
-                return .stuck(path: path, subject: state.kind.subject, limit: limit)
+                watch.stuck.leave(id, paths: step.paths, purpose: WalkWatch.purpose, since: since)
+                return .stuck(step, limit: limit)
             case .lingering:
                 return state.stuckID == nil ? .lingering : .none
             }
