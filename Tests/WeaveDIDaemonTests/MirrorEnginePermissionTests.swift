@@ -183,6 +183,28 @@ private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
         #expect(!FileManager.default.fileExists(atPath: destination + "/gone"))
         #expect(try directoryStatuses().allSatisfy { $0.hasSuffix(" 555") })
 
+        // A directory with content in the way of a new file, and delete off: refused, and its
+        // read-only parent is not made writable for nothing. (Both parents get their mtime back,
+        // so that the run has nothing else to change in `deeper`.)
+        let deeper = "/locked/deeper"
+        let deeperTime = try FileStatus(path: source + deeper, followSymlinks: false).modificationTime
+        try changing(source + deeper) { try write(source + deeper + "/blocked", "a file now") }
+        try changing(destination + deeper) {
+            try cwd.makeDirectory(at: destination + deeper + "/blocked")
+            try write(destination + deeper + "/blocked/keep.txt", "kept")
+        }
+        for tree in [source, destination] {
+            try cwd.setTimes(at: tree + deeper, access: nil, modification: deeperTime, followSymlinks: false)
+        }
+        usleep(20_000)
+        let beforeRefusal = try directoryStatuses()
+        let refused = await mirror()
+        #expect(refused.result == .partial && refused.copied == 0, "\(refused.errors)")
+        #expect(refused.errors.map { "\($0.path): \($0.reason)" }
+            == ["locked/deeper/blocked: a directory is in the way and delete is off"])
+        #expect(try directoryStatuses() == beforeRefusal)
+        #expect(FileManager.default.contents(atPath: destination + deeper + "/blocked/keep.txt") == Data("kept".utf8))
+
         for path in directories { try cwd.setPermissions(at: destination + path, 0o755) }  // for the parent's clean-up
         for path in directories { try cwd.setPermissions(at: source + path, 0o755) }
         try write(root + "/done", "uid \(getuid())")

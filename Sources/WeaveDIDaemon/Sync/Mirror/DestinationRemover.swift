@@ -28,6 +28,20 @@ struct DestinationRemover {
         }
     }
 
+    /// Whether the directory `name` has no entries (or is gone): asked before a read-only
+    /// directory is made writable to remove it with `removeIfEmpty`, so that one that is in
+    /// the way for good is refused without touching its parent's mode (and ctime).
+    func isEmptyDirectory(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> Bool {
+        do {
+            let directory = try MirrorFailure.opening { try parent.openDirectory(at: name, noFollow: true) }
+            return try MirrorFailure.attempt("readdir") { try directory.descriptor.directoryEntries() }.isEmpty
+        } catch .vanished, .replaced, .system("open", .permissionDenied) {
+            // Nothing in the way now, or a directory that cannot be read (no `r`): `rmdir`,
+            // which needs no `r`, says what is there.
+            return true
+        }
+    }
+
     /// Removes an empty directory `name` only: for `delete: false`, which never drops content.
     func removeIfEmpty(_ name: String, in directory: FileDescriptor) throws(MirrorFailure) {
         do {

@@ -233,6 +233,10 @@ struct DirectoryScanner {
     {
         guard destination?.kind == .directory else { return }
         let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged)
+        if !settings.delete {
+            try WalkWatch.begin(.listing(.destination), name)
+            guard try remover.isEmptyDirectory(name, in: directory.destination.descriptor) else { throw .directoryInTheWay }
+        }
         try directory.makeWritable()
         try WalkWatch.begin(.removing, name)
         outcome.modified = true
