@@ -70,6 +70,8 @@ import WeaveDIPosix
         #expect(run?[member: "message"]?.stringValue
             == "\(setup.dead): reading the source entry did not answer within 5 s (is its file system responding?)")
         #expect(took >= .seconds(5) && took < .seconds(12), "\(took)")
+        // What the walk did before it stopped counts: `a`'s 20 files are in the destination.
+        #expect(run?[member: "filesCopied"]?.intValue == 20 && run?[member: "errors"]?.intValue == 1, "\(String(describing: run))")
         #expect(setup.daemon.log.contains("a thread is stuck on \"\(setup.dead)\" (a mirror run's walk) and left behind; 1 stuck in all"),
                 "\(setup.daemon.log)")
         #expect(setup.daemon.log.contains("walk: run walk-1 failed in "), "\(setup.daemon.log)")
@@ -110,6 +112,7 @@ import WeaveDIPosix
                 "\(setup.daemon.log)")
         #expect(setup.destinationFilesAreWhole())
         #expect(setup.directory.read("dst/a/file-3.txt") == setup.directory.read("src/a/file-3.txt"))
+        #expect(run?[member: "filesCopied"]?.intValue == 20 && run?[member: "errors"]?.intValue == 1, "\(String(describing: run))")
         // A retry does not try the path a thread is stuck on.
         let retry = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(4))?.parameter("run")
         #expect(Self.sanitized(retry?[member: "message"]?.stringValue)

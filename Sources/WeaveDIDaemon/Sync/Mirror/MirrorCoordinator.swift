@@ -1,3 +1,5 @@
+import WeaveDI
+
 /// Runs a mirror's work items over a task group, at most `workers` at a time, and keeps the
 /// books: which directories still wait for their content, the report, the progress.
 ///
@@ -7,9 +9,12 @@
 /// once its batches are done and its subdirectories opened; the directory is finished (mode,
 /// mtime, one fsync) once all its batches and subdirectories are done. Cancellation stops the
 /// handing out of items, lets the running ones finish their current file, and leaves the rest.
+/// The report's counts and issues are kept in `tally` as outcomes come in, where the engine
+/// reads them when it gives up on the walk without waiting for the coordinator.
 struct MirrorCoordinator {
     let context: MirrorContext
     let pool: MirrorWorkerPool
+    let tally: MirrorTally
 
     private struct DirectoryState {
         /// Batches and subdirectories not done yet (a subdirectory is done once finished).
@@ -23,7 +28,6 @@ struct MirrorCoordinator {
     private struct Books {
         var stack: [MirrorWorkItem] = []
         var directories: [ObjectIdentifier: DirectoryState] = [:]
-        var report = MirrorReport()
         var meter = ProgressMeter()
         var rootFailed = false
         var rootDone = false
@@ -48,7 +52,7 @@ struct MirrorCoordinator {
                 books.meter.tick(progress)
             }
         }
-        var report = books.report
+        var report = tally.report
         if books.rootFailed {
             report.result = .failed
         } else if !books.rootDone || books.interrupted {
@@ -83,7 +87,7 @@ struct MirrorCoordinator {
     private func apply(_ outcome: MirrorWorkOutcome, to books: inout Books) {
         switch outcome {
         case let .scanned(scan, parent):
-            books.report.absorb(scan.report)
+            tally.absorb(scan.report)
             books.meter.found(
                 files: scan.entriesFound, settled: scan.entriesSettled,
                 bytes: scan.jobs.reduce(0) { $0 + $1.plannedBytes })
@@ -105,14 +109,14 @@ struct MirrorCoordinator {
             for job in scan.subdirectories.reversed() { books.stack.append(.open(job, in: directory)) }
             for batch in batches.reversed() { books.stack.append(.files(batch)) }
         case let .files(batch, directory):
-            books.report.absorb(batch.report)
+            tally.absorb(batch.report)
             books.meter.settled(files: batch.settledFiles, bytes: batch.settledBytes)
             if batch.modified { books.directories[ObjectIdentifier(directory)]?.modified = true }
             if batch.interrupted { books.interrupted = true }
             sourceUserDone(directory, &books)
             childDone(directory, &books)
         case let .finished(report, directory):
-            books.report.absorb(report)
+            tally.absorb(report)
             books.directories[ObjectIdentifier(directory)] = nil
             if directory.parent == nil { books.rootDone = true }
             childDone(directory.parent, &books)
@@ -134,5 +138,18 @@ struct MirrorCoordinator {
         state.pending -= 1
         books.directories[ObjectIdentifier(directory)] = state
         if state.pending == 0 { books.stack.append(.finish(directory, modified: state.modified)) }
+    }
+}
+
+/// The counts and issues of a run's walk so far: the coordinator adds each outcome's as it
+/// comes in (under a lock, which nobody else takes while the walk goes on).
+final class MirrorTally: Sendable {
+    private let current = Locked(MirrorReport())
+
+    /// What the walk has done so far.
+    var report: MirrorReport { current.withLock { $0 } }
+
+    func absorb(_ part: MirrorReport) {
+        current.withLock { $0.absorb(part) }
     }
 }

@@ -105,10 +105,11 @@ public struct MirrorEngine: Sendable {
             path: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination,
             destinationStatus: roots.destinationStatus, isPrivileged: context.isPrivileged, parent: nil)
         let relay = ProgressRelay(progress)
+        let tally = MirrorTally()
         // Not a child task: a run given up on (`WalkWatch`) must end while a worker task of the
         // coordinator's group is still stuck in a call, which a child could not.
         let coordinator = Task {
-            let (report, last) = await MirrorCoordinator(context: context, pool: pool).run(root, progress: relay.send)
+            let (report, last) = await MirrorCoordinator(context: context, pool: pool, tally: tally).run(root, progress: relay.send)
             answer.give(.finished(report, last))
         }
         let ending = await withTaskCancellationHandler {
@@ -128,11 +129,16 @@ public struct MirrorEngine: Sendable {
             coordinator.cancel()
             let last = relay.close()
             pool.abandon()
+            // What the walk did until then counts: the files copied are in the destination.
+            var report = tally.report
             switch verdict {
-            case let .failed(path, reason): failed.fail(path, reason)
-            case .abandoned: failed.result = .cancelled
+            case let .failed(path, reason):
+                report.result = .failed
+                report.failFirst(path, reason)
+            case .abandoned:
+                report.result = .cancelled
             }
-            return (failed, last)
+            return (report, last)
         }
     }
 

@@ -6,7 +6,9 @@ public struct MirrorReport: Sendable, Equatable {
         case success
         /// The run went through the tree, but some entries failed; see `errors`.
         case partial
-        /// Nothing was mirrored: a root is missing, unreadable, or the roots overlap.
+        /// The run stopped: a root is missing, unreadable, or the roots overlap (nothing was
+        /// mirrored), or a step on the file system did not answer in time (the counts say what
+        /// was done until then; the first error says where it stopped).
         case failed
         /// Task cancellation stopped the run between files; the destination holds whole files only.
         case cancelled
@@ -59,6 +61,14 @@ public struct MirrorReport: Sendable, Equatable {
     mutating func fail(_ path: String, _ reason: String) {
         errorCount += 1
         if errors.count < MirrorReport.issueLimit { errors.append(MirrorIssue(path: path, reason: reason)) }
+    }
+
+    /// Records the failure that ended the run, ahead of the entries' failures (a failed run's
+    /// message is its first error).
+    mutating func failFirst(_ path: String, _ reason: String) {
+        errorCount += 1
+        errors.insert(MirrorIssue(path: path, reason: reason), at: 0)
+        if errors.count > MirrorReport.issueLimit { errors.removeLast() }
     }
 
     /// Records a skipped entry with its warning.
