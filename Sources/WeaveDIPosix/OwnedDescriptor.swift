@@ -9,7 +9,11 @@ import Glibc
 /// daemon cannot leak client sockets. Use `close()` to observe close errors,
 /// and `release()` to hand the raw descriptor to code that takes ownership.
 public struct OwnedDescriptor: ~Copyable, Sendable {
-    /// The borrowed handle used to perform operations; do not close it directly.
+    /// The borrowed handle used to perform operations; do not close it directly, nor use it
+    /// after the owner is gone. Keep the owner in a variable: in one expression such as
+    /// `try directory.open(at: name, .readOnly).descriptor.status()`, the temporary owner's
+    /// lifetime may end (closing the descriptor) before the call that uses the handle, which
+    /// then fails with `EBADF`, or acts on whatever file was given that number meanwhile.
     public let descriptor: FileDescriptor
 
     /// Takes ownership of `descriptor`, which must not be closed by anyone else.
