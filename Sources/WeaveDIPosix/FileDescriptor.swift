@@ -39,6 +39,11 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable, CustomString
         public static var writeOnly: AccessMode { AccessMode(rawValue: O_WRONLY) }
         /// Open for reading and writing (`O_RDWR`).
         public static var readWrite: AccessMode { AccessMode(rawValue: O_RDWR) }
+        /// Open a handle on the file itself, neither for reading nor writing (`O_PATH`): it
+        /// needs no permission on the file, and serves for `fstat`, as the directory of `*at`
+        /// calls, and for `setPermissionsOfPathHandle`; `read`, `fchmod` and the like fail
+        /// with `EBADF`.
+        public static var pathOnly: AccessMode { AccessMode(rawValue: LinuxSymbols.openPathOnly) }
     }
 
     /// Flags for `open`; `O_CLOEXEC` is controlled separately and on by default.

@@ -63,6 +63,15 @@ extension FileDescriptor {
         try nothingOrErrno { fchmod(rawValue, mode_t(permissions.rawValue)) }
     }
 
+    /// Changes the permission bits of the file this `pathOnly` handle (`O_PATH`) is open on,
+    /// where `fchmod` fails (`EBADF`): through `/proc/self/fd`, whose entry leads to the
+    /// handle's own file, never to what its path names now.
+    public func setPermissionsOfPathHandle(_ permissions: FilePermissions) throws(Errno) {
+        try "/proc/self/fd/\(rawValue)".withCStringTyped { (cPath) throws(Errno) in
+            try nothingOrErrno { chmod(cPath, mode_t(permissions.rawValue)) }
+        }
+    }
+
     /// Changes the permission bits of `path` relative to this directory (`fchmodat(2)`), following links.
     public func setPermissions(at path: String, _ permissions: FilePermissions) throws(Errno) {
         try path.withCStringTyped { (cPath) throws(Errno) in

@@ -54,6 +54,8 @@ internal enum LinuxSymbols {
     static let utimeOmit: Int = (1 << 30) - 2
     /// `O_NOATIME` from `<fcntl.h>` (`_GNU_SOURCE`): `01000000` on x86-64, ARM and most others.
     static let openNoAccessTime: Int32 = 0o1000000
+    /// `O_PATH` from `<fcntl.h>` (`_GNU_SOURCE`): `010000000` on x86-64, ARM and most others.
+    static let openPathOnly: Int32 = 0o10000000
     /// Size of `struct signalfd_siginfo`, fixed by the kernel ABI.
     static let signalFDSiginfoSize = 128
 

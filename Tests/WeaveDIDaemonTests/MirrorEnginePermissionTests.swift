@@ -9,6 +9,8 @@ import WeaveDIPosix
 private let mirrorChildRootVariable = "WEAVEDI_MIRROR_TEST_CHILD_ROOT"
 /// Where the child process of the read-only directories test makes its trees.
 private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
+/// Where the child process of the unreadable-to-its-owner test finds its fixture.
+private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREADABLE_ROOT"
 
 /// Permission errors. The tests run as root, which permission bits do not stop, so the engine
 /// runs in a child process as `nobody` (uid 65534, through `setpriv`): the child is this test
@@ -75,6 +77,63 @@ private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
         let lines = ["uid \(getuid())", "result \(tree.result) copied \(tree.copied)"]
             + tree.errors.map { "error \($0)" }.sorted()
             + ["root result \(closedRoot.result)"] + closedRoot.errors.map { "root error \($0)" }
+        let written = FileManager.default.createFile(
+            atPath: root + "/out/report.txt", contents: Data(lines.joined(separator: "\n").utf8))
+        #expect(written)
+    }
+
+    /// A source directory that the run reads as "others" while its owner may not (mode 0355,
+    /// owned by root): its copy, owned by the run's user, gets that mode, which denies that
+    /// user `r`. The next run opens it all the same (adding the owner's `rwx`, then giving the
+    /// mode back), where it failed on it before (`open: Permission denied`), every run.
+    @Test func aDestinationDirectoryItsOwnerMayNotRead_isMirroredAgain() throws {
+        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            print("SKIPPED aDestinationDirectoryItsOwnerMayNotRead_isMirroredAgain: needs root and setpriv")
+            return
+        }
+        let fixture = try MirrorFixture()
+        try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
+        try fixture.write("src/shared/inside.txt", "first")
+        try fixture.makeDirectory("src/shared", mode: 0o355)
+        #expect(chown(fixture.root + "/src/shared/inside.txt", 65534, 65534) == 0)  // the child changes it
+        for directory in ["dst", "out"] {
+            try fixture.makeDirectory(directory)
+            #expect(chown(fixture.root + "/" + directory, 65534, 65534) == 0)
+        }
+        let child = try asNobody("childRuns_overADirectoryItsOwnerMayNotRead", ownerUnreadableChildRootVariable, root: fixture.root)
+        #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("out/report.txt") == """
+            uid 65534
+            first: success copied 1 errors []
+            dst/shared mode 355
+            unchanged: success copied 0 unchanged 1 errors []
+            dst/shared mode 355
+            changed: success updated 1 errors []
+            dst/shared mode 355
+            """, "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("dst/shared/inside.txt") == "second, longer")
+    }
+
+    /// The child's half: three runs (the second with nothing to do, the third after the parent's
+    /// change), the destination directory's mode after each.
+    @Test(.enabled(if: CurrentProcess.environmentValue(ownerUnreadableChildRootVariable) != nil))
+    func childRuns_overADirectoryItsOwnerMayNotRead() async throws {
+        let root = try #require(CurrentProcess.environmentValue(ownerUnreadableChildRootVariable))
+        var lines = ["uid \(getuid())"]
+        func mirror(_ label: String, _ counts: (MirrorReport) -> String) async throws {
+            let report = await MirrorEngine(
+                settings: MirrorSettings(source: root + "/src", destination: root + "/dst"), container: .mirrorWorkers()
+            ).run()
+            lines.append("\(label): \(report.result) \(counts(report)) errors \(report.errors.map(\.description))")
+            let mode = try FileStatus(path: root + "/dst/shared", followSymlinks: false).permissions.rawValue
+            lines.append("dst/shared mode \(String(mode, radix: 8))")
+        }
+        try await mirror("first") { "copied \($0.copied)" }
+        try await mirror("unchanged") { "copied \($0.copied) unchanged \($0.unchanged)" }
+        // The source file changes (it is the child's; its directory is not).
+        let file = try FileDescriptor.open(root + "/src/shared/inside.txt", .writeOnly, options: [.truncate])
+        try file.descriptor.writeAll(Array("second, longer".utf8))
+        try await mirror("changed") { "updated \($0.updated)" }
         let written = FileManager.default.createFile(
             atPath: root + "/out/report.txt", contents: Data(lines.joined(separator: "\n").utf8))
         #expect(written)

@@ -35,6 +35,26 @@ import WeaveDIPosix
         #expect(try FileDescriptor.currentWorkingDirectory.directoryEntries(at: directory.path).count == 3)
     }
 
+    /// A path-only handle (`O_PATH`) on a directory whose mode denies everything: it opens,
+    /// tells the directory's status, has its mode changed through `/proc/self/fd` (where
+    /// `fchmod` fails), and then opens the directory itself for listing; a link is not followed.
+    @Test func aPathOnlyHandle_opensWithoutPermission_andChangesTheMode() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        try dir.descriptor.makeDirectory(at: "closed")
+        try dir.descriptor.open(at: "closed/inside.txt", .writeOnly, options: [.create]).close()
+        try dir.descriptor.setPermissions(at: "closed", 0o000)
+        let handle = try dir.descriptor.open(at: "closed", .pathOnly, options: [.directory, .noFollow])
+        #expect(try handle.descriptor.status().permissions.rawValue == 0o000)
+        #expect(throws: Errno.badFileDescriptor) { try handle.descriptor.setPermissions(0o700) }
+        try handle.descriptor.setPermissionsOfPathHandle(0o750)
+        #expect(try dir.descriptor.status(at: "closed", followSymlinks: false).permissions.rawValue == 0o750)
+        let opened = try handle.descriptor.openDirectory(at: ".", noFollow: true)
+        #expect(try opened.descriptor.directoryEntries().map(\.name) == ["inside.txt"])
+        try dir.descriptor.createSymbolicLink(at: "link", pointingTo: "closed")
+        #expect(throws: Errno.self) { _ = try dir.descriptor.open(at: "link", .pathOnly, options: [.directory, .noFollow]) }
+    }
+
     @Test func makeDirectories_createsMissingParents_andLeavesExistingOnes() throws {
         let directory = try TemporaryDirectory()
         let root = FileDescriptor.currentWorkingDirectory

@@ -58,12 +58,36 @@ struct DirectoryScanner {
                 throw .system("mkdir", error)
             }
         }
-        let destination = try MirrorFailure.attempt("open") { try target.openDirectory(at: name, noFollow: true) }
+        let destination = try openDestinationDirectory(name, in: target)
         let destinationStatus = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         if FileIdentity(destinationStatus) == context.sourceRoot { throw .otherRoot }
         return MirrorDirectory(
             path: parent.path(of: name), source: source, sourceStatus: sourceStatus, destination: destination,
             destinationStatus: destinationStatus, isPrivileged: context.isPrivileged, parent: parent)
+    }
+
+    /// Opens the destination directory `name` (without following a link). One whose mode
+    /// denies its owner `r` (mirrored from a source directory the run reads as another user:
+    /// mode 0355, say) is opened as its owner may: through a handle that needs no permission
+    /// (`O_PATH`), the owner's `rwx` added to its mode, then opened for listing; `finish` gives
+    /// it the source's mode again, as for a read-only directory made writable.
+    private func openDestinationDirectory(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> OwnedDescriptor {
+        do {
+            return try parent.openDirectory(at: name, noFollow: true)
+        } catch .permissionDenied where !context.isPrivileged {
+            // Below: opened as its owner may.
+        } catch {
+            throw .system("open", error)
+        }
+        return try MirrorFailure.attempt("open") {
+            let handle = try parent.open(at: name, .pathOnly, options: [.directory, .noFollow])
+            let status = try handle.descriptor.status()
+            guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
+                throw Errno.permissionDenied  // not the run's to change
+            }
+            try handle.descriptor.setPermissionsOfPathHandle(open)
+            return try handle.descriptor.openDirectory(at: ".", noFollow: true)
+        }
     }
 
     private func scan(_ directory: MirrorDirectory, into outcome: inout ScanOutcome) {
