@@ -12,27 +12,54 @@ import WeaveDI
 @Suite struct WalkWatchTests {
     typealias Events = StuckThreadsTests.Events
 
+    /// A watch on `/src` and `/dst` with a 100 ms step limit, counting in `stuck`, and the one
+    /// worker of its pool blocked in the step `kind` on `name` until `release`.
+    final class StuckWorker {
+        let watch: WalkWatch
+        let pool: MirrorWorkerPool
+        let verdict = Locked<WalkVerdict?>(nil)
+        private let gate = StuckThreadsTests.gate()
+        private var step: Task<Void, any Error>?
+
+        init(_ kind: WalkStepKind, _ name: String, stuck: StuckThreads) throws {
+            watch = WalkWatch(source: "/src", destination: "/dst", stuck: stuck, baseLimit: .milliseconds(100))
+            try watch.start { [verdict] given in verdict.withLock { $0 = given } }
+            pool = try MirrorWorkerPool(threads: 1, watch: watch)
+            step = Task(executorPreference: pool) { [gate] in
+                try WalkWatch.begin(kind, name)
+                gate.block()
+            }
+        }
+
+        deinit { gate.open() }
+
+        /// Waits up to 10 s for the watch's verdict.
+        func waitForVerdict() async throws -> WalkVerdict? {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while verdict.withLock({ $0 == nil }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            return verdict.withLock { $0 }
+        }
+
+        /// The step's call returns; the pool stops.
+        func release() async {
+            gate.open()
+            _ = await step?.result
+            pool.shutdown()
+        }
+    }
+
     /// A copy waits on two file systems: the thread stuck in one is recorded under both paths,
     /// so that a later step on the destination's file is not tried either (it would leave a
     /// second thread on the same dead mount), and the messages name both.
     @Test func aThreadStuckInACopy_isCountedOnTheSourceAndTheDestination() async throws {
         let events = Events()
         let stuck = StuckThreads(limit: 8, report: events.add)
-        let watch = WalkWatch(source: "/src", destination: "/dst", stuck: stuck, baseLimit: .milliseconds(100))
-        let verdict = Locked<WalkVerdict?>(nil)
-        try watch.start { given in verdict.withLock { $0 = given } }
-        let pool = try MirrorWorkerPool(threads: 1, watch: watch)
-        let gate = StuckThreadsTests.gate()
-        defer { gate.open() }
-        let copy = Task(executorPreference: pool) {
-            try WalkWatch.begin(.copying, "big.iso", bytes: 0)
-            gate.block()
-        }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while verdict.withLock({ $0 == nil }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let worker = try StuckWorker(.copying, "big.iso", stuck: stuck)
+        let watch = worker.watch
+        let verdict = try await worker.waitForVerdict()
 
-        guard case let .failed(path, reason) = verdict.withLock({ $0 }) else {
-            Issue.record("no failure: \(String(describing: verdict.withLock { $0 }))")
+        guard case let .failed(path, reason) = verdict else {
+            Issue.record("no failure: \(String(describing: verdict))")
             return
         }
         #expect(path == "/src/big.iso")
@@ -54,9 +81,7 @@ import WeaveDI
         #expect(stuck.refusal(toTry: WalkStep(.lookingAt(.destination), nil, "big.iso.part", in: watch), by: -1) == nil)
 
         // The call returns at last: the thread is forgotten, and the report names both paths.
-        gate.open()
-        _ = await copy.result
-        pool.shutdown()
+        await worker.release()
         let returned = ContinuousClock.now + .seconds(10)
         while stuck.count != 0, ContinuousClock.now < returned { try await Task.sleep(for: .milliseconds(10)) }
         #expect(stuck.count == 0)
@@ -67,20 +92,11 @@ import WeaveDI
     /// A step on one side is recorded under its own path only.
     @Test func aThreadStuckInAOneSidedStep_isCountedOnItsPathOnly() async throws {
         let stuck = StuckThreads(limit: 8)
-        let watch = WalkWatch(source: "/src", destination: "/dst", stuck: stuck, baseLimit: .milliseconds(100))
-        let verdict = Locked<WalkVerdict?>(nil)
-        try watch.start { given in verdict.withLock { $0 = given } }
-        let pool = try MirrorWorkerPool(threads: 1, watch: watch)
-        let gate = StuckThreadsTests.gate()
-        defer { gate.open() }
-        let look = Task(executorPreference: pool) {
-            try WalkWatch.begin(.lookingAt(.destination), "big.iso")
-            gate.block()
-        }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while stuck.count == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let worker = try StuckWorker(.lookingAt(.destination), "big.iso", stuck: stuck)
+        let watch = worker.watch
+        let verdict = try await worker.waitForVerdict()
         #expect(stuck.count == 1)
-        if case let .failed(path, reason) = verdict.withLock({ $0 }) {
+        if case let .failed(path, reason) = verdict {
             #expect(path == "/dst/big.iso")
             #expect(reason == "reading the destination entry did not answer within 0.1 s (is its file system responding?)")
         } else {
@@ -90,8 +106,6 @@ import WeaveDI
         #expect(stuck.refusal(toTry: WalkStep(.openingFile, nil, "big.iso", in: watch), by: -1) == nil)
         // A copy that writes there is not tried: its destination side is where the thread waits.
         #expect(stuck.refusal(toTry: WalkStep(.copying, nil, "big.iso", in: watch), by: -1) != nil)
-        gate.open()
-        _ = await look.result
-        pool.shutdown()
+        await worker.release()
     }
 }
