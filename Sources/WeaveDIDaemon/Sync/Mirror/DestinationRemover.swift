@@ -34,7 +34,9 @@ struct DestinationRemover {
     func isEmptyDirectory(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> Bool {
         do {
             let directory = try MirrorFailure.opening { try parent.openDirectory(at: name, noFollow: true) }
-            return try MirrorFailure.attempt("readdir") { try directory.descriptor.directoryEntries() }.isEmpty
+            return try MirrorFailure.attempt("readdir") {
+                try directory.descriptor.directoryEntries { _ in WalkWatch.pulse() }
+            }.isEmpty
         } catch .vanished, .replaced, .system("open", .permissionDenied) {
             // Nothing in the way now, or a directory that cannot be read (no `r`): `rmdir`,
             // which needs no `r`, says what is there.

@@ -58,20 +58,28 @@ struct DirectoryScanner {
                 throw .system("mkdir", error)
             }
         }
-        let destination = try openDestinationDirectory(name, in: target)
+        var ownerOpened: FileStatus?
+        let destination = try openDestinationDirectory(name, in: target, ownerOpened: &ownerOpened)
         let destinationStatus = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         if FileIdentity(destinationStatus) == context.sourceRoot { throw .otherRoot }
+        // A directory opened as its owner may is one made writable already: its mode as found
+        // is the one to give back should the run not finish it.
         return MirrorDirectory(
             path: parent.path(of: name), source: source, sourceStatus: sourceStatus, destination: destination,
-            destinationStatus: destinationStatus, isPrivileged: context.isPrivileged, parent: parent)
+            destinationStatus: ownerOpened ?? destinationStatus, madeWritable: ownerOpened != nil,
+            isPrivileged: context.isPrivileged, parent: parent)
     }
 
     /// Opens the destination directory `name` (without following a link). One whose mode
     /// denies its owner `r` (mirrored from a source directory the run reads as another user:
     /// mode 0355, say) is opened as its owner may: through a handle that needs no permission
-    /// (`O_PATH`), the owner's `rwx` added to its mode, then opened for listing; `finish` gives
-    /// it the source's mode again, as for a read-only directory made writable.
-    private func openDestinationDirectory(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> OwnedDescriptor {
+    /// (`O_PATH`), the owner's `rwx` added to its mode, then opened for listing; `ownerOpened`
+    /// is then its status as found, whose mode `finish` (or the undo of a run that does not
+    /// get there) gives back. The mode is changed on that handle's own directory, never on
+    /// what the name leads to meanwhile, and never on the source root's.
+    private func openDestinationDirectory(_ name: String, in parent: FileDescriptor, ownerOpened: inout FileStatus?)
+        throws(MirrorFailure) -> OwnedDescriptor
+    {
         do {
             return try parent.openDirectory(at: name, noFollow: true)
         } catch .permissionDenied where !context.isPrivileged {
@@ -79,14 +87,22 @@ struct DirectoryScanner {
         } catch {
             throw .system("open", error)
         }
-        return try MirrorFailure.attempt("open") {
-            let handle = try parent.open(at: name, .pathOnly, options: [.directory, .noFollow])
-            let status = try handle.descriptor.status()
-            guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
-                throw Errno.permissionDenied  // not the run's to change
-            }
-            try handle.descriptor.setPermissionsOfPathHandle(open)
-            return try handle.descriptor.openDirectory(at: ".", noFollow: true)
+        let handle = try MirrorFailure.attempt("open (O_PATH)") {
+            try parent.open(at: name, .pathOnly, options: [.directory, .noFollow])
+        }
+        let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
+        if FileIdentity(status) == context.sourceRoot { throw .otherRoot }
+        guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
+            throw .system("open", .permissionDenied)  // not the run's to change
+        }
+        try MirrorFailure.attempt("chmod (/proc/self/fd)") { try handle.descriptor.setPermissionsOfPathHandle(open) }
+        do {
+            let directory = try handle.descriptor.openDirectory(at: ".", noFollow: true)
+            ownerOpened = status
+            return directory
+        } catch {
+            try? handle.descriptor.setPermissionsOfPathHandle(status.permissions)
+            throw .system("open", error)
         }
     }
 
@@ -105,7 +121,7 @@ struct DirectoryScanner {
         } catch {
             outcome.report.fail(directory.reportPath, error.description)
             outcome.listingFailed = true
-            outcome.finished = true  // nothing was mirrored: its mode and mtime stay as they are
+            outcome.finished = true  // nothing was mirrored: its mode and mtime stay as they were
             directory.undoMakeWritable()
             return
         }

@@ -36,13 +36,14 @@ final class MirrorDirectory: Sendable {
     private let openedMode: FilePermissions
     /// Whether `makeWritable` changed the mode; held through the change, as several batches of
     /// a checksum run may ask at once.
-    private let madeWritable = Mutex<Bool>(false)
+    private let madeWritable: Mutex<Bool>
 
-    /// `destinationStatus` is the destination directory's status as opened; `isPrivileged`,
-    /// whether the run may write in it whatever its mode says (root).
+    /// `destinationStatus` is the destination directory's status as opened (as found, when
+    /// the opener `madeWritable` already); `isPrivileged`, whether the run may write in it
+    /// whatever its mode says (root).
     init(
         path: String, source: consuming OwnedDescriptor, sourceStatus: FileStatus, destination: consuming OwnedDescriptor,
-        destinationStatus: FileStatus, isPrivileged: Bool, parent: MirrorDirectory?
+        destinationStatus: FileStatus, madeWritable: Bool = false, isPrivileged: Bool, parent: MirrorDirectory?
     ) {
         self.path = path
         openSource = source.release()
@@ -51,6 +52,7 @@ final class MirrorDirectory: Sendable {
         self.parent = parent
         writableMode = destinationStatus.modeOpenToItsOwner(isPrivileged: isPrivileged)
         openedMode = destinationStatus.permissions
+        self.madeWritable = Mutex(madeWritable && writableMode != nil)
     }
 
     /// Whether the destination directory's mode denies the run listing it (no owner `r-x`,
@@ -91,7 +93,8 @@ final class MirrorDirectory: Sendable {
     /// directory, the run not being root): called before the first change in it (by the
     /// scan, or by a checksum comparison that found a difference), it adds the owner's `rwx`
     /// once; `finish` gives the directory the source's mode afterwards. A directory in which
-    /// nothing changes keeps its mode, and its ctime.
+    /// nothing changes keeps its mode, and its ctime (but for one whose mode denies its owner
+    /// `r`, which is made writable as it is opened: no other way lists it).
     func makeWritable() throws(MirrorFailure) {
         guard let writableMode else { return }
         try madeWritable.withLock { (made: inout Bool) throws(MirrorFailure) in

@@ -8,7 +8,8 @@ public struct MirrorReport: Sendable, Equatable {
         case partial
         /// The run stopped: a root is missing, unreadable, or the roots overlap (nothing was
         /// mirrored), or a step on the file system did not answer in time (the counts say what
-        /// was done until then; the first error says where it stopped).
+        /// the work items finished until then had done, not those still under way; the first
+        /// error says where it stopped).
         case failed
         /// Task cancellation stopped the run between files; the destination holds whole files only.
         case cancelled
