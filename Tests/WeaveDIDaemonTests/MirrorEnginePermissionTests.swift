@@ -26,11 +26,25 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
             environment: ["PATH": "/usr/bin:/bin", variable: root])
     }
 
-    @Test func unreadableFilesAndDirectories_areReported_andTheRunGoesOn() throws {
+    /// Whether the child tests can run as `nobody` (this test binary runs as root, and
+    /// `setpriv` is there); when not, says that `test` is skipped.
+    private func canRunAsNobody(_ test: String = #function) -> Bool {
         guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            print("SKIPPED unreadableFilesAndDirectories_areReported_andTheRunGoesOn: needs root and setpriv")
-            return
+            print("SKIPPED \(test): needs root and setpriv")
+            return false
         }
+        return true
+    }
+
+    /// The child's report to its parent: `lines` in `out/report.txt` under `root`.
+    private static func writeReport(_ lines: [String], root: String) {
+        let written = FileManager.default.createFile(
+            atPath: root + "/out/report.txt", contents: Data(lines.joined(separator: "\n").utf8))
+        #expect(written)
+    }
+
+    @Test func unreadableFilesAndDirectories_areReported_andTheRunGoesOn() throws {
+        guard canRunAsNobody() else { return }
         let fixture = try MirrorFixture()
         let cwd = FileDescriptor.currentWorkingDirectory
         try cwd.setPermissions(at: fixture.root, 0o755)
@@ -77,9 +91,7 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
         let lines = ["uid \(getuid())", "result \(tree.result) copied \(tree.copied)"]
             + tree.errors.map { "error \($0)" }.sorted()
             + ["root result \(closedRoot.result)"] + closedRoot.errors.map { "root error \($0)" }
-        let written = FileManager.default.createFile(
-            atPath: root + "/out/report.txt", contents: Data(lines.joined(separator: "\n").utf8))
-        #expect(written)
+        Self.writeReport(lines, root: root)
     }
 
     /// A source directory that the run reads as "others" while its owner may not (mode 0355,
@@ -87,10 +99,7 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
     /// user `r`. The next run opens it all the same (adding the owner's `rwx`, then giving the
     /// mode back), where it failed on it before (`open: Permission denied`), every run.
     @Test func aDestinationDirectoryItsOwnerMayNotRead_isMirroredAgain() throws {
-        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            print("SKIPPED aDestinationDirectoryItsOwnerMayNotRead_isMirroredAgain: needs root and setpriv")
-            return
-        }
+        guard canRunAsNobody() else { return }
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("src/shared/inside.txt", "first")
@@ -134,9 +143,7 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
         let file = try FileDescriptor.open(root + "/src/shared/inside.txt", .writeOnly, options: [.truncate])
         try file.descriptor.writeAll(Array("second, longer".utf8))
         try await mirror("changed") { "updated \($0.updated)" }
-        let written = FileManager.default.createFile(
-            atPath: root + "/out/report.txt", contents: Data(lines.joined(separator: "\n").utf8))
-        #expect(written)
+        Self.writeReport(lines, root: root)
     }
 
     /// Read-only directories (mode 0555, the destination root's among them, as the source's
@@ -144,10 +151,7 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
     /// changes something in one and gives the mode back afterwards; a run with nothing to do
     /// changes no directory, not even its ctime.
     @Test func readOnlyDirectories_areWrittenIn_whenSomethingChanges_andOnlyThen() throws {
-        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            print("SKIPPED readOnlyDirectories_areWrittenIn_whenSomethingChanges_andOnlyThen: needs root and setpriv")
-            return
-        }
+        guard canRunAsNobody() else { return }
         let fixture = try MirrorFixture()
         for path in [fixture.root, fixture.source] {
             #expect(chmod(path, 0o755) == 0 && chown(path, 65534, 65534) == 0)
