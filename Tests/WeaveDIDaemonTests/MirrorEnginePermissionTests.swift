@@ -57,6 +57,8 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
             try fixture.makeDirectory(directory)
             #expect(chown(fixture.root + "/" + directory, 65534, 65534) == 0)
         }
+        // A destination root that denies the run `r` and is not the run's user's to change.
+        try fixture.makeDirectory("theirs", mode: 0o300)
 
         let child = try asNobody("childRun_asNobody_writesItsReport", mirrorChildRootVariable, root: fixture.root)
         #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
@@ -69,7 +71,10 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
             "error secret.txt: open: Permission denied (EACCES)",
             "root result failed",
             "root error \(fixture.root)/src/closed: the source cannot be opened: Permission denied (EACCES)",
+            "theirs result failed",
+            "theirs error \(fixture.root)/theirs: the destination cannot be opened: Permission denied (EACCES)",
         ])
+        #expect(fixture.status("theirs")?.permissions.rawValue == 0o300)
         #expect(fixture.read("dst/readable.txt") == "anyone may read this")
         #expect(fixture.read("dst/sub/also-readable.txt") == "fine")
         #expect(fixture.status("dst/secret.txt") == nil)
@@ -88,56 +93,71 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
             settings: MirrorSettings(source: root + "/src/closed", destination: root + "/out/copy"),
             container: .mirrorWorkers()
         ).run()
+        let theirs = await MirrorEngine(
+            settings: MirrorSettings(source: root + "/src/sub", destination: root + "/theirs"), container: .mirrorWorkers()
+        ).run()
         let lines = ["uid \(getuid())", "result \(tree.result) copied \(tree.copied)"]
             + tree.errors.map { "error \($0)" }.sorted()
             + ["root result \(closedRoot.result)"] + closedRoot.errors.map { "root error \($0)" }
+            + ["theirs result \(theirs.result)"] + theirs.errors.map { "theirs error \($0)" }
         Self.writeReport(lines, root: root)
     }
 
-    /// A source directory that the run reads as "others" while its owner may not (mode 0355,
-    /// owned by root): its copy, owned by the run's user, gets that mode, which denies that
-    /// user `r`. The next run opens it all the same (adding the owner's `rwx`, then giving the
-    /// mode back), where it failed on it before (`open: Permission denied`), every run.
-    @Test func aDestinationDirectoryItsOwnerMayNotRead_isMirroredAgain() throws {
+    /// Source directories that the run reads as "others" while their owner may not (mode 0355,
+    /// owned by root), the source root among them: their copies, owned by the run's user, get
+    /// that mode, which denies that user `r`. The next run opens them all the same (adding the
+    /// owner's `rwx`, then giving the mode back), where it failed on them before (`open:
+    /// Permission denied`, or for the root `the destination cannot be opened`), every run; and
+    /// it removes such a directory that the source no longer has (`delete`).
+    @Test func destinationDirectoriesTheirOwnerMayNotRead_areMirroredAgain() throws {
         guard canRunAsNobody() else { return }
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("src/shared/inside.txt", "first")
         try fixture.makeDirectory("src/shared", mode: 0o355)
-        #expect(chown(fixture.root + "/src/shared/inside.txt", 65534, 65534) == 0)  // the child changes it
-        for directory in ["dst", "out"] {
-            try fixture.makeDirectory(directory)
-            #expect(chown(fixture.root + "/" + directory, 65534, 65534) == 0)
+        try fixture.makeDirectory("src", mode: 0o355)
+        // The destination as an earlier run left it, with a directory the source no longer has.
+        try fixture.write("dst/stale/old.txt", "no longer in the source")
+        try fixture.makeDirectory("dst/stale", mode: 0o355)
+        try fixture.makeDirectory("dst", mode: 0o355)
+        try fixture.makeDirectory("out")
+        for path in ["src/shared/inside.txt", "dst", "dst/stale", "dst/stale/old.txt", "out"] {
+            #expect(chown(fixture.root + "/" + path, 65534, 65534) == 0)  // the child changes `inside.txt`
         }
-        let child = try asNobody("childRuns_overADirectoryItsOwnerMayNotRead", ownerUnreadableChildRootVariable, root: fixture.root)
+        let child = try asNobody("childRuns_overDirectoriesTheirOwnerMayNotRead", ownerUnreadableChildRootVariable, root: fixture.root)
         #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
         #expect(fixture.read("out/report.txt") == """
             uid 65534
-            first: success copied 1 errors []
-            dst/shared mode 355
+            first: success copied 1 deleted 2 errors []
+            dst mode 355, dst/shared mode 355
             unchanged: success copied 0 unchanged 1 errors []
-            dst/shared mode 355
+            dst mode 355, dst/shared mode 355
             changed: success updated 1 errors []
-            dst/shared mode 355
+            dst mode 355, dst/shared mode 355
             """, "\(child.standardOutputText)\(child.standardErrorText)")
         #expect(fixture.read("dst/shared/inside.txt") == "second, longer")
+        #expect(fixture.status("dst/stale") == nil)
     }
 
-    /// The child's half: three runs (the second with nothing to do, the third after the parent's
-    /// change), the destination directory's mode after each.
+    /// The child's half: three runs with `delete` (the second with nothing to do, the third
+    /// after the parent's change), the destination directories' modes after each.
     @Test(.enabled(if: CurrentProcess.environmentValue(ownerUnreadableChildRootVariable) != nil))
-    func childRuns_overADirectoryItsOwnerMayNotRead() async throws {
+    func childRuns_overDirectoriesTheirOwnerMayNotRead() async throws {
         let root = try #require(CurrentProcess.environmentValue(ownerUnreadableChildRootVariable))
         var lines = ["uid \(getuid())"]
         func mirror(_ label: String, _ counts: (MirrorReport) -> String) async throws {
             let report = await MirrorEngine(
-                settings: MirrorSettings(source: root + "/src", destination: root + "/dst"), container: .mirrorWorkers()
+                settings: MirrorSettings(source: root + "/src", destination: root + "/dst", delete: true),
+                container: .mirrorWorkers()
             ).run()
             lines.append("\(label): \(report.result) \(counts(report)) errors \(report.errors.map(\.description))")
-            let mode = try FileStatus(path: root + "/dst/shared", followSymlinks: false).permissions.rawValue
-            lines.append("dst/shared mode \(String(mode, radix: 8))")
+            let modes = try ["dst", "dst/shared"].map { path in
+                let mode = try FileStatus(path: root + "/" + path, followSymlinks: false).permissions.rawValue
+                return "\(path) mode \(String(mode, radix: 8))"
+            }
+            lines.append(modes.joined(separator: ", "))
         }
-        try await mirror("first") { "copied \($0.copied)" }
+        try await mirror("first") { "copied \($0.copied) deleted \($0.deleted)" }
         try await mirror("unchanged") { "copied \($0.copied) unchanged \($0.unchanged)" }
         // The source file changes (it is the child's; its directory is not).
         let file = try FileDescriptor.open(root + "/src/shared/inside.txt", .writeOnly, options: [.truncate])

@@ -80,13 +80,17 @@ struct DestinationRemover {
         }
     }
 
-    /// Opens the directory `name` to empty it; nil when it turned out to be a file or link
-    /// (removed here in one go) or to be gone already.
+    /// Opens the directory `name` to empty it (one whose mode denies its owner `r` as its
+    /// owner may: `OwnerOpening`; it goes, so its mode is not given back); nil when it turned
+    /// out to be a file or link (removed here in one go) or to be gone already.
     private func openForRemoval(_ name: String, in parent: FileDescriptor, removed: inout Int)
         throws(MirrorFailure) -> OwnedDescriptor?
     {
         do {
             return try MirrorFailure.opening { try parent.openDirectory(at: name, noFollow: true) }
+        } catch .system("open", .permissionDenied) where !isPrivileged {
+            var found: FileStatus?
+            return try OwnerOpening.open(name, in: parent, refusing: sourceRoot, found: &found)
         } catch .vanished {
             return nil
         } catch .replaced {

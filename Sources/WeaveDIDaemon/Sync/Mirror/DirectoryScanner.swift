@@ -70,38 +70,17 @@ struct DirectoryScanner {
             isPrivileged: context.isPrivileged, parent: parent)
     }
 
-    /// Opens the destination directory `name` (without following a link). One whose mode
-    /// denies its owner `r` (mirrored from a source directory the run reads as another user:
-    /// mode 0355, say) is opened as its owner may: through a handle that needs no permission
-    /// (`O_PATH`), the owner's `rwx` added to its mode, then opened for listing; `ownerOpened`
-    /// is then its status as found, whose mode `finish` (or the undo of a run that does not
-    /// get there) gives back. The mode is changed on that handle's own directory, never on
-    /// what the name leads to meanwhile, and never on the source root's.
+    /// Opens the destination directory `name` (without following a link); one whose mode
+    /// denies its owner `r` as its owner may (`OwnerOpening`), `ownerOpened` then its status as
+    /// found, whose mode `finish` (or the undo of a run that does not get there) gives back.
     private func openDestinationDirectory(_ name: String, in parent: FileDescriptor, ownerOpened: inout FileStatus?)
         throws(MirrorFailure) -> OwnedDescriptor
     {
         do {
             return try parent.openDirectory(at: name, noFollow: true)
         } catch .permissionDenied where !context.isPrivileged {
-            // Below: opened as its owner may.
+            return try OwnerOpening.open(name, in: parent, refusing: context.sourceRoot, found: &ownerOpened)
         } catch {
-            throw .system("open", error)
-        }
-        let handle = try MirrorFailure.attempt("open (O_PATH)") {
-            try parent.open(at: name, .pathOnly, options: [.directory, .noFollow])
-        }
-        let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
-        if FileIdentity(status) == context.sourceRoot { throw .otherRoot }
-        guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
-            throw .system("open", .permissionDenied)  // not the run's to change
-        }
-        try MirrorFailure.attempt("chmod (/proc/self/fd)") { try handle.descriptor.setPermissionsOfPathHandle(open) }
-        do {
-            let directory = try handle.descriptor.openDirectory(at: ".", noFollow: true)
-            ownerOpened = status
-            return directory
-        } catch {
-            try? handle.descriptor.setPermissionsOfPathHandle(status.permissions)
             throw .system("open", error)
         }
     }

@@ -103,7 +103,8 @@ public struct MirrorEngine: Sendable {
         let context = MirrorContext(settings: settings, container: container, roots: roots)
         let root = MirrorDirectory(
             path: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination,
-            destinationStatus: roots.destinationStatus, isPrivileged: context.isPrivileged, parent: nil)
+            destinationStatus: roots.destinationStatus, madeWritable: roots.destinationMadeWritable,
+            isPrivileged: context.isPrivileged, parent: nil)
         let relay = ProgressRelay(progress)
         let tally = MirrorTally()
         // Not a child task: a run given up on (`WalkWatch`) must end while a worker task of the

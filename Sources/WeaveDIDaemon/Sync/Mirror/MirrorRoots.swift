@@ -11,8 +11,11 @@ struct MirrorRoots: ~Copyable {
     let destination: OwnedDescriptor
     /// The source root's status when it was opened.
     let sourceStatus: FileStatus
-    /// The destination root's status when it was opened.
+    /// The destination root's status when it was opened (as found, when `destinationMadeWritable`).
     let destinationStatus: FileStatus
+    /// Whether the destination root was opened as its owner may (`OwnerOpening`: its mode
+    /// denied its owner `r`), its owner's `rwx` added; the run gives its mode back.
+    let destinationMadeWritable: Bool
     /// Device and inode of the source root: the destination walk never enters it.
     let sourceIdentity: FileIdentity
     /// Device and inode of the destination root: the source walk never enters it.
@@ -192,8 +195,6 @@ struct MirrorRoots: ~Copyable {
                 reason: "the destination does not exist; runs never create a missing destination root (an unmounted "
                     + "disk must not be filled underneath): create it, or let the job's health-check fix do it")
         }
-        try note(MirrorRootStep("opening the destination", destinationPath))
-        let destination = try openDestination(existing: existing, missing: missing, settings: settings)
         let statuses: (source: FileStatus, destination: FileStatus)
         try note(MirrorRootStep("reading the source", sourcePath))
         do {
@@ -201,21 +202,45 @@ struct MirrorRoots: ~Copyable {
         } catch {
             throw Failure(path: sourcePath, reason: "fstat: \(error)")
         }
-        try note(MirrorRootStep("reading the destination", destinationPath))
-        do {
-            statuses.destination = try destination.descriptor.status()
+        let sourceIdentity = FileIdentity(statuses.source)
+        try note(MirrorRootStep("opening the destination", destinationPath))
+        var ownerOpened: FileStatus?
+        let destination = try openDestination(
+            existing: existing, missing: missing, settings: settings, refusing: sourceIdentity, ownerOpened: &ownerOpened)
+        // From here on, a failure gives a root opened as its owner may its mode back.
+        do throws(Failure) {
+            try note(MirrorRootStep("reading the destination", destinationPath))
+            do {
+                statuses.destination = try ownerOpened ?? destination.descriptor.status()
+            } catch {
+                throw Failure(path: destinationPath, reason: "fstat: \(error)")
+            }
+            if sourceIdentity == FileIdentity(statuses.destination) {
+                throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
+            }
+            try refuseEmptySource(settings, source: source.descriptor, destination: destination.descriptor, noting: note)
         } catch {
-            throw Failure(path: destinationPath, reason: "fstat: \(error)")
+            if let found = ownerOpened { try? destination.descriptor.setPermissions(found.permissions) }
+            throw error
         }
-        let identities = (FileIdentity(statuses.source), FileIdentity(statuses.destination))
-        if identities.0 == identities.1 {
-            throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
-        }
+        return MirrorRoots(
+            source: source, destination: destination, sourceStatus: statuses.source, destinationStatus: statuses.destination,
+            destinationMadeWritable: ownerOpened != nil, sourceIdentity: sourceIdentity,
+            destinationIdentity: FileIdentity(statuses.destination), unchecked: unchecked)
+    }
+
+    /// With `delete`, refuses an empty source over a destination with files in it: the
+    /// source's disk is most likely not mounted.
+    private static func refuseEmptySource(
+        _ settings: MirrorSettings, source: FileDescriptor, destination: FileDescriptor,
+        noting note: (MirrorRootStep) throws(Failure) -> Void
+    ) throws(Failure) {
+        let (sourcePath, destinationPath) = (settings.source, settings.destination)
         if settings.delete {
             try note(MirrorRootStep("reading the source", sourcePath))
-            if (try? source.descriptor.directoryEntries())?.isEmpty == true {
+            if (try? source.directoryEntries())?.isEmpty == true {
                 try note(MirrorRootStep("reading the destination", destinationPath))
-                let entries = try? destination.descriptor.directoryEntries()
+                let entries = try? destination.directoryEntries()
                 if entries?.contains(where: { !MirrorTemporaryName.isTemporary($0.name) }) == true {
                     throw Failure(
                         path: sourcePath,
@@ -224,9 +249,6 @@ struct MirrorRoots: ~Copyable {
                 }
             }
         }
-        return MirrorRoots(
-            source: source, destination: destination, sourceStatus: statuses.source, destinationStatus: statuses.destination,
-            sourceIdentity: identities.0, destinationIdentity: identities.1, unchecked: unchecked)
     }
 
     /// Refuses `own` roots (real paths, and located by identity) that overlap those of the job
@@ -283,10 +305,32 @@ struct MirrorRoots: ~Copyable {
     }
 
     /// Opens the destination root, creating the `missing` components below `existing` first.
+    /// A root whose mode denies its owner `r` (see `OwnerOpening`; never the source root) is
+    /// opened as its owner may, `ownerOpened` then its status as found.
     private static func openDestination(
-        existing: String, missing: [String], settings: MirrorSettings
+        existing: String, missing: [String], settings: MirrorSettings, refusing sourceRoot: FileIdentity,
+        ownerOpened: inout FileStatus?
     ) throws(Failure) -> OwnedDescriptor {
         let path = settings.destination
+        if missing.isEmpty {
+            do {
+                return try FileDescriptor.currentWorkingDirectory.openDirectory(at: existing)
+            } catch .permissionDenied where CurrentProcess.effectiveUserID != 0 {
+                do {
+                    return try OwnerOpening.open(
+                        existing, in: .currentWorkingDirectory, refusing: sourceRoot, found: &ownerOpened)
+                } catch .otherRoot {
+                    throw Failure(path: path, reason: "the destination is the source (the same directory)")
+                } catch .system("open", .permissionDenied) {
+                    // Not the run's user's: denied, as it was.
+                    throw Failure(path: path, reason: "the destination cannot be opened: \(Errno.permissionDenied)")
+                } catch {
+                    throw Failure(path: path, reason: "the destination cannot be opened: \(error)")
+                }
+            } catch {
+                throw Failure(path: path, reason: "the destination cannot be opened: \(DescriptorLimit.explain(error))")
+            }
+        }
         do {
             var current = try FileDescriptor.currentWorkingDirectory.openDirectory(at: existing)
             for component in missing {

@@ -1,0 +1,40 @@
+import WeaveDIPosix
+
+/// Opening a destination directory whose mode denies its owner `r`: the copy of a source
+/// directory the run reads as "others" (mode 0355, owned by another user), which the run's
+/// user owns and so may not list. An ordinary `open` fails there with `EACCES`, on every run;
+/// this opens it as its owner may, wherever the run meets one: a subdirectory of the walk, the
+/// destination root, a tree being removed.
+enum OwnerOpening {
+    /// Opens the directory `name` in `parent` (never following a link) for listing, after an
+    /// ordinary open failed with `EACCES` and the run is not root: through a handle that needs
+    /// no permission (`O_PATH`), the owner's `rwx` added to its mode, then opened again. `found`
+    /// is then its status as found, whose mode the caller gives back when done with it (or
+    /// when it does not get there).
+    ///
+    /// The mode is changed on the handle's own directory (through `/proc/self/fd`), never on
+    /// what the name leads to meanwhile; and never on `sourceRoot`'s (a bind mount of it in the
+    /// destination: `.otherRoot`), nor on a directory that is not the run's user's, which stays
+    /// `EACCES` as before.
+    static func open(_ name: String, in parent: FileDescriptor, refusing sourceRoot: FileIdentity, found: inout FileStatus?)
+        throws(MirrorFailure) -> OwnedDescriptor
+    {
+        let handle = try MirrorFailure.attempt("open (O_PATH)") {
+            try parent.open(at: name, .pathOnly, options: [.directory, .noFollow])
+        }
+        let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
+        if FileIdentity(status) == sourceRoot { throw .otherRoot }
+        guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
+            throw .system("open", .permissionDenied)  // not the run's to change
+        }
+        try MirrorFailure.attempt("chmod (/proc/self/fd)") { try handle.descriptor.setPermissionsOfPathHandle(open) }
+        do {
+            let directory = try handle.descriptor.openDirectory(at: ".", noFollow: true)
+            found = status
+            return directory
+        } catch {
+            try? handle.descriptor.setPermissionsOfPathHandle(status.permissions)
+            throw .system("open", error)
+        }
+    }
+}
