@@ -104,8 +104,18 @@ import WeaveDI
         }
         #expect(stuck.refusal(toTry: WalkStep(.lookingAt(.destination), nil, "big.iso", in: watch), by: -1) != nil)
         #expect(stuck.refusal(toTry: WalkStep(.openingFile, nil, "big.iso", in: watch), by: -1) == nil)
-        // A copy that writes there is not tried: its destination side is where the thread waits.
-        #expect(stuck.refusal(toTry: WalkStep(.copying, nil, "big.iso", in: watch), by: -1) != nil)
+        // A copy that writes there is not tried: its destination side is where the thread waits,
+        // and the path its run fails under.
+        #expect(stuck.refusal(toTry: WalkStep(.copying, nil, "big.iso", in: watch), by: -1)?.at == "/dst/big.iso")
+        let refused = try StuckWorker(.copying, "big.iso", stuck: stuck)
+        if case let .failed(path, reason) = try await refused.waitForVerdict() {
+            #expect(path == "/dst/big.iso")
+            #expect(StuckThreadsTests.sanitized(reason) == #"copying the file's content to "/dst/big.iso" was not tried: an "#
+                + #"earlier thread (a mirror run's walk) has been stuck on "/dst/big.iso" for N s (is its file system responding?)"#)
+        } else {
+            Issue.record("the copy was tried")
+        }
+        await refused.release()
         await worker.release()
     }
 }

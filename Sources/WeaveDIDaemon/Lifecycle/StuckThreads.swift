@@ -90,13 +90,13 @@ final class StuckThreads: Sendable {
                     + "not answer, the most there may be (\(paths.joined(separator: ", "))); nothing more is tried until "
                     + "one of them returns", EAGAIN)
             }
-            return Self.stuckPath(of: first, among: state.threads, except: nil, now: now)
+            return Self.stuckPath(of: first, among: state.threads, except: nil, now: now).map { ($0.problem, $0.errno) }
         }
     }
 
-    /// Why `step` of the work `id` may not be tried (its path, or a directory above it, is
-    /// one a thread is stuck on), with its errno; nil when it may.
-    func refusal(toTry step: some DeadlineStep, by id: Int) -> (problem: String, errno: Int32)? {
+    /// Why `step` of the work `id` may not be tried (one of its paths, `at`, or a directory
+    /// above it, is one a thread is stuck on), with its errno; nil when it may.
+    func refusal(toTry step: some DeadlineStep, by id: Int) -> (problem: String, errno: Int32, at: String)? {
         let now = SystemClock.monotonicNanoseconds()
         return state.withLock { Self.stuckPath(of: step, among: $0.threads, except: id, now: now) }
     }
@@ -132,20 +132,22 @@ final class StuckThreads: Sendable {
     }
 
     /// The refusal of `step` when a thread other than `except` is stuck on one of its paths or
-    /// above it (the longest stuck is named, with the path of its that the step is at or below).
+    /// above it (the longest stuck is named, with the path of its that the step is at or below),
+    /// and the step's path (`at`) that is.
     private static func stuckPath(
         of step: some DeadlineStep, among threads: [Int: Thread], except: Int?, now: UInt64
-    ) -> (problem: String, errno: Int32)? {
+    ) -> (problem: String, errno: Int32, at: String)? {
         let paths = step.paths
-        let matches = threads.compactMap { id, thread -> (thread: Thread, path: String)? in
-            guard id != except,
-                let path = thread.paths.first(where: { stuck in paths.contains { isAt($0, orBelow: stuck) } })
-            else { return nil }
-            return (thread, path)
+        let matches = threads.compactMap { id, thread -> (thread: Thread, path: String, at: String)? in
+            guard id != except else { return nil }
+            for stuck in thread.paths {
+                if let at = paths.first(where: { isAt($0, orBelow: stuck) }) { return (thread, stuck, at) }
+            }
+            return nil
         }
-        guard let (thread, path) = matches.min(by: { $0.thread.since < $1.thread.since }) else { return nil }
+        guard let (thread, path, at) = matches.min(by: { $0.thread.since < $1.thread.since }) else { return nil }
         return ("\(step.subject) was not tried: an earlier thread (\(thread.purpose)) has been stuck on \"\(path)\" "
-            + "for \(seconds(from: thread.since, to: now)) s (is its file system responding?)", ETIMEDOUT)
+            + "for \(seconds(from: thread.since, to: now)) s (is its file system responding?)", ETIMEDOUT, at)
     }
 
     /// `"/a"`, or `"/a" or "/b"`.

@@ -334,7 +334,7 @@ final class WalkSlot: @unchecked Sendable {
         if !watch.stuck.isEmpty {
             let step = state.withLock { WalkStep(kind, $0.directory, name, in: watch) }
             if let refusal = watch.stuck.refusal(toTry: step, by: -1) {
-                watch.give(.failed(path: step.path, reason: refusal.problem))
+                watch.give(.failed(path: refusal.at, reason: refusal.problem))
                 throw .notTried(refusal.problem)
             }
         }
