@@ -1,8 +1,9 @@
 import WeaveDIPosix
 
-/// Creates the control socket safely: inside a 0750 directory, with the umask set before
-/// `bind` so the socket is never open to all, replacing a stale socket file (nobody
-/// listening) and refusing a live one (another daemon runs).
+/// Creates the control socket safely: with the umask set before `bind` so the socket is never
+/// open to all, replacing a stale socket file (nobody listening) and refusing a live one
+/// (another daemon runs). A directory for it that does not exist is made 0750 (and given the
+/// socket's group); one that exists is left as it is, for it may be shared (`/tmp`, `/run`).
 enum ControlSocketBinder {
     struct Refusal: Error, CustomStringConvertible {
         var description: String
@@ -18,7 +19,8 @@ enum ControlSocketBinder {
         }
         // Resolved first: a group that does not exist must not cost the old socket file.
         let gid = try group.map { (group) throws(Refusal) in try groupID(group) }
-        try makeDirectory(parent(of: path))
+        let directory = parent(of: path)
+        let madeDirectory = try makeDirectory(directory)
         if let existing = try? FileStatus(path: path, followSymlinks: false) {
             guard existing.kind == .socket else {
                 throw Refusal(description: "\(path) exists and is not a socket; remove it or choose another control.socket")
@@ -37,17 +39,28 @@ enum ControlSocketBinder {
             let listener = try UnixSocket.listen(at: address, backlog: 128, nonBlocking: true)
             try FileDescriptor.currentWorkingDirectory.setPermissions(at: path, FilePermissions(rawValue: mode))
             if let gid {
-                // The group reaches the socket through the 0750 directory, so both carry it.
                 try FileDescriptor.currentWorkingDirectory.changeOwner(at: path, group: gid)
-                let directory = parent(of: path)
-                if (try? FileStatus(path: directory, followSymlinks: true))?.userID == CurrentProcess.effectiveUserID {
-                    try FileDescriptor.currentWorkingDirectory.changeOwner(at: directory, group: gid)
-                }
+                // The group reaches the socket through the directory: one made here carries it.
+                if madeDirectory { try FileDescriptor.currentWorkingDirectory.changeOwner(at: directory, group: gid) }
+            }
+            if let gid, !madeDirectory, let status = try? FileStatus(path: directory, followSymlinks: true),
+                !groupMaySearch(status, gid)
+            {
+                log.warning("control", "the socket's group (gid \(gid)) cannot reach \(path): its directory \(directory) "
+                    + "(mode \(String(status.permissions.rawValue & 0o7777, radix: 8)), group \(status.groupID)) lets neither "
+                    + "that group nor others search it; give the directory that group, or remove it so that weavedid makes it")
             }
             return listener
         } catch {
             throw Refusal(description: "cannot listen on \(path): \(error)")
         }
+    }
+
+    /// Whether members of `gid` may search (pass through) the directory of `status`: its
+    /// group's `x` when it is theirs, else the others' `x` (its owner aside).
+    static func groupMaySearch(_ status: FileStatus, _ gid: UInt32) -> Bool {
+        let mode = status.permissions.rawValue
+        return status.groupID == gid ? mode & 0o010 != 0 : mode & 0o001 != 0
     }
 
     /// The id of the configured `control.socketGroup`; `weavedid --check-config` checks it too.
@@ -62,17 +75,26 @@ enum ControlSocketBinder {
         }
     }
 
-    /// Creates `directory` (and missing parents, 0755) and makes it 0750 if it is ours.
-    static func makeDirectory(_ directory: String) throws(Refusal) {
-        do { try FileDescriptor.currentWorkingDirectory.makeDirectories(at: directory, permissions: 0o755) } catch {
+    /// Creates `directory` 0750 (its missing parents 0755); returns whether it was made here.
+    /// One that exists keeps its mode and group: it may be shared (`/tmp`, `/run`, `/`), and
+    /// narrowing it would lock others out of it for good.
+    static func makeDirectory(_ directory: String) throws(Refusal) -> Bool {
+        let cwd = FileDescriptor.currentWorkingDirectory
+        var made = false
+        do {
+            try cwd.makeDirectories(at: parent(of: directory), permissions: 0o755)
+            try cwd.makeDirectory(at: directory, permissions: 0o750)
+            made = true
+        } catch .fileExists {
+            // There already (or made meanwhile by someone else): left as it is.
+        } catch {
             throw Refusal(description: "cannot create \(directory): \(error)")
         }
         guard let status = try? FileStatus(path: directory, followSymlinks: true), status.kind == .directory else {
             throw Refusal(description: "\(directory) is not a directory")
         }
-        if status.userID == CurrentProcess.effectiveUserID {
-            try? FileDescriptor.currentWorkingDirectory.setPermissions(at: directory, 0o750)
-        }
+        if made { try? cwd.setPermissions(at: directory, 0o750) }  // exactly, whatever the umask
+        return made
     }
 
     static func parent(of path: String) -> String {

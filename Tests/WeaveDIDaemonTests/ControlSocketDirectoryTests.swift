@@ -1,0 +1,59 @@
+import Foundation
+import Glibc
+import Testing
+import WeaveDIPosix
+
+/// The directory the control socket goes in: one the daemon makes is 0750 and carries the
+/// socket's group; one that exists (a shared `/tmp`, `/run`) keeps its mode and group, during
+/// the run and after it, and a warning says when the socket's group cannot reach the socket
+/// through it.
+@Suite struct ControlSocketDirectoryTests {
+    /// Starts the real daemon with its socket in `directory` of `d` (group `nogroup`, 65534),
+    /// waits for it to be ready, then stops it; returns its log.
+    private func runDaemon(socketIn directory: String, of d: TemporaryDirectory) throws -> String {
+        let config = d.write("weavedid.json", """
+            {"control": {"socket": "\(d.path)/\(directory)/control.sock", "socketGroup": 65534}, "sync": {"jobs": []}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], directory: d)
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let socket = try FileStatus(path: "\(d.path)/\(directory)/control.sock", followSymlinks: false)
+        #expect(socket.kind == .socket && socket.groupID == 65534, "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        return daemon.log
+    }
+
+    private func modeAndGroup(_ path: String) throws -> String {
+        let status = try FileStatus(path: path, followSymlinks: false)
+        return "\(String(status.permissions.rawValue & 0o7777, radix: 8)) \(status.groupID)"
+    }
+
+    @Test func aSharedDirectory_keepsItsModeAndGroup() throws {
+        let d = TemporaryDirectory()
+        try FileDescriptor.currentWorkingDirectory.makeDirectory(at: d.path + "/shared")
+        #expect(chmod(d.path + "/shared", 0o1777) == 0)  // as /tmp is
+        let before = try modeAndGroup(d.path + "/shared")
+        let log = try runDaemon(socketIn: "shared", of: d)
+        #expect(try modeAndGroup(d.path + "/shared") == before)
+        #expect(before.hasPrefix("1777 "))
+        #expect(!log.contains("cannot reach"), "\(log)")
+    }
+
+    @Test func aDirectoryThatExists_theGroupCannotSearch_isLeftAsItIs_andAWarningSaysSo() throws {
+        let d = TemporaryDirectory()
+        try FileDescriptor.currentWorkingDirectory.makeDirectory(at: d.path + "/closed")
+        #expect(chmod(d.path + "/closed", 0o700) == 0)
+        let before = try modeAndGroup(d.path + "/closed")
+        let log = try runDaemon(socketIn: "closed", of: d)
+        #expect(try modeAndGroup(d.path + "/closed") == before)
+        #expect(log.contains("the socket's group (gid 65534) cannot reach \(d.path)/closed/control.sock: its directory "
+            + "\(d.path)/closed (mode 700, group \(getegid())) lets neither that group nor others search it"), "\(log)")
+    }
+
+    @Test func aDirectoryTheDaemonMakes_is0750_withTheSocketsGroup() throws {
+        let d = TemporaryDirectory()
+        let log = try runDaemon(socketIn: "made/here", of: d)
+        #expect(try modeAndGroup(d.path + "/made/here") == "750 65534")
+        #expect(!log.contains("cannot reach"), "\(log)")
+    }
+}
