@@ -56,6 +56,53 @@ struct CtlPermissionTests {
         #expect(get.output.hasPrefix("level:  all\n"))
     }
 
+    /// A reload takes the new administrators, socket mode and socket group at once: rights
+    /// given and taken away, the socket opened to a group and closed again.
+    @Test func aReload_appliesTheNewAdministrators_socketMode_andSocketGroup() throws {
+        let nobody = try #require(dropToNobody)
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o755)
+        let socket = directory.path + "/public/control.sock"
+        func configure(_ control: String) -> String {
+            directory.write("weavedid.json", "{\"control\": {\"socket\": \"\(socket)\", \(control)}, \"sync\": {\"jobs\": []}}")
+        }
+        let config = configure(#""socketMode": "0666", "adminUsers": ["nobody"]"#)
+        let daemon = try readyDaemon(["--config", config], directory: directory)
+        chmod(directory.path + "/public", 0o755)
+        func reload() throws {
+            let run = try CtlRun.run(["--socket", socket, "reload"])
+            #expect(run.code == 0 && run.output.contains("configuration reloaded"), "\(run.all)\n\(daemon.log)")
+        }
+        func asNobody(_ arguments: [String]) throws -> CtlRun {
+            try CtlRun.run(["--socket", socket] + arguments, wrapper: nobody)
+        }
+        #expect(try asNobody(["log-level", "all"]).code == 0, "an administrator: \(daemon.log)")
+
+        _ = configure(#""socketMode": "0666", "adminUsers": []"#)
+        try reload()
+        let denied = try asNobody(["log-level", "all"])
+        #expect(denied.code == 77 && denied.error.contains("needs administrator rights"), "\(denied.all)")
+        #expect(daemon.waitForLog("administrators now: users none; groups none"))
+
+        _ = configure(#""socketMode": "0660", "socketGroup": 65534"#)
+        try reload()
+        let status = try FileStatus(path: socket, followSymlinks: false)
+        #expect(status.permissions.rawValue & 0o777 == 0o660 && status.groupID == 65534)
+        #expect(try asNobody(["ping"]).code == 0, "nobody's group (65534) may connect")
+
+        _ = configure(#""socketMode": "0660""#)
+        try reload()
+        #expect(try FileStatus(path: socket, followSymlinks: false).groupID == getegid())
+        let shut = try asNobody(["ping"])
+        #expect(shut.code == 77 && shut.error.contains("Permission denied (EACCES)"), "\(shut.all)")
+
+        // A group that does not exist: refused, and nothing changes.
+        _ = configure(#""socketMode": "0666", "socketGroup": "no-such-group-here""#)
+        let refused = try CtlRun.run(["--socket", socket, "reload"])
+        #expect(refused.code != 0 && refused.all.contains("control.socketGroup: no group named 'no-such-group-here'"), "\(refused.all)")
+        #expect(try FileStatus(path: socket, followSymlinks: false).permissions.rawValue & 0o777 == 0o660)
+    }
+
     @Test func nobody_onTheDefaultSocket_cannotConnect_andExits77() throws {
         let nobody = try #require(dropToNobody)
         let daemon = try readyDaemon()

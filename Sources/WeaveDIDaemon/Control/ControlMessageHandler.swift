@@ -28,6 +28,15 @@ public protocol ControlMessageHandler: Sendable {
     /// The reply sent before closing a connection that broke a limit (too large a message,
     /// too many clients, idle too long); nil to close silently.
     func limitReply(_ violation: ControlLimitViolation) -> [UInt8]?
+
+    /// Takes on a reloaded `control` configuration (who may change things) for the calls
+    /// that follow.
+    func adopt(_ control: DaemonConfiguration.Control)
+}
+
+extension ControlMessageHandler {
+    /// A handler with nothing to take on.
+    public func adopt(_ control: DaemonConfiguration.Control) {}
 }
 
 /// A limit a control client broke.

@@ -30,9 +30,10 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     private var thread: PosixThread?
     private let finishedSignal = Locked<CheckedContinuation<[Session], Never>?>(nil)
     let clientCount = Atomic<Int>(0)
-    /// The socket path and its inode, when this process bound it (and so watches it and
-    /// removes it at stop).
-    private let bound = Locked<(path: String, inode: UInt64)?>(nil)
+    /// The socket path and its inode, when this process bound it (and so watches it, gives it
+    /// a reloaded mode and group, and removes it at stop), and whether its directory was made
+    /// then (and so carries the socket's group).
+    private let bound = Locked<(path: String, inode: UInt64, madeDirectory: Bool)?>(nil)
     var boundPath: String? { bound.withLock { $0?.path } }
     var listener: FileDescriptor?
 
@@ -96,10 +97,14 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     /// Binds the configured socket and remembers its inode.
     private func bindSocket() throws -> FileDescriptor {
         let configuration = store.current.control
+        var madeDirectory = false
         let owned = try ControlSocketBinder.bind(
-            path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, log: log)
+            path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, log: log,
+            madeDirectory: &madeDirectory)
         let inode = (try? FileStatus(path: configuration.socket, followSymlinks: false))?.inode ?? 0
-        bound.withLock { $0 = (configuration.socket, inode) }
+        // A rebind (the health fix) into the directory made at start keeps it as the socket's.
+        let carried = madeDirectory || bound.withLock { $0?.madeDirectory == true && $0?.path == configuration.socket }
+        bound.withLock { $0 = (configuration.socket, inode, carried) }
         return owned.release()
     }
 
@@ -126,12 +131,56 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         })
     }
 
-    /// Refuses a reload that moves the socket (a restart is needed for that).
+    /// Refuses a reload that moves the socket (a restart is needed for that), or names a
+    /// `socketGroup` that does not exist; otherwise applies the new `socketMode` and
+    /// `socketGroup` to the socket this process bound (and the group to its directory, when
+    /// made at start), and the new admin users and groups to the calls that follow.
+    ///
+    /// The first service offered a reload, and the only one that refuses any: it checks
+    /// everything before it changes anything, so a refused reload changes nothing.
     public func reload(_ configuration: DaemonConfiguration) async throws {
         let current = store.current.control
-        if configuration.control.socket != current.socket, activation == nil {
-            throw ReloadRefusal(description: "control.socket changed from \(current.socket) to \(configuration.control.socket); restart the daemon to move it")
+        let wanted = configuration.control
+        if wanted.socket != current.socket, activation == nil {
+            throw ReloadRefusal(description: "control.socket changed from \(current.socket) to \(wanted.socket); restart the daemon to move it")
         }
+        if let bound = bound.withLock({ $0 }), wanted.socketMode != current.socketMode || wanted.socketGroup != current.socketGroup {
+            try applySocketAttributes(wanted, to: bound)
+        }
+        handler.adopt(wanted)
+    }
+
+    /// Gives the bound socket file `wanted`'s mode and group (no group: the daemon's own, as
+    /// a new socket gets), and its directory the group when it was made at start.
+    private func applySocketAttributes(
+        _ wanted: DaemonConfiguration.Control, to bound: (path: String, inode: UInt64, madeDirectory: Bool)
+    ) throws {
+        let gid: UInt32
+        do {
+            gid = try wanted.socketGroup.map { (group) throws(ControlSocketBinder.Refusal) in try ControlSocketBinder.groupID(group) }
+                ?? CurrentProcess.effectiveGroupID
+        } catch {
+            throw ReloadRefusal(description: error.description)
+        }
+        let cwd = FileDescriptor.currentWorkingDirectory
+        guard let status = try? FileStatus(path: bound.path, followSymlinks: false), status.kind == .socket,
+            status.inode == bound.inode
+        else {
+            throw ReloadRefusal(description: "control.socket: \(bound.path) is no longer the socket this daemon listens on; "
+                + "let the control.socket health check bind it again, or restart the daemon")
+        }
+        do {
+            try cwd.changeOwner(at: bound.path, group: gid)
+            try cwd.setPermissions(at: bound.path, wanted.socketMode)
+            if bound.madeDirectory { try cwd.changeOwner(at: ControlSocketBinder.parent(of: bound.path), group: gid) }
+        } catch {
+            // Back to what it was, as far as it goes: the reload is refused.
+            try? cwd.changeOwner(at: bound.path, group: status.groupID)
+            try? cwd.setPermissions(at: bound.path, status.permissions)
+            throw ReloadRefusal(description: "control.socket: cannot give \(bound.path) mode "
+                + "\(String(wanted.socketMode.rawValue, radix: 8)) and group \(gid): \(error)")
+        }
+        log.notice("control", "\(bound.path): mode \(String(wanted.socketMode.rawValue, radix: 8)), group \(gid)")
     }
 
     func send(_ command: Command) {

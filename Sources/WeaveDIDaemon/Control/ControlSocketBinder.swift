@@ -10,8 +10,9 @@ enum ControlSocketBinder {
     }
 
     /// Binds and listens at `path` with `mode`; returns the non-blocking listener.
+    /// `madeDirectory` says whether the socket's directory was made here (and carries its group).
     static func bind(
-        path: String, mode: UInt32, group: DaemonConfiguration.AccountReference?, log: DaemonLog
+        path: String, mode: UInt32, group: DaemonConfiguration.AccountReference?, log: DaemonLog, madeDirectory: inout Bool
     ) throws(Refusal) -> OwnedDescriptor {
         let address: UnixSocketAddress
         do { address = try UnixSocketAddress(path: path) } catch {
@@ -20,7 +21,7 @@ enum ControlSocketBinder {
         // Resolved first: a group that does not exist must not cost the old socket file.
         let gid = try group.map { (group) throws(Refusal) in try groupID(group) }
         let directory = parent(of: path)
-        let madeDirectory = try makeDirectory(directory)
+        madeDirectory = try makeDirectory(directory)
         if let existing = try? FileStatus(path: path, followSymlinks: false) {
             guard existing.kind == .socket else {
                 throw Refusal(description: "\(path) exists and is not a socket; remove it or choose another control.socket")

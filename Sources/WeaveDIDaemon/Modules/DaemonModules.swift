@@ -11,7 +11,8 @@ enum DaemonModules {
 
     /// The services, in start order (stopped in reverse).
     static func services(in container: WeaveDI.Container) throws(ResolutionError) -> [any DaemonService] {
-        // Health starts last, so that its first round already sees every service's checks.
+        // Health starts last, so that its first round already sees every service's checks. The
+        // control server comes first: it alone may refuse a reload, before anything changed.
         [try container.require(ControlServer.self), try container.require(SyncScheduler.self), try container.require(HealthService.self)]
     }
 }

@@ -3,12 +3,17 @@ import WeaveDIPosix
 /// Decides who may call methods that change something: uid 0, the daemon's own uid, or a
 /// configured admin user or group (the peer's primary and supplementary groups count).
 struct Authorizer: Sendable {
+    /// The configured lists it was made from.
+    let adminUsers: [DaemonConfiguration.AccountReference]
+    let adminGroups: [DaemonConfiguration.AccountReference]
     let daemonUID: UInt32
     let adminUIDs: Set<UInt32>
     let adminGIDs: Set<UInt32>
 
     /// Resolves names to ids; unknown names are reported, not fatal.
     init(adminUsers: [DaemonConfiguration.AccountReference], adminGroups: [DaemonConfiguration.AccountReference], log: DaemonLog) {
+        self.adminUsers = adminUsers
+        self.adminGroups = adminGroups
         daemonUID = CurrentProcess.effectiveUserID
         var uids: Set<UInt32> = []
         for user in adminUsers {

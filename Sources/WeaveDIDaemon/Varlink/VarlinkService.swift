@@ -10,7 +10,8 @@ final class VarlinkService: ControlMessageHandler {
     let methods: DaemonMethods
     let store: ConfigurationStore
     let log: DaemonLog
-    let authorizer: Authorizer
+    /// Who may change things: from the running configuration's admin lists (`adopt`).
+    private let authorizer: Mutex<Authorizer>
     /// Numbers the calls' requests.
     private let requestNumbers = Atomic<UInt64>(0)
 
@@ -19,7 +20,19 @@ final class VarlinkService: ControlMessageHandler {
         self.store = store
         self.log = log
         let control = store.current.control
-        authorizer = Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log)
+        authorizer = Mutex(Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log))
+    }
+
+    /// A reload's admin users and groups, names looked up now, for the calls that follow.
+    func adopt(_ control: DaemonConfiguration.Control) {
+        let current = authorizer.withLock { $0 }
+        guard control.adminUsers != current.adminUsers || control.adminGroups != current.adminGroups else { return }
+        let fresh = Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log)
+        authorizer.withLock { $0 = fresh }
+        func list(_ accounts: [DaemonConfiguration.AccountReference]) -> String {
+            accounts.isEmpty ? "none" : accounts.map(\.description).joined(separator: ", ")
+        }
+        log.notice("control", "administrators now: users \(list(control.adminUsers)); groups \(list(control.adminGroups))")
     }
 
     func handleInline(message: UnsafeBufferPointer<UInt8>, peer: ControlPeer, session: Session, replies: inout [UInt8]) -> Bool {
@@ -127,7 +140,7 @@ final class VarlinkService: ControlMessageHandler {
             return service(method, call)
         case DaemonInterface.name:
             if DaemonInterface.privilegedMethods.contains(method),
-                !authorizer.mayChange(peer.credentials, groups: { peer.groups })
+                !authorizer.withLock({ $0 }).mayChange(peer.credentials, groups: { peer.groups })
             {
                 log.warning("control", "denied \(call.method) to uid \(peer.credentials.uid) (pid \(peer.credentials.pid))")
                 return VarlinkFailure.permissionDenied(call.method, uid: peer.credentials.uid).reply
