@@ -61,6 +61,101 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// A client that sends a byte now and then, never a whole message, is idle: closed at its
+    /// deadline with the idle error (it held its place for ever, and enough of them locked
+    /// every other client out).
+    @Test func aClientSendingOneByteAtATime_isIdle_andClosedAtItsDeadline() throws {
+        let daemon = try started(config: #"{"control": {"idleTimeout": 1}, "sync": {"jobs": []}}"#)
+        let trickle = try RawClient(daemon.defaultSocket)
+        let deadline = ContinuousClock.now + .seconds(6)
+        var refused = false
+        while ContinuousClock.now < deadline {
+            guard (try? trickle.send(" ")) != nil else { break }  // closed by the daemon
+            var poll = [PollDescriptor(trickle.descriptor, events: .readable)]
+            if (try? PollDescriptor.poll(&poll, timeout: .milliseconds(200))) ?? 0 > 0 {
+                refused = true
+                break
+            }
+        }
+        #expect(refused, "the trickling client was not closed in 6 s")
+        #expect(trickle.reply(timeout: .seconds(2))?.contains(#"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"idle""#) == true)
+        // A client sending whole messages is not idle.
+        let active = try VarlinkClient(path: daemon.defaultSocket)
+        for _ in 0..<4 {
+            usleep(400_000)
+            #expect(try active.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    /// A user without administrator rights holding connections: the last places (one in
+    /// eight) stay free for administrators, so root still gets in; and the refusals, as many
+    /// as a client cares to cause, are logged at most ten a minute.
+    @Test func theLastPlaces_areKeptForAdministrators_andRefusalsAreNotLoggedWithoutEnd() throws {
+        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            print("SKIPPED theLastPlaces_areKeptForAdministrators_andRefusalsAreNotLoggedWithoutEnd: needs root and setpriv")
+            return
+        }
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o755)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let config = directory.write(
+            "weavedid.json", #"{"control": {"maxClients": 8, "socketGroup": 65534}, "sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        // As nobody: hold as many connections as it may (each answered a Ping), then try 30
+        // more; report each answer, and hold on until told to let go.
+        let script = """
+            import os, socket, sys, time
+            def answer(s):
+                data = b""
+                while not data.endswith(b"\\0"):
+                    chunk = s.recv(65536)
+                    if not chunk: break
+                    data += chunk
+                return data[:-1].decode()
+            held = []
+            for i in range(7):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); held.append(s)
+                s.sendall(b'{"method":"io.weavedi.Daemon.Ping"}\\0')
+                print("held", i, "version" in answer(s))
+            for i in range(30):
+                # Refused at once: the answer comes without a call.
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                refusal = answer(s); s.close()
+                if i == 0: print("more:", refusal)
+            open(sys.argv[2] + ".holding", "w").close()
+            sys.stdout.flush()
+            deadline = time.time() + 20
+            while not os.path.exists(sys.argv[2] + ".release") and time.time() < deadline: time.sleep(0.05)
+            """
+        try FileDescriptor.currentWorkingDirectory.makeDirectory(at: directory.path + "/flags")
+        #expect(chown(directory.path + "/flags", 65534, 65534) == 0)
+        let flag = directory.path + "/flags/nobody"
+        let output = directory.path + "/nobody.out"
+        let holder = try Subprocess.spawn(
+            "/usr/bin/setpriv",
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.defaultSocket, flag],
+            environment: ["PATH": "/usr/bin:/bin"], standardOutput: .file(output), standardError: .file(output))
+        let waitUntil = ContinuousClock.now + .seconds(15)
+        while !FileManager.default.fileExists(atPath: flag + ".holding"), ContinuousClock.now < waitUntil { usleep(20_000) }
+        // Root takes the place kept for administrators.
+        let root = try VarlinkClient(path: daemon.defaultSocket)
+        #expect(try root.call("io.weavedi.Daemon.Ping").parameter("version") != nil, "\(daemon.log)")
+        #expect(FileManager.default.createFile(atPath: flag + ".release", contents: nil))
+        _ = try holder.wait()
+        let report = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(report.hasPrefix((0..<7).map { "held \($0) True\n" }.joined()
+            + #"more: {"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"clients","#), "\(report)")
+        let refusals = daemon.log.split(separator: "\n").filter { $0.contains("refused a client") }
+        #expect(refusals.count == 10, "\(refusals.count) refusals logged")
+        #expect(refusals.first?.contains("uid 65534): 7 clients connected, and the last 1 places are kept for administrators") == true,
+                "\(refusals)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func halfClosingDuringACall_stopsReading_andClosesAfterTheReply() throws {
         // A job whose run takes seconds (a 1 GiB copy, written and flushed) outlasts the time limit.
         let files = TemporaryDirectory()

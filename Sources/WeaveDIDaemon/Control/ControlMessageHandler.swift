@@ -32,11 +32,19 @@ public protocol ControlMessageHandler: Sendable {
     /// Takes on a reloaded `control` configuration (who may change things) for the calls
     /// that follow.
     func adopt(_ control: DaemonConfiguration.Control)
+
+    /// Whether `peer` has administrator rights (and so may take the places kept for them).
+    func mayAdminister(_ peer: ControlPeer) -> Bool
 }
 
 extension ControlMessageHandler {
     /// A handler with nothing to take on.
     public func adopt(_ control: DaemonConfiguration.Control) {}
+
+    /// Root and the daemon's own user.
+    public func mayAdminister(_ peer: ControlPeer) -> Bool {
+        peer.credentials.uid == 0 || peer.credentials.uid == CurrentProcess.effectiveUserID
+    }
 }
 
 /// A limit a control client broke.

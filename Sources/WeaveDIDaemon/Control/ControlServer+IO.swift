@@ -93,7 +93,7 @@ extension ControlServer {
                 var alive = true
                 // Messages held back while the connection waited (output or calls in flight) go first.
                 if connection.hasUnscannedInput, connection.mayDispatch(outputBound: limits.maxMessageBytes),
-                    !takeBufferedMessages(on: connection, limit: limits.maxMessageBytes)
+                    !takeBufferedMessages(on: connection, limit: limits.maxMessageBytes, now: after)
                 {
                     refuseTooLarge(connection, limit: limits.maxMessageBytes)
                 }
@@ -132,6 +132,12 @@ extension ControlServer {
         min(.seconds(1), store.current.shutdownTimeout / 2)
     }
 
+    /// How many of `maxClients` places only administrators may take: one in eight (none
+    /// below 8).
+    static func placesKeptForAdministrators(of maxClients: Int) -> Int {
+        maxClients / 8
+    }
+
     /// Accepts every pending connection. When accept fails for another reason than an empty
     /// queue (no descriptor left, `EMFILE` or `ENFILE`, or no memory), the listener pauses:
     /// the connections wait in the listen queue until a retry succeeds.
@@ -158,8 +164,18 @@ extension ControlServer {
                 try? descriptor.close()
                 continue
             }
-            if connections.count >= limits.maxClients {
-                log.warning("control", "refused a client (pid \(credentials.pid), uid \(credentials.uid)): \(limits.maxClients) clients already connected")
+            let id = nextID
+            let peer = ControlPeer(connectionID: id, credentials: credentials, groups: (try? descriptor.peerGroups()) ?? [])
+            // The last places are kept for administrators, so that no other user can lock
+            // them (root among them) out by holding every connection.
+            let reserved = Self.placesKeptForAdministrators(of: limits.maxClients)
+            if connections.count >= limits.maxClients
+                || connections.count >= limits.maxClients - reserved && !handler.mayAdminister(peer)
+            {
+                let why = connections.count >= limits.maxClients
+                    ? "\(limits.maxClients) clients already connected"
+                    : "\(connections.count) clients connected, and the last \(reserved) places are kept for administrators"
+                refusedClientWarnings.warning(log, "control", "refused a client (pid \(credentials.pid), uid \(credentials.uid)): \(why)")
                 if var reply = handler.limitReply(.tooManyClients(limit: limits.maxClients)) {
                     reply.append(0)
                     _ = try? descriptor.sendAll(reply)
@@ -167,9 +183,7 @@ extension ControlServer {
                 try? descriptor.close()
                 continue
             }
-            let id = nextID
             nextID += 1
-            let peer = ControlPeer(connectionID: id, credentials: credentials, groups: (try? descriptor.peerGroups()) ?? [])
             let session = container.openSession(
                 id: "control-\(id)",
                 attributes: ["uid": "\(credentials.uid)", "gid": "\(credentials.gid)", "pid": "\(credentials.pid)", "kind": "control"])
@@ -196,20 +210,22 @@ extension ControlServer {
                 connection.inputClosed = true
                 return true
             }
-            connection.lastActivity = now
+            // Bytes alone are no activity (a client sending one byte at a time would hold its
+            // place for ever): only a complete message is, or a reply delivered.
             let received = UnsafeBufferPointer(rebasing: buffer[..<count])
             let complete: Bool
             if !connection.hasBufferedInput {
                 // Messages are taken from the receive buffer in place; only a rest is kept.
                 connection.input.removeAll(keepingCapacity: true)
-                let (start, scanned, fits) = takeMessages(from: received, start: 0, scanned: 0, on: connection, limit: limit)
+                let (start, scanned, fits) = takeMessages(
+                    from: received, start: 0, scanned: 0, on: connection, limit: limit, now: now)
                 connection.input.append(contentsOf: received[start...])
                 connection.inputStart = 0
                 connection.inputScanned = scanned - start
                 complete = fits
             } else {
                 connection.input.append(contentsOf: received)
-                complete = takeBufferedMessages(on: connection, limit: limit)
+                complete = takeBufferedMessages(on: connection, limit: limit, now: now)
             }
             guard complete else {
                 refuseTooLarge(connection, limit: limit)
@@ -222,16 +238,17 @@ extension ControlServer {
 
     /// Answers a message over `limit` bytes with the limit error, then closes once written.
     private func refuseTooLarge(_ connection: ControlConnection, limit: Int) {
-        log.warning("control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
+        oversizeWarnings.warning(log, "control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
         if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.enqueue(reply) }
         connection.discardInput()
         connection.closeAfterFlush = true
     }
 
     /// Dispatches the complete messages buffered in the connection's input.
-    private func takeBufferedMessages(on connection: ControlConnection, limit: Int) -> Bool {
+    private func takeBufferedMessages(on connection: ControlConnection, limit: Int, now: Duration) -> Bool {
         let (start, scanned, fits) = connection.input.withUnsafeBufferPointer { input in
-            takeMessages(from: input, start: connection.inputStart, scanned: connection.inputScanned, on: connection, limit: limit)
+            takeMessages(
+                from: input, start: connection.inputStart, scanned: connection.inputScanned, on: connection, limit: limit, now: now)
         }
         connection.inputStart = start
         connection.inputScanned = scanned
@@ -243,9 +260,11 @@ extension ControlServer {
     /// while the connection may dispatch (its pending output within `limit`, calls in flight
     /// under the cap), searching for NULs only from `scanned` (the bytes before it hold none); returns where the
     /// first message not dispatched starts and how far the bytes were searched, and false as
-    /// `fits` when a message exceeds `limit` bytes.
+    /// `fits` when a message exceeds `limit` bytes. A message taken is the connection's
+    /// activity (`now`).
     private func takeMessages(
-        from bytes: UnsafeBufferPointer<UInt8>, start: Int, scanned: Int, on connection: ControlConnection, limit: Int
+        from bytes: UnsafeBufferPointer<UInt8>, start: Int, scanned: Int, on connection: ControlConnection, limit: Int,
+        now: Duration
     ) -> (start: Int, scanned: Int, fits: Bool) {
         var start = start
         var from = scanned
@@ -253,6 +272,7 @@ extension ControlServer {
             guard let end = bytes[from...].firstIndex(of: 0) else { return (start, bytes.count, bytes.count - start <= limit) }
             if end - start > limit { return (start, end, false) }
             dispatch(UnsafeBufferPointer(rebasing: bytes[start..<end]), on: connection)
+            connection.lastActivity = now
             start = end + 1
             from = start
         }
@@ -293,14 +313,14 @@ extension ControlServer {
         }
     }
 
-    /// Writes what the socket takes; false when the peer is gone. A client taking replies is
-    /// active.
+    /// Writes what the socket takes; false when the peer is gone. A client that has taken
+    /// every reply is active.
     private func write(_ connection: ControlConnection, now: Duration) -> Bool {
         while connection.hasPendingOutput {
             do {
                 let sent = try connection.output[connection.outputOffset...].withUnsafeBytes { try connection.descriptor.send($0) }
                 connection.outputOffset += sent
-                if sent > 0 { connection.lastActivity = now }
+                if !connection.hasPendingOutput { connection.lastActivity = now }
             } catch {
                 return isTransient(error)
             }

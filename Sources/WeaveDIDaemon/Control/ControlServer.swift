@@ -30,6 +30,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     private var thread: PosixThread?
     private let finishedSignal = Locked<CheckedContinuation<[Session], Never>?>(nil)
     let clientCount = Atomic<Int>(0)
+    /// Warnings any client can cause at will, each kind throttled (`LogThrottle`).
+    let refusedClientWarnings = LogThrottle()
+    let oversizeWarnings = LogThrottle()
     /// The socket path and its inode, when this process bound it (and so watches it, gives it
     /// a reloaded mode and group, and removes it at stop), and whether its directory was made
     /// then (and so carries the socket's group).

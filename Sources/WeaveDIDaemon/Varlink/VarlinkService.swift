@@ -12,6 +12,9 @@ final class VarlinkService: ControlMessageHandler {
     let log: DaemonLog
     /// Who may change things: from the running configuration's admin lists (`adopt`).
     private let authorizer: Mutex<Authorizer>
+    /// Warnings any client can cause at will, each kind throttled (`LogThrottle`).
+    private let malformedWarnings = LogThrottle()
+    private let deniedWarnings = LogThrottle()
     /// Numbers the calls' requests.
     private let requestNumbers = Atomic<UInt64>(0)
 
@@ -21,6 +24,10 @@ final class VarlinkService: ControlMessageHandler {
         self.log = log
         let control = store.current.control
         authorizer = Mutex(Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log))
+    }
+
+    func mayAdminister(_ peer: ControlPeer) -> Bool {
+        authorizer.withLock { $0 }.mayChange(peer.credentials, groups: { peer.groups })
     }
 
     /// A reload's admin users and groups, names looked up now, for the calls that follow.
@@ -93,7 +100,7 @@ final class VarlinkService: ControlMessageHandler {
         do {
             return .success(try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes)))
         } catch {
-            log.warning("control", "connection \(peer.connectionID) (pid \(peer.credentials.pid)): malformed message: \(error.reason ?? error.name)")
+            malformedWarnings.warning(log, "control", "connection \(peer.connectionID) (pid \(peer.credentials.pid)): malformed message: \(error.reason ?? error.name)")
             methods.metrics.count(method: "(malformed)", error: error.name)
             return .failure(error)
         }
@@ -140,9 +147,9 @@ final class VarlinkService: ControlMessageHandler {
             return service(method, call)
         case DaemonInterface.name:
             if DaemonInterface.privilegedMethods.contains(method),
-                !authorizer.withLock({ $0 }).mayChange(peer.credentials, groups: { peer.groups })
+                !mayAdminister(peer)
             {
-                log.warning("control", "denied \(call.method) to uid \(peer.credentials.uid) (pid \(peer.credentials.pid))")
+                deniedWarnings.warning(log, "control", "denied \(call.method) to uid \(peer.credentials.uid) (pid \(peer.credentials.pid))")
                 return VarlinkFailure.permissionDenied(call.method, uid: peer.credentials.uid).reply
             }
             let limit = store.current.control.callTimeout

@@ -1,0 +1,55 @@
+import Synchronization
+import WeaveDIPosix
+
+/// Keeps a warning that any client can cause at will (a refused connection, a denied or
+/// malformed call) from flooding the log: at most `burst` such lines per `interval`; the
+/// lines left out are counted, and the next line written says how many there were.
+final class LogThrottle: Sendable {
+    private struct State {
+        var windowStart: UInt64 = 0
+        var written = 0
+        var leftOut = 0
+        var started = false
+    }
+
+    private let interval: UInt64
+    private let intervalText: String
+    private let burst: Int
+    private let now: @Sendable () -> UInt64
+    private let state = Mutex(State())
+
+    /// `now` gives monotonic nanoseconds (the system's monotonic clock; a test's own).
+    init(interval: Duration = .seconds(60), burst: Int = 10, now: @escaping @Sendable () -> UInt64 = SystemClock.monotonicNanoseconds) {
+        let (seconds, attoseconds) = interval.components
+        self.interval = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        intervalText = "\(interval)"
+        self.burst = burst
+        self.now = now
+    }
+
+    /// Writes `message` as a warning of `subsystem` unless this throttle wrote `burst` lines
+    /// within the current interval; then only counts it.
+    func warning(_ log: DaemonLog, _ subsystem: String, _ message: @autoclosure () -> String) {
+        let time = now()
+        let leftOut: Int? = state.withLock { state in
+            if !state.started || time &- state.windowStart >= interval {
+                state.started = true
+                state.windowStart = time
+                state.written = 0
+            }
+            guard state.written < burst else {
+                state.leftOut += 1
+                return nil
+            }
+            state.written += 1
+            defer { state.leftOut = 0 }
+            return state.leftOut
+        }
+        guard let leftOut else { return }
+        if leftOut == 0 {
+            log.warning(subsystem, message())
+        } else {
+            log.warning(subsystem, message() + " (\(leftOut) more like it were not logged: at most \(burst) every \(intervalText))")
+        }
+    }
+}
