@@ -156,6 +156,47 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// A client still sending a message over the limit when the daemon refuses it reads the
+    /// refusal: what it sends after is read and dropped, rather than its send failing with a
+    /// broken pipe and the reply lost.
+    @Test func aClientStillSendingATooLargeMessage_readsTheLimitReply() throws {
+        let daemon = try started(config: #"{"control": {"maxMessageBytes": 1024}, "sync": {"jobs": []}}"#)
+        let client = try RawClient(daemon.defaultSocket)
+        try client.send(#"{"method":"io.weavedi.Daemon.Ping","parameters":{"x":""# + String(repeating: "a", count: 2_000_000) + "\"}}\0")
+        #expect(client.reply(timeout: .seconds(5)) == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
+        #expect(client.closedByPeer())
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    /// A client refused for want of places whose call was sent already (it connected and sent
+    /// before the daemon accepted it: the daemon is stopped meanwhile) reads the refusal, not
+    /// a reset connection.
+    @Test func aRefusedClientThatSentItsCallAlready_readsTheRefusal() throws {
+        let daemon = try started(config: #"{"control": {"maxClients": 1}, "sync": {"jobs": []}}"#)
+        let holder = try VarlinkClient(path: daemon.defaultSocket)
+        #expect(try holder.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        daemon.send(.stop)
+        let stopped = ContinuousClock.now + .seconds(5)
+        func state() -> String? {  // the field after the command's parenthesis in /proc/PID/stat
+            (try? String(contentsOfFile: "/proc/\(daemon.pid)/stat", encoding: .utf8))?
+                .split(separator: ")").last?.split(separator: " ").first.map(String.init)
+        }
+        while state() != "T", ContinuousClock.now < stopped { usleep(1_000) }
+        #expect(state() == "T")
+        let refused = try RawClient(daemon.defaultSocket)
+        try refused.send(#"{"method":"io.weavedi.Daemon.Ping"}"# + "\0")
+        daemon.send(.continue)
+        #expect(refused.reply(timeout: .seconds(5)) == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"clients","value":1}}"#)
+        // Then an orderly end of file: its call was read, not left to reset the connection.
+        var end = [PollDescriptor(refused.descriptor, events: .readable)]
+        _ = try PollDescriptor.poll(&end, timeout: .seconds(5))
+        let rest = Result { try refused.descriptor.receive(upToCount: 16) }
+        #expect((try? rest.get())?.isEmpty == true, "\(rest)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func halfClosingDuringACall_stopsReading_andClosesAfterTheReply() throws {
         // A job whose run takes seconds (a 1 GiB copy, written and flushed) outlasts the time limit.
         let files = TemporaryDirectory()

@@ -27,6 +27,11 @@ final class ControlConnection {
     var lastActivity: Duration
     /// Set when the connection must close once its output is written.
     var closeAfterFlush = false
+    /// Set once a connection that broke a limit has written its reply and shut its writing
+    /// side: what its client still sends is read and dropped until it closes (or the idle
+    /// deadline), so that the client, still sending, reads the reply rather than a broken pipe
+    /// or a reset.
+    var lingering = false
     /// Set at end of file: the client sends no more; the connection closes once the calls
     /// already read are answered and their replies written.
     var inputClosed = false
@@ -95,7 +100,7 @@ final class ControlConnection {
 
     /// Whether the socket is polled for input: not after end of file, nor while messages
     /// may not be dispatched.
-    func wantsInput(outputBound: Int) -> Bool { !inputClosed && mayDispatch(outputBound: outputBound) }
+    func wantsInput(outputBound: Int) -> Bool { !inputClosed && (lingering || mayDispatch(outputBound: outputBound)) }
 
     /// Drops the output already written, so that appending does not grow the buffer.
     func compactOutput() {

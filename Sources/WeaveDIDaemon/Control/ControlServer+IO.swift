@@ -103,7 +103,9 @@ extension ControlServer {
                     alive = read(connection, now: after, limit: limits.maxMessageBytes, buffer: receiveBuffer)
                 }
                 if alive, connection.hasPendingOutput { alive = write(connection, now: after) }
-                if alive, connection.isDone, !connection.hasPendingOutput { alive = false }
+                if alive, connection.isDone, !connection.hasPendingOutput {
+                    alive = linger(connection, now: after)
+                }
                 if alive, let deadline = connection.idleDeadline(idleLimit), after >= deadline {
                     // Silent, or waiting to close while its client reads nothing.
                     log.debug("control", "connection \(id) idle for \(idleLimit); closing")
@@ -180,6 +182,13 @@ extension ControlServer {
                     reply.append(0)
                     _ = try? descriptor.sendAll(reply)
                 }
+                // What the client sent already (its call, as a rule) is read first: closing with
+                // it unread would reset the connection, and the client would not see the reply.
+                try? descriptor.shutdown(.write)
+                var scratch = [UInt8](repeating: 0, count: 4096)
+                for _ in 0..<64 {
+                    guard let count = try? scratch.withUnsafeMutableBytes({ try descriptor.receive(into: $0) }), count > 0 else { break }
+                }
                 try? descriptor.close()
                 continue
             }
@@ -197,6 +206,7 @@ extension ControlServer {
     /// dispatch more (its pending output is over `limit`, the message size limit, or it has
     /// the most calls in flight); false when the connection ends.
     private func read(_ connection: ControlConnection, now: Duration, limit: Int, buffer: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+        if connection.lingering { return discardInput(connection, buffer: buffer) }
         while connection.mayDispatch(outputBound: limit) {
             let count: Int
             do {
@@ -232,6 +242,31 @@ extension ControlServer {
                 return true
             }
             if count < buffer.count { return true }
+        }
+        return true
+    }
+
+    /// Whether a connection with nothing left to write stays open: one that broke a limit
+    /// and whose client may still be sending lingers (`ControlConnection.lingering`) with
+    /// its writing side shut, until its client closes or its idle deadline; any other closes.
+    private func linger(_ connection: ControlConnection, now: Duration) -> Bool {
+        if connection.lingering { return true }
+        guard connection.closeAfterFlush, !connection.inputClosed, !connection.draining else { return false }
+        guard (try? connection.descriptor.shutdown(.write)) != nil else { return false }
+        connection.lingering = true
+        connection.lastActivity = now
+        return true
+    }
+
+    /// Reads and drops what a lingering connection's client sends (a bounded amount per turn,
+    /// so that it cannot keep the I/O thread from the others); false at its end.
+    private func discardInput(_ connection: ControlConnection, buffer: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+        for _ in 0..<16 {
+            do {
+                if try connection.descriptor.receive(into: UnsafeMutableRawBufferPointer(buffer)) == 0 { return false }
+            } catch {
+                return isTransient(error)
+            }
         }
         return true
     }
