@@ -75,6 +75,13 @@ final class DaemonMethods: Sendable {
         return reply.error
     }
 
+    /// Whether `method` streams replies when called with `more` (and so runs as long as its
+    /// work, without the call time limit): `RunJob` only. Any other call with `more` has the
+    /// limit, as without.
+    static func streams(_ method: String) -> Bool {
+        method == "RunJob"
+    }
+
     /// Inline methods whose answer shows open requests: they run in a request of their own,
     /// as every async call does.
     static let requestShowingMethods: Set<String> = ["ListSessions"]

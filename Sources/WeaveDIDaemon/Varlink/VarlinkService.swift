@@ -155,7 +155,7 @@ final class VarlinkService: ControlMessageHandler {
             let limit = store.current.control.callTimeout
             let methods = self.methods
             let outcome: Result<VarlinkReply, VarlinkFailure>
-            if call.more {  // a stream (RunJob) runs as long as its job
+            if call.more && DaemonMethods.streams(method) {  // a stream (RunJob) runs as long as its job
                 outcome = await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
             } else {
                 let timed = await withTimeout(limit, clock: SystemHealthClock()) {
