@@ -25,6 +25,7 @@ extension ConfigurationDecoder {
             default:
                 configuration.sync.jobs = []
                 jobIndices = [:]
+                mirrorTrees = MirrorTreeIndex()
                 for (index, element) in try fields.elements(of: value, at: path).enumerated() {
                     let job = try decodeJob(element, at: "\(path)[\(index)]", index: index)
                     try checkOverlaps(job, at: "\(path)[\(index)]", with: configuration.sync.jobs, in: path)
@@ -121,22 +122,26 @@ extension ConfigurationDecoder {
     /// A mirror's destination may not be, contain or lie inside another mirror's source or
     /// destination: one job would write into, or delete from, the tree the other owns
     /// (`MirrorTreeOverlap`, on the paths as written; `DaemonConfiguration.checkMirrorTreesOnDisk`
-    /// applies it to the paths they resolve to).
-    private func checkOverlaps(
+    /// applies it to the paths they resolve to). The first earlier job that meets it is named:
+    /// `mirrorTrees` finds it without comparing the job with each, then the two are compared.
+    private mutating func checkOverlaps(
         _ job: DaemonConfiguration.Job, at parent: String, with earlier: [DaemonConfiguration.Job], in list: String
     ) throws(ConfigurationError) {
         guard let mirror = job.mirror else { return }
         let roots = MirrorTreeOverlap.Roots(mirror)
-        for (index, other) in earlier.enumerated() {
-            guard let otherMirror = other.mirror else { continue }
+        let components = roots.map(ConfigurationDirectories.normalizedComponents)
+        if let index = mirrorTrees.firstOverlap(with: components), let otherMirror = earlier[index].mirror {
+            let other = earlier[index]
             let otherRoots = MirrorTreeOverlap.Roots(otherMirror)
-            guard let overlap = MirrorTreeOverlap.first(roots, otherRoots) else { continue }
-            throw fields.fail(
-                "\(parent).\(overlap.field)",
-                "the \(overlap.field) \"\(roots[overlap.field])\" \(overlap.relation.phrase) \(overlap.otherField) "
-                    + "\"\(otherRoots[overlap.otherField])\" of job \"\(other.name)\" (\(list)[\(index)]); "
-                    + "the jobs would overwrite or delete each other's files")
+            if let overlap = MirrorTreeOverlap.first(components, otherRoots.map(ConfigurationDirectories.normalizedComponents)) {
+                throw fields.fail(
+                    "\(parent).\(overlap.field)",
+                    "the \(overlap.field) \"\(roots[overlap.field])\" \(overlap.relation.phrase) \(overlap.otherField) "
+                        + "\"\(otherRoots[overlap.otherField])\" of job \"\(other.name)\" (\(list)[\(index)]); "
+                        + "the jobs would overwrite or delete each other's files")
+            }
         }
+        mirrorTrees.add(components, at: earlier.count)
     }
 
     /// Source and destination must differ and neither may contain the other.

@@ -22,6 +22,8 @@ struct ConfigurationDecoder {
     var socketIsExplicit = false
     /// The index of the job that first used each name.
     var jobIndices: [String: Int] = [:]
+    /// The mirror jobs' roots so far, as written, by position (`checkOverlaps`).
+    var mirrorTrees = MirrorTreeIndex<PathIndex>()
 
     init(file: String, environment: [String: String], workingDirectory: String) {
         fields = FieldReader(file: file)

@@ -55,13 +55,17 @@ enum ConfigurationDirectories {
     /// Whether `inner` is `outer` itself (`.same`), strictly below it (`.inside`), or neither,
     /// comparing normalized components byte for byte.
     static func relation(of inner: String, to outer: String) -> PathRelation {
-        let innerComponents = normalizedComponents(inner)
-        let outerComponents = normalizedComponents(outer)
-        guard innerComponents.count >= outerComponents.count else { return .unrelated }
-        for (a, b) in zip(innerComponents, outerComponents) where !a.utf8.elementsEqual(b.utf8) {
+        relation(of: normalizedComponents(inner), to: normalizedComponents(outer))
+    }
+
+    /// `relation(of:to:)` for paths already split into their normalized components
+    /// (`normalizedComponents`), for a path compared with many others.
+    static func relation(of inner: [Substring], to outer: [Substring]) -> PathRelation {
+        guard inner.count >= outer.count else { return .unrelated }
+        for (a, b) in zip(inner, outer) where !a.utf8.elementsEqual(b.utf8) {
             return .unrelated
         }
-        return innerComponents.count == outerComponents.count ? .same : .inside
+        return inner.count == outer.count ? .same : .inside
     }
 
     /// How two paths relate lexically.

@@ -30,8 +30,11 @@ extension DaemonConfiguration {
         }
         var earlier: [(
             index: Int, name: String, configured: MirrorTreeOverlap.Roots<String>, resolved: MirrorTreeOverlap.Roots<String>,
-            located: MirrorTreeOverlap.Roots<MountedLocation>
+            components: MirrorTreeOverlap.Roots<[Substring]>, located: MirrorTreeOverlap.Roots<MountedLocation>
         )] = []
+        // The earlier jobs' roots, by their position in `earlier`.
+        var treesByPath = MirrorTreeIndex<PathIndex>()
+        var treesByIdentity = MirrorTreeIndex<LocationIndex>()
         try note(LoadStep("reading", file: file, fieldPath: nil, path: MountTable.path))
         let mounts = MountTable.current()
         let socket = control.socket
@@ -71,8 +74,14 @@ extension DaemonConfiguration {
                     problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" contains the control socket "
                         + "\"\(socket)\" through a mount: \(overlap.explanation(quoted: true))")
             }
-            for other in earlier {
-                if let overlap = MirrorTreeOverlap.first(resolved, other.resolved) {
+            // The first earlier job that meets this one, by path or by identity, without
+            // comparing this one with each; the two are then compared, by path first.
+            let components = resolved.map(ConfigurationDirectories.normalizedComponents)
+            if let first = [treesByPath.firstOverlap(with: components), treesByIdentity.firstOverlap(with: located)]
+                .compactMap({ $0 }).min()
+            {
+                let other = earlier[first]
+                if let overlap = MirrorTreeOverlap.first(components, other.components) {
                     let mine = configured[overlap.field]
                     let theirs = other.configured[overlap.otherField]
                     throw ConfigurationError(
@@ -92,7 +101,9 @@ extension DaemonConfiguration {
                             + "the jobs would overwrite or delete each other's files")
                 }
             }
-            earlier.append((index, job.name, configured, resolved, located))
+            treesByPath.add(components, at: earlier.count)
+            treesByIdentity.add(located, at: earlier.count)
+            earlier.append((index, job.name, configured, resolved, components, located))
         }
     }
 

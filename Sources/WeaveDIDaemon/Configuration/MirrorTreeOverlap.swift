@@ -81,8 +81,22 @@ struct MirrorTreeOverlap: Equatable {
         }
     }
 
+    /// `first(_:_:)` for paths already split into their normalized components
+    /// (`ConfigurationDirectories.normalizedComponents`).
+    static func first(_ roots: Roots<[Substring]>, _ otherRoots: Roots<[Substring]>) -> MirrorTreeOverlap? {
+        first(roots, otherRoots, by: { relation(of: $0, to: $1) }).map {
+            MirrorTreeOverlap(field: $0.field, otherField: $0.otherField, relation: $0.found)
+        }
+    }
+
     /// How `path` stands to `other`, or nil when neither is, nor lies inside, the other.
     static func relation(of path: String, to other: String) -> Relation? {
+        relation(of: ConfigurationDirectories.normalizedComponents(path), to: ConfigurationDirectories.normalizedComponents(other))
+    }
+
+    /// `relation(of:to:)` for paths already split into their normalized components
+    /// (`ConfigurationDirectories.normalizedComponents`).
+    static func relation(of path: [Substring], to other: [Substring]) -> Relation? {
         switch (ConfigurationDirectories.relation(of: path, to: other), ConfigurationDirectories.relation(of: other, to: path)) {
         case (.same, _): .same
         case (.inside, _): .inside

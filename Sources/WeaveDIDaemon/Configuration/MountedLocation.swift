@@ -132,8 +132,8 @@ struct MountedLocation {
     func relation(to other: MountedLocation) -> MountOverlap? {
         guard let identity, let otherIdentity = other.identity else { return nil }
         if identity == otherIdentity {
-            let relation = MirrorTreeOverlap.relation(
-                of: "/" + missing.joined(separator: "/"), to: "/" + other.missing.joined(separator: "/"))
+            // Both already normalized components (`locate`): compared as they are.
+            let relation = MirrorTreeOverlap.relation(of: missing, to: other.missing)
             return relation.map { MountOverlap(relation: $0, directories: [SameDirectory(path: anchor, otherPath: other.anchor)]) }
         }
         if other.missing.isEmpty, let holder = holders.first(where: { $0.identity == otherIdentity }) {
