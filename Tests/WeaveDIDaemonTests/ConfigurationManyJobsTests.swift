@@ -4,7 +4,8 @@ import Testing
 import WeaveDIPosix
 
 /// Configurations of thousands of mirror jobs: the checks that no two jobs' trees meet find the
-/// first pair that does without comparing each job with every other (`MirrorTreeIndex`).
+/// first pair that does without comparing each job with every other (`MirrorTreeIndex`), and
+/// take no step limit meant for a file system that does not answer (`LoadStep.checking`).
 @Suite struct ConfigurationManyJobsTests {
     /// `count` mirror jobs under `d`, each with a source and a destination of its own
     /// (`d/src/jN`, `d/dst/jN`), and the control socket under `d/run`; `jobs` replaces a job's

@@ -123,6 +123,31 @@ import WeaveDIPosix
         #expect(value == 42)
     }
 
+    @Test func checkingWhatWasRead_hasNoDeadline_andTheStepAfterItHasItsOwn() {
+        // Checking for twice the limit: work in memory, not a file system that does not answer.
+        #expect(throws: Never.self) {
+            let value = try Self.load(limit: .milliseconds(300)) { note throws(ConfigurationError) in
+                try note(.checking(file: Self.file))
+                usleep(600_000)
+                return 42
+            }
+            #expect(value == 42)
+        }
+        // The step after it is timed from when it begins.
+        let gate = Gate()
+        defer { gate.open() }
+        let (error, took) = failure(limit: .milliseconds(300)) { note throws(ConfigurationError) in
+            try note(.checking(file: Self.file))
+            usleep(400_000)
+            try note(Self.stuck)
+            gate.block()
+            return 1
+        }
+        #expect(error?.description
+            == #"/etc/weavedi/weavedid.json: sync.jobs[1].destination: resolving "/mnt/nfs/backup" did not answer within 0.3 s (is its file system responding?)"#)
+        #expect(took >= .milliseconds(700) && took < .seconds(3), "\(took)")
+    }
+
     @Test func theLoadsOwnErrors_passThrough() {
         let refused = ConfigurationError(file: Self.file, fieldPath: "health.interval", problem: "expected a number")
         #expect(throws: refused) {
@@ -189,6 +214,18 @@ import WeaveDIPosix
         #expect(error?.errno == ECANCELED)
     }
 
+    @Test func theFilesLoad_notesThatItChecksWhatItRead() throws {
+        let directory = try ConfigurationDirectory()
+        let file = try directory.write(#"{"sync": {"jobs": [{"name": "a", "source": "/srv/a", "destination": "/backup/a"}]}}"#)
+        let noted = Locked<[LoadStep]>([])
+        _ = try DaemonConfiguration.resolve(explicitPath: file, environment: systemdEnvironment, workingDirectory: testWorkingDirectory) {
+            step in noted.withLock { $0.append(step) }
+        }
+        // Reading the file is the load's first step (`DaemonContext`); decoding and checking
+        // what was read waits on no file system: no deadline.
+        #expect(noted.withLock { $0 } == [.checking(file: file)])
+    }
+
     @Test func theMirrorTreesCheck_notesEachPath_soThatOneThatHangsIsNamed() throws {
         let configuration = try loadConfiguration(#"""
             {"control": {"socket": "/run/weavedi-test/control.sock"}, "sync": {"jobs": [
@@ -203,8 +240,11 @@ import WeaveDIPosix
             LoadStep("resolving", file: file, fieldPath: "control.socket", path: "/run/weavedi-test/control.sock"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].source", path: "/srv/a"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].destination", path: "/backup/a"),
+            // Comparing the roots found waits on no file system: no deadline.
+            .checking(file: file),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].source", path: "/srv/b"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].destination", path: "/mnt/nfs/b"),
+            .checking(file: file),
         ])
         // The resolution of b's destination hangs, as on a dead mount.
         let gate = Gate()

@@ -20,7 +20,9 @@ extension DaemonConfiguration {
     /// Throws the first overlap in the order of the jobs, at the later job's field, naming both
     /// jobs, both configured paths and what each resolves to, or which paths are one directory
     /// (`EINVAL`). Before each path it resolves (and before reading mountinfo), it tells `note`
-    /// (`StepDeadline`, which gives up on a path that does not answer), whose error it throws.
+    /// (`StepDeadline`, which gives up on a path that does not answer), whose error it throws;
+    /// and before comparing a job's roots with the rest, that it is checking
+    /// (`LoadStep.checking`, a step without a deadline, as it waits on no file system).
     public func checkMirrorTreesOnDisk(
         noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
     ) throws(ConfigurationError) {
@@ -48,6 +50,9 @@ extension DaemonConfiguration {
             let (resolved, located) = try MountedLocation.resolveAndLocate(configured, mounts: mounts) {
                 field, path throws(ConfigurationError) in try resolving("\(parent).\(field)", path)
             }
+            // What follows compares what was found: no deadline (a check of many jobs is not
+            // a path that does not answer).
+            try note(.checking(file: file))
             if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
                 throw ConfigurationError(
                     file: file, fieldPath: "\(parent).destination",

@@ -84,14 +84,18 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Fields the file omits get their defaults; directories come from `environment` and
     /// `workingDirectory`. Throws the first problem in document order: an unreadable file
     /// (with its `errno`), a syntax error (with line and column) or an invalid field
-    /// (`EINVAL`, naming the field).
+    /// (`EINVAL`, naming the field). Once the file is read, before the rest, it tells `note`
+    /// that it is checking what it read (`LoadStep.checking`: a `StepDeadline` step without a
+    /// deadline, since it waits on no file system), whose error it throws.
     public static func load(
         path: String,
         environment: [String: String],
-        workingDirectory: String
+        workingDirectory: String,
+        noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
     ) throws(ConfigurationError) -> DaemonConfiguration {
         let limits = JSONLimits()
         let bytes = try readFile(path: path, maxBytes: limits.maxBytes)
+        try note(.checking(file: path))
         let document: JSONValue
         do {
             document = try JSONValue.parse(bytes, limits: limits)
@@ -103,18 +107,20 @@ public struct DaemonConfiguration: Sendable, Equatable {
     }
 
     /// The daemon's lookup order: `explicitPath` (from `--config`) if given, which must exist;
-    /// otherwise `defaultPath` if it exists; otherwise the built-in default.
+    /// otherwise `defaultPath` if it exists; otherwise the built-in default. `note` hears what
+    /// `load` tells it.
     public static func resolve(
         explicitPath: String?,
         environment: [String: String],
         workingDirectory: String,
-        defaultPath: String = DaemonConfiguration.defaultPath
+        defaultPath: String = DaemonConfiguration.defaultPath,
+        noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
     ) throws(ConfigurationError) -> DaemonConfiguration {
         if let explicitPath {
-            return try load(path: explicitPath, environment: environment, workingDirectory: workingDirectory)
+            return try load(path: explicitPath, environment: environment, workingDirectory: workingDirectory, noting: note)
         }
         do {
-            return try load(path: defaultPath, environment: environment, workingDirectory: workingDirectory)
+            return try load(path: defaultPath, environment: environment, workingDirectory: workingDirectory, noting: note)
         } catch where error.errno == ENOENT && error.fieldPath == nil {
             let configuration = builtInDefault(environment: environment, workingDirectory: workingDirectory)
             try configuration.checkBuiltInDefaultSocket()

@@ -41,7 +41,10 @@ public final class DaemonContext: Sendable {
     ///
     /// All of it runs on a thread of its own, and a step (the file read, a path resolved) that
     /// does not answer within `StepDeadline.stepLimit` fails the load (`ETIMEDOUT`): a dead
-    /// network mount cannot hang the start. Blocks the calling thread meanwhile.
+    /// network mount cannot hang the start. Checking what was read (decoding the file,
+    /// comparing the jobs' roots) has no such limit (`LoadStep.checking`): however many jobs
+    /// there are, it is not a file system that does not answer. Blocks the calling thread
+    /// meanwhile.
     public func loadConfiguration() throws(ConfigurationError) -> DaemonConfiguration {
         try StepDeadline.run(limit: StepDeadline.stepLimit, first: firstLoadStep, for: "a configuration load") {
             [self] note throws(ConfigurationError) in
@@ -68,7 +71,7 @@ public final class DaemonContext: Sendable {
         noting note: @escaping @Sendable (LoadStep) throws(ConfigurationError) -> Void
     ) throws(ConfigurationError) -> DaemonConfiguration {
         let configuration = try DaemonConfiguration.resolve(
-            explicitPath: configPath, environment: environment, workingDirectory: workingDirectory)
+            explicitPath: configPath, environment: environment, workingDirectory: workingDirectory, noting: note)
         try configuration.checkMirrorTreesOnDisk(noting: note)
         return configuration
     }

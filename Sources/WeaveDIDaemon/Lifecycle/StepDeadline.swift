@@ -10,7 +10,9 @@ protocol DeadlineStep: Sendable {
     /// The path the step reads, resolves, opens or creates.
     var path: String { get }
     /// Every path the step waits on: `[path]`, and for a step that works on two (a copy from
-    /// one file into another) both, as either may be the one that does not answer.
+    /// one file into another) both, as either may be the one that does not answer. None for a
+    /// step that waits on no file system (checking what the steps before read): such a step
+    /// has no deadline, and is never refused for a stuck thread.
     var paths: [String] { get }
     /// What the step does, for messages: `resolving "/mnt/nfs/backup"`, `reading the file`.
     var subject: String { get }
@@ -37,6 +39,11 @@ extension DeadlineStep {
 /// stuck; should its call ever return, the work stops at its next step, unseen, and its thread
 /// ends. `StuckThreads` keeps count of such threads and bounds them: work is not started, and
 /// a step not begun, that would only add one more.
+///
+/// Work on what is in memory (decoding what was read, comparing many paths) is a step of its
+/// own that waits on no path (`DeadlineStep.paths` empty): it has no deadline, as its time
+/// says nothing of a file system (thousands of jobs to compare must not pass for a dead
+/// mount); the next step's deadline starts when that step is noted.
 ///
 /// The daemon's configuration load (`DaemonContext.loadConfiguration`) and a mirror run's start
 /// (`MirrorRoots.open`) go through here.
@@ -67,9 +74,9 @@ enum StepDeadline {
     }
 
     /// `run(limit:first:for:stuck:_:)` for async callers: suspends instead of blocking (the
-    /// waiting is done by a thread of its own, which ends by the deadline at the latest). A
-    /// caller whose task is cancelled stops waiting at once, with the step's error
-    /// (`ECANCELED`); the work stops at its next step, as after a timeout.
+    /// waiting is done by a thread of its own, which ends by the deadline at the latest, or when
+    /// a step without one is over). A caller whose task is cancelled stops waiting at once, with
+    /// the step's error (`ECANCELED`); the work stops at its next step, as after a timeout.
     static func run<Step: DeadlineStep, Value: Sendable>(
         limit: Duration, first: Step, for purpose: String, stuck: StuckThreads = .shared, _ work: @escaping Work<Step, Value>
     ) async throws(Step.Failure) -> Value {
@@ -169,8 +176,11 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
         defer { pthread_mutex_unlock(mutex) }
         if unwanted { throw step.failure("\(step.subject) was not begun: nobody waits for the work any more", errno: ECANCELED) }
         if let refusal = stuck.refusal(toTry: step, by: id) { throw step.failure(refusal.problem, errno: refusal.errno) }
+        // The waiter waits without a deadline during a step without one: it times this one.
+        let timedAgain = self.step.paths.isEmpty && !step.paths.isEmpty
         self.step = step
         stepStarted = SystemClock.monotonicNanoseconds()
+        if timedAgain { pthread_cond_signal(condition) }
     }
 
     func finish(_ result: Result<Value, Step.Failure>) {
@@ -197,6 +207,11 @@ private final class StepWatch<Step: DeadlineStep, Value: Sendable>: @unchecked S
         defer { pthread_mutex_unlock(mutex) }
         while true {
             if let result { return result }
+            // A step that waits on no path has no deadline: until the next step, or the end.
+            if step.paths.isEmpty {
+                pthread_cond_wait(condition, mutex)
+                continue
+            }
             // A step noted meanwhile moved the deadline; the wait below then just ends early.
             let deadline = stepStarted + limitNanoseconds
             if SystemClock.monotonicNanoseconds() >= deadline {
