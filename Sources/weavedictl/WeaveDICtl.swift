@@ -1,3 +1,4 @@
+import WeaveDIControl
 import WeaveDIDaemon
 
 /// The root command: global options, then one of the subcommands listed here.
@@ -58,7 +59,7 @@ enum WeaveDICtl {
             }
             return error.status
         } catch {
-            Terminal.error("weavedictl: \(error)")
+            Terminal.error("weavedictl: \(String(describing: error).escapingControlCharacters)")
             return ExitStatus.failure
         }
     }

@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIControl
 
 /// Prints an `io.weavedi.Daemon.Health` object for `health` and `check`, and decides their
 /// exit status: 1 when the overall status is anything but healthy.
@@ -41,7 +42,7 @@ struct HealthTable {
 
     /// A summary line, then one row per check.
     func render(on terminal: Terminal) -> String {
-        let status = health.text("status")
+        let status = health.text("status").escapingControlCharacters
         let checks = health.array("checks")
         let text = "Health: " + terminal.styled(status, Terminal.Style.status(status))
             + " (score \(health.intText("score")), \(checks.count) check\(checks.count == 1 ? "" : "s"), "

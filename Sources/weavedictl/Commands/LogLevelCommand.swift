@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIControl
 
 /// `weavedictl log-level [LEVEL] [--filter FILTER]`: shows or changes the library log level
 /// and the daemon's log filter.
@@ -45,8 +46,8 @@ struct LogLevelCommand: CtlCommand {
         if context.options.json {
             context.printJSON(reply.object)
         } else {
-            context.terminal.line("level:  " + (reply.parameter("level")?.stringValue ?? "-"))
-            context.terminal.line("filter: " + (reply.parameter("filter")?.stringValue ?? "-"))
+            context.terminal.line("level:  " + (reply.parameter("level")?.stringValue ?? "-").escapingControlCharacters)
+            context.terminal.line("filter: " + (reply.parameter("filter")?.stringValue ?? "-").escapingControlCharacters)
         }
         return ExitStatus.ok
     }

@@ -1,12 +1,15 @@
+import WeaveDIControl
+
 /// `weavedictl metrics`: the daemon's metrics in the Prometheus text exposition format.
 struct MetricsCommand: CtlCommand {
     static let configuration = CommandConfiguration(
         name: "metrics",
         abstract: "Print the daemon's metrics (Prometheus text format).",
         discussion: """
-            Prints the text exactly as the daemon renders it (HELP and TYPE comments, one
-            sample per line, such as `weavedi_up 1`), ready for a textfile collector or a quick
-            look with grep. With --json: {"text":"…"}.
+            Prints the text as the daemon renders it (HELP and TYPE comments, one sample per
+            line, such as `weavedi_up 1`), ready for a textfile collector or a quick look with
+            grep; control characters other than line breaks, which the format never contains,
+            are escaped. With --json: {"text":"…"}.
 
             Example:
               weavedictl metrics | grep '^weavedi_control'
@@ -22,9 +25,16 @@ struct MetricsCommand: CtlCommand {
         if context.options.json {
             context.printJSON(reply.object)
         } else {
-            let text = reply.parameter("text")?.stringValue ?? ""
+            let text = Self.shown(reply.parameter("text")?.stringValue ?? "")
             context.terminal.write(text.isEmpty || text.hasSuffix("\n") ? text : text + "\n")
         }
         return ExitStatus.ok
+    }
+
+    /// `text` with the control characters of each line escaped: the lines stay lines, and
+    /// nothing else reaches the terminal.
+    static func shown(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { String($0).escapingControlCharacters }.joined(separator: "\n")
     }
 }

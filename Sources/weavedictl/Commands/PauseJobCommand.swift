@@ -1,3 +1,5 @@
+import WeaveDIControl
+
 /// `weavedictl pause-job NAME`: stops scheduling a job; a run in progress finishes.
 struct PauseJobCommand: CtlCommand {
     static let configuration = CommandConfiguration(
@@ -27,7 +29,7 @@ struct PauseJobCommand: CtlCommand {
         if context.options.json {
             context.printJSON(reply.object)
         } else {
-            context.terminal.line("job \(name): paused")
+            context.terminal.line("job \(name.escapingControlCharacters): paused")
         }
         return ExitStatus.ok
     }

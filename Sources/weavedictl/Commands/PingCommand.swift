@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIControl
 
 /// `weavedictl ping`: whether the daemon answers, with its version, pid and uptime.
 struct PingCommand: CtlCommand {
@@ -30,7 +31,7 @@ struct PingCommand: CtlCommand {
 
     /// `weavedid VERSION answers on SOCKET (pid N, up DURATION)`.
     static func summary(_ ping: JSONValue, socket: String) -> String {
-        "weavedid \(ping.text("version")) answers on \(socket) "
+        "weavedid \(ping.text("version").escapingControlCharacters) answers on \(socket.escapingControlCharacters) "
             + "(pid \(ping.intText("pid")), up \(Format.duration(ping.number("uptime") ?? 0)))"
     }
 }

@@ -1,3 +1,5 @@
+import WeaveDIControl
+
 /// `weavedictl reload`: makes the daemon re-read its configuration file, as SIGHUP does.
 struct ReloadCommand: CtlCommand {
     static let configuration = CommandConfiguration(
@@ -22,7 +24,7 @@ struct ReloadCommand: CtlCommand {
         if context.options.json {
             context.printJSON(reply.object)
         } else {
-            context.terminal.line(reply.parameter("status")?.stringValue ?? "configuration reloaded")
+            context.terminal.line((reply.parameter("status")?.stringValue ?? "configuration reloaded").escapingControlCharacters)
         }
         return ExitStatus.ok
     }

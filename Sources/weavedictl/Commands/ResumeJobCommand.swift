@@ -1,3 +1,5 @@
+import WeaveDIControl
+
 /// `weavedictl resume-job NAME`: schedules a paused job again.
 struct ResumeJobCommand: CtlCommand {
     static let configuration = CommandConfiguration(
@@ -27,7 +29,7 @@ struct ResumeJobCommand: CtlCommand {
         if context.options.json {
             context.printJSON(reply.object)
         } else {
-            context.terminal.line("job \(name): resumed")
+            context.terminal.line("job \(name.escapingControlCharacters): resumed")
         }
         return ExitStatus.ok
     }

@@ -71,8 +71,8 @@ struct RunJobCommand: CtlCommand {
 
     /// `job NAME: RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`.
     static func summary(_ run: JSONValue, job: String, on terminal: Terminal) -> String {
-        let result = run.string("result") ?? "unknown"
-        var text = "job \(job): " + terminal.styled(result, Terminal.Style.status(result))
+        let result = (run.string("result") ?? "unknown").escapingControlCharacters
+        var text = "job \(job.escapingControlCharacters): " + terminal.styled(result, Terminal.Style.status(result))
         if let duration = run.number("duration") { text += " in " + Format.duration(duration) }
         text += " (copied \(run.intText("filesCopied")), updated \(run.intText("filesUpdated")), "
             + "deleted \(run.intText("filesDeleted")), skipped \(run.intText("filesSkipped")), "

@@ -60,13 +60,15 @@ enum CtlError: Error {
         }
     }
 
-    /// The message for standard error, without the usage text of a usage error.
+    /// The message for standard error, without the usage text of a usage error. What it
+    /// quotes (arguments, paths, the environment, the daemon's replies) has its control
+    /// characters escaped, so that no input can start a line of its own or reach the terminal.
     var message: String {
         switch self {
         case let .usage(error):
-            return "weavedictl\(error.command.map { " " + $0.name } ?? ""): \(error.message)"
+            return "weavedictl\(error.command.map { " " + $0.name } ?? ""): \(error.message.escapingControlCharacters)"
         case let .unreachable(socket, reason):
-            return "weavedictl: cannot connect to \(socket.path): \(reason)\n" + socket.searchNote
+            return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n" + socket.searchNote
                 + "Is weavedid running? Start it with `swift run weavedid` (or `systemctl start weavedid`), or pass --socket PATH."
         case let .socketPathTooLong(socket):
             let maximum = UnixSocketAddress.maximumPathLength
@@ -75,27 +77,29 @@ enum CtlError: Error {
             case .environment: " (from WEAVEDI_SOCKET)"
             case .discovered: ""
             }
-            return "weavedictl: the socket path \(socket.path)\(origin) is \(socket.path.utf8.count) bytes long, "
+            return "weavedictl: the socket path \(socket.shownPath)\(origin) is \(socket.path.utf8.count) bytes long, "
                 + "but a Unix socket path may have at most \(maximum) bytes (sun_path); "
                 + "give a shorter path to the same socket, e.g. through a symbolic link to its directory."
         case let .socketNotPermitted(socket, reason):
-            return "weavedictl: cannot connect to \(socket.path): \(reason)\n"
+            return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n"
                 + "The control socket is open to its owner and group only: run as root, or join the group the socket "
                 + "belongs to (control.socketGroup in the daemon's configuration; SocketGroup= in weavedid.socket)."
         case let .broken(socket, reason):
-            return "weavedictl: the connection to \(socket.path) broke: \(reason)\nIs weavedid still running?"
+            return "weavedictl: the connection to \(socket.shownPath) broke: \(reason.escapingControlCharacters)\n"
+                + "Is weavedid still running?"
         case let .permissionDenied(method, uid):
             let who = uid.map { " (you are uid \($0))" } ?? ""
-            return "weavedictl: permission denied: \(method) changes the daemon and needs administrator rights\(who).\n"
+            return "weavedictl: permission denied: \(method.escapingControlCharacters) changes the daemon and needs administrator rights\(who).\n"
                 + "Run weavedictl as root or as the daemon's user, or have an administrator add your user to "
                 + "control.adminUsers (or a group of yours to control.adminGroups) in the daemon's configuration "
                 + "and restart weavedid."
         case let .failure(failure, method):
-            return "weavedictl: \(method) failed: \(failure)" + (FailureHint.hint(for: failure, method: method).map { "\n" + $0 } ?? "")
+            return "weavedictl: \(method.escapingControlCharacters) failed: \(String(describing: failure).escapingControlCharacters)"
+                + (FailureHint.hint(for: failure, method: method).map { "\n" + $0 } ?? "")
         case let .configuration(error):
-            return "weavedictl: \(error)"
+            return "weavedictl: \(String(describing: error).escapingControlCharacters)"
         case let .offline(reason):
-            return "weavedictl: \(reason)"
+            return "weavedictl: \(reason.escapingControlCharacters)"
         }
     }
 }

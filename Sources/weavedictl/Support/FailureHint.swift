@@ -2,6 +2,8 @@ import WeaveDI
 import WeaveDIControl
 
 /// A sentence for people after a varlink error reply: what the error means and what to do.
+/// What it quotes from the reply (a name weavedictl was given, a reason) has its control
+/// characters escaped, so that it can neither start a line of its own nor reach the terminal.
 enum FailureHint {
     /// The hint for `failure`, a reply to `method`, if there is one.
     static func hint(for failure: VarlinkFailure, method: String) -> String? {
@@ -40,9 +42,10 @@ enum FailureHint {
         }
     }
 
-    /// The string parameter `name` of `failure`, or its JSON text, or "?".
+    /// The string parameter `name` of `failure`, or its JSON text, or "?", with its control
+    /// characters escaped.
     private static func parameter(_ name: String, of failure: VarlinkFailure) -> String {
         guard let value = failure.parameters.first(where: { $0.0 == name })?.1 else { return "?" }
-        return value.stringValue ?? value.serialized
+        return (value.stringValue ?? value.serialized).escapingControlCharacters
     }
 }

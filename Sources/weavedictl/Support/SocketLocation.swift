@@ -1,3 +1,4 @@
+import WeaveDIControl
 import WeaveDIPosix
 
 /// Where the daemon's control socket is, and how that was decided.
@@ -64,13 +65,18 @@ struct SocketLocation: Equatable {
         (try? FileStatus(path: path, followSymlinks: true)) != nil
     }
 
+    /// The path for a message: its control characters escaped (it comes from the command line
+    /// or the environment).
+    var shownPath: String { path.escapingControlCharacters }
+
     /// A line saying where else weavedictl looked, for the "cannot connect" message.
     var searchNote: String {
         switch origin {
         case .option: ""
         case .environment: "(the path comes from WEAVEDI_SOCKET)\n"
         case .discovered:
-            candidates.count > 1 ? "(none of \(candidates.dropLast().joined(separator: ", ")) exists either)\n" : ""
+            candidates.count > 1
+                ? "(none of \(candidates.dropLast().joined(separator: ", ").escapingControlCharacters) exists either)\n" : ""
         }
     }
 
