@@ -89,6 +89,16 @@ import WeaveDIPosix
         #expect(jobsJSON.code == 0 && listed.map { $0[member: "name"]?.stringValue } == ["example"])
     }
 
+    @Test func fixes_limitAboveTheHistory_isRefusedWithTheAllowedRange() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "fixes", "--limit", "1000000"])
+        #expect(run.code == 1, "\(run.all)")
+        #expect(run.error.hasSuffix(
+            "The daemon refused the parameter 'limit' of io.weavedi.Daemon.ListFixes: expected an integer from 1 to 500, got 1000000.\n"),
+            "\(run.error)")
+        #expect(run.output.isEmpty)
+    }
+
     @Test func sessions_showTheConnectionOfWeavedictlItself() throws {
         let daemon = try readyDaemon()
         let run = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "sessions"])

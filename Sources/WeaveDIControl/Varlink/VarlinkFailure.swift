@@ -43,9 +43,13 @@ public struct VarlinkFailure: Error, Sendable, CustomStringConvertible {
         VarlinkFailure("org.varlink.service.MethodNotImplemented", [("method", .string(method))])
     }
 
-    /// A parameter is missing, of the wrong type or out of range.
-    public static func invalidParameter(_ parameter: String) -> VarlinkFailure {
-        VarlinkFailure("org.varlink.service.InvalidParameter", [("parameter", .string(parameter))])
+    /// A parameter is missing, of the wrong type or out of range; `reason`, if given, says what
+    /// is allowed (`expected an integer from 1 to 500, got 1000000`). Varlink's interface names
+    /// only `parameter`; clients ignore the members they do not know.
+    public static func invalidParameter(_ parameter: String, reason: String? = nil) -> VarlinkFailure {
+        var parameters: [(String, JSONValue)] = [("parameter", .string(parameter))]
+        if let reason { parameters.append(("reason", .string(reason))) }
+        return VarlinkFailure("org.varlink.service.InvalidParameter", parameters)
     }
 
     /// The call needs `more`.

@@ -151,7 +151,7 @@ final class DaemonMethods: Sendable {
             return VarlinkReply(parameters: [("jobs", .array(await jobs.jobs()))])
         case "RunJob":
             try call.accept(["name"])
-            guard let name = try call.string("name") else { throw .invalidParameter("name") }
+            guard let name = try call.string("name") else { throw .invalidParameter("name", reason: "missing: the job's name is required") }
             let more = call.more
             let run = try await jobs.run(name) { progress in
                 if more { stream(VarlinkReply(parameters: [("run", .null), ("progress", progress)], continues: true)) }
@@ -159,7 +159,7 @@ final class DaemonMethods: Sendable {
             return VarlinkReply(parameters: [("run", run), ("progress", .null)])
         case "PauseJob", "ResumeJob":
             try call.accept(["name"])
-            guard let name = try call.string("name") else { throw .invalidParameter("name") }
+            guard let name = try call.string("name") else { throw .invalidParameter("name", reason: "missing: the job's name is required") }
             try await jobs.setPaused(name, method == "PauseJob")
             return VarlinkReply()
         case "SetLogLevel":
@@ -206,27 +206,39 @@ extension LogFilter {
 extension VarlinkCall {
     /// Refuses parameters other than `allowed`, naming the first unknown one.
     func accept(_ allowed: Set<String>) throws(VarlinkFailure) {
-        if let unknown = parameters.first(where: { !allowed.contains($0.0) }) { throw .invalidParameter(unknown.0) }
+        guard let unknown = parameters.first(where: { !allowed.contains($0.0) }) else { return }
+        let accepted = allowed.isEmpty ? "the method takes none" : "accepted: " + allowed.sorted().joined(separator: ", ")
+        throw .invalidParameter(unknown.0, reason: "unknown parameter (\(accepted))")
     }
 
     func string(_ name: String) throws(VarlinkFailure) -> String? {
         guard let value = parameter(name) else { return nil }
-        guard let string = value.stringValue else { throw .invalidParameter(name) }
+        guard let string = value.stringValue else {
+            throw .invalidParameter(name, reason: "expected a string, got \(FieldReader.describe(value))")
+        }
         return string
     }
 
+    /// The integer parameter `name`, if given; out of `range`, the error says the range, as the
+    /// configuration's errors do.
     func int(_ name: String, in range: ClosedRange<Int>) throws(VarlinkFailure) -> Int? {
         guard let value = parameter(name) else { return nil }
-        guard let int = value.intValue, range.contains(int) else { throw .invalidParameter(name) }
+        guard let int = value.intValue, range.contains(int) else {
+            throw .invalidParameter(
+                name, reason: "expected an integer from \(range.lowerBound) to \(range.upperBound), got \(FieldReader.describe(value))")
+        }
         return int
     }
 
     func stringArray(_ name: String) throws(VarlinkFailure) -> [String]? {
         guard let value = parameter(name) else { return nil }
-        guard let items = value.arrayValue else { throw .invalidParameter(name) }
+        let reason = "expected an array of strings"
+        guard let items = value.arrayValue else { throw .invalidParameter(name, reason: "\(reason), got \(FieldReader.describe(value))") }
         var strings: [String] = []
         for item in items {
-            guard let string = item.stringValue else { throw .invalidParameter(name) }
+            guard let string = item.stringValue else {
+                throw .invalidParameter(name, reason: "\(reason), got \(FieldReader.describe(item)) among them")
+            }
             strings.append(string)
         }
         return strings

@@ -8,7 +8,8 @@ struct FixesCommand: CtlCommand {
         arguments: "[--limit N]",
         discussion: """
             Options:
-              --limit N   only the last N attempts (1 or more; the daemon keeps a bounded history)
+              --limit N   only the last N attempts, from 1 to \(UnifiedRegistry.historyLimit) (the daemon keeps the last
+                          \(UnifiedRegistry.historyLimit); a larger N is its InvalidParameter error, which says the range)
 
             Automatic fixes (run by the health loop) and manual ones (weavedictl fix) are listed
             with their outcome: succeeded, failed, timedOut or refused (held back by the fix policy

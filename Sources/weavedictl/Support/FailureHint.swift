@@ -14,7 +14,7 @@ enum FailureHint {
         case "NoSuchJob":
             return "No job is named '\(parameter("name", of: failure))'; `weavedictl jobs` lists them."
         case "InvalidParameter":
-            return invalidParameter(parameter("parameter", of: failure), method: method)
+            return invalidParameter(parameter("parameter", of: failure), reason: optionalParameter("reason", of: failure), method: method)
         case "ReloadRefused":
             return "The daemon refused the new configuration and keeps the previous one: \(parameter("reason", of: failure))"
         case "CallTimedOut":
@@ -29,7 +29,9 @@ enum FailureHint {
         }
     }
 
-    private static func invalidParameter(_ name: String, method: String) -> String {
+    /// The daemon's `reason`, when it gives one, says what is allowed (`expected an integer from
+    /// 1 to 500, got 1000000`).
+    private static func invalidParameter(_ name: String, reason: String?, method: String) -> String {
         switch name {
         case "level":
             return "The daemon does not know that log level; levels: "
@@ -38,14 +40,20 @@ enum FailureHint {
             return "The daemon could not parse that filter; it looks like WEAVEDID_LOG: "
                 + "a level, then subsystem=level pairs (info,sync=debug)."
         default:
-            return "The daemon refused the parameter '\(name)' of \(method)."
+            return "The daemon refused the parameter '\(name)' of \(method)" + (reason.map { ": " + $0 } ?? "") + "."
         }
     }
 
     /// The string parameter `name` of `failure`, or its JSON text, or "?", with its control
     /// characters escaped.
     private static func parameter(_ name: String, of failure: VarlinkFailure) -> String {
-        guard let value = failure.parameters.first(where: { $0.0 == name })?.1 else { return "?" }
+        optionalParameter(name, of: failure) ?? "?"
+    }
+
+    /// The string parameter `name` of `failure`, or its JSON text, or nil, with its control
+    /// characters escaped.
+    private static func optionalParameter(_ name: String, of failure: VarlinkFailure) -> String? {
+        guard let value = failure.parameters.first(where: { $0.0 == name })?.1 else { return nil }
         return (value.stringValue ?? value.serialized).escapingControlCharacters
     }
 }
