@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 import WeaveDI
 import WeaveDIControl
@@ -57,6 +58,31 @@ import WeaveDIControl
         #expect(run.error.hasPrefix("weavedictl: cannot connect to \(socket): No such file or directory (ENOENT)\n"))
         #expect(run.error.contains("Is weavedid running? Start it with `swift run weavedid` (or `systemctl start weavedid`), or pass --socket PATH."))
         #expect(run.output.isEmpty)
+    }
+
+    @Test func aPathThatIsNotASocket_exits69SayingWhatItIs() throws {
+        // connect(2) says ECONNREFUSED for these, as for a socket nobody listens on.
+        let directory = TemporaryDirectory("weavedictl")
+        let file = directory.write("passwd", "root:x:0:0::/root:/bin/sh\n")
+        let fifo = directory.path + "/fifo"
+        try #require(mkfifo(fifo, 0o600) == 0)
+        for (path, kind) in [(file, "a regular file"), (directory.path, "a directory"), (fifo, "a named pipe (FIFO)")] {
+            let run = try CtlRun.run(["--socket", path, "ping"], in: directory)
+            #expect(run.code == 69, "\(run.all)")
+            #expect(run.error == "weavedictl: cannot connect to \(path): it is \(kind), not a socket (connect: Connection refused (ECONNREFUSED))\n"
+                + "Pass the path of weavedid's control socket with --socket PATH (control.socket in its configuration).\n")
+            #expect(!run.error.contains("Is weavedid running?") && run.output.isEmpty)
+        }
+        let environment = try CtlRun.run(["health"], environment: ["WEAVEDI_SOCKET": file], in: directory)
+        #expect(environment.code == 69)
+        #expect(environment.error.hasPrefix("weavedictl: cannot connect to \(file): it is a regular file, not a socket"), "\(environment.error)")
+        #expect(environment.error.hasSuffix("(the path comes from WEAVEDI_SOCKET)\nSet WEAVEDI_SOCKET to the path of weavedid's control socket (control.socket in its configuration), or unset it.\n"))
+        let found = TemporaryDirectory("weavedictl")
+        found.write(".weavedi/run/control.sock", "")
+        let discovered = try CtlRun.run(["ping"], environment: ["RUNTIME_DIRECTORY": "", "XDG_RUNTIME_DIR": ""], in: found)
+        #expect(discovered.code == 69)
+        #expect(discovered.error.contains("/.weavedi/run/control.sock: it is a regular file, not a socket"), "\(discovered.error)")
+        #expect(discovered.error.contains("It stands where weavedid puts its control socket: remove it if nothing needs it"))
     }
 
     @Test func socketPathTooLongForAnAddress_exits64NamingItsLengthAndWhereItCameFrom() throws {

@@ -37,6 +37,13 @@ struct CtlContext {
         } catch {
             guard case let .unreachable(_, reason) = error else { throw .unreachable(socket, reason: "\(error)") }
             if reason.hasSuffix("(\(Errno.permissionDenied.name))") { throw .socketNotPermitted(socket, reason: reason) }
+            // connect(2) says ECONNREFUSED for a regular file or a directory, as for a socket
+            // nobody listens on: only the file's type tells the two apart.
+            if reason.hasSuffix("(\(Errno.connectionRefused.name))") || reason.hasSuffix("(\(Errno.notSocket.name))"),
+                let status = try? FileStatus(path: socket.path, followSymlinks: true), status.kind != .socket
+            {
+                throw .notASocket(socket, kind: status.kind, reason: reason)
+            }
             throw .unreachable(socket, reason: reason)
         }
     }

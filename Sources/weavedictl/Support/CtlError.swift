@@ -33,6 +33,8 @@ enum CtlError: Error {
     case usage(UsageError)
     /// Nothing answers at the socket.
     case unreachable(SocketLocation, reason: String)
+    /// The path names something other than a socket (connect said `reason`).
+    case notASocket(SocketLocation, kind: FileKind, reason: String)
     /// The socket's path does not fit in a Unix socket address (107 bytes).
     case socketPathTooLong(SocketLocation)
     /// The socket exists but this user may not connect to it.
@@ -53,7 +55,7 @@ enum CtlError: Error {
         switch self {
         case .usage: ExitStatus.usage
         case let .socketPathTooLong(socket): socket.origin == .discovered ? ExitStatus.unavailable : ExitStatus.usage
-        case .unreachable, .broken: ExitStatus.unavailable
+        case .unreachable, .notASocket, .broken: ExitStatus.unavailable
         case .socketNotPermitted, .permissionDenied: ExitStatus.noPermission
         case .failure, .offline: ExitStatus.failure
         case .configuration: ExitStatus.configuration
@@ -70,6 +72,16 @@ enum CtlError: Error {
         case let .unreachable(socket, reason):
             return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n" + socket.searchNote
                 + "Is weavedid running? Start it with `swift run weavedid` (or `systemctl start weavedid`), or pass --socket PATH."
+        case let .notASocket(socket, kind, reason):
+            let advice = switch socket.origin {
+            case .option: "Pass the path of weavedid's control socket with --socket PATH (control.socket in its configuration)."
+            case .environment:
+                "Set WEAVEDI_SOCKET to the path of weavedid's control socket (control.socket in its configuration), or unset it."
+            case .discovered:
+                "It stands where weavedid puts its control socket: remove it if nothing needs it, or pass the socket's path with --socket PATH."
+            }
+            return "weavedictl: cannot connect to \(socket.shownPath): it is \(Self.describe(kind)), not a socket "
+                + "(connect: \(reason.escapingControlCharacters))\n" + (socket.origin == .discovered ? "" : socket.searchNote) + advice
         case let .socketPathTooLong(socket):
             let maximum = UnixSocketAddress.maximumPathLength
             let origin = switch socket.origin {
@@ -100,6 +112,20 @@ enum CtlError: Error {
             return "weavedictl: \(String(describing: error).escapingControlCharacters)"
         case let .offline(reason):
             return "weavedictl: \(reason.escapingControlCharacters)"
+        }
+    }
+
+    /// `a regular file`, `a directory`, ... for a message.
+    private static func describe(_ kind: FileKind) -> String {
+        switch kind {
+        case .regular: "a regular file"
+        case .directory: "a directory"
+        case .symbolicLink: "a symbolic link"
+        case .socket: "a socket"
+        case .fifo: "a named pipe (FIFO)"
+        case .characterDevice: "a character device"
+        case .blockDevice: "a block device"
+        case .unknown: "a file of an unknown type"
         }
     }
 }
