@@ -93,14 +93,19 @@ public enum DaemonMain {
             return exitStatus(for: error)
         }
         if options.checkConfig {
-            // What the file cannot say by itself: whether its group exists on this machine.
+            let source = configuration.filePath ?? "built-in default"
+            // What the file cannot say by itself: whether its group exists on this machine (the
+            // start stops without it), and its administrators (the start warns and goes on).
             if let group = configuration.control.socketGroup {
                 do { _ = try ControlSocketBinder.groupID(group) } catch {
-                    printError("weavedid: \(configuration.filePath ?? "built-in default"): \(error)")
+                    printError("weavedid: \(source): \(error)")
                     return exitConfigurationError
                 }
             }
-            print("weavedid: configuration OK (\(configuration.filePath ?? "built-in default"))")
+            let warnings = AdminAccounts(configuration.control).warnings
+            for warning in warnings { printError("weavedid: warning: \(source): \(warning)") }
+            let noted = warnings.isEmpty ? "" : warnings.count == 1 ? ", with 1 warning" : ", with \(warnings.count) warnings"
+            print("weavedid: configuration OK\(noted) (\(source))")
             return 0
         }
         let signals: SignalReader

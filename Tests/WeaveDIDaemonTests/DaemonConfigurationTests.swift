@@ -65,6 +65,34 @@ import WeaveDIPosix
         #expect(refused.standardErrorText == "weavedid: \(config): control.socketGroup: no group named 'no-such-group-weavedi'\n")
     }
 
+    @Test func checkConfig_warnsAboutAdministratorsThisMachineDoesNotKnow_andPasses() throws {
+        // The start ignores them (with the same warning): they can only give rights.
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", """
+            {"control": {"adminUsers": ["root", "no-such-user-weavedi", 1000],
+                         "adminGroups": [0, "no-such-group-weavedi"]}}
+            """)
+        let checked = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
+        #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+        #expect(checked.standardErrorText == """
+            weavedid: warning: \(config): control.adminUsers[1]: no user named 'no-such-user-weavedi' on this machine; ignored, it gives nobody administrator rights
+            weavedid: warning: \(config): control.adminGroups[1]: no group named 'no-such-group-weavedi' on this machine; ignored, it gives nobody administrator rights
+
+            """)
+        #expect(checked.standardOutputText == "weavedid: configuration OK, with 2 warnings (\(config))\n")
+    }
+
+    @Test func start_withAnAdministratorThisMachineDoesNotKnow_warnsAndRuns() throws {
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", #"{"control": {"adminUsers": ["no-such-user-weavedi", "root"]}}"#)
+        let daemon = try readyDaemon(["--config", config], directory: directory)
+        #expect(daemon.log.contains(
+            "\(config): control.adminUsers[0]: no user named 'no-such-user-weavedi' on this machine; ignored, it gives nobody administrator rights"),
+            "\(daemon.log)")
+        let reload = try CtlRun.run(["--socket", daemon.defaultSocket, "reload"])
+        #expect(reload.code == 0, "root is still an administrator: \(reload.all)")
+    }
+
     @Test func builtInDefault_inADeepWorkingDirectory_isRefusedByTheCheckAndTheStart() throws {
         // Without RUNTIME_DIRECTORY and XDG_RUNTIME_DIR the default socket lies below the
         // working directory; from deep enough it cannot be bound.

@@ -29,9 +29,9 @@ public protocol ControlMessageHandler: Sendable {
     /// too many clients, idle too long); nil to close silently.
     func limitReply(_ violation: ControlLimitViolation) -> [UInt8]?
 
-    /// Takes on a reloaded `control` configuration (who may change things) for the calls
+    /// Takes on a reloaded configuration's `control` (who may change things) for the calls
     /// that follow.
-    func adopt(_ control: DaemonConfiguration.Control)
+    func adopt(_ configuration: DaemonConfiguration)
 
     /// Whether `peer` has administrator rights (and so may take the places kept for them).
     func mayAdminister(_ peer: ControlPeer) -> Bool
@@ -39,7 +39,7 @@ public protocol ControlMessageHandler: Sendable {
 
 extension ControlMessageHandler {
     /// A handler with nothing to take on.
-    public func adopt(_ control: DaemonConfiguration.Control) {}
+    public func adopt(_ configuration: DaemonConfiguration) {}
 
     /// Root and the daemon's own user.
     public func mayAdminister(_ peer: ControlPeer) -> Bool {

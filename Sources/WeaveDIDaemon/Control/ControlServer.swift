@@ -150,7 +150,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         if let bound = bound.withLock({ $0 }), wanted.socketMode != current.socketMode || wanted.socketGroup != current.socketGroup {
             try applySocketAttributes(wanted, to: bound)
         }
-        handler.adopt(wanted)
+        handler.adopt(configuration)
     }
 
     /// Gives the bound socket file `wanted`'s mode and group (no group: the daemon's own, as

@@ -10,33 +10,17 @@ struct Authorizer: Sendable {
     let adminUIDs: Set<UInt32>
     let adminGIDs: Set<UInt32>
 
-    /// Resolves names to ids; unknown names are reported, not fatal.
-    init(adminUsers: [DaemonConfiguration.AccountReference], adminGroups: [DaemonConfiguration.AccountReference], log: DaemonLog) {
-        self.adminUsers = adminUsers
-        self.adminGroups = adminGroups
+    /// Resolves the names of `control`'s admin users and groups to ids; a name this machine does
+    /// not know is logged as a warning, with `source` (the configuration file) and its field
+    /// path, and ignored (see `AdminAccounts`).
+    init(_ control: DaemonConfiguration.Control, source: String, log: DaemonLog) {
+        adminUsers = control.adminUsers
+        adminGroups = control.adminGroups
         daemonUID = CurrentProcess.effectiveUserID
-        var uids: Set<UInt32> = []
-        for user in adminUsers {
-            switch user {
-            case let .id(id): uids.insert(id)
-            case let .name(name):
-                if let record = try? UserDatabase.user(named: name) { uids.insert(record.uid) } else {
-                    log.warning("control", "admin user '\(name)' does not exist; ignored")
-                }
-            }
-        }
-        var gids: Set<UInt32> = []
-        for group in adminGroups {
-            switch group {
-            case let .id(id): gids.insert(id)
-            case let .name(name):
-                if let record = try? UserDatabase.group(named: name) { gids.insert(record.gid) } else {
-                    log.warning("control", "admin group '\(name)' does not exist; ignored")
-                }
-            }
-        }
-        adminUIDs = uids
-        adminGIDs = gids
+        let accounts = AdminAccounts(control)
+        for warning in accounts.warnings { log.warning("control", "\(source): \(warning)") }
+        adminUIDs = accounts.userIDs
+        adminGIDs = accounts.groupIDs
     }
 
     /// Whether `peer` may call privileged methods; `groups` are its supplementary groups.

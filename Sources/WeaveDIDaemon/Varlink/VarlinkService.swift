@@ -22,8 +22,8 @@ final class VarlinkService: ControlMessageHandler {
         self.methods = methods
         self.store = store
         self.log = log
-        let control = store.current.control
-        authorizer = Mutex(Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log))
+        let configuration = store.current
+        authorizer = Mutex(Authorizer(configuration.control, source: configuration.filePath ?? "built-in default", log: log))
     }
 
     func mayAdminister(_ peer: ControlPeer) -> Bool {
@@ -31,10 +31,11 @@ final class VarlinkService: ControlMessageHandler {
     }
 
     /// A reload's admin users and groups, names looked up now, for the calls that follow.
-    func adopt(_ control: DaemonConfiguration.Control) {
+    func adopt(_ configuration: DaemonConfiguration) {
+        let control = configuration.control
         let current = authorizer.withLock { $0 }
         guard control.adminUsers != current.adminUsers || control.adminGroups != current.adminGroups else { return }
-        let fresh = Authorizer(adminUsers: control.adminUsers, adminGroups: control.adminGroups, log: log)
+        let fresh = Authorizer(control, source: configuration.filePath ?? "built-in default", log: log)
         authorizer.withLock { $0 = fresh }
         func list(_ accounts: [DaemonConfiguration.AccountReference]) -> String {
             accounts.isEmpty ? "none" : accounts.map(\.description).joined(separator: ", ")
