@@ -72,6 +72,13 @@ extension FileDescriptor {
         }
     }
 
+    /// Changes the group of the file this `pathOnly` handle (`O_PATH`) is open on, leaving its
+    /// owner (`fchownat(2)` with `AT_EMPTY_PATH`): the handle's own file, never what its path
+    /// names now.
+    public func setGroupOfPathHandle(_ group: UInt32) throws(Errno) {
+        try nothingOrErrno { fchownat(rawValue, "", uid_t.max, gid_t(group), LinuxSymbols.atEmptyPath) }
+    }
+
     /// Changes the permission bits of `path` relative to this directory (`fchmodat(2)`), following links.
     public func setPermissions(at path: String, _ permissions: FilePermissions) throws(Errno) {
         try path.withCStringTyped { (cPath) throws(Errno) in

@@ -56,6 +56,8 @@ internal enum LinuxSymbols {
     static let openNoAccessTime: Int32 = 0o1000000
     /// `O_PATH` from `<fcntl.h>` (`_GNU_SOURCE`): `010000000` on x86-64, ARM and most others.
     static let openPathOnly: Int32 = 0o10000000
+    /// `AT_EMPTY_PATH`: an `*at` call on the descriptor itself (an `O_PATH` handle's file).
+    static let atEmptyPath: Int32 = 0x1000
     /// Size of `struct signalfd_siginfo`, fixed by the kernel ABI.
     static let signalFDSiginfoSize = 128
 

@@ -8,16 +8,20 @@ import WeaveDIPosix
 /// the run and after it, and a warning says when the socket's group cannot reach the socket
 /// through it.
 @Suite struct ControlSocketDirectoryTests {
-    /// Starts the real daemon with its socket in `directory` of `d` (group `nogroup`, 65534),
-    /// waits for it to be ready, then stops it; returns its log.
+    /// The socket's group: `nogroup` (65534) as root; as another user, who may give a file
+    /// only a group of their own, their group.
+    private let group: UInt32 = getegid() == 0 ? 65534 : getegid()
+
+    /// Starts the real daemon with its socket in `directory` of `d` (group `group`), waits for
+    /// it to be ready, then stops it; returns its log.
     private func runDaemon(socketIn directory: String, of d: TemporaryDirectory) throws -> String {
         let config = d.write("weavedid.json", """
-            {"control": {"socket": "\(d.path)/\(directory)/control.sock", "socketGroup": 65534}, "sync": {"jobs": []}}
+            {"control": {"socket": "\(d.path)/\(directory)/control.sock", "socketGroup": \(group)}, "sync": {"jobs": []}}
             """)
         let daemon = try DaemonProcess(["--config", config], directory: d)
         #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
         let socket = try FileStatus(path: "\(d.path)/\(directory)/control.sock", followSymlinks: false)
-        #expect(socket.kind == .socket && socket.groupID == 65534, "\(daemon.log)")
+        #expect(socket.kind == .socket && socket.groupID == group, "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         return daemon.log
@@ -46,14 +50,36 @@ import WeaveDIPosix
         let before = try modeAndGroup(d.path + "/closed")
         let log = try runDaemon(socketIn: "closed", of: d)
         #expect(try modeAndGroup(d.path + "/closed") == before)
-        #expect(log.contains("the socket's group (gid 65534) cannot reach \(d.path)/closed/control.sock: its directory "
+        #expect(log.contains("the socket's group (gid \(group)) cannot reach \(d.path)/closed/control.sock: its directory "
             + "\(d.path)/closed (mode 700, group \(getegid())) lets neither that group nor others search it"), "\(log)")
+    }
+
+    /// A reload that gives the socket a group which cannot pass through its directory (one
+    /// that existed) warns as the start does, and changes the directory no more than it.
+    @Test func aReloadGivingAGroupThatCannotReachTheSocket_warns() throws {
+        let d = TemporaryDirectory()
+        try FileDescriptor.currentWorkingDirectory.makeDirectory(at: d.path + "/closed")
+        #expect(chmod(d.path + "/closed", 0o700) == 0)
+        let before = try modeAndGroup(d.path + "/closed")
+        let socket = "\(d.path)/closed/control.sock"
+        let config = d.write("weavedid.json", #"{"control": {"socket": "\#(socket)"}, "sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: d)
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(!daemon.log.contains("cannot reach"))
+        _ = d.write("weavedid.json", #"{"control": {"socket": "\#(socket)", "socketGroup": \#(group)}, "sync": {"jobs": []}}"#)
+        daemon.send(.hangup)
+        #expect(daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
+        #expect(daemon.log.contains("the socket's group (gid \(group)) cannot reach \(socket)"), "\(daemon.log)")
+        #expect(try FileStatus(path: socket, followSymlinks: false).groupID == group)
+        #expect(try modeAndGroup(d.path + "/closed") == before)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     @Test func aDirectoryTheDaemonMakes_is0750_withTheSocketsGroup() throws {
         let d = TemporaryDirectory()
         let log = try runDaemon(socketIn: "made/here", of: d)
-        #expect(try modeAndGroup(d.path + "/made/here") == "750 65534")
+        #expect(try modeAndGroup(d.path + "/made/here") == "750 \(group)")
         #expect(!log.contains("cannot reach"), "\(log)")
     }
 }

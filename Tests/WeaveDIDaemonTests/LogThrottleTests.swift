@@ -24,7 +24,7 @@ import WeaveDIPosix
             <4>control: refused 1
             <4>control: refused 2
             <4>control: refused 3
-            <4>control: refused 12 (8 more like it were not logged: at most 3 every 60.0 seconds)
+            <4>control: refused 12 (8 more like it were not logged: at most 3 a minute)
             <4>control: refused 13
 
             """)

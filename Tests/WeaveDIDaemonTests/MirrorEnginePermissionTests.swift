@@ -121,7 +121,11 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
         try fixture.makeDirectory("dst/stale", mode: 0o355)
         try fixture.makeDirectory("dst", mode: 0o355)
         try fixture.makeDirectory("out")
-        for path in ["src/shared/inside.txt", "dst", "dst/stale", "dst/stale/old.txt", "out"] {
+        // An empty source over such a destination root, with delete: refused, the root's mode kept.
+        try fixture.makeDirectory("empty")
+        try fixture.write("kept/file.txt", "kept")
+        try fixture.makeDirectory("kept", mode: 0o355)
+        for path in ["src/shared/inside.txt", "dst", "dst/stale", "dst/stale/old.txt", "out", "kept", "kept/file.txt"] {
             #expect(chown(fixture.root + "/" + path, 65534, 65534) == 0)  // the child changes `inside.txt`
         }
         let child = try asNobody("childRuns_overDirectoriesTheirOwnerMayNotRead", ownerUnreadableChildRootVariable, root: fixture.root)
@@ -134,7 +138,9 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
             dst mode 355, dst/shared mode 355
             changed: success updated 1 errors []
             dst mode 355, dst/shared mode 355
+            empty source: failed, kept mode 355
             """, "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("kept/file.txt") == "kept")
         #expect(fixture.read("dst/shared/inside.txt") == "second, longer")
         #expect(fixture.status("dst/stale") == nil)
     }
@@ -163,6 +169,11 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
         let file = try FileDescriptor.open(root + "/src/shared/inside.txt", .writeOnly, options: [.truncate])
         try file.descriptor.writeAll(Array("second, longer".utf8))
         try await mirror("changed") { "updated \($0.updated)" }
+        let refused = await MirrorEngine(
+            settings: MirrorSettings(source: root + "/empty", destination: root + "/kept", delete: true), container: .mirrorWorkers()
+        ).run()
+        let keptMode = try FileStatus(path: root + "/kept", followSymlinks: false).permissions.rawValue
+        lines.append("empty source: \(refused.result), kept mode \(String(keptMode, radix: 8))")
         Self.writeReport(lines, root: root)
     }
 

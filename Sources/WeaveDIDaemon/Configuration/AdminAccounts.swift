@@ -3,8 +3,8 @@ import WeaveDIPosix
 
 /// `control.adminUsers` and `control.adminGroups` as ids on this machine.
 ///
-/// Names are looked up when the daemon starts (reloads do not change who is an administrator)
-/// and by `weavedid --check-config`. A name this machine does not know is a warning with its
+/// Names are looked up when the daemon starts, at a reload that changes the lists, and by
+/// `weavedid --check-config`. A name this machine does not know is a warning with its
 /// field path, not an error: it can only give someone rights, never take them, so leaving it
 /// out grants nothing, while refusing to start would stop the daemon (and its sync jobs) at
 /// the next reboot because an administrator's account was deleted. `control.socketGroup` is

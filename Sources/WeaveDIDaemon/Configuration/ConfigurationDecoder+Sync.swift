@@ -140,6 +140,7 @@ extension ConfigurationDecoder {
                         + "\"\(otherRoots[overlap.otherField])\" of job \"\(other.name)\" (\(list)[\(index)]); "
                         + "the jobs would overwrite or delete each other's files")
             }
+            assertionFailure("the index of mirror trees named job \(index), which does not meet job \(earlier.count)")
         }
         mirrorTrees.add(components, at: earlier.count)
     }

@@ -105,6 +105,7 @@ extension DaemonConfiguration {
                             + "through a mount: \(overlap.explanation(quoted: true)); "
                             + "the jobs would overwrite or delete each other's files")
                 }
+                assertionFailure("the indexes of mirror trees named job \(first), which does not meet job \(earlier.count)")
             }
             treesByPath.add(components, at: earlier.count)
             treesByIdentity.add(located, at: earlier.count)

@@ -59,10 +59,10 @@ final class ControlConnection {
     }
 
     /// When the connection is closed for silence (`lastActivity` plus `limit`); none while a
-    /// call runs. The same deadline counts for a connection waiting to close whose client
-    /// reads nothing.
+    /// call runs (but for a lingering connection, which is done with its calls). The same
+    /// deadline counts for a connection waiting to close whose client reads nothing.
     func idleDeadline(_ limit: Duration) -> Duration? {
-        callsInFlight ? nil : lastActivity + limit
+        callsInFlight && !lingering ? nil : lastActivity + limit
     }
 
     /// Drops all buffered input (dispatched or not), keeping the buffer's capacity.

@@ -248,9 +248,10 @@ extension ControlServer {
 
     /// Whether a connection with nothing left to write stays open: one that broke a limit
     /// and whose client may still be sending lingers (`ControlConnection.lingering`) with
-    /// its writing side shut, until its client closes or its idle deadline; any other closes.
+    /// its writing side shut, until its client closes, its idle deadline or the server's stop;
+    /// any other closes.
     private func linger(_ connection: ControlConnection, now: Duration) -> Bool {
-        if connection.lingering { return true }
+        if connection.lingering { return !connection.draining }
         guard connection.closeAfterFlush, !connection.inputClosed, !connection.draining else { return false }
         guard (try? connection.descriptor.shutdown(.write)) != nil else { return false }
         connection.lingering = true

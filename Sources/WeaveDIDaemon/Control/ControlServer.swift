@@ -154,7 +154,8 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     }
 
     /// Gives the bound socket file `wanted`'s mode and group (no group: the daemon's own, as
-    /// a new socket gets), and its directory the group when it was made at start.
+    /// a new socket gets), and its directory the group when it was made at start; warns when
+    /// the group cannot reach it through a directory the daemon did not make.
     private func applySocketAttributes(
         _ wanted: DaemonConfiguration.Control, to bound: (path: String, inode: UInt64, madeDirectory: Bool)
     ) throws {
@@ -165,23 +166,22 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         } catch {
             throw ReloadRefusal(description: error.description)
         }
-        let cwd = FileDescriptor.currentWorkingDirectory
-        guard let status = try? FileStatus(path: bound.path, followSymlinks: false), status.kind == .socket,
-            status.inode == bound.inode
-        else {
-            throw ReloadRefusal(description: "control.socket: \(bound.path) is no longer the socket this daemon listens on; "
-                + "let the control.socket health check bind it again, or restart the daemon")
-        }
+        let before: FileStatus
         do {
-            try cwd.changeOwner(at: bound.path, group: gid)
-            try cwd.setPermissions(at: bound.path, wanted.socketMode)
-            if bound.madeDirectory { try cwd.changeOwner(at: ControlSocketBinder.parent(of: bound.path), group: gid) }
+            before = try ControlSocketBinder.setAttributes(ofSocket: bound.path, mode: wanted.socketMode, group: gid, inode: bound.inode)
         } catch {
-            // Back to what it was, as far as it goes: the reload is refused.
-            try? cwd.changeOwner(at: bound.path, group: status.groupID)
-            try? cwd.setPermissions(at: bound.path, status.permissions)
-            throw ReloadRefusal(description: "control.socket: cannot give \(bound.path) mode "
-                + "\(String(wanted.socketMode.rawValue, radix: 8)) and group \(gid): \(error)")
+            throw ReloadRefusal(description: "control.socket: \(error.description); let the control.socket health check bind it "
+                + "again, or restart the daemon")
+        }
+        let directory = ControlSocketBinder.parent(of: bound.path)
+        if bound.madeDirectory {
+            do { try FileDescriptor.currentWorkingDirectory.changeOwner(at: directory, group: gid) } catch {
+                _ = try? ControlSocketBinder.setAttributes(
+                    ofSocket: bound.path, mode: before.permissions, group: before.groupID, inode: bound.inode)
+                throw ReloadRefusal(description: "control.socket: cannot give \(directory) the group \(gid): \(error)")
+            }
+        } else if wanted.socketGroup != nil {
+            ControlSocketBinder.warnIfGroupCannotReach(bound.path, gid, log: log)
         }
         log.notice("control", "\(bound.path): mode \(String(wanted.socketMode.rawValue, radix: 8)), group \(gid)")
     }

@@ -36,25 +36,66 @@ enum ControlSocketBinder {
         }
         let previous = CurrentProcess.setUmask(~mode & 0o777)
         defer { CurrentProcess.setUmask(previous) }
+        let listener: OwnedDescriptor
         do {
-            let listener = try UnixSocket.listen(at: address, backlog: 128, nonBlocking: true)
-            try FileDescriptor.currentWorkingDirectory.setPermissions(at: path, FilePermissions(rawValue: mode))
-            if let gid {
-                try FileDescriptor.currentWorkingDirectory.changeOwner(at: path, group: gid)
-                // The group reaches the socket through the directory: one made here carries it.
-                if madeDirectory { try FileDescriptor.currentWorkingDirectory.changeOwner(at: directory, group: gid) }
-            }
-            if let gid, !madeDirectory, let status = try? FileStatus(path: directory, followSymlinks: true),
-                !groupMaySearch(status, gid)
-            {
-                log.warning("control", "the socket's group (gid \(gid)) cannot reach \(path): its directory \(directory) "
-                    + "(mode \(String(status.permissions.rawValue & 0o7777, radix: 8)), group \(status.groupID)) lets neither "
-                    + "that group nor others search it; give the directory that group, or remove it so that weavedid makes it")
-            }
-            return listener
+            listener = try UnixSocket.listen(at: address, backlog: 128, nonBlocking: true)
         } catch {
             throw Refusal(description: "cannot listen on \(path): \(error)")
         }
+        _ = try setAttributes(ofSocket: path, mode: FilePermissions(rawValue: mode), group: gid, inode: nil)
+        if let gid {
+            // The group reaches the socket through the directory: one made here carries it.
+            if madeDirectory {
+                do { try FileDescriptor.currentWorkingDirectory.changeOwner(at: directory, group: gid) } catch {
+                    throw Refusal(description: "cannot give \(directory) the group \(gid): \(error)")
+                }
+            } else {
+                warnIfGroupCannotReach(path, gid, log: log)
+            }
+        }
+        return listener
+    }
+
+    /// Gives the socket file at `path` `mode` and, when given, the group `gid`, through a handle
+    /// opened on it without following a link (`O_PATH|O_NOFOLLOW`): whatever was put in its
+    /// place meanwhile (a link to another file, by someone who may write in its directory) is
+    /// refused, never changed. `inode`, when given, is the socket's own. Changes nothing when
+    /// it fails; returns the file's status before.
+    static func setAttributes(
+        ofSocket path: String, mode: FilePermissions, group gid: UInt32?, inode: UInt64?
+    ) throws(Refusal) -> FileStatus {
+        func fail(_ what: String, _ error: Errno) -> Refusal {
+            Refusal(description: "cannot give the socket \(path) \(what): \(error)")
+        }
+        do {
+            let handle = try FileDescriptor.currentWorkingDirectory.open(at: path, .pathOnly, options: [.noFollow])
+            let status = try handle.descriptor.status()
+            guard status.kind == .socket, inode == nil || status.inode == inode else {
+                throw Refusal(description: "\(path) is no longer the socket this daemon listens on (\(status.kind) there now)")
+            }
+            if let gid {
+                do { try handle.descriptor.setGroupOfPathHandle(gid) } catch { throw fail("the group \(gid)", error) }
+            }
+            do { try handle.descriptor.setPermissionsOfPathHandle(mode) } catch {
+                try? handle.descriptor.setGroupOfPathHandle(status.groupID)
+                throw fail("the mode \(String(mode.rawValue, radix: 8))", error)
+            }
+            return status
+        } catch let refusal as Refusal {
+            throw refusal
+        } catch {
+            throw Refusal(description: "cannot open the socket \(path): \(error)")
+        }
+    }
+
+    /// Warns when the socket's group `gid` cannot pass through the directory of `path`, which
+    /// the daemon did not make (and so left as it is).
+    static func warnIfGroupCannotReach(_ path: String, _ gid: UInt32, log: DaemonLog) {
+        let directory = parent(of: path)
+        guard let status = try? FileStatus(path: directory, followSymlinks: true), !groupMaySearch(status, gid) else { return }
+        log.warning("control", "the socket's group (gid \(gid)) cannot reach \(path): its directory \(directory) "
+            + "(mode \(String(status.permissions.rawValue & 0o7777, radix: 8)), group \(status.groupID)) lets neither "
+            + "that group nor others search it; give the directory that group, or remove it so that weavedid makes it")
     }
 
     /// Whether members of `gid` may search (pass through) the directory of `status`: its

@@ -22,7 +22,7 @@ final class LogThrottle: Sendable {
     init(interval: Duration = .seconds(60), burst: Int = 10, now: @escaping @Sendable () -> UInt64 = SystemClock.monotonicNanoseconds) {
         let (seconds, attoseconds) = interval.components
         self.interval = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-        intervalText = "\(interval)"
+        intervalText = interval == .seconds(60) ? "a minute" : "every \(seconds) s"
         self.burst = burst
         self.now = now
     }
@@ -49,7 +49,7 @@ final class LogThrottle: Sendable {
         if leftOut == 0 {
             log.warning(subsystem, message())
         } else {
-            log.warning(subsystem, message() + " (\(leftOut) more like it were not logged: at most \(burst) every \(intervalText))")
+            log.warning(subsystem, message() + " (\(leftOut) more like it were not logged: at most \(burst) \(intervalText))")
         }
     }
 }

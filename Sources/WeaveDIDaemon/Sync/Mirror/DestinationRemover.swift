@@ -87,10 +87,12 @@ struct DestinationRemover {
         throws(MirrorFailure) -> OwnedDescriptor?
     {
         do {
-            return try MirrorFailure.opening { try parent.openDirectory(at: name, noFollow: true) }
-        } catch .system("open", .permissionDenied) where !isPrivileged {
-            var found: FileStatus?
-            return try OwnerOpening.open(name, in: parent, refusing: sourceRoot, found: &found)
+            do {
+                return try MirrorFailure.opening { try parent.openDirectory(at: name, noFollow: true) }
+            } catch .system("open", .permissionDenied) where !isPrivileged {
+                var found: FileStatus?
+                return try OwnerOpening.open(name, in: parent, refusing: sourceRoot, found: &found)
+            }
         } catch .vanished {
             return nil
         } catch .replaced {

@@ -89,6 +89,7 @@ public struct MirrorEngine: Sendable {
         do {
             pool = try MirrorWorkerPool(threads: settings.workers, watch: watch)
         } catch {
+            roots.giveBackDestinationMode()
             failed.fail(settings.destination, "cannot start worker threads: \(error)")
             return (failed, MirrorProgress())
         }
@@ -97,6 +98,7 @@ public struct MirrorEngine: Sendable {
             try watch.start { answer.give(.verdict($0)) }
         } catch {
             pool.shutdown()
+            roots.giveBackDestinationMode()
             failed.fail(settings.destination, "cannot start worker threads: \(error)")
             return (failed, MirrorProgress())
         }

@@ -24,6 +24,12 @@ struct MirrorRoots: ~Copyable {
     /// why (for the run's log).
     let unchecked: [MirrorIssue]
 
+    /// Gives the destination root the mode it was found with, when it was opened as its owner
+    /// may (`destinationMadeWritable`), for a run that will not walk it; best effort.
+    func giveBackDestinationMode() {
+        if destinationMadeWritable { try? destination.descriptor.setPermissions(destinationStatus.permissions) }
+    }
+
     /// A reason the run cannot start, with the root it concerns.
     struct Failure: Error, CustomStringConvertible {
         let path: String
@@ -402,6 +408,11 @@ private final class OpenedRoots: @unchecked Sendable {
 
     init(_ roots: consuming MirrorRoots) {
         self.roots = Optional(roots)
+    }
+
+    /// Roots nobody took (the run stopped waiting for them) give the destination root its mode back.
+    deinit {
+        roots?.giveBackDestinationMode()
     }
 
     func take() -> MirrorRoots {

@@ -19,9 +19,8 @@ enum OwnerOpening {
     static func open(_ name: String, in parent: FileDescriptor, refusing sourceRoot: FileIdentity, found: inout FileStatus?)
         throws(MirrorFailure) -> OwnedDescriptor
     {
-        let handle = try MirrorFailure.attempt("open (O_PATH)") {
-            try parent.open(at: name, .pathOnly, options: [.directory, .noFollow])
-        }
+        // Gone or replaced since (`.vanished`, `.replaced`), as an ordinary open would say.
+        let handle = try MirrorFailure.opening { try parent.open(at: name, .pathOnly, options: [.directory, .noFollow]) }
         let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
         guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
