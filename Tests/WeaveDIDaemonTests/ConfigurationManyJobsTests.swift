@@ -70,19 +70,6 @@ import WeaveDIPosix
         }
     }
 
-    /// A generator of the same numbers in every run (SplitMix64).
-    struct Numbers: RandomNumberGenerator {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// `Index` against the comparisons it stands for: for each two roots of `pool`, whether one
     /// meets the other (`meets`, as before the index); then, for short lists of jobs whose roots
     /// are drawn from `pool`, whether each job's first overlap is the one that comparing it with
@@ -104,7 +91,7 @@ import WeaveDIPosix
         }
         // Both kinds of pairs were tried.
         #expect(met > 0 && met < pool.count * pool.count, "\(met)", sourceLocation: sourceLocation)
-        var numbers = Numbers(state: 7)
+        var numbers = TreeFixture.SplitMix(seed: 7)
         var overlaps: Set<Int?> = []
         for list in 0..<300 {
             var index = MirrorTreeIndex<Index>()
@@ -126,7 +113,7 @@ import WeaveDIPosix
         // Paths of few names, so that many meet: written with `//`, `.` and `..`, and with an
         // `é` of one code point and one of two, which are different bytes (and so paths).
         let names = ["a", "b", "ab", ".", "..", "", "\u{E9}", "e\u{301}"]
-        var numbers = Numbers(state: 1)
+        var numbers = TreeFixture.SplitMix(seed: 1)
         let pool = (0..<60).map { _ in
             "/" + (0..<Int.random(in: 0...4, using: &numbers)).map { _ in names.randomElement(using: &numbers)! }.joined(separator: "/")
         }

@@ -52,8 +52,8 @@ enum TreeFixture {
         return hash
     }
 
-    /// A fast deterministic generator.
-    struct SplitMix {
+    /// A fast deterministic generator (SplitMix64): the same numbers in every run.
+    struct SplitMix: RandomNumberGenerator {
         var state: UInt64
         init(seed: UInt64) { state = seed }
         mutating func next() -> UInt64 {
