@@ -89,21 +89,22 @@ public enum DaemonMain {
         } catch {
             log.error("config", "\(error)")
             notifier.notify("STATUS=configuration error: \(error)", "ERRNO=\(error.errno)")
-            if options.checkConfig { printError("weavedid: \(error)") }
+            if options.checkConfig { printError("weavedid: \("\(error)".escapingControlCharacters)") }
             return exitStatus(for: error)
         }
         if options.checkConfig {
-            let source = configuration.filePath ?? "built-in default"
+            // The path as given (and what it quotes) may hold control characters: escaped.
+            let source = (configuration.filePath ?? "built-in default").escapingControlCharacters
             // What the file cannot say by itself: whether its group exists on this machine (the
             // start stops without it), and its administrators (the start warns and goes on).
             if let group = configuration.control.socketGroup {
                 do { _ = try ControlSocketBinder.groupID(group) } catch {
-                    printError("weavedid: \(source): \(error)")
+                    printError("weavedid: \(source): \(error.description.escapingControlCharacters)")
                     return exitConfigurationError
                 }
             }
             let warnings = AdminAccounts(configuration.control).warnings
-            for warning in warnings { printError("weavedid: warning: \(source): \(warning)") }
+            for warning in warnings { printError("weavedid: warning: \(source): \(warning.escapingControlCharacters)") }
             let noted = warnings.isEmpty ? "" : warnings.count == 1 ? ", with 1 warning" : ", with \(warnings.count) warnings"
             print("weavedid: configuration OK\(noted) (\(source))")
             return 0

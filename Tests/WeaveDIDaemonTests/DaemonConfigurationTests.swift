@@ -56,6 +56,21 @@ import WeaveDIPosix
         }
     }
 
+    /// What `--check-config` prints for people quotes the file's path as given: its control
+    /// characters are escaped, never sent to the terminal.
+    @Test func checkConfig_escapesControlCharactersInThePath() throws {
+        let directory = TemporaryDirectory()
+        let bad = directory.write("b\u{1B}[31mad.json", #"{"health": {"interval": 0}}"#)
+        let refused = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", bad], environment: [:])
+        #expect(refused.status == .exited(78))
+        #expect(refused.standardErrorText.contains("weavedid: \(directory.path)/b\\u{1B}[31mad.json: health.interval: "),
+                "\(refused.standardErrorText)")
+        #expect(!refused.standardErrorText.contains("\u{1B}"))
+        let good = directory.write("g\u{1B}ood.json", Self.goodConfig)
+        let ok = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", good], environment: [:])
+        #expect(ok.standardOutputText == "weavedid: configuration OK (\(directory.path)/g\\u{1B}ood.json)\n")
+    }
+
     @Test func checkConfig_refusesASocketGroupThatDoesNotExist() throws {
         // Valid as a name, but the daemon could not start with it.
         let directory = TemporaryDirectory()
