@@ -1,7 +1,9 @@
+import Foundation
 import Glibc
 import Testing
 import WeaveDI
 import WeaveDIControl
+import WeaveDIPosix
 
 /// Command-line mistakes, `--help`, and how weavedictl finds the socket.
 @Suite struct CtlUsageTests {
@@ -103,7 +105,22 @@ import WeaveDIControl
         let run = try CtlRun.run(["ping"], environment: ["XDG_RUNTIME_DIR": directory.path + "/xdg"], in: directory)
         #expect(run.code == 69)
         #expect(run.error.hasPrefix("weavedictl: cannot connect to /run/weavedi/control.sock: "))
-        #expect(run.error.contains("(none of \(directory.path)/xdg/weavedi/control.sock, \(directory.path)/.weavedi/run/control.sock exists either)"))
+        #expect(run.error.contains("(none of \(directory.path)/xdg/weavedi/control.sock, \(directory.path)/.weavedi/run/control.sock exists)"))
+    }
+
+    /// A socket found where weavedictl looks, but dead (nobody listens): the note names only the
+    /// places before it, which do not exist, not the socket found.
+    @Test func aDeadSocketFound_isNotSaidToBeMissing() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let socket = directory.path + "/.weavedi/run/control.sock"
+        try FileManager.default.createDirectory(atPath: directory.path + "/.weavedi/run", withIntermediateDirectories: true)
+        let dead = try UnixSocket.listen(at: UnixSocketAddress(path: socket), backlog: 1, nonBlocking: true)
+        try dead.close()  // the file stays; nobody listens
+        let run = try CtlRun.run(["ping"], environment: ["XDG_RUNTIME_DIR": directory.path + "/xdg"], in: directory)
+        #expect(run.code == 69)
+        #expect(run.error.hasPrefix("weavedictl: cannot connect to \(socket): "), "\(run.error)")
+        #expect(run.error.contains("(\(directory.path)/xdg/weavedi/control.sock does not exist)\n"), "\(run.error)")
+        #expect(!run.error.contains("\(socket) does not exist") && !run.error.contains("\(socket) exists"), "\(run.error)")
     }
 
     @Test func weavediSocket_isHonoured_andSocketOptionWins() throws {

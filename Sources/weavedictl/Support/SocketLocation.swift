@@ -75,8 +75,17 @@ struct SocketLocation: Equatable {
         case .option: ""
         case .environment: "(the path comes from WEAVEDI_SOCKET)\n"
         case .discovered:
-            candidates.count > 1
-                ? "(none of \(candidates.dropLast().joined(separator: ", ").escapingControlCharacters) exists either)\n" : ""
+            // The candidates before the one chosen, which do not exist (the chosen one may).
+            Self.missingNote(Array(candidates.prefix { $0 != path }))
+        }
+    }
+
+    /// `(A does not exist)`, `(none of A, B exists)`, or nothing.
+    private static func missingNote(_ missing: [String]) -> String {
+        switch missing.count {
+        case 0: ""
+        case 1: "(\(missing[0].escapingControlCharacters) does not exist)\n"
+        default: "(none of \(missing.joined(separator: ", ").escapingControlCharacters) exists)\n"
         }
     }
 
