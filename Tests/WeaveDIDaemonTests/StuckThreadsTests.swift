@@ -28,6 +28,14 @@ import WeaveDI
         private let events = Locked<[StuckThreads.Event]>([])
         var all: [StuckThreads.Event] { events.withLock { $0 } }
         func add(_ event: StuckThreads.Event) { events.withLock { $0.append(event) } }
+
+        /// Waits up to 10 s for a `returned` event (sent just after the count drops); true once there is one.
+        func waitForReturned() async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            func returned() -> Bool { all.contains { if case .returned = $0 { true } else { false } } }
+            while !returned(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            return returned()
+        }
     }
 
     /// A load with `limit`, counted in `stuck`: its value, or its error with the durations in
@@ -98,6 +106,7 @@ import WeaveDI
         // The stuck call returns: the thread is reported and forgotten, and the path tried again.
         gate.open()
         try await waitFor(stuck, toCount: 0)
+        #expect(try await events.waitForReturned())
         #expect(events.all.last.map { Self.sanitized("\($0)") }
             == #"returned("a thread stuck on \"/mnt/nfs/backup\" (a configuration load) returned after N s; 0 still stuck")"#)
         #expect(load(stuck) { note throws(ConfigurationError) in
@@ -157,6 +166,7 @@ import WeaveDI
         gate.open()
         try await waitFor(stuck, toCount: 0)
         #expect(further.withLock { $0 } == false)
+        #expect(try await events.waitForReturned())
         #expect(events.all.last.map { Self.sanitized("\($0)") }
             == #"returned("a thread stuck on \"/mnt/one\" (a configuration load) returned after N s; 0 still stuck")"#)
     }

@@ -85,6 +85,7 @@ import WeaveDI
         let returned = ContinuousClock.now + .seconds(10)
         while stuck.count != 0, ContinuousClock.now < returned { try await Task.sleep(for: .milliseconds(10)) }
         #expect(stuck.count == 0)
+        #expect(try await events.waitForReturned())
         #expect(events.all.last.map { if case let .returned(text) = $0 { StuckThreadsTests.sanitized(text) } else { "" } }
             == #"a thread stuck on "/src/big.iso" or "/dst/big.iso" (a mirror run's walk) returned after N s; 0 still stuck"#)
     }
