@@ -319,6 +319,8 @@ struct DirectoryScanner {
             }
             outcome.report.deleted += removed
             outcome.modified = true
+            // Counted as it goes: a run given up on while deleting counts what went.
+            context.tally.handOver(&outcome.report)
         }
     }
 }

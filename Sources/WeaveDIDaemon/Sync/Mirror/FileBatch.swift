@@ -109,7 +109,7 @@ extension FileBatch {
         } catch {
             for job in jobs {
                 outcome.report.fail(directory.path(of: job.name), MirrorFailure.noWorker("\(error)").description)
-                settle(job, in: &outcome)
+                settle(job, in: &outcome, context)
             }
             return outcome
         }
@@ -143,7 +143,7 @@ extension FileBatch {
             } catch {
                 outcome.report.fail(directory.path(of: job.name), error.description)
             }
-            settle(job, in: &outcome)
+            settle(job, in: &outcome, context)
         }
         // Whole copies, checked: published even after a cancellation, which stops between files.
         var flushed = false
@@ -164,7 +164,7 @@ extension FileBatch {
                 for (job, copy) in prepared {
                     discard(copy, copier: copier)
                     outcome.report.fail(directory.path(of: job.name), error.description)
-                    settle(job, in: &outcome)
+                    settle(job, in: &outcome, context)
                 }
                 return outcome
             }
@@ -175,14 +175,17 @@ extension FileBatch {
             } catch {
                 outcome.report.fail(directory.path(of: job.name), error.description)
             }
-            settle(job, in: &outcome)
+            settle(job, in: &outcome, context)
         }
         return outcome
     }
 
-    private func settle(_ job: FileJob, in outcome: inout BatchOutcome) {
+    /// Counts `job` done, and hands what the batch did so far over to the run's tally (a run
+    /// given up on while the batch is under way counts it).
+    private func settle(_ job: FileJob, in outcome: inout BatchOutcome, _ context: MirrorContext) {
         outcome.settledFiles += 1
         outcome.settledBytes += job.plannedBytes
+        context.tally.handOver(&outcome.report)
     }
 
     private func publish(

@@ -14,7 +14,7 @@ import WeaveDI
 struct MirrorCoordinator {
     let context: MirrorContext
     let pool: MirrorWorkerPool
-    let tally: MirrorTally
+    private var tally: MirrorTally { context.tally }
 
     private struct DirectoryState {
         /// Batches and subdirectories not done yet (a subdirectory is done once finished).
@@ -142,7 +142,8 @@ struct MirrorCoordinator {
 }
 
 /// The counts and issues of a run's walk so far: the coordinator adds each outcome's as it
-/// comes in (under a lock, which nobody else takes while the walk goes on).
+/// comes in, and a batch each file's as it is done (`handOver`), so that a run given up on
+/// while a batch is under way still counts the files that batch put in place.
 final class MirrorTally: Sendable {
     private let current = Locked(MirrorReport())
 
@@ -151,5 +152,11 @@ final class MirrorTally: Sendable {
 
     func absorb(_ part: MirrorReport) {
         current.withLock { $0.absorb(part) }
+    }
+
+    /// Adds `part` and empties it: what a work item has done so far, handed over as it goes.
+    func handOver(_ part: inout MirrorReport) {
+        absorb(part)
+        part = MirrorReport()
     }
 }

@@ -160,10 +160,14 @@ struct MirrorContext: Sendable {
     /// Whether the engine runs as root, which may open any file with `O_NOATIME` and write in
     /// directories whose mode denies it.
     let isPrivileged: Bool
+    /// The run's counts and issues so far, which work items add to as they go (each file of a
+    /// batch, each entry deleted): a run given up on reports them.
+    let tally: MirrorTally
 
-    init(settings: MirrorSettings, container: WeaveDI.Container, roots: borrowing MirrorRoots) {
+    init(settings: MirrorSettings, container: WeaveDI.Container, roots: borrowing MirrorRoots, tally: MirrorTally) {
         self.settings = settings
         self.container = container
+        self.tally = tally
         sourceRoot = roots.sourceIdentity
         destinationRoot = roots.destinationIdentity
         isPrivileged = geteuid() == 0

@@ -102,17 +102,17 @@ public struct MirrorEngine: Sendable {
             failed.fail(settings.destination, "cannot start worker threads: \(error)")
             return (failed, MirrorProgress())
         }
-        let context = MirrorContext(settings: settings, container: container, roots: roots)
+        let tally = MirrorTally()
+        let context = MirrorContext(settings: settings, container: container, roots: roots, tally: tally)
         let root = MirrorDirectory(
             path: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination,
             destinationStatus: roots.destinationStatus, madeWritable: roots.destinationMadeWritable,
             isPrivileged: context.isPrivileged, parent: nil)
         let relay = ProgressRelay(progress)
-        let tally = MirrorTally()
         // Not a child task: a run given up on (`WalkWatch`) must end while a worker task of the
         // coordinator's group is still stuck in a call, which a child could not.
         let coordinator = Task {
-            let (report, last) = await MirrorCoordinator(context: context, pool: pool, tally: tally).run(root, progress: relay.send)
+            let (report, last) = await MirrorCoordinator(context: context, pool: pool).run(root, progress: relay.send)
             answer.give(.finished(report, last))
         }
         let ending = await withTaskCancellationHandler {

@@ -8,7 +8,7 @@ public struct MirrorReport: Sendable, Equatable {
         case partial
         /// The run stopped: a root is missing, unreadable, or the roots overlap (nothing was
         /// mirrored), or a step on the file system did not answer in time (the counts say what
-        /// the work items finished until then had done, not those still under way; the first
+        /// the walk had done until then, file by file and deletion by deletion; the first
         /// error says where it stopped).
         case failed
         /// Task cancellation stopped the run between files; the destination holds whole files only.
