@@ -124,6 +124,20 @@ extension FileDescriptor {
         return FileStatus(value)
     }
 
+    /// Whether the open file is the root of a mount (`statx(2)`'s `STATX_ATTR_MOUNT_ROOT`):
+    /// a file system mounted there, or a bind mount of a directory, even of one on the same
+    /// file system (whose device number is its parent's). False where the kernel does not say
+    /// (before Linux 5.8).
+    public func isMountRoot() throws(Errno) -> Bool {
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: LinuxSymbols.statxSize, alignment: 8)
+        defer { buffer.deallocate() }
+        buffer.initializeMemory(as: UInt8.self, repeating: 0, count: LinuxSymbols.statxSize)
+        try nothingOrErrno { LinuxSymbols.statx(rawValue, "", LinuxSymbols.atEmptyPath, 0, buffer) }
+        let attributes = buffer.load(fromByteOffset: LinuxSymbols.statxAttributesOffset, as: UInt64.self)
+        let known = buffer.load(fromByteOffset: LinuxSymbols.statxAttributesMaskOffset, as: UInt64.self)
+        return known & attributes & LinuxSymbols.statxAttributeMountRoot != 0
+    }
+
     /// Reads the status of `path` relative to this directory (`fstatat(2)`),
     /// not following a final symbolic link when `followSymlinks` is false.
     public func status(at path: String, followSymlinks: Bool = true) throws(Errno) -> FileStatus {

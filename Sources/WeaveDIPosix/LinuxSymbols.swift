@@ -21,6 +21,16 @@ internal enum LinuxSymbols {
     typealias SyncFS = @convention(c) @Sendable (Int32) -> Int32
     typealias FStatFS = @convention(c) @Sendable (Int32, UnsafeMutableRawPointer?) -> Int32
     typealias PRLimit = @convention(c) @Sendable (Int32, Int32, UnsafePointer<rlimit>?, UnsafeMutablePointer<rlimit>?) -> Int32
+    typealias Statx = @convention(c) @Sendable (Int32, UnsafePointer<CChar>, Int32, UInt32, UnsafeMutableRawPointer) -> Int32
+
+    /// `statx(2)` (glibc 2.28 and later), whose `struct statx` is 256 bytes: `stx_attributes`
+    /// at offset 8 and `stx_attributes_mask` at offset 56, both 64 bits.
+    static let statx: Statx = resolve("statx", as: Statx.self)
+    static let statxSize = 256
+    static let statxAttributesOffset = 8
+    static let statxAttributesMaskOffset = 56
+    /// `STATX_ATTR_MOUNT_ROOT` (Linux 5.8): the file is the root of a mount.
+    static let statxAttributeMountRoot: UInt64 = 0x2000
 
     /// `accept4(2)`.
     static let accept4: Accept4 = resolve("accept4", as: Accept4.self)

@@ -13,6 +13,24 @@ import WeaveDIPosix
         ).run()
     }
 
+    /// A destination file hard-linked (by someone else) to a file outside the destination,
+    /// with the source's size and mtime but another mode: the run gives the destination a copy
+    /// of its own, and the outside file keeps its mode; the same when contents are compared.
+    @Test(arguments: [DaemonConfiguration.CompareMode.sizeAndModificationTime, .checksum])
+    func aDestinationFileWithAnotherHardLink_isReplaced_neverChangedInPlace(compare: DaemonConfiguration.CompareMode) async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/h.txt", "same", mode: 0o644, mtime: sampleTime())
+        try fixture.write("outside/h.txt", "same", mode: 0o600, mtime: sampleTime())
+        try fixture.makeDirectory("dst")
+        #expect(link(fixture.root + "/outside/h.txt", fixture.root + "/dst/h.txt") == 0)
+        let report = await fixture.mirror(compare: compare)
+        #expect(report.result == .success && report.updated == 1, "\(report.errors)")
+        #expect(fixture.status("outside/h.txt")?.permissions.rawValue == 0o600)
+        #expect(fixture.status("outside/h.txt")?.linkCount == 1)
+        #expect(fixture.status("dst/h.txt")?.permissions.rawValue == 0o644)
+        #expect(fixture.read("dst/h.txt") == "same")
+    }
+
     @Test func destinationInsideSource_isRefused_andNothingIsCreated() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("src/a.txt", "a")

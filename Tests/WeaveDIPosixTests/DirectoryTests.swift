@@ -35,6 +35,17 @@ import WeaveDIPosix
         #expect(try FileDescriptor.currentWorkingDirectory.directoryEntries(at: directory.path).count == 3)
     }
 
+    /// `/proc` is a file system of its own, mounted at its root; a directory made in a
+    /// temporary one is not the root of a mount.
+    @Test func isMountRoot_saysWhetherAMountStartsThere() throws {
+        let proc = try FileDescriptor.currentWorkingDirectory.openDirectory(at: "/proc")
+        #expect(try proc.descriptor.isMountRoot())
+        let scratch = try FileDescriptor.makeTemporaryDirectory(template: "/tmp/weavedi-mount-root.XXXXXX")
+        defer { try? FileDescriptor.currentWorkingDirectory.removeDirectory(at: scratch) }
+        let plain = try FileDescriptor.currentWorkingDirectory.openDirectory(at: scratch)
+        #expect(try !plain.descriptor.isMountRoot())
+    }
+
     /// A path-only handle (`O_PATH`) on a directory whose mode denies everything: it opens,
     /// tells the directory's status, has its mode changed through `/proc/self/fd` (where
     /// `fchmod` fails), and then opens the directory itself for listing; a link is not followed.

@@ -61,6 +61,8 @@ struct DestinationRemover {
         guard let directory = try openForRemoval(name, in: parent, removed: &removed) else { return }
         let status = try MirrorFailure.attempt("fstat") { try directory.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
+        // Nothing is deleted inside a mount: it may hold any tree, the source's among them.
+        if try MirrorFailure.attempt("statx", { try directory.descriptor.isMountRoot() }) { throw .mountPoint }
         if let writable = status.modeOpenToItsOwner(isPrivileged: isPrivileged) {
             // A read-only directory is emptied as its owner may: made writable first (it goes).
             try MirrorFailure.attempt("fchmod") { try directory.descriptor.setPermissions(writable) }

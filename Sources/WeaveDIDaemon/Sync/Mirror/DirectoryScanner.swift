@@ -62,6 +62,9 @@ struct DirectoryScanner {
         let destination = try openDestinationDirectory(name, in: target, ownerOpened: &ownerOpened)
         let destinationStatus = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         if FileIdentity(destinationStatus) == context.sourceRoot { throw .otherRoot }
+        // A mount inside the destination may hold any tree, the source's among them: the walk
+        // writes and deletes in the destination's own directories only.
+        if try MirrorFailure.attempt("statx", { try destination.descriptor.isMountRoot() }) { throw .mountPoint }
         // A directory opened as its owner may is one made writable already: its mode as found
         // is the one to give back should the run not finish it.
         return MirrorDirectory(
@@ -236,6 +239,9 @@ struct DirectoryScanner {
 
     /// What a regular file whose destination is a regular file needs, nil for nothing.
     private func fileAction(source: FileStatus, destination: FileStatus) -> FileJob.Action? {
+        // A file with other hard links (made by someone else: the mirror makes none) is
+        // replaced by a copy of its own, never changed in place, which would change the others.
+        if destination.linkCount > 1 { return .copy }
         if settings.compare == .checksum {
             return source.size == destination.size ? .verify : .copy
         }

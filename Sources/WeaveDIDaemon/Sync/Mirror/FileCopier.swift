@@ -150,6 +150,10 @@ public final class FileCopier {
         }
         let current = try MirrorFailure.attempt("fstat") { try file.descriptor.status() }
         guard current.kind == .regular else { throw .replaced(current.kind) }
+        // Changed in place only when it is the destination's own: not a file bind-mounted
+        // there, nor one with other hard links (the scan has such a one copied afresh).
+        if try MirrorFailure.attempt("statx", { try file.descriptor.isMountRoot() }) { throw .mountPoint }
+        if current.linkCount > 1 { throw .replaced(.regular) }
         var changed = false
         if current.permissions != wanted.permissions {
             try MirrorFailure.attempt("fchmod") { try file.descriptor.setPermissions(wanted.permissions) }

@@ -18,6 +18,9 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
     case linkTargetNotUTF8
     /// The directory is the other root (reached through a bind mount): not descended.
     case otherRoot
+    /// A mount point inside the destination (a file system, or a bind mount of another
+    /// directory or file, perhaps of the source's): not entered, nothing in it changed.
+    case mountPoint
     /// The container could not make a worker (`FileCopier`, `FileHasher`).
     case noWorker(String)
     /// Task cancellation interrupted the work; not an error of the entry.
@@ -38,6 +41,9 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
         case .nameNotUTF8: "the name is not valid UTF-8; left alone"
         case .linkTargetNotUTF8: "the link's target is not valid UTF-8; left alone"
         case .otherRoot: "is the other root of the mirror (a bind mount?); not descended"
+        case .mountPoint:
+            "is a mount point inside the destination (another file system, or a bind mount of another directory or "
+                + "file, perhaps of the source's); nothing in it is changed: unmount it, or mirror it as a job of its own"
         case let .noWorker(error): "no worker: \(error)"
         case .cancelled: "cancelled"
         case let .notTried(problem): problem

@@ -23,6 +23,7 @@ enum OwnerOpening {
         let handle = try MirrorFailure.opening { try parent.open(at: name, .pathOnly, options: [.directory, .noFollow]) }
         let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
+        if try MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() }) { throw .mountPoint }
         guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
             throw .system("open", .permissionDenied)  // not the run's to change
         }
