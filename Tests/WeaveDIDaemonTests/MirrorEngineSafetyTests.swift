@@ -31,6 +31,55 @@ import WeaveDIPosix
         #expect(fixture.read("dst/h.txt") == "same")
     }
 
+    /// Owner and group are not mirrored, so a copy keeps set-user-ID only when it has the
+    /// source's owner, and set-group-ID only when it has its group: a root run would otherwise
+    /// make a user's `chmod 6755` file a set-user-ID-root program, made by whoever may write the
+    /// source. The rule is also the one runs compare with (a second run has nothing to do), and
+    /// a copy an earlier run left set-user-ID is fixed in place. Directories keep their bits.
+    @Test func setIDBits_areKeptOnlyByACopyWithTheSourcesOwnerOrGroup() async throws {
+        guard CurrentProcess.effectiveUserID == 0 else {
+            print("SKIPPED setIDBits_areKeptOnlyByACopyWithTheSourcesOwnerOrGroup: needs root")
+            return
+        }
+        let fixture = try MirrorFixture()
+        try fixture.write("src/theirs", "a user's program", mode: 0o6755, mtime: sampleTime())
+        try fixture.write("src/their-group", "root's, in a user's group", mode: 0o6755, mtime: sampleTime())
+        try fixture.write("src/mine", "root's own", mode: 0o6755, mtime: sampleTime())
+        try fixture.makeDirectory("src/shared", mode: 0o2775)
+        #expect(chown(fixture.source + "/theirs", 65534, 65534) == 0)
+        #expect(chown(fixture.source + "/their-group", 0, 65534) == 0)
+        #expect(chown(fixture.source + "/shared", 65534, 65534) == 0)
+        // chown clears the bits: set them again.
+        for name in ["theirs", "their-group", "mine"] { #expect(chmod(fixture.source + "/" + name, 0o6755) == 0) }
+        #expect(chmod(fixture.source + "/shared", 0o2775) == 0)
+
+        let first = await fixture.mirror()
+        #expect(first.result == .success && first.copied == 3, "\(first.errors)")
+        func mode(_ path: String) -> String? {
+            fixture.status(path).map { String($0.permissions.rawValue, radix: 8) }
+        }
+        #expect(fixture.status("dst/theirs")?.userID == 0)
+        #expect(mode("dst/theirs") == "755")
+        #expect(mode("dst/their-group") == "4755")
+        #expect(mode("dst/mine") == "6755")
+        #expect(mode("dst/shared") == "2775")
+        #expect(fixture.read("dst/theirs") == "a user's program")
+
+        let second = await fixture.mirror()
+        #expect(second.result == .success && second.unchanged == 3 && second.updated == 0 && second.copied == 0,
+                "\(second.errors)")
+        #expect(mode("dst/theirs") == "755")
+
+        // A copy an earlier run made set-user-ID root is fixed by the next run, in place.
+        for compare in [DaemonConfiguration.CompareMode.sizeAndModificationTime, .checksum] {
+            #expect(chmod(fixture.destination + "/theirs", 0o6755) == 0)
+            let fixed = await fixture.mirror(compare: compare)
+            #expect(fixed.result == .success && fixed.updated == 1 && fixed.copied == 0, "\(fixed.errors)")
+            #expect(mode("dst/theirs") == "755")
+            #expect(mode("dst/mine") == "6755")
+        }
+    }
+
     @Test func destinationInsideSource_isRefused_andNothingIsCreated() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("src/a.txt", "a")

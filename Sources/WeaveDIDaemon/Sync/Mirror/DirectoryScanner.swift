@@ -248,7 +248,8 @@ struct DirectoryScanner {
         if source.size != destination.size || source.modificationTime != destination.modificationTime {
             return .copy
         }
-        return source.permissions == destination.permissions ? nil : .fixAttributes
+        let wanted = source.permissionsOfCopy(ownedBy: destination.userID, group: destination.groupID)
+        return destination.permissions == wanted ? nil : .fixAttributes
     }
 
     /// Clears a destination directory out of the way of a file or link: with its content when

@@ -11,7 +11,9 @@ import WeaveDIPosix
 /// ```
 ///
 /// A copy goes to `.weavedi-tmp.<name>.<random>` in the destination directory (created with
-/// `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600), gets the source's content, mode and mtime, is
+/// `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600), gets the source's content, mode (less set-user-ID
+/// and set-group-ID where the copy's owner or group is not the source's: `permissionsOfCopy`)
+/// and mtime, is
 /// flushed (when durable: by `publish` with `fsync`, or by the engine's `syncfs` for a whole
 /// batch before `publish`) and is renamed over the final name: the final name holds the old
 /// version or the whole new one, never a torn file. A source that changes during the copy
@@ -63,7 +65,13 @@ public final class FileCopier {
                 throw MirrorFailure.changedWhileCopying
             }
             try WalkWatch.begin(.settingAttributes, name)
-            try MirrorFailure.attempt("fchmod") { try copy.file.descriptor.setPermissions(before.permissions) }
+            var permissions = before.permissions
+            if before.hasSetIDBits {
+                // Kept only where the copy has the source's owner or group: see whose it is.
+                let made = try MirrorFailure.attempt("fstat") { try copy.file.descriptor.status() }
+                permissions = before.permissionsOfCopy(ownedBy: made.userID, group: made.groupID)
+            }
+            try MirrorFailure.attempt("fchmod") { try copy.file.descriptor.setPermissions(permissions) }
             try MirrorFailure.attempt("futimens") {
                 try copy.file.descriptor.setTimes(access: nil, modification: before.modificationTime)
             }
@@ -138,8 +146,9 @@ public final class FileCopier {
         }
     }
 
-    /// Gives the destination file `name` the mode and mtime of `wanted`, through a descriptor
-    /// opened without following links; returns whether anything had to change.
+    /// Gives the destination file `name` the mode (`permissionsOfCopy`) and mtime of `wanted`,
+    /// through a descriptor opened without following links; returns whether anything had to
+    /// change.
     @discardableResult
     func fixAttributes(_ name: String, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool)
         throws(MirrorFailure) -> Bool
@@ -155,8 +164,9 @@ public final class FileCopier {
         if try MirrorFailure.attempt("statx", { try file.descriptor.isMountRoot() }) { throw .mountPoint }
         if current.linkCount > 1 { throw .replaced(.regular) }
         var changed = false
-        if current.permissions != wanted.permissions {
-            try MirrorFailure.attempt("fchmod") { try file.descriptor.setPermissions(wanted.permissions) }
+        let permissions = wanted.permissionsOfCopy(ownedBy: current.userID, group: current.groupID)
+        if current.permissions != permissions {
+            try MirrorFailure.attempt("fchmod") { try file.descriptor.setPermissions(permissions) }
             changed = true
         }
         if current.modificationTime != wanted.modificationTime {

@@ -122,8 +122,9 @@ final class MirrorDirectory: Sendable {
         try WalkWatch.begin(.settingAttributes, nil, in: self)
         let current = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         var changed = false
-        if current.permissions != wanted.permissions {
-            try MirrorFailure.attempt("fchmod") { try destination.descriptor.setPermissions(wanted.permissions) }
+        let permissions = wanted.permissionsOfCopy(ownedBy: current.userID, group: current.groupID)
+        if current.permissions != permissions {
+            try MirrorFailure.attempt("fchmod") { try destination.descriptor.setPermissions(permissions) }
             changed = true
         }
         if current.modificationTime != wanted.modificationTime {
@@ -141,6 +142,32 @@ final class MirrorDirectory: Sendable {
 }
 
 extension FileStatus {
+    /// The mode a copy of this source entry is to have, the copy being owned by `owner` and
+    /// `group`: the source's permission bits, less, for a regular file, set-user-ID when the
+    /// copy's owner is not the source's and set-group-ID when its group is not the source's.
+    /// Owner and group are not mirrored: a root run's copy of a user's `chmod 6755` file would
+    /// otherwise be a set-user-ID-root program, made by whoever may write the source (and a
+    /// run as `weavedi`, one running as `weavedi`). A directory keeps its bits: set-group-ID
+    /// there only has new entries inherit its group (in the destination, the copy's own), and
+    /// Linux ignores set-user-ID on a directory.
+    ///
+    /// The one rule for the mode a run gives a copy (`FileCopier.prepare`), fixes
+    /// (`FileCopier.fixAttributes`, `MirrorDirectory.finish`) and compares with
+    /// (`DirectoryScanner`): any other would have every run fix the mode again.
+    func permissionsOfCopy(ownedBy owner: UInt32, group: UInt32) -> FilePermissions {
+        var permissions = self.permissions
+        guard kind == .regular else { return permissions }
+        if owner != userID { permissions.remove(.setUserID) }
+        if group != groupID { permissions.remove(.setGroupID) }
+        return permissions
+    }
+
+    /// Whether the mode has set-user-ID or set-group-ID, which a copy may not keep
+    /// (`permissionsOfCopy`).
+    var hasSetIDBits: Bool {
+        !permissions.isDisjoint(with: [.setUserID, .setGroupID])
+    }
+
     /// The mode that gives the owner `rwx` (this one plus 0700), for a run that must list,
     /// enter and change a directory whose mode denies it that; nil when the mode allows it
     /// already, or when the run is root (`isPrivileged`), which no mode stops.
