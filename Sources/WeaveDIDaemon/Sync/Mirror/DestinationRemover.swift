@@ -1,7 +1,8 @@
 import WeaveDIPosix
 
 /// Removes entries from the destination: files and links with `unlinkat`, directories depth
-/// first through descriptors opened with `O_NOFOLLOW`, so a link inside never leads out.
+/// first through descriptors opened with `O_NOFOLLOW`, so a link inside never leads out; a
+/// tree of any depth with a stack of its own and at most `openLevels` descriptors.
 struct DestinationRemover {
     /// The source root: a destination directory that is it (through a bind mount) is refused.
     let sourceRoot: FileIdentity
@@ -14,13 +15,7 @@ struct DestinationRemover {
         throws(MirrorFailure)
     {
         WalkWatch.pulse()  // each entry removed starts the step's limit again
-        var kind = kind
-        if kind == .unknown {
-            kind = try MirrorFailure.attempt("lstat", missingMeansVanished: true) {
-                try directory.status(at: name, followSymlinks: false)
-            }.kind
-        }
-        if kind == .directory {
+        if try self.kind(of: name, listed: kind, in: directory) == .directory {
             try removeTree(name, in: directory, removed: &removed)
         } else {
             try unlink(name, in: directory)
@@ -57,8 +52,115 @@ struct DestinationRemover {
         }
     }
 
+    /// At most this many directories of a tree being removed are open at once: deeper down,
+    /// the shallowest open one is closed, and opened again (through `..` from its
+    /// subdirectory, its identity checked) when the removal comes back up to it.
+    static let openLevels = 32
+
+    /// A directory of a tree being removed: its name in its parent, its identity, its
+    /// descriptor (nil while closed, the removal being deeper than `openLevels` below it), and
+    /// its entries, listed when it was opened, the first `next` of them done.
+    private final class Level {
+        let name: String
+        let identity: FileIdentity
+        private(set) var handle: FileDescriptor?
+        let entries: [DirectoryEntry]
+        var next = 0
+
+        init(name: String, identity: FileIdentity, handle: consuming OwnedDescriptor, entries: [DirectoryEntry]) {
+            self.name = name
+            self.identity = identity
+            self.entries = entries
+            self.handle = handle.release()
+        }
+
+        deinit { close() }
+
+        /// The descriptor; only while open (the removal works in open directories only).
+        var descriptor: FileDescriptor {
+            guard let handle else { preconditionFailure("the directory \"\(name)\" was used while closed") }
+            return handle
+        }
+
+        func close() {
+            try? handle?.close()
+            handle = nil
+        }
+
+        /// Opens it again, as the parent `..` of `child` (open), which must be this directory
+        /// still: one moved meanwhile is not followed (`.moved`).
+        func reopen(from child: Level) throws(MirrorFailure) {
+            let parent = try MirrorFailure.attempt("open (..)") { try child.descriptor.openDirectory(at: "..", noFollow: true) }
+            let status = try MirrorFailure.attempt("fstat") { try parent.descriptor.status() }
+            guard FileIdentity(status) == identity else { throw .moved }
+            handle = parent.release()
+        }
+    }
+
+    /// Empties and removes the directory `name`, depth first, with a stack of its own rather
+    /// than a call per level (a tree thousands of levels deep overflowed a thread's stack),
+    /// holding at most `openLevels` descriptors whatever its depth.
     private func removeTree(_ name: String, in parent: FileDescriptor, removed: inout Int) throws(MirrorFailure) {
-        guard let directory = try openForRemoval(name, in: parent, removed: &removed) else { return }
+        guard let top = try openLevel(name, in: parent, removed: &removed) else { return }
+        var levels = [top]
+        /// `levels[firstOpen...]` are open; those below were closed, the removal being deeper.
+        var firstOpen = 0
+        while let level = levels.last {
+            if level.next < level.entries.count {
+                let entry = level.entries[level.next]
+                level.next += 1
+                WalkWatch.pulse()  // each entry removed starts the step's limit again
+                guard entry.nameIsExact else { throw .nameNotUTF8 }
+                let directory = level.descriptor
+                if try kind(of: entry.name, listed: entry.kind, in: directory) == .directory {
+                    guard let below = try openLevel(entry.name, in: directory, removed: &removed) else { continue }
+                    levels.append(below)
+                    if levels.count - firstOpen > Self.openLevels {
+                        levels[firstOpen].close()
+                        firstOpen += 1
+                    }
+                } else {
+                    try unlink(entry.name, in: directory)
+                    removed += 1
+                }
+                continue
+            }
+            // Emptied: it goes from its parent, opened again first if it was closed.
+            levels.removeLast()
+            var container = parent
+            if let above = levels.last {
+                if firstOpen == levels.count {
+                    try above.reopen(from: level)
+                    firstOpen -= 1
+                }
+                container = above.descriptor
+            }
+            level.close()
+            do {
+                try container.removeDirectory(at: level.name)
+                removed += 1
+            } catch .noSuchFileOrDirectory {
+                continue
+            } catch {
+                throw .system("rmdir", error)
+            }
+        }
+    }
+
+    /// The kind of the entry `name`, `listed` by `readdir`: asked with `lstat` when the file
+    /// system does not say (`DT_UNKNOWN`).
+    private func kind(of name: String, listed: FileKind, in directory: FileDescriptor) throws(MirrorFailure) -> FileKind {
+        guard listed == .unknown else { return listed }
+        return try MirrorFailure.attempt("lstat", missingMeansVanished: true) {
+            try directory.status(at: name, followSymlinks: false)
+        }.kind
+    }
+
+    /// Opens the directory `name` of a tree being removed, refusing the source root and a
+    /// mount point, makes it writable when its mode denies its owner that (it goes), and
+    /// lists it; nil when there is no directory to remove there any more.
+    private func openLevel(_ name: String, in parent: FileDescriptor, removed: inout Int) throws(MirrorFailure) -> Level? {
+        guard let directory = try openForRemoval(name, in: parent, removed: &removed) else { return nil }
         let status = try MirrorFailure.attempt("fstat") { try directory.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
         // Nothing is deleted inside a mount: it may hold any tree, the source's among them.
@@ -67,19 +169,10 @@ struct DestinationRemover {
             // A read-only directory is emptied as its owner may: made writable first (it goes).
             try MirrorFailure.attempt("fchmod") { try directory.descriptor.setPermissions(writable) }
         }
-        let entries = try MirrorFailure.attempt("readdir") { try directory.descriptor.directoryEntries() }
-        for entry in entries {
-            guard entry.nameIsExact else { throw .nameNotUTF8 }
-            try remove(entry.name, kind: entry.kind, in: directory.descriptor, removed: &removed)
+        let entries = try MirrorFailure.attempt("readdir") {
+            try directory.descriptor.directoryEntries { _ in WalkWatch.pulse() }
         }
-        do {
-            try parent.removeDirectory(at: name)
-            removed += 1
-        } catch .noSuchFileOrDirectory {
-            return
-        } catch {
-            throw .system("rmdir", error)
-        }
+        return Level(name: name, identity: FileIdentity(status), handle: directory, entries: entries)
     }
 
     /// Opens the directory `name` to empty it (one whose mode denies its owner `r` as its

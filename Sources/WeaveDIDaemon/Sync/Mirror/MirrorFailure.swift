@@ -21,6 +21,9 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
     /// A mount point inside the destination (a file system, or a bind mount of another
     /// directory or file, perhaps of the source's): not entered, nothing in it changed.
     case mountPoint
+    /// A directory of a tree being removed was moved elsewhere meanwhile (its parent, opened
+    /// again through `..`, is another directory): not followed.
+    case moved
     /// The container could not make a worker (`FileCopier`, `FileHasher`).
     case noWorker(String)
     /// Task cancellation interrupted the work; not an error of the entry.
@@ -44,6 +47,7 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
         case .mountPoint:
             "is a mount point inside the destination (another file system, or a bind mount of another directory or "
                 + "file, perhaps of the source's); nothing in it is changed: unmount it, or mirror it as a job of its own"
+        case .moved: "a directory inside was moved elsewhere while being removed; what is left stays"
         case let .noWorker(error): "no worker: \(error)"
         case .cancelled: "cancelled"
         case let .notTried(problem): problem
