@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import WeaveDI
-import WeaveDIDaemon
+@testable import WeaveDIDaemon
 import WeaveDIPosix
 
 /// Whole files or none: temporary names, leftovers of a crash, sources that change under the
@@ -48,6 +48,49 @@ import WeaveDIPosix
         #expect(report.skipped == 0)
         #expect(fixture.read("dst/.weavedi-tmp.keep.me") == "the user's, not in the source")
         try fixture.expectExactMirror(ignoring: [".weavedi-tmp.keep.me"])
+    }
+
+    /// Names of 255 bytes (`NAME_MAX`) whose temporary names must be cut: by whole Characters,
+    /// a name that is one grapheme of 255 bytes ("a" and 127 combining accents) kept nothing of
+    /// it, and `.weavedi-tmp..<random>`, with no name, is not of the reserved shape: left by a
+    /// crash, it stayed for ever.
+    static let longNames = [
+        "a" + String(repeating: "\u{301}", count: 127),  // one grapheme
+        String(repeating: "\u{1F600}", count: 63) + "abc",  // four-byte scalars
+        String(repeating: "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}", count: 14) + "abc",  // ZWJ families
+        String(repeating: "\u{E9}", count: 127) + "x",  // two-byte scalars
+        String(repeating: "n", count: 255),
+    ]
+
+    @Test(arguments: longNames)
+    func temporaryNamesOfLongNames_keepPartOfTheName_withinNameMax(name: String) {
+        #expect(name.utf8.count == 255)
+        for _ in 0..<20 {
+            let temporary = MirrorTemporaryName.make(for: name)
+            #expect(temporary.utf8.count <= 255, "\(temporary.utf8.count) bytes")
+            #expect(MirrorTemporaryName.isTemporary(temporary), "\(Array(temporary.utf8))")
+            // The prefix, then a part of the name, cut between two scalars (valid UTF-8).
+            let part = Array(temporary.utf8.dropFirst(MirrorTemporaryName.prefix.utf8.count).dropLast(13))
+            #expect(!part.isEmpty && name.utf8.starts(with: part))
+            #expect(String(validating: part, as: UTF8.self) != nil)
+        }
+        let short = MirrorTemporaryName.make(for: "a.txt")
+        #expect(short.hasPrefix(".weavedi-tmp.a.txt.") && MirrorTemporaryName.isTemporary(short))
+    }
+
+    /// What a crash leaves of a copy of such a file is removed by the next run.
+    @Test func leftoverCopiesOfFilesWithLongNames_areRemoved() async throws {
+        let fixture = try MirrorFixture()
+        for name in Self.longNames {
+            try fixture.write("src/" + name, "whole", mtime: sampleTime())
+            try fixture.write("dst/" + MirrorTemporaryName.make(for: name), "torn")
+        }
+        let report = await fixture.mirror(delete: false)
+        #expect(report.result == .success, "\(report.errors)")
+        #expect(report.copied == Self.longNames.count)
+        #expect(report.leftoversRemoved == Self.longNames.count)
+        #expect(try fixture.temporaryFiles().isEmpty)
+        try fixture.expectExactMirror()
     }
 
     @Test func fileGrowingDuringTheCopy_isNotPublished_andThePreviousVersionStays() async throws {

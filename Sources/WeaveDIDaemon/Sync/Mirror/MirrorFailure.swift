@@ -111,8 +111,10 @@ enum MirrorTemporaryName {
         return bytes[bytes.index(random.startIndex, offsetBy: -1)] == UInt8(ascii: ".")
     }
 
-    /// A fresh temporary name for `name`, at most 255 bytes (`NAME_MAX`): long names are cut
-    /// at a character boundary.
+    /// A fresh temporary name for `name`, at most 255 bytes (`NAME_MAX`): a long name is cut
+    /// between two Unicode scalars (valid UTF-8 still), never by whole Characters, so that at
+    /// least 226 of its bytes are kept (a name that is one grapheme of 255 bytes, "a" and 127
+    /// combining accents, kept none, and `.weavedi-tmp..<random>` is not a temporary name).
     static func make(for name: String) -> String {
         // Twelve base-36 digits from one 64-bit random number: one getrandom call per name.
         var bits = UInt64.random(in: 0...UInt64.max)
@@ -123,12 +125,12 @@ enum MirrorTemporaryName {
         }
         let random = String(decoding: digits, as: UTF8.self)
         let room = 255 - prefix.utf8.count - 1 - random.utf8.count
-        if name.utf8.count <= room { return prefix + name + "." + random }
-        var kept = ""
-        for character in name {
-            if kept.utf8.count + character.utf8.count > room { break }
-            kept.append(character)
-        }
-        return prefix + kept + "." + random
+        let bytes = Array(name.utf8)
+        if bytes.count <= room { return prefix + name + "." + random }
+        // Cut before the scalar that does not fit whole: back over its continuation bytes
+        // (0b10xxxxxx), at most three, so `end` stays at least `room - 3`.
+        var end = room
+        while end > 0 && bytes[end] & 0xC0 == 0x80 { end -= 1 }
+        return prefix + String(decoding: bytes[..<end], as: UTF8.self) + "." + random
     }
 }
