@@ -130,6 +130,21 @@ extension FileDescriptor {
         }
     }
 
+    /// Sets the times of the file this `pathOnly` handle (`O_PATH`) is open on, where
+    /// `futimens` fails (`EBADF`): `utimensat(2)` on its `/proc/self/fd` entry, which leads to
+    /// the handle's own file, never to what its path names now. `nil` leaves a time unchanged.
+    public func setTimesOfPathHandle(access: TimeSpec?, modification: TimeSpec?) throws(Errno) {
+        try FileDescriptor.currentWorkingDirectory.setTimes(
+            at: "/proc/self/fd/\(rawValue)", access: access, modification: modification, followSymlinks: true)
+    }
+
+    /// Opens the file this `pathOnly` handle (`O_PATH`) is open on again, for `mode`: its
+    /// `/proc/self/fd` entry, which leads to the handle's own file, never to what its path
+    /// names now. The file's mode is checked as for any `open` (`EACCES`).
+    public func reopenPathHandle(_ mode: AccessMode, options: OpenOptions = []) throws(Errno) -> OwnedDescriptor {
+        try FileDescriptor.open("/proc/self/fd/\(rawValue)", mode, options: options)
+    }
+
     private static func utimeValue(_ time: TimeSpec?) -> timespec {
         time?.timespecValue ?? timespec(tv_sec: 0, tv_nsec: LinuxSymbols.utimeOmit)
     }

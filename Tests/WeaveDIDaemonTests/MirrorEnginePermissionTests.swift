@@ -11,6 +11,8 @@ private let mirrorChildRootVariable = "WEAVEDI_MIRROR_TEST_CHILD_ROOT"
 private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
 /// Where the child process of the unreadable-to-its-owner test finds its fixture.
 private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREADABLE_ROOT"
+/// Where the child process of the unreadable-files-of-its-own test finds its fixture.
+private let ownerUnreadableFilesChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREADABLE_FILES_ROOT"
 
 /// Permission errors. The tests run as root, which permission bits do not stop, so the engine
 /// runs in a child process as `nobody` (uid 65534, through `setpriv`): the child is this test
@@ -174,6 +176,78 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
         ).run()
         let keptMode = try FileStatus(path: root + "/kept", followSymlinks: false).permissions.rawValue
         lines.append("empty source: \(refused.result), kept mode \(String(keptMode, radix: 8))")
+        Self.writeReport(lines, root: root)
+    }
+
+    /// Destination files whose mode denies their owner, the run's user, `r`. A file whose mode
+    /// changed to 000 and back to 0644 in the source: the copy's mode is fixed through an
+    /// `O_PATH` handle (it was opened for reading, which failed with `EACCES` on every run); and
+    /// with `compare: checksum`, the copy of a root-owned source file the run reads as
+    /// "others" (mode 0004), which the run may not read to compare: copied afresh (its
+    /// checksum failed on every run).
+    @Test func destinationFilesTheirOwnerMayNotRead_areFixed_orCopiedAfresh() throws {
+        guard canRunAsNobody() else { return }
+        let fixture = try MirrorFixture()
+        try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
+        try fixture.write("others/visible.txt", "read as others", mode: 0o004)
+        for directory in ["src", "dst", "out", "others-copy"] {
+            try fixture.makeDirectory(directory)
+            #expect(chown(fixture.root + "/" + directory, 65534, 65534) == 0)
+        }
+        let child = try asNobody("childRuns_overFilesTheirOwnerMayNotRead", ownerUnreadableFilesChildRootVariable, root: fixture.root)
+        #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("out/report.txt") == """
+            uid 65534
+            first: success copied 1 updated 0 unchanged 0 errors [] mode 644
+            to 000: success copied 0 updated 1 unchanged 0 errors [] mode 0
+            back to 644: success copied 0 updated 1 unchanged 0 errors [] mode 644
+            again: success copied 0 updated 0 unchanged 1 errors [] mode 644
+            to 000, not durable: success copied 0 updated 1 unchanged 0 errors [] mode 0
+            back to 644, not durable: success copied 0 updated 1 unchanged 0 errors [] mode 644
+            checksum, first: success copied 1 updated 0 unchanged 0 errors [] mode 4
+            checksum, again: success copied 0 updated 1 unchanged 0 errors [] mode 4
+            size and mtime: success copied 0 updated 0 unchanged 1 errors [] mode 4
+            """, "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("dst/f") == "content")
+        #expect(fixture.read("others-copy/visible.txt") == "read as others")
+        #expect(fixture.status("others-copy/visible.txt")?.userID == 65534)
+    }
+
+    /// The child's half: runs over a file of its own whose mode goes to 000 and back, then
+    /// checksum runs over the root-owned file it reads as "others".
+    @Test(.enabled(if: CurrentProcess.environmentValue(ownerUnreadableFilesChildRootVariable) != nil))
+    func childRuns_overFilesTheirOwnerMayNotRead() async throws {
+        let root = try #require(CurrentProcess.environmentValue(ownerUnreadableFilesChildRootVariable))
+        var lines = ["uid \(getuid())"]
+        func mirror(
+            _ label: String, from source: String = "src", to destination: String = "dst", file: String = "f",
+            compare: DaemonConfiguration.CompareMode = .sizeAndModificationTime, durable: Bool = true
+        ) async throws {
+            let report = await MirrorEngine(
+                settings: MirrorSettings(
+                    source: root + "/" + source, destination: root + "/" + destination, compare: compare, durable: durable),
+                container: .mirrorWorkers()
+            ).run()
+            let mode = try FileStatus(path: root + "/" + destination + "/" + file, followSymlinks: false).permissions.rawValue
+            lines.append("\(label): \(report.result) copied \(report.copied) updated \(report.updated) "
+                + "unchanged \(report.unchanged) errors \(report.errors.map(\.description)) mode \(String(mode, radix: 8))")
+        }
+        let cwd = FileDescriptor.currentWorkingDirectory
+        let file = try FileDescriptor.open(root + "/src/f", .writeOnly, options: [.create, .exclusiveCreate], permissions: 0o644)
+        try file.descriptor.writeAll(Array("content".utf8))
+        try await mirror("first")
+        try cwd.setPermissions(at: root + "/src/f", 0o000)
+        try await mirror("to 000")
+        try cwd.setPermissions(at: root + "/src/f", 0o644)
+        try await mirror("back to 644")
+        try await mirror("again")
+        try cwd.setPermissions(at: root + "/src/f", 0o000)
+        try await mirror("to 000, not durable", durable: false)
+        try cwd.setPermissions(at: root + "/src/f", 0o644)
+        try await mirror("back to 644, not durable", durable: false)
+        try await mirror("checksum, first", from: "others", to: "others-copy", file: "visible.txt", compare: .checksum)
+        try await mirror("checksum, again", from: "others", to: "others-copy", file: "visible.txt", compare: .checksum)
+        try await mirror("size and mtime", from: "others", to: "others-copy", file: "visible.txt")
         Self.writeReport(lines, root: root)
     }
 

@@ -66,6 +66,29 @@ import WeaveDIPosix
         #expect(throws: Errno.self) { _ = try dir.descriptor.open(at: "link", .pathOnly, options: [.directory, .noFollow]) }
     }
 
+    /// A path-only handle on a file: its times are set through `/proc/self/fd` (where
+    /// `futimens` fails), and it opens again as the file it is on, not what its name leads to
+    /// now; a handle opened with `noFollow` on a link is the link's own.
+    @Test func aPathOnlyHandleOnAFile_setsItsTimes_andOpensAgain() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        let file = try dir.descriptor.open(at: "f", .writeOnly, options: [.create, .exclusiveCreate], permissions: 0o644)
+        try file.descriptor.writeAll(Array("first".utf8))
+        let handle = try dir.descriptor.open(at: "f", .pathOnly, options: [.noFollow])
+        #expect(throws: Errno.badFileDescriptor) { try handle.descriptor.setTimes(access: nil, modification: TimeSpec(seconds: 1)) }
+        let time = TimeSpec(seconds: 1_600_000_000, nanoseconds: 123_456_789)
+        try handle.descriptor.setTimesOfPathHandle(access: nil, modification: time)
+        #expect(try dir.descriptor.status(at: "f").modificationTime == time)
+        // Its name now leads to another file: the handle still opens its own.
+        try dir.descriptor.rename(at: "f", to: "moved")
+        try dir.descriptor.open(at: "f", .writeOnly, options: [.create, .exclusiveCreate]).close()
+        let again = try handle.descriptor.reopenPathHandle(.readOnly)
+        #expect(try again.descriptor.readToEnd() == Array("first".utf8))
+        try dir.descriptor.createSymbolicLink(at: "link", pointingTo: "moved")
+        let link = try dir.descriptor.open(at: "link", .pathOnly, options: [.noFollow])
+        #expect(try link.descriptor.status().kind == .symbolicLink)
+    }
+
     @Test func makeDirectories_createsMissingParents_andLeavesExistingOnes() throws {
         let directory = try TemporaryDirectory()
         let root = FileDescriptor.currentWorkingDirectory

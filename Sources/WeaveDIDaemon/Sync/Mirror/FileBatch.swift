@@ -235,7 +235,15 @@ extension FileBatch {
             try WalkWatch.begin(.checksumming(.source), job.name, bytes: Int64(FileHasher.bufferSize))
             let sourceDigest = try digester.digest(of: job.name, in: source, noAccessTime: noAccessTime)
             try WalkWatch.begin(.checksumming(.destination), job.name, bytes: Int64(FileHasher.bufferSize))
-            let destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
+            let destinationDigest: [UInt8]?
+            do {
+                destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
+            } catch .system("open", .permissionDenied) {
+                // A copy the run may not read (the copy of a source file it reads as "others",
+                // whose mode denies its owner `r`): its content cannot be compared, so it is
+                // copied afresh, rather than failing on every run.
+                destinationDigest = nil
+            }
             if sourceDigest != destinationDigest {
                 try directory.makeWritable()
                 return .file(try copier.prepare(

@@ -147,39 +147,53 @@ public final class FileCopier {
     }
 
     /// Gives the destination file `name` the mode (`permissionsOfCopy`) and mtime of `wanted`,
-    /// through a descriptor opened without following links; returns whether anything had to
-    /// change.
+    /// through a handle that needs no permission (`O_PATH`, without following links): a copy
+    /// whose mode denies its owner `r` (mode 000, say, the run not being root) is fixed like
+    /// any other, where opening it to read failed on every run; and nothing but a regular file
+    /// is ever opened. Returns whether anything had to change.
+    ///
+    /// When `durable`, the change is flushed: with `fsync` of the file opened again (through
+    /// the handle, before its new mode may deny that), or, should the file not open (a mode
+    /// that denies its owner `r`), as for links (`BatchFlush.flush`: `syncfs` of the file
+    /// system, then `fsync` of the directory).
     @discardableResult
     func fixAttributes(_ name: String, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool)
         throws(MirrorFailure) -> Bool
     {
         try WalkWatch.begin(.settingAttributes, name)
-        let file = try MirrorFailure.attempt("open", missingMeansVanished: true) {
-            try destination.open(at: name, .readOnly, options: [.noFollow, .nonBlocking])
+        let handle = try MirrorFailure.attempt("open", missingMeansVanished: true) {
+            try destination.open(at: name, .pathOnly, options: [.noFollow])
         }
-        let current = try MirrorFailure.attempt("fstat") { try file.descriptor.status() }
+        let current = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
         guard current.kind == .regular else { throw .replaced(current.kind) }
         // Changed in place only when it is the destination's own: not a file bind-mounted
         // there, nor one with other hard links (the scan has such a one copied afresh).
-        if try MirrorFailure.attempt("statx", { try file.descriptor.isMountRoot() }) { throw .mountPoint }
+        if try MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() }) { throw .mountPoint }
         if current.linkCount > 1 { throw .replaced(.regular) }
-        var changed = false
         let permissions = wanted.permissionsOfCopy(ownedBy: current.userID, group: current.groupID)
-        if current.permissions != permissions {
-            try MirrorFailure.attempt("fchmod") { try file.descriptor.setPermissions(permissions) }
-            changed = true
+        let modeChanges = current.permissions != permissions
+        let timeChanges = current.modificationTime != wanted.modificationTime
+        guard modeChanges || timeChanges else { return false }
+        // Opened for its flush before its mode changes; nil when it cannot be.
+        let flushable = durable ? (try? handle.descriptor.reopenPathHandle(.readOnly, options: [.nonBlocking]))?.release() : nil
+        defer { try? flushable?.close() }
+        if modeChanges {
+            try MirrorFailure.attempt("chmod (/proc/self/fd)") { try handle.descriptor.setPermissionsOfPathHandle(permissions) }
         }
-        if current.modificationTime != wanted.modificationTime {
-            try MirrorFailure.attempt("futimens") {
-                try file.descriptor.setTimes(access: nil, modification: wanted.modificationTime)
+        if timeChanges {
+            try MirrorFailure.attempt("utimensat (/proc/self/fd)") {
+                try handle.descriptor.setTimesOfPathHandle(access: nil, modification: wanted.modificationTime)
             }
-            changed = true
         }
-        if changed && durable {
+        if durable {
             try WalkWatch.begin(.flushing, name)
-            try MirrorFailure.attempt("fsync") { try file.descriptor.fsync() }
+            if let flushable {
+                try MirrorFailure.attempt("fsync") { try flushable.fsync() }
+            } else {
+                try BatchFlush.flush(destination)
+            }
         }
-        return changed
+        return true
     }
 
     /// Sets the mtime of the link `name` itself (never its target).
