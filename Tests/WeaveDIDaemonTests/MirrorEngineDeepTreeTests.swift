@@ -12,8 +12,9 @@ private let deepRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_DEEP_REMOVAL_ROO
 /// level through descriptors.
 @Suite struct MirrorEngineDeepTreeTests {
     /// Makes a chain of `depth` directories named `name` below the directory `path`, a file
-    /// `bottom.txt` in the last.
-    static func makeChain(below path: String, depth: Int, name: String) throws {
+    /// `bottom.txt` in the last; returns the last, open.
+    @discardableResult
+    static func makeChain(below path: String, depth: Int, name: String) throws -> OwnedDescriptor {
         var level = try FileDescriptor.currentWorkingDirectory.openDirectory(at: path)
         for _ in 0..<depth {
             try level.descriptor.makeDirectory(at: name)
@@ -21,6 +22,62 @@ private let deepRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_DEEP_REMOVAL_ROO
         }
         let file = try level.descriptor.open(at: "bottom.txt", .writeOnly, options: [.create, .exclusiveCreate])
         try file.descriptor.writeAll(Array("at the bottom".utf8))
+        return level
+    }
+
+    /// Opens the directory `depth` levels of `name` below `path`.
+    static func openBottom(of path: String, depth: Int, name: String) throws -> OwnedDescriptor {
+        var level = try FileDescriptor.currentWorkingDirectory.openDirectory(at: path)
+        for _ in 0..<depth { level = try level.descriptor.openDirectory(at: name, noFollow: true) }
+        return level
+    }
+
+    /// Reports name entries deep down by their whole path, built from each directory's name up
+    /// its chain of parents (a directory keeps its own name only, not its path, whose memory
+    /// grew with the square of the depth): warnings and errors of the scan, of a file's way
+    /// cleared, and of a deletion, at the bottom of a chain 300 levels deep (paths longer than
+    /// `PATH_MAX`), and at the roots.
+    @Test func reportsNameEntriesDeepDown_byTheirWholePath() async throws {
+        let fixture = try MirrorFixture()
+        let name = String(repeating: "n", count: 20)
+        let depth = 300
+        let bottom = try Self.makeChain(below: fixture.source, depth: depth, name: name)
+        let prefix = Array(repeating: name, count: depth).joined(separator: "/")
+        #expect(mkfifo(fixture.source + "/pipe", 0o644) == 0)
+        #expect(mkfifoat(bottom.descriptor.rawValue, "pipe", 0o644) == 0)
+        let badTarget: [CChar] = [0x74, -1, 0]  // "t" and a byte that is not UTF-8
+        #expect(symlinkat(badTarget, bottom.descriptor.rawValue, "bad-link") == 0)
+        try bottom.descriptor.open(at: ".weavedi-tmp.x.aaaaaaaaaaaa", .writeOnly, options: [.create]).close()
+        try bottom.descriptor.open(at: "blocked", .writeOnly, options: [.create]).close()
+
+        let first = await fixture.mirror()
+        #expect(first.result == .partial)
+        #expect(first.warnings.map(\.path).sorted() == [
+            "pipe", prefix + "/.weavedi-tmp.x.aaaaaaaaaaaa", prefix + "/pipe",
+        ].sorted())
+        #expect(first.errors.map(\.description) == [prefix + "/bad-link: the link's target is not valid UTF-8; left alone"])
+
+        // In the destination, a directory with content where the file goes, and a name that
+        // is not UTF-8, which the source does not have.
+        let copy = try Self.openBottom(of: fixture.destination, depth: depth, name: name)
+        #expect(unlinkat(copy.descriptor.rawValue, "blocked", 0) == 0)
+        try copy.descriptor.makeDirectory(at: "blocked")
+        try copy.descriptor.open(at: "blocked/kept", .writeOnly, options: [.create]).close()
+        let badName: [CChar] = [0x78, -1, 0]
+        let made = openat(copy.descriptor.rawValue, badName, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
+        #expect(made >= 0)
+        close(made)
+
+        let second = await fixture.mirror()
+        #expect(second.errors.map(\.description).filter { $0.contains("blocked") }
+            == [prefix + "/blocked: a directory is in the way and delete is off"])
+        #expect(fixture.status("dst/pipe") == nil)
+        let deleting = await fixture.mirror(delete: true)
+        #expect(deleting.errors.map(\.description).sorted() == [
+            prefix + "/bad-link: the link's target is not valid UTF-8; left alone",
+            prefix + "/x\u{FFFD}: the name is not valid UTF-8; left alone",
+        ])
+        #expect(deleting.deleted == 2)  // blocked/ and blocked/kept
     }
 
     /// A destination tree 3,000 levels deep that the source no longer has goes whole, every

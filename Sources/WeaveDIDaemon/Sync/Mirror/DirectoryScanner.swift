@@ -68,7 +68,7 @@ struct DirectoryScanner {
         // A directory opened as its owner may is one made writable already: its mode as found
         // is the one to give back should the run not finish it.
         return MirrorDirectory(
-            path: parent.path(of: name), source: source, sourceStatus: sourceStatus, destination: destination,
+            name: name, source: source, sourceStatus: sourceStatus, destination: destination,
             destinationStatus: ownerOpened ?? destinationStatus, madeWritable: ownerOpened != nil,
             isPrivileged: context.isPrivileged, parent: parent)
     }
@@ -114,17 +114,17 @@ struct DirectoryScanner {
         var sourceNames = Set<ExactName>(minimumCapacity: sourceEntries.count)
         for entry in sourceEntries {
             sourceNames.insert(ExactName(entry.name))
-            let path = directory.path(of: entry.name)
+            // Paths are built for reports only (`MirrorDirectory.path`), never for each entry.
             guard entry.nameIsExact else {
                 outcome.entriesFound += 1
                 outcome.entriesSettled += 1
-                outcome.report.fail(path, MirrorFailure.nameNotUTF8.description)
+                outcome.report.fail(directory.path(of: entry.name), MirrorFailure.nameNotUTF8.description)
                 continue
             }
             if MirrorTemporaryName.isTemporary(entry.name) {
                 outcome.entriesFound += 1
                 outcome.entriesSettled += 1
-                outcome.report.skip(path, "an unfinished copy of another mirror; not mirrored")
+                outcome.report.skip(directory.path(of: entry.name), "an unfinished copy of another mirror; not mirrored")
                 continue
             }
             let status: FileStatus
@@ -136,7 +136,7 @@ struct DirectoryScanner {
             } catch {
                 outcome.entriesFound += 1
                 outcome.entriesSettled += 1
-                outcome.report.fail(path, error.description)
+                outcome.report.fail(directory.path(of: entry.name), error.description)
                 continue
             }
             if status.kind != .directory { outcome.entriesFound += 1 }
@@ -144,7 +144,7 @@ struct DirectoryScanner {
                 try compare(entry.name, status, in: directory,
                             destinationHasName: destinationNames.contains(ExactName(entry.name)), outcome: &outcome)
             } catch {
-                outcome.report.fail(path, error.description)
+                outcome.report.fail(directory.path(of: entry.name), error.description)
                 if status.kind != .directory { outcome.entriesSettled += 1 }
             }
         }
@@ -311,9 +311,8 @@ struct DirectoryScanner {
     {
         let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged)
         for entry in entries where !names.contains(ExactName(entry.name)) {
-            let path = directory.path(of: entry.name)
             guard entry.nameIsExact else {
-                outcome.report.fail(path, MirrorFailure.nameNotUTF8.description)
+                outcome.report.fail(directory.path(of: entry.name), MirrorFailure.nameNotUTF8.description)
                 continue
             }
             var removed = 0
@@ -322,7 +321,7 @@ struct DirectoryScanner {
                 try WalkWatch.begin(.removing, entry.name)
                 try remover.remove(entry.name, kind: entry.kind, in: directory.destination.descriptor, removed: &removed)
             } catch {
-                outcome.report.fail(path, error.description)
+                outcome.report.fail(directory.path(of: entry.name), error.description)
             }
             outcome.report.deleted += removed
             outcome.modified = true

@@ -18,8 +18,11 @@ import WeaveDIPosix
 /// down a tree, the walk thus holds one descriptor, not two, for each level above whose work
 /// is all handed out.
 final class MirrorDirectory: Sendable {
-    /// The path relative to the roots, for reports: `""` for the roots themselves.
-    let path: String
+    /// The directory's name in its parent: `""` for the roots. Its path is not kept but built
+    /// from the names up the chain of parents when a report or a stuck step needs it (`path`):
+    /// a path in each open directory took memory in the square of the tree's depth (1.7 GB for
+    /// a chain of 3,000 directories with names of 200 bytes).
+    let name: String
     /// The source directory's status when it was opened: the mode and mtime `finish` gives the
     /// destination.
     let sourceStatus: FileStatus
@@ -42,10 +45,10 @@ final class MirrorDirectory: Sendable {
     /// the opener `madeWritable` already); `isPrivileged`, whether the run may write in it
     /// whatever its mode says (root).
     init(
-        path: String, source: consuming OwnedDescriptor, sourceStatus: FileStatus, destination: consuming OwnedDescriptor,
+        name: String, source: consuming OwnedDescriptor, sourceStatus: FileStatus, destination: consuming OwnedDescriptor,
         destinationStatus: FileStatus, madeWritable: Bool = false, isPrivileged: Bool, parent: MirrorDirectory?
     ) {
-        self.path = path
+        self.name = name
         openSource = source.release()
         self.sourceStatus = sourceStatus
         self.destination = destination
@@ -61,9 +64,22 @@ final class MirrorDirectory: Sendable {
         writableMode != nil && openedMode.rawValue & 0o500 != 0o500
     }
 
+    /// The path relative to the roots, for reports: `""` for the roots themselves. Built from
+    /// the names up the chain of parents, in time and memory linear in the path's length: only
+    /// for a report, or a step of a run that has a thread stuck (`WalkWatch`).
+    var path: String {
+        var names: [String] = []
+        var directory = self
+        while let parent = directory.parent {
+            names.append(directory.name)
+            directory = parent
+        }
+        return names.reversed().joined(separator: "/")
+    }
+
     /// The path for reports: `.` for the roots.
     var reportPath: String {
-        path.isEmpty ? "." : path
+        parent == nil ? "." : path
     }
 
     deinit {
@@ -84,9 +100,10 @@ final class MirrorDirectory: Sendable {
         try? openSource.close()
     }
 
-    /// The report path of `name` inside this directory.
+    /// The report path of `name` inside this directory (built from the chain of parents: for
+    /// reports only, never for each entry).
     func path(of name: String) -> String {
-        path.isEmpty ? name : path + "/" + name
+        parent == nil ? name : path + "/" + name
     }
 
     /// Lets the run write in the destination directory when its mode denies that (a read-only

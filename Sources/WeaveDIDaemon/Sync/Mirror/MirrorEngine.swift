@@ -105,7 +105,7 @@ public struct MirrorEngine: Sendable {
         let tally = MirrorTally()
         let context = MirrorContext(settings: settings, container: container, roots: roots, tally: tally)
         let root = MirrorDirectory(
-            path: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination,
+            name: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination,
             destinationStatus: roots.destinationStatus, madeWritable: roots.destinationMadeWritable,
             isPrivileged: context.isPrivileged, parent: nil)
         let relay = ProgressRelay(progress)

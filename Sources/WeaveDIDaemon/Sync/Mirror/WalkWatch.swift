@@ -79,7 +79,9 @@ struct WalkStep: DeadlineStep {
     /// The step `kind` on `name` in `directory`, the paths as `watch` spells them. A step on
     /// two sides names the other in its subject: `copying the file's content to "/dst/a/f"`.
     init(_ kind: WalkStepKind, _ directory: MirrorDirectory?, _ name: String?, in watch: WalkWatch) {
-        paths = kind.sides.map { watch.path($0, directory, name) }
+        // Built from the directory's chain of parents (`MirrorDirectory.path`), once.
+        let relative = directory?.path
+        paths = kind.sides.map { watch.path($0, relative, name) }
         subject = paths.count > 1 ? "\(kind.subject) to \"\(paths[1])\"" : kind.subject
     }
 
@@ -183,10 +185,11 @@ final class WalkWatch: Sendable {
 
     var isUnwanted: Bool { unwanted.load(ordering: .relaxed) }
 
-    /// The absolute path of `name` in `directory` on `side`, as the job's roots are configured.
-    func path(_ side: WalkStepKind.Side, _ directory: MirrorDirectory?, _ name: String?) -> String {
+    /// The absolute path of `name` in the directory at `relative` (its path relative to the
+    /// roots) on `side`, as the job's roots are configured.
+    func path(_ side: WalkStepKind.Side, _ relative: String?, _ name: String?) -> String {
         var path = side == .source ? sourceRoot : destinationRoot
-        for part in [directory?.path, name] {
+        for part in [relative, name] {
             guard let part, !part.isEmpty else { continue }
             path += path.hasSuffix("/") ? part : "/" + part
         }
