@@ -342,6 +342,37 @@ import WeaveDIPosix
         #expect(try fixture.snapshot("dst").keys.sorted() == ["a.txt"])
     }
 
+    /// A file and a directory of the source replaced by fifos: skipped, with a warning, as
+    /// special files are; with `delete`, what the destination has under their names goes (the
+    /// source has no file or directory there any more: it stayed for ever), and stays without.
+    @Test func entriesReplacedBySpecialFiles_goWithDelete_andStayWithout() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        try fixture.write("src/was-file", "a file")
+        try fixture.write("src/was-dir/inner.txt", "in a directory")
+        #expect(await fixture.mirror().copied == 3)
+        let cwd = FileDescriptor.currentWorkingDirectory
+        try cwd.unlink(at: fixture.source + "/was-file")
+        try cwd.unlink(at: fixture.source + "/was-dir/inner.txt")
+        try cwd.removeDirectory(at: fixture.source + "/was-dir")
+        #expect(mkfifo(fixture.source + "/was-file", 0o644) == 0)
+        #expect(mkfifo(fixture.source + "/was-dir", 0o644) == 0)
+
+        let keeping = await fixture.mirror()
+        #expect(keeping.result == .success && keeping.skipped == 2 && keeping.deleted == 0, "\(keeping.errors)")
+        #expect(fixture.read("dst/was-file") == "a file")
+        #expect(fixture.read("dst/was-dir/inner.txt") == "in a directory")
+
+        let deleting = await fixture.mirror(delete: true)
+        #expect(deleting.result == .success, "\(deleting.errors)")
+        #expect(deleting.skipped == 2 && deleting.deleted == 3)  // was-file, was-dir/ and inner.txt
+        #expect(deleting.warnings.map(\.path).sorted() == ["was-dir", "was-file"])
+        #expect(try fixture.snapshot("dst").keys.sorted() == ["a.txt"])
+
+        let again = await fixture.mirror(delete: true)
+        #expect(again.result == .success && again.skipped == 2 && again.deleted == 0 && again.unchanged == 1, "\(again.errors)")
+    }
+
     @Test func bindMountsOfTheOtherRoot_areNeverEntered() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("src/a.txt", "a")

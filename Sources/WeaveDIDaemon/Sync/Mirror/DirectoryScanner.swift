@@ -143,6 +143,12 @@ struct DirectoryScanner {
             do {
                 try compare(entry.name, status, in: directory,
                             destinationHasName: destinationNames.contains(ExactName(entry.name)), outcome: &outcome)
+                if !status.kind.isMirrored {
+                    // A special file, skipped: the source has nothing mirrored under its name,
+                    // so with `delete` what the destination has there goes (a file the source
+                    // replaced by a fifo stayed for ever).
+                    sourceNames.remove(ExactName(entry.name))
+                }
             } catch {
                 outcome.report.fail(directory.path(of: entry.name), error.description)
                 if status.kind != .directory { outcome.entriesSettled += 1 }
@@ -327,6 +333,17 @@ struct DirectoryScanner {
             outcome.modified = true
             // Counted as it goes: a run given up on while deleting counts what went.
             context.tally.handOver(&outcome.report)
+        }
+    }
+}
+
+extension FileKind {
+    /// Whether the mirror copies entries of this kind: files, directories and links, not
+    /// special files (fifos, sockets, devices), which it skips.
+    var isMirrored: Bool {
+        switch self {
+        case .regular, .directory, .symbolicLink: true
+        case .fifo, .socket, .characterDevice, .blockDevice, .unknown: false
         }
     }
 }
