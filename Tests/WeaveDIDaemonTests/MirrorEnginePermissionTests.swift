@@ -11,6 +11,8 @@ private let mirrorChildRootVariable = "WEAVEDI_MIRROR_TEST_CHILD_ROOT"
 private let readOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_READ_ONLY_ROOT"
 /// Where the child process of the unreadable-to-its-owner test finds its fixture.
 private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREADABLE_ROOT"
+/// Where the child process of the deep read-only tree test finds its fixture.
+private let deepReadOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_DEEP_READ_ONLY_ROOT"
 /// Where the child process of the unreadable-files-of-its-own test finds its fixture.
 private let ownerUnreadableFilesChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREADABLE_FILES_ROOT"
 
@@ -249,6 +251,48 @@ private let ownerUnreadableFilesChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_U
         try await mirror("checksum, again", from: "others", to: "others-copy", file: "visible.txt", compare: .checksum)
         try await mirror("size and mtime", from: "others", to: "others-copy", file: "visible.txt")
         Self.writeReport(lines, root: root)
+    }
+
+    /// A destination tree deeper than the directories a removal keeps open
+    /// (`DestinationRemover.openLevels`), its directories read-only or denying their owner `r`
+    /// (modes 0555 and 0355 in turn), goes whole with `delete`, as the run's user that owns it:
+    /// each made writable (opened as its owner may) as it is emptied, and opened again through
+    /// `..` when the removal comes back up to it.
+    @Test func aDeepReadOnlyTree_goesWhole() throws {
+        guard canRunAsNobody() else { return }
+        let fixture = try MirrorFixture()
+        try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
+        try fixture.write("src/keep.txt", "kept")
+        for directory in ["dst", "out"] {
+            try fixture.makeDirectory(directory)
+            #expect(chown(fixture.root + "/" + directory, 65534, 65534) == 0)
+        }
+        let child = try asNobody("childRun_removingADeepReadOnlyTree", deepReadOnlyChildRootVariable, root: fixture.root)
+        #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("out/report.txt") == "uid 65534\nsuccess deleted 101 errors []",
+                "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.status("dst/d") == nil)
+        #expect(fixture.read("dst/keep.txt") == "kept")
+    }
+
+    /// The child's half: makes the tree, 100 levels deep, a file at the bottom, then runs.
+    @Test(.enabled(if: CurrentProcess.environmentValue(deepReadOnlyChildRootVariable) != nil))
+    func childRun_removingADeepReadOnlyTree() async throws {
+        let root = try #require(CurrentProcess.environmentValue(deepReadOnlyChildRootVariable))
+        var level = try FileDescriptor.currentWorkingDirectory.openDirectory(at: root + "/dst")
+        for depth in 0..<100 {
+            try level.descriptor.makeDirectory(at: "d")
+            let below = try level.descriptor.openDirectory(at: "d", noFollow: true)
+            if depth > 0 { try level.descriptor.setPermissions(depth % 2 == 0 ? 0o555 : 0o355) }
+            level = below
+        }
+        try level.descriptor.open(at: "bottom.txt", .writeOnly, options: [.create], permissions: 0o444).close()
+        try level.descriptor.setPermissions(0o355)
+        _ = consume level
+        let report = await MirrorEngine(
+            settings: MirrorSettings(source: root + "/src", destination: root + "/dst", delete: true), container: .mirrorWorkers()
+        ).run()
+        Self.writeReport(["uid \(getuid())", "\(report.result) deleted \(report.deleted) errors \(report.errors.map(\.description))"], root: root)
     }
 
     /// Read-only directories (mode 0555, the destination root's among them, as the source's
