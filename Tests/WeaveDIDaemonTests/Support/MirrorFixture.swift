@@ -19,6 +19,11 @@ final class MirrorFixture: @unchecked Sendable {  // paths are immutable; files 
 
     deinit {
         try? FileManager.default.removeItem(atPath: root)
+        // A tree whose paths are longer than PATH_MAX (`MirrorEngineDeepTreeTests`), which
+        // FileManager cannot remove: rm goes through descriptors.
+        if FileManager.default.fileExists(atPath: root) {
+            _ = try? Subprocess.run("/bin/rm", arguments: ["-rf", "--", root], environment: ["PATH": "/usr/bin:/bin"])
+        }
     }
 
     /// Writes `content` to `path` (relative to `root`), creating parent directories, with
