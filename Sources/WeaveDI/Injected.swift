@@ -2,8 +2,9 @@ import Synchronization
 
 /// Reads a dependency on every access.
 ///
-/// - `@Injected(\.userService) var userService`: by key (an `InjectedValues` property);
-///   overrides, then a registration of the value's type in `Container.live`, then the key's default.
+/// - `@Injected(\.userService) var userService`: by key (an `InjectedKeys` property, or any key
+///   path of `InjectedValues`); overrides, then a registration of the value's type in
+///   `Container.live`, then the key's default.
 /// - `@Injected var network: (any NetworkService)?`: by type, from `Container.live`; nil if missing.
 /// - `@Injected var network: any NetworkService`: by type, from `Container.live`; a read that
 ///   cannot resolve it stops the program with a message naming the type (like `@Factory`).
@@ -25,7 +26,8 @@ public struct Injected<Value> {
     @usableFromInline
     let storage: Storage
 
-    /// Reads `keyPath` of `InjectedValues` on every access.
+    /// Reads `keyPath` of `InjectedValues` on every access: straight from the key when the key
+    /// path is an `InjectedKeys` accessor, else through the key path.
     public init(_ keyPath: KeyPath<InjectedValues, Value> & Sendable) {
         storage = .key(Unmanaged.passUnretained(InjectedCache.shared(for: keyPath)))
     }
@@ -90,9 +92,18 @@ public struct Injected<Value> {
 
 extension Injected: Sendable where Value: Sendable {}
 
-/// What `@Injected(\.key)` learns on a key path's first read: the reader of the one key the
-/// key path reads, so later reads skip key-path application. One per distinct key path in the
-/// process, shared by every `@Injected` that reads it, never freed (like `KeyState`s).
+/// What `@Injected(\.key)` learns on a key path's first read: whether the key path is a key's
+/// own accessor, and if so that key's reader, so later reads skip key-path application. One per
+/// distinct key path in the process, shared by every `@Injected` that reads it, never freed
+/// (like `KeyState`s).
+///
+/// The rule: a key path is read as a key only when it *is* the accessor `InjectedValues` itself
+/// declares for a key of `InjectedKeys` (`\InjectedValues.[dynamicMember: \InjectedKeys.key]`,
+/// which `\.key` spells), recognized by key-path equality, which compares the accessor and its
+/// argument: that accessor is `self[Key.self]` and nothing else. What a key path returns cannot
+/// tell (a getter that computes `self[Key.self] * 1`, or that returns the key's value only
+/// sometimes, returns it once), and neither can which keys it reads, so any other key path, a
+/// property declared on `InjectedValues` included, is applied on every read.
 ///
 /// `@unchecked Sendable`: the mutable fields are atomics; readers are permanent `KeyState`s.
 @usableFromInline
@@ -126,13 +137,16 @@ final class InjectedCache<Value>: @unchecked Sendable {
         return learn()
     }
 
-    /// Reads through the key path, and remembers the key's reader if it reads exactly one key.
+    /// Reads through the key path, and remembers the key's reader if the key path is the key's
+    /// own accessor (see the type's comment).
     @usableFromInline
     func learn() -> Value {
         if keyPathOnly.load(ordering: .relaxed) { return InjectedValues.current[keyPath: keyPath] }
         let probe = KeyProbe()
-        let value = InjectedValues(overrides: Overrides.current, probe: probe)[keyPath: keyPath]
-        if probe.states.count == 1, let state = probe.states[0] as? KeyReader<Value> {
+        let value = InjectedValues(overrides: InjectedValues.current.overrides, probe: probe)[keyPath: keyPath]
+        if probe.states.count == 1, probe.accessors.count == 1, probe.accessors[0] == keyPath,
+            let state = probe.states[0] as? KeyReader<Value>
+        {
             reader.store(UnsafeRawPointer(Unmanaged.passUnretained(state).toOpaque()), ordering: .releasing)
         } else {
             keyPathOnly.store(true, ordering: .relaxed)

@@ -5,13 +5,13 @@
 ///     static var liveValue: any UserService { LiveUserService() }
 ///     static var testValue: any UserService { MockUserService() }   // optional
 /// }
-/// extension InjectedValues {
-///     var userService: any UserService {
-///         get { self[UserServiceKey.self] }
-///         set { self[UserServiceKey.self] = newValue }
-///     }
+/// extension InjectedKeys {
+///     var userService: UserServiceKey.Type { UserServiceKey.self }   // @Injected(\.userService)
 /// }
 /// ```
+///
+/// (A property of `InjectedValues` that reads `self[UserServiceKey.self]` works too, but
+/// `@Injected` applies it on every read: see `InjectedKeys`.)
 ///
 /// The default for the current context (`InjectedContext.current`) is computed once and cached.
 public protocol InjectedKey {

@@ -1,14 +1,18 @@
 import Synchronization
 
-/// The dependencies reachable by key: extend it with one property per `InjectedKey`, read it
-/// with `@Injected(\.key)` or `InjectedValues.current`, override it with `withInjectedValues`.
+/// The dependencies reachable by key: declare each `InjectedKey` in `InjectedKeys` (or give it
+/// a property here), read it with `@Injected(\.key)` or `InjectedValues.current`, override it
+/// with `withInjectedValues`.
 ///
 /// A read looks up, in order: an override from `withInjectedValues`; a registration of the
 /// value's type in `WeaveDI.Container.live` (in the active session or request, if any); the
 /// key's default for the current `InjectedContext`.
+@dynamicMemberLookup
 public struct InjectedValues: Sendable {
+    @usableFromInline
     var overrides: OverrideNode?
     /// Set only while `@Injected` learns which key its key path reads.
+    @usableFromInline
     var probe: KeyProbe?
 
     init(overrides: OverrideNode?, probe: KeyProbe? = nil) {
@@ -18,26 +22,82 @@ public struct InjectedValues: Sendable {
 
     /// The values in effect here: the overrides of enclosing `withInjectedValues` calls.
     public static var current: InjectedValues {
-        InjectedValues(overrides: Overrides.current)
+        // Until the first override in the process, there is none to look up.
+        InjectedValues(overrides: Overrides.everUsed.load(ordering: .relaxed) ? Overrides.current : nil)
     }
 
     /// The value for `key`: an override, else a registration of its type, else its default.
+    ///
+    /// Inlined, so that a property's getter reads the key specialized (a getter of a property
+    /// declared here is applied on every read of `@Injected`, see `InjectedCache`): with no
+    /// override here, and the key's answer known to its reader, a slot lookup and the loads of
+    /// `KeyReader.read()`.
+    @inlinable
     public subscript<K: InjectedKey>(key: K.Type) -> K.Value {
         get {
-            let state = KeyStates.state(for: K.self)
-            if let probe { probe.record(state) }
-            if let overrides, let box = overrides.box(for: state.slot) { return unsafeDowncast(box, to: Box<K.Value>.self).value }
-            return state.resolved()
+            if overrides == nil, probe == nil, let reader = KeyStates.existingReader(for: K.self),
+                let raw = reader._withUnsafeGuaranteedRef({ $0.box(at: Generation.current) })
+            {
+                return unbox(raw, as: K.Value.self)
+            }
+            return value(of: K.self)
         }
-        set {
-            overrides = OverrideNode(slot: TypeSlots.shared.slot(for: K.self), box: Box(newValue), next: overrides)
-        }
+        set { override(K.self, with: newValue) }
     }
+
+    /// Overrides `key` with `value`.
+    @usableFromInline
+    mutating func override<K: InjectedKey>(_ key: K.Type, with value: K.Value) {
+        overrides = OverrideNode(slot: TypeSlots.shared.slot(for: K.self), box: Box(value), next: overrides)
+    }
+
+    /// `self[key]` in full.
+    @usableFromInline
+    func value<K: InjectedKey>(of key: K.Type) -> K.Value {
+        let state = KeyStates.state(for: K.self)
+        if let probe { probe.record(state) }
+        if let overrides, let box = overrides.box(for: state.slot) { return unsafeDowncast(box, to: Box<K.Value>.self).value }
+        // The answer without overrides, when the key's reader knows it (as `KeyReader.read()`).
+        if let raw = state.box(at: Generation.current) { return unbox(raw, as: K.Value.self) }
+        return state.resolved()
+    }
+
+    /// The value for the key a property of `InjectedKeys` names: exactly `self[K.self]`, read
+    /// and written. `@Injected(\.key)` reads such a key path as the key itself, without applying
+    /// the key path (see `InjectedCache`).
+    public subscript<K: InjectedKey>(dynamicMember key: KeyPath<InjectedKeys, K.Type> & Sendable) -> K.Value {
+        get {
+            if let probe { probe.accessors.append(\InjectedValues.[dynamicMember: key]) }
+            return self[K.self]
+        }
+        set { self[K.self] = newValue }
+    }
+}
+
+/// Where keys are declared for `@Injected(\.key)`: one property per key, naming the key type.
+///
+/// ```swift
+/// extension InjectedKeys {
+///     var userService: UserServiceKey.Type { UserServiceKey.self }
+/// }
+/// // @Injected(\.userService), InjectedValues.current.userService, $0.userService = ... in
+/// // withInjectedValues: all read or write UserServiceKey.
+/// ```
+///
+/// `InjectedValues` reaches these through `@dynamicMemberLookup`, with an accessor of its own that
+/// is exactly `self[Key.self]`: the key path `\.userService` is then known to be the key's own
+/// accessor, and `@Injected` reads it straight from the key. (The property's value is not
+/// read: the key is its declared type.) A property declared on `InjectedValues` itself, the
+/// other way to name a key, is read through its getter on every read, since its getter may
+/// compute something else from the key.
+public struct InjectedKeys: Sendable {
+    private init() {}
 }
 
 /// An immutable list of overridden keys, newest first.
 ///
 /// `@unchecked Sendable`: immutable; values are `InjectedKey.Value`, which is `Sendable`.
+@usableFromInline
 final class OverrideNode: @unchecked Sendable {
     let slot: Int
     let box: AnyObject
@@ -85,11 +145,15 @@ enum Overrides {
     static let everUsed = Atomic<Bool>(false)
 }
 
-/// Records which keys a key path reads (for `@Injected`'s fast path).
+/// Records which keys a key path reads, and through which of `InjectedValues`' own accessors
+/// (for `@Injected`'s fast path).
 ///
 /// `@unchecked Sendable`: used by one thread, during one key-path application.
+@usableFromInline
 final class KeyProbe: @unchecked Sendable {
     var states: [AnyObject] = []
+    /// The key path of each `InjectedKeys` accessor read (`\InjectedValues.[dynamicMember: ...]`).
+    var accessors: [AnyKeyPath] = []
 
     func record(_ state: AnyObject) {
         states.append(state)

@@ -151,8 +151,17 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
 }
 
 /// The `KeyState` of every key, by the key type's slot.
+@usableFromInline
 enum KeyStates {
+    @usableFromInline
     static let states = PermanentObjects()
+
+    /// The reader of `key`, if its state was made (unretained: states are never freed).
+    @inlinable @inline(__always)
+    static func existingReader<K: InjectedKey>(for key: K.Type) -> Unmanaged<KeyReader<K.Value>>? {
+        guard let object = states.existing(at: TypeSlots.shared.slot(for: key)) else { return nil }
+        return Unmanaged.fromOpaque(object.toOpaque())
+    }
 
     static func state<K: InjectedKey>(for key: K.Type) -> KeyState<K> {
         let slot = TypeSlots.shared.slot(for: key)

@@ -90,9 +90,17 @@ extension SlotArray where Element == Entry {
 
 /// One object per type slot, made on first request and kept for the life of the process
 /// (`KeyState`s, `@Injected` lookups by type): lock-free lookups, creation under a lock.
+@usableFromInline
 final class PermanentObjects: Sendable {
-    private let table = SlotArray<AnyObject>()
+    @usableFromInline
+    let table = SlotArray<AnyObject>()
     private let creating = Lock()
+
+    /// The object at `slot`, if it was made (unretained: it is never freed).
+    @inlinable @inline(__always)
+    func existing(at slot: Int) -> Unmanaged<AnyObject>? {
+        table.load(slot)
+    }
 
     /// The object at `slot`, made by `make` the first time.
     func object<T: AnyObject>(at slot: Int, as type: T.Type, make: () -> T) -> T {

@@ -14,11 +14,8 @@ struct ProbeKey: InjectedKey {
     static var previewValue: String { "preview-default" }
 }
 
-extension InjectedValues {
-    var probeValue: String {
-        get { self[ProbeKey.self] }
-        set { self[ProbeKey.self] = newValue }
-    }
+extension InjectedKeys {
+    var probeValue: ProbeKey.Type { ProbeKey.self }
 }
 
 final class Unregistered {}
@@ -66,11 +63,21 @@ struct TokenKey: InjectedKey {
     static var liveValue: Token { Token(-1) }
 }
 
+extension InjectedKeys {
+    var token: TokenKey.Type { TokenKey.self }
+}
+
+/// A key path computed from a key: read through its getter, never as the key.
+struct CountKey: InjectedKey {
+    static var liveValue: Int { 21 }
+}
+
 extension InjectedValues {
-    var token: Token {
-        get { self[TokenKey.self] }
-        set { self[TokenKey.self] = newValue }
-    }
+    var doubled: Int { self[CountKey.self] * 2 }
+}
+
+struct DoubledReader {
+    @Injected(\.doubled) var value: Int
 }
 
 struct TokenReader {
@@ -169,6 +176,7 @@ func cachedReads() async {
     InjectedContext.current = .live
     print("default: \(Reader().value) \(tokens(reader))")
     print("again: \(Reader().value) \(Reader().value) \(tokens(reader))")  // now from the cache
+    print("computed: \(DoubledReader().value) \(DoubledReader().value) \(DoubledReader().value)")
     InjectedContext.current = .preview
     print("context changed: \(Reader().value)")
     registerToken(in: WeaveDI.Container.live)

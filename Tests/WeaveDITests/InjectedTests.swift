@@ -43,6 +43,28 @@ extension InjectedValues {
     }
 }
 
+/// A key read by a computed key path (`doubledTally`) as well as by its own accessor.
+struct TallyKey: InjectedKey {
+    static var liveValue: Int { 21 }
+}
+
+extension InjectedValues {
+    /// Computed from a key, not the key's accessor: never to be read as the key itself.
+    var doubledTally: Int { self[TallyKey.self] * 2 }
+    /// The same over a key declared in `InjectedKeys`.
+    var tripled: Int { self.tally * 3 }
+    /// Returns the key's value on its first read only.
+    var tallyOnce: Int {
+        tallyOnceReads.add(1, ordering: .relaxed).newValue == 1 ? self[TallyKey.self] : -1
+    }
+}
+
+let tallyOnceReads = Atomic<Int>(0)
+
+extension InjectedKeys {
+    var tally: TallyKey.Type { TallyKey.self }
+}
+
 // The wrappers are immutable and thread-safe; Swift still declares their storage `var`.
 final class GreeterModel: @unchecked Sendable {
     @Injected(\.greeter) var greeter
@@ -148,6 +170,42 @@ struct GroupedValues {
         #expect(model.greeter.greet() == "registered")
         WeaveDI.Container.live = WeaveDI.Container()
         #expect(model.greeter.greet() == "test")
+    }
+
+    /// A key path computed from a key is read through its getter on every read: only a key's
+    /// own accessor, declared in `InjectedKeys`, is read as the key.
+    @Test func computedKeyPath_isReadThroughItsGetter_onEveryRead() {
+        struct Reader {
+            @Injected(\.doubledTally) var doubledTally: Int
+            @Injected(\.tripled) var tripled: Int
+            @Injected(\.tallyOnce) var tallyOnce: Int
+            @Injected(\.tally) var tally: Int
+        }
+        let reader = Reader()
+        #expect([reader.doubledTally, reader.doubledTally, reader.doubledTally] == [42, 42, 42])
+        #expect([reader.tripled, reader.tripled] == [63, 63])
+        #expect([reader.tallyOnce, reader.tallyOnce] == [21, -1])
+        #expect([reader.tally, reader.tally] == [21, 21])
+        withInjectedValues { $0.tally = 5 } operation: {
+            #expect([reader.doubledTally, reader.tripled, reader.tally] == [10, 15, 5])
+            #expect(InjectedValues.current.tally == 5)
+        }
+        WeaveDI.Container.live.register(Int.self, instance: 7)
+        #expect([reader.doubledTally, reader.tripled, reader.tally] == [14, 21, 7])
+    }
+
+    /// Which key paths take the shortcut to the key's reader: exactly the accessors declared in
+    /// `InjectedKeys`.
+    @Test func onlyAKeysOwnAccessor_isReadAsTheKey() {
+        func shortcut<V>(_ keyPath: KeyPath<InjectedValues, V> & Sendable) -> Bool {
+            let cache = InjectedCache.shared(for: keyPath)
+            _ = cache.read()
+            return cache.reader.load(ordering: .relaxed) != nil
+        }
+        #expect(shortcut(\.tally))
+        #expect(!shortcut(\.doubledTally))
+        #expect(!shortcut(\.tripled))
+        #expect(!shortcut(\.name))          // declared the documentation's way: read through it
     }
 
     @Test func keyDefault_isComputedOncePerContext() {
@@ -355,6 +413,7 @@ struct GroupedValues {
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "default: live-default -1/nil")
         #expect(lines.contains("again: live-default live-default -1/nil"))
+        #expect(lines.contains("computed: 42 42 42"))
         #expect(lines.contains("context changed: preview-default"))
         #expect(lines.contains("registered: 1/1 again 1/1"))
         #expect(lines.contains("released: 2/2"))

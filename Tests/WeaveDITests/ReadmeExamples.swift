@@ -21,11 +21,14 @@ struct UserServiceKey: InjectedKey {
     // static var previewValue                                   // optional, defaults to liveValue
 }
 
+extension InjectedKeys {
+    var userService: UserServiceKey.Type { UserServiceKey.self }    // names the key for \.userService
+}
+
+// A key path computed from a key
+struct CountKey: InjectedKey { static var liveValue: Int { 21 } }
 extension InjectedValues {
-    var userService: any UserService {
-        get { self[UserServiceKey.self] }
-        set { self[UserServiceKey.self] = newValue }
-    }
+    var doubled: Int { self[CountKey.self] * 2 }             // read through this getter every time
 }
 
 final class ViewModel {
@@ -111,6 +114,8 @@ extension InjectedTests {
         print(ViewModel().userService.name())             // "live" in a program, "mock" under swift test
         print(InjectedValues.current.userService.name())
         #expect(ViewModel().userService.name() == "mock")
+        struct Doubled { @Injected(\.doubled) var value: Int }
+        #expect(Doubled().value == 42 && Doubled().value == 42)
     }
 
     @Test func readme_overrides() async {

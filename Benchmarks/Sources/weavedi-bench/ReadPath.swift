@@ -35,19 +35,12 @@ struct OverriddenKey: InjectedKey {
     static var liveValue: any ServiceC { LiveService(3) }
 }
 
-extension InjectedValues {
-    var benchDefault: any ServiceA {
-        get { self[DefaultKey.self] }
-        set { self[DefaultKey.self] = newValue }
-    }
-    var benchRegistered: any ServiceB {
-        get { self[RegisteredKey.self] }
-        set { self[RegisteredKey.self] = newValue }
-    }
-    var benchOverridden: any ServiceC {
-        get { self[OverriddenKey.self] }
-        set { self[OverriddenKey.self] = newValue }
-    }
+/// Named in `InjectedKeys`, so that `@Injected` reads the keys themselves (a property declared on
+/// `InjectedValues` is applied as a key path on every read).
+extension InjectedKeys {
+    var benchDefault: DefaultKey.Type { DefaultKey.self }
+    var benchRegistered: RegisteredKey.Type { RegisteredKey.self }
+    var benchOverridden: OverriddenKey.Type { OverriddenKey.self }
 }
 
 final class Singleton: Sendable {
