@@ -35,7 +35,7 @@ extension WeaveDI.Container {
         if unmanaged._withUnsafeGuaranteedRef({ $0.scope == .transient }) {
             // The transient path retains neither the entry nor the thread's stack.
             let stack = ResolutionStack.current
-            return try build(unmanaged, as: type, owner: explicit ?? stack.owner, stack: stack)
+            return try build(unmanaged, as: type, owner: explicit ?? owner(in: stack), stack: stack)
         }
         return try produce(unmanaged.takeUnretainedValue(), as: type, explicit: explicit)
     }
@@ -57,7 +57,7 @@ extension WeaveDI.Container {
                 outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
                 inner: entry.typeName, innerScope: entry.scope)
         }
-        let owner = explicit ?? stack.owner
+        let owner = explicit ?? owner(in: stack)
         switch entry.scope {
         case .transient:
             return try build(.passUnretained(entry), as: type, owner: owner, stack: stack)
@@ -110,6 +110,16 @@ extension WeaveDI.Container {
                 return value
             }
         }
+    }
+
+    /// The session or request a resolution starting here happens in (`ResolutionStack.owner`),
+    /// if it is one of this container's: another container's session, current or building, is
+    /// nothing to this one (its transients resolve from this container, its scoped services find
+    /// no active scope).
+    @inline(__always)
+    func owner(in stack: ResolutionStack) -> ScopeOwner? {
+        guard let owner = stack.owner, owner.container === self else { return nil }
+        return owner
     }
 
     /// The session or request that holds instances of `entry`, from the owner in effect.

@@ -46,8 +46,7 @@ extension WeaveDI.Container {
         let stack = ResolutionStack.current
         let scope = unmanaged._withUnsafeGuaranteedRef { $0.scope }
         if scope == .session || scope == .request, !stack.isEmpty { try checkCapture(of: unmanaged, scope: scope, stack: stack) }
-        let owner = stack.owner
-        return try build(unmanaged, as: type, owner: owner.flatMap { $0.container === self ? $0 : nil }, stack: stack)
+        return try build(unmanaged, as: type, owner: owner(in: stack), stack: stack)
     }
 
     /// Throws `scopeMismatch` when the innermost build with a lifetime of its own outlives `scope`.

@@ -192,6 +192,32 @@ import Testing
         }
     }
 
+    /// A transient resolves its dependencies in its own container: a session or request of
+    /// another container, current or building, is not its resolver (as for `makeFresh`).
+    @Test func transient_resolvesFromItsOwnContainer_notFromAnotherContainersScope() throws {
+        let other = WeaveDI.Container(), container = WeaveDI.Container()
+        other.register(Named.self) { Named("other") }
+        container.register(Named.self) { Named("container") }
+        container.register(Holder<Named>.self, scope: .transient) { r in Holder(try r.require(Named.self)) }
+        container.register(SessionCache.self, scope: .session) { SessionCache() }
+        container.register(Holder<SessionCache>.self, scope: .transient) { r in Holder(try r.require(SessionCache.self)) }
+        let session = other.openSession(id: "other's")
+        #expect(try session.withCurrent { try container.require(Holder<Named>.self) }.value.name == "container")
+        #expect(session.withCurrent { container.resolve(Holder<Named>.self) }?.value.name == "container")
+        #expect(try session.openRequest(id: "r").withCurrent { try container.require(Holder<Named>.self) }.value.name == "container")
+        #expect(try session.withCurrent { try container.makeFresh(Holder<Named>.self) }.value.name == "container")
+        // Built inside the build of the other container's session-scoped service.
+        other.register(Holder<Holder<Named>>.self, scope: .session) { _ in Holder(try container.require(Holder<Named>.self)) }
+        #expect(try session.require(Holder<Holder<Named>>.self).value.value.name == "container")
+        // The other container's session does not stand for one of this container...
+        #expect(throws: ResolutionError.self) { try session.withCurrent { try container.require(Holder<SessionCache>.self) } }
+        // ...while its own still does.
+        let own = container.openSession(id: "own")
+        let cache = try own.require(SessionCache.self)
+        #expect(try own.withCurrent { try container.require(Holder<SessionCache>.self) }.value === cache)
+        #expect(try own.require(Holder<SessionCache>.self).value === cache)
+    }
+
     @Test func releaseAll_closesOpenSessions() async throws {
         let ledger = Ledger()
         let container = container(ledger)
@@ -201,4 +227,9 @@ import Testing
         #expect(session.isClosed)
         #expect(ledger.disposals == ["tracked"])
     }
+}
+
+final class Named: Sendable {
+    let name: String
+    init(_ name: String) { self.name = name }
 }
