@@ -13,7 +13,9 @@
 /// (A property of `InjectedValues` that reads `self[UserServiceKey.self]` works too, but
 /// `@Injected` applies it on every read: see `InjectedKeys`.)
 ///
-/// The default for the current context (`InjectedContext.current`) is computed once and cached.
+/// The default for the current context (`InjectedContext.current`) is computed once and cached
+/// for the process, without the overrides of `withInjectedValues` in effect where it is first
+/// read (a default that reads another key gets that key's registration or default).
 public protocol InjectedKey {
     /// The type of the dependency.
     associatedtype Value: Sendable

@@ -143,6 +143,12 @@ enum Overrides {
     /// `withInjectedValues` keeps its overrides for as long as it runs.
     @usableFromInline
     static let everUsed = Atomic<Bool>(false)
+
+    /// Runs `body` with no override in effect (in it and in the tasks it starts).
+    static func withoutOverrides<R>(_ body: () -> R) -> R {
+        guard everUsed.load(ordering: .relaxed), current != nil else { return body() }
+        return $current.withValue(nil, operation: body)
+    }
 }
 
 /// Records which keys a key path reads, and through which of `InjectedValues`' own accessors

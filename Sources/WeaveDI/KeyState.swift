@@ -105,7 +105,9 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         return defaultValue()
     }
 
-    /// The key's default for the current context, computed once per context.
+    /// The key's default for the current context, computed once per context, without the
+    /// overrides in effect here: it is cached for the whole process, so an override made where
+    /// it happens to be computed first must not end up in it.
     func defaultValue() -> K.Value {
         let context = InjectedContext.current
         let cell = Int(context.index)
@@ -128,10 +130,12 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         defer { BuildGates.shared.leave(gate) }
         stack.push(.init(containerID: 0, slot: slot, scope: .transient, owner: nil))
         defer { stack.pop() }
-        let value: K.Value = switch context {
-        case .live: K.liveValue
-        case .test: K.testValue
-        case .preview: K.previewValue
+        let value: K.Value = Overrides.withoutOverrides {
+            switch context {
+            case .live: K.liveValue
+            case .test: K.testValue
+            case .preview: K.previewValue
+            }
         }
         defaults[cell].store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
         return value

@@ -65,6 +65,20 @@ extension InjectedKeys {
     var tally: TallyKey.Type { TallyKey.self }
 }
 
+/// A key, and a key whose default reads it.
+struct LinkNetKey: InjectedKey {
+    static var liveValue: any Net { LiveNet() }
+}
+
+struct LinkedKey: InjectedKey {
+    static var liveValue: String { "linked to " + InjectedValues.current[LinkNetKey.self].fetch() }
+}
+
+/// A singleton whose initializer reads `LinkNetKey`.
+final class LinkedSingleton: Sendable {
+    let net = InjectedValues.current[LinkNetKey.self].fetch()
+}
+
 // The wrappers are immutable and thread-safe; Swift still declares their storage `var`.
 final class GreeterModel: @unchecked Sendable {
     @Injected(\.greeter) var greeter
@@ -206,6 +220,32 @@ struct GroupedValues {
         #expect(!shortcut(\.doubledTally))
         #expect(!shortcut(\.tripled))
         #expect(!shortcut(\.name))          // declared the documentation's way: read through it
+    }
+
+    /// A key's default is the same wherever it is first read: an override in effect there is not
+    /// seen by the default, which is cached for the process, while reads of the overridden key
+    /// itself see the override.
+    @Test func keyDefault_firstReadInsideAnOverride_doesNotKeepTheOverride() {
+        withInjectedValues { $0[LinkNetKey.self] = MockNet() } operation: {
+            #expect(InjectedValues.current[LinkNetKey.self].fetch() == "mock")
+            #expect(InjectedValues.current[LinkedKey.self] == "linked to live")
+            withInjectedValues { $0[LinkedKey.self] = "overridden" } operation: {
+                #expect(InjectedValues.current[LinkedKey.self] == "overridden")
+            }
+        }
+        #expect(InjectedValues.current[LinkedKey.self] == "linked to live")
+    }
+
+    /// A singleton built inside an override is built once, with what its factory read there,
+    /// and kept by its container until released (as documented in the README's "Overrides").
+    @Test func singleton_builtInsideAnOverride_keepsWhatItRead_untilReleased() async {
+        WeaveDI.Container.live.register(LinkedSingleton.self) { LinkedSingleton() }
+        withInjectedValues { $0[LinkNetKey.self] = MockNet() } operation: {
+            #expect(WeaveDI.Container.live.resolve(LinkedSingleton.self)?.net == "mock")
+        }
+        #expect(WeaveDI.Container.live.resolve(LinkedSingleton.self)?.net == "mock")
+        await WeaveDI.Container.releaseAll()
+        #expect(WeaveDI.Container.live.resolve(LinkedSingleton.self)?.net == "live")
     }
 
     @Test func keyDefault_isComputedOncePerContext() {
