@@ -8,10 +8,13 @@
 /// ```
 ///
 /// The instance is built by the registration's factory in `WeaveDI.Container.live`, with the
-/// current session or request (if any) as its resolver. Reading one whose type is not
-/// registered stops the program with a message that names the type and how to register it;
-/// so does reading a session- or request-scoped one inside the build of a longer-lived service
-/// (see `Container.makeFresh`).
+/// current session or request (if any) as its resolver. A read cannot throw, so a read that
+/// cannot build stops the program with the `ResolutionError` `makeFresh` would throw, which
+/// names the types and what to do: the type is not registered; it is session- or
+/// request-scoped and read inside the build of a longer-lived service (see
+/// `Container.makeFresh`); it is part of a cycle (A's initializer reads `@Factory var b: B`, and
+/// B's reads `@Factory var a: A`); its factory threw. Call `try container.makeFresh(T.self)`
+/// where such a failure must be handled.
 @propertyWrapper
 public struct Factory<Value>: Sendable {
     /// A factory for the wrapped property's type.
@@ -27,7 +30,9 @@ public struct Factory<Value>: Sendable {
             do {
                 return try container.makeFresh(Value.self)
             } catch {
-                fatalError("@Factory var ...: \(Value.self): \(error)")
+                fatalError(
+                    "@Factory var ...: \(Value.self): \(error) (a @Factory read cannot throw; "
+                        + "try WeaveDI.Container.live.makeFresh(\(Value.self).self) throws this error instead)")
             }
         }
     }

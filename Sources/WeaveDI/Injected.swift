@@ -85,7 +85,10 @@ public struct Injected<Value> {
         do {
             return try WeaveDI.Container.live.require(Value.self)
         } catch {
-            fatalError("@Injected var ...: \(Value.self): \(error)")
+            fatalError(
+                "@Injected var ...: \(Value.self): \(error) (a non-optional @Injected read cannot throw; "
+                    + "@Injected var x: \(Value.self)? reads nil instead, try WeaveDI.Container.live.require(\(Value.self).self) "
+                    + "throws this error)")
         }
     }
 }

@@ -106,6 +106,18 @@ struct Reader {
     @Factory var unregistered: Unregistered
 }
 
+/// Two services whose initializers read each other through `@Factory`: a cycle that a
+/// `@Factory` read cannot throw.
+final class FactoryCycleA {
+    @Factory var b: FactoryCycleB
+    init() { _ = b }
+}
+
+final class FactoryCycleB {
+    @Factory var a: FactoryCycleA
+    init() { _ = a }
+}
+
 /// `@Injected var x: T` (not optional): a read that cannot resolve `T` stops the program.
 final class InjectedReader {
     @Injected var unregistered: Unregistered
@@ -230,6 +242,11 @@ case "cached-reads":
 case "factory-missing":
     _ = Reader().unregistered
     print("unreachable")
+case "factory-cycle":
+    WeaveDI.Container.live.register(FactoryCycleA.self, scope: .transient) { FactoryCycleA() }
+    WeaveDI.Container.live.register(FactoryCycleB.self, scope: .transient) { FactoryCycleB() }
+    _ = try? WeaveDI.Container.live.require(FactoryCycleA.self)
+    print("unreachable")
 case "key-cycle-threads":
     ProbeCycle.readOnTwoThreads()
     print("unreachable")
@@ -294,6 +311,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|key-cycle-threads|injected-missing|graph-check-logs|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|injected-missing|graph-check-logs|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

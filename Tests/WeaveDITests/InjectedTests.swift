@@ -473,6 +473,16 @@ struct GroupedValues {
         #expect(result.stderr.contains("container.register(Unregistered.self)"))
     }
 
+    /// A cycle through `@Factory` properties read in initializers is a stop (a `@Factory` read
+    /// cannot throw), with the cycle, how to break it, and the call that throws instead.
+    @Test func factoryCycle_stops_namingTheCycleAndTheThrowingCall() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["factory-cycle"])
+        #expect(result.signaled || result.status != 0)
+        #expect(!result.stdout.contains("unreachable"))
+        #expect(result.stderr.contains("@Factory var ...: FactoryCycleA: dependency cycle: FactoryCycleA -> FactoryCycleB -> FactoryCycleA"))
+        #expect(result.stderr.contains("try WeaveDI.Container.live.makeFresh(FactoryCycleA.self)"))
+    }
+
     @Test func nonOptionalInjectedWithoutRegistration_stops_namingTheTypeAndTheFix() throws {
         let result = try ChildProcess.run("weavedi-probe", ["injected-missing"])
         #expect(result.signaled || result.status != 0)
