@@ -79,7 +79,7 @@ extension WeaveDI.Container {
                 let value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack)
                 entry.publish(value)
                 if let disposable = entry.disposable(value) {
-                    state.withLock { $0.disposables.append(disposable) }
+                    state.withLock { $0.disposables.append((ObjectIdentifier(entry), disposable)) }
                 }
                 return value
             }

@@ -28,8 +28,11 @@ extension WeaveDI {
             var history: [(slot: Int, module: String, scope: WeaveDI.Scope)] = []
             /// Replaced entries, kept alive because lock-free readers may still hold them.
             var retired: [Entry] = []
-            /// Built singletons that adopt `Disposable`, in creation order.
-            var disposables: [any Disposable] = []
+            /// Built singletons that adopt `Disposable`, in creation order, each with the entry
+            /// that built it (by identity: entries outlive this list, see `retired`). Matched by
+            /// entry, not by the instance: a value type has no identity (boxed as an object, it
+            /// is a new object every time).
+            var disposables: [(entry: ObjectIdentifier, disposable: any Disposable)] = []
             /// Open sessions by identity.
             var sessions: [ObjectIdentifier: Session] = [:]
             /// Set for good by `UnifiedRegistry.enableOptimization()`.
@@ -133,7 +136,7 @@ extension WeaveDI {
                     if let old = table.store(fresh, at: fresh.slot) { state.retired.append(old) }
                     state.entries[slot] = fresh
                 }
-                let taken = (state.disposables, Array(state.sessions.values))
+                let taken = (state.disposables.map(\.disposable), Array(state.sessions.values))
                 state.disposables = []
                 return taken
             }

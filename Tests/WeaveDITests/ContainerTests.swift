@@ -284,6 +284,25 @@ import Testing
         #expect(ledger.buildCount == 3)
     }
 
+    /// A singleton of a value type that adopts `Disposable` is disposed when it is evicted, and
+    /// only then: the container keeps its disposables by registration, not by object identity
+    /// (a struct is boxed anew each time it is seen as an object).
+    @Test func evict_disposesAValueTypeSingleton_once() async throws {
+        let container = WeaveDI.Container()
+        let ledger = Ledger()
+        container.register(DisposableValue.self) { DisposableValue(name: "value", ledger: ledger) }
+        for round in 1...3 {
+            _ = try container.require(DisposableValue.self)
+            #expect(await container.evict(DisposableValue.self))
+            #expect(ledger.disposals.count == round)
+            #expect(container.state.withLock { $0.disposables.count } == 0)
+        }
+        #expect(await !container.evict(DisposableValue.self))
+        _ = try container.require(DisposableValue.self)
+        await container.releaseAll()
+        #expect(ledger.disposals == ["value", "value", "value", "value"])
+    }
+
     @Test func modules_labelTheirRegistrations() async {
         struct Network: WeaveDI.Module {
             func register(in container: WeaveDI.Container) async {
@@ -362,4 +381,11 @@ struct Refusal: Error {}
 final class Token: Sendable {
     let number: Int
     init(_ number: Int) { self.number = number }
+}
+
+/// A singleton that is a value and adopts `Disposable`.
+struct DisposableValue: Disposable {
+    let name: String
+    let ledger: Ledger
+    func dispose() async { ledger.disposed(name) }
 }

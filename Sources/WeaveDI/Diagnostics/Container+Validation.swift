@@ -112,14 +112,14 @@ extension WeaveDI.Container {
     func evict(slot: Int) async -> Bool {
         let evicted: (any Disposable)?? = state.withLock { state in
             guard let entry = state.entries[slot], entry.scope == .singleton, !entry.isProvidedInstance,
-                let instance = entry.builtInstance
+                entry.hasInstance
             else { return nil }
             let fresh = entry.fresh()
             if let old = table.store(fresh, at: slot) { state.retired.append(old) }
             state.entries[slot] = fresh
-            let object = instance as AnyObject
-            let index = state.disposables.firstIndex { ($0 as AnyObject) === object }
-            return .some(index.map { state.disposables.remove(at: $0) })
+            let built = ObjectIdentifier(entry)
+            let index = state.disposables.firstIndex { $0.entry == built }
+            return .some(index.map { state.disposables.remove(at: $0).disposable })
         }
         guard let evicted else { return false }
         Generation.bump()
