@@ -129,7 +129,10 @@ extension WeaveDI.Container {
         }
         switch (entry.scope, owner) {
         case (.session, .session), (.request, .request): return owner
-        case let (.session, .request(request)): return .session(request.session)
+        case let (.session, .request(request)):
+            // Through a request (current, or building), which must be open, as for `request.require`.
+            try request.instances.ensureOpen(for: entry.typeName)
+            return .session(request.session)
         default: throw .noActiveScope(type: entry.typeName, scope: entry.scope)
         }
     }

@@ -38,6 +38,8 @@ final class ScopeInstances: Sendable {
     /// Bumped (under the lock) by every store and by `close()`: a builder that read it before
     /// entering the instance's gate and finds it unchanged knows its lookup still holds.
     let changes = Atomic<Int>(0)
+    /// `state.closed`, readable without the lock (set once, under it, by `close()`).
+    private let closedFlag = Atomic<Bool>(false)
 
     init(scope: WeaveDI.Scope, id: String, openedAt: ContinuousClock.Instant) {
         self.scope = scope
@@ -45,7 +47,7 @@ final class ScopeInstances: Sendable {
         state = Locked(State(lastActivity: openedAt))
     }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
+    var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
     var count: Int { state.withLock { $0.values.count } }
 
     /// Throws `scopeClosed` naming `typeName` when closed.
@@ -114,6 +116,7 @@ final class ScopeInstances: Sendable {
         let taken: (values: [Stored], disposables: [any Disposable], requests: [Request])? = state.withLock { state in
             guard !state.closed else { return nil }
             state.closed = true
+            closedFlag.store(true, ordering: .releasing)
             changes.add(1, ordering: .relaxed)
             defer {
                 state.values = []

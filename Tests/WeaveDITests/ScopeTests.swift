@@ -96,6 +96,30 @@ import Testing
         #expect(session.openRequest(id: "late").isClosed)
     }
 
+    /// A closed request made current resolves nothing, its session's services included (as
+    /// `request.require` does), while its session stays usable.
+    @Test func closedRequest_madeCurrent_throwsScopeClosed_forSessionServicesToo() async throws {
+        let container = container(Ledger())
+        let session = container.openSession(id: "open")
+        let request = session.openRequest(id: "r")
+        await request.close()
+        for type in [SessionCache.self, CallScope.self] as [Any.Type] {
+            #expect {
+                try request.withCurrent {
+                    if type == SessionCache.self { _ = try container.require(SessionCache.self) } else { _ = try container.require(CallScope.self) }
+                }
+            } throws: { error in
+                guard case let .scopeClosed(_, scope, id) = error as? ResolutionError else { return false }
+                return scope == .request && id == "r"
+            }
+            #expect(throws: ResolutionError.self) {
+                if type == SessionCache.self { _ = try request.require(SessionCache.self) } else { _ = try request.require(CallScope.self) }
+            }
+        }
+        let cache = try session.require(SessionCache.self)
+        #expect(try session.withCurrent { try container.require(SessionCache.self) } === cache)
+    }
+
     @Test func sessionClose_closesItsRequests() async throws {
         let ledger = Ledger()
         let container = WeaveDI.Container()
