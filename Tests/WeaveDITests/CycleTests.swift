@@ -18,6 +18,83 @@ import Testing
         #expect(CycleFinder.elementaryCycles(in: graph.mapValues { $0.subtracting([name(1_999)]) }).isEmpty)
     }
 
+    /// A chain of 40 diamonds, each one's end depending back on its start, and a node in a cycle
+    /// with the chain's start: 2^40 paths from that node, every one a dead end but the first,
+    /// and 81 cycles. Walking every path (as the search did) never ends; Johnson's algorithm
+    /// blocks the nodes it found no way back from.
+    @Test func cycleFinder_onALayeredGraphWithFewCycles_findsThemAll() {
+        var graph: [String: Set<String>] = [:]
+        func v(_ i: Int) -> String { "V" + (i < 10 ? "0" : "") + "\(i)" }
+        func x(_ i: Int) -> String { "X" + (i < 10 ? "0" : "") + "\(i)" }
+        func y(_ i: Int) -> String { "Y" + (i < 10 ? "0" : "") + "\(i)" }
+        graph["A"] = [v(1)]
+        graph[v(1)] = ["A"]
+        for i in 1...40 {
+            graph[v(i), default: []].formUnion([x(i), y(i)])
+            graph[x(i)] = [v(i + 1)]
+            graph[y(i)] = [v(i + 1)]
+            graph[v(i + 1), default: []].insert(v(i))
+        }
+        let cycles = CycleFinder.elementaryCycles(in: graph)
+        var expected = [["A", v(1)]]
+        for i in 1...40 { expected += [[v(i), x(i), v(i + 1)], [v(i), y(i), v(i + 1)]] }
+        #expect(cycles.count == 81)
+        #expect(cycles == expected.sorted { $0.lexicographicallyPrecedes($1) })
+    }
+
+    /// The complete graph on 5 nodes has C(5,k)·(k-1)! cycles of each length k: 10 + 20 + 30 + 24.
+    @Test func cycleFinder_countsTheCyclesOfACompleteGraph() {
+        let nodes = ["A", "B", "C", "D", "E"]
+        let graph = Dictionary(uniqueKeysWithValues: nodes.map { n in (n, Set(nodes).subtracting([n])) })
+        let cycles = CycleFinder.elementaryCycles(in: graph)
+        #expect(cycles.count == 84)
+        #expect(Set(cycles.map { $0 }).count == 84)
+        #expect(cycles.allSatisfy { $0.first == $0.min() && Set($0).count == $0.count })
+    }
+
+    /// On small random graphs (self-loops included), the same cycles as walking every path.
+    @Test func cycleFinder_agreesWithWalkingEveryPath_onRandomGraphs() {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt64 {
+            seed &+= 0x9E37_79B9_7F4A_7C15
+            var z = seed
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        for round in 0..<200 {
+            let count = 2 + Int(next() % 7)
+            let nodes = (0..<count).map { "N\($0)" }
+            var graph: [String: Set<String>] = [:]
+            for a in nodes {
+                for b in nodes where next() % 100 < UInt64(15 + round % 50) { graph[a, default: []].insert(b) }
+            }
+            #expect(CycleFinder.elementaryCycles(in: graph) == everyPathCycles(graph), "\(graph)")
+        }
+    }
+
+    /// Elementary cycles by walking every simple path from each node through larger ones.
+    func everyPathCycles(_ graph: [String: Set<String>]) -> [[String]] {
+        var cycles: [[String]] = []
+        let nodes = Set(graph.keys).union(graph.values.flatMap { $0 }).sorted()
+        for start in nodes {
+            var path = [start]
+            func visit(_ node: String) {
+                for next in (graph[node] ?? []).sorted() {
+                    if next == start {
+                        cycles.append(path)
+                    } else if next > start, !path.contains(next) {
+                        path.append(next)
+                        visit(next)
+                        path.removeLast()
+                    }
+                }
+            }
+            visit(start)
+        }
+        return cycles.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
     @Test func twoNodeCycle_throwsCycleWithPath_andResolveReturnsNil() {
         let container = WeaveDI.Container()
         container.register(CycleA.self) { r in CycleA(b: try r.require(CycleB.self)) }

@@ -100,39 +100,82 @@ extension WeaveDI.Container {
     }
 }
 
-/// Finds elementary cycles: from each node in name order, paths through larger names only
-/// that return to it, so every cycle is found once, starting at its smallest name. Paths stay
-/// inside the start's strongly connected component (every cycle lies in one), so an acyclic
-/// graph costs linear time instead of one walk per path.
+/// Finds elementary cycles with Johnson's algorithm: from each node in name order, the cycles
+/// through it and larger names only, so that every cycle is found once, starting at its
+/// smallest name. A search stays inside the start's strongly connected component (every cycle
+/// lies in one), and a node it found no way back from stays blocked until a cycle through a
+/// node it leads to is found, so the search costs O(nodes + edges) per cycle found, not per
+/// path: a graph with few cycles and astronomically many paths is quick.
 enum CycleFinder {
     /// At most this many cycles are listed.
     static let limit = 1_000
 
     static func elementaryCycles(in graph: [String: Set<String>]) -> [[String]] {
+        let names = Set(graph.keys).union(graph.values.flatMap { $0 }).sorted()
+        let component = components(of: names, in: graph)
+        // Nodes by index in name order; each node's edges within its component, in name order.
+        var index: [String: Int] = [:]
+        for (i, name) in names.enumerated() { index[name] = i }
+        let edges: [[Int]] = names.map { name in
+            (graph[name] ?? []).filter { component[$0] == component[name] }.map { index[$0]! }.sorted()
+        }
         var cycles: [[String]] = []
-        let nodes = Set(graph.keys).union(graph.values.flatMap { $0 }).sorted()
-        let component = components(of: nodes, in: graph)
-        for start in nodes {
-            let home = component[start]
-            var path = [start]
-            var onPath: Set<String> = [start]
-            func visit(_ node: String) {
-                guard cycles.count < limit else { return }
-                for next in (graph[node] ?? []).sorted() {
-                    if next == start {
-                        cycles.append(path)
-                    } else if next > start, component[next] == home, !onPath.contains(next) {
-                        path.append(next)
-                        onPath.insert(next)
-                        visit(next)
-                        onPath.remove(next)
-                        path.removeLast()
-                    }
-                }
+        var blocked = [Bool](repeating: false, count: names.count)
+        // For each blocked node, the blocked nodes that lead to it: unblocked with it.
+        var blockedBy = [Set<Int>](repeating: [], count: names.count)
+        var touched: [Int] = []
+        for start in names.indices where cycles.count < limit {
+            // Only nodes after `start`, in its component (its edges lead nowhere else).
+            func follows(_ node: Int) -> Bool { node > start }
+            guard edges[start].contains(where: { $0 >= start }) else { continue }
+            for node in touched {
+                blocked[node] = false
+                blockedBy[node] = []
             }
-            visit(start)
+            touched = [start]
+            var path = [start]
+            blocked[start] = true
+            // The search, as a stack of (node, next edge to try, whether a cycle was found below).
+            var frames: [(node: Int, next: Int, found: Bool)] = [(start, 0, false)]
+            while let top = frames.indices.last, cycles.count < limit {
+                let node = frames[top].node
+                if frames[top].next < edges[node].count {
+                    let next = edges[node][frames[top].next]
+                    frames[top].next += 1
+                    if next == start {
+                        cycles.append(path.map { names[$0] })
+                        frames[top].found = true
+                    } else if follows(next), !blocked[next] {
+                        blocked[next] = true
+                        touched.append(next)
+                        path.append(next)
+                        frames.append((next, 0, false))
+                    }
+                    continue
+                }
+                let found = frames[top].found
+                if found {
+                    unblock(node, &blocked, &blockedBy)
+                } else {
+                    for next in edges[node] where follows(next) || next == start { blockedBy[next].insert(node) }
+                }
+                frames.removeLast()
+                path.removeLast()
+                if found, let parent = frames.indices.last { frames[parent].found = true }
+            }
         }
         return cycles.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// Unblocks `node` and, in turn, the blocked nodes that were waiting for it.
+    private static func unblock(_ node: Int, _ blocked: inout [Bool], _ blockedBy: inout [Set<Int>]) {
+        var work = [node]
+        while let current = work.popLast() {
+            guard blocked[current] else { continue }
+            blocked[current] = false
+            work.append(contentsOf: blockedBy[current])
+            blockedBy[current] = []
+        }
     }
 
     /// The strongly connected component of every node (Tarjan's algorithm, iterative so that
