@@ -43,6 +43,15 @@ extension InjectedKeys {
     var benchOverridden: OverriddenKey.Type { OverriddenKey.self }
 }
 
+/// The same key named the documentation's way, as a property of `InjectedValues`: `@Injected`
+/// applies such a key path on every read (its getter could compute anything from the key).
+extension InjectedValues {
+    var benchDefaultProperty: any ServiceA {
+        get { self[DefaultKey.self] }
+        set { self[DefaultKey.self] = newValue }
+    }
+}
+
 final class Singleton: Sendable {
     let number = 1
 }
@@ -106,6 +115,7 @@ final class RetainingLocator: RetainedLocator {
 /// A class holding the property wrappers, as user code does.
 final class Readers: @unchecked Sendable {
     @Injected(\.benchDefault) var byDefault
+    @Injected(\.benchDefaultProperty) var byProperty
     @Injected(\.benchRegistered) var byRegistration
     @Injected(\.benchOverridden) var byOverride
     @Injected var byType: (any ServiceD)?
@@ -151,6 +161,15 @@ func benchInjected(_ settings: Settings, _ report: Report) {
     report.add(Figure(
         group: "injected", name: "@Injected(\\.key) read, key default, no override", unit: .time, stats: byDefault.figure,
         baselineName: "static let", baseline: byDefault.baseline, target: .atMost(10)))
+
+    blackHole(readers.byProperty)
+    let byProperty = againstStaticLet(settings) { n in
+        for _ in 0..<n { blackHole(readers.byProperty) }
+    }
+    report.add(Figure(
+        group: "injected", name: "@Injected(\\.key) read, key a property of InjectedValues", unit: .time,
+        stats: byProperty.figure, baselineName: "static let", baseline: byProperty.baseline,
+        note: "the documentation's get/set property: read through its getter every time"))
 
     let byRegistration = againstStaticLet(settings) { n in
         for _ in 0..<n { blackHole(readers.byRegistration) }
