@@ -65,9 +65,10 @@ public struct InjectedValues: Sendable {
     /// The value for the key a property of `InjectedKeys` names: exactly `self[K.self]`, read
     /// and written. `@Injected(\.key)` reads such a key path as the key itself, without applying
     /// the key path (see `InjectedCache`).
+    @inlinable
     public subscript<K: InjectedKey>(dynamicMember key: KeyPath<InjectedKeys, K.Type> & Sendable) -> K.Value {
         get {
-            if let probe { probe.accessors.append(\InjectedValues.[dynamicMember: key]) }
+            if let probe { probe.record(accessor: \InjectedValues.[dynamicMember: key]) }
             return self[K.self]
         }
         set { self[K.self] = newValue }
@@ -163,6 +164,12 @@ final class KeyProbe: @unchecked Sendable {
 
     func record(_ state: AnyObject) {
         states.append(state)
+    }
+
+    /// Records the accessor a key path went through (not inlined: the probe is rare).
+    @usableFromInline
+    func record(accessor: AnyKeyPath) {
+        accessors.append(accessor)
     }
 }
 

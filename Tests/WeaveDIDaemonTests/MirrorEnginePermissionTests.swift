@@ -207,7 +207,7 @@ private let ownerUnreadableFilesChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_U
             to 000, not durable: success copied 0 updated 1 unchanged 0 errors [] mode 0
             back to 644, not durable: success copied 0 updated 1 unchanged 0 errors [] mode 644
             checksum, first: success copied 1 updated 0 unchanged 0 errors [] mode 4
-            checksum, again: success copied 0 updated 1 unchanged 0 errors [] mode 4
+            checksum, again: success copied 0 updated 0 unchanged 1 errors [] mode 4
             size and mtime: success copied 0 updated 0 unchanged 1 errors [] mode 4
             """, "\(child.standardOutputText)\(child.standardErrorText)")
         #expect(fixture.read("dst/f") == "content")

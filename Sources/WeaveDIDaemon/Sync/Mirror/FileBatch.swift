@@ -238,11 +238,11 @@ extension FileBatch {
             let destinationDigest: [UInt8]?
             do {
                 destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
-            } catch .system("open", .permissionDenied) {
+            } catch .system("open", .permissionDenied) where !context.isPrivileged {
                 // A copy the run may not read (the copy of a source file it reads as "others",
-                // whose mode denies its owner `r`): its content cannot be compared, so it is
-                // copied afresh, rather than failing on every run.
-                destinationDigest = nil
+                // whose mode denies its owner `r`): read as its owner may; one that is not the
+                // run's to open so is copied afresh, rather than failing on every run.
+                destinationDigest = try? digester.digest(ofOwnUnreadable: job.name, in: destination)
             }
             if sourceDigest != destinationDigest {
                 try directory.makeWritable()

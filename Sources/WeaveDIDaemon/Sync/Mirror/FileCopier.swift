@@ -146,48 +146,79 @@ public final class FileCopier {
         }
     }
 
-    /// Gives the destination file `name` the mode (`permissionsOfCopy`) and mtime of `wanted`,
-    /// through a handle that needs no permission (`O_PATH`, without following links): a copy
-    /// whose mode denies its owner `r` (mode 000, say, the run not being root) is fixed like
-    /// any other, where opening it to read failed on every run; and nothing but a regular file
-    /// is ever opened. Returns whether anything had to change.
+    /// Gives the destination file `name` the mode (`permissionsOfCopy`) and mtime of `wanted`;
+    /// returns whether anything had to change. The file is opened to read (without following
+    /// a link, nor blocking on a fifo swapped in) and changed with `fchmod` and `futimens`;
+    /// one whose mode denies its owner `r` (mode 000, say, the run not being root), where that
+    /// open fails, through a handle that needs no permission (`O_PATH`) and `/proc/self/fd`,
+    /// where it failed on every run before. Either way nothing but a regular file is changed.
     ///
-    /// When `durable`, the change is flushed: with `fsync` of the file opened again (through
-    /// the handle, before its new mode may deny that), or, should the file not open (a mode
-    /// that denies its owner `r`), as for links (`BatchFlush.flush`: `syncfs` of the file
-    /// system, then `fsync` of the directory).
+    /// When `durable`, the change is flushed: with `fsync` of the file (through the handle,
+    /// opened again before its new mode may deny that), or, should it not open, as for links
+    /// (`BatchFlush.flush`: `syncfs` of the file system, then `fsync` of the directory).
     @discardableResult
     func fixAttributes(_ name: String, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool)
         throws(MirrorFailure) -> Bool
     {
         try WalkWatch.begin(.settingAttributes, name)
-        let handle = try MirrorFailure.attempt("open", missingMeansVanished: true) {
+        let opened = Result { () throws(Errno) -> FileDescriptor in
+            try destination.open(at: name, .readOnly, options: [.noFollow, .nonBlocking]).release()
+        }
+        switch opened {
+        case let .success(file):
+            defer { try? file.close() }
+            return try fixAttributes(of: file, pathOnly: false, to: wanted, in: destination, durable: durable)
+        case .failure(.permissionDenied):
+            break  // opened as its owner may, below
+        case .failure(.noSuchFileOrDirectory):
+            throw .vanished
+        case let .failure(error):
+            throw .system("open", error)
+        }
+        let handle = try MirrorFailure.attempt("open (O_PATH)", missingMeansVanished: true) {
             try destination.open(at: name, .pathOnly, options: [.noFollow])
         }
-        let current = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
+        return try fixAttributes(of: handle.descriptor, pathOnly: true, to: wanted, in: destination, durable: durable)
+    }
+
+    /// `fixAttributes` on the open `file`: a descriptor opened to read, or a `pathOnly` handle.
+    private func fixAttributes(
+        of file: FileDescriptor, pathOnly: Bool, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool
+    ) throws(MirrorFailure) -> Bool {
+        let current = try MirrorFailure.attempt("fstat") { try file.status() }
         guard current.kind == .regular else { throw .replaced(current.kind) }
         // Changed in place only when it is the destination's own: not a file bind-mounted
         // there, nor one with other hard links (the scan has such a one copied afresh).
-        if try MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() }) { throw .mountPoint }
+        if try MirrorFailure.attempt("statx", { try file.isMountRoot() }) { throw .mountPoint }
         if current.linkCount > 1 { throw .replaced(.regular) }
         let permissions = wanted.permissionsOfCopy(ownedBy: current.userID, group: current.groupID)
         let modeChanges = current.permissions != permissions
         let timeChanges = current.modificationTime != wanted.modificationTime
         guard modeChanges || timeChanges else { return false }
-        // Opened for its flush before its mode changes; nil when it cannot be.
-        let flushable = durable ? (try? handle.descriptor.reopenPathHandle(.readOnly, options: [.nonBlocking]))?.release() : nil
+        // A handle's file, opened for its flush before its mode changes; nil when it cannot be.
+        let flushable = pathOnly && durable ? (try? file.reopenPathHandle(.readOnly, options: [.nonBlocking]))?.release() : nil
         defer { try? flushable?.close() }
         if modeChanges {
-            try MirrorFailure.attempt("chmod (/proc/self/fd)") { try handle.descriptor.setPermissionsOfPathHandle(permissions) }
+            if pathOnly {
+                try MirrorFailure.attempt("chmod (/proc/self/fd)") { try file.setPermissionsOfPathHandle(permissions) }
+            } else {
+                try MirrorFailure.attempt("fchmod") { try file.setPermissions(permissions) }
+            }
         }
         if timeChanges {
-            try MirrorFailure.attempt("utimensat (/proc/self/fd)") {
-                try handle.descriptor.setTimesOfPathHandle(access: nil, modification: wanted.modificationTime)
+            if pathOnly {
+                try MirrorFailure.attempt("utimensat (/proc/self/fd)") {
+                    try file.setTimesOfPathHandle(access: nil, modification: wanted.modificationTime)
+                }
+            } else {
+                try MirrorFailure.attempt("futimens") { try file.setTimes(access: nil, modification: wanted.modificationTime) }
             }
         }
         if durable {
-            try WalkWatch.begin(.flushing, name)
-            if let flushable {
+            try WalkWatch.begin(.flushing, nil)
+            if !pathOnly {
+                try MirrorFailure.attempt("fsync") { try file.fsync() }
+            } else if let flushable {
                 try MirrorFailure.attempt("fsync") { try flushable.fsync() }
             } else {
                 try BatchFlush.flush(destination)

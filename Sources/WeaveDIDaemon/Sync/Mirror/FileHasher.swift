@@ -41,6 +41,34 @@ public final class FileHasher {
         return try digest(ofRegular: file.descriptor)
     }
 
+    /// The digest of the run's own copy `name` whose mode denies its owner `r` (the copy of a
+    /// source file the run reads as "others"), opened as its owner may: through a handle that
+    /// needs no permission (`O_PATH`), the owner's `r` added for as long as it takes to open it
+    /// through `/proc/self/fd`, then its mode given back (its ctime changes). Only a regular
+    /// file of the run's user, with no other hard link and not mounted there, is opened so;
+    /// any other stays `open: Permission denied`.
+    func digest(ofOwnUnreadable name: String, in directory: FileDescriptor) throws(MirrorFailure) -> [UInt8] {
+        let handle = try MirrorFailure.opening { try directory.open(at: name, .pathOnly, options: [.noFollow]) }
+        let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
+        guard status.kind == .regular else { throw .replaced(status.kind) }
+        guard status.userID == CurrentProcess.effectiveUserID, status.linkCount == 1,
+            try !MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() })
+        else { throw .system("open", .permissionDenied) }
+        let readable = FilePermissions(rawValue: status.permissions.rawValue | 0o400)
+        try MirrorFailure.attempt("chmod (/proc/self/fd)") { try handle.descriptor.setPermissionsOfPathHandle(readable) }
+        let opened = Result { () throws(Errno) -> FileDescriptor in
+            try handle.descriptor.reopenPathHandle(.readOnly, options: [.nonBlocking]).release()
+        }
+        try? handle.descriptor.setPermissionsOfPathHandle(status.permissions)
+        switch opened {
+        case let .success(file):
+            defer { try? file.close() }
+            return try digest(of: file)
+        case let .failure(error):
+            throw .system("open (/proc/self/fd)", error)
+        }
+    }
+
     /// The digest of an open file, which must be a regular file.
     private func digest(ofRegular file: FileDescriptor) throws(MirrorFailure) -> [UInt8] {
         let status = try MirrorFailure.attempt("fstat") { try file.status() }
