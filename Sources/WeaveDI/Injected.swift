@@ -223,6 +223,9 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
         let generation = Generation.current
         if let raw = cache.load(at: generation) { return unbox(raw, as: Wrapped.self) }
         let container = WeaveDI.Container.live
+        // Not registered, and said so already: nil at once, without building the error again
+        // (its "did you mean" suggestions compare the name with every registered type's).
+        if absenceLogged.load(ordering: .relaxed), container.table.load(slot) == nil { return nil }
         do {
             let value = try container.require(Wrapped.self)
             cache.store(singletonOf: slot, in: container, at: generation)

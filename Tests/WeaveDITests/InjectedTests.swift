@@ -345,6 +345,10 @@ struct GroupedValues {
         #expect(absent.first?.message.contains("no registration for Absent") == true)
         let failing = lines.withLock { $0 }.filter { $0.message.contains("Failing?") }
         #expect(failing.map(\.category) == [.error, .error])
+        // Registered since: the next read finds it (the reads after the first miss skip the
+        // error's suggestions, not the lookup).
+        WeaveDI.Container.live.register(Absent.self) { Absent() }
+        #expect(Reader().absent != nil)
     }
 
     /// The documentation's spelling: no `await`, inside a `Task`, before registering.

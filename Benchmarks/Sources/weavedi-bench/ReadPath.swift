@@ -119,6 +119,7 @@ final class Readers: @unchecked Sendable {
     @Injected(\.benchRegistered) var byRegistration
     @Injected(\.benchOverridden) var byOverride
     @Injected var byType: (any ServiceD)?
+    @Injected var missing: (any ServiceC)?
     @Factory var fresh: FactoryMade
 }
 
@@ -184,6 +185,15 @@ func benchInjected(_ settings: Settings, _ report: Report) {
     report.add(Figure(
         group: "injected", name: "@Injected var x: T? read (by type)", unit: .time, stats: byType.figure,
         baselineName: "static let", baseline: byType.baseline, target: .atMost(10)))
+
+    // ServiceC is never registered in the container: an optional dependency left out.
+    blackHole(readers.missing)
+    let missing = againstStaticLet(settings) { n in
+        for _ in 0..<n { blackHole(readers.missing) }
+    }
+    report.add(Figure(
+        group: "injected", name: "@Injected var x: T? read, T not registered", unit: .time, stats: missing.figure,
+        baselineName: "static let", baseline: missing.baseline, note: "an optional dependency left out: nil"))
 
     // From here on the process has used an override.
     let underOverride = withInjectedValues { $0.benchOverridden = LiveService(30) } operation: {
