@@ -167,7 +167,7 @@ public final class FileCopier {
         switch opened {
         case let .success(file):
             defer { try? file.close() }
-            return try fixAttributes(of: file, pathOnly: false, to: wanted, in: destination, durable: durable)
+            return try fixAttributes(name, of: file, pathOnly: false, to: wanted, in: destination, durable: durable)
         case .failure(.permissionDenied):
             break  // opened as its owner may, below
         case .failure(.noSuchFileOrDirectory):
@@ -178,12 +178,12 @@ public final class FileCopier {
         let handle = try MirrorFailure.attempt("open (O_PATH)", missingMeansVanished: true) {
             try destination.open(at: name, .pathOnly, options: [.noFollow])
         }
-        return try fixAttributes(of: handle.descriptor, pathOnly: true, to: wanted, in: destination, durable: durable)
+        return try fixAttributes(name, of: handle.descriptor, pathOnly: true, to: wanted, in: destination, durable: durable)
     }
 
-    /// `fixAttributes` on the open `file`: a descriptor opened to read, or a `pathOnly` handle.
+    /// `fixAttributes` on `name`'s open `file`: a descriptor opened to read, or a `pathOnly` handle.
     private func fixAttributes(
-        of file: FileDescriptor, pathOnly: Bool, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool
+        _ name: String, of file: FileDescriptor, pathOnly: Bool, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool
     ) throws(MirrorFailure) -> Bool {
         let current = try MirrorFailure.attempt("fstat") { try file.status() }
         guard current.kind == .regular else { throw .replaced(current.kind) }
@@ -215,7 +215,7 @@ public final class FileCopier {
             }
         }
         if durable {
-            try WalkWatch.begin(.flushing, nil)
+            try WalkWatch.begin(.flushing, name)
             if !pathOnly {
                 try MirrorFailure.attempt("fsync") { try file.fsync() }
             } else if let flushable {
