@@ -54,7 +54,9 @@ extension WeaveDI.Container {
             let old = table.store(entry, at: entry.slot)
             if let old { state.retired.append(old) } else { state.order.append(entry.slot) }
             state.entries[entry.slot] = entry
-            state.history.append((entry.slot, entry.module, entry.scope))
+            let record = RegistrationRecord(module: entry.module, scope: entry.scope)
+            state.history[entry.slot, default: []].removeAll { $0 == record }
+            state.history[entry.slot, default: []].append(record)
             if state.optimized, !state.unoptimized.contains(entry.slot) { state.unoptimized.append(entry.slot) }
             return (old, state.optimized)
         }

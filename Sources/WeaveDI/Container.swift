@@ -20,12 +20,19 @@ extension WeaveDI {
         let table = EntryTable()
         let state = Locked(State())
 
+        struct RegistrationRecord: Equatable {
+            var module: String
+            var scope: WeaveDI.Scope
+        }
+
         struct State {
             /// The current entry of every registered slot, in registration order of first sight.
             var entries: [Int: Entry] = [:]
             var order: [Int] = []
-            /// Every registration ever made here: (slot, module, scope), for duplicate detection.
-            var history: [(slot: Int, module: String, scope: WeaveDI.Scope)] = []
+            /// Every (module, scope) a slot was ever registered with here, each once, the latest
+            /// last: for duplicate detection. Bounded by the distinct pairs, so a process that
+            /// registers the same type again and again does not grow it.
+            var history: [Int: [RegistrationRecord]] = [:]
             /// Replaced entries, kept alive because lock-free readers may still hold them.
             var retired: [Entry] = []
             /// Built singletons that adopt `Disposable`, in creation order, each with the entry

@@ -55,6 +55,22 @@ final class Moody: HealthReporting, Disposable {
         #expect(container.diagnoseComponents().json.serialized == #"{"issues":[]}"#)
     }
 
+    @Test func registeringAgainAndAgain_keepsOneRecordPerModuleAndScope_latestLast() {
+        let container = WeaveDI.Container()
+        for round in 0..<1_000 {
+            ModuleContext.$current.withValue(round.isMultiple(of: 2) ? "core" : "testing") {
+                container.register(NodeA.self) { NodeA() }
+            }
+        }
+        ModuleContext.$current.withValue("core") { container.register(NodeA.self) { NodeA() } }
+        let slot = TypeSlots.shared.slot(for: NodeA.self)
+        let records = container.state.withLock { $0.history[slot] ?? [] }
+        #expect(records.map(\.module) == ["testing", "core"])
+        let issues = container.diagnoseComponents().issues
+        #expect(issues.map(\.providers) == [["core", "testing"]])
+        #expect(issues.first?.detail.hasSuffix("the registration by core wins") == true)
+    }
+
     @Test func threeNodeCycle_isFound_inCanonicalRotation() async {
         let container = WeaveDI.Container()
         container.register(NodeB.self) { r in _ = r.resolve(NodeC.self); return NodeB() }

@@ -58,10 +58,8 @@ extension WeaveDI.Container {
     /// type registered with different scopes), from every registration ever made here.
     public func diagnoseComponents() -> ComponentDiagnostics {
         let history = state.withLock { $0.history }
-        var bySlot: [Int: [(module: String, scope: WeaveDI.Scope)]] = [:]
-        for record in history { bySlot[record.slot, default: []].append((record.module, record.scope)) }
         var issues: [ComponentIssue] = []
-        for (slot, records) in bySlot {
+        for (slot, records) in history {
             let type = TypeSlots.shared.name(ofSlot: slot)
             let modules = Set(records.map(\.module)).sorted()
             if modules.count > 1 {
