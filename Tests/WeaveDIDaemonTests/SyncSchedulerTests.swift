@@ -9,8 +9,11 @@ import WeaveDIPosix
 final class JobScript: Sendable {
     private let state = Locked((outcomes: [SyncResult](), runs: 0, concurrent: 0, maxConcurrent: 0, prepared: 0, open: true))
     private let gate = Locked<[CheckedContinuation<Void, Never>]>([])
+    /// Whether a cancelled run goes on waiting at the gate (a run stuck in a step).
+    private let deaf: Bool
 
-    init(_ outcomes: [SyncResult] = [.success], open: Bool = true) {
+    init(_ outcomes: [SyncResult] = [.success], open: Bool = true, deafToCancellation: Bool = false) {
+        deaf = deafToCancellation
         state.withLock { $0.outcomes = outcomes; $0.open = open }
     }
 
@@ -39,7 +42,7 @@ final class JobScript: Sendable {
                     let resumeNow = state.withLock { $0.open }
                     if resumeNow { continuation.resume() } else { gate.withLock { $0.append(continuation) } }
                 }
-            } onCancel: { self.release() }
+            } onCancel: { if !self.deaf { self.release() } }
         }
         if Task.isCancelled { return SyncOutcome(result: .cancelled, message: "stopped at a safe point") }
         var outcome = SyncOutcome(result: result, message: result == .failed ? "scripted failure" : nil)
@@ -137,6 +140,60 @@ struct ScriptedJob: SyncJob {
         scripts.forEach { $0.release() }
         #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 4 })
         #expect(scripts.map(\.maxConcurrent).max() == 1)
+        await scheduler.stop()
+    }
+
+    @Test func aReloadRaisingTheCap_startsRunsWaitingForASlot() async throws {
+        let scripts = (0..<3).map { _ in JobScript(open: false) }
+        let (scheduler, _, _) = scheduler(scripts.enumerated().map { ("w\($0.offset)", $0.element, { $0.runAtStart = true }) }, maxConcurrent: 1)
+        try await scheduler.start()
+        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 1 })
+        var raised = await scheduler.store.current
+        raised.sync.maxConcurrentRuns = 3
+        try await scheduler.reload(raised)
+        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 3 })  // not one at a time
+        scripts.forEach { $0.release() }
+        await scheduler.stop()
+    }
+
+    @Test func aReloadLoweringTheCap_holdsWaitingRunsUntilUnderIt() async throws {
+        let scripts = (0..<3).map { _ in JobScript(open: false) }
+        let (scheduler, _, _) = scheduler(scripts.enumerated().map { ("v\($0.offset)", $0.element, { $0.runAtStart = true }) }, maxConcurrent: 2)
+        try await scheduler.start()
+        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 2 })
+        var lowered = await scheduler.store.current
+        lowered.sync.maxConcurrentRuns = 1
+        try await scheduler.reload(lowered)
+        let first = try #require(scripts.first { $0.runs == 1 })
+        first.release()
+        try? await Task.sleep(for: .milliseconds(200))
+        #expect(scripts.map(\.runs).reduce(0, +) == 2)  // one run is still going: the cap is full
+        scripts.filter { $0 !== first }.forEach { $0.release() }
+        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 3 })
+        await scheduler.stop()
+    }
+
+    @Test func aRunOfARemovedJob_endingAfterItsNameCameBack_leavesTheNewJobAlone() async throws {
+        let stuck = JobScript(open: false, deafToCancellation: true)
+        let (scheduler, _, container) = scheduler([("r", stuck, { $0.runAtStart = true })])
+        try await scheduler.start()
+        #expect(await eventually { stuck.runs == 1 })
+        let configuration = await scheduler.store.current
+        var without = configuration
+        without.sync.jobs = []
+        try await scheduler.reload(without)
+        let fresh = JobScript(open: false)
+        SyncSchedulerTests.scripts.withLock { $0["r"] = fresh }
+        try await scheduler.reload(configuration)
+        #expect(await eventually { fresh.runs == 1 })
+        stuck.release()  // the removed job's run ends now, while the new job's run goes on
+        #expect(await eventually { !container.openSessions.contains { $0.id == "job-r-1" } })
+        try? await Task.sleep(for: .milliseconds(100))
+        let job = try #require((await scheduler.jobs()).first)
+        #expect(job[member: "running"]?.boolValue == true)
+        #expect(job[member: "lastRun"] == .null)
+        fresh.release()
+        #expect(await eventually { (await scheduler.jobs()).first?[member: "lastRun"]?[member: "id"]?.stringValue == "r-2" })
         await scheduler.stop()
     }
 

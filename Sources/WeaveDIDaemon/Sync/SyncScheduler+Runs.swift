@@ -12,6 +12,7 @@ extension SyncScheduler {
         let listeners = state.listeners
         let task = Task { await self.execute(name, runID: runID, job: job, listeners: listeners) }
         jobs[name]?.running = task
+        jobs[name]?.runningID = runID
         jobs[name]?.runningSince = .now
         jobs[name]?.progress = SyncProgress()
         return task
@@ -28,7 +29,7 @@ extension SyncScheduler {
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
             let context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
                 listeners.send(progress)
-                Task { await self?.note(progress, for: name) }
+                Task { await self?.note(progress, for: name, runID: runID) }
             }
             log.info("sync", "\(name): run \(runID) started")
             outcome = await session.withCurrent { await job.run(context) }
@@ -44,15 +45,20 @@ extension SyncScheduler {
     }
 
     /// Keeps the latest progress for `ListJobs`.
-    private func note(_ progress: SyncProgress, for name: String) {
-        guard jobs[name]?.running != nil else { return }
+    private func note(_ progress: SyncProgress, for name: String, runID: String) {
+        guard jobs[name]?.runningID == runID else { return }
         jobs[name]?.progress = progress
     }
 
     /// Books a finished run: counters, backoff, recent runs, persistence, metrics file.
+    /// A run of a job that reloads removed (and maybe added again since) is only logged.
     private func finish(_ name: String, _ record: SyncRunRecord) {
-        guard var state = jobs[name] else { return }
+        guard var state = jobs[name], state.runningID == record.id else {
+            log.info("sync", "\(name): run \(record.id) of a job removed by a reload \(record.result.rawValue)")
+            return
+        }
         state.running = nil
+        state.runningID = nil
         state.runningSince = nil
         state.progress = nil
         state.recent.append(record)

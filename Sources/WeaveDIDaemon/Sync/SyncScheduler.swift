@@ -21,6 +21,9 @@ public actor SyncScheduler: DaemonService {
     var order: [String] = []
     var loops: [String: Task<Void, Never>] = [:]
     var slotsInUse = 0
+    /// `sync.maxConcurrentRuns` of the configuration in effect (a reload changes it before the
+    /// configuration store does).
+    var maxRuns: Int
     var slotWaiters: [CheckedContinuation<Void, Never>] = []
     var runCounter = 0
     var stopping = false
@@ -52,6 +55,9 @@ public actor SyncScheduler: DaemonService {
         var job: any SyncJob
         var paused = false
         var running: Task<SyncRunRecord, Never>?
+        /// The id of the run in `running`: a run of a job removed and added again by reloads
+        /// ends into the state of the job that replaced it, which it must leave alone.
+        var runningID: String?
         var runningSince: ContinuousClock.Instant?
         var progress: SyncProgress?
         let listeners = ProgressListeners()
@@ -73,6 +79,7 @@ public actor SyncScheduler: DaemonService {
         self.registry = registry
         stateStore = SyncStateStore(stateDirectory: store.current.stateDirectory, log: log)
         metricsWriter = LatestFileWriter(purpose: "the metrics file", permissions: 0o644, durable: false, log: log)
+        maxRuns = store.current.sync.maxConcurrentRuns
     }
 
     /// Makes the jobs, restores their last results, registers their health checks and starts
@@ -116,8 +123,11 @@ public actor SyncScheduler: DaemonService {
     }
 
     /// Applies new job settings: jobs added, removed or changed take effect now (a running run
-    /// of a changed job finishes under its old settings).
+    /// of a changed job finishes under its old settings), and a raised cap on runs at once
+    /// starts runs waiting for a slot.
     public func reload(_ configuration: DaemonConfiguration) async throws {
+        maxRuns = configuration.sync.maxConcurrentRuns
+        defer { admitWaiters() }
         let wanted = Dictionary(uniqueKeysWithValues: configuration.sync.jobs.map { ($0.name, $0) })
         for name in order where wanted[name] == nil {
             loops.removeValue(forKey: name)?.cancel()
@@ -202,7 +212,7 @@ public actor SyncScheduler: DaemonService {
     // MARK: The cap on runs at once
 
     func acquireSlot() async {
-        if slotsInUse < store.current.sync.maxConcurrentRuns {
+        if slotsInUse < maxRuns {
             slotsInUse += 1
             return
         }
@@ -210,10 +220,16 @@ public actor SyncScheduler: DaemonService {
     }
 
     func releaseSlot() {
-        if !slotWaiters.isEmpty {
+        slotsInUse -= 1
+        admitWaiters()
+    }
+
+    /// Hands free slots to waiting runs, first come first served. After a reload lowered the
+    /// cap, runs beyond it finish and none starts until the count is under the new cap.
+    private func admitWaiters() {
+        while slotsInUse < maxRuns, !slotWaiters.isEmpty {
+            slotsInUse += 1
             slotWaiters.removeFirst().resume()
-        } else {
-            slotsInUse -= 1
         }
     }
 }
