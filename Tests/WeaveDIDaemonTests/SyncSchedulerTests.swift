@@ -173,7 +173,7 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
-    @Test func aRunOfARemovedJob_endingAfterItsNameCameBack_leavesTheNewJobAlone() async throws {
+    @Test func aRunOfARemovedJob_keepsAJobOfTheSameNameAddedBackWaiting_andIsNotBookedToIt() async throws {
         let stuck = JobScript(open: false, deafToCancellation: true)
         let (scheduler, _, container) = scheduler([("r", stuck, { $0.runAtStart = true })])
         try await scheduler.start()
@@ -182,19 +182,42 @@ struct ScriptedJob: SyncJob {
         var without = configuration
         without.sync.jobs = []
         try await scheduler.reload(without)
-        let fresh = JobScript(open: false)
+        let fresh = JobScript()
         SyncSchedulerTests.scripts.withLock { $0["r"] = fresh }
-        try await scheduler.reload(configuration)
-        #expect(await eventually { fresh.runs == 1 })
-        stuck.release()  // the removed job's run ends now, while the new job's run goes on
+        var back = configuration
+        back.sync.jobs[0].runAtStart = false  // its runs are the test's, by hand
+        try await scheduler.reload(back)
+        let refused = try await scheduler.runNow("r") { _ in }
+        #expect(refused.result == .skipped && refused.message?.contains("a reload removed is still stopping") == true)
+        #expect(fresh.runs == 0)
+        stuck.release()  // the removed job's run ends now
         #expect(await eventually { !container.openSessions.contains { $0.id == "job-r-1" } })
-        try? await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { (await scheduler.orphans).isEmpty })
         let job = try #require((await scheduler.jobs()).first)
-        #expect(job[member: "running"]?.boolValue == true)
-        #expect(job[member: "lastRun"] == .null)
-        fresh.release()
-        #expect(await eventually { (await scheduler.jobs()).first?[member: "lastRun"]?[member: "id"]?.stringValue == "r-2" })
+        #expect(job[member: "lastRun"] == .null)  // its end was not booked to the new job
+        let record = try await scheduler.runNow("r") { _ in }
+        #expect(record.result == .success && record.id == "r-2" && fresh.runs == 1)
         await scheduler.stop()
+    }
+
+    @Test func stop_waitsForTheRunOfARemovedJob() async throws {
+        let stuck = JobScript(open: false, deafToCancellation: true)
+        let (scheduler, _, _) = scheduler([("o", stuck, { $0.runAtStart = true })])
+        try await scheduler.start()
+        #expect(await eventually { stuck.runs == 1 })
+        var without = await scheduler.store.current
+        without.sync.jobs = []
+        try await scheduler.reload(without)
+        let stopped = Locked(false)
+        let stopping = Task {
+            await scheduler.stop()
+            stopped.withLock { $0 = true }
+        }
+        try? await Task.sleep(for: .milliseconds(200))
+        #expect(!stopped.withLock { $0 })  // the removed job's run is still going
+        stuck.release()
+        await stopping.value
+        #expect(stopped.withLock { $0 })
     }
 
     @Test func failures_backOffExponentially_withFullJitter_upToTheCap() async throws {

@@ -5,7 +5,7 @@ import WeaveDIPosix
 extension SyncScheduler {
     /// Starts a run of `name` (waiting for a free slot first); returns its task.
     func launch(_ name: String) -> Task<SyncRunRecord, Never>? {
-        guard let state = jobs[name], state.running == nil, !stopping else { return nil }
+        guard let state = jobs[name], state.running == nil, !stopping, !hasOrphanRun(name) else { return nil }
         runCounter += 1
         let runID = "\(name)-\(runCounter)"
         let job = state.job
@@ -44,6 +44,11 @@ extension SyncScheduler {
         return record
     }
 
+    /// Whether a run of a removed job named `name` is still stopping.
+    func hasOrphanRun(_ name: String) -> Bool {
+        orphans.values.contains { $0.job == name }
+    }
+
     /// Keeps the latest progress for `ListJobs`.
     private func note(_ progress: SyncProgress, for name: String, runID: String) {
         guard jobs[name]?.runningID == runID else { return }
@@ -54,6 +59,7 @@ extension SyncScheduler {
     /// A run of a job that reloads removed (and maybe added again since) is only logged.
     private func finish(_ name: String, _ record: SyncRunRecord) {
         guard var state = jobs[name], state.runningID == record.id else {
+            orphans.removeValue(forKey: record.id)
             log.info("sync", "\(name): run \(record.id) of a job removed by a reload \(record.result.rawValue)")
             return
         }
@@ -108,9 +114,12 @@ extension SyncScheduler {
         guard let task = launch(name) else {
             jobs[name]?.skippedRuns += 1
             let now = SystemClock.realtimeSeconds()
+            let reason = stopping ? "the daemon is stopping"
+                : hasOrphanRun(name) ? "a run of the job \(name) that a reload removed is still stopping"
+                : "a run of \(name) is already going"
             return SyncRunRecord(
                 id: "\(name)-skipped", job: name,
-                outcome: SyncOutcome(result: .skipped, message: stopping ? "the daemon is stopping" : "a run of \(name) is already going"),
+                outcome: SyncOutcome(result: .skipped, message: reason),
                 startedAt: now, endedAt: now, duration: 0)
         }
         let key = runCounter

@@ -20,6 +20,9 @@ public actor SyncScheduler: DaemonService {
     var jobs: [String: JobState] = [:]
     var order: [String] = []
     var loops: [String: Task<Void, Never>] = [:]
+    /// Runs of jobs that reloads removed, still stopping, by run id: a shutdown waits for them,
+    /// and a job of the same name added back does not run until they are gone.
+    var orphans: [String: (job: String, task: Task<SyncRunRecord, Never>)] = [:]
     var slotsInUse = 0
     /// `sync.maxConcurrentRuns` of the configuration in effect (a reload changes it before the
     /// configuration store does).
@@ -112,7 +115,7 @@ public actor SyncScheduler: DaemonService {
         stopping = true
         for loop in loops.values { loop.cancel() }
         loops = [:]
-        let running = jobs.values.compactMap(\.running)
+        let running = jobs.values.compactMap(\.running) + orphans.values.map(\.task)
         for run in running { run.cancel() }
         for run in running { _ = await run.value }
         for waiter in slotWaiters { waiter.resume() }
@@ -131,7 +134,10 @@ public actor SyncScheduler: DaemonService {
         let wanted = Dictionary(uniqueKeysWithValues: configuration.sync.jobs.map { ($0.name, $0) })
         for name in order where wanted[name] == nil {
             loops.removeValue(forKey: name)?.cancel()
-            jobs[name]?.running?.cancel()
+            if let run = jobs[name]?.running, let id = jobs[name]?.runningID {
+                run.cancel()
+                orphans[id] = (name, run)
+            }
             jobs.removeValue(forKey: name)
             registry.unregister("job.\(name)")
         }
@@ -188,7 +194,7 @@ public actor SyncScheduler: DaemonService {
         state.nextRun = ContinuousClock.now + next
         jobs[name] = state
         if state.paused { return next }
-        if state.running != nil {
+        if state.running != nil || hasOrphanRun(name) {
             jobs[name]?.skippedRuns += 1
             log.notice("sync", "\(name): the previous run is still going; this run is skipped")
             return next
