@@ -77,9 +77,15 @@ extension WeaveDI.Container {
                 else { continue }
                 defer { BuildGates.shared.leave(gate) }
                 let value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack)
-                entry.publish(value)
                 if let disposable = entry.disposable(value) {
-                    state.withLock { $0.disposables.append((ObjectIdentifier(entry), disposable)) }
+                    // Published and listed at once: an `evict` (which looks under this lock)
+                    // sees both or neither, so it never takes an instance without its disposal.
+                    state.withLock { state in
+                        entry.publish(value)
+                        state.disposables.append((ObjectIdentifier(entry), disposable))
+                    }
+                } else {
+                    entry.publish(value)
                 }
                 return value
             }
