@@ -143,27 +143,28 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
-    @Test func aReloadRaisingTheCap_startsRunsWaitingForASlot() async throws {
+    /// Three jobs that run at start and wait at their gates, under a cap of `cap` runs at
+    /// once, all of them started; then a reload to `newCap`.
+    func threeWaitingJobs(cap: Int, reloadedTo newCap: Int) async throws -> (SyncScheduler, [JobScript]) {
         let scripts = (0..<3).map { _ in JobScript(open: false) }
-        let (scheduler, _, _) = scheduler(scripts.enumerated().map { ("w\($0.offset)", $0.element, { $0.runAtStart = true }) }, maxConcurrent: 1)
+        let (scheduler, _, _) = scheduler(scripts.enumerated().map { ("w\($0.offset)", $0.element, { $0.runAtStart = true }) }, maxConcurrent: cap)
         try await scheduler.start()
-        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 1 })
-        var raised = await scheduler.store.current
-        raised.sync.maxConcurrentRuns = 3
-        try await scheduler.reload(raised)
+        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == cap })
+        var changed = await scheduler.store.current
+        changed.sync.maxConcurrentRuns = newCap
+        try await scheduler.reload(changed)
+        return (scheduler, scripts)
+    }
+
+    @Test func aReloadRaisingTheCap_startsRunsWaitingForASlot() async throws {
+        let (scheduler, scripts) = try await threeWaitingJobs(cap: 1, reloadedTo: 3)
         #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 3 })  // not one at a time
         scripts.forEach { $0.release() }
         await scheduler.stop()
     }
 
     @Test func aReloadLoweringTheCap_holdsWaitingRunsUntilUnderIt() async throws {
-        let scripts = (0..<3).map { _ in JobScript(open: false) }
-        let (scheduler, _, _) = scheduler(scripts.enumerated().map { ("v\($0.offset)", $0.element, { $0.runAtStart = true }) }, maxConcurrent: 2)
-        try await scheduler.start()
-        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 2 })
-        var lowered = await scheduler.store.current
-        lowered.sync.maxConcurrentRuns = 1
-        try await scheduler.reload(lowered)
+        let (scheduler, scripts) = try await threeWaitingJobs(cap: 2, reloadedTo: 1)
         let first = try #require(scripts.first { $0.runs == 1 })
         first.release()
         try? await Task.sleep(for: .milliseconds(200))
@@ -173,15 +174,24 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
-    @Test func aRunOfARemovedJob_keepsAJobOfTheSameNameAddedBackWaiting_andIsNotBookedToIt() async throws {
+    /// A scheduler whose one job, `name`, was removed by a reload while its run (deaf to
+    /// cancellation) is still going; and the configuration that had it.
+    func removedWhileItsRunIsStuck(
+        _ name: String
+    ) async throws -> (SyncScheduler, WeaveDI.Container, JobScript, DaemonConfiguration) {
         let stuck = JobScript(open: false, deafToCancellation: true)
-        let (scheduler, _, container) = scheduler([("r", stuck, { $0.runAtStart = true })])
+        let (scheduler, _, container) = scheduler([(name, stuck, { $0.runAtStart = true })])
         try await scheduler.start()
         #expect(await eventually { stuck.runs == 1 })
         let configuration = await scheduler.store.current
         var without = configuration
         without.sync.jobs = []
         try await scheduler.reload(without)
+        return (scheduler, container, stuck, configuration)
+    }
+
+    @Test func aRunOfARemovedJob_keepsAJobOfTheSameNameAddedBackWaiting_andIsNotBookedToIt() async throws {
+        let (scheduler, container, stuck, configuration) = try await removedWhileItsRunIsStuck("r")
         let fresh = JobScript()
         SyncSchedulerTests.scripts.withLock { $0["r"] = fresh }
         var back = configuration
@@ -201,13 +211,7 @@ struct ScriptedJob: SyncJob {
     }
 
     @Test func stop_waitsForTheRunOfARemovedJob() async throws {
-        let stuck = JobScript(open: false, deafToCancellation: true)
-        let (scheduler, _, _) = scheduler([("o", stuck, { $0.runAtStart = true })])
-        try await scheduler.start()
-        #expect(await eventually { stuck.runs == 1 })
-        var without = await scheduler.store.current
-        without.sync.jobs = []
-        try await scheduler.reload(without)
+        let (scheduler, _, stuck, _) = try await removedWhileItsRunIsStuck("o")
         let stopped = Locked(false)
         let stopping = Task {
             await scheduler.stop()
