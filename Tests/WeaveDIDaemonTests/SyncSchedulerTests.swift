@@ -252,6 +252,27 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    @Test func theFix_preparesTheJobAsConfiguredAfterTheStuckRunItCancelled() async throws {
+        let stuck = JobScript(open: false, deafToCancellation: true)
+        let (scheduler, registry, _) = scheduler([("p", stuck, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })])
+        try await scheduler.start()
+        #expect(await eventually { stuck.runs == 1 })
+        try? await Task.sleep(for: .milliseconds(50))  // stuck for longer than one interval
+        let fixing = Task { await registry.fix("job.p") }
+        #expect(await eventually { (await scheduler.jobs()).first?[member: "running"]?.boolValue == true })
+        try? await Task.sleep(for: .milliseconds(100))  // the fix waits for the cancelled run
+        let replacement = JobScript()
+        SyncSchedulerTests.scripts.withLock { $0["p"] = replacement }
+        var changed = await scheduler.store.current
+        changed.sync.jobs[0].interval = .seconds(3600)
+        try await scheduler.reload(changed)
+        stuck.release()
+        let fix = await fixing.value
+        #expect(fix.outcome == .succeeded && fix.message.hasPrefix("cancelled a run stuck"))
+        #expect(replacement.prepared == 1 && stuck.prepared == 0)
+        await scheduler.stop()
+    }
+
     @Test func pausedJobs_doNotRun_untilResumed() async throws {
         let script = JobScript()
         let (scheduler, _, _) = scheduler([("p", script, { $0.interval = .milliseconds(30) })])

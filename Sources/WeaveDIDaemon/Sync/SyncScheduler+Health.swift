@@ -48,9 +48,12 @@ extension SyncScheduler {
             _ = await run.value
             actions.append("cancelled a run stuck for more than \(SecondsRange.format(stuckAfter)) s")
         }
+        // Waiting for the run, a reload may have changed or removed the job: prepare what is
+        // configured now, not what was (a mirror would recreate a destination no longer wanted).
+        guard let current = jobs[name] else { return (actions + ["job removed"]).joined(separator: "; ") }
         jobs[name]?.backoffLevel = 0
         actions.append("reset the backoff")
-        if let prepared = try await state.job.prepareForRetry() { actions.append(prepared) }
+        if let prepared = try await current.job.prepareForRetry() { actions.append(prepared) }
         if launch(name) != nil { actions.append("started a run") }
         return actions.joined(separator: "; ")
     }
