@@ -196,6 +196,33 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func missingDestinationRoot_isNotRecreatedByAnAutomaticFix() throws {
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 2)
+        let config = #"{"health": {"interval": 0.1}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
+            + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
+        let daemon = try DaemonProcess(
+            ["--config", fixture.directory.write("weavedid.json", config)], environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1"],
+            directory: fixture.directory)
+        try waitForReady(daemon)
+        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        var automatic: JSONValue?
+        for _ in 0..<300 where automatic == nil {  // the health loop runs every 0.1 s and auto-fixes the failed job
+            let fixes = try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue ?? []
+            automatic = fixes.first { $0[member: "check"]?.stringValue == "job.docs" && $0[member: "trigger"]?.stringValue == "automatic" }
+            if automatic == nil { usleep(10_000) }
+        }
+        #expect(automatic?[member: "outcome"]?.stringValue == "failed")
+        #expect(automatic?[member: "error"]?.stringValue?.contains("an automatic fix does not create it") == true)
+        #expect(!fileExists(fixture.destination))
+        let byHand = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
+        #expect(byHand?[member: "outcome"]?.stringValue == "succeeded")
+        #expect(fileExists(fixture.destination))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func lastResult_survivesARestart_andHealthKnowsIt() throws {
         let fixture = Fixture()
         let daemon = try fixture.start(fixture.config(extra: #", "failureThreshold": 1"#))  // no source yet

@@ -108,6 +108,20 @@ func waitForSleepers(_ clock: ManualHealthClock, _ count: Int) async {
         #expect(fix.runs == 1)
     }
 
+    @Test func aFix_knowsWhoAskedForIt_andTheTasksItStartsDoToo() async {
+        let registry = registry()
+        let seen = Locked<[FixRecord.Trigger?]>([])
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: {
+            let inner = await Task { FixRecord.Trigger.current }.value
+            seen.withLock { $0 += [FixRecord.Trigger.current, inner] }
+            return "done"
+        }))
+        await registry.runChecks()  // auto-fix
+        _ = await registry.fix("x")
+        #expect(seen.withLock { $0 } == [.automatic, .automatic, .manual, .manual])
+        #expect(FixRecord.Trigger.current == nil)
+    }
+
     @Test func autoFix_backsOffExponentially_betweenFailedAttempts() async {
         var policy = AutoFixPolicy()
         policy.backoffBase = .seconds(10)

@@ -6,6 +6,11 @@ public struct FixRecord: Sendable, Codable, Equatable {
         case automatic
         /// Someone, by hand (`UnifiedRegistry.fix(_:)`).
         case manual
+
+        /// Who asked for the fix running in this task (and the tasks it starts); nil outside a
+        /// fix. A fix can hold back from what only a person should decide: weavedid's job fix
+        /// recreates a missing destination root only when asked by hand.
+        @TaskLocal public static var current: Trigger?
     }
 
     /// How it went.

@@ -78,7 +78,9 @@ extension UnifiedRegistry {
         }
         let fix = check.fix!
         let outcome = await withTimeout(policy.attemptTimeout, clock: clock) { () -> Outcome in
-            do { return .done(try await fix()) } catch { return .failed(String(describing: error)) }
+            await FixRecord.Trigger.$current.withValue(trigger) {
+                do { return .done(try await fix()) } catch { return .failed(String(describing: error)) }
+            }
         }
         let end = clock.now
         let record: FixRecord

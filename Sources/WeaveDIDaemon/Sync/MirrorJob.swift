@@ -75,16 +75,26 @@ struct MirrorJob: SyncJob {
         }
     }
 
-    /// Recreates a missing destination root. On a thread of its own, each step within
-    /// `StepDeadline.stepLimit`, as a run's start: a destination on a file system that does not
-    /// answer fails the fix, named, instead of holding a thread of Swift's pool for good.
+    /// Recreates a missing destination root, when asked by hand: an automatic fix fails
+    /// instead, as a missing root is most often a disk not mounted, which must not be filled
+    /// underneath. On a thread of its own, each step within `StepDeadline.stepLimit`, as a
+    /// run's start: a destination on a file system that does not answer fails the fix, named,
+    /// instead of holding a thread of Swift's pool for good.
     func prepareForRetry() async throws -> String? {
         let destination = settings.destination
+        let byHand = FixRecord.Trigger.current != .automatic
+        let job = name
         return try await StepDeadline.run(
             limit: StepDeadline.stepLimit, first: MirrorRootStep("checking the destination", destination),
             for: "a mirror job's fix"
         ) { note throws(MirrorRoots.Failure) -> String? in
             guard (try? FileStatus(path: destination, followSymlinks: true)) == nil else { return nil }
+            guard byHand else {
+                throw MirrorRoots.Failure(
+                    path: destination,
+                    reason: "the destination root does not exist; an automatic fix does not create it (a disk not mounted "
+                        + "must not be filled underneath): mount its file system, or create it with `weavedictl fix job.\(job)`")
+            }
             try note(MirrorRootStep("creating the destination", destination))
             do {
                 try FileDescriptor.currentWorkingDirectory.makeDirectories(at: destination, permissions: 0o755)
