@@ -20,8 +20,11 @@ final class ScopeInstances: Sendable {
         var closed = false
         /// A session's open requests (empty for a request).
         var requests: [ObjectIdentifier: Request] = [:]
-        /// When a session last resolved something or opened a request.
+        /// When a session last resolved something, opened a request, saw one close, or was
+        /// left by a `withCurrent`.
         var lastActivity: ContinuousClock.Instant
+        /// How many `withCurrent` bodies have the session current right now.
+        var users = 0
 
         static let indexedFrom = 16
 
@@ -141,10 +144,27 @@ final class ScopeInstances: Sendable {
         }
     }
 
-    /// Forgets `request` (it closed).
-    func remove(_ request: Request) {
+    /// Forgets `request` (it closed); an open session was active until now.
+    func remove(_ request: Request, at now: ContinuousClock.Instant) {
         // Taken out under the lock, released outside it.
-        let removed = state.withLock { $0.requests.removeValue(forKey: ObjectIdentifier(request)) }
+        let removed: Request? = state.withLock { state in
+            if !state.closed, now > state.lastActivity { state.lastActivity = now }
+            return state.requests.removeValue(forKey: ObjectIdentifier(request))
+        }
         _ = removed
+    }
+
+    /// A `withCurrent` body begins (`entering`) or ends with the session current.
+    func use(_ entering: Bool, at now: ContinuousClock.Instant) {
+        state.withLock { state in
+            state.users += entering ? 1 : -1
+            if now > state.lastActivity { state.lastActivity = now }
+        }
+    }
+
+    /// Whether the session is in use (current in a `withCurrent`, or with a request open), or
+    /// else was last active before `cutoff`.
+    func isIdle(since cutoff: ContinuousClock.Instant) -> Bool {
+        state.withLock { $0.users == 0 && $0.requests.isEmpty && $0.lastActivity < cutoff }
     }
 }

@@ -31,7 +31,8 @@ public final class Session: Resolver, Sendable {
     public var instanceCount: Int { instances.count }
     /// The requests open in this session.
     public var openRequests: [Request] { instances.state.withLock { Array($0.requests.values) } }
-    /// When the session last resolved something or opened a request.
+    /// When the session last resolved something, opened a request, saw one close, or was left
+    /// by a `withCurrent`.
     public var lastActiveAt: ContinuousClock.Instant { instances.state.withLock { $0.lastActivity } }
 
     /// The instance for `type` in this session, or nil (the reason is logged).
@@ -57,15 +58,20 @@ public final class Session: Resolver, Sendable {
 
     /// Runs `body` with this session current: `Container.resolve`, `@Injected` and `@Factory`
     /// inside it (and in its child tasks) resolve session-scoped services from this session.
+    /// While it runs, the session is in use: never idle (`idleSessions(longerThan:)`).
     public func withCurrent<R>(_ body: () throws -> R) rethrows -> R {
-        try ScopeContext.with(.session(self), body)
+        instances.use(true, at: .now)
+        defer { instances.use(false, at: .now) }
+        return try ScopeContext.with(.session(self), body)
     }
 
     /// Runs async `body` with this session current (see the synchronous overload).
     public func withCurrent<R>(
         isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> R
     ) async rethrows -> R {
-        try await ScopeContext.with(.session(self), isolation: isolation, body)
+        instances.use(true, at: .now)
+        defer { instances.use(false, at: .now) }
+        return try await ScopeContext.with(.session(self), isolation: isolation, body)
     }
 
     /// Closes the session: its open requests first, then `dispose()` once on each instance it
@@ -96,6 +102,6 @@ public final class Session: Resolver, Sendable {
     }
 
     func requestClosed(_ request: Request) {
-        instances.remove(request)
+        instances.remove(request, at: .now)
     }
 }

@@ -155,6 +155,34 @@ final class Moody: HealthReporting, Disposable {
         #expect(session.isClosed)
     }
 
+    @Test func sessionsInUse_areNotIdle_howeverLongSinceTheyResolvedAnything() async throws {
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let container = WeaveDI.Container()
+        registry.registerContainerChecks(for: container, sessionIdleLimit: .zero)
+        let running = container.openSession(id: "a-long-run")
+        let calling = container.openSession(id: "a-long-call")
+        let request = calling.openRequest(id: "call-1")
+        let (entered, enter) = AsyncStream<Void>.makeStream()
+        let (finished, finish) = AsyncStream<Void>.makeStream()
+        let run = Task {
+            await running.withCurrent {
+                enter.yield()
+                for await _ in finished { break }
+            }
+        }
+        for await _ in entered { break }
+        try await Task.sleep(for: .milliseconds(2))
+        await registry.runChecks()
+        #expect(!running.isClosed && !calling.isClosed)
+        #expect(container.idleSessions(longerThan: .zero).isEmpty)
+        finish.yield()
+        await run.value
+        await request.close()
+        try await Task.sleep(for: .milliseconds(2))
+        #expect(Set(container.idleSessions(longerThan: .zero).map(\.id)) == ["a-long-run", "a-long-call"])
+        #expect(container.idleSessions(longerThan: .seconds(60)).isEmpty)  // idle from the end of their use
+    }
+
     @Test func enableOptimization_warmsSingletons_recordsEdges_andFreezes() async {
         let container = WeaveDI.Container()
         container.register(NodeA.self) { NodeA() }

@@ -6,7 +6,8 @@ extension UnifiedRegistry {
     ///   make it degraded. Its validation logs nothing unless `healthLoggingEnabled`.
     /// - `container.singletons`: asks every built singleton that adopts `HealthReporting`; its
     ///   fix evicts the unhealthy ones (disposed, rebuilt on next resolve).
-    /// - `container.sessions`: sessions idle longer than `sessionIdleLimit`; its fix closes them.
+    /// - `container.sessions`: sessions idle (not in use) longer than `sessionIdleLimit`; its fix
+    ///   closes them.
     public func registerContainerChecks(
         for container: WeaveDI.Container, sessionIdleLimit: Duration = .seconds(300)
     ) {
@@ -65,9 +66,11 @@ extension UnifiedRegistry {
 }
 
 extension WeaveDI.Container {
-    /// Open sessions that resolved nothing and opened no request for longer than `limit`.
+    /// Open sessions not in use (none current in a `withCurrent`, no request open) that
+    /// resolved nothing and opened or closed no request for longer than `limit`. A job's run
+    /// that resolves nothing for an hour is not idle; a session someone forgot to close is.
     public func idleSessions(longerThan limit: Duration) -> [Session] {
-        let now = ContinuousClock.now
-        return openSessions.filter { now - $0.lastActiveAt > limit }
+        let cutoff = ContinuousClock.now - limit
+        return openSessions.filter { $0.instances.isIdle(since: cutoff) }
     }
 }
