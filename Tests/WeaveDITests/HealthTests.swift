@@ -42,6 +42,30 @@ func waitForSleepers(_ clock: ManualHealthClock, _ count: Int) async {
     while clock.sleeperCount < count { await Task.yield() }
 }
 
+/// Parks callers, ignoring cancellation, until opened; lets everyone through after that.
+final class Gate: Sendable {
+    private let state = Locked((open: false, parked: [CheckedContinuation<Void, Never>]()))
+    var waiting: Int { state.withLock { $0.parked.count } }
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let pass = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.parked.append(continuation)
+                return false
+            }
+            if pass { continuation.resume() }
+        }
+    }
+    func open() {
+        let parked = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.parked = [] }
+            return state.parked
+        }
+        parked.forEach { $0.resume() }
+    }
+}
+
 @Suite struct HealthTests {
     let clock = ManualHealthClock()
 
@@ -201,6 +225,42 @@ func waitForSleepers(_ clock: ManualHealthClock, _ count: Int) async {
         clock.advance(by: .seconds(97))  // t=101: both attempts have left the window
         await registry.runChecks()
         #expect(fix.runs == 3)
+    }
+
+    @Test func timedOutCheck_stillRunning_isNotStartedAgainUntilItReturns() async {
+        let registry = registry()
+        let gate = Gate()
+        let started = Atomic<Int>(0)
+        registry.register(HealthCheck(name: "stuck", timeout: .seconds(2)) {
+            started.add(1, ordering: .relaxed)
+            await gate.wait()
+            return .healthy("back")
+        })
+        let first = Task { await registry.runChecks() }
+        await waitForSleepers(clock, 1)
+        clock.advance(by: .seconds(2))
+        #expect(await first.value.checks[0].message == "timed out after 2 s")
+        clock.advance(by: .seconds(28))
+        // The first run ignores its cancellation and is still going: a second round must not
+        // start another one beside it (one more a round would pile up without end).
+        let second = Task { await registry.runChecks() }
+        while started.load(ordering: .relaxed) < 2 && registry.report().checks[0].lastRun != 1_700_000_030 { await Task.yield() }
+        if started.load(ordering: .relaxed) == 2 {
+            await waitForSleepers(clock, 1)
+            clock.advance(by: .seconds(2))
+        }
+        let report = await second.value.checks[0]
+        #expect(started.load(ordering: .relaxed) == 1)
+        #expect(report.status == .unhealthy)
+        #expect(report.message == "timed out after 2 s, and still running 30 s after it started: not run again until it returns")
+        #expect(report.consecutiveFailures == 2)
+        gate.open()  // the first run returns at last: the next round runs the check again
+        while started.load(ordering: .relaxed) < 2 {
+            let round = await registry.runChecks().checks[0]
+            if round.status == .healthy { break }
+        }
+        #expect(registry.report().checks[0].message == "back")
+        #expect(started.load(ordering: .relaxed) == 2)
     }
 
     @Test func fixAttempt_isBoundedByTheAttemptTimeout() async {

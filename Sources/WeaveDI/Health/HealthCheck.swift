@@ -10,7 +10,8 @@ public struct HealthCheck: Sendable {
     /// Tags to select checks by (`liveness`, `readiness`, or your own).
     public var tags: Set<String>
     /// How long one run may take; a run still going then counts as unhealthy
-    /// ("timed out after 2 s") and is cancelled.
+    /// ("timed out after 2 s") and is cancelled; until that run returns, the check is not run
+    /// again (each run counts as timed out, unrun).
     public var timeout: Duration
     /// How many failing runs in a row (degraded or unhealthy) before the check's state turns
     /// bad, and before auto-fix acts.

@@ -28,12 +28,22 @@ public final class UnifiedRegistry: Sendable {
         var governor = FixGovernor()
     }
 
+    struct RunInFlight {
+        var started: Duration
+        var deadline: Duration
+    }
+
     struct State {
         /// Counts the changes to `checks` and `order` (see `reportChanges`).
         var changes: UInt64 = 0
         var checks: [String: CheckState] = [:] { didSet { changes &+= 1 } }
         var order: [String] = [] { didSet { changes &+= 1 } }
         var history: [FixRecord] = []
+        /// The runs of each check that have not returned yet (by run number): when it started
+        /// and when it timed out or will. Kept apart from `checks`, which the report describes.
+        var runsInFlight: [String: [UInt64: RunInFlight]] = [:]
+        /// Numbers the runs and the fixes.
+        var serial: UInt64 = 0
         var loop: Task<Void, Never>?
         var autoHealth = true
         var autoFix = true
@@ -162,11 +172,42 @@ public final class UnifiedRegistry: Sendable {
         state.withLock { $0.history }
     }
 
-    /// Runs one check now and records its result.
+    /// Runs one check now and records its result. A run of it that timed out and has not
+    /// returned yet is not joined by another: the check counts as timed out again, unrun.
     func runOne(_ check: HealthCheck) async {
         let start = clock.now
-        let result = await withTimeout(check.timeout, clock: clock) { await check.run() }
-            ?? .unhealthy("timed out after \(format(check.timeout))")
+        enum Admission {
+            case run(UInt64)
+            case stillRunning(Duration)
+            case removed
+        }
+        let admission: Admission = state.withLock { state in
+            guard state.checks[check.name] != nil else { return .removed }
+            let runs = state.runsInFlight[check.name, default: [:]]
+            if let oldest = runs.values.filter({ $0.deadline <= start }).map(\.started).min() {
+                return .stillRunning(start - oldest)
+            }
+            state.serial &+= 1
+            state.runsInFlight[check.name, default: [:]][state.serial] = RunInFlight(started: start, deadline: start + check.timeout)
+            return .run(state.serial)
+        }
+        let result: HealthCheckResult
+        switch admission {
+        case .removed:
+            return
+        case let .stillRunning(age):
+            result = .unhealthy(
+                "timed out after \(format(check.timeout)), and still running \(format(age)) after it started: not run again until it returns")
+        case let .run(id):
+            result = await withTimeout(check.timeout, clock: clock) {
+                let result = await check.run()
+                self.state.withLock { state in
+                    state.runsInFlight[check.name]?[id] = nil
+                    if state.runsInFlight[check.name]?.isEmpty == true { state.runsInFlight[check.name] = nil }
+                }
+                return result
+            } ?? .unhealthy("timed out after \(format(check.timeout))")
+        }
         let duration = clock.now - start
         let wall = clock.wallTime
         let transition: (HealthStatus?, HealthStatus?, Bool) = state.withLock { state in
