@@ -263,6 +263,51 @@ final class Gate: Sendable {
         #expect(started.load(ordering: .relaxed) == 2)
     }
 
+    @Test func timedOutFix_stillRunning_isNotStartedAgainUntilItReturns() async {
+        var policy = AutoFixPolicy()
+        policy.attemptTimeout = .seconds(5)
+        policy.backoffBase = .seconds(1)
+        policy.breakerThreshold = 100
+        policy.maxAttemptsPerWindow = 100
+        let registry = registry(policy)
+        let gate = Gate()
+        let started = Atomic<Int>(0)
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: {
+            started.add(1, ordering: .relaxed)
+            await gate.wait()
+            return "fixed"
+        }))
+        let first = Task { await registry.fix("x") }
+        await waitForSleepers(clock, 1)
+        clock.advance(by: .seconds(5))
+        #expect(await first.value.outcome == .timedOut)
+        clock.advance(by: .seconds(10))
+        // The first fix ignores its cancellation and is still going: no second one beside it.
+        let second = Task { await registry.fix("x") }
+        while started.load(ordering: .relaxed) < 2 && registry.fixHistory().count < 2 { await Task.yield() }
+        if started.load(ordering: .relaxed) == 2 {
+            await waitForSleepers(clock, 1)
+            clock.advance(by: .seconds(5))
+        }
+        let refused = await second.value
+        #expect(started.load(ordering: .relaxed) == 1)
+        #expect(refused.outcome == .refused)
+        #expect(refused.message == "the fix of x that timed out is still running 15 s after it started: none starts until it returns")
+        guard started.load(ordering: .relaxed) == 1 else { return }
+        // Auto-fix holds back too (shown in the report, without filling the history).
+        await registry.runChecks()
+        #expect(started.load(ordering: .relaxed) == 1)
+        #expect(registry.report().checks[0].fixHeldBack == refused.message)
+        #expect(registry.fixHistory().count == 2)
+        gate.open()  // the first fix returns at last: fixes may run again
+        while registry.report().checks[0].fixHeldBack != nil || started.load(ordering: .relaxed) < 2 {
+            await registry.runChecks()
+            clock.advance(by: .seconds(10))
+        }
+        #expect(started.load(ordering: .relaxed) == 2)
+        #expect(registry.fixHistory().last?.outcome == .succeeded)
+    }
+
     @Test func fixAttempt_isBoundedByTheAttemptTimeout() async {
         var policy = AutoFixPolicy()
         policy.attemptTimeout = .seconds(5)

@@ -1,7 +1,8 @@
 extension UnifiedRegistry {
     /// Runs the fix of the check named `name` now, by hand: past its backoff and circuit
     /// breaker, but within the attempt limit and the attempt timeout. Re-runs the check after a
-    /// fix that worked.
+    /// fix that worked. Refused while a fix of the check runs, or one that timed out has not
+    /// returned yet.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
         await attempt(name, trigger: .manual)
@@ -36,12 +37,20 @@ extension UnifiedRegistry {
         enum Plan {
             case refuse(String)
             case hold(String)
-            case run(HealthCheck, AutoFixPolicy)
+            case run(HealthCheck, AutoFixPolicy, UInt64)
         }
         let plan: Plan = state.withLock { state in
             guard var entry = state.checks[name] else { return .refuse("no health check named '\(name)'") }
             guard let _ = entry.check.fix else { return .refuse("\(name) offers no fix") }
-            guard !entry.fixing else { return .refuse("a fix of \(name) is already running") }
+            if let running = entry.fixInFlight {
+                let reason = running.abandoned
+                    ? "the fix of \(name) that timed out is still running \(format(now - running.started)) after it started: none starts until it returns"
+                    : "a fix of \(name) is already running"
+                guard trigger == .automatic else { return .refuse(reason) }
+                entry.heldBack = reason
+                state.checks[name] = entry
+                return .hold(reason)
+            }
             let decision = trigger == .automatic
                 ? entry.governor.decide(at: now, policy: state.policy)
                 : entry.governor.decideManual(at: now, policy: state.policy)
@@ -50,10 +59,11 @@ extension UnifiedRegistry {
                 state.checks[name] = entry
                 return trigger == .automatic ? .hold(reason) : .refuse(reason)
             }
-            entry.fixing = true
+            state.serial &+= 1
+            entry.fixInFlight = UnifiedRegistry.FixInFlight(id: state.serial, started: now)
             entry.heldBack = nil
             state.checks[name] = entry
-            return .run(entry.check, state.policy)
+            return .run(entry.check, state.policy, state.serial)
         }
         switch plan {
         case let .hold(reason):
@@ -62,15 +72,15 @@ extension UnifiedRegistry {
             let record = FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)
             remember(record)
             return record
-        case let .run(check, policy):
-            let record = await run(check, policy: policy, trigger: trigger, startedAt: now, wall: wall)
+        case let .run(check, policy, id):
+            let record = await run(check, policy: policy, trigger: trigger, id: id, startedAt: now, wall: wall)
             if record.outcome == .succeeded { await runOne(check) }
             return record
         }
     }
 
     private func run(
-        _ check: HealthCheck, policy: AutoFixPolicy, trigger: FixRecord.Trigger, startedAt: Duration, wall: Double
+        _ check: HealthCheck, policy: AutoFixPolicy, trigger: FixRecord.Trigger, id: UInt64, startedAt: Duration, wall: Double
     ) async -> FixRecord {
         enum Outcome: Sendable {
             case done(String)
@@ -78,9 +88,11 @@ extension UnifiedRegistry {
         }
         let fix = check.fix!
         let outcome = await withTimeout(policy.attemptTimeout, clock: clock) { () -> Outcome in
-            await FixRecord.Trigger.$current.withValue(trigger) {
+            let outcome: Outcome = await FixRecord.Trigger.$current.withValue(trigger) {
                 do { return .done(try await fix()) } catch { return .failed(String(describing: error)) }
             }
+            self.fixReturned(check.name, id: id)
+            return outcome
         }
         let end = clock.now
         let record: FixRecord
@@ -96,7 +108,11 @@ extension UnifiedRegistry {
         }
         let logging: Bool = state.withLock { state in
             if var entry = state.checks[check.name] {
-                entry.fixing = false
+                if var running = entry.fixInFlight, running.id == id {
+                    // A fix abandoned at its timeout still runs: no other starts until it returns.
+                    running.abandoned = outcome == nil && !running.returned
+                    entry.fixInFlight = running.abandoned ? running : nil
+                }
                 entry.fixesTried += 1
                 entry.lastFix = record
                 entry.governor.record(success: record.outcome == .succeeded, at: end, policy: policy, jitter: jitter)
@@ -111,6 +127,15 @@ extension UnifiedRegistry {
                 "fix of \(check.name) (\(trigger.rawValue)) \(record.outcome.rawValue): \(record.error ?? record.message)")
         }
         return record
+    }
+
+    /// Notes that the fix `id` of `name` returned; one abandoned at its timeout is let go.
+    private func fixReturned(_ name: String, id: UInt64) {
+        state.withLock { state in
+            guard var running = state.checks[name]?.fixInFlight, running.id == id else { return }
+            running.returned = true
+            state.checks[name]?.fixInFlight = running.abandoned ? nil : running
+        }
     }
 
     private func remember(_ record: FixRecord) {

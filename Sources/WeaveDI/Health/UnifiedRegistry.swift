@@ -24,8 +24,18 @@ public final class UnifiedRegistry: Sendable {
         var fixesTried = 0
         var lastFix: FixRecord?
         var heldBack: String?
-        var fixing = false
+        /// The fix running now, or abandoned at its timeout and not returned yet.
+        var fixInFlight: FixInFlight?
         var governor = FixGovernor()
+    }
+
+    struct FixInFlight {
+        var id: UInt64
+        var started: Duration
+        /// The fix has returned (the attempt may not have taken its outcome yet).
+        var returned = false
+        /// The attempt timed out before the fix returned.
+        var abandoned = false
     }
 
     struct RunInFlight {
