@@ -349,6 +349,25 @@ final class Gate: Sendable {
         #expect(registry.report().checks[0].fixesTried == 2)
     }
 
+    @Test func aRoundCancelled_whileItsChecksRun_startsNoFix() async {
+        let registry = registry()
+        let fix = ScriptedFix()
+        let gate = Gate()
+        registry.register(HealthCheck(name: "x", timeout: .seconds(1_000), run: {
+            await gate.wait()
+            return .unhealthy("down")
+        }, fix: { try fix.run() }))
+        // What the loop's round is once `stop()` cancels it.
+        let cancelled = Task { await registry.runChecks() }
+        while gate.waiting == 0 { await Task.yield() }
+        cancelled.cancel()
+        gate.open()
+        #expect(await cancelled.value.checks[0].status == .unhealthy)
+        #expect(fix.runs == 0)
+        await registry.runChecks()  // a round of its own fixes
+        #expect(fix.runs == 1)
+    }
+
     @Test func autoFixOff_runsNoFixes() async {
         let registry = registry()
         registry.autoFixEnabled = false

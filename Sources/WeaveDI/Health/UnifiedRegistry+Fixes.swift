@@ -22,10 +22,11 @@ extension UnifiedRegistry {
         return records
     }
 
-    /// Runs the check's fix if it is past its failure threshold and the policy allows.
+    /// Runs the check's fix if it is past its failure threshold and the policy allows, unless
+    /// auto-fix was turned off or the round cancelled (`stop()`) meanwhile.
     func autoFixIfDue(_ name: String) async {
         let due: Bool = state.withLock { state in
-            guard let entry = state.checks[name], entry.check.fix != nil, let status = entry.status else { return false }
+            guard state.autoFix, !Task.isCancelled, let entry = state.checks[name], entry.check.fix != nil, let status = entry.status else { return false }
             return status != .healthy && entry.consecutiveFailures >= entry.check.failureThreshold
         }
         if due { _ = await attempt(name, trigger: .automatic) }

@@ -138,7 +138,8 @@ public final class UnifiedRegistry: Sendable {
     public var checkNames: [String] { state.withLock { $0.order } }
 
     /// Runs the selected checks (all, or those with any of `tags`) concurrently, updates their
-    /// states, runs due fixes when auto-fix is on, and returns the report.
+    /// states, runs due fixes when auto-fix is on, and returns the report. A round whose task is
+    /// cancelled (the loop's, by `stop()`) still records its checks but starts no fix.
     @discardableResult
     public func runChecks(tags: Set<String>? = nil) async -> HealthReport {
         let selected = state.withLock { state in
@@ -149,7 +150,7 @@ public final class UnifiedRegistry: Sendable {
                 group.addTask { await self.runOne(check) }
             }
         }
-        if autoFixEnabled {
+        if autoFixEnabled, !Task.isCancelled {
             await withTaskGroup(of: Void.self) { group in
                 for check in selected where check.fix != nil {
                     group.addTask { await self.autoFixIfDue(check.name) }
@@ -262,7 +263,7 @@ public final class UnifiedRegistry: Sendable {
         state.withLock { $0.loop?.cancel(); $0.loop = loop }
     }
 
-    /// Stops the loop.
+    /// Stops the loop. A round in progress records its checks, but starts no fix.
     public func stop() {
         state.withLock { state in
             state.loop?.cancel()
