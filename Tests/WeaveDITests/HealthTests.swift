@@ -207,6 +207,24 @@ final class Gate: Sendable {
         #expect(registry.report().checks[0].breaker == .closed)
     }
 
+    @Test func whyAutoFixHeldBack_isClearedOnceTheCheckIsHealthyAgain() async {
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .seconds(100)
+        let registry = registry(policy)
+        let fix = ScriptedFix()
+        let script = Script([.unhealthy, .unhealthy, .healthy])
+        registry.register(HealthCheck(name: "x", run: { script.next() }, fix: { try fix.run() }))
+        await registry.runChecks()  // the fix fails: backing off for 100 s
+        clock.advance(by: .seconds(1))
+        await registry.runChecks()
+        #expect(registry.report().checks[0].fixHeldBack == "backing off for 99 s more after 1 failed fix(es)")
+        clock.advance(by: .seconds(1))
+        let healed = await registry.runChecks().checks[0]
+        #expect(healed.status == .healthy)
+        #expect(healed.fixHeldBack == nil)  // no fix is due, so none is held back
+        #expect(fix.runs == 1)
+    }
+
     @Test func attemptsPerWindow_areCapped() async {
         var policy = AutoFixPolicy()
         policy.backoffBase = .zero

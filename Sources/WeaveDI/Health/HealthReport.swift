@@ -69,7 +69,8 @@ public struct CheckReport: Sendable, Codable, Equatable {
     public var fixesTried: Int
     /// The last fix tried, if any.
     public var lastFix: FixRecord?
-    /// Why auto-fix last held back, if it did (backoff, breaker, limit).
+    /// Why auto-fix last held back, if it did (backoff, breaker, limit); nil again once the
+    /// check is healthy.
     public var fixHeldBack: String?
     /// The fix's circuit breaker.
     public var breaker: BreakerState

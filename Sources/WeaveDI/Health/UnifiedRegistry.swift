@@ -302,6 +302,8 @@ extension UnifiedRegistry.CheckState {
                 status = result.status
             }
         }
+        // Why auto-fix held back is moot once no fix is due: it would linger, stale, otherwise.
+        if status == .healthy { heldBack = nil }
     }
 }
 
