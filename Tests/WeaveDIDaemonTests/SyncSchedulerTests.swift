@@ -322,6 +322,21 @@ struct ScriptedJob: SyncJob {
         await second.stop()
     }
 
+    @Test func aLastSuccessInTheFuture_doesNotKeepTheJobFromGoingStale() async throws {
+        // The state file says the last success is a day ahead: the wall clock was set back since.
+        let state = TemporaryDirectory()
+        let ahead = SystemClock.realtimeSeconds() + 86_400
+        try #"{"jobs":{"k":{"lastRun":null,"lastSuccess":\#(ahead),"consecutiveFailures":0}}}"#
+            .write(toFile: state.path + "/jobs.json", atomically: true, encoding: .utf8)
+        let script = JobScript(open: false)  // its runs never end: no success to count from
+        let (scheduler, _, _) = scheduler([("k", script, { $0.interval = .milliseconds(50); $0.staleAfterIntervals = 1 })], state: state)
+        try await scheduler.start()
+        #expect(await eventually { await scheduler.health(of: "k").status == .unhealthy })
+        #expect(await scheduler.health(of: "k").message.hasPrefix("no successful run for "))
+        script.release()
+        await scheduler.stop()
+    }
+
     @Test func runNow_reportsProgress_andMetricsCountRuns() async throws {
         let (scheduler, _, _) = scheduler([("m", JobScript(), { _ in })])
         try await scheduler.start()

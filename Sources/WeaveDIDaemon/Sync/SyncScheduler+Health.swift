@@ -26,10 +26,21 @@ extension SyncScheduler {
             return .unhealthy("\(state.consecutiveFailures) failed runs in a row; last: \(last?.message ?? "no message")", data: data)
         }
         let staleAfter = config.staleAfterSeconds
-        let now = SystemClock.realtimeSeconds()
-        let since = state.lastSuccess ?? (now - seconds(ContinuousClock.now - started))
-        if config.enabled, !state.paused, now - since > staleAfter {
-            return .unhealthy("no successful run for \(Int(now - since)) s (more than \(config.staleAfterIntervals) intervals)", data: data)
+        // How long since the last success: on the monotonic clock for one in this process, which
+        // the wall clock set back or forward does not move; from the state file's wall time for
+        // an earlier one, unless that is in the future (the clock was set back since), when it
+        // counts, as no success at all does, from the scheduler's start.
+        let wallAge = state.lastSuccess.map { SystemClock.realtimeSeconds() - $0 }
+        let age: Double
+        if let instant = state.lastSuccessInstant {
+            age = seconds(ContinuousClock.now - instant)
+        } else if let wallAge, wallAge >= 0 {
+            age = wallAge
+        } else {
+            age = seconds(ContinuousClock.now - started)
+        }
+        if config.enabled, !state.paused, age > staleAfter {
+            return .unhealthy("no successful run for \(Int(age)) s (more than \(config.staleAfterIntervals) intervals)", data: data)
         }
         if let last, last.result == .failed || last.result == .partial {
             return .degraded("last run \(last.result.rawValue): \(last.message ?? "\(last.errorCount) error(s)")", data: data)

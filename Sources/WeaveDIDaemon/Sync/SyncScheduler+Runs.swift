@@ -77,6 +77,7 @@ extension SyncScheduler {
             state.consecutiveFailures = 0
             state.backoffLevel = 0
             state.lastSuccess = record.endedAt
+            state.lastSuccessInstant = ContinuousClock.now
         case .failed:
             state.consecutiveFailures += 1
             state.backoffLevel += 1

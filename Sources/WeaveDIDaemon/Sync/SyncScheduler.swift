@@ -67,6 +67,8 @@ public actor SyncScheduler: DaemonService {
         var consecutiveFailures = 0
         var backoffLevel = 0
         var lastSuccess: Double?
+        /// When `lastSuccess` was, on the monotonic clock: set by a success in this process.
+        var lastSuccessInstant: ContinuousClock.Instant?
         var recent: [SyncRunRecord] = []
         var skippedRuns = 0
         var nextRun: ContinuousClock.Instant?
