@@ -35,6 +35,10 @@ public final class HealthService: DaemonService {
     }
 
     public func reload(_ configuration: DaemonConfiguration) async throws {
+        let limit = configuration.health.sessionIdleLimit
+        if limit != store.current.health.sessionIdleLimit {  // the checks replaced, their states kept
+            registry.registerContainerChecks(for: container, sessionIdleLimit: limit)
+        }
         if registry.isRunning, configuration.health.interval != store.current.health.interval {
             registry.start(interval: configuration.health.interval)
         }

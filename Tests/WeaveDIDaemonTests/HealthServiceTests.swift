@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// The daemon's health service, through the real daemon.
+@Suite struct HealthServiceTests {
+    @Test func aReloadedSessionIdleLimit_isWhatTheSessionsCheckUses() async throws {
+        let directory = TemporaryDirectory()
+        // Long connection limits: a loaded machine must not close the connections the test holds.
+        func text(idleLimit: String) -> String {
+            #"{"control":{"idleTimeout":3600,"callTimeout":3600},"health":{"sessionIdleLimit":\#(idleLimit)}}"#
+        }
+        let config = directory.write("weavedid.json", text(idleLimit: "3600"))
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        // Auto-fix off: its fix would close the idle session the test looks for.
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        let d = "io.weavedi.Daemon."
+        let idle = try VarlinkClient(path: daemon.defaultSocket)  // a session that then does nothing
+        _ = try idle.call(d + "Ping")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func sessionsCheck() throws -> JSONValue? {
+            let checks = try client.call(d + "RunChecks").parameter("health")?[member: "checks"]?.arrayValue ?? []
+            return checks.first { $0[member: "name"]?.stringValue == "container.sessions" }
+        }
+        #expect(try sessionsCheck()?[member: "status"]?.stringValue == "healthy")
+
+        _ = directory.write("weavedid.json", text(idleLimit: "0.1"))
+        #expect(try client.call(d + "Reload").parameter("status")?.stringValue == "configuration reloaded")
+        try await Task.sleep(for: .milliseconds(300))  // the idle session is now past the new limit
+        let check = try sessionsCheck()
+        #expect(check?[member: "status"]?.stringValue == "degraded")
+        #expect(check?[member: "message"]?.stringValue?.hasSuffix("idle for more than 100 ms") == true)
+        withExtendedLifetime(idle) {}
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+}
