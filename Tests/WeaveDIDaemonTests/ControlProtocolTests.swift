@@ -347,6 +347,12 @@ import WeaveDIPosix
         // Deleted: nobody can connect, until the check's fix binds it again.
         try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)
         #expect(throws: VarlinkClient.ConnectionError.self) { try VarlinkClient(path: daemon.defaultSocket) }
+        #expect(try socketCheck()?[member: "status"]?.stringValue == "unhealthy")  // RunChecks only looks
+        func fix() throws -> String? {
+            try client.call("io.weavedi.Daemon.Fix", [("check", .string("control.socket"))])
+                .parameter("fixes")?.arrayValue?.first?[member: "outcome"]?.stringValue
+        }
+        #expect(try fix() == "succeeded")
         let fixed = try socketCheck()
         #expect(fixed?[member: "status"]?.stringValue == "healthy")
         #expect(fixed?[member: "fixesTried"]?.intValue == 1)
@@ -355,6 +361,7 @@ import WeaveDIPosix
         try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)
         try UnixSocket.listen(at: UnixSocketAddress(path: daemon.defaultSocket)).close()
         #expect(throws: VarlinkClient.ConnectionError.self) { try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping") }
+        #expect(try fix() == "succeeded")
         #expect(try socketCheck()?[member: "fixesTried"]?.intValue == 2)
         #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
         daemon.send(.terminate)

@@ -196,6 +196,20 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func runChecks_onlyLooks_itStartsNoFix() throws {
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 2)
+        let daemon = try fixture.start(fixture.config(), withDestination: false)
+        try waitForReady(daemon)
+        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let checks = try client.call("io.weavedi.Daemon.RunChecks", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
+        #expect(checks.first { $0[member: "name"]?.stringValue == "job.docs" }?[member: "status"]?.stringValue == "degraded")
+        #expect(try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue?.isEmpty == true)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func missingDestinationRoot_isNotRecreatedByAnAutomaticFix() throws {
         let fixture = Fixture()
         try TreeFixture.make(at: fixture.source, count: 2)

@@ -14,9 +14,9 @@ import WeaveDIPosix
         }
         let config = directory.write("weavedid.json", text(idleLimit: "3600"))
         let notify = try NotifyListener(abstract: false, directory: directory)
-        // Auto-fix off: its fix would close the idle session the test looks for.
-        let daemon = try DaemonProcess(
-            ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory, notify: notify)
+        // (The health loop is off in tests, and RunChecks starts no fix: nothing closes the idle
+        // session the test looks for.)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
         try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
         let d = "io.weavedi.Daemon."
         let idle = try VarlinkClient(path: daemon.defaultSocket)  // a session that then does nothing

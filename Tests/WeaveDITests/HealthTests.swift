@@ -146,6 +146,16 @@ final class Gate: Sendable {
         #expect(FixRecord.Trigger.current == nil)
     }
 
+    @Test func runChecks_notFixing_onlyLooks() async {
+        let registry = registry()
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { try fix.run() }))
+        #expect(await registry.runChecks(fixing: false).checks[0].status == .unhealthy)
+        #expect(fix.runs == 0 && registry.fixHistory().isEmpty)
+        await registry.runChecks()
+        #expect(fix.runs == 1)
+    }
+
     @Test func autoFix_backsOffExponentially_betweenFailedAttempts() async {
         var policy = AutoFixPolicy()
         policy.backoffBase = .seconds(10)

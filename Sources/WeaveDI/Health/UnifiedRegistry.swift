@@ -138,10 +138,12 @@ public final class UnifiedRegistry: Sendable {
     public var checkNames: [String] { state.withLock { $0.order } }
 
     /// Runs the selected checks (all, or those with any of `tags`) concurrently, updates their
-    /// states, runs due fixes when auto-fix is on, and returns the report. A round whose task is
-    /// cancelled (the loop's, by `stop()`) still records its checks but starts no fix.
+    /// states, runs due fixes when auto-fix is on (and `fixing`, as the loop's rounds are), and
+    /// returns the report. A round whose task is cancelled (the loop's, by `stop()`) still
+    /// records its checks but starts no fix. `fixing: false` only looks: weavedid answers
+    /// `RunChecks`, which anyone who can connect may call, that way.
     @discardableResult
-    public func runChecks(tags: Set<String>? = nil) async -> HealthReport {
+    public func runChecks(tags: Set<String>? = nil, fixing: Bool = true) async -> HealthReport {
         let selected = state.withLock { state in
             state.order.compactMap { state.checks[$0]?.check }.filter { tags == nil || !$0.tags.isDisjoint(with: tags!) }
         }
@@ -150,7 +152,7 @@ public final class UnifiedRegistry: Sendable {
                 group.addTask { await self.runOne(check) }
             }
         }
-        if autoFixEnabled, !Task.isCancelled {
+        if fixing, autoFixEnabled, !Task.isCancelled {
             await withTaskGroup(of: Void.self) { group in
                 for check in selected where check.fix != nil {
                     group.addTask { await self.autoFixIfDue(check.name) }

@@ -118,7 +118,7 @@ public enum DaemonInterface {
         # The last known health, without running the checks.
         method GetHealth(tags: ?[]string) -> (health: Health)
 
-        # Runs the checks now (all, or those with any of the tags).
+        # Runs the checks now (all, or those with any of the tags); starts no fix.
         method RunChecks(tags: ?[]string) -> (health: Health)
 
         # Runs the fix of one check, or of every failing check with a fix.

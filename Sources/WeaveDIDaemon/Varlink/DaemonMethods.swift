@@ -135,7 +135,9 @@ final class DaemonMethods: Sendable {
         case "RunChecks":
             try call.accept(["tags"])
             let tags = try call.stringArray("tags").map(Set.init)
-            return VarlinkReply(parameters: [("health", ReportEncoding.health(await registry.runChecks(tags: tags)))])
+            // Checks only: fixes change things, which is for the loop's auto-fix and for `Fix`,
+            // an administrator's call; this one is open to anyone who can connect.
+            return VarlinkReply(parameters: [("health", ReportEncoding.health(await registry.runChecks(tags: tags, fixing: false)))])
         case "Fix":
             try call.accept(["check"])
             let records: [FixRecord]
