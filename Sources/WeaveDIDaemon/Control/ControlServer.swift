@@ -63,9 +63,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     public func start() async throws {
         let configuration = store.current.control
         if let passed = try activation?.listener(named: "control") {
-            try passed.setNonBlocking(true)
-            listener = passed
-            log.info("control", "using the control socket passed by systemd (descriptor \(passed.rawValue))")
+            try passed.descriptor.setNonBlocking(true)
+            listener = passed.descriptor
+            log.info("control", "using the control socket passed by systemd (descriptor \(passed.descriptor.rawValue), \(passed.name))")
         } else {
             listener = try bindSocket()
             log.info("control", "listening on \(configuration.socket)")

@@ -43,12 +43,18 @@ public struct SocketActivation: Sendable {
         return SocketActivation(sockets: sockets)
     }
 
-    /// The descriptor named `name`, or the only one when a single unnamed socket was passed.
-    /// Checks that it is a listening Unix stream socket.
-    public func listener(named name: String) throws(Problem) -> FileDescriptor? {
-        let match = sockets.first { $0.name == name }
-            ?? (sockets.count == 1 && sockets[0].name == "unknown" ? sockets[0] : nil)
-        guard let match else { return nil }
+    /// The socket named `name`, or the only one passed, whatever its name (systemd names a
+    /// socket after its unit, `weavedid.socket`, unless `FileDescriptorName=` says otherwise);
+    /// nil when none was passed. Several sockets of which none is named `name` are refused: the
+    /// daemon cannot tell which one to serve, and binding one of its own would leave the
+    /// clients of the passed ones waiting for ever. Checks that it is a listening Unix stream
+    /// socket.
+    public func listener(named name: String) throws(Problem) -> (name: String, descriptor: FileDescriptor)? {
+        guard !sockets.isEmpty else { return nil }
+        guard let match = sockets.first(where: { $0.name == name }) ?? (sockets.count == 1 ? sockets[0] : nil) else {
+            throw Problem(description: "systemd passed \(sockets.count) sockets (\(sockets.map(\.name).joined(separator: ", "))) "
+                + "and none is named \(name); name the control socket with FileDescriptorName=\(name) in its socket unit")
+        }
         let descriptor = match.descriptor
         guard (try? descriptor.socketType()) == .stream, (try? descriptor.isListening()) == true else {
             throw Problem(description: "passed descriptor \(descriptor.rawValue) (\(match.name)) is not a listening stream socket")
@@ -56,6 +62,6 @@ public struct SocketActivation: Sendable {
         guard (try? descriptor.isUnixSocket()) == true else {
             throw Problem(description: "passed descriptor \(descriptor.rawValue) (\(match.name)) is not a Unix socket")
         }
-        return descriptor
+        return (match.name, descriptor)
     }
 }
