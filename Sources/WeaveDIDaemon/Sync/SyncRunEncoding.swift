@@ -14,21 +14,28 @@ enum SyncRunEncoding {
         ])
     }
 
-    static func record(from json: JSONValue) -> SyncRunRecord? {
-        guard let id = json[member: "id"]?.stringValue, let job = json[member: "job"]?.stringValue,
-            let result = json[member: "result"]?.stringValue.flatMap(SyncResult.init(rawValue:)),
-            let started = json[member: "startedAt"]?.numberValue, let ended = json[member: "endedAt"]?.numberValue
-        else { return nil }
+    /// A run as `jobs.json` keeps it; a value missing, of the wrong type or out of range is
+    /// refused (named `lastRun.…`).
+    static func record(from json: JSONValue) throws(PersistedStateProblem) -> SyncRunRecord {
+        typealias Check = PersistedStateProblem
+        let prefix = "lastRun."
+        let id = try Check.string(json, "id", prefix: prefix)
+        let job = try Check.string(json, "job", prefix: prefix)
+        let resultText = try Check.string(json, "result", prefix: prefix)
+        guard let result = SyncResult(rawValue: resultText) else {
+            throw Check(description: "\(prefix)result: unknown result \(Check.describe(.string(resultText)))")
+        }
+        let started = try Check.time(json, "startedAt", prefix: prefix) ?? 0
+        let ended = try Check.time(json, "endedAt", prefix: prefix) ?? 0
         var outcome = SyncOutcome(result: result, message: json[member: "message"]?.stringValue)
-        outcome.copied = json[member: "filesCopied"]?.intValue ?? 0
-        outcome.updated = json[member: "filesUpdated"]?.intValue ?? 0
-        outcome.deleted = json[member: "filesDeleted"]?.intValue ?? 0
-        outcome.skipped = json[member: "filesSkipped"]?.intValue ?? 0
-        outcome.errorCount = json[member: "errors"]?.intValue ?? 0
-        outcome.bytes = json[member: "bytes"]?.intValue ?? 0
-        return SyncRunRecord(
-            id: id, job: job, outcome: outcome, startedAt: started, endedAt: ended,
-            duration: json[member: "duration"]?.numberValue ?? ended - started)
+        outcome.copied = try Check.count(json, "filesCopied", prefix: prefix, required: false)
+        outcome.updated = try Check.count(json, "filesUpdated", prefix: prefix, required: false)
+        outcome.deleted = try Check.count(json, "filesDeleted", prefix: prefix, required: false)
+        outcome.skipped = try Check.count(json, "filesSkipped", prefix: prefix, required: false)
+        outcome.errorCount = try Check.count(json, "errors", prefix: prefix, required: false)
+        outcome.bytes = try Check.count(json, "bytes", prefix: prefix, required: false)
+        let duration = try Check.time(json, "duration", prefix: prefix, optional: true) ?? max(0, ended - started)
+        return SyncRunRecord(id: id, job: job, outcome: outcome, startedAt: started, endedAt: ended, duration: duration)
     }
 
     static func progress(_ progress: SyncProgress) -> JSONValue {

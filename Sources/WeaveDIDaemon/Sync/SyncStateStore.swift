@@ -47,7 +47,13 @@ struct SyncStateStore: Sendable {
             let value = try JSONValue.parse(bytes)
             var states: [String: PersistedJobState] = [:]
             for (name, member) in value[member: "jobs"]?.objectMembers ?? [] {
-                if let state = PersistedJobState(json: member) { states[name] = state }
+                do {
+                    states[name] = try PersistedJobState(json: member)
+                } catch {
+                    // Values no run writes (a count that would overflow at the next failure, a
+                    // time whose age is no number of seconds) are not carried into the daemon.
+                    log.warning("sync", "\(path): job \"\(name)\": \(error); starting without its previous results")
+                }
             }
             return states
         } catch {
@@ -88,10 +94,67 @@ struct PersistedJobState: Sendable, Equatable {
         ])
     }
 
-    init?(json: JSONValue) {
-        guard let failures = json[member: "consecutiveFailures"]?.intValue else { return nil }
-        consecutiveFailures = failures
-        lastSuccess = json[member: "lastSuccess"]?.numberValue
-        lastRun = json[member: "lastRun"].flatMap(SyncRunEncoding.record(from:))
+    /// The most failures in a row a file may say: far beyond any threshold, and far from
+    /// overflowing as more are counted.
+    static let maximumFailures = Int(Int32.max)
+
+    /// Reads one job's entry; a value missing, of the wrong type or out of range is refused.
+    init(json: JSONValue) throws(PersistedStateProblem) {
+        consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
+        lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
+        if let run = json[member: "lastRun"], !run.isNull {
+            lastRun = try SyncRunEncoding.record(from: run)
+        } else {
+            lastRun = nil
+        }
+    }
+}
+
+/// Why an entry of the jobs' state file was not taken: `consecutiveFailures: expected an integer
+/// from 0 to 2147483647, got -5`.
+struct PersistedStateProblem: Error, CustomStringConvertible {
+    var description: String
+
+    /// The latest time a file may say, in seconds since 1970 (in the year 5138): later ones,
+    /// and earlier ones than 1970, are no time a run of the daemon ended.
+    static let latestTime: Double = 1e11
+
+    /// The integer `name` of `json`, from 0 to `maximum`; 0 when absent and not `required`.
+    static func count(_ json: JSONValue, _ name: String, prefix: String = "", maximum: Int? = nil, required: Bool = true) throws(Self) -> Int {
+        let value = json[member: name]
+        if value == nil, !required { return 0 }
+        guard let number = value?.intValue, number >= 0, number <= maximum ?? Int.max else {
+            let range = maximum.map { "from 0 to \($0)" } ?? "from 0"
+            throw Self(description: "\(prefix)\(name): expected an integer \(range), got \(describe(value))")
+        }
+        return number
+    }
+
+    /// The time `name` of `json`, seconds since 1970 up to `latestTime`; nil when absent or
+    /// null and `optional`.
+    static func time(_ json: JSONValue, _ name: String, prefix: String = "", optional: Bool = false) throws(Self) -> Double? {
+        let value = json[member: name]
+        if optional, value == nil || value?.isNull == true { return nil }
+        guard let seconds = value?.numberValue, seconds.isFinite, seconds >= 0, seconds <= latestTime else {
+            throw Self(description: "\(prefix)\(name): expected a time in seconds since 1970, got \(describe(value))")
+        }
+        return seconds
+    }
+
+    /// The string `name` of `json`.
+    static func string(_ json: JSONValue, _ name: String, prefix: String = "") throws(Self) -> String {
+        guard let string = json[member: name]?.stringValue else {
+            throw Self(description: "\(prefix)\(name): expected a string, got \(describe(json[member: name]))")
+        }
+        return string
+    }
+
+    /// A value as the file has it (a double as Swift prints it), or `nothing`.
+    static func describe(_ value: JSONValue?) -> String {
+        switch value {
+        case nil: "nothing"
+        case let .double(number)?: "\(number)"
+        case let value?: value.serialized
+        }
     }
 }

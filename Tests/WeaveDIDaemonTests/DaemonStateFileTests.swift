@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// The jobs' state file (`<stateDirectory>/jobs.json`) as the daemon finds it at start: values
+/// out of range, or a file that is not a regular file, are reported and left behind; the daemon
+/// neither crashes nor hangs on them, and writes a good file after the next run.
+@Suite struct DaemonStateFileTests {
+    struct Fixture {
+        let directory = TemporaryDirectory()
+        var state: String { directory.path + "/state" }
+        var stateFile: String { state + "/jobs.json" }
+
+        /// A daemon with one job, `docs`, whose source does not exist: each run fails (and no
+        /// fix starts another).
+        func start() throws -> DaemonProcess {
+            try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
+            let config = directory.write("weavedid.json", """
+                {"stateDirectory": "\(state)", "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
+                  "destination": "\(directory.path)/mirror", "interval": 3600}]}}
+                """)
+            return try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory)
+        }
+    }
+
+    /// The job's run (by hand), then its health check.
+    func runAndCheck(_ daemon: DaemonProcess) throws -> (run: String?, health: String?) {
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let run = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))]).parameter("run")
+        let health = try client.call("io.weavedi.Daemon.RunChecks", [("tags", .array([.string("sync")]))])
+            .parameter("health")?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "job.docs" }
+        return (run?[member: "result"]?.stringValue, health?[member: "status"]?.stringValue)
+    }
+
+    /// Values no run of the daemon writes: a count of failures that overflows at the next one, a
+    /// last success so far in the past that its age is no integer, negative counts and times.
+    @Test(arguments: [
+        (#"{"consecutiveFailures": 9223372036854775807}"#, "consecutiveFailures: expected an integer from 0 to 2147483647, got 9223372036854775807"),
+        (#"{"consecutiveFailures": -5}"#, "consecutiveFailures: expected an integer from 0 to 2147483647, got -5"),
+        (#"{"consecutiveFailures": 0, "lastSuccess": -1e308}"#, "lastSuccess: expected a time in seconds since 1970, got -1e+308"),
+        (#"{"consecutiveFailures": 0, "lastSuccess": 1e308}"#, "lastSuccess: expected a time in seconds since 1970, got 1e+308"),
+        (#"{"consecutiveFailures": 0, "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "startedAt": 1, "endedAt": 2, "errors": -1}}"#,
+         "lastRun.errors: expected an integer from 0, got -1"),
+    ])
+    func valuesOutOfRange_areReported_andLeftBehind(entry: String, problem: String) throws {
+        let fixture = Fixture()
+        fixture.directory.write("state/jobs.json", #"{"jobs": {"docs": \#(entry)}}"#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"warning sync: \#(fixture.stateFile): job "docs": \#(problem); starting without its previous results"#),
+                "\(daemon.log)")
+        let (run, health) = try runAndCheck(daemon)
+        #expect(run == "failed")
+        #expect(health == "degraded")  // one failure in a row, below the threshold of 3
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
+        #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1)
+    }
+}
