@@ -59,4 +59,38 @@ import WeaveDIPosix
         let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1)
     }
+
+    /// What the state file may be instead of a file: a named pipe (whose open waits for a
+    /// writer that never comes), a device (`/dev/null` here; `/dev/zero` would be read for
+    /// ever), a file larger than any the daemon writes. Each is refused at once, without reading
+    /// it, and replaced by the first write after a run.
+    @Test(arguments: ["fifo", "device", "huge"])
+    func aStateFileThatIsNoFile_orTooLarge_isRefusedAtOnce_andReplaced(kind: String) throws {
+        let fixture = Fixture()
+        try FileManager.default.createDirectory(atPath: fixture.state, withIntermediateDirectories: true)
+        let problem: String
+        switch kind {
+        case "fifo":
+            try #require(mkfifo(fixture.stateFile, 0o600) == 0, "mkfifo: \(Errno.current)")
+            problem = "not a regular file (a named pipe)"
+        case "device":
+            try FileManager.default.createSymbolicLink(atPath: fixture.stateFile, withDestinationPath: "/dev/null")
+            problem = "not a regular file (a character device)"
+        default:
+            fixture.directory.write("state/jobs.json", "")
+            try #require(truncate(fixture.stateFile, 64 << 20) == 0, "truncate: \(Errno.current)")  // sparse
+            problem = "the file is larger than 16777216 bytes"
+        }
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains("warning sync: \(fixture.stateFile): \(problem); starting without the jobs' previous results"),
+                "\(daemon.log)")
+        #expect(try runAndCheck(daemon).run == "failed")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let status = try FileStatus(path: fixture.stateFile, followSymlinks: false)
+        #expect(status.kind == .regular)
+        let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
+        #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1, "\(daemon.log)")
+    }
 }

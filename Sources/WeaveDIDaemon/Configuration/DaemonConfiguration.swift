@@ -174,7 +174,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         return bytes
     }
 
-    private static func describe(_ kind: FileKind) -> String {
+    static func describe(_ kind: FileKind) -> String {
         switch kind {
         case .fifo: "a named pipe"
         case .characterDevice: "a character device"
@@ -184,14 +184,15 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
     }
 
-    private enum ReadFailure: Error {
+    enum ReadFailure: Error {
         case system(Errno)
         case notRegular(FileKind)
     }
 
     /// The whole regular file, or nil once it exceeds `maxBytes`. Opened without blocking, so
-    /// that a FIFO with no writer fails here instead of hanging the open.
-    private static func readBounded(path: String, maxBytes: Int) throws(ReadFailure) -> [UInt8]? {
+    /// that a FIFO with no writer fails here instead of hanging the open. The jobs' state file
+    /// is read this way too (`SyncStateStore.load`).
+    static func readBounded(path: String, maxBytes: Int) throws(ReadFailure) -> [UInt8]? {
         do {
             let file = try FileDescriptor.open(path, .readOnly, options: [.nonBlocking, .noControllingTerminal])
             let kind = try file.descriptor.status().kind

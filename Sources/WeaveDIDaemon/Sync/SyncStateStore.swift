@@ -1,3 +1,4 @@
+import Glibc
 import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
@@ -10,6 +11,9 @@ struct SyncStateStore: Sendable {
     let log: DaemonLog
     private let writer: LatestFileWriter
 
+    /// The largest state file read: as large as a JSON document may be (`JSONLimits`).
+    static let maximumBytes = 16 << 20
+
     init(stateDirectory: String, log: DaemonLog) {
         path = stateDirectory + "/jobs.json"
         self.log = log
@@ -17,8 +21,9 @@ struct SyncStateStore: Sendable {
     }
 
     /// The persisted last runs, by job; empty when there is no file yet. A file that cannot be
-    /// read (within the step limit: see `LatestFileWriter`) or is damaged is reported and
-    /// ignored (it is rewritten after the next run).
+    /// read (within the step limit: see `LatestFileWriter`), is no regular file, is larger than
+    /// `maximumBytes` or is damaged is reported and ignored (it is rewritten after the next
+    /// run); so is a job's entry with values out of range.
     ///
     /// Blocks the calling thread meanwhile (the read is on a thread of its own): the scheduler
     /// calls it as it starts, and a call that suspended would let control calls into the
@@ -29,14 +34,7 @@ struct SyncStateStore: Sendable {
         do {
             bytes = try StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a read of the jobs' state file") {
                 [path] _ throws(FileStep.Failure) in
-                do throws(Errno) {
-                    let file = try FileDescriptor.open(path, .readOnly)
-                    return try file.descriptor.readToEnd()
-                } catch .noSuchFileOrDirectory {
-                    return nil
-                } catch {
-                    throw step.failure("\(error)", errno: error.rawValue)
-                }
+                try Self.read(path, step: step)
             }
         } catch {
             log.warning("sync", "\(path): \(error.problem); starting without the jobs' previous results")
@@ -60,6 +58,27 @@ struct SyncStateStore: Sendable {
             log.warning("sync", "\(path): \(error); starting without the jobs' previous results")
             return [:]
         }
+    }
+
+    /// The file's bytes; nil when there is none. Not a regular file (a FIFO whose open would
+    /// wait for a writer for good, a device that never ends), or one larger than any the daemon
+    /// writes, is refused unread.
+    private static func read(_ path: String, step: FileStep) throws(FileStep.Failure) -> [UInt8]? {
+        let bytes: [UInt8]?
+        do {
+            bytes = try DaemonConfiguration.readBounded(path: path, maxBytes: maximumBytes)
+        } catch {
+            switch error {
+            case .system(.noSuchFileOrDirectory):
+                return nil
+            case let .system(error):
+                throw step.failure("\(error)", errno: error.rawValue)
+            case let .notRegular(kind):
+                throw step.failure("not a regular file (\(DaemonConfiguration.describe(kind)))", errno: EINVAL)
+            }
+        }
+        guard let bytes else { throw step.failure("the file is larger than \(maximumBytes) bytes", errno: EFBIG) }
+        return bytes
     }
 
     /// Asks for every job's state to be written; returns at once.
