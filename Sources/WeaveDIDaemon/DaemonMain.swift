@@ -121,8 +121,7 @@ public enum DaemonMain {
         let supervisor = Supervisor(context: context, configuration: configuration)
         let loop = MainLoop(
             signals: signals, context: context, supervisor: supervisor,
-            watchdog: WatchdogSettings(environment: environment, pid: CurrentProcess.id),
-            shutdownTimeout: configuration.shutdownTimeout)
+            watchdog: WatchdogSettings(environment: environment, pid: CurrentProcess.id))
         return loop.run()
     }
 

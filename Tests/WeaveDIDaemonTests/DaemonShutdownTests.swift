@@ -52,6 +52,19 @@ import WeaveDIPosix
         #expect(daemon.log.contains("shutdown did not finish within 0.001 seconds; exiting"), "\(daemon.log)")
     }
 
+    /// `shutdownTimeout` is one of the fields a reload applies: the shutdown after it keeps to
+    /// the new one.
+    @Test func aReloadedShutdownTimeout_isTheOneTheShutdownKeepsTo() throws {
+        let (daemon, directory) = try busyDaemon(shutdownTimeout: 3600)
+        let config = try String(contentsOfFile: directory.path + "/weavedid.json", encoding: .utf8)
+        directory.write("weavedid.json", config.replacingOccurrences(of: #""shutdownTimeout": 3600.0"#, with: #""shutdownTimeout": 0.001"#))
+        daemon.send(.hangup)
+        try #require(daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(1), "\(daemon.log)")
+        #expect(daemon.log.contains("shutdown did not finish within 0.001 seconds; exiting"), "\(daemon.log)")
+    }
+
     /// The shutdown stops the runs first; the control socket closes only once the calls in
     /// flight have been answered, so a client waiting on a run hears how it ended. Each round
     /// asks on three connections: a plain call, a stream (`more`), and a call with a second one

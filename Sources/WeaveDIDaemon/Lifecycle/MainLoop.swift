@@ -12,16 +12,16 @@ final class MainLoop {
     private let context: DaemonContext
     private let supervisor: Supervisor
     private let watchdog: WatchdogSettings?
-    private let shutdownTimeout: Duration
+    /// The configuration's `shutdownTimeout` when the shutdown began (the one in effect then,
+    /// a reload having changed it perhaps).
+    private var shutdownTimeout: Duration = .zero
     private let heartbeat = Heartbeat()
 
-    init(signals: consuming SignalReader, context: DaemonContext, supervisor: Supervisor,
-         watchdog: WatchdogSettings?, shutdownTimeout: Duration) {
+    init(signals: consuming SignalReader, context: DaemonContext, supervisor: Supervisor, watchdog: WatchdogSettings?) {
         self.signals = signals
         self.context = context
         self.supervisor = supervisor
         self.watchdog = watchdog
-        self.shutdownTimeout = shutdownTimeout
     }
 
     /// Runs until the daemon finishes; returns the exit status.
@@ -60,6 +60,7 @@ final class MainLoop {
                             context.log.warning("daemon", "second \(received.signal.name); exiting at once")
                             return 128 + received.signal.rawValue
                         }
+                        shutdownTimeout = supervisor.store.current.shutdownTimeout
                         shutdownDeadline = now() + shutdownTimeout
                         let reason = "\(received.signal.name) from pid \(received.senderPID)"
                         Task { await supervisor.shutdown(reason: reason) }
