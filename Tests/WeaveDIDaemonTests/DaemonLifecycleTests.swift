@@ -23,6 +23,25 @@ import WeaveDIPosix
         #expect(daemon.log.contains("ready; control socket \(daemon.defaultSocket)"))
     }
 
+    /// The unit gives a stop 15 s (`TimeoutStopSec=`); a longer `shutdownTimeout` (here 60 s,
+    /// then 120 s after a reload) is asked for with `STOPPING=1` (`EXTEND_TIMEOUT_USEC=`, with 5 s
+    /// to exit), so that systemd does not kill a shutdown the configuration allows.
+    @Test func stopping_asksSystemdForTheShutdownTimeout() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let config = directory.write("weavedid.json", #"{"shutdownTimeout": 60}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        directory.write("weavedid.json", #"{"shutdownTimeout": 120}"#)
+        daemon.send(.hangup)
+        #expect(notify.wait(forLine: "STATUS=running; configuration reloaded"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        #expect(notify.wait { $0.hasPrefix("STOPPING=1\n") })
+        let stopping = notify.received.first { $0.hasPrefix("STOPPING=1\n") }?.split(separator: "\n") ?? []
+        #expect(stopping.contains("EXTEND_TIMEOUT_USEC=125000000"), "\(stopping)")
+    }
+
     @Test func withoutNotifySocket_itRunsAndStops() throws {
         let daemon = try DaemonProcess()
         #expect(daemon.waitForLog("ready;"))

@@ -83,7 +83,10 @@ public actor Supervisor {
 
     private func stopEverything(reason: String = "shutdown requested while starting") async {
         phase = .stopping
-        notifier.notify("STOPPING=1", "STATUS=stopping (\(reason))")
+        // systemd allows a stop `TimeoutStopSec=` (15 s in the unit) before it kills; a longer
+        // `shutdownTimeout` is asked for, with time to exit after it.
+        let allowed = store.current.shutdownTimeout + Self.exitAllowance
+        notifier.notify("STOPPING=1", "EXTEND_TIMEOUT_USEC=\(allowed.wholeMicroseconds)", "STATUS=stopping (\(reason))")
         log.notice("daemon", "stopping: \(reason)")
         await group?.stop()
         await container.releaseAll()
@@ -91,6 +94,10 @@ public actor Supervisor {
         log.notice("daemon", "stopped")
         context.waker.finish(0)
     }
+
+    /// What systemd is told a shutdown may take beyond `shutdownTimeout`: the main loop exits
+    /// at that timeout, the process soon after.
+    static let exitAllowance: Duration = .seconds(5)
 
     private func fail(_ message: String) {
         log.error("daemon", message)
@@ -163,5 +170,14 @@ public actor Supervisor {
             log.error("daemon", problem)
             return .refused(problem)
         }
+    }
+}
+
+extension Duration {
+    /// The duration in whole microseconds (`EXTEND_TIMEOUT_USEC=`), 0 when negative.
+    var wholeMicroseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000 + UInt64(attoseconds / 1_000_000_000_000)
     }
 }
