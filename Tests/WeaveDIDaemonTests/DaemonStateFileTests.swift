@@ -93,4 +93,30 @@ import WeaveDIPosix
         let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1, "\(daemon.log)")
     }
+
+    /// The state file stays where the daemon started with it: a reload that moves
+    /// `stateDirectory` is refused (a restart moves it), rather than said to be in effect while
+    /// the state goes on being written to the old directory.
+    @Test func aReloadThatMovesTheStateDirectory_isRefused() throws {
+        let fixture = Fixture()
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let config = try String(contentsOfFile: fixture.directory.path + "/weavedid.json", encoding: .utf8)
+        let moved = fixture.directory.path + "/moved"
+        fixture.directory.write("weavedid.json", config.replacingOccurrences(of: fixture.state, with: moved))
+        var refusal: VarlinkFailure?
+        do {
+            _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Reload")
+        } catch let failure as VarlinkFailure {
+            refusal = failure
+        }
+        #expect(refusal?.name == "io.weavedi.Daemon.ReloadRefused", "\(daemon.log)")
+        #expect(refusal?.reply.parameter("reason")?.stringValue
+            == "reload refused: stateDirectory changed from \(fixture.state) to \(moved); restart the daemon to move it; "
+            + "keeping the previous configuration", "\(daemon.log)")
+        #expect(try runAndCheck(daemon).run == "failed")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(fileExists(fixture.stateFile))
+    }
 }

@@ -157,6 +157,12 @@ public actor Supervisor {
         }
         do {
             let configuration = try loaded.get()
+            // The jobs' state file is kept where the daemon started (`SyncStateStore`).
+            let stateDirectory = store.current.stateDirectory
+            if configuration.stateDirectory != stateDirectory {
+                throw ReloadRefusal(description: "stateDirectory changed from \(stateDirectory) to \(configuration.stateDirectory); "
+                    + "restart the daemon to move it")
+            }
             try await group?.reload(configuration)
             store.replace(with: configuration)
             reloadProblem = nil
