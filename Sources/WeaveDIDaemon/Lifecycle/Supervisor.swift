@@ -144,6 +144,12 @@ public actor Supervisor {
         return outcome
     }
 
+    /// What a reload that a shutdown overtook answers, having told systemd nothing.
+    private func stoppedDuringReload() -> ReloadOutcome {
+        log.notice("daemon", "reload finished while the daemon is \(phase.rawValue); not reported to systemd")
+        return .notRunning("the daemon is \(phase.rawValue)")
+    }
+
     private func reloadOnce() async -> ReloadOutcome {
         notifier.notify("RELOADING=1", "MONOTONIC_USEC=\(SystemClock.monotonicMicroseconds())", "STATUS=reloading the configuration")
         log.notice("daemon", "reloading the configuration")
@@ -166,12 +172,16 @@ public actor Supervisor {
             try await group?.reload(configuration)
             store.replace(with: configuration)
             reloadProblem = nil
+            // The services' reload may have waited: a shutdown begun meanwhile has sent
+            // STOPPING=1, which no READY=1 may follow.
+            guard phase == .running else { return stoppedDuringReload() }
             notifier.notify("READY=1", "STATUS=running; configuration reloaded")
             log.notice("daemon", "configuration reloaded")
             return .reloaded
         } catch {
             let problem = "reload refused: \(error); keeping the previous configuration"
             reloadProblem = problem
+            guard phase == .running else { return stoppedDuringReload() }
             notifier.notify("READY=1", "STATUS=running; \(problem)")
             log.error("daemon", problem)
             return .refused(problem)
