@@ -115,9 +115,12 @@ final class ScopeInstances: Sendable {
 
     /// Marks the scope closed and returns what must be disposed, last created first, with the
     /// requests that were open; nil if it was already closed. The instances are released here.
-    func close() -> (disposables: [any Disposable], requests: [Request])? {
+    /// With `cutoff`, only a session idle since then is closed (see `isIdle(since:)`), in the
+    /// same lock: one that came into use meanwhile stays open.
+    func close(ifIdleSince cutoff: ContinuousClock.Instant? = nil) -> (disposables: [any Disposable], requests: [Request])? {
         let taken: (values: [Stored], disposables: [any Disposable], requests: [Request])? = state.withLock { state in
             guard !state.closed else { return nil }
+            if let cutoff, !(state.users == 0 && state.requests.isEmpty && state.lastActivity < cutoff) { return nil }
             state.closed = true
             closedFlag.store(true, ordering: .releasing)
             changes.add(1, ordering: .relaxed)

@@ -77,11 +77,24 @@ public final class Session: Resolver, Sendable {
     /// Closes the session: its open requests first, then `dispose()` once on each instance it
     /// created, newest first. Later resolutions through it throw. Closing twice does nothing.
     public func close() async {
-        guard let (disposables, open) = instances.close() else { return }
+        _ = await finishClosing(instances.close())
+    }
+
+    /// Closes the session, as `close()`, if it is idle since `cutoff` (not in use, no activity
+    /// since): checked and closed at once, so a session that comes into use meanwhile stays
+    /// open. Returns whether it closed it.
+    @discardableResult
+    public func closeIfIdle(since cutoff: ContinuousClock.Instant) async -> Bool {
+        await finishClosing(instances.close(ifIdleSince: cutoff))
+    }
+
+    private func finishClosing(_ taken: (disposables: [any Disposable], requests: [Request])?) async -> Bool {
+        guard let (disposables, open) = taken else { return false }
         for request in open { await request.close() }
         for disposable in disposables { await disposable.dispose() }
         container.sessionClosed(self)
         if logged { WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(disposables.count) instance(s) disposed") }
+        return true
     }
 
     /// Closes the session without waiting: later resolutions through it throw at once, and the

@@ -183,6 +183,21 @@ final class Moody: HealthReporting, Disposable {
         #expect(container.idleSessions(longerThan: .seconds(60)).isEmpty)  // idle from the end of their use
     }
 
+    @Test func closeIfIdle_leavesASessionThatCameIntoUse_open() async throws {
+        let container = WeaveDI.Container()
+        let session = container.openSession(id: "listed-idle-then-used")
+        try await Task.sleep(for: .milliseconds(2))
+        let cutoff = ContinuousClock.now
+        #expect(container.idleSessions(longerThan: .zero).map(\.id) == ["listed-idle-then-used"])
+        let request = session.openRequest(id: "call-1")  // in use now
+        #expect(await session.closeIfIdle(since: cutoff) == false)
+        #expect(!session.isClosed && !request.isClosed)
+        await request.close()
+        #expect(await session.closeIfIdle(since: cutoff) == false)  // active since the cutoff
+        #expect(await session.closeIfIdle(since: ContinuousClock.now))
+        #expect(session.isClosed)
+    }
+
     @Test func enableOptimization_warmsSingletons_recordsEdges_andFreezes() async {
         let container = WeaveDI.Container()
         container.register(NodeA.self) { NodeA() }

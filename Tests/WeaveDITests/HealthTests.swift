@@ -255,6 +255,23 @@ final class Gate: Sendable {
         #expect(fix.runs == 3)
     }
 
+    @Test func aCheckRegisteredAgain_isNotHeldBackByTheHungRunOfTheOneItReplaced() async {
+        let registry = registry()
+        let gate = Gate()
+        registry.register(HealthCheck(name: "job.x", timeout: .seconds(2)) {
+            await gate.wait()
+            return .healthy("back")
+        })
+        let first = Task { await registry.runChecks() }
+        await waitForSleepers(clock, 1)
+        clock.advance(by: .seconds(2))
+        #expect(await first.value.checks[0].message == "timed out after 2 s")
+        #expect(registry.unregister("job.x"))
+        registry.register(HealthCheck(name: "job.x") { .healthy("the new one") })
+        #expect(await registry.runChecks().checks[0].message == "the new one")
+        gate.open()
+    }
+
     @Test func timedOutCheck_stillRunning_isNotStartedAgainUntilItReturns() async {
         let registry = registry()
         let gate = Gate()

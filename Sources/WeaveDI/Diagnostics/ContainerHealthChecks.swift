@@ -58,9 +58,13 @@ extension UnifiedRegistry {
                     "\(idle.count) session(s) idle for more than \(format(sessionIdleLimit))",
                     data: ["idle": idle.map(\.id).joined(separator: ",")])
         } fix: {
-            let idle = container.idleSessions(longerThan: sessionIdleLimit)
-            for session in idle { await session.close() }
-            return "closed \(idle.count) idle session(s)"
+            let cutoff = ContinuousClock.now - sessionIdleLimit
+            var closed = 0
+            // Each closed only if still idle: one that came into use since the list stays open.
+            for session in container.idleSessions(longerThan: sessionIdleLimit) where await session.closeIfIdle(since: cutoff) {
+                closed += 1
+            }
+            return "closed \(closed) idle session(s)"
         })
     }
 }

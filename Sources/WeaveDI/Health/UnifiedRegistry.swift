@@ -130,6 +130,9 @@ public final class UnifiedRegistry: Sendable {
         state.withLock { state in
             guard state.checks.removeValue(forKey: name) != nil else { return false }
             state.order.removeAll { $0 == name }
+            // A run of the removed check still going must not hold back a check registered
+            // later under the same name (a job removed and added back by reloads).
+            state.runsInFlight[name] = nil
             return true
         }
     }

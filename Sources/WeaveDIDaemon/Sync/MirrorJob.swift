@@ -82,7 +82,7 @@ struct MirrorJob: SyncJob {
     /// instead of holding a thread of Swift's pool for good.
     func prepareForRetry() async throws -> String? {
         let destination = settings.destination
-        let byHand = FixRecord.Trigger.current != .automatic
+        let byHand = FixRecord.Trigger.current == .manual
         let job = name
         return try await StepDeadline.run(
             limit: StepDeadline.stepLimit, first: MirrorRootStep("checking the destination", destination),

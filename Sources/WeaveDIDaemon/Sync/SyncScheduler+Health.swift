@@ -62,9 +62,11 @@ extension SyncScheduler {
         // Waiting for the run, a reload may have changed or removed the job: prepare what is
         // configured now, not what was (a mirror would recreate a destination no longer wanted).
         guard let current = jobs[name] else { return (actions + ["job removed"]).joined(separator: "; ") }
+        // Prepared first: a fix that fails there (a destination auto-fix does not recreate)
+        // leaves the backoff as it is, so the job does not retry at its full rate meanwhile.
+        if let prepared = try await current.job.prepareForRetry() { actions.append(prepared) }
         jobs[name]?.backoffLevel = 0
         actions.append("reset the backoff")
-        if let prepared = try await current.job.prepareForRetry() { actions.append(prepared) }
         if launch(name) != nil { actions.append("started a run") }
         return actions.joined(separator: "; ")
     }

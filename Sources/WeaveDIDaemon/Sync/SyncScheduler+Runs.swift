@@ -10,7 +10,10 @@ extension SyncScheduler {
         let runID = "\(name)-\(runCounter)"
         let job = state.job
         let listeners = state.listeners
-        let task = Task { await self.execute(name, runID: runID, job: job, listeners: listeners) }
+        // A run a fix starts is not part of the fix: who asked for that does not follow it.
+        let task = Task {
+            await FixRecord.Trigger.$current.withValue(nil) { await self.execute(name, runID: runID, job: job, listeners: listeners) }
+        }
         jobs[name]?.running = task
         jobs[name]?.runningID = runID
         jobs[name]?.runningSince = .now

@@ -179,12 +179,15 @@ public actor SyncScheduler: DaemonService {
         loops.removeValue(forKey: name)?.cancel()
         guard !stopping else { return }
         jobs[name]?.nextRun = ContinuousClock.now + delay
+        // A timer a fix (re)starts is not part of the fix: who asked for that does not follow it.
         loops[name] = Task { [weak self] in
-            var wait = delay
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: wait) } catch { return }
-                guard let self, let next = await self.tick(name) else { return }
-                wait = next
+            await FixRecord.Trigger.$current.withValue(nil) {
+                var wait = delay
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: wait) } catch { return }
+                    guard let self, let next = await self.tick(name) else { return }
+                    wait = next
+                }
             }
         }
     }
