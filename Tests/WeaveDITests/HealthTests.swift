@@ -255,17 +255,22 @@ final class Gate: Sendable {
         #expect(fix.runs == 3)
     }
 
-    @Test func aCheckRegisteredAgain_isNotHeldBackByTheHungRunOfTheOneItReplaced() async {
-        let registry = registry()
-        let gate = Gate()
-        registry.register(HealthCheck(name: "job.x", timeout: .seconds(2)) {
-            await gate.wait()
-            return .healthy("back")
-        })
+    /// Registers `check` (a 2 s timeout, a run that hangs) and runs it once, to its timeout.
+    func runTimingOut(_ check: HealthCheck, in registry: UnifiedRegistry) async {
+        registry.register(check)
         let first = Task { await registry.runChecks() }
         await waitForSleepers(clock, 1)
         clock.advance(by: .seconds(2))
         #expect(await first.value.checks[0].message == "timed out after 2 s")
+    }
+
+    @Test func aCheckRegisteredAgain_isNotHeldBackByTheHungRunOfTheOneItReplaced() async {
+        let registry = registry()
+        let gate = Gate()
+        await runTimingOut(HealthCheck(name: "job.x", timeout: .seconds(2)) {
+            await gate.wait()
+            return .healthy("back")
+        }, in: registry)
         #expect(registry.unregister("job.x"))
         registry.register(HealthCheck(name: "job.x") { .healthy("the new one") })
         #expect(await registry.runChecks().checks[0].message == "the new one")
@@ -276,15 +281,11 @@ final class Gate: Sendable {
         let registry = registry()
         let gate = Gate()
         let started = Atomic<Int>(0)
-        registry.register(HealthCheck(name: "stuck", timeout: .seconds(2)) {
+        await runTimingOut(HealthCheck(name: "stuck", timeout: .seconds(2)) {
             started.add(1, ordering: .relaxed)
             await gate.wait()
             return .healthy("back")
-        })
-        let first = Task { await registry.runChecks() }
-        await waitForSleepers(clock, 1)
-        clock.advance(by: .seconds(2))
-        #expect(await first.value.checks[0].message == "timed out after 2 s")
+        }, in: registry)
         clock.advance(by: .seconds(28))
         // The first run ignores its cancellation and is still going: a second round must not
         // start another one beside it (one more a round would pile up without end).
