@@ -86,7 +86,7 @@ public actor Supervisor {
         // systemd allows a stop `TimeoutStopSec=` (15 s in the unit) before it kills; a longer
         // `shutdownTimeout` is asked for, with time to exit after it.
         let allowed = store.current.shutdownTimeout + Self.exitAllowance
-        notifier.notify("STOPPING=1", "EXTEND_TIMEOUT_USEC=\(allowed.wholeMicroseconds)", "STATUS=stopping (\(reason))")
+        notifier.notify("STOPPING=1", "EXTEND_TIMEOUT_USEC=\(allowed.clampedNanoseconds / 1_000)", "STATUS=stopping (\(reason))")
         log.notice("daemon", "stopping: \(reason)")
         await group?.stop()
         await container.releaseAll()
@@ -186,14 +186,5 @@ public actor Supervisor {
             log.error("daemon", problem)
             return .refused(problem)
         }
-    }
-}
-
-extension Duration {
-    /// The duration in whole microseconds (`EXTEND_TIMEOUT_USEC=`), 0 when negative.
-    var wholeMicroseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0, attoseconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000_000 + UInt64(attoseconds / 1_000_000_000_000)
     }
 }

@@ -20,9 +20,8 @@ final class LogThrottle: Sendable {
 
     /// `now` gives monotonic nanoseconds (the system's monotonic clock; a test's own).
     init(interval: Duration = .seconds(60), burst: Int = 10, now: @escaping @Sendable () -> UInt64 = SystemClock.monotonicNanoseconds) {
-        let (seconds, attoseconds) = interval.components
-        self.interval = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-        intervalText = interval == .seconds(60) ? "a minute" : "every \(seconds) s"
+        self.interval = interval.clampedNanoseconds
+        intervalText = interval == .seconds(60) ? "a minute" : "every \(interval.components.seconds) s"
         self.burst = burst
         self.now = now
     }
