@@ -28,6 +28,16 @@ final class ScopeInstances: Sendable {
 
         static let indexedFrom = 16
 
+        /// Records activity at `now`, kept if later than what is recorded.
+        mutating func note(activityAt now: ContinuousClock.Instant) {
+            if now > lastActivity { lastActivity = now }
+        }
+
+        /// Not in use (no `withCurrent` body, no request open) and last active before `cutoff`.
+        func isIdle(since cutoff: ContinuousClock.Instant) -> Bool {
+            users == 0 && requests.isEmpty && lastActivity < cutoff
+        }
+
         func position(of slot: Int) -> Int? {
             if values.count > State.indexedFrom { return index[slot] }
             for i in values.indices where values[i].slot == slot { return i }
@@ -63,7 +73,7 @@ final class ScopeInstances: Sendable {
     func touch(at now: ContinuousClock.Instant, for typeName: @autoclosure () -> String) throws(ResolutionError) {
         let closed: Bool = state.withLock { state in
             if state.closed { return true }
-            if now > state.lastActivity { state.lastActivity = now }
+            state.note(activityAt: now)
             return false
         }
         if closed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
@@ -120,7 +130,7 @@ final class ScopeInstances: Sendable {
     func close(ifIdleSince cutoff: ContinuousClock.Instant? = nil) -> (disposables: [any Disposable], requests: [Request])? {
         let taken: (values: [Stored], disposables: [any Disposable], requests: [Request])? = state.withLock { state in
             guard !state.closed else { return nil }
-            if let cutoff, !(state.users == 0 && state.requests.isEmpty && state.lastActivity < cutoff) { return nil }
+            if let cutoff, !state.isIdle(since: cutoff) { return nil }
             state.closed = true
             closedFlag.store(true, ordering: .releasing)
             changes.add(1, ordering: .relaxed)
@@ -142,7 +152,7 @@ final class ScopeInstances: Sendable {
         state.withLock { state in
             guard !state.closed else { return false }
             state.requests[ObjectIdentifier(request)] = request
-            if now > state.lastActivity { state.lastActivity = now }
+            state.note(activityAt: now)
             return true
         }
     }
@@ -151,7 +161,7 @@ final class ScopeInstances: Sendable {
     func remove(_ request: Request, at now: ContinuousClock.Instant) {
         // Taken out under the lock, released outside it.
         let removed: Request? = state.withLock { state in
-            if !state.closed, now > state.lastActivity { state.lastActivity = now }
+            if !state.closed { state.note(activityAt: now) }
             return state.requests.removeValue(forKey: ObjectIdentifier(request))
         }
         _ = removed
@@ -161,13 +171,13 @@ final class ScopeInstances: Sendable {
     func use(_ entering: Bool, at now: ContinuousClock.Instant) {
         state.withLock { state in
             state.users += entering ? 1 : -1
-            if now > state.lastActivity { state.lastActivity = now }
+            state.note(activityAt: now)
         }
     }
 
-    /// Whether the session is in use (current in a `withCurrent`, or with a request open), or
-    /// else was last active before `cutoff`.
+    /// Whether the session is idle since `cutoff`: not in use (no `withCurrent` body, no
+    /// request open) and last active before it.
     func isIdle(since cutoff: ContinuousClock.Instant) -> Bool {
-        state.withLock { $0.users == 0 && $0.requests.isEmpty && $0.lastActivity < cutoff }
+        state.withLock { $0.isIdle(since: cutoff) }
     }
 }
