@@ -16,7 +16,7 @@ extension FileDescriptor {
     ) throws(Errno) -> OwnedDescriptor {
         let flags = mode.rawValue | options.rawValue | (closeOnExec ? O_CLOEXEC : 0)
         let raw = try path.withCStringTyped { (cPath) throws(Errno) in
-            try valueOrErrno { openat(rawValue, cPath, flags, mode_t(permissions.rawValue)) }
+            try DescriptorReserve.admit(valueOrErrno { openat(rawValue, cPath, flags, mode_t(permissions.rawValue)) })
         }
         return OwnedDescriptor(taking: FileDescriptor(rawValue: raw))
     }

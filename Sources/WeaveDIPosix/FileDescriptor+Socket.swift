@@ -31,7 +31,7 @@ extension FileDescriptor {
     public func accept(nonBlocking: Bool = true) throws(Errno) -> OwnedDescriptor {
         var flags = O_CLOEXEC
         if nonBlocking { flags |= O_NONBLOCK }
-        let raw = try valueOrErrno { LinuxSymbols.accept4(rawValue, nil, nil, flags) }
+        let raw = try DescriptorReserve.admit(valueOrErrno { LinuxSymbols.accept4(rawValue, nil, nil, flags) })
         return OwnedDescriptor(taking: FileDescriptor(rawValue: raw))
     }
 

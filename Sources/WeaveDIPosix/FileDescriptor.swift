@@ -185,9 +185,9 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable, CustomString
 
     /// Duplicates the descriptor onto the lowest free number (`F_DUPFD_CLOEXEC` or `dup(2)`).
     public func duplicate(closeOnExec: Bool = true) throws(Errno) -> OwnedDescriptor {
-        let raw = try valueOrErrno {
+        let raw = try DescriptorReserve.admit(valueOrErrno {
             closeOnExec ? fcntl(rawValue, F_DUPFD_CLOEXEC, 0) : Glibc.dup(rawValue)
-        }
+        })
         return OwnedDescriptor(taking: FileDescriptor(rawValue: raw))
     }
 

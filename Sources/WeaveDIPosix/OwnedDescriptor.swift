@@ -62,6 +62,13 @@ public struct OwnedPipe: ~Copyable, Sendable {
                 try nothingOrErrno { LinuxSymbols.pipe2(ends, flags) }
             }
         }
+        do {
+            _ = try DescriptorReserve.admit(fds.1)
+        } catch {
+            _ = Glibc.close(fds.0)
+            throw error
+        }
+        // The read end has the lower number: below the ceiling when the write end is.
         return OwnedPipe(
             readEnd: OwnedDescriptor(taking: FileDescriptor(rawValue: fds.0)),
             writeEnd: OwnedDescriptor(taking: FileDescriptor(rawValue: fds.1)))

@@ -43,6 +43,7 @@ public struct ResourceLimit: Hashable, Sendable, CustomStringConvertible {
     public static func setOpenFiles(_ limit: ResourceLimit) throws(Errno) {
         var wanted = rlimit(rlim_cur: rlim_t(limit.soft), rlim_max: rlim_t(limit.hard))
         try nothingOrErrno { LinuxSymbols.prlimit(0, openFilesResource, &wanted, nil) }
+        DescriptorReserve.limitChanged()
     }
 
     private static var openFilesResource: Int32 { Int32(RLIMIT_NOFILE.rawValue) }

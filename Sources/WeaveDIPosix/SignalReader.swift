@@ -55,7 +55,7 @@ public struct SignalReader: ~Copyable, Sendable {
         var flags = LinuxSymbols.signalFDCloseOnExec
         if nonBlocking { flags |= LinuxSymbols.signalFDNonBlocking }
         var mask = signals.rawValue
-        let raw = try valueOrErrno { LinuxSymbols.signalfd(-1, &mask, flags) }
+        let raw = try DescriptorReserve.admit(valueOrErrno { LinuxSymbols.signalfd(-1, &mask, flags) })
         self.descriptor = OwnedDescriptor(taking: FileDescriptor(rawValue: raw))
         self.signals = signals
     }

@@ -30,7 +30,7 @@ public enum UnixSocket {
     public static func make(_ type: SocketType, nonBlocking: Bool = false) throws(Errno) -> OwnedDescriptor {
         var flags = type.rawValue | Int32(SOCK_CLOEXEC.rawValue)
         if nonBlocking { flags |= Int32(SOCK_NONBLOCK.rawValue) }
-        let raw = try valueOrErrno { socket(AF_UNIX, flags, 0) }
+        let raw = try DescriptorReserve.admit(valueOrErrno { socket(AF_UNIX, flags, 0) })
         return OwnedDescriptor(taking: FileDescriptor(rawValue: raw))
     }
 

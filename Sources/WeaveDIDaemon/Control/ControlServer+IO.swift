@@ -141,8 +141,9 @@ extension ControlServer {
     }
 
     /// Accepts every pending connection. When accept fails for another reason than an empty
-    /// queue (no descriptor left, `EMFILE` or `ENFILE`, or no memory), the listener pauses:
-    /// the connections wait in the listen queue until a retry succeeds.
+    /// queue (no descriptor left, `EMFILE` or `ENFILE`, or no memory), or only descriptors of
+    /// the reserve are free, the listener pauses: the connections wait in the listen queue until
+    /// a retry succeeds.
     private func acceptAll(
         into connections: inout [UInt64: ControlConnection], nextID: inout UInt64, now: Duration,
         limits: DaemonConfiguration.Control, pause: inout AcceptPause
@@ -151,6 +152,11 @@ extension ControlServer {
         while true {
             let accepted: OwnedDescriptor
             do {
+                // A connection given a descriptor of the reserve kept free for the runtime
+                // would be closed unanswered (`DescriptorReserve`), so the lowest free number
+                // is looked at first, with a duplicate closed at once: while it is in the
+                // reserve, clients wait in the listen queue.
+                if DescriptorReserve.size > 0 { _ = try listener.duplicate() }
                 accepted = try listener.accept(nonBlocking: true)
             } catch .wouldBlock {
                 return

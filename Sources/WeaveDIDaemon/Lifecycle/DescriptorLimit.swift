@@ -21,8 +21,17 @@ enum DescriptorLimit {
         case failed(Errno, limit: ResourceLimit?)
     }
 
-    /// Raises the soft limit on open descriptors to the hard limit.
+    /// Raises the soft limit on open descriptors to the hard limit, and keeps the last few
+    /// descriptors below it free for the runtime (`DescriptorReserve`).
     static func raiseSoftLimit() -> Outcome {
+        let outcome = raise()
+        if let limit = try? ResourceLimit.openFiles() {
+            DescriptorReserve.size = DescriptorReserve.recommendedSize(forSoftLimit: limit.soft)
+        }
+        return outcome
+    }
+
+    private static func raise() -> Outcome {
         let limit: ResourceLimit
         do { limit = try ResourceLimit.openFiles() } catch { return .failed(error, limit: nil) }
         if limit.soft >= limit.hard { return .alreadyAtHardLimit(limit.soft) }
@@ -34,14 +43,20 @@ enum DescriptorLimit {
         return .raised(from: limit.soft, to: limit.hard)
     }
 
+    /// `; the last 16 are kept free for the Swift runtime`, or nothing without a reserve.
+    private static var reserveText: String {
+        let size = DescriptorReserve.size
+        return size == 0 ? "" : "; the last \(size) are kept free for the Swift runtime"
+    }
+
     /// Logs what `raiseSoftLimit` did: the raise as info (once, at start), a soft limit that
     /// already was the hard one as debug, a failure as a warning.
     static func log(_ outcome: Outcome, to log: DaemonLog) {
         switch outcome {
         case let .raised(from, to):
-            log.info("daemon", "descriptor limit (RLIMIT_NOFILE): raised the soft limit from \(from) to the hard limit, \(ResourceLimit.text(to))")
+            log.info("daemon", "descriptor limit (RLIMIT_NOFILE): raised the soft limit from \(from) to the hard limit, \(ResourceLimit.text(to))\(reserveText)")
         case let .alreadyAtHardLimit(limit):
-            log.debug("daemon", "descriptor limit (RLIMIT_NOFILE): \(ResourceLimit.text(limit)), the hard limit")
+            log.debug("daemon", "descriptor limit (RLIMIT_NOFILE): \(ResourceLimit.text(limit)), the hard limit\(reserveText)")
         case let .failed(error, limit?):
             log.warning("daemon", "cannot raise the descriptor limit (RLIMIT_NOFILE) from \(ResourceLimit.text(limit.soft)) to the hard limit, \(ResourceLimit.text(limit.hard)): \(error); it stays \(ResourceLimit.text(limit.soft))")
         case let .failed(error, nil):
@@ -51,13 +66,15 @@ enum DescriptorLimit {
 
     /// `error`'s description, and for running out of descriptors what the limit is:
     /// `Too many open files (EMFILE): the descriptor limit is 1024 (RLIMIT_NOFILE; hard limit
-    /// 524288), and every descriptor is in use`.
+    /// 524288), and every descriptor is in use` (`… in use but the last 16, kept free for the
+    /// Swift runtime` with a `DescriptorReserve`).
     static func explain(_ error: Errno) -> String {
         switch error {
         case .tooManyOpenFiles:
             guard let limit = try? ResourceLimit.openFiles() else { return "\(error): the descriptor limit is reached" }
+            let size = DescriptorReserve.size
             return "\(error): the descriptor limit is \(ResourceLimit.text(limit.soft)) (RLIMIT_NOFILE; hard limit \(ResourceLimit.text(limit.hard))), "
-                + "and every descriptor is in use"
+                + (size == 0 ? "and every descriptor is in use" : "and every descriptor is in use but the last \(size), kept free for the Swift runtime")
         case .tooManyOpenFilesInSystem:
             return "\(error): the system-wide limit on open files (fs.file-max) is reached"
         default:
