@@ -33,7 +33,17 @@ final class FakeDaemon: @unchecked Sendable {  // immutable after init; the log 
 
     /// Serves `replies`, keyed by the method's short name (`RunJob`); a method without replies
     /// gets its connection closed without an answer.
-    init(_ replies: [String: [VarlinkReply]]) throws {
+    convenience init(_ replies: [String: [VarlinkReply]]) throws {
+        try self.init(raw: replies.mapValues { $0.map { (bytes: $0.encoded() + [0], pause: $0.continues) } })
+    }
+
+    /// Serves the bytes scripted for each method as they are (a hostile or broken daemon:
+    /// NUL terminators are the script's to write), then reads on until the client closes.
+    convenience init(raw replies: [String: [[UInt8]]]) throws {
+        try self.init(raw: replies.mapValues { $0.map { (bytes: $0, pause: false) } })
+    }
+
+    private init(raw replies: [String: [(bytes: [UInt8], pause: Bool)]]) throws {
         socket = directory.path + "/control.sock"
         let listener = try UnixSocket.listen(at: UnixSocketAddress(path: socket), nonBlocking: false).release()
         self.listener = listener
@@ -55,7 +65,7 @@ final class FakeDaemon: @unchecked Sendable {  // immutable after init; the log 
     /// The calls received so far.
     var calls: [VarlinkCall] { log.all }
 
-    private static func answer(on connection: FileDescriptor, replies: [String: [VarlinkReply]], log: CallLog) {
+    private static func answer(on connection: FileDescriptor, replies: [String: [(bytes: [UInt8], pause: Bool)]], log: CallLog) {
         var buffer: [UInt8] = []
         while true {
             guard let chunk = try? connection.receive(upToCount: 65_536), !chunk.isEmpty else { return }
@@ -68,8 +78,8 @@ final class FakeDaemon: @unchecked Sendable {  // immutable after init; the log 
                 let method = String(call.method.split(separator: ".").last ?? "")
                 guard let scripted = replies[method] else { return }
                 for reply in scripted {
-                    guard (try? connection.sendAll(reply.encoded() + [0])) != nil else { return }
-                    if reply.continues { usleep(20_000) }
+                    guard (try? connection.sendAll(reply.bytes)) != nil else { return }
+                    if reply.pause { usleep(20_000) }
                 }
             }
         }

@@ -2,11 +2,17 @@ import WeaveDIPosix
 
 /// Numbers, durations and times as people read them, without Foundation.
 enum Format {
-    /// `value` with exactly `digits` decimals (rounded half away from zero).
+    /// The largest magnitude that converts to `Int` (2^62, about 4.6e18); a reply's number
+    /// beyond it (`1e300`) is shown as `-`, as one that is missing, instead of trapping.
+    private static let largestConvertible = 4.6e18
+
+    /// `value` with exactly `digits` decimals (rounded half away from zero); `-` for a value
+    /// that is not finite or too large to convert.
     static func fixed(_ value: Double, digits: Int = 1) -> String {
         guard value.isFinite else { return "-" }
         var scale = 1.0
         for _ in 0..<digits { scale *= 10 }
+        guard abs(value) * scale < largestConvertible else { return "-" }
         let scaled = Int((abs(value) * scale).rounded())
         let sign = value < 0 && scaled != 0 ? "-" : ""
         guard digits > 0 else { return sign + String(scaled) }
@@ -15,9 +21,10 @@ enum Format {
         return sign + String(scaled / divisor) + "." + String(repeating: "0", count: digits - fraction.count) + fraction
     }
 
-    /// A duration in seconds: `850 ms`, `4.2 s`, `3m 04s`, `2h 05m`, `3d 04h`.
+    /// A duration in seconds: `850 ms`, `4.2 s`, `3m 04s`, `2h 05m`, `3d 04h`; `-` for one
+    /// that is negative, not finite or too large to convert.
     static func duration(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds >= 0 else { return "-" }
+        guard seconds.isFinite, seconds >= 0, seconds < largestConvertible else { return "-" }
         if seconds < 1 { return "\(Int((seconds * 1000).rounded())) ms" }
         if seconds < 60 { return fixed(seconds) + " s" }
         let whole = Int(seconds)
