@@ -36,3 +36,25 @@ import WeaveDIControl
         #expect(Format.duration(1e300) == "-" && Format.duration(Double(Int.max)) == "-" && Format.fixed(1e300) == "-")
     }
 }
+
+extension CtlHostileReplyTests {
+    /// A reply that is not a varlink reply (not JSON, not an object, members of the wrong type)
+    /// is named as such, exit 69 as for a broken connection: it is neither the daemon refusing
+    /// a parameter nor, for an `error` that is not a string, a success.
+    @Test(arguments: [
+        (#"not json"#, "the reply is not valid JSON: line 1, column 1"),
+        (#"[1]"#, "a reply is a JSON object, got array"),
+        (#"{"error":5,"parameters":{}}"#, #""error" must be a string, got integer"#),
+        (#"{"parameters":[]}"#, #""parameters" must be an object, got array"#),
+        (#"{"parameters":{},"continues":"no"}"#, #""continues" must be a boolean, got string"#),
+    ])
+    func aReplyThatIsNotVarlink_isNamedAsSuch_exit69(reply: String, reason: String) throws {
+        let fake = try FakeDaemon(raw: ["Reload": [Array(reply.utf8) + [0]]])
+        let run = try CtlRun.run(["--socket", fake.socket, "reload"])
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.output.isEmpty, "\(run.all)")
+        #expect(run.error.hasPrefix(
+            "weavedictl: the reply of io.weavedi.Daemon.Reload from \(fake.socket) is not a valid varlink reply: \(reason)"), "\(run.error)")
+        #expect(!run.error.contains("refused"), "\(run.error)")
+    }
+}

@@ -14,12 +14,16 @@ public final class VarlinkClient {
         case unreachable(path: String, reason: String)
         /// The connection broke.
         case broken(String)
+        /// What came back is not a varlink reply (not JSON, not an object, a member of the
+        /// wrong type); `reason` says what is wrong with it.
+        case malformedReply(String)
 
         /// What happened.
         public var description: String {
             switch self {
             case let .unreachable(path, reason): "cannot connect to \(path): \(reason)"
             case let .broken(reason): "the connection broke: \(reason)"
+            case let .malformedReply(reason): "the reply is not a valid varlink reply: \(reason)"
             }
         }
     }
@@ -64,13 +68,16 @@ public final class VarlinkClient {
         }
     }
 
-    /// Reads one reply.
+    /// Reads one reply; one that cannot be decoded is a `ConnectionError.malformedReply`,
+    /// not a `VarlinkFailure`, which is an error the daemon sent.
     public func receive() throws -> VarlinkReply {
         while true {
             if let end = buffer.firstIndex(of: 0) {
                 let message = Array(buffer[..<end])
                 buffer.removeFirst(end + 1)
-                return try VarlinkReply.decode(message)
+                do { return try VarlinkReply.decode(message) } catch {
+                    throw ConnectionError.malformedReply(error.reason ?? error.description)
+                }
             }
             let chunk: [UInt8]
             do { chunk = try descriptor.receive(upToCount: 65_536) } catch {

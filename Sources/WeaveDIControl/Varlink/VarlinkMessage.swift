@@ -155,17 +155,37 @@ public struct VarlinkReply: Sendable, Equatable {
     private static let parametersKey: [UInt8] = Array(#""parameters":"#.utf8)
     private static let continuesMember: [UInt8] = Array(#","continues":true"#.utf8)
 
-    /// Decodes a reply (without its NUL).
+    /// Decodes a reply (without its NUL). Members of the wrong type are refused rather than
+    /// read as missing: an `error` that is not a string would otherwise make a failure a
+    /// success. Members the reply format does not have are ignored, as varlink asks.
     public static func decode(_ bytes: [UInt8]) throws(VarlinkFailure) -> VarlinkReply {
         let value: JSONValue
         do { value = try JSONValue.parse(bytes) } catch {
             throw VarlinkFailure.invalidMessage("the reply is not valid JSON: \(error)")
         }
-        guard value.objectMembers != nil else { throw VarlinkFailure.invalidMessage("a reply is a JSON object") }
-        return VarlinkReply(
-            parameters: value[member: "parameters"]?.objectMembers ?? [],
-            continues: value[member: "continues"]?.boolValue ?? false,
-            error: value[member: "error"]?.stringValue)
+        guard value.objectMembers != nil else {
+            throw VarlinkFailure.invalidMessage("a reply is a JSON object, got \(value.typeName)")
+        }
+        var reply = VarlinkReply()
+        if let member = value[member: "parameters"], !member.isNull {
+            guard let parameters = member.objectMembers else {
+                throw VarlinkFailure.invalidMessage("\"parameters\" must be an object, got \(member.typeName)")
+            }
+            reply.parameters = parameters
+        }
+        if let member = value[member: "continues"], !member.isNull {
+            guard let continues = member.boolValue else {
+                throw VarlinkFailure.invalidMessage("\"continues\" must be a boolean, got \(member.typeName)")
+            }
+            reply.continues = continues
+        }
+        if let member = value[member: "error"], !member.isNull {
+            guard let error = member.stringValue else {
+                throw VarlinkFailure.invalidMessage("\"error\" must be a string, got \(member.typeName)")
+            }
+            reply.error = error
+        }
+        return reply
     }
 
     public static func == (lhs: VarlinkReply, rhs: VarlinkReply) -> Bool {

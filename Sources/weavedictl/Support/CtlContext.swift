@@ -62,6 +62,8 @@ struct CtlContext {
             return try client.call(call, onReply: onReply)
         } catch let failure as VarlinkFailure {
             throw CtlContext.translate(failure, method: call.method)
+        } catch let VarlinkClient.ConnectionError.malformedReply(reason) {
+            throw .malformedReply(SocketLocation(path: client.path, origin: .option), method: call.method, reason: reason)
         } catch {
             throw .broken(SocketLocation(path: client.path, origin: .option), reason: CtlContext.reason(error))
         }

@@ -41,6 +41,8 @@ enum CtlError: Error {
     case socketNotPermitted(SocketLocation, reason: String)
     /// The connection broke during a call.
     case broken(SocketLocation, reason: String)
+    /// The reply to `method` is not a varlink reply (`reason` says why).
+    case malformedReply(SocketLocation, method: String, reason: String)
     /// `io.weavedi.Daemon.PermissionDenied`: the method needs administrator rights.
     case permissionDenied(method: String, uid: Int?)
     /// Any other varlink error reply.
@@ -55,7 +57,7 @@ enum CtlError: Error {
         switch self {
         case .usage: ExitStatus.usage
         case let .socketPathTooLong(socket): socket.origin == .discovered ? ExitStatus.unavailable : ExitStatus.usage
-        case .unreachable, .notASocket, .broken: ExitStatus.unavailable
+        case .unreachable, .notASocket, .broken, .malformedReply: ExitStatus.unavailable
         case .socketNotPermitted, .permissionDenied: ExitStatus.noPermission
         case .failure, .offline: ExitStatus.failure
         case .configuration: ExitStatus.configuration
@@ -99,6 +101,10 @@ enum CtlError: Error {
         case let .broken(socket, reason):
             return "weavedictl: the connection to \(socket.shownPath) broke: \(reason.escapingControlCharacters)\n"
                 + "Is weavedid still running?"
+        case let .malformedReply(socket, method, reason):
+            return "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid varlink reply: "
+                + "\(reason.escapingControlCharacters)\n"
+                + "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration)."
         case let .permissionDenied(method, uid):
             let who = uid.map { " (you are uid \($0))" } ?? ""
             return "weavedictl: permission denied: \(method.escapingControlCharacters) changes the daemon and needs administrator rights\(who).\n"
