@@ -58,3 +58,15 @@ extension CtlHostileReplyTests {
         #expect(!run.error.contains("refused"), "\(run.error)")
     }
 }
+
+extension CtlHostileReplyTests {
+    /// A reply that says more follow (`continues`) to a call that did not ask for more
+    /// (varlink allows it only with `more`) ends the call at once instead of waiting for
+    /// replies that may never come.
+    @Test func aContinuingReplyToACallWithoutMore_exits69_insteadOfWaiting() throws {
+        let fake = try FakeDaemon(raw: ["Reload": [Array(#"{"parameters":{},"continues":true}"#.utf8) + [0]]])
+        let run = try CtlRun.run(["--socket", fake.socket, "reload"], timeout: .seconds(10))
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error.contains(#"is not a valid varlink reply: "continues" in a reply to a call without "more""#), "\(run.error)")
+    }
+}

@@ -43,13 +43,18 @@ public final class VarlinkClient {
     deinit { try? descriptor.close() }
 
     /// Sends `call` and returns its reply (the last one, for `more`; `onReply` sees each).
-    /// A varlink error reply is thrown as `VarlinkFailure`.
+    /// A varlink error reply is thrown as `VarlinkFailure`; a reply that says more follow
+    /// (`continues`) to a call without `more`, which varlink does not allow, as
+    /// `ConnectionError.malformedReply` (waiting for the rest could wait for ever).
     @discardableResult
     public func call(_ call: VarlinkCall, onReply: (VarlinkReply) -> Void = { _ in }) throws -> VarlinkReply? {
         try send(call)
         if call.oneway { return nil }
         while true {
             let reply = try receive()
+            if reply.continues, !call.more {
+                throw ConnectionError.malformedReply("\"continues\" in a reply to a call without \"more\"")
+            }
             if let error = reply.error { throw VarlinkFailure(error, reply.parameters) }
             onReply(reply)
             if !reply.continues { return reply }
