@@ -70,3 +70,16 @@ extension CtlHostileReplyTests {
         #expect(run.error.contains(#"is not a valid varlink reply: "continues" in a reply to a call without "more""#), "\(run.error)")
     }
 }
+
+extension CtlHostileReplyTests {
+    /// A reply is at most 16 MiB, the most its JSON may have (`JSONLimits.maxBytes`): bytes
+    /// beyond that without the NUL that ends a reply are refused as they come, instead of
+    /// being kept, and waited for, without end.
+    @Test func aReplyLongerThanAnyJSONDocument_exits69_withoutWaitingForItsEnd() throws {
+        let limit = JSONLimits().maxBytes
+        let fake = try FakeDaemon(raw: ["Ping": [[UInt8](repeating: UInt8(ascii: " "), count: limit + 65_536)]])
+        let run = try CtlRun.run(["--socket", fake.socket, "ping"], timeout: .seconds(20))
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error.contains("is not a valid varlink reply: more than \(limit) bytes without the NUL that ends a reply"), "\(run.error)")
+    }
+}

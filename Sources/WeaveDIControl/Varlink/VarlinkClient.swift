@@ -5,6 +5,11 @@ import WeaveDIPosix
 public final class VarlinkClient {
     private let descriptor: FileDescriptor
     private var buffer: [UInt8] = []
+    /// How much of `buffer` is known to hold no NUL: each byte is searched once.
+    private var searched = 0
+    /// The longest reply read, without its NUL: the most a JSON document may have
+    /// (`JSONLimits.maxBytes`, 16 MiB), as a longer one could not be decoded anyway.
+    public static let maximumReplyBytes = JSONLimits().maxBytes
     /// The socket path connected to.
     public let path: String
 
@@ -74,15 +79,21 @@ public final class VarlinkClient {
     }
 
     /// Reads one reply; one that cannot be decoded is a `ConnectionError.malformedReply`,
-    /// not a `VarlinkFailure`, which is an error the daemon sent.
+    /// not a `VarlinkFailure`, which is an error the daemon sent. So is one longer than
+    /// `maximumReplyBytes`, refused as soon as that many bytes came without a NUL.
     public func receive() throws -> VarlinkReply {
         while true {
-            if let end = buffer.firstIndex(of: 0) {
+            if let end = buffer[searched...].firstIndex(of: 0) {
                 let message = Array(buffer[..<end])
                 buffer.removeFirst(end + 1)
+                searched = 0
                 do { return try VarlinkReply.decode(message) } catch {
                     throw ConnectionError.malformedReply(error.reason ?? error.description)
                 }
+            }
+            searched = buffer.count
+            guard buffer.count <= Self.maximumReplyBytes else {
+                throw ConnectionError.malformedReply("more than \(Self.maximumReplyBytes) bytes without the NUL that ends a reply")
             }
             let chunk: [UInt8]
             do { chunk = try descriptor.receive(upToCount: 65_536) } catch {
