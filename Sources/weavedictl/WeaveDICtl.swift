@@ -33,13 +33,23 @@ enum WeaveDICtl {
               --version       print weavedictl's version and exit
 
             Exit status: 0 ok; 1 not healthy, issues or cycles found, a fix or job that failed, or
-            an error from the daemon; 64 usage error; 69 daemon unreachable; 77 permission denied;
-            78 invalid configuration (offline diagnostics).
+            an error from the daemon; 64 usage error; 69 daemon unreachable; 74 output not written;
+            77 permission denied; 78 invalid configuration (offline diagnostics).
             """
     }
 
-    /// Runs the command line `arguments` (without the program name); returns the exit status.
+    /// Runs the command line `arguments` (without the program name); returns the exit status:
+    /// 74 when standard output could not be written, whatever the command found.
     static func main(
+        arguments: [String], environment: [String: String], workingDirectory: String, isTerminal: Bool
+    ) async -> Int32 {
+        let status = await run(arguments: arguments, environment: environment, workingDirectory: workingDirectory, isTerminal: isTerminal)
+        guard let failure = Terminal.outputFailure else { return status }
+        Terminal.error("weavedictl: cannot write to standard output: \(failure)")
+        return ExitStatus.output
+    }
+
+    private static func run(
         arguments: [String], environment: [String: String], workingDirectory: String, isTerminal: Bool
     ) async -> Int32 {
         var reader = ArgumentReader(arguments)

@@ -23,7 +23,17 @@ import WeaveDIPosix
         for name in ctlSubcommands {
             #expect(run.output.contains("\n  \(name) "), "missing \(name)")
         }
-        #expect(run.output.contains("69 daemon unreachable; 77 permission denied"))
+        #expect(run.output.contains("69 daemon unreachable; 74 output not written;\n77 permission denied"))
+    }
+
+    /// Output that cannot be written (a full disk, here `/dev/full`) is not lost in silence:
+    /// weavedictl says so on standard error and exits 74 (EX_IOERR), whatever it found.
+    @Test(.enabled(if: fileExists("/dev/full"), "needs /dev/full"), arguments: [["version"], ["--help"], ["ping", "--help"]])
+    func outputThatCannotBeWritten_exits74SayingWhy(arguments: [String]) throws {
+        let command = ([CtlRun.binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let run = try CtlRun.execute(["/bin/sh", "-c", "exec \(command) > /dev/full"])
+        #expect(run.code == 74, "\(run.all)")
+        #expect(run.error == "weavedictl: cannot write to standard output: No space left on device (ENOSPC)\n", "\(run.all)")
     }
 
     @Test func unknownSubcommand_exits64NamingIt() throws {

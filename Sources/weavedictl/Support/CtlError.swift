@@ -15,6 +15,8 @@ enum ExitStatus {
     static let unavailable: Int32 = 69
     /// Not allowed (EX_NOPERM).
     static let noPermission: Int32 = 77
+    /// Standard output could not be written (EX_IOERR).
+    static let output: Int32 = 74
     /// A bad configuration file, for the offline diagnostics (EX_CONFIG).
     static let configuration: Int32 = 78
 }

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import WeaveDIPosix
 
 /// Standard output and standard error, written with `write(2)` so that nothing waits in a
@@ -65,7 +66,19 @@ struct Terminal {
         write(text + "\n", to: .standardError)
     }
 
+    /// The first error writing to standard output, if any: `WeaveDICtl.main` reports it and
+    /// exits 74, so that output lost to a full disk or a closed pipe is not lost in silence.
+    static var outputFailure: Errno? { firstOutputFailure.withLock { $0 } }
+
+    private static let firstOutputFailure = Mutex<Errno?>(nil)
+
     private static func write(_ text: String, to descriptor: FileDescriptor) {
-        try? descriptor.writeAll(Array(text.utf8))
+        do {
+            try descriptor.writeAll(Array(text.utf8))
+        } catch {
+            // Nothing more can be said when standard error fails too.
+            guard descriptor == .standardOutput else { return }
+            firstOutputFailure.withLock { first in first = first ?? error }
+        }
     }
 }
