@@ -28,6 +28,14 @@ import WeaveDIPosix
         #expect(errorText(#"{"sync": {"metricsFile": "m.prom"}}"#) == #"sync.metricsFile: expected an absolute path, got "m.prom""#)
     }
 
+    /// A path that ends in `/` names a directory, whatever its last name: `/var/lib/m.prom/`
+    /// could never be written as a file.
+    @Test func metricsFile_endingInASlash_isRejected() {
+        #expect(errorText(#"{"sync": {"metricsFile": "/var/lib/m.prom/"}}"#)
+            == #"sync.metricsFile: expected a file name ending in ".prom" (the only files node_exporter's textfile collector reads), got "/var/lib/m.prom/" (a path ending in '/' names a directory)"#)
+        #expect(errorText(#"{"sync": {"metricsFile": "/var/lib/m.prom//"}}"#)?.hasSuffix("(a path ending in '/' names a directory)") == true)
+    }
+
     @Test func socketPathTooLong_isRejected() throws {
         let long = "/run/" + String(repeating: "s", count: 98) + ".sock"
         #expect(long.utf8.count == 108)

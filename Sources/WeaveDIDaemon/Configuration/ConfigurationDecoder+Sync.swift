@@ -35,12 +35,14 @@ extension ConfigurationDecoder {
         }
     }
 
+    /// An absolute path whose last name ends in `.prom`, without a trailing `/` (which names
+    /// a directory: `/var/lib/m.prom/` could never be written as a file).
     private func metricsFile(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
         let file = try fields.absolutePath(value, at: path)
         let name = file.split(separator: "/").last ?? ""
-        guard name.hasSuffix(".prom"), name.utf8.count > 5 else {
-            throw fields.fail(path, "expected a file name ending in \".prom\" (the only files node_exporter's textfile collector reads), got \(FieldReader.describe(value))")
-        }
+        let expected = "expected a file name ending in \".prom\" (the only files node_exporter's textfile collector reads), got \(FieldReader.describe(value))"
+        guard name.hasSuffix(".prom"), name.utf8.count > 5 else { throw fields.fail(path, expected) }
+        guard !file.hasSuffix("/") else { throw fields.fail(path, expected + " (a path ending in '/' names a directory)") }
         return file
     }
 
