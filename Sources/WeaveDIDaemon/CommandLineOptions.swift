@@ -1,3 +1,6 @@
+import WeaveDIControl
+import WeaveDIPosix
+
 /// `weavedid [--config PATH] [--check-config] [--version] [--help]`.
 public struct CommandLineOptions: Sendable, Equatable {
     /// `--config PATH`.
@@ -67,5 +70,21 @@ public struct CommandLineOptions: Sendable, Equatable {
             index += 1
         }
         return .success(options)
+    }
+}
+
+extension CommandLineOptions {
+    /// The usage error for an argument of this process that is not valid UTF-8, or nil: such
+    /// an argument cannot be held as text without turning into another path (`c\xFF.json`
+    /// into `c\u{FFFD}.json`), which would then be read, checked or connected to instead.
+    /// `program` leads the message (`weavedid`, `weavedictl`).
+    public static func argumentNotUTF8(program: String) -> String? {
+        guard let (index, repaired) = CurrentProcess.firstArgumentNotUTF8() else { return nil }
+        var shown = ""
+        for scalar in repaired.escapingControlCharacters.unicodeScalars {
+            if scalar == "\u{FFFD}" { shown += "\\u{FFFD}" } else { shown.unicodeScalars.append(scalar) }
+        }
+        return "\(program): argument \(index) (\"\(shown)\" as text) is not valid UTF-8, and text would turn it into "
+            + "another path; give the path through a symbolic link, or a directory, whose name is UTF-8"
     }
 }

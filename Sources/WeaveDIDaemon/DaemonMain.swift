@@ -130,7 +130,8 @@ public enum DaemonMain {
         return (try? LogFilter.parse(text).get()) ?? .standard
     }
 
-    static func printError(_ text: String) {
+    /// Writes `text` and a newline to standard error.
+    public static func printError(_ text: String) {
         var line = text + "\n"
         line.withUTF8 { _ = try? FileDescriptor.standardError.writeAll(UnsafeRawBufferPointer($0)) }
     }

@@ -54,6 +54,17 @@ public enum CurrentProcess {
         return result
     }
 
+    /// The first command-line argument (`argv`, the program at 0) that is not valid UTF-8,
+    /// with the text `CommandLine.arguments` makes of it: its bad bytes replaced by U+FFFD,
+    /// which turns a path into another path. Nil when every argument is valid UTF-8.
+    public static func firstArgumentNotUTF8() -> (index: Int, repaired: String)? {
+        for index in 0..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[index] else { continue }
+            if String(validatingCString: argument) == nil { return (index, String(cString: argument)) }
+        }
+        return nil
+    }
+
     /// One environment variable (`getenv(3)`), or `nil` when unset.
     public static func environmentValue(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }

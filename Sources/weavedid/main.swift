@@ -8,4 +8,8 @@ import WeaveDIDaemon
 // prepareProcess() does it again for builds where constructors do not run first.
 precondition(weavedi_signals_blocked_early(), "weavedid: signals were not blocked before main")
 DaemonMain.prepareProcess()
+if let problem = CommandLineOptions.argumentNotUTF8(program: "weavedid") {
+    DaemonMain.printError(problem + "\n\n" + CommandLineOptions.usage)
+    exit(DaemonMain.exitUsage)
+}
 exit(DaemonMain.run(arguments: CommandLine.arguments))

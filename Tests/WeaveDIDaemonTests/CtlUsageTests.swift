@@ -36,6 +36,21 @@ import WeaveDIPosix
         #expect(run.error == "weavedictl: cannot write to standard output: No space left on device (ENOSPC)\n", "\(run.all)")
     }
 
+    /// An argument that is not valid UTF-8 (a path such as `c\xFF.json`) cannot be held as text
+    /// without turning into another path: it is a usage error, not a read of another file or
+    /// a connection to another socket.
+    @Test func anArgumentThatIsNotUTF8_exits64_insteadOfNamingAnotherPath() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        _ = directory.write("c\u{FFFD}.json", "{}")  // what the argument would be repaired into
+        let run = try CtlRun.execute(
+            ["/bin/sh", "-c", #"exec "$0" check-cycles --offline --config "$(printf 'c\377.json')""#, CtlRun.binary], in: directory)
+        #expect(run.code == 64, "\(run.all)")
+        #expect(run.error.hasPrefix(
+            #"weavedictl: argument 4 ("c\u{FFFD}.json" as text) is not valid UTF-8, and text would turn it into another path"#),
+            "\(run.error)")
+        #expect(run.output.isEmpty, "\(run.all)")
+    }
+
     @Test func unknownSubcommand_exits64NamingIt() throws {
         let run = try CtlRun.run(["frobnicate"])
         #expect(run.code == 64)

@@ -25,6 +25,22 @@ import WeaveDIPosix
         #expect(result.standardErrorText.contains("usage: weavedid"))
     }
 
+    /// A `--config` path that is not valid UTF-8 cannot be held as text without turning into
+    /// another path (`c\xFF.json` into `c\u{FFFD}.json`): it is refused, exit 64, instead of
+    /// checking or loading whatever file the other path names.
+    @Test func anArgumentThatIsNotUTF8_exits64_insteadOfNamingAnotherFile() throws {
+        let directory = TemporaryDirectory("weavedid-utf8")
+        _ = directory.write("c\u{FFFD}.json", "{}")  // what the argument would be repaired into
+        let result = try Subprocess.run(
+            "/bin/sh", arguments: ["-c", #"cd "$1" && exec "$0" --check-config --config "$(printf 'c\377.json')""#, DaemonProcess.binary, directory.path],
+            environment: ["PATH": "/usr/bin:/bin"])
+        #expect(result.status == .exited(64), "\(result.standardOutputText)\(result.standardErrorText)")
+        #expect(result.standardErrorText.hasPrefix(
+            #"weavedid: argument 3 ("c\u{FFFD}.json" as text) is not valid UTF-8, and text would turn it into another path"#),
+            "\(result.standardErrorText)")
+        #expect(!result.standardOutputText.contains("configuration OK"))
+    }
+
     @Test func parsing() throws {
         #expect(try CommandLineOptions.parse(["--config", "/x.json", "--check-config"]).get()
             == CommandLineOptions(configPath: "/x.json", checkConfig: true))
