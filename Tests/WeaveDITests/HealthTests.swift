@@ -193,20 +193,29 @@ final class Gate: Sendable {
         policy.maxAttemptsPerWindow = 100
         let registry = registry(policy)
         let fix = ScriptedFix()
-        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { try fix.run() }))
+        let healthy = Atomic(false)
+        registry.register(HealthCheck(name: "x", run: { healthy.load(ordering: .relaxed) ? .healthy() : .unhealthy("down") }, fix: {
+            let message = try fix.run()
+            healthy.store(true, ordering: .relaxed)
+            return message
+        }))
+        let wall = clock.wallTime  // at t=0; the report gives the breaker's time on this clock
         await registry.runChecks()  // t=0: fails (1)
         clock.advance(by: .seconds(1))
         await registry.runChecks()  // t=1: fails (2): open until 61
         #expect(fix.runs == 2)
-        #expect(registry.report().checks[0].breaker == .open(untilSeconds: 61))
+        #expect(registry.report().checks[0].breaker == .open(untilSeconds: wall + 61))
         clock.advance(by: .seconds(29))
         await registry.runChecks()  // t=30: refused
         #expect(fix.runs == 2)
         #expect(registry.report().checks[0].fixHeldBack?.contains("circuit breaker open") == true)
+        #expect(registry.report().checks[0].breaker == .open(untilSeconds: wall + 61))
         clock.advance(by: .seconds(31))
+        // t=61: the cool-down is over: the next fix is a trial, whether or not one ran yet.
+        #expect(registry.report().checks[0].breaker == .halfOpen)
         await registry.runChecks()  // t=61: half-open trial, fails: open until 121
         #expect(fix.runs == 3)
-        #expect(registry.report().checks[0].breaker == .open(untilSeconds: 121))
+        #expect(registry.report().checks[0].breaker == .open(untilSeconds: wall + 121))
         clock.advance(by: .seconds(59))
         await registry.runChecks()  // t=120: refused
         #expect(fix.runs == 3)
@@ -215,6 +224,55 @@ final class Gate: Sendable {
         await registry.runChecks()  // t=121: trial succeeds: closed
         #expect(fix.runs == 4)
         #expect(registry.report().checks[0].breaker == .closed)
+    }
+
+    @Test func aFixThatReturns_butLeavesTheCheckFailing_countsAsFailed() async {
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .seconds(10)
+        policy.breakerThreshold = 3
+        policy.breakerCooldown = .seconds(300)
+        policy.maxAttemptsPerWindow = 100
+        let registry = registry(policy)
+        let fix = ScriptedFix()
+        fix.succeed(true)  // it returns "fixed" every time, and the check stays down
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { try fix.run() }))
+        await registry.runChecks()  // t=0: the first fix; backing off 10 s
+        #expect(fix.runs == 1)
+        let record = registry.fixHistory().last
+        #expect(record?.outcome == .succeeded)
+        #expect(record?.message == "fixed; the check still fails after it: down")
+        clock.advance(by: .seconds(5))
+        await registry.runChecks()  // t=5: within the backoff: not run every round
+        #expect(fix.runs == 1)
+        #expect(registry.report().checks[0].fixHeldBack == "backing off for 5 s more after 1 failed fix(es)")
+        clock.advance(by: .seconds(5))
+        await registry.runChecks()  // t=10: the second; backing off 20 s
+        clock.advance(by: .seconds(20))
+        await registry.runChecks()  // t=30: the third: the breaker opens
+        #expect(fix.runs == 3)
+        #expect(registry.report().checks[0].breaker == .open(untilSeconds: clock.wallTime + 300))
+        // By hand it still runs (past the breaker), and says what it found.
+        let manual = await registry.fix("x")
+        #expect(manual.message == "fixed; the check still fails after it: down")
+    }
+
+    @Test func aCheckHealthyAgainByItself_forgetsTheFailedFixes() async {
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .seconds(100)
+        policy.breakerThreshold = 1
+        policy.breakerCooldown = .seconds(300)
+        let registry = registry(policy)
+        let fix = ScriptedFix()
+        let script = Script([.unhealthy, .healthy, .unhealthy])
+        registry.register(HealthCheck(name: "x", run: { script.next() }, fix: { try fix.run() }))
+        await registry.runChecks()  // the fix fails: the breaker opens for 300 s
+        #expect(fix.runs == 1)
+        #expect(registry.report().checks[0].breaker != .closed)
+        clock.advance(by: .seconds(10))
+        #expect(await registry.runChecks().checks[0].breaker == .closed)  // healthy again
+        clock.advance(by: .seconds(10))
+        await registry.runChecks()  // down again: a new problem, fixed at once
+        #expect(fix.runs == 2)
     }
 
     @Test func whyAutoFixHeldBack_isClearedOnceTheCheckIsHealthyAgain() async {

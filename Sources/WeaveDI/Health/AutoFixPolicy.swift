@@ -26,7 +26,8 @@ public struct AutoFixPolicy: Sendable, Equatable {
 public enum BreakerState: Sendable, Equatable, Codable {
     /// Fixes may run.
     case closed
-    /// Fixes are refused until the cool-down ends (monotonic time, in seconds).
+    /// Automatic fixes are refused until the cool-down ends (in a report: wall-clock time,
+    /// seconds since the epoch).
     case open(untilSeconds: Double)
     /// One trial fix may run; its outcome closes or re-opens the breaker.
     case halfOpen
@@ -75,12 +76,12 @@ struct FixGovernor: Sendable {
         return nil
     }
 
-    /// Records an attempt's outcome; `jitter` maps the full backoff to the one used.
+    /// Records an attempt's outcome; `jitter` maps the full backoff to the one used. A fix that
+    /// returned but left its check failing is recorded as failed: counted as a success, it
+    /// would reset the backoff and the breaker, and auto-fix would run it every round.
     mutating func record(success: Bool, at now: Duration, policy: AutoFixPolicy, jitter: (Duration) -> Duration) {
         if success {
-            consecutiveFailures = 0
-            nextAllowed = nil
-            breaker = .closed
+            healed()
             return
         }
         consecutiveFailures += 1
@@ -91,6 +92,23 @@ struct FixGovernor: Sendable {
             openUntil = now + policy.breakerCooldown
             breaker = .open(untilSeconds: seconds(openUntil))
         }
+    }
+
+    /// Forgets the failed fixes (not the attempts the window counts): a fix worked, or the
+    /// check is healthy again by itself.
+    mutating func healed() {
+        consecutiveFailures = 0
+        nextAllowed = nil
+        breaker = .closed
+    }
+
+    /// The breaker as it stands at `now`: an open one past its cool-down lets the next fix
+    /// through, so it reads as half-open even before a fix is tried. An open one's time is
+    /// given in wall-clock seconds (`wallNow` is the wall-clock time at `now`), like the
+    /// report's other times.
+    func breaker(at now: Duration, wallNow: Double) -> BreakerState {
+        guard case .open = breaker else { return breaker }
+        return now >= openUntil ? .halfOpen : .open(untilSeconds: wallNow + seconds(openUntil - now))
     }
 }
 

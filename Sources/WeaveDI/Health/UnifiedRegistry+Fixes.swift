@@ -1,7 +1,8 @@
 extension UnifiedRegistry {
     /// Runs the fix of the check named `name` now, by hand: past its backoff and circuit
     /// breaker, but within the attempt limit and the attempt timeout. Re-runs the check after a
-    /// fix that worked. Refused while a fix of the check runs, or one that timed out has not
+    /// fix that returned (a fix that leaves it failing counts as failed for the backoff and
+    /// the breaker). Refused while a fix of the check runs, or one that timed out has not
     /// returned yet.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
@@ -74,9 +75,7 @@ extension UnifiedRegistry {
             remember(record)
             return record
         case let .run(check, policy, id):
-            let record = await run(check, policy: policy, trigger: trigger, id: id, startedAt: now, wall: wall)
-            if record.outcome == .succeeded { await runOne(check) }
-            return record
+            return await run(check, policy: policy, trigger: trigger, id: id, startedAt: now, wall: wall)
         }
     }
 
@@ -96,10 +95,24 @@ extension UnifiedRegistry {
             return outcome
         }
         let end = clock.now
+        // A fix that returned is judged by the check, run again at once (while no other fix of
+        // it may start): one that leaves it failing counts as failed for the backoff and the
+        // breaker, and says so.
+        var stillFailing: String?
+        if case .done? = outcome {
+            await runOne(check)
+            stillFailing = state.withLock { state in
+                guard let result = state.checks[check.name]?.result, result.status != .healthy else { return nil }
+                return result.message
+            }
+        }
         let record: FixRecord
         switch outcome {
         case let .done(message)?:
-            record = FixRecord(time: wall, check: check.name, trigger: trigger, outcome: .succeeded, message: message, error: nil, duration: seconds(end - startedAt))
+            let note = stillFailing.map { "; the check still fails after it: \($0)" } ?? ""
+            record = FixRecord(
+                time: wall, check: check.name, trigger: trigger, outcome: .succeeded, message: message + note, error: nil,
+                duration: seconds(end - startedAt))
         case let .failed(error)?:
             record = FixRecord(time: wall, check: check.name, trigger: trigger, outcome: .failed, message: "fix failed", error: error, duration: seconds(end - startedAt))
         case nil:
@@ -116,7 +129,7 @@ extension UnifiedRegistry {
                 }
                 entry.fixesTried += 1
                 entry.lastFix = record
-                entry.governor.record(success: record.outcome == .succeeded, at: end, policy: policy, jitter: jitter)
+                entry.governor.record(success: record.outcome == .succeeded && stillFailing == nil, at: end, policy: policy, jitter: jitter)
                 state.checks[check.name] = entry
             }
             return state.healthLogging

@@ -175,10 +175,11 @@ public final class UnifiedRegistry: Sendable {
     /// The last known state of the selected checks, without running them.
     public func report(tags: Set<String>? = nil) -> HealthReport {
         let wall = clock.wallTime
+        let now = clock.now
         let checks = state.withLock { state in
             state.order.compactMap { state.checks[$0] }
                 .filter { tags == nil || !$0.check.tags.isDisjoint(with: tags!) }
-                .map(Self.report(of:))
+                .map { Self.report(of: $0, at: now, wallNow: wall) }
         }
         return HealthReport(checks: checks, takenAt: wall)
     }
@@ -240,14 +241,14 @@ public final class UnifiedRegistry: Sendable {
         }
     }
 
-    static func report(of entry: CheckState) -> CheckReport {
+    static func report(of entry: CheckState, at now: Duration, wallNow: Double) -> CheckReport {
         CheckReport(
             name: entry.check.name, tags: entry.check.tags.sorted(), status: entry.status,
             message: entry.result?.message ?? "not run yet", data: entry.result?.data ?? [:],
             duration: seconds(entry.duration), lastRun: entry.lastRun, lastSuccess: entry.lastSuccess,
             lastFailure: entry.lastFailure, consecutiveFailures: entry.consecutiveFailures,
             fixable: entry.check.fix != nil, fixesTried: entry.fixesTried, lastFix: entry.lastFix,
-            fixHeldBack: entry.heldBack, breaker: entry.governor.breaker)
+            fixHeldBack: entry.heldBack, breaker: entry.governor.breaker(at: now, wallNow: wallNow))
     }
 
     // MARK: The loop
@@ -308,7 +309,11 @@ extension UnifiedRegistry.CheckState {
             }
         }
         // Why auto-fix held back is moot once no fix is due: it would linger, stale, otherwise.
-        if status == .healthy { heldBack = nil }
+        // So are the failed fixes: the problem is gone, and one that comes back starts afresh.
+        if status == .healthy {
+            heldBack = nil
+            governor.healed()
+        }
     }
 }
 
