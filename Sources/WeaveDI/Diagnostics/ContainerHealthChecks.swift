@@ -11,7 +11,7 @@ extension UnifiedRegistry {
     public func registerContainerChecks(
         for container: WeaveDI.Container, sessionIdleLimit: Duration = .seconds(300)
     ) {
-        register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(10)) { [weak self] in
+        register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(5)) { [weak self] in
             // Quiet every round unless health logging is on (`WEAVEDI_REGISTRY_HEALTH_LOGGING`).
             let report = await container.validate(logged: self?.healthLoggingEnabled ?? false)
             let data = [
