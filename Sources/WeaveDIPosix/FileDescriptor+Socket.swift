@@ -43,6 +43,29 @@ extension FileDescriptor {
         }
     }
 
+    /// Bounds how long a blocking receive waits for data (`SO_RCVTIMEO`): after `timeout` it
+    /// fails with `Errno.wouldBlock`. Nil (or zero) waits for ever.
+    public func setReceiveTimeout(_ timeout: Duration?) throws(Errno) {
+        try setTimeout(SO_RCVTIMEO, timeout)
+    }
+
+    /// Bounds how long a blocking send, or a `connect` to a Unix socket whose listen queue is
+    /// full, waits (`SO_SNDTIMEO`): after `timeout` it fails with `Errno.wouldBlock`. Nil (or
+    /// zero) waits for ever.
+    public func setSendTimeout(_ timeout: Duration?) throws(Errno) {
+        try setTimeout(SO_SNDTIMEO, timeout)
+    }
+
+    private func setTimeout(_ option: Int32, _ timeout: Duration?) throws(Errno) {
+        let wait = Swift.max(.zero, timeout ?? .zero)
+        let (seconds, attoseconds) = wait.components
+        var microseconds = attoseconds / 1_000_000_000_000
+        // A positive wait shorter than a microsecond is one: zero would mean no timeout at all.
+        if seconds == 0, microseconds == 0, wait > .zero { microseconds = 1 }
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(microseconds))
+        try nothingOrErrno { setsockopt(rawValue, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size)) }
+    }
+
     /// Sends some of `buffer` on a connected socket (`send(2)` with `MSG_NOSIGNAL`).
     public func send(_ buffer: UnsafeRawBufferPointer, flags: Int32 = 0) throws(Errno) -> Int {
         try valueOrErrno { Glibc.send(rawValue, buffer.baseAddress, buffer.count, flags | Int32(MSG_NOSIGNAL)) }

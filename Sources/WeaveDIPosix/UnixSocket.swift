@@ -61,13 +61,17 @@ public enum UnixSocket {
         return socket
     }
 
-    /// Creates a socket of `type` connected to `address` (blocking connect).
+    /// Creates a socket of `type` connected to `address` (blocking connect). With `timeout`,
+    /// the connect waits at most that long for a place in a full listen queue (then
+    /// `Errno.wouldBlock`), and so do sends on the socket (`SO_SNDTIMEO`).
     public static func connect(
         to address: UnixSocketAddress,
         type: SocketType = .stream,
-        nonBlocking: Bool = false
+        nonBlocking: Bool = false,
+        timeout: Duration? = nil
     ) throws(Errno) -> OwnedDescriptor {
         let socket = try make(type)
+        if let timeout { try socket.descriptor.setSendTimeout(timeout) }
         try socket.descriptor.connect(to: address)
         if nonBlocking { try socket.descriptor.setNonBlocking(true) }
         return socket

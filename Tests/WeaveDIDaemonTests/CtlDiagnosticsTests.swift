@@ -66,6 +66,6 @@ import WeaveDIControl
         let run = try CtlRun.run(["diagnose-components", "--config", "/etc/weavedi/weavedid.json"])
         #expect(run.code == 64)
         #expect(run.error.contains("--config only applies with --offline"))
-        #expect(run.error.contains("usage: weavedictl [--socket PATH] [--json] [--no-color] diagnose-components"))
+        #expect(run.error.contains("usage: weavedictl [--socket PATH] [--timeout SECONDS] [--json] [--no-color] diagnose-components"))
     }
 }

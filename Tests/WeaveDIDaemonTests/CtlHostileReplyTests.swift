@@ -1,6 +1,7 @@
 import Testing
 import WeaveDI
 import WeaveDIControl
+import WeaveDIPosix
 @testable import weavedictl
 
 /// Replies no weavedid sends, from a `FakeDaemon` standing in for a broken or hostile one:
@@ -81,5 +82,56 @@ extension CtlHostileReplyTests {
         let run = try CtlRun.run(["--socket", fake.socket, "ping"], timeout: .seconds(20))
         #expect(run.code == 69, "\(run.all)")
         #expect(run.error.contains("is not a valid varlink reply: more than \(limit) bytes without the NUL that ends a reply"), "\(run.error)")
+    }
+}
+
+extension CtlHostileReplyTests {
+    /// A daemon that takes the call and never answers (stuck, or a socket whose service never
+    /// starts) costs `--timeout`, not for ever: exit 69, naming the call and the wait.
+    @Test func aDaemonThatNeverAnswers_endsTheCallAtTheTimeout_exit69() throws {
+        let fake = try FakeDaemon(raw: ["Ping": [], "RunJob": [VarlinkReply.progress(files: 1, of: 9, bytes: 1, of: 9).encoded() + [0]]])
+        let run = try CtlRun.run(["--socket", fake.socket, "--timeout", "0.5", "ping"])
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error == "weavedictl: no reply to io.weavedi.Daemon.Ping from \(fake.socket) within 0.5 s\n"
+            + "The daemon may be stuck, or busy with a call that takes longer: --timeout SECONDS waits longer (0: for ever).\n", "\(run.error)")
+        // `version` says so and still exits 0.
+        let version = try CtlRun.run(["version", "--timeout=0.5", "--socket", fake.socket])
+        #expect(version.code == 0 && version.output.contains("weavedid: not reachable (no reply to io.weavedi.Daemon.Ping"), "\(version.all)")
+        // run-job --wait has no limit of its own, but keeps to one given: here the run's
+        // progress stops after one update.
+        let wait = try CtlRun.run(["--socket", fake.socket, "--timeout", "0.5", "--json", "run-job", "docs", "--wait"])
+        #expect(wait.code == 69 && wait.error.hasPrefix("weavedictl: no reply to io.weavedi.Daemon.RunJob"), "\(wait.all)")
+        #expect(wait.output.contains(#""filesDone":1"#), "\(wait.all)")
+    }
+
+    /// A listener that accepts nothing, its queue full: the connect itself waits `--timeout`.
+    @Test func aListenQueueThatStaysFull_endsTheConnectAtTheTimeout_exit69() throws {
+        let directory = TemporaryDirectory("weavedictl-full")
+        let path = directory.path + "/control.sock"
+        let listener = try UnixSocket.listen(at: UnixSocketAddress(path: path), backlog: 0)
+        var queued: [FileDescriptor] = []
+        defer { for socket in queued { try? socket.close() } }
+        // Linux queues one connection past a backlog of 0; the next connect would wait.
+        while queued.count < 8, let socket = try? UnixSocket.make(.stream, nonBlocking: true).release() {
+            guard (try? socket.connect(to: UnixSocketAddress(path: path))) != nil else {
+                try? socket.close()
+                break
+            }
+            queued.append(socket)
+        }
+        try #require(queued.count < 8, "the listen queue took \(queued.count) connections")
+        let run = try CtlRun.run(["--socket", path, "--timeout", "0.5", "ping"])
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error.hasPrefix("weavedictl: cannot connect to \(path): its listen queue stayed full for 0.5 s: the daemon is not accepting connections"),
+            "\(run.error)")
+        _ = listener
+    }
+
+    @Test(arguments: ["-1", "abc", "1e3", "90000", "nan", ""])
+    func aTimeoutThatIsNoNumberOfSeconds_isAUsageError(value: String) throws {
+        let run = try CtlRun.run(["--timeout", value, "ping"])
+        #expect(run.code == 64, "\(run.all)")
+        #expect(run.error.contains(value.isEmpty ? "--timeout needs a non-empty value" : "--timeout needs a number of seconds from 0 (no limit) to 86400, got '\(value)'"),
+            "\(run.error)")
     }
 }

@@ -11,7 +11,7 @@ import WeaveDIPosix
     func subcommandHelp_exitsZeroWithItsUsage(name: String) throws {
         let run = try CtlRun.run([name, "--help"])
         #expect(run.code == 0, "\(run.all)")
-        #expect(run.output.hasPrefix("usage: weavedictl [--socket PATH] [--json] [--no-color] \(name)"))
+        #expect(run.output.hasPrefix("usage: weavedictl [--socket PATH] [--timeout SECONDS] [--json] [--no-color] \(name)"))
         #expect(run.output.contains("Global options"))
         let short = try CtlRun.run(["help", name])
         #expect(short.code == 0 && short.output == run.output)
@@ -23,7 +23,7 @@ import WeaveDIPosix
         for name in ctlSubcommands {
             #expect(run.output.contains("\n  \(name) "), "missing \(name)")
         }
-        #expect(run.output.contains("69 daemon unreachable; 74 output not written;\n77 permission denied"))
+        #expect(run.output.contains("69 daemon unreachable or no reply in time;\n74 output not written; 77 permission denied"))
     }
 
     /// Output that cannot be written (a full disk, here `/dev/full`) is not lost in silence:
@@ -74,7 +74,7 @@ import WeaveDIPosix
         let run = try CtlRun.run(arguments)
         #expect(run.code == 64, "\(run.all)")
         #expect(run.error.hasPrefix(problem))
-        #expect(run.error.contains("usage: weavedictl [--socket PATH] [--json] [--no-color] \(usage)"))
+        #expect(run.error.contains("usage: weavedictl [--socket PATH] [--timeout SECONDS] [--json] [--no-color] \(usage)"))
     }
 
     @Test func unreachableSocket_exits69NamingTheSocketAndHowToStartTheDaemon() throws {

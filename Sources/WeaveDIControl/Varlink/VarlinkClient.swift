@@ -22,6 +22,8 @@ public final class VarlinkClient {
         /// What came back is not a varlink reply (not JSON, not an object, a member of the
         /// wrong type); `reason` says what is wrong with it.
         case malformedReply(String)
+        /// No reply came within the client's `replyTimeout`.
+        case timedOut(Duration)
 
         /// What happened.
         public var description: String {
@@ -29,20 +31,41 @@ public final class VarlinkClient {
             case let .unreachable(path, reason): "cannot connect to \(path): \(reason)"
             case let .broken(reason): "the connection broke: \(reason)"
             case let .malformedReply(reason): "the reply is not a valid varlink reply: \(reason)"
+            case let .timedOut(wait): "no reply within \(Self.seconds(wait)) s"
             }
+        }
+
+        /// `30`, `2.5`: a timeout in seconds, as given.
+        public static func seconds(_ duration: Duration) -> String {
+            let (whole, fraction) = duration.components
+            guard fraction != 0 else { return "\(whole)" }
+            return "\(Double(whole) + Double(fraction) / 1e18)"
         }
     }
 
-    /// Connects to the socket at `path`.
-    public init(path: String) throws(ConnectionError) {
+    /// Connects to the socket at `path`. With `timeout`, the connect waits at most that long
+    /// for a place in the listen queue of a daemon that accepts none, and each reply at most
+    /// that long (see `replyTimeout`); nil waits for ever.
+    public init(path: String, timeout: Duration? = nil) throws(ConnectionError) {
         self.path = path
+        let descriptor: FileDescriptor
         do {
-            descriptor = try UnixSocket.connect(to: UnixSocketAddress(path: path)).release()
-        } catch let error as Errno {
-            throw .unreachable(path: path, reason: "\(error)")
+            descriptor = try UnixSocket.connect(to: UnixSocketAddress(path: path), timeout: timeout).release()
+        } catch .wouldBlock {
+            throw .unreachable(path: path, reason: "its listen queue stayed full for \(ConnectionError.seconds(timeout ?? .zero)) s: the daemon is not accepting connections")
         } catch {
             throw .unreachable(path: path, reason: "\(error)")
         }
+        self.descriptor = descriptor
+        replyTimeout = timeout
+        try? descriptor.setReceiveTimeout(timeout)  // didSet does not run in an initializer
+    }
+
+    /// The longest wait for each reply (of a `more` call, for each of its replies); nil waits
+    /// for ever. A reply that does not come in time ends the call with
+    /// `ConnectionError.timedOut`.
+    public var replyTimeout: Duration? {
+        didSet { try? descriptor.setReceiveTimeout(replyTimeout) }
     }
 
     deinit { try? descriptor.close() }
@@ -73,7 +96,9 @@ public final class VarlinkClient {
 
     /// Sends one message.
     public func send(_ call: VarlinkCall) throws {
-        do { try descriptor.sendAll(call.encoded() + [0]) } catch {
+        do { try descriptor.sendAll(call.encoded() + [0]) } catch .wouldBlock {
+            throw ConnectionError.timedOut(replyTimeout ?? .zero)  // the daemon reads nothing
+        } catch {
             throw ConnectionError.broken("\(error)")
         }
     }
@@ -96,7 +121,9 @@ public final class VarlinkClient {
                 throw ConnectionError.malformedReply("more than \(Self.maximumReplyBytes) bytes without the NUL that ends a reply")
             }
             let chunk: [UInt8]
-            do { chunk = try descriptor.receive(upToCount: 65_536) } catch {
+            do { chunk = try descriptor.receive(upToCount: 65_536) } catch .wouldBlock {
+                throw ConnectionError.timedOut(replyTimeout ?? .zero)
+            } catch {
                 throw ConnectionError.broken("\(error)")
             }
             if chunk.isEmpty { throw ConnectionError.broken("the daemon closed the connection") }

@@ -47,6 +47,9 @@ struct RunJobCommand: CtlCommand {
 
     func run(in context: CtlContext) async throws(CtlError) -> Int32 {
         let client = try context.connect()
+        // A run can take hours, with no reply while one large file is copied: --wait waits for
+        // as long as it takes, unless --timeout says otherwise.
+        if wait { client.replyTimeout = context.options.replyTimeout(standard: nil) }
         let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: wait)
         let bar = ProgressBar()
         var drawn = false

@@ -73,6 +73,14 @@ struct ArgumentReader {
     mutating func shared(_ option: String, inline: String?) throws(UsageError) {
         switch option {
         case "--socket": options.socket = try value(of: option, inline: inline)
+        case "--timeout":
+            let text = try value(of: option, inline: inline)
+            guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= GlobalOptions.maximumTimeout,
+                text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") })
+            else {
+                throw error("--timeout needs a number of seconds from 0 (no limit) to \(Int(GlobalOptions.maximumTimeout)), got '\(text.escapingControlCharacters)'")
+            }
+            options.timeout = .nanoseconds(Int64((seconds * 1e9).rounded()))
         case "--json":
             try flag(option, inline: inline)
             options.json = true

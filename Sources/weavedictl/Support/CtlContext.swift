@@ -28,12 +28,13 @@ struct CtlContext {
         SocketLocation.locate(explicit: options.socket, environment: environment, workingDirectory: workingDirectory)
     }
 
-    /// Connects to the daemon.
+    /// Connects to the daemon; the connect and each reply wait at most `--timeout` (30 s by
+    /// default).
     func connect() throws(CtlError) -> VarlinkClient {
         let socket = self.socket
         guard socket.path.utf8.count <= UnixSocketAddress.maximumPathLength else { throw .socketPathTooLong(socket) }
         do {
-            return try VarlinkClient(path: socket.path)
+            return try VarlinkClient(path: socket.path, timeout: options.replyTimeout())
         } catch {
             guard case let .unreachable(_, reason) = error else { throw .unreachable(socket, reason: "\(error)") }
             if reason.hasSuffix("(\(Errno.permissionDenied.name))") { throw .socketNotPermitted(socket, reason: reason) }
@@ -64,6 +65,8 @@ struct CtlContext {
             throw CtlContext.translate(failure, method: call.method)
         } catch let VarlinkClient.ConnectionError.malformedReply(reason) {
             throw .malformedReply(SocketLocation(path: client.path, origin: .option), method: call.method, reason: reason)
+        } catch let VarlinkClient.ConnectionError.timedOut(wait) {
+            throw .timedOut(SocketLocation(path: client.path, origin: .option), method: call.method, wait: wait)
         } catch {
             throw .broken(SocketLocation(path: client.path, origin: .option), reason: CtlContext.reason(error))
         }

@@ -45,6 +45,8 @@ enum CtlError: Error {
     case broken(SocketLocation, reason: String)
     /// The reply to `method` is not a varlink reply (`reason` says why).
     case malformedReply(SocketLocation, method: String, reason: String)
+    /// No reply to `method` came within `wait` (`--timeout`).
+    case timedOut(SocketLocation, method: String, wait: Duration)
     /// `io.weavedi.Daemon.PermissionDenied`: the method needs administrator rights.
     case permissionDenied(method: String, uid: Int?)
     /// Any other varlink error reply.
@@ -59,7 +61,7 @@ enum CtlError: Error {
         switch self {
         case .usage: ExitStatus.usage
         case let .socketPathTooLong(socket): socket.origin == .discovered ? ExitStatus.unavailable : ExitStatus.usage
-        case .unreachable, .notASocket, .broken, .malformedReply: ExitStatus.unavailable
+        case .unreachable, .notASocket, .broken, .malformedReply, .timedOut: ExitStatus.unavailable
         case .socketNotPermitted, .permissionDenied: ExitStatus.noPermission
         case .failure, .offline: ExitStatus.failure
         case .configuration: ExitStatus.configuration
@@ -107,6 +109,9 @@ enum CtlError: Error {
             return "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid varlink reply: "
                 + "\(reason.escapingControlCharacters)\n"
                 + "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration)."
+        case let .timedOut(socket, method, wait):
+            return "weavedictl: no reply to \(method.escapingControlCharacters) from \(socket.shownPath) within \(VarlinkClient.ConnectionError.seconds(wait)) s\n"
+                + "The daemon may be stuck, or busy with a call that takes longer: --timeout SECONDS waits longer (0: for ever)."
         case let .permissionDenied(method, uid):
             let who = uid.map { " (you are uid \($0))" } ?? ""
             return "weavedictl: permission denied: \(method.escapingControlCharacters) changes the daemon and needs administrator rights\(who).\n"

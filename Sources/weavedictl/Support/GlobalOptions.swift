@@ -7,9 +7,24 @@ struct GlobalOptions: Equatable {
     var json = false
     /// `--no-color`: never colour, even on a terminal.
     var noColor = false
+    /// `--timeout SECONDS`: how long to wait for the daemon; nil when not given, `.zero` for
+    /// no limit.
+    var timeout: Duration?
+
+    /// How long to wait for the daemon when `--timeout` is not given: well over the daemon's
+    /// default `control.callTimeout` (10 s), after which it answers a call itself.
+    static let defaultTimeout: Duration = .seconds(30)
+    /// The longest `--timeout` (a day).
+    static let maximumTimeout = 86_400.0
+
+    /// The wait for each reply: `--timeout`, else `standard`; nil for no limit.
+    func replyTimeout(standard: Duration? = defaultTimeout) -> Duration? {
+        guard let timeout else { return standard }
+        return timeout == .zero ? nil : timeout
+    }
 
     /// The synopsis of the global options.
-    static let synopsis = "[--socket PATH] [--json] [--no-color]"
+    static let synopsis = "[--socket PATH] [--timeout SECONDS] [--json] [--no-color]"
 
     /// The help text describing the global options.
     static let help = """
@@ -18,6 +33,11 @@ struct GlobalOptions: Equatable {
                           that exists of $RUNTIME_DIRECTORY/control.sock,
                           $XDG_RUNTIME_DIR/weavedi/control.sock, ./.weavedi/run/control.sock
                           and /run/weavedi/control.sock
+          --timeout SECONDS
+                          how long to wait for the daemon to take the connection and for each
+                          reply (default 30; 0 waits for ever; run-job --wait has no limit
+                          unless given); the daemon answers a call itself, with an error,
+                          after its control.callTimeout (10 s by default)
           --json          print the result as compact JSON (never coloured)
           --no-color      no colours, even on a terminal (so does NO_COLOR=1)
           -h, --help      show help (weavedictl SUBCOMMAND --help for a subcommand)
