@@ -62,6 +62,12 @@ public enum DaemonMain {
             case let .returned(message): log.notice("daemon", message)
             }
         }
+        for name in CurrentProcess.environmentNotUTF8() where isRead(name) {
+            log.warning("daemon", "environment variable \(name.escapingControlCharacters) is not valid UTF-8: ignored (as text, a path in it would name another path)")
+        }
+        if CurrentProcess.workingDirectory() == nil {
+            log.notice("daemon", "the working directory cannot be read as UTF-8 text: the default paths under it are relative (./.weavedi/...)")
+        }
         if let problem = LogFilter.parse(environment["WEAVEDID_LOG"] ?? "info").failureDescription {
             log.warning("daemon", "WEAVEDID_LOG: \(problem); using info everywhere")
         }
@@ -134,6 +140,12 @@ public enum DaemonMain {
     public static func printError(_ text: String) {
         var line = text + "\n"
         line.withUTF8 { _ = try? FileDescriptor.standardError.writeAll(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Whether weavedid (or the library) reads the environment variable `name`.
+    static func isRead(_ name: String) -> Bool {
+        name.hasPrefix("WEAVEDI") || name.hasPrefix("LISTEN_") || name.hasPrefix("WATCHDOG_")
+            || ["JOURNAL_STREAM", "NOTIFY_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "XDG_RUNTIME_DIR"].contains(name)
     }
 
     static func currentDirectory() -> String {

@@ -37,21 +37,37 @@ public enum CurrentProcess {
         return try supplementaryGroups().contains(gid)
     }
 
-    /// The environment as a dictionary; for duplicate names the first occurrence wins, as in `getenv`.
+    /// The environment as a dictionary; for duplicate names the first occurrence wins, as in
+    /// `getenv`. A variable that is not valid UTF-8 is left out (`environmentNotUTF8()` names
+    /// it): as text, a path in it would name another path.
     public static func environment() -> [String: String] {
         var result: [String: String] = [:]
         var pointer = environ
         while let entry = pointer.pointee {
-            let text = String(cString: entry)
+            defer { pointer += 1 }
+            guard let text = String(validatingCString: entry) else { continue }
             if let equals = text.firstIndex(of: "=") {
                 let name = String(text[..<equals])
                 if result[name] == nil {
                     result[name] = String(text[text.index(after: equals)...])
                 }
             }
-            pointer += 1
         }
         return result
+    }
+
+    /// The names of the environment variables that `environment()` leaves out for not being
+    /// valid UTF-8 (their invalid bytes shown as U+FFFD).
+    public static func environmentNotUTF8() -> [String] {
+        var names: [String] = []
+        var pointer = environ
+        while let entry = pointer.pointee {
+            defer { pointer += 1 }
+            guard String(validatingCString: entry) == nil else { continue }
+            let text = String(cString: entry)
+            names.append(String(text.prefix { $0 != "=" }))
+        }
+        return names
     }
 
     /// The first command-line argument (`argv`, the program at 0) that is not valid UTF-8,
@@ -79,11 +95,13 @@ public enum CurrentProcess {
 }
 
 extension CurrentProcess {
-    /// The current working directory (`getcwd(3)`), or nil if it cannot be read.
+    /// The current working directory (`getcwd(3)`), or nil if it cannot be read or is not
+    /// valid UTF-8 (as text it would name another directory: use relative paths then, which
+    /// the kernel resolves from the directory itself).
     public static func workingDirectory() -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return nil }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(validating: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Sets the file mode creation mask (`umask(2)`); returns the previous mask.

@@ -27,6 +27,9 @@ struct SocketLocation: Equatable {
     /// The candidates looked at, in order (only for `.discovered`).
     var candidates: [String] = []
 
+    /// The environment variables the socket is found by.
+    static let environmentNames: Set<String> = ["WEAVEDI_SOCKET", "RUNTIME_DIRECTORY", "XDG_RUNTIME_DIR"]
+
     /// The system-wide socket, under systemd's `RuntimeDirectory=weavedi`.
     static let systemSocket = "/run/weavedi/control.sock"
 

@@ -145,7 +145,7 @@ struct MirrorRoots: ~Copyable {
         do {
             realSource = try FileDescriptor.realPath(sourcePath)
         } catch {
-            throw Failure(path: sourcePath, reason: "the source cannot be resolved: \(error)")
+            throw Failure(path: sourcePath, reason: "the source cannot be resolved: \(Self.explain(error))")
         }
         try note(MirrorRootStep("resolving the destination", destinationPath))
         let (existing, missing) = try resolveDestination(destinationPath)
@@ -281,6 +281,12 @@ struct MirrorRoots: ~Copyable {
         }
     }
 
+    /// `error`, and for a real path that is not UTF-8 what that means.
+    private static func explain(_ error: Errno) -> String {
+        guard error == .illegalByteSequence else { return "\(error)" }
+        return "its real path is not valid UTF-8 (\(error.name)): as text it would name another path"
+    }
+
     /// The real path of the destination's nearest existing ancestor (or itself), and the
     /// components below it that do not exist yet.
     private static func resolveDestination(_ path: String) throws(Failure) -> (String, [String]) {
@@ -292,8 +298,13 @@ struct MirrorRoots: ~Copyable {
                 real = try FileDescriptor.realPath(candidate.isEmpty ? "/" : candidate)
             } catch .noSuchFileOrDirectory {
                 guard let slash = candidate.lastIndex(of: "/") else {
+                    // A relative path: the rest is resolved from the working directory itself,
+                    // whose path as text may not name it (one that is not UTF-8).
+                    guard candidate != "." else {
+                        throw Failure(path: path, reason: "the working directory, which the destination is relative to, no longer exists")
+                    }
                     missing.append(candidate)
-                    candidate = CurrentProcess.workingDirectory() ?? "/"
+                    candidate = "."
                     continue
                 }
                 let component = String(candidate[candidate.index(after: slash)...])
@@ -301,7 +312,7 @@ struct MirrorRoots: ~Copyable {
                 candidate = String(candidate[..<slash])
                 continue
             } catch {
-                throw Failure(path: path, reason: "the destination cannot be resolved: \(error)")
+                throw Failure(path: path, reason: "the destination cannot be resolved: \(Self.explain(error))")
             }
             if missing.contains(where: { $0 == "." || $0 == ".." }) {
                 throw Failure(path: path, reason: "the part of the destination that does not exist has . or ..")
