@@ -118,22 +118,10 @@ import WeaveDIPosix
     @Test func outOfDescriptors_theControlSocketPausesInsteadOfSpinning_theWatchdogIsFed_andClientsAreAnsweredOnceSomeAreFree() throws {
         let limit = 48
         let directory = TemporaryDirectory()
-        let config = directory.write("weavedid.json", #"{"control": {"maxClients": 4096, "idleTimeout": 60}}"#)
         let notify = try NotifyListener(abstract: false, directory: directory)
-        let daemon = try DaemonProcess(
-            ["--config", config], environment: ["WATCHDOG_USEC": "400000"], directory: directory, notify: notify,
-            prefix: "ulimit -n \(limit);")
-        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
-        // More clients than the daemon has descriptors for: the last ones stay in the listen
-        // queue once only the descriptors kept free for the runtime are left, and the listener
-        // stays readable.
-        var clients: [RawClient] = []
-        for index in 0..<limit + 16 {
-            do { clients.append(try RawClient(daemon.defaultSocket)) } catch {
-                Issue.record("client \(index + 1): \(error)\n\(daemon.log)")
-                return
-            }
-        }
+        // The last clients stay in the listen queue once only the descriptors kept free for
+        // the runtime are left, and the listener stays readable.
+        var (daemon, clients) = try flooded(limit: limit, directory: directory, notify: notify, environment: ["WATCHDOG_USEC": "400000"])
         let reserve = DescriptorReserve.recommendedSize(forSoftLimit: UInt64(limit))
         var full = false
         let deadline = ContinuousClock.now + .seconds(10)
@@ -180,17 +168,7 @@ import WeaveDIPosix
         // while work is queued, and ends the process when it cannot open a file there: the
         // daemon's clients may not take the descriptors it needs.
         let limit = 48
-        let directory = TemporaryDirectory()
-        let config = directory.write("weavedid.json", #"{"control": {"maxClients": 4096, "idleTimeout": 60}}"#)
-        let daemon = try DaemonProcess(["--config", config], directory: directory, prefix: "ulimit -n \(limit);")
-        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
-        var clients: [RawClient] = []
-        for index in 0..<limit + 16 {
-            do { clients.append(try RawClient(daemon.defaultSocket)) } catch {
-                Issue.record("client \(index + 1): \(error)\n\(daemon.log)")
-                return
-            }
-        }
+        var (daemon, clients) = try flooded(limit: limit)
         try #require(daemon.waitForLog("cannot accept a connection"), "\(daemon.log)")
         // The clients the daemon took call it over and over for 4 s: each call is work for the
         // runtime's threads.
@@ -217,6 +195,25 @@ import WeaveDIPosix
         #expect(client.reply(timeout: .seconds(10))?.contains(#""version":"#) == true, "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// The daemon under `ulimit -n limit`, allowing many more clients than that, and `limit +
+    /// 16` clients connected to it: more than it has descriptors for.
+    func flooded(
+        limit: Int, directory: TemporaryDirectory = TemporaryDirectory(), notify: NotifyListener? = nil, environment: [String: String] = [:]
+    ) throws -> (DaemonProcess, [RawClient]) {
+        let config = directory.write("weavedid.json", #"{"control": {"maxClients": 4096, "idleTimeout": 60}}"#)
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: environment, directory: directory, notify: notify, prefix: "ulimit -n \(limit);")
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        var clients: [RawClient] = []
+        for index in 0..<limit + 16 {
+            do { clients.append(try RawClient(daemon.defaultSocket)) } catch {
+                Issue.record("client \(index + 1): \(error)\n\(daemon.log)")
+                throw error
+            }
+        }
+        return (daemon, clients)
     }
 
     /// How many descriptors process `pid` has open (numbered below `limit`).
