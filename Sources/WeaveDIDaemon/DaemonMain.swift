@@ -51,6 +51,11 @@ public enum DaemonMain {
         // Before anything opens descriptors: a deep mirror tree needs more than the usual 1024.
         let descriptorLimit = DescriptorLimit.raiseSoftLimit()
         let environment = CurrentProcess.environment()
+        // Before the process opens a descriptor of its own (the notify socket, the wake pipe):
+        // one at a number LISTEN_FDS counts would pass for a passed socket.
+        let activationResult = Result { () throws(SocketActivation.Problem) in
+            try SocketActivation.take(environment: environment, pid: CurrentProcess.id)
+        }
         let log = DaemonLog(filter: logFilter(environment), journald: DaemonLog.journaldIsReading(environment: environment))
         // The health service starts the loop, at the configured interval, once its checks are in.
         WeaveDIConfiguration.applyFromEnvironment(healthLoopInterval: nil)
@@ -80,7 +85,7 @@ public enum DaemonMain {
         }
         let activation: SocketActivation?
         do {
-            activation = try SocketActivation.take(environment: environment, pid: CurrentProcess.id)
+            activation = try activationResult.get()
         } catch {
             log.error("daemon", "socket activation: \(error)")
             notifier.notify("STATUS=socket activation: \(error)")

@@ -46,10 +46,11 @@ import WeaveDIPosix
         ["/usr/bin/env", "python3", "-c", """
             import os, socket, sys
             n = int(sys.argv[1]); paths = sys.argv[2:2 + n]; names = sys.argv[2 + n]; rest = sys.argv[3 + n:]
+            kept = []  # a socket collected closes its descriptor, which may be one of 3...
             for i, path in enumerate(paths):
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.bind(path); s.listen(16)
-                os.dup2(s.fileno(), 3 + i); os.set_inheritable(3 + i, True)
+                os.dup2(s.fileno(), 3 + i); os.set_inheritable(3 + i, True); kept.append(s)
             os.environ.update(LISTEN_FDS=str(n), LISTEN_PID=str(os.getpid()), LISTEN_FDNAMES=names)
             os.execv(rest[0], rest)
             """, "\(paths.count)"] + paths + [names.joined(separator: ":")]
@@ -90,6 +91,37 @@ import WeaveDIPosix
         #expect(!(try roundTrip(paths[1])).isEmpty)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
+    }
+
+    /// A `LISTEN_FDS` that is no usable count refuses the start, naming the variable, its value
+    /// and what is wrong with it.
+    @Test(arguments: [
+        ("abc", #"LISTEN_FDS="abc" is not a number"#),
+        ("", #"LISTEN_FDS="" is not a number"#),
+        ("-1", #"LISTEN_FDS="-1" is negative"#),
+        ("99999999999", #"LISTEN_FDS="99999999999" is too large: the daemon takes at most 1023 passed descriptors"#),
+        ("5000", #"LISTEN_FDS="5000" is too large: the daemon takes at most 1023 passed descriptors"#),
+    ])
+    func invalidListenFds_isNamed_withWhatIsWrong(value: String, problem: String) throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(directory: directory, notify: notify, prefix: "LISTEN_PID=$$ LISTEN_FDS='\(value)'")
+        #expect(daemon.wait() == .exited(1), "\(daemon.log)")
+        #expect(daemon.log.contains("error   daemon: socket activation: \(problem)"), "\(daemon.log)")
+        #expect(notify.wait { $0.hasPrefix("STATUS=socket activation: \(problem)") }, "\(notify.lines)")
+        #expect(!fileExists(daemon.defaultSocket))
+    }
+
+    /// `LISTEN_FDS` counting more descriptors than are open says which one is missing, and
+    /// which variable said it was there.
+    @Test func listenFdsBeyondTheOpenDescriptors_namesTheVariable() throws {
+        let directory = TemporaryDirectory()
+        // Descriptors 3 to 9 closed in the shell; LISTEN_FDS says 7 were passed.
+        let daemon = try DaemonProcess(
+            directory: directory, prefix: "exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; LISTEN_PID=$$ LISTEN_FDS=7")
+        #expect(daemon.wait() == .exited(1), "\(daemon.log)")
+        #expect(daemon.log.contains("socket activation: LISTEN_FDS=\"7\" counts descriptors 3 to 9, but descriptor 3 is not open"),
+                "\(daemon.log)")
     }
 
     @Test func withSystemdSocketActivate() throws {

@@ -14,18 +14,25 @@ public struct SocketActivation: Sendable {
         public var description: String
     }
 
+    /// The most descriptors `LISTEN_FDS` may count: far more than any socket unit passes.
+    public static let maximumCount: Int32 = 1023
+
     /// Reads the variables; nil when nothing was passed to this process. The variables are
     /// removed from the environment so that children never see them, and the descriptors are
-    /// marked close-on-exec.
+    /// marked close-on-exec. Call before the process opens any descriptor of its own: one
+    /// opened at a number `LISTEN_FDS` counts would pass for a descriptor systemd passed.
+    ///
+    /// A `LISTEN_FDS` that is no count (not a decimal number, negative, more than
+    /// `maximumCount`), or that counts a descriptor which is not open, is refused with a
+    /// problem naming the variable, its value (quoted, so that an empty one shows) and what is
+    /// wrong with it.
     public static func take(environment: [String: String], pid: Int32) throws(Problem) -> SocketActivation? {
         defer {
             for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { try? CurrentProcess.removeEnvironmentValue(name) }
         }
         guard let pidText = environment["LISTEN_PID"], let countText = environment["LISTEN_FDS"] else { return nil }
         guard Int32(pidText) == pid else { return nil }  // meant for another process
-        guard let count = Int32(countText), count >= 0, count < 1024 else {
-            throw Problem(description: "LISTEN_FDS=\(countText) is not a descriptor count")
-        }
+        let count = try descriptorCount(countText)
         let names = environment["LISTEN_FDNAMES"].map { $0.split(separator: ":", omittingEmptySubsequences: false).map(String.init) } ?? []
         if !names.isEmpty, names.count != Int(count) {
             throw Problem(description: "LISTEN_FDNAMES has \(names.count) names for LISTEN_FDS=\(count) descriptors")
@@ -36,11 +43,32 @@ public struct SocketActivation: Sendable {
             do {
                 try descriptor.setCloseOnExec(true)
             } catch {
-                throw Problem(description: "passed descriptor \(descriptor.rawValue) is not open: \(error)")
+                throw Problem(description: "\(quoted(countText)) counts descriptors \(firstDescriptor) to \(firstDescriptor + count - 1), "
+                    + "but descriptor \(descriptor.rawValue) is not open (\(error))")
             }
             sockets.append((names.isEmpty ? "unknown" : names[Int(index)], descriptor))
         }
         return SocketActivation(sockets: sockets)
+    }
+
+    /// `LISTEN_FDS` read as a count of descriptors, or the problem with it.
+    static func descriptorCount(_ text: String) throws(Problem) -> Int32 {
+        let digits = text.first == "-" || text.first == "+" ? text.dropFirst() : Substring(text)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            throw Problem(description: "\(quoted(text)) is not a number; it counts the descriptors systemd passed, from 3 on")
+        }
+        if text.first == "-", digits.contains(where: { $0 != "0" }) {
+            throw Problem(description: "\(quoted(text)) is negative; it counts the descriptors systemd passed, from 3 on")
+        }
+        guard let count = Int32(digits), count <= maximumCount else {
+            throw Problem(description: "\(quoted(text)) is too large: the daemon takes at most \(maximumCount) passed descriptors")
+        }
+        return count
+    }
+
+    /// `LISTEN_FDS="…"`; a value longer than 40 characters is cut short, with its length.
+    private static func quoted(_ value: String) -> String {
+        value.count > 40 ? "LISTEN_FDS=\"\(value.prefix(40))…\" (\(value.utf8.count) bytes)" : "LISTEN_FDS=\"\(value)\""
     }
 
     /// The socket named `name`, or the only one passed, whatever its name (systemd names a
