@@ -93,6 +93,22 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// Under socket activation the ready message (`STATUS=`, the log) names the socket the
+    /// daemon serves, the one passed, not the configuration's `control.socket`.
+    @Test func readyMessage_namesThePassedSocket() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let socketPath = directory.path + "/activated.sock"
+        let daemon = try DaemonProcess(directory: directory, notify: notify, wrapper: activationWrapper([socketPath], names: ["control"]))
+        #expect(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        #expect(notify.lines.contains("STATUS=running; control socket \(socketPath) (passed by systemd)"), "\(notify.lines)")
+        #expect(daemon.waitForLog("ready; control socket \(socketPath) (passed by systemd) (talk to it: weavedictl --socket \(socketPath) health)"),
+                "\(daemon.log)")
+        #expect(!daemon.log.contains(daemon.defaultSocket), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     /// A `LISTEN_FDS` that is no usable count refuses the start, naming the variable, its value
     /// and what is wrong with it.
     @Test(arguments: [

@@ -62,9 +62,26 @@ public actor Supervisor {
             return
         }
         phase = .running
-        let socket = store.current.control.socket
-        notifier.notify("READY=1", "STATUS=running; control socket \(socket)")
-        log.notice("daemon", "weavedid \(DaemonVersion.current) ready; control socket \(socket) (talk to it: weavedictl --socket \(socket) health)")
+        let socket = controlSocketInUse()
+        let hint = socket.path.map { " (talk to it: weavedictl --socket \($0) health)" } ?? ""
+        notifier.notify("READY=1", "STATUS=running; control socket \(socket.description)")
+        log.notice("daemon", "weavedid \(DaemonVersion.current) ready; control socket \(socket.description)\(hint)")
+    }
+
+    /// The control socket the daemon serves, as the ready message names it: the configured
+    /// `control.socket`, or under socket activation the socket systemd passed (the one the
+    /// control service took: `SocketActivation.listener(named:)`), by the address it is bound
+    /// to, which need not be the configured one. `path` is what `weavedictl --socket` takes;
+    /// nil for a passed socket bound to no path (abstract or unnamed).
+    func controlSocketInUse() -> (description: String, path: String?) {
+        guard let passed = try? context.activation?.listener(named: "control") else {
+            let configured = store.current.control.socket
+            return (configured, configured)
+        }
+        guard let address = try? passed.descriptor.localAddress(), address.kind != .unnamed else {
+            return ("descriptor \(passed.descriptor.rawValue) (passed by systemd, bound to no address)", nil)
+        }
+        return ("\(address) (passed by systemd)", address.kind == .path ? address.description : nil)
     }
 
     /// Begins a graceful shutdown (`SIGTERM`, `SIGINT`): `STOPPING=1`, services stopped in
