@@ -78,6 +78,7 @@ public enum DaemonMain {
         }
         let notifier = SystemdNotifier(environment: environment)
         if let problem = notifier.problem { log.warning("daemon", problem) }
+        if let problem = WatchdogSettings.problem(environment: environment, pid: CurrentProcess.id) { log.warning("daemon", problem) }
         let waker: Waker
         do { waker = try Waker() } catch {
             log.error("daemon", "cannot create the wake pipe: \(error)")

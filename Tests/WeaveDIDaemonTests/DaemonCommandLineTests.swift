@@ -80,6 +80,28 @@ import WeaveDIPosix
         #expect(WatchdogSettings(environment: [:], pid: 5) == nil)
     }
 
+    /// Pings go out every half of `WATCHDOG_USEC`, but never more often than every 10 ms; the
+    /// values that make no sense are said to.
+    @Test func watchdog_pingIntervalHasAFloor_andOddValuesAreWarned() {
+        func settings(_ usec: String) -> WatchdogSettings? { WatchdogSettings(environment: ["WATCHDOG_USEC": usec], pid: 5) }
+        func problem(_ usec: String, owner: String? = nil) -> String? {
+            WatchdogSettings.problem(environment: ["WATCHDOG_USEC": usec, "WATCHDOG_PID": owner ?? ""], pid: 5)
+        }
+        #expect(settings("1")?.pingInterval == .milliseconds(10))
+        #expect(settings("100")?.pingInterval == .milliseconds(10))
+        #expect(settings("19999")?.pingInterval == .milliseconds(10))
+        #expect(settings("20000")?.pingInterval == .milliseconds(10))
+        #expect(settings("100000")?.pingInterval == .milliseconds(50))
+        #expect(problem("30000000") == nil)
+        #expect(problem("20000") == nil)
+        #expect(problem("19999")?.hasPrefix("WATCHDOG_USEC=19999 (19999 µs) is shorter than the daemon can ping within: pinging every 0.01 seconds") == true)
+        #expect(problem("1", owner: "6") == nil)  // another process's
+        #expect(problem("") == nil)
+        #expect(problem("30s") == #"WATCHDOG_USEC="30s" is not a number of microseconds; no watchdog pings"#)
+        #expect(problem("-5") == #"WATCHDOG_USEC="-5" is not a number of microseconds; no watchdog pings"#)
+        #expect(problem("0") == "WATCHDOG_USEC=0 asks for no watchdog; no watchdog pings")
+    }
+
     @Test func notifySocket_pathAbstractOrNothing() {
         #expect(SystemdNotifier(environment: [:]).isEnabled == false)
         #expect(SystemdNotifier(environment: ["NOTIFY_SOCKET": ""]).isEnabled == false)

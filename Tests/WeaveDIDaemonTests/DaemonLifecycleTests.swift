@@ -73,6 +73,35 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// A `WATCHDOG_USEC` too short for any ping (1 µs, 100 µs: microseconds written where
+    /// seconds were meant, say) does not make the daemon send `WATCHDOG=1` without pause: it
+    /// pings no more often than every 10 ms, and warns, naming the variable.
+    @Test(arguments: ["1", "100"])
+    func tinyWatchdogTimeout_isPingedAtTheFloor_andWarned(usec: String) throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": usec], directory: directory, notify: notify)
+        #expect(notify.wait(forLine: "READY=1"))
+        let before = notify.lines.filter { $0 == "WATCHDOG=1" }.count
+        notify.wait(timeout: .milliseconds(1_000)) { _ in false }  // collect for 1 s
+        let pings = notify.lines.filter { $0 == "WATCHDOG=1" }.count - before
+        #expect(pings >= 5 && pings <= 150, "\(pings) pings in 1 s with WATCHDOG_USEC=\(usec)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        #expect(daemon.log.contains("warning daemon: WATCHDOG_USEC=\(usec) (\(usec) µs) is shorter than the daemon can ping within"),
+                "\(daemon.log)")
+    }
+
+    /// A `WATCHDOG_USEC` that is no number of microseconds turns the watchdog off, and says so.
+    @Test func unreadableWatchdogTimeout_isWarned() throws {
+        let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": "30s"])
+        #expect(daemon.waitForLog("ready;"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        #expect(daemon.log.contains(#"warning daemon: WATCHDOG_USEC="30s" is not a number of microseconds; no watchdog pings"#),
+                "\(daemon.log)")
+    }
+
     @Test func watchdogForAnotherProcess_isIgnored() throws {
         let directory = TemporaryDirectory()
         let notify = try NotifyListener(abstract: false, directory: directory)

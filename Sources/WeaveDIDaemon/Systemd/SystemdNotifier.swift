@@ -58,18 +58,49 @@ public final class SystemdNotifier: Sendable {
 }
 
 /// How often to send `WATCHDOG=1`: every half of `WATCHDOG_USEC`, when `WATCHDOG_PID` is unset
-/// or names this process.
+/// or names this process, but never more often than every `minimumPingInterval`.
 public struct WatchdogSettings: Sendable, Equatable {
     /// The interval systemd expects pings within.
     public var timeout: Duration
-    /// How often to ping: half the timeout.
-    public var pingInterval: Duration { timeout / 2 }
+
+    /// The shortest interval between pings: 10 ms. A `WATCHDOG_USEC` of a few microseconds
+    /// (written where seconds were meant, say) cannot be met by any ping, and pinging every
+    /// half of it would keep the daemon busy doing nothing else.
+    public static let minimumPingInterval: Duration = .milliseconds(10)
+
+    /// How often to ping: half the timeout, at least `minimumPingInterval`.
+    public var pingInterval: Duration { max(timeout / 2, Self.minimumPingInterval) }
 
     /// Nil when the watchdog is off for this process.
     public init?(environment: [String: String], pid: Int32) {
-        guard let raw = environment["WATCHDOG_USEC"], let usec = UInt64(raw), usec > 0 else { return nil }
-        if let owner = environment["WATCHDOG_PID"], !owner.isEmpty, Int32(owner) != pid { return nil }
+        guard Self.isForThisProcess(environment, pid: pid), let raw = environment["WATCHDOG_USEC"], let usec = UInt64(raw), usec > 0 else {
+            return nil
+        }
         timeout = .microseconds(Int64(clamping: usec))
+    }
+
+    private static func isForThisProcess(_ environment: [String: String], pid: Int32) -> Bool {
+        guard let owner = environment["WATCHDOG_PID"], !owner.isEmpty else { return true }
+        return Int32(owner) == pid
+    }
+
+    /// What is wrong with `WATCHDOG_USEC` for this process, for a warning: a value that is no
+    /// number of microseconds (the watchdog stays off), zero (off), or one shorter than twice
+    /// `minimumPingInterval` (pinged at that interval, too seldom for systemd). Nil when the
+    /// value is fine, unset or meant for another process.
+    public static func problem(environment: [String: String], pid: Int32) -> String? {
+        guard isForThisProcess(environment, pid: pid), let raw = environment["WATCHDOG_USEC"], !raw.isEmpty else { return nil }
+        guard let usec = UInt64(raw), raw.first != "+" else {
+            let shown = raw.count > 40 ? "\(raw.prefix(40))…" : raw
+            return "WATCHDOG_USEC=\"\(shown)\" is not a number of microseconds; no watchdog pings"
+        }
+        if usec == 0 { return "WATCHDOG_USEC=0 asks for no watchdog; no watchdog pings" }
+        guard let settings = WatchdogSettings(environment: environment, pid: pid), settings.timeout / 2 < minimumPingInterval else {
+            return nil
+        }
+        return "WATCHDOG_USEC=\(usec) (\(usec) µs) is shorter than the daemon can ping within: pinging every "
+            + "\(minimumPingInterval) instead, and systemd may stop the daemon for pings it misses; WATCHDOG_USEC "
+            + "counts microseconds (WatchdogSec= in the unit sets it: a few seconds at least)"
     }
 }
 
