@@ -16,7 +16,7 @@ public enum AtomicFile {
         let directoryPath = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let directory = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directoryPath)
-        let temporary = ".\(name).tmp.\(UInt32.random(in: 0...UInt32.max))"
+        let temporary = temporaryName(for: name, number: UInt32.random(in: 0...UInt32.max))
         do throws(Errno) {
             let file = try directory.descriptor.open(
                 at: temporary, .writeOnly, options: [.create, .exclusiveCreate, .noFollow], permissions: permissions)
@@ -31,5 +31,21 @@ public enum AtomicFile {
             try? directory.descriptor.unlink(at: temporary)
             throw error
         }
+    }
+
+    /// The temporary file `write` makes beside the file named `name`: `.name.tmp.N`, N the
+    /// number it drew, in decimal.
+    static func temporaryName(for name: String, number: UInt32) -> String {
+        ".\(name).tmp.\(number)"
+    }
+
+    /// Whether `entry` (a name in a directory) is a temporary file `write` makes beside the
+    /// file named `name` there, and nothing else: `.name.tmp.` then a number from 0 to
+    /// 4294967295 written as `write` writes it (no sign, no leading zero). Such a file left
+    /// behind (the process died during the write) is no one's: `write` never reuses one.
+    public static func isTemporaryFile(_ entry: String, of name: String) -> Bool {
+        let prefix = ".\(name).tmp."
+        guard entry.hasPrefix(prefix), let number = UInt32(entry.dropFirst(prefix.count)) else { return false }
+        return entry == temporaryName(for: name, number: number)
     }
 }

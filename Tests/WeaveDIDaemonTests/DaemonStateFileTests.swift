@@ -94,6 +94,43 @@ import WeaveDIPosix
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1, "\(daemon.log)")
     }
 
+    /// Temporary files left by a write of the state file that a crash interrupted
+    /// (`.jobs.json.tmp.N`, N a number the write drew) are removed at start, and the log says
+    /// so; names that only look like them, and anything not a regular file, are left alone.
+    @Test func staleTemporaryStateFiles_areRemovedAtStart_andNothingElse() throws {
+        let fixture = Fixture()
+        let stale = [".jobs.json.tmp.0", ".jobs.json.tmp.12345", ".jobs.json.tmp.4294967295"]
+        let kept = [
+            ".jobs.json.tmp.", ".jobs.json.tmp.abc", ".jobs.json.tmp.12x", ".jobs.json.tmp.-1", ".jobs.json.tmp.+5",
+            ".jobs.json.tmp.007", ".jobs.json.tmp.4294967296", "jobs.json.tmp.5", ".jobs.json.tmp.5.bak",
+            ".metrics.prom.tmp.5", ".other.json.tmp.5", "notes.txt",
+        ]
+        for name in stale + kept { fixture.directory.write("state/\(name)", "{}") }
+        try FileManager.default.createDirectory(atPath: fixture.state + "/.jobs.json.tmp.77", withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: fixture.state + "/.jobs.json.tmp.88", withDestinationPath: fixture.state + "/notes.txt")
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        for name in stale { #expect(!fileExists(fixture.state + "/" + name), "\(name)") }
+        for name in kept + [".jobs.json.tmp.77", ".jobs.json.tmp.88"] { #expect(fileExists(fixture.state + "/" + name), "\(name)") }
+        #expect(daemon.log.contains(
+            "notice  sync: \(fixture.state): removed 3 temporary files left by an interrupted write of the jobs' state file "
+            + "(.jobs.json.tmp.0, .jobs.json.tmp.12345, .jobs.json.tmp.4294967295)"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// Without such files nothing is said.
+    @Test func withoutStaleTemporaryFiles_nothingIsSaid() throws {
+        let fixture = Fixture()
+        fixture.directory.write("state/notes.txt", "")
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("temporary file"), "\(daemon.log)")
+        #expect(fileExists(fixture.state + "/notes.txt"))
+    }
+
     /// The state file stays where the daemon started with it: a reload that moves
     /// `stateDirectory` is refused (a restart moves it), rather than said to be in effect while
     /// the state goes on being written to the old directory.

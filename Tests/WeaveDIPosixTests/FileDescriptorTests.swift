@@ -25,6 +25,27 @@ import WeaveDIPosix
         #expect(names == ["state.json"])
     }
 
+    /// The temporary file a write makes is one `isTemporaryFile` knows (a crash leaves it for
+    /// the writer's next start to remove); names only like it are not.
+    @Test func atomicFile_temporaryFileNames() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.child("jobs.json")
+        var seen: [String] = []
+        try AtomicFile.write(Array("{}".utf8), to: path) {
+            seen = (try? FileDescriptor.currentWorkingDirectory.directoryEntries(at: directory.path).map(\.name)) ?? []
+            return true
+        }
+        #expect(seen.count == 1)
+        #expect(seen.allSatisfy { AtomicFile.isTemporaryFile($0, of: "jobs.json") }, "\(seen)")
+        for name in [".jobs.json.tmp.0", ".jobs.json.tmp.4294967295"] { #expect(AtomicFile.isTemporaryFile(name, of: "jobs.json")) }
+        for name in [
+            "jobs.json", ".jobs.json.tmp.", ".jobs.json.tmp.x", ".jobs.json.tmp.+1", ".jobs.json.tmp.-1", ".jobs.json.tmp.01",
+            ".jobs.json.tmp.4294967296", ".jobs.json.tmp.1 ", "jobs.json.tmp.1", ".other.json.tmp.1", ".jobs.json.tmp.1.tmp.2",
+        ] {
+            #expect(!AtomicFile.isTemporaryFile(name, of: "jobs.json"), "\(name)")
+        }
+    }
+
     @Test func atomicWrite_writeFsyncRename_readsBackContent() throws {
         let directory = try TemporaryDirectory()
         let parent = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)

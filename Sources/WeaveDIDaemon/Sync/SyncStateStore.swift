@@ -8,14 +8,20 @@ import WeaveDIPosix
 /// caller's thread, newest first (`LatestFileWriter`); `flush` waits for them.
 struct SyncStateStore: Sendable {
     let path: String
+    let directory: String
     let log: DaemonLog
     private let writer: LatestFileWriter
 
+    /// The state file's name in `directory`.
+    static let fileName = "jobs.json"
     /// The largest state file read: as large as a JSON document may be (`JSONLimits`).
     static let maximumBytes = 16 << 20
+    /// How many names of removed temporary files the log lists.
+    static let namesListed = 10
 
     init(stateDirectory: String, log: DaemonLog) {
-        path = stateDirectory + "/jobs.json"
+        directory = stateDirectory
+        path = stateDirectory + "/" + Self.fileName
         self.log = log
         writer = LatestFileWriter(purpose: "the jobs' state file", permissions: 0o640, durable: true, makesDirectory: true, log: log)
     }
@@ -28,7 +34,11 @@ struct SyncStateStore: Sendable {
     /// Blocks the calling thread meanwhile (the read is on a thread of its own): the scheduler
     /// calls it as it starts, and a call that suspended would let control calls into the
     /// scheduler before it has its jobs.
+    ///
+    /// First it removes the temporary files that writes of the state file interrupted by a
+    /// crash left in the directory (`removeStaleTemporaryFiles`).
     func load() -> [String: PersistedJobState] {
+        removeStaleTemporaryFiles()
         let step = FileStep("reading the file", path)
         let bytes: [UInt8]?
         do {
@@ -79,6 +89,69 @@ struct SyncStateStore: Sendable {
         }
         guard let bytes else { throw step.failure("the file is larger than \(maximumBytes) bytes", errno: EFBIG) }
         return bytes
+    }
+
+    /// Removes the temporary files a write of the state file makes (`.jobs.json.tmp.N`, see
+    /// `AtomicFile.isTemporaryFile`) that a crash during the write left in the directory, and
+    /// says so: they would otherwise stay for ever, as no write reuses one. Nothing else is
+    /// touched: only regular files named exactly so. Called as the daemon starts, before any
+    /// write of its own; the listing and the removals run within the step limit, as the read.
+    func removeStaleTemporaryFiles() {
+        let step = FileStep("listing the directory", directory)
+        let outcome: TemporaryFileRemoval
+        do {
+            outcome = try StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a cleanup of the jobs' state directory") {
+                [directory] _ throws(FileStep.Failure) in
+                try Self.removeTemporaryFiles(in: directory, step: step)
+            }
+        } catch {
+            log.warning("sync", "\(directory): \(error.problem); stale temporary files of the jobs' state file, if any, stay")
+            return
+        }
+        let removed = outcome.removed
+        if !removed.isEmpty {
+            let files = removed.count == 1 ? "1 temporary file" : "\(removed.count) temporary files"
+            let more = removed.count > Self.namesListed ? ", and \(removed.count - Self.namesListed) more" : ""
+            log.notice("sync", "\(directory): removed \(files) left by an interrupted write of the jobs' state file "
+                + "(\(removed.prefix(Self.namesListed).joined(separator: ", "))\(more))")
+        }
+        for (name, error) in outcome.failures {
+            log.warning("sync", "\(directory): cannot remove \(name), left by an interrupted write of the jobs' state file: \(error)")
+        }
+    }
+
+    /// What `removeTemporaryFiles` did: the names removed (sorted) and those it could not remove.
+    struct TemporaryFileRemoval: Sendable {
+        var removed: [String] = []
+        var failures: [(name: String, error: Errno)] = []
+    }
+
+    private static func removeTemporaryFiles(in directory: String, step: FileStep) throws(FileStep.Failure) -> TemporaryFileRemoval {
+        var outcome = TemporaryFileRemoval()
+        do throws(Errno) {
+            let opened: OwnedDescriptor
+            do {
+                opened = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory)
+            } catch {
+                if error == .noSuchFileOrDirectory { return outcome }  // nothing written there yet
+                throw error
+            }
+            let folder = opened.descriptor
+            for entry in try folder.directoryEntries() where entry.nameIsExact && AtomicFile.isTemporaryFile(entry.name, of: fileName) {
+                let kind = entry.kind == .unknown ? (try? folder.status(at: entry.name, followSymlinks: false))?.kind : entry.kind
+                guard kind == .regular else { continue }
+                do {
+                    try folder.unlink(at: entry.name)
+                    outcome.removed.append(entry.name)
+                } catch {
+                    outcome.failures.append((entry.name, error))
+                }
+            }
+        } catch {
+            throw step.failure("\(error)", errno: error.rawValue)
+        }
+        outcome.removed.sort()
+        return outcome
     }
 
     /// Asks for every job's state to be written; returns at once.
