@@ -42,6 +42,54 @@ import WeaveDIPosix
         #expect(stopping.contains("EXTEND_TIMEOUT_USEC=125000000"), "\(stopping)")
     }
 
+    /// A SIGHUP sent by hand while the daemon starts (after its configuration was read, before
+    /// `READY=1`) is not lost: once started, the daemon reads the file again, so the file as it
+    /// was when the signal was sent is the one in effect. The start is held before `READY=1` by
+    /// a notify socket whose queue is full (its first `STATUS=starting` waits, as `sd_notify`
+    /// does), until the test has seen the signal taken.
+    @Test func sighupWhileStarting_isActedOnOnceStarted() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        try notify.fill()
+        let config = directory.write("weavedid.json", #"{"shutdownTimeout": 60}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
+        // Logged once the configuration is read and the signalfd exists, before the start.
+        try #require(daemon.waitForLog("starting (pid"), "\(daemon.log)")
+        directory.write("weavedid.json", #"{"shutdownTimeout": 120}"#)
+        daemon.send(.hangup)
+        #expect(daemon.waitUntilSignalTaken(.hangup), "\(daemon.log)")
+        usleep(200_000)  // the reload's task reaches the supervisor, still starting
+        #expect(!notify.lines.contains("READY=1"))
+        #expect(notify.wait(forLine: "READY=1"))  // reading lets the start go on
+        #expect(notify.wait(forLine: "STATUS=running; configuration reloaded"), "\(notify.lines) \(daemon.log)")
+        #expect(!daemon.log.contains("reload ignored"), "\(daemon.log)")
+        #expect(daemon.log.contains("SIGHUP while starting; the configuration is read again once started"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(notify.wait { $0.hasPrefix("STOPPING=1\n") })
+        let stopping = notify.received.first { $0.hasPrefix("STOPPING=1\n") }?.split(separator: "\n") ?? []
+        #expect(stopping.contains("EXTEND_TIMEOUT_USEC=125000000"), "\(stopping)")
+    }
+
+    /// A SIGHUP during a start that a SIGTERM then ends reloads nothing: the daemon stops.
+    @Test func sighupThenSigtermWhileStarting_stopsWithoutReloading() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        try notify.fill()
+        let daemon = try DaemonProcess(directory: directory, notify: notify)
+        try #require(daemon.waitForLog("starting (pid"), "\(daemon.log)")
+        daemon.send(.hangup)
+        #expect(daemon.waitUntilSignalTaken(.hangup), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.waitUntilSignalTaken(.terminate), "\(daemon.log)")
+        usleep(200_000)
+        notify.wait(timeout: .milliseconds(500)) { _ in false }  // reading lets the start go on
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        notify.wait(timeout: .milliseconds(200)) { _ in false }
+        #expect(!notify.lines.contains("RELOADING=1"), "\(notify.lines)")
+        #expect(!daemon.log.contains("reloading the configuration"), "\(daemon.log)")
+    }
+
     @Test func withoutNotifySocket_itRunsAndStops() throws {
         let daemon = try DaemonProcess()
         #expect(daemon.waitForLog("ready;"))

@@ -65,7 +65,7 @@ final class MainLoop {
                         let reason = "\(received.signal.name) from pid \(received.senderPID)"
                         Task { await supervisor.shutdown(reason: reason) }
                     case .hangup:
-                        Task { await supervisor.reload() }
+                        Task { await supervisor.reloadForSignal() }
                     default:
                         break
                     }

@@ -22,6 +22,8 @@ public actor Supervisor {
     private var group: ServiceGroup?
     private(set) var phase: Phase = .starting
     private var shutdownRequested = false
+    /// A SIGHUP came while starting: the configuration is read again once started.
+    private var reloadRequestedWhileStarting = false
     private var reloading = false
     /// Callers that asked while a reload ran: the next reload is theirs.
     private var reloadWaiters: [CheckedContinuation<ReloadOutcome, Never>] = []
@@ -66,6 +68,27 @@ public actor Supervisor {
         let hint = socket.path.map { " (talk to it: weavedictl --socket \($0) health)" } ?? ""
         notifier.notify("READY=1", "STATUS=running; control socket \(socket.description)")
         log.notice("daemon", "weavedid \(DaemonVersion.current) ready; control socket \(socket.description)\(hint)")
+        if reloadRequestedWhileStarting {
+            reloadRequestedWhileStarting = false
+            log.notice("daemon", "reloading for the SIGHUP received while starting")
+            await reload()
+        }
+    }
+
+    /// `SIGHUP`: a reload (`reload()`). While the daemon starts, the file may have changed
+    /// since the start read it, and whoever sent the signal expects the file as it is now to
+    /// be in effect: the reload is done once the start is over, right after `READY=1` (several
+    /// signals meanwhile make one reload). A start that fails, or that a shutdown ends, reloads
+    /// nothing. While stopping, the signal is ignored, as `reload()` says.
+    public func reloadForSignal() async {
+        guard phase == .starting else {
+            await reload()
+            return
+        }
+        if !reloadRequestedWhileStarting {
+            log.notice("daemon", "SIGHUP while starting; the configuration is read again once started")
+        }
+        reloadRequestedWhileStarting = true
     }
 
     /// The control socket the daemon serves, as the ready message names it: the configured

@@ -75,6 +75,21 @@ final class DaemonProcess: @unchecked Sendable {  // used from one test at a tim
         return false
     }
 
+    /// Waits until `signal`, sent to the process, is no longer pending: the daemon's main loop
+    /// has read it from its signalfd.
+    func waitUntilSignalTaken(_ signal: Signal, timeout: Duration = .seconds(5)) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        let bit = UInt64(1) << UInt64(signal.rawValue - 1)
+        while ContinuousClock.now < deadline {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+            let pending = status.split(separator: "\n").filter { $0.hasPrefix("ShdPnd:") || $0.hasPrefix("SigPnd:") }
+                .compactMap { UInt64($0.drop { $0 != ":" }.dropFirst().trimmingCharacters(in: .whitespaces), radix: 16) }
+            if pending.count == 2, pending.allSatisfy({ $0 & bit == 0 }) { return true }
+            usleep(1_000)
+        }
+        return false
+    }
+
     /// Sends `signal` to the daemon.
     func send(_ signal: Signal) {
         try? signal.send(to: pid)

@@ -39,6 +39,18 @@ final class NotifyListener: @unchecked Sendable {  // used from one test at a ti
         wait(timeout: timeout) { $0.split(separator: "\n").contains { $0 == line } }
     }
 
+    /// Fills the listener's receive queue with filler datagrams (`X_FILLER=1`, sent from a
+    /// socket of the test's own) until the kernel refuses more: the daemon's next notification
+    /// then blocks, as `sd_notify` does, until the test reads (`wait`). Holds the daemon at a
+    /// known point (its first `STATUS=starting`, say) for as long as the test needs.
+    func fill() throws {
+        let sender = try UnixSocket.make(.datagram, nonBlocking: true)
+        let target = try UnixSocketAddress(address)
+        var sent = 0
+        while (try? sender.descriptor.send(Array("X_FILLER=1".utf8), to: target)) != nil { sent += 1 }
+        precondition(sent > 0, "the notify socket took no filler")
+    }
+
     /// All lines received so far.
     var lines: [String] { received.flatMap { $0.split(separator: "\n").map(String.init) } }
 }
