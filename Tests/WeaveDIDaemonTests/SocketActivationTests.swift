@@ -128,6 +128,17 @@ import WeaveDIPosix
         #expect(!fileExists(daemon.defaultSocket))
     }
 
+    /// A `LISTEN_PID` that is no process id refuses the start, as `sd_listen_fds(3)` does,
+    /// instead of taking the sockets for another process's and binding a socket of its own.
+    @Test(arguments: ["abc", "", "-5", "0", "+12"])
+    func invalidListenPid_isNamed(value: String) throws {
+        let directory = TemporaryDirectory()
+        let daemon = try DaemonProcess(directory: directory, prefix: "LISTEN_PID='\(value)' LISTEN_FDS=1")
+        #expect(daemon.wait() == .exited(1), "\(daemon.log)")
+        #expect(daemon.log.contains("socket activation: LISTEN_PID=\"\(value)\" is not a process id"), "\(daemon.log)")
+        #expect(!fileExists(daemon.defaultSocket))
+    }
+
     /// `LISTEN_FDS` counting more descriptors than are open says which one is missing, and
     /// which variable said it was there.
     @Test func listenFdsBeyondTheOpenDescriptors_namesTheVariable() throws {

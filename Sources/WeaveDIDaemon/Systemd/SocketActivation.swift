@@ -31,7 +31,11 @@ public struct SocketActivation: Sendable {
             for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { try? CurrentProcess.removeEnvironmentValue(name) }
         }
         guard let pidText = environment["LISTEN_PID"], let countText = environment["LISTEN_FDS"] else { return nil }
-        guard Int32(pidText) == pid else { return nil }  // meant for another process
+        guard let listenPID = Int32(pidText), listenPID > 0, pidText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            // As sd_listen_fds(3): an error, not sockets silently taken for another process's.
+            throw Problem(description: "LISTEN_PID=\"\(pidText.prefix(40))\" is not a process id; it names the process the sockets in LISTEN_FDS are for")
+        }
+        guard listenPID == pid else { return nil }  // meant for another process
         let count = try descriptorCount(countText)
         let names = environment["LISTEN_FDNAMES"].map { $0.split(separator: ":", omittingEmptySubsequences: false).map(String.init) } ?? []
         if !names.isEmpty, names.count != Int(count) {
