@@ -16,6 +16,9 @@ final class MainLoop {
     /// a reload having changed it perhaps).
     private var shutdownTimeout: Duration = .zero
     private let heartbeat = Heartbeat()
+    /// The withheld pings, said at most 3 times a minute: with a short `WATCHDOG_USEC` a stall
+    /// would otherwise write a line every few milliseconds.
+    private let withheldPings = LogThrottle(interval: .seconds(60), burst: 3)
 
     init(signals: consuming SignalReader, context: DaemonContext, supervisor: Supervisor, watchdog: WatchdogSettings?) {
         self.signals = signals
@@ -80,7 +83,7 @@ final class MainLoop {
                     context.notifier.notify("WATCHDOG=1")
                     lastBeat = beat
                 } else {
-                    context.log.warning("daemon", "no progress since the last watchdog ping; withholding WATCHDOG=1")
+                    withheldPings.warning(context.log, "daemon", "no progress since the last watchdog ping; withholding WATCHDOG=1")
                 }
                 nextPing = due + interval
             }
