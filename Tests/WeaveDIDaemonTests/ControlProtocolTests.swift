@@ -171,6 +171,34 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func aMessageCutShortByEndOfInput_isAnswered_afterTheCallsBeforeIt() throws {
+        let daemon = try started()
+        let partial = #"{"method":"io.weavedi.Daemon.Ping""#
+        let expected = #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"message","reason":"#
+            + #""the input ended inside a message: 34 bytes without the NUL byte that ends each message"}}"#
+        // Alone; behind a call answered at once and one answered by a task, in call order; and
+        // behind more calls than may be in flight at once (the rest waits, unread, at first).
+        let jobs = call("io.weavedi.Daemon.ListJobs")
+        for (before, jobReplies) in [("", 0), (call("io.weavedi.Daemon.GetLogLevel") + jobs, 1), (String(repeating: jobs, count: 40), 40)] {
+            let client = try RawClient(daemon.defaultSocket)
+            try client.send(before + partial)
+            try client.descriptor.shutdown(.write)
+            if before.hasPrefix(call("io.weavedi.Daemon.GetLogLevel")) { #expect(client.reply()?.contains(#""filter":"info""#) == true) }
+            for _ in 0..<jobReplies { #expect(client.reply()?.hasPrefix(#"{"parameters":{"jobs":"#) == true) }
+            #expect(client.reply() == expected)
+            #expect(client.closedByPeer())
+        }
+        // Only whitespace after the last message is no message.
+        let trailing = try RawClient(daemon.defaultSocket)
+        try trailing.send(call("io.weavedi.Daemon.GetLogLevel") + " \n")
+        try trailing.descriptor.shutdown(.write)
+        #expect(trailing.reply()?.contains(#""filter":"info""#) == true)
+        #expect(trailing.closedByPeer())
+        #expect(trailing.reply() == nil)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func limits_areAnsweredWithAClearError_beforeClosing() throws {
         // A job whose run takes seconds (a 1 GiB copy, written and flushed) makes a call that
         // surely outlasts the time limit.

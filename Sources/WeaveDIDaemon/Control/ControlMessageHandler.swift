@@ -29,6 +29,10 @@ public protocol ControlMessageHandler: Sendable {
     /// too many clients, idle too long); nil to close silently.
     func limitReply(_ violation: ControlLimitViolation) -> [UInt8]?
 
+    /// The reply to the last message of a connection whose client ended its input before the
+    /// message's NUL terminator (`byteCount` bytes of it came); nil to send none.
+    func unterminatedMessageReply(byteCount: Int, peer: ControlPeer) -> [UInt8]?
+
     /// Takes on a reloaded configuration's `control` (who may change things) for the calls
     /// that follow.
     func adopt(_ configuration: DaemonConfiguration)

@@ -102,6 +102,7 @@ extension ControlServer {
                 {
                     alive = read(connection, now: after, limit: limits.maxMessageBytes, buffer: receiveBuffer)
                 }
+                if alive { answerUnterminatedMessage(on: connection) }
                 if alive, connection.hasPendingOutput { alive = write(connection, now: after) }
                 if alive, connection.isDone, !connection.hasPendingOutput {
                     alive = linger(connection, now: after)
@@ -276,6 +277,25 @@ extension ControlServer {
             }
         }
         return true
+    }
+
+    /// At end of input, once every complete message is dispatched, the bytes after the last NUL
+    /// are a message that never ended: answered in call order with the handler's error, so that
+    /// the client learns why its call got no reply (only whitespace there is no message).
+    private func answerUnterminatedMessage(on connection: ControlConnection) {
+        guard connection.inputClosed, !connection.hasUnscannedInput, connection.hasBufferedInput,
+            !connection.closeAfterFlush, !connection.draining
+        else { return }
+        defer { connection.discardInput() }
+        let rest = connection.input[connection.inputStart...]
+        let whitespace: [UInt8] = [0x20, 0x09, 0x0A, 0x0D]
+        guard rest.contains(where: { !whitespace.contains($0) }),
+            let reply = handler.unterminatedMessageReply(byteCount: rest.count, peer: connection.peer)
+        else { return }
+        let sequence = connection.nextCallSequence
+        connection.nextCallSequence += 1
+        connection.finished[sequence] = reply + [0]
+        connection.flushInOrder()
     }
 
     /// Answers a message over `limit` bytes with the limit error, then closes once written.

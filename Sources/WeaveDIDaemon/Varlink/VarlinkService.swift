@@ -101,10 +101,22 @@ final class VarlinkService: ControlMessageHandler {
         do {
             return .success(try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes)))
         } catch {
-            malformedWarnings.warning(log, "control", "connection \(peer.connectionID) (pid \(peer.credentials.pid)): malformed message: \(error.reason ?? error.name)")
-            methods.metrics.count(method: "(malformed)", error: error.name)
+            refuseMalformed(error, peer: peer)
             return .failure(error)
         }
+    }
+
+    /// Logs (throttled) and counts a malformed message's failure.
+    private func refuseMalformed(_ failure: VarlinkFailure, peer: ControlPeer) {
+        malformedWarnings.warning(log, "control", "connection \(peer.connectionID) (pid \(peer.credentials.pid)): malformed message: \(failure.reason ?? failure.name)")
+        methods.metrics.count(method: "(malformed)", error: failure.name)
+    }
+
+    func unterminatedMessageReply(byteCount: Int, peer: ControlPeer) -> [UInt8]? {
+        let failure = VarlinkFailure.invalidMessage(
+            "the input ended inside a message: \(byteCount) bytes without the NUL byte that ends each message")
+        refuseMalformed(failure, peer: peer)
+        return failure.reply.encoded()
     }
 
     /// The call's WeaveDI request, in the connection's session (the call counted there).
