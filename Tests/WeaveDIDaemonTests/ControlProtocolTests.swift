@@ -72,8 +72,15 @@ import WeaveDIPosix
             (call("io.weavedi.Daemon.RunJob", #"{"name":7}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"name","reason":"expected a string, got 7"}}"#),
             (call("io.weavedi.Daemon.Fix", #"{"check":"nope"}"#), #"{"error":"io.weavedi.Daemon.NoSuchCheck","parameters":{"name":"nope"}}"#),
             (call("io.weavedi.Daemon.RunJob", #"{"name":"nope"}"#), #"{"error":"io.weavedi.Daemon.NoSuchJob","parameters":{"name":"nope"}}"#),
-            (call("io.weavedi.Daemon.SetLogLevel", #"{"level":"loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"level"}}"#),
+            (call("io.weavedi.Daemon.SetLogLevel", #"{"level":"loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"level","reason":"expected one of all, registration, optimization, errors, off, got \"loud\""}}"#),
+            (call("io.weavedi.Daemon.SetLogLevel", #"{"filter":"info,sync=loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"filter","reason":"\"sync=loud\": unknown level 'loud' (expected a default level and subsystem=level entries, such as \"info,sync=debug\")"}}"#),
             (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"x.y"}"#), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"x.y"}}"#),
+            (call("org.varlink.service.GetInterfaceDescription"), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"interface","reason":"missing: the interface's name is required"}}"#),
+            (call("org.varlink.service.GetInterfaceDescription", #"{"interface":5}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"interface","reason":"expected a string, got 5"}}"#),
+            (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.Daemon","verbose":true}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"verbose","reason":"unknown parameter (accepted: interface)"}}"#),
+            (call("org.varlink.service.GetInfo", #"{"verbose":true}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"verbose","reason":"unknown parameter (the method takes none)"}}"#),
+            (call("org.varlink.service.GetInfo", extra: #","upgrade":true"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"upgrade","reason":"no method of this service upgrades its connection to another protocol"}}"#),
+            (call("io.weavedi.Daemon.Ping", extra: #","upgrade":true"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"upgrade","reason":"no method of this service upgrades its connection to another protocol"}}"#),
         ]
         for (request, expected) in cases {
             try client.send(request)

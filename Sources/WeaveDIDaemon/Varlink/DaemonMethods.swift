@@ -167,12 +167,19 @@ final class DaemonMethods: Sendable {
         case "SetLogLevel":
             try call.accept(["level", "filter"])
             if let name = try call.string("level") {
-                guard let level = LogLevel(name: name) else { throw .invalidParameter("level") }
+                guard let level = LogLevel(name: name) else {
+                    let names = LogLevel.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw .invalidParameter("level", reason: "expected one of \(names), got \(FieldReader.describe(.string(name)))")
+                }
                 UnifiedDI.setLogLevel(level)
             }
             if let text = try call.string("filter") {
-                guard case let .success(filter) = LogFilter.parse(text) else { throw .invalidParameter("filter") }
-                log.currentFilter = filter
+                switch LogFilter.parse(text) {
+                case let .success(filter): log.currentFilter = filter
+                case let .failure(error):
+                    throw .invalidParameter(
+                        "filter", reason: "\(error) (expected a default level and subsystem=level entries, such as \"info,sync=debug\")")
+                }
             }
             log.notice("control", "log level now \(UnifiedDI.logLevel), filter \(log.currentFilter.text)")
             return logLevelReply()

@@ -154,7 +154,9 @@ final class VarlinkService: ControlMessageHandler {
     private func answer(_ call: VarlinkCall, peer: ControlPeer, stream: @escaping @Sendable (VarlinkReply) -> Void) async -> VarlinkReply {
         let (interface, method) = Self.split(call.method)
         if interface.isEmpty { return VarlinkFailure.methodNotFound(call.method).reply }
-        if call.upgrade { return VarlinkFailure.invalidParameter("upgrade").reply }
+        if call.upgrade {
+            return VarlinkFailure.invalidParameter("upgrade", reason: "no method of this service upgrades its connection to another protocol").reply
+        }
         switch interface {
         case "org.varlink.service":
             return service(method, call)
@@ -191,16 +193,22 @@ final class VarlinkService: ControlMessageHandler {
     }
 
     private func service(_ method: String, _ call: VarlinkCall) -> VarlinkReply {
+        do { return try serviceReply(method, call) } catch { return error.reply }
+    }
+
+    private func serviceReply(_ method: String, _ call: VarlinkCall) throws(VarlinkFailure) -> VarlinkReply {
         switch method {
         case "GetInfo":
+            try call.accept([])
             return VarlinkReply(parameters: [
                 ("vendor", .string("WeaveDI")), ("product", .string("weavedid")), ("version", .string(DaemonVersion.current)),
                 ("url", .string("file:///usr/share/doc/weavedi/README.md")),
                 ("interfaces", .array([.string("org.varlink.service"), .string(DaemonInterface.name)])),
             ])
         case "GetInterfaceDescription":
-            guard let interface = call.parameter("interface")?.stringValue else {
-                return VarlinkFailure.invalidParameter("interface").reply
+            try call.accept(["interface"])
+            guard let interface = try call.string("interface") else {
+                throw .invalidParameter("interface", reason: "missing: the interface's name is required")
             }
             switch interface {
             case "org.varlink.service": return VarlinkReply(parameters: [("description", .string(DaemonInterface.serviceDescription))])
