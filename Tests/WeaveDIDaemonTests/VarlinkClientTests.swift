@@ -1,0 +1,77 @@
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// `VarlinkClient` (weavedictl's) against a peer that answers anything at all: whatever listens
+/// on the socket path is input from outside.
+@Suite struct VarlinkClientTests {
+    /// Listens in a directory of its own; the one connection it accepts reads the call, then
+    /// gets `answer` (repeated `repeats` times), and is closed.
+    final class RawPeer: @unchecked Sendable {  // immutable after init
+        let directory = TemporaryDirectory("varlink-peer")
+        let socket: String
+        private let thread: PosixThread
+
+        init(answer: [UInt8], repeats: Int = 1) throws {
+            socket = directory.path + "/control.sock"
+            let listener = try UnixSocket.listen(at: UnixSocketAddress(path: socket), nonBlocking: false).release()
+            thread = try PosixThread {
+                defer { try? listener.close() }
+                guard let connection = try? listener.accept(nonBlocking: false).release() else { return }
+                defer { try? connection.close() }
+                _ = try? connection.receive(upToCount: 65_536)
+                for _ in 0..<repeats {
+                    guard (try? connection.sendAll(answer)) != nil else { return }
+                }
+            }
+        }
+
+        /// Waits for the peer's thread (which ends once its client is gone or all is sent).
+        func join() { thread.join() }
+    }
+
+    @Test func aReplyWithoutItsNUL_isRefusedPastTheLimit_notBufferedWithoutEnd() throws {
+        // 17 MiB of a string that never ends, then the peer closes.
+        let peer = try RawPeer(answer: Array(#"{"parameters":{"x":""#.utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 65_536), repeats: 272)
+        var described = ""
+        let start = ContinuousClock.now
+        do {
+            let client = try VarlinkClient(path: peer.socket)
+            _ = try client.call("io.weavedi.Daemon.Ping")
+            Issue.record("the call succeeded")
+        } catch {
+            described = "\(error)"
+        }
+        #expect(described == "the reply is not a valid varlink reply: more than \(JSONLimits().maxBytes) bytes without the NUL that ends a reply",
+            "\(described)")
+        // Searching the whole buffer again at each read took a minute for these 17 MiB.
+        #expect(ContinuousClock.now - start < .seconds(10))
+        peer.join()
+    }
+
+    @Test func repliesWithMembersOfTheWrongType_areRefused_notTakenForSuccess() throws {
+        let cases: [(String, String)] = [
+            (#"{"error":5,"parameters":{}}"#, #""error" must be a string, got integer"#),
+            (#"{"parameters":[1]}"#, #""parameters" must be an object, got array"#),
+            (#"{"parameters":{},"continues":"yes"}"#, #""continues" must be a boolean, got string"#),
+            (#"[]"#, "a reply is a JSON object, got array"),
+        ]
+        for (text, reason) in cases {
+            #expect(throws: (any Error).self, "\(text)") { try VarlinkReply.decode(Array(text.utf8)) }
+            do {
+                _ = try VarlinkReply.decode(Array(text.utf8))
+            } catch {
+                #expect(error.reason == reason, "\(text)")
+            }
+        }
+        // Members it does not know are left alone (a later version of the protocol may add some).
+        let reply = try VarlinkReply.decode(Array(#"{"parameters":{"a":1},"continues":true,"extra":[]}"#.utf8))
+        #expect(reply.parameters.first?.0 == "a" && reply.continues && reply.error == nil)
+        // And over the socket: weavedictl's client reports it rather than a success.
+        let peer = try RawPeer(answer: Array(#"{"error":5,"parameters":{}}"#.utf8) + [0])
+        let client = try VarlinkClient(path: peer.socket)
+        #expect(throws: VarlinkClient.ConnectionError.self) { try client.call("io.weavedi.Daemon.Ping") }
+        peer.join()
+    }
+}
