@@ -211,10 +211,11 @@ extension ControlServer {
 
     /// Reads what is available and dispatches complete messages, until the connection may not
     /// dispatch more (its pending output is over `limit`, the message size limit, or it has
-    /// the most calls in flight); false when the connection ends.
+    /// the most calls in flight) or has had its turn (`readsPerTurn`); false when the
+    /// connection ends.
     private func read(_ connection: ControlConnection, now: Duration, limit: Int, buffer: UnsafeMutableBufferPointer<UInt8>) -> Bool {
         if connection.lingering { return discardInput(connection, buffer: buffer) }
-        while connection.mayDispatch(outputBound: limit) {
+        for _ in 0..<Self.readsPerTurn where connection.mayDispatch(outputBound: limit) {
             let count: Int
             do {
                 count = try connection.descriptor.receive(into: UnsafeMutableRawBufferPointer(buffer))
@@ -252,6 +253,12 @@ extension ControlServer {
         }
         return true
     }
+
+    /// The most reads of one connection in one turn of the I/O loop (a megabyte with the
+    /// 64 KiB receive buffer): a client that sends without pause, calls that need no reply
+    /// (`oneway`) say, which neither fill its output nor stay in flight, is read again at the
+    /// next turn, after every other connection has had its own.
+    static let readsPerTurn = 16
 
     /// Whether a connection with nothing left to write stays open: one that broke a limit
     /// and whose client may still be sending lingers (`ControlConnection.lingering`) with
