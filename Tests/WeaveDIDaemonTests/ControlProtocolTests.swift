@@ -206,6 +206,21 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func aMessageTooLarge_isRefusedAfterTheCallsBeforeItAreAnswered() throws {
+        let daemon = try started(config: #"{"control": {"maxMessageBytes": 1024}}"#)
+        let client = try RawClient(daemon.defaultSocket)
+        // A call answered by a task, one answered at once behind it, then too large a message,
+        // all in one piece: the refusal is the third reply, not the first, and the others come.
+        try client.send(call("io.weavedi.Daemon.RunChecks") + call("io.weavedi.Daemon.GetLogLevel")
+            + call("io.weavedi.Daemon.Ping", #"{"pad":"\#(String(repeating: "x", count: 2000))"}"#))
+        #expect(client.reply()?.hasPrefix(#"{"parameters":{"health":"#) == true)
+        #expect(client.reply()?.contains(#""filter":"info""#) == true)
+        #expect(client.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
+        #expect(client.closedByPeer())
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func limits_areAnsweredWithAClearError_beforeClosing() throws {
         // A job whose run takes seconds (a 1 GiB copy, written and flushed) makes a call that
         // surely outlasts the time limit.

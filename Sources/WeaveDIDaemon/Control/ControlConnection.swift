@@ -25,7 +25,8 @@ final class ControlConnection {
     /// Replies (wire bytes) sent early by calls still running (streams), by call.
     var streamed: [UInt64: [UInt8]] = [:]
     var lastActivity: Duration
-    /// Set when the connection must close once its output is written.
+    /// Set when the connection must close once the calls it had begun are answered and its
+    /// output is written; nothing more is read from it.
     var closeAfterFlush = false
     /// Set once a connection that broke a limit has written its reply and shut its writing
     /// side: what its client still sends is read and dropped until it closes (or the idle
@@ -53,9 +54,9 @@ final class ControlConnection {
     var hasUnscannedInput: Bool { inputScanned < input.count }
 
     /// Whether the connection has nothing left to do but write its output: it broke a limit,
-    /// or the client sent everything (or the server stops) and every call is answered.
+    /// the client sent everything, or the server stops, and every call is answered.
     var isDone: Bool {
-        closeAfterFlush || (inputClosed && !hasUnscannedInput && !callsInFlight) || (draining && !callsInFlight)
+        !callsInFlight && (closeAfterFlush || (inputClosed && !hasUnscannedInput) || draining)
     }
 
     /// When the connection is closed for silence (`lastActivity` plus `limit`); none while a

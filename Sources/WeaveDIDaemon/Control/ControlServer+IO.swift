@@ -305,10 +305,16 @@ extension ControlServer {
         connection.flushInOrder()
     }
 
-    /// Answers a message over `limit` bytes with the limit error, then closes once written.
+    /// Answers a message over `limit` bytes with the limit error, in call order (after the
+    /// replies of the calls before it), then closes once everything is written.
     private func refuseTooLarge(_ connection: ControlConnection, limit: Int) {
         oversizeWarnings.warning(log, "control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
-        if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.enqueue(reply) }
+        if let reply = handler.limitReply(.messageTooLarge(limit: limit)) {
+            let sequence = connection.nextCallSequence
+            connection.nextCallSequence += 1
+            connection.finished[sequence] = reply + [0]
+            connection.flushInOrder()
+        }
         connection.discardInput()
         connection.closeAfterFlush = true
     }
