@@ -13,14 +13,28 @@ struct JSONParser {
         var elements: [JSONValue] = []
         var members: [(String, JSONValue)] = []
         /// The keys of `members`, once there are too many to compare one by one.
-        var keys: Set<String> = []
+        var keys: Set<Key> = []
         var key = ""
 
-        /// Records `key` for the next member; false when the object already has it.
+        /// Records `key` for the next member; false when the object already has it. Keys are
+        /// compared by their bytes, as RFC 8259 compares names: `String`'s `==` follows
+        /// canonical equivalence, under which "é" and "e" with a combining accent are equal.
         mutating func insertKey(_ key: String) -> Bool {
-            if members.count < 16 { return !members.contains { $0.0 == key } }
-            if keys.isEmpty { keys = Set(members.map(\.0)) }
-            return keys.insert(key).inserted
+            if members.count < 16 { return !members.contains { $0.0.utf8.elementsEqual(key.utf8) } }
+            if keys.isEmpty { keys = Set(members.map { Key(text: $0.0) }) }
+            return keys.insert(Key(text: key)).inserted
+        }
+    }
+
+    /// An object key hashed and compared by its UTF-8 bytes.
+    struct Key: Hashable {
+        var text: String
+
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.text.utf8.elementsEqual(rhs.text.utf8) }
+
+        func hash(into hasher: inout Hasher) {
+            var text = text
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
         }
     }
 

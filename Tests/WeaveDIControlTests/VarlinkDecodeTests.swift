@@ -17,6 +17,20 @@ import WeaveDIControl
         }
     }
 
+    @Test func keysThatDifferInTheirScalars_areNoDuplicates() throws {
+        // RFC 8259 compares names by code unit; Swift's String equality by canonical equivalence,
+        // under which "é" precomposed and "e" with a combining accent, or the Kelvin sign and
+        // "K", are one string.
+        for (first, second) in [("\u{E9}", "e\u{301}"), ("\u{212A}", "K")] {
+            let small = try JSONValue.parse(#"{"\#(first)":1,"\#(second)":2}"#)
+            #expect(small.objectMembers?.map(\.0.unicodeScalars.count) == [first.unicodeScalars.count, second.unicodeScalars.count])
+            let padding = (0..<20).map { "\"k\($0)\":0," }.joined()
+            let large = try JSONValue.parse(#"{\#(padding)"\#(first)":1,"\#(second)":2}"#)
+            #expect(large.objectMembers?.count == 22)
+            #expect((try? JSONValue.parse(#"{\#(padding)"\#(first)":1,"\#(first)":2}"#)) == nil)
+        }
+    }
+
     @Test func duplicateKeys_areRefusedInSmallAndLargeObjects() {
         #expect((try? JSONValue.parse(#"{"a":1,"b":2,"a":3}"#)) == nil)
         let many = (0..<40).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
