@@ -139,7 +139,7 @@ struct JSONParser {
         let keyOffset = position
         let key = try parseString()
         guard frame.insertKey(key) else {
-            throw error("duplicate key \(JSONValue.string(key).serialized)", at: keyOffset)
+            throw error("duplicate key \(JSONValue.quotedForMessage(key))", at: keyOffset)
         }
         skipWhitespace()
         guard peek() == UInt8(ascii: ":") else { throw error("expected ':' after an object key") }

@@ -108,6 +108,14 @@ import WeaveDIControl
         #expect(failure(#"[{"a":1},{"a":2,"a":3}]"#)?.column == 17)
     }
 
+    @Test func aLongDuplicateKey_isShownShortened() {
+        // The message goes into replies and log lines: a key of a megabyte, each byte escaped,
+        // made each of them several megabytes long.
+        let key = String(repeating: #"\u0001"#, count: 100_000)
+        let error = failure(#"{"\#(key)":1,"\#(key)":2}"#)
+        #expect(error?.problem == "duplicate key \"" + String(repeating: "\\u0001", count: 57) + "...\" (100000 characters)")
+    }
+
     @Test func textAfterTheValue_isRejected() {
         #expect(failure("{} {}")?.description == "line 1, column 4: unexpected character '{' after the JSON value")
         #expect(failure("1 2")?.column == 3)

@@ -17,6 +17,17 @@ import WeaveDIControl
         }
     }
 
+    @Test func anUnknownFieldOfACall_isNamedShortened() {
+        let name = String(repeating: "x", count: 1_000)
+        do {
+            _ = try VarlinkCall.decode(Array(#"{"method":"a.B","\#(name)":1}"#.utf8))
+            Issue.record("decoded")
+        } catch {
+            #expect(error.reason == #"unknown field ""# + String(repeating: "x", count: 57)
+                + #"..." (1000 characters) in a call (method, parameters, oneway, more, upgrade)"#)
+        }
+    }
+
     @Test func keysThatDifferInTheirScalars_areNoDuplicates() throws {
         // RFC 8259 compares names by code unit; Swift's String equality by canonical equivalence,
         // under which "é" precomposed and "e" with a combining accent, or the Kelvin sign and

@@ -63,7 +63,7 @@ public struct VarlinkCall: Sendable, Equatable {
                 }
                 if key == "oneway" { call.oneway = flag } else if key == "more" { call.more = flag } else { call.upgrade = flag }
             default:
-                throw VarlinkFailure.invalidMessage("unknown field \"\(key)\" in a call (method, parameters, oneway, more, upgrade)")
+                throw VarlinkFailure.invalidMessage("unknown field \(JSONValue.quotedForMessage(key)) in a call (method, parameters, oneway, more, upgrade)")
             }
         }
         guard !call.method.isEmpty else { throw VarlinkFailure.invalidMessage("a call needs a \"method\"") }
