@@ -31,14 +31,6 @@ public enum DescriptorReserve {
         set { reserved.store(max(0, newValue), ordering: .relaxed) }
     }
 
-    /// The number from which descriptors are refused: `soft limit - size`, at least 0; nil
-    /// without a reserve, or when the limit cannot be read.
-    public static var ceiling: Int? {
-        let size = self.size
-        guard size > 0, let soft = readSoftLimit() else { return nil }
-        return soft - min(soft, size)
-    }
-
     /// The reserve for a process whose soft limit is `softLimit`: 16, or a quarter of a limit
     /// lower than 64, so that a small limit still leaves most descriptors usable.
     public static func recommendedSize(forSoftLimit softLimit: UInt64) -> Int {
