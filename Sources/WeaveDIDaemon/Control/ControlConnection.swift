@@ -139,6 +139,15 @@ final class ControlConnection {
         return true
     }
 
+    /// Answers a message that is refused whole, never dispatched (too large, cut short by the
+    /// end of input), with `reply` (without its NUL), in call order: after the replies of the
+    /// calls before it.
+    func answerInOrder(_ reply: [UInt8]) {
+        finished[nextCallSequence] = reply + [0]
+        nextCallSequence += 1
+        flushInOrder()
+    }
+
     /// Moves replies into the output in call order: streamed replies of the oldest running
     /// call, then every finished call in sequence.
     func flushInOrder() {

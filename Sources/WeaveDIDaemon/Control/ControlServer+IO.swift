@@ -299,22 +299,14 @@ extension ControlServer {
         guard rest.contains(where: { !whitespace.contains($0) }),
             let reply = handler.unterminatedMessageReply(byteCount: rest.count, peer: connection.peer)
         else { return }
-        let sequence = connection.nextCallSequence
-        connection.nextCallSequence += 1
-        connection.finished[sequence] = reply + [0]
-        connection.flushInOrder()
+        connection.answerInOrder(reply)
     }
 
     /// Answers a message over `limit` bytes with the limit error, in call order (after the
     /// replies of the calls before it), then closes once everything is written.
     private func refuseTooLarge(_ connection: ControlConnection, limit: Int) {
         oversizeWarnings.warning(log, "control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
-        if let reply = handler.limitReply(.messageTooLarge(limit: limit)) {
-            let sequence = connection.nextCallSequence
-            connection.nextCallSequence += 1
-            connection.finished[sequence] = reply + [0]
-            connection.flushInOrder()
-        }
+        if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.answerInOrder(reply) }
         connection.discardInput()
         connection.closeAfterFlush = true
     }
