@@ -31,9 +31,9 @@ public struct SocketActivation: Sendable {
             for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { try? CurrentProcess.removeEnvironmentValue(name) }
         }
         guard let pidText = environment["LISTEN_PID"], let countText = environment["LISTEN_FDS"] else { return nil }
-        guard let listenPID = Int32(pidText), listenPID > 0, pidText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+        guard SystemdVariable.isDecimal(pidText), let listenPID = Int32(pidText), listenPID > 0 else {
             // As sd_listen_fds(3): an error, not sockets silently taken for another process's.
-            throw Problem(description: "LISTEN_PID=\"\(pidText.prefix(40))\" is not a process id; it names the process the sockets in LISTEN_FDS are for")
+            throw Problem(description: "\(SystemdVariable.quoted("LISTEN_PID", pidText)) is not a process id; it names the process the sockets in LISTEN_FDS are for")
         }
         guard listenPID == pid else { return nil }  // meant for another process
         let count = try descriptorCount(countText)
@@ -58,7 +58,7 @@ public struct SocketActivation: Sendable {
     /// `LISTEN_FDS` read as a count of descriptors, or the problem with it.
     static func descriptorCount(_ text: String) throws(Problem) -> Int32 {
         let digits = text.first == "-" || text.first == "+" ? text.dropFirst() : Substring(text)
-        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+        guard SystemdVariable.isDecimal(digits) else {
             throw Problem(description: "\(quoted(text)) is not a number; it counts the descriptors systemd passed, from 3 on")
         }
         if text.first == "-", digits.contains(where: { $0 != "0" }) {
@@ -70,9 +70,9 @@ public struct SocketActivation: Sendable {
         return count
     }
 
-    /// `LISTEN_FDS="…"`; a value longer than 40 characters is cut short, with its length.
+    /// `LISTEN_FDS="…"` (`SystemdVariable.quoted`).
     private static func quoted(_ value: String) -> String {
-        value.count > 40 ? "LISTEN_FDS=\"\(value.prefix(40))…\" (\(value.utf8.count) bytes)" : "LISTEN_FDS=\"\(value)\""
+        SystemdVariable.quoted("LISTEN_FDS", value)
     }
 
     /// The socket named `name`, or the only one passed, whatever its name (systemd names a

@@ -90,9 +90,8 @@ public struct WatchdogSettings: Sendable, Equatable {
     /// value is fine, unset or meant for another process.
     public static func problem(environment: [String: String], pid: Int32) -> String? {
         guard isForThisProcess(environment, pid: pid), let raw = environment["WATCHDOG_USEC"], !raw.isEmpty else { return nil }
-        guard let usec = UInt64(raw), raw.first != "+" else {
-            let shown = raw.count > 40 ? "\(raw.prefix(40))…" : raw
-            return "WATCHDOG_USEC=\"\(shown)\" is not a number of microseconds; no watchdog pings"
+        guard SystemdVariable.isDecimal(raw), let usec = UInt64(raw) else {
+            return "\(SystemdVariable.quoted("WATCHDOG_USEC", raw)) is not a number of microseconds; no watchdog pings"
         }
         if usec == 0 { return "WATCHDOG_USEC=0 asks for no watchdog; no watchdog pings" }
         guard let settings = WatchdogSettings(environment: environment, pid: pid), settings.timeout / 2 < minimumPingInterval else {
