@@ -107,18 +107,38 @@ enum WeaveDICtl {
             guard let command = subcommand(named: topicName) else {
                 throw UsageError(message: "no help for '\(topicName)': not a subcommand", command: nil)
             }
+            if let extra = reader.next() {
+                let text: String = switch extra {
+                case let .argument(argument): argument
+                case let .option(option, _): option
+                }
+                throw UsageError(message: "help takes one subcommand name; unexpected '\(text)'", command: nil)
+            }
             Terminal(colors: false).line(command.configuration.help)
             return nil
         }
         guard let type = subcommand(named: name) else {
             throw UsageError(message: "unknown subcommand '\(name)'", command: nil)
         }
-        if ArgumentReader.asksForHelp(reader.remaining) {
+        // `--help` anywhere asks for help, except as an option's value (`--tag -h`) or after
+        // `--`: the subcommand's own parse tells them apart. A command line it cannot read
+        // still gets the help when it names `--help` anywhere, so the mistake is not what
+        // the user sees first.
+        let rest = reader.remaining
+        reader.command = type.configuration
+        let command: any CtlCommand
+        do {
+            command = try type.init(parsing: &reader)
+        } catch {
+            guard ArgumentReader.asksForHelp(rest) else { throw error }
             Terminal(colors: false).line(type.configuration.help)
             return nil
         }
-        reader.command = type.configuration
-        return try type.init(parsing: &reader)
+        if reader.helpRequested {
+            Terminal(colors: false).line(type.configuration.help)
+            return nil
+        }
+        return command
     }
 
     private static func subcommand(named name: String) -> (any CtlCommand.Type)? {

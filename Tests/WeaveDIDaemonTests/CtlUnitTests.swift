@@ -33,6 +33,26 @@ import WeaveDI
         #expect(coloured.contains("\n\u{1B}[32ma\u{1B}[0m          10  x\n"))
     }
 
+    /// A name in Chinese or with an emoji takes two columns per character on a terminal: the
+    /// columns after it stay aligned; a combining accent or a zero-width space takes none.
+    @Test func table_alignsWideAndZeroWidthCharactersByTheirColumns() {
+        var table = Table(["CHECK", "STATUS"])
+        table.append(["数据库", "ok"])
+        table.append(["disk 💾", "ok"])
+        table.append(["cafe\u{301}\u{200B}", "ok"])
+        table.append(["a", "ok"])
+        #expect(table.render(on: Terminal(isTerminal: false, colors: false)) == """
+            CHECK    STATUS
+            数据库   ok
+            disk 💾  ok
+            café\u{200B}     ok
+            a        ok
+
+            """)
+        #expect(DisplayWidth.of("ｗｉｄｅ") == 8 && DisplayWidth.of("한국어") == 6 && DisplayWidth.of("❤\u{FE0F}x") == 3)
+        #expect(DisplayWidth.of("❤x") == 2 && DisplayWidth.of("e\u{301}") == 1 && DisplayWidth.of("\u{200D}") == 0)
+    }
+
     @Test func colour_onlyOnATerminal_withoutNoColorOrJSON() {
         let options = GlobalOptions()
         #expect(options.usesColor(environment: [:], isTerminal: true))

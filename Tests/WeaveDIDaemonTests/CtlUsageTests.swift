@@ -69,12 +69,28 @@ import WeaveDIPosix
         (["ping", "extra"], "weavedictl ping: unexpected argument 'extra'", "ping"),
         (["run-job", "a", "--wait=yes"], "weavedictl run-job: --wait takes no value", "run-job NAME [--wait]"),
         (["--socket"], "weavedictl: --socket needs a value", "SUBCOMMAND [ARGS]"),
+        (["help", "ping", "extra"], "weavedictl: help takes one subcommand name; unexpected 'extra'", "SUBCOMMAND [ARGS]"),
+        (["ping", "--", "--help"], "weavedictl ping: unexpected argument '--help'", "ping"),
     ])
     func usageMistakes_exit64WithTheProblemThenTheUsage(arguments: [String], problem: String, usage: String) throws {
         let run = try CtlRun.run(arguments)
         #expect(run.code == 64, "\(run.all)")
         #expect(run.error.hasPrefix(problem))
         #expect(run.error.contains("usage: weavedictl [--socket PATH] [--timeout SECONDS] [--json] [--no-color] \(usage)"))
+    }
+
+    /// `-h` and `--help` ask for help wherever they stand as options, even after a mistake;
+    /// but given as an option's value (a tag, a filter, a socket path) they are that value.
+    @Test func help_isAskedForByAnOption_notByAnOptionsValue() throws {
+        for arguments in [["health", "--tag", "x", "-h"], ["health", "--bogus", "--help"], ["-h", "health"]] {
+            let run = try CtlRun.run(arguments)
+            #expect(run.code == 0 && run.output.hasPrefix("usage: weavedictl "), "\(arguments): \(run.all)")
+        }
+        for arguments in [["health", "--tag", "-h"], ["log-level", "--filter", "--help"], ["ping", "--socket", "-h"]] {
+            let run = try CtlRun.run(arguments + (arguments.contains("--socket") ? [] : ["--socket", "/nonexistent/control.sock"]))
+            #expect(run.code == 69 && run.output.isEmpty, "\(arguments): \(run.all)")
+            #expect(run.error.hasPrefix("weavedictl: cannot connect to "), "\(arguments): \(run.all)")
+        }
     }
 
     @Test func unreachableSocket_exits69NamingTheSocketAndHowToStartTheDaemon() throws {

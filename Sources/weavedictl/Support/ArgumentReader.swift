@@ -18,6 +18,9 @@ struct ArgumentReader {
     var options = GlobalOptions()
     /// The subcommand being parsed, for error messages; nil while reading the root's options.
     var command: CommandConfiguration?
+    /// Whether `--help` or `-h` was read as an option (not as an option's value, nor after
+    /// `--`). `next()` skips it, so a subcommand's parser never sees it.
+    private(set) var helpRequested = false
 
     /// A reader over `arguments` (without the program name).
     init(_ arguments: [String]) {
@@ -38,6 +41,10 @@ struct ArgumentReader {
         if onlyArguments { return .argument(argument) }
         if argument == "--" {
             onlyArguments = true
+            return next()
+        }
+        if command != nil, argument == "--help" || argument == "-h" {
+            helpRequested = true
             return next()
         }
         if argument.hasPrefix("--"), argument.count > 2 {
@@ -102,7 +109,9 @@ struct ArgumentReader {
         UsageError(message: message, command: command)
     }
 
-    /// Whether `--help` or `-h` appears before a `--` among `arguments`.
+    /// Whether `--help` or `-h` appears before a `--` among `arguments`, wherever it stands:
+    /// for a command line that could not be read, where a help option may be an option's
+    /// value or may come after the mistake.
     static func asksForHelp(_ arguments: some Sequence<String>) -> Bool {
         for argument in arguments {
             if argument == "--" { return false }

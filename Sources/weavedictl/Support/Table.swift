@@ -1,8 +1,8 @@
 import WeaveDIControl
 
 /// A table for people: a header row and aligned columns separated by two spaces; the last
-/// column is not padded, so no line ends in blanks. Widths count characters of the plain text,
-/// and styles are applied after padding so colour never upsets the alignment.
+/// column is not padded, so no line ends in blanks. Widths are the terminal columns of the plain
+/// text (`DisplayWidth`: a CJK character or an emoji takes two), and styles are applied after padding so colour never upsets the alignment.
 struct Table {
     /// One cell: its text and, optionally, a style used on a colour terminal.
     struct Cell: ExpressibleByStringLiteral {
@@ -42,9 +42,9 @@ struct Table {
 
     /// The lines of the table, headers first (bold on a colour terminal).
     func render(on terminal: Terminal) -> String {
-        var widths = headers.map(\.count)
+        var widths = headers.map(DisplayWidth.of)
         for row in rows {
-            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.text.count) }
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], DisplayWidth.of(cell.text)) }
         }
         var lines = [line(headers.map { Cell($0, .bold) }, widths: widths, on: terminal)]
         for row in rows { lines.append(line(row, widths: widths, on: terminal)) }
@@ -54,7 +54,7 @@ struct Table {
     private func line(_ cells: [Cell], widths: [Int], on terminal: Terminal) -> String {
         var pieces: [String] = []
         for (index, cell) in cells.enumerated() {
-            let padding = String(repeating: " ", count: widths[index] - cell.text.count)
+            let padding = String(repeating: " ", count: widths[index] - DisplayWidth.of(cell.text))
             let styled = terminal.styled(cell.text, cell.style)
             if rightAligned.contains(index) {
                 pieces.append(padding + styled)
