@@ -10,7 +10,7 @@
 # installed where this runs, so the units are verified inside a throw-away root (--root=):
 # a copy of the host's /usr/lib/systemd/system (so sysinit.target, sockets.target, ... resolve),
 # the two units unmodified in <root>/etc/systemd/system, and stub executables at
-# <root>/usr/bin/weavedid and <root>/usr/bin/kill (<root>/bin -> usr/bin).
+# <root>/usr/bin/weavedid and <root>/usr/bin/weavedictl (<root>/bin -> usr/bin).
 #
 # Usage: systemd/check-units.sh [UNIT_DIR]   (default: the directory of this script)
 # Env:   MAX_EXPOSURE (default 2.0), SYSTEMD_UNIT_DIR (default /usr/lib/systemd/system)
@@ -34,7 +34,7 @@ mkdir -p "$root/etc/systemd/system" "$root/usr/bin" "$root/usr/lib/systemd"
 cp -a "$host_units" "$root/usr/lib/systemd/system"
 ln -s usr/bin "$root/bin"
 ln -s usr/lib "$root/lib"
-for exe in weavedid kill; do
+for exe in weavedid weavedictl; do
     printf '#!/bin/sh\nexit 0\n' >"$root/usr/bin/$exe"
     chmod 0755 "$root/usr/bin/$exe"
 done

@@ -248,6 +248,34 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// `systemctl reload weavedid` runs the unit's `ExecReload=`: the control socket's `Reload`
+    /// call (here with the test daemon's socket for `%t/weavedi/control.sock`), not a signal. It
+    /// returns when the new configuration is in effect, and fails, saying why, when the daemon
+    /// refuses it.
+    @Test func unitsExecReload_returnsOnceReloaded_andFailsWhenRefused() throws {
+        let unit = try String(contentsOfFile: SystemdUnitTests.packageRoot + "/systemd/weavedid.service", encoding: .utf8)
+        let line = try #require(unit.split(separator: "\n").first { $0.hasPrefix("ExecReload=") })
+        var argv = line.dropFirst("ExecReload=".count).split(separator: " ").map(String.init)
+        #expect(argv.first == "/usr/bin/weavedictl", "\(line)")
+        let (directory, _, daemon) = try startedOnTheGoodConfig()
+        argv[0] = CtlRun.binary
+        argv = argv.map { $0 == "%t/weavedi/control.sock" ? daemon.defaultSocket : $0 }
+
+        directory.write("weavedid.json", #"{"health": {"interval": "soon"}}"#)
+        let refused = try CtlRun.execute(argv)
+        #expect(refused.code == 1, "\(refused.all)")
+        #expect(refused.error.contains("health.interval: expected a number of seconds"), "\(refused.all)")
+
+        try FileManager.default.createDirectory(atPath: directory.path + "/source", withIntermediateDirectories: true)
+        directory.write("weavedid.json", #"{"sync": {"jobs": [{"name": "added", "source": "\#(directory.path)/source", "destination": "\#(directory.path)/mirror", "enabled": false}]}}"#)
+        let reloaded = try CtlRun.execute(argv)
+        #expect(reloaded.code == 0 && reloaded.output == "configuration reloaded\n", "\(reloaded.all)")
+        let jobs = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
+        #expect(jobs.map { $0[member: "name"]?.stringValue } == ["added"])
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func reloadCallsAtOnce_eachAnswerForAReloadThatBeganAfterIt() throws {
         let (directory, _, daemon) = try startedOnTheGoodConfig()
         directory.write("weavedid.json", #"{"health": {"interval": "soon"}}"#)
