@@ -75,7 +75,7 @@ extension JSONValue {
     /// `text` as a JSON string, to quote in a message (an error's, a log line's): past 60
     /// Unicode scalars, its first 57 then `...`, and how long it is, so that a name of a megabyte
     /// makes no message of a megabyte.
-    static func quotedForMessage(_ text: String) -> String {
+    package static func quotedForMessage(_ text: String) -> String {
         let scalars = text.unicodeScalars
         guard scalars.count > 60 else { return JSONValue.string(text).serialized }
         var shown = String.UnicodeScalarView()

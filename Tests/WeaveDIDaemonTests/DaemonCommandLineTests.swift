@@ -60,11 +60,18 @@ import WeaveDIPosix
         #expect(filter.admits(.trace, subsystem: "control"))
         #expect(!filter.admits(.debug, subsystem: "daemon"))
         #expect(!filter.admits(.error, subsystem: "sync.worker"))
+        let most = (0..<63).map { "s\($0)=debug" }.joined(separator: ",") + ",info"
+        #expect((try? LogFilter.parse(most).get())?.overrides.count == 63)
     }
 
     @Test(arguments: [
         ("loud", "\"loud\": unknown level 'loud'"), ("info,,debug", "\"\": empty entry"),
         ("info,debug", "\"debug\": a second default level"), ("=debug", "\"=debug\": a subsystem name is letters, digits, '.', '_' or '-'"),
+        ("sync=debug,info,sync=trace", "\"sync=trace\": a second level for 'sync'"),
+        ("sync=" + String(repeating: "x", count: 100),
+         "\"sync=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\" (105 characters): unknown level 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (100 characters)"),
+        (Array(repeating: "a=info", count: 65).joined(separator: ","),
+         "\"a=info,a=info,a=info,a=info,a=info,a=info,a=info,a=info,a...\" (454 characters): 65 entries; at most 64"),
     ])
     func badValues_sayWhatIsWrong(text: String, problem: String) {
         #expect(LogFilter.parse(text).failureText == problem)

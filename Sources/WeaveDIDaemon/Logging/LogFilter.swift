@@ -1,3 +1,6 @@
+import WeaveDI
+import WeaveDIControl
+
 /// Which log lines pass, by subsystem: `WEAVEDID_LOG=info,sync=debug,control=trace`.
 ///
 /// The first bare level is the default; `subsystem=level` overrides it for that subsystem and
@@ -18,10 +21,18 @@ public struct LogFilter: Sendable, Equatable {
         self.overrides = overrides
     }
 
+    /// At most this many entries: every log line looks through the overrides, so a filter of
+    /// thousands (`WEAVEDID_LOG`, or `SetLogLevel` from an administrator) would slow every line.
+    public static let maximumEntries = 64
+
     /// Parses `info,sync=debug,control=trace`; the error says which part is wrong and why.
     public static func parse(_ text: String) -> Result<LogFilter, LogFilterError> {
         var filter = LogFilter.standard
         var sawDefault = false
+        let entries = text.utf8.reduce(1) { $1 == UInt8(ascii: ",") ? $0 + 1 : $0 }
+        guard entries <= maximumEntries else {
+            return .failure(LogFilterError(part: text, problem: "\(entries) entries; at most \(maximumEntries)"))
+        }
         for rawPart in text.split(separator: ",", omittingEmptySubsequences: false) {
             let part = rawPart.trimmingCharacters(in: " \t")
             if part.isEmpty { return .failure(LogFilterError(part: String(rawPart), problem: "empty entry")) }
@@ -31,12 +42,14 @@ public struct LogFilter: Sendable, Equatable {
                 guard !subsystem.isEmpty, subsystem.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-" })
                 else { return .failure(LogFilterError(part: part, problem: "a subsystem name is letters, digits, '.', '_' or '-'")) }
                 guard let level = DaemonLogLevel(rawValue: levelName.lowercased()) else {
-                    return .failure(LogFilterError(part: part, problem: "unknown level '\(levelName)'"))
+                    return .failure(LogFilterError(part: part, problem: "unknown level \(LogFilterError.shown(levelName))"))
                 }
-                filter.overrides[subsystem] = level
+                guard filter.overrides.updateValue(level, forKey: subsystem) == nil else {
+                    return .failure(LogFilterError(part: part, problem: "a second level for \(LogFilterError.shown(subsystem))"))
+                }
             } else {
                 guard let level = DaemonLogLevel(rawValue: part.lowercased()) else {
-                    return .failure(LogFilterError(part: part, problem: "unknown level '\(part)'"))
+                    return .failure(LogFilterError(part: part, problem: "unknown level \(LogFilterError.shown(part))"))
                 }
                 guard !sawDefault else {
                     return .failure(LogFilterError(part: part, problem: "a second default level"))
@@ -71,8 +84,16 @@ public struct LogFilterError: Error, Equatable, CustomStringConvertible {
     /// What is wrong with it.
     public var problem: String
 
-    /// `"sync=loud": unknown level 'loud'`.
-    public var description: String { "\"\(part)\": \(problem)" }
+    /// `"sync=loud": unknown level 'loud'`; a long entry is quoted shortened, with its length.
+    public var description: String { "\(JSONValue.quotedForMessage(part)): \(problem)" }
+
+    /// `'name'` for a problem, shortened past 40 characters as `part` is.
+    static func shown(_ name: String) -> String {
+        guard name.unicodeScalars.count > 40 else { return "'\(name)'" }
+        var prefix = String.UnicodeScalarView()
+        prefix.append(contentsOf: name.unicodeScalars.prefix(37))
+        return "'\(String(prefix))...' (\(name.unicodeScalars.count) characters)"
+    }
 }
 
 extension StringProtocol {
