@@ -76,7 +76,7 @@ public enum DaemonMain {
         if let problem = LogFilter.parse(environment["WEAVEDID_LOG"] ?? "info").failureDescription {
             log.warning("daemon", "WEAVEDID_LOG: \(problem); using info everywhere")
         }
-        let notifier = SystemdNotifier(environment: environment)
+        let notifier = SystemdNotifier(environment: environment, log: log)
         if let problem = notifier.problem { log.warning("daemon", problem) }
         if let problem = WatchdogSettings.problem(environment: environment, pid: CurrentProcess.id) { log.warning("daemon", problem) }
         let waker: Waker

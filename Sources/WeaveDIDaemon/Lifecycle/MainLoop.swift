@@ -49,6 +49,9 @@ final class MainLoop {
             var timeout: Duration? = nil
             if let nextPing { timeout = max(.zero, nextPing - now()) }
             if let deadline = shutdownDeadline { timeout = min(timeout ?? .seconds(3600), max(.zero, deadline - now())) }
+            // A state notification systemd was not told (its queue full) is sent again each second.
+            let resending = context.notifier.hasPending
+            if resending { timeout = min(timeout ?? Self.resendInterval, Self.resendInterval) }
             var descriptors = [
                 PollDescriptor(signals.fileDescriptor, events: .readable),
                 PollDescriptor(context.waker.readEnd, events: .readable),
@@ -74,6 +77,7 @@ final class MainLoop {
                     }
                 }
             }
+            if resending { context.notifier.resendPending() }
             if let deadline = shutdownDeadline, now() >= deadline, context.waker.exitCode == nil {
                 return overran()
             }
@@ -89,6 +93,10 @@ final class MainLoop {
             }
         }
     }
+
+    /// How often a state notification that could not be sent (`SystemdNotifier.hasPending`)
+    /// is tried again.
+    static let resendInterval: Duration = .seconds(1)
 
     /// Exit status 1, said in the log: the shutdown took longer than `shutdownTimeout`.
     private func overran() -> Int32 {

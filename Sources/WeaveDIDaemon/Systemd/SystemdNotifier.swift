@@ -1,20 +1,44 @@
+import Synchronization
+import WeaveDIControl
 import WeaveDIPosix
 
 /// Talks to systemd over `NOTIFY_SOCKET` by hand (`sd_notify(3)`): a path, or an abstract name
 /// written `@name` (sent with the exact address length). Without `NOTIFY_SOCKET` it sends
 /// nothing at all.
+///
+/// Sends never wait: a notify socket whose queue is full (nobody reads it) would otherwise hold
+/// the start before `READY=1`, a reload, a stop, and the main loop's watchdog pings, and with
+/// them the handling of signals. A notification that cannot go out at once is dropped and said
+/// (at most 6 lines a minute). One that changes the state systemd sees (`READY=1`,
+/// `RELOADING=1`, `STOPPING=1`) is kept and sent again ahead of the next notification, or by
+/// `resendPending()`, until it goes out or a newer one of its kind replaces it: systemd that
+/// reads again learns where the daemon is.
 public final class SystemdNotifier: Sendable {
     /// Where notifications go; nil when `NOTIFY_SOCKET` is unset or empty.
     public let address: UnixSocketAddress?
     /// Why `NOTIFY_SOCKET` could not be used, if it was set but invalid.
     public let problem: String?
-    /// The datagram socket every notification is sent from, made once at the start: a daemon
-    /// out of descriptors still tells systemd it is alive (`WATCHDOG=1`) and what is wrong.
-    /// Nil without an address, or if it could not be made (each notification then makes its own).
+    /// The non-blocking datagram socket every notification is sent from, made once at the
+    /// start: a daemon out of descriptors still tells systemd it is alive (`WATCHDOG=1`) and
+    /// what is wrong. Nil without an address, or if it could not be made (each notification
+    /// then makes its own).
     private let socket: FileDescriptor?
+    /// Where a dropped notification is said; nil says nothing.
+    private let log: DaemonLog?
+    /// Dropped notifications are said at most 3 times a minute: the state ones (kept, sent
+    /// again) apart from the others (a watchdog ping every few milliseconds, perhaps).
+    private let droppedStates = LogThrottle(interval: .seconds(60), burst: 3)
+    private let droppedOthers = LogThrottle(interval: .seconds(60), burst: 3)
+    /// The last state notification (`READY=1`, …) that could not be sent, until it is.
+    private let pending = Mutex<[String]?>(nil)
 
-    /// Reads `NOTIFY_SOCKET` from `environment`.
-    public init(environment: [String: String]) {
+    /// The fields that change the state systemd sees: a notification carrying one is kept
+    /// until sent.
+    static let stateFields: Set<String> = ["READY=1", "RELOADING=1", "STOPPING=1"]
+
+    /// Reads `NOTIFY_SOCKET` from `environment`; a notification dropped is said in `log`.
+    public init(environment: [String: String], log: DaemonLog? = nil) {
+        self.log = log
         guard let value = environment["NOTIFY_SOCKET"], !value.isEmpty else {
             address = nil
             problem = nil
@@ -24,7 +48,7 @@ public final class SystemdNotifier: Sendable {
         do {
             address = try UnixSocketAddress(value)
             problem = nil
-            socket = try? UnixSocket.make(.datagram).release()
+            socket = try? UnixSocket.make(.datagram, nonBlocking: true).release()
         } catch {
             address = nil
             problem = "NOTIFY_SOCKET=\(value) is not usable: \(error)"
@@ -37,24 +61,74 @@ public final class SystemdNotifier: Sendable {
     /// Whether notifications are sent at all.
     public var isEnabled: Bool { address != nil }
 
+    /// Whether a state notification that could not be sent waits to be sent again.
+    public var hasPending: Bool { pending.withLock { $0 != nil } }
+
     /// Sends `fields` (`READY=1`, `STATUS=…`) as one datagram; returns whether it was sent.
     @discardableResult
     public func notify(_ fields: String...) -> Bool {
         notify(fields)
     }
 
-    /// Sends `fields` as one datagram, newline-separated; returns whether it was sent.
+    /// Sends `fields` as one datagram, newline-separated, without waiting; returns whether it
+    /// was sent. A state notification still pending is sent first, unless `fields` carry a
+    /// newer state, which replaces it.
     @discardableResult
     public func notify(_ fields: [String]) -> Bool {
-        guard let address else { return false }
-        let message = fields.map { $0.replacingNewlines() }.joined(separator: "\n")
-        if let socket { return (try? socket.send(Array(message.utf8), to: address)) != nil }
-        return (try? UnixSocket.sendDatagram(Array(message.utf8), to: address)) != nil
+        guard address != nil else { return false }
+        let fields = fields.map { $0.replacingNewlines() }
+        let isState = fields.contains { Self.stateFields.contains($0) }
+        let earlier = pending.withLock { pending in
+            defer { if isState { pending = nil } }
+            return isState ? nil : pending
+        }
+        if let earlier, !send(earlier, keep: true) { return send(fields, keep: false) }
+        return send(fields, keep: isState)
+    }
+
+    /// Sends again the state notification that could not be sent, if any; returns whether
+    /// none is left waiting.
+    @discardableResult
+    public func resendPending() -> Bool {
+        guard let earlier = pending.withLock({ $0 }) else { return true }
+        return send(earlier, keep: true)
     }
 
     /// `STATUS=…`: one line saying what the daemon is doing.
     @discardableResult
     public func status(_ text: String) -> Bool { notify("STATUS=\(text)") }
+
+    /// Sends `fields` at once; when it cannot, says so and, if `keep`, keeps them to be sent
+    /// again (a newer state kept meanwhile stays: an older one never replaces it).
+    private func send(_ fields: [String], keep: Bool) -> Bool {
+        guard let address else { return false }
+        let message = Array(fields.joined(separator: "\n").utf8)
+        let result: Result<Int, Errno>
+        if let socket {
+            result = Result { () throws(Errno) in try socket.send(message, to: address) }
+        } else {
+            result = Result { () throws(Errno) in
+                let own = try UnixSocket.make(.datagram, nonBlocking: true).release()
+                defer { try? own.close() }
+                return try own.send(message, to: address)
+            }
+        }
+        switch result {
+        case .success:
+            pending.withLock { if $0 == fields { $0 = nil } }
+            return true
+        case let .failure(error):
+            if keep { pending.withLock { if $0 == nil || $0 == fields { $0 = fields } } }
+            if let log {
+                let why = error == .wouldBlock
+                    ? "its queue is full (systemd does not read it)" : "\(error)"
+                let what = fields.filter { !$0.hasPrefix("STATUS=") }.first ?? fields.first ?? ""
+                let after = keep ? "sent again with the next notification" : "dropped; the daemon goes on without waiting"
+                (keep ? droppedStates : droppedOthers).warning(log, "daemon", "cannot notify systemd (\(what.escapingControlCharacters)) on NOTIFY_SOCKET=\(address.description.escapingControlCharacters): \(why); \(after)")
+            }
+            return false
+        }
+    }
 }
 
 /// How often to send `WATCHDOG=1`: every half of `WATCHDOG_USEC`, when `WATCHDOG_PID` is unset

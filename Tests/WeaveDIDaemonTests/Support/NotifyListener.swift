@@ -40,9 +40,9 @@ final class NotifyListener: @unchecked Sendable {  // used from one test at a ti
     }
 
     /// Fills the listener's receive queue with filler datagrams (`X_FILLER=1`, sent from a
-    /// socket of the test's own) until the kernel refuses more: the daemon's next notification
-    /// then blocks, as `sd_notify` does, until the test reads (`wait`). Holds the daemon at a
-    /// known point (its first `STATUS=starting`, say) for as long as the test needs.
+    /// socket of the test's own) until the kernel refuses more: as systemd when it does not
+    /// read. The daemon's notifications are then dropped (never waited for) until the test
+    /// reads (`wait`).
     func fill() throws {
         let sender = try UnixSocket.make(.datagram, nonBlocking: true)
         let target = try UnixSocketAddress(address)
