@@ -13,4 +13,17 @@ import WeaveDIControl
         #expect("x\r\ny".escapingControlCharacters == #"x\r\ny"#)
         #expect("esc\u{1B}[31mRED\u{0}\u{7F}\u{9B}".escapingControlCharacters == #"esc\u{1B}[31mRED\u{0}\u{7F}\u{9B}"#)
     }
+
+    /// Bidirectional controls and the Unicode line separators move or break a log line on a
+    /// terminal as surely as a line feed: a hostile name (`evil\u{202E}txt.exe`) is escaped.
+    @Test func bidiControlsAndLineSeparators_areEscaped() {
+        for value: UInt32 in [0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069] {
+            let scalar = Unicode.Scalar(value)!
+            let escaped = "a\(Character(scalar))b".escapingControlCharacters
+            #expect(escaped == "a\\u{\(String(value, radix: 16, uppercase: true))}b", "U+\(String(value, radix: 16))")
+        }
+        #expect("evil\u{202E}txt.exe".escapingControlCharacters == #"evil\u{202E}txt.exe"#)
+        // Their neighbours (zero-width joiner, word joiner, Arabic text) stay.
+        #expect("a\u{200D}b\u{2060}c عربي".escapingControlCharacters == "a\u{200D}b\u{2060}c عربي")
+    }
 }
