@@ -2,11 +2,17 @@ import Testing
 import WeaveDI
 import WeaveDIControl
 
-/// Method names: the ASCII fast path gives the answers of the Unicode rules.
+/// Method names follow varlink's grammar: `interface.Method`, the interface reverse-domain.
 @Suite struct VarlinkMethodNameTests {
     @Test func qualifiedNames_areAcceptedAndOthersRefused() {
-        let accepted = ["io.weavedi.Daemon.Ping", "a.B", "a.B1", "x.y.GetHealth2", "a.É", "é.Ping", "a.Bé"]
-        let refused = ["Ping", ".Ping", "a.", "a.b", "a.B_c", "a.B-c", "a.1B", "a.B c", "a.B.", "a.B\r\n", "a.e\u{301}"]
+        let accepted = [
+            "io.weavedi.Daemon.Ping", "org.varlink.service.GetInfo", "a.b.C", "x.y.GetHealth2", "a-b.c-d.E", "Io.Example.P",
+            "a.1b.C", "a--b.c.D",
+        ]
+        let refused = [
+            "Ping", ".Ping", "a.", "a.B", "a.b", "a.b.c", "a.b.B_c", "a.b.B-c", "a.b.1B", "a.b.B c", "a.b.B.", "a.b.B\r\n",
+            "a.b.É", "é.b.Ping", "a.b.Bé", "-a.b.C", "a-.b.C", "a.-b.C", "a.b-.C", "a..b.C", "1a.b.C", "a b.c.D", "a.b..C",
+        ]
         for name in accepted {
             let message = Array(JSONValue.object([("method", .string(name))]).serialized.utf8)
             #expect((try? VarlinkCall.decode(message))?.method == name, "\(name)")
@@ -17,10 +23,32 @@ import WeaveDIControl
         }
     }
 
+    /// A refused method name is quoted (escaped, shortened past 60 characters) and the part at
+    /// fault named.
+    @Test func aRefusedMethodName_isNamed_withThePartAtFault() {
+        func reason(_ name: String) -> String? {
+            do {
+                _ = try VarlinkCall.decode(Array(JSONValue.object([("method", .string(name))]).serialized.utf8))
+                return nil
+            } catch { return error.reason }
+        }
+        let prefix = #""method" must be an interface name and a method name joined by a dot, such as "io.weavedi.Daemon.Ping": "#
+        #expect(reason("Ping") == prefix + #""Ping" is no method: no dot between an interface name and a method name"#)
+        #expect(reason("x.y.ping") == prefix + #""x.y.ping" is no method: the method name "ping" is none "#
+            + #"(an ASCII capital letter, then ASCII letters and digits, such as "Ping")"#)
+        #expect(reason("x\r\n.Ping") == prefix + #""x\r\n.Ping" is no method: the interface name "x\r\n" is none (two or more "#
+            + #"parts joined by dots, of ASCII letters, digits and '-', the first part starting with a letter, none starting "#
+            + #"or ending with '-', such as "io.weavedi.Daemon")"#)
+        let long = String(repeating: "a", count: 100) + ".Ping"
+        #expect(reason(long)?.hasPrefix(prefix + "\"" + String(repeating: "a", count: 57) + "...\" (105 characters) is no method: "
+            + "the interface name \"" + String(repeating: "a", count: 57) + "...\" (100 characters) is none") == true)
+        #expect((try? VarlinkCall.decode(Array(#"{"method":5}"#.utf8))) == nil)
+    }
+
     @Test func anUnknownFieldOfACall_isNamedShortened() {
         let name = String(repeating: "x", count: 1_000)
         do {
-            _ = try VarlinkCall.decode(Array(#"{"method":"a.B","\#(name)":1}"#.utf8))
+            _ = try VarlinkCall.decode(Array(#"{"method":"a.b.C","\#(name)":1}"#.utf8))
             Issue.record("decoded")
         } catch {
             #expect(error.reason == #"unknown field ""# + String(repeating: "x", count: 57)

@@ -75,6 +75,11 @@ import WeaveDIPosix
             (call("io.weavedi.Daemon.SetLogLevel", #"{"level":"loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"level","reason":"expected one of all, registration, optimization, errors, off, got \"loud\""}}"#),
             (call("io.weavedi.Daemon.SetLogLevel", #"{"filter":"info,sync=loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"filter","reason":"\"sync=loud\": unknown level 'loud' (expected a default level and subsystem=level entries, such as \"info,sync=debug\")"}}"#),
             (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"x.y"}"#), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"x.y"}}"#),
+            (call("org.varlink.service.Nope"), #"{"error":"org.varlink.service.MethodNotFound","parameters":{"method":"org.varlink.service.Nope"}}"#),
+            (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.Daemon.Ping"}"#), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"io.weavedi.Daemon.Ping"}}"#),
+            (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"xy"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"interface","reason":"\"xy\" is no interface name (two or more parts joined by dots, of ASCII letters, digits and '-', the first part starting with a letter, none starting or ending with '-', such as \"io.weavedi.Daemon\")"}}"#),
+            (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.\u001b[31mDaemon"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"interface","reason":"\"io.weavedi.\\u001b[31mDaemon\" is no interface name (two or more parts joined by dots, of ASCII letters, digits and '-', the first part starting with a letter, none starting or ending with '-', such as \"io.weavedi.Daemon\")"}}"#),
+            (call("io.weavedi.Daemon.ping"), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"message","reason":"\"method\" must be an interface name and a method name joined by a dot, such as \"io.weavedi.Daemon.Ping\": \"io.weavedi.Daemon.ping\" is no method: the method name \"ping\" is none (an ASCII capital letter, then ASCII letters and digits, such as \"Ping\")"}}"#),
             (call("org.varlink.service.GetInterfaceDescription"), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"interface","reason":"missing: the interface's name is required"}}"#),
             (call("org.varlink.service.GetInterfaceDescription", #"{"interface":5}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"interface","reason":"expected a string, got 5"}}"#),
             (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.Daemon","verbose":true}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"verbose","reason":"unknown parameter (accepted: interface)"}}"#),
@@ -119,15 +124,18 @@ import WeaveDIPosix
         let client = try RawClient(daemon.defaultSocket)
         // Any name gets its error; none of them becomes a counter of its own, and a line feed in
         // one (inside "\r\n", a single Swift Character) cannot start a line of the metrics.
-        for i in 0..<20 { try client.send(call("x\(i).Ping")); _ = client.reply() }
+        for i in 0..<20 { try client.send(call("x\(i).y.Ping")); _ = client.reply() }
         try client.send(call(#"x\r\nweavedi_health_score 100\r\n#.Ping"#))
+        #expect(client.reply()?.contains(#"the interface name \"x\\r\\nweavedi_health_score 100\\r\\n#\" is none"#) == true)
+        try client.send(call("x.y.Ping"))
         #expect(client.reply()?.contains("InterfaceNotFound") == true)
         try client.send(call("io.weavedi.Daemon.NoSuchMethod"))
         #expect(client.reply()?.contains("MethodNotFound") == true)
         let metrics = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue ?? ""
         let calls = metrics.split(separator: "\n").filter { $0.hasPrefix("weavedi_control_calls_total{") }
         #expect(calls.contains(#"weavedi_control_calls_total{method="(unknown)"} 22"#), "\(calls)")
-        #expect(!metrics.contains("x0.Ping") && !metrics.contains("NoSuchMethod"))
+        #expect(calls.contains(#"weavedi_control_calls_total{method="(malformed)"} 1"#), "\(calls)")
+        #expect(!metrics.contains("x0.y.Ping") && !metrics.contains("NoSuchMethod"))
         #expect(metrics.split(separator: "\n").filter { $0.hasPrefix("weavedi_health_score") }.count == 1)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))

@@ -46,8 +46,12 @@ public struct VarlinkCall: Sendable, Equatable {
         for (key, member) in members {
             switch key {
             case "method":
-                guard let method = member.stringValue, VarlinkCall.isQualifiedMethod(method) else {
-                    throw VarlinkFailure.invalidMessage("\"method\" must be a string like \"io.weavedi.Daemon.Ping\"")
+                guard let method = member.stringValue else {
+                    throw VarlinkFailure.invalidMessage("\"method\" must be a string like \"io.weavedi.Daemon.Ping\", got \(member.typeName)")
+                }
+                if let problem = VarlinkName.qualifiedMethodProblem(method) {
+                    throw VarlinkFailure.invalidMessage("\"method\" must be an interface name and a method name joined by a dot, "
+                        + "such as \"io.weavedi.Daemon.Ping\": \(problem)")
                 }
                 call.method = method
             case "parameters":
@@ -77,30 +81,6 @@ public struct VarlinkCall: Sendable, Equatable {
         if oneway { members.append(("oneway", .bool(true))) }
         if more { members.append(("more", .bool(true))) }
         return JSONValue.object(members).serializedBytes
-    }
-
-    /// `interface.Method`: dotted interface name, then a capitalised method name.
-    static func isQualifiedMethod(_ name: String) -> Bool {
-        if let ascii = isQualifiedASCIIMethod(name) { return ascii }
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
-        let method = name[name.index(after: dot)...]
-        return method.first?.isUppercase == true && method.allSatisfy { $0.isLetter || $0.isNumber }
-    }
-
-    /// `isQualifiedMethod` for an ASCII name, on its bytes (the same answer as the Unicode
-    /// rules give for ASCII); nil when `name` is not ASCII.
-    private static func isQualifiedASCIIMethod(_ name: String) -> Bool? {
-        var name = name
-        return name.withUTF8 { bytes -> Bool? in
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-            guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != 0, dot + 1 < bytes.count else { return false }
-            let method = bytes[(dot + 1)...]
-            guard (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(method[method.startIndex]) else { return false }
-            return method.allSatisfy {
-                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
-            }
-        }
     }
 
     public static func == (lhs: VarlinkCall, rhs: VarlinkCall) -> Bool {

@@ -210,6 +210,7 @@ final class VarlinkService: ControlMessageHandler {
             guard let interface = try call.string("interface") else {
                 throw .invalidParameter("interface", reason: "missing: the interface's name is required")
             }
+            if let problem = VarlinkName.interfaceProblem(interface) { throw .invalidParameter("interface", reason: problem) }
             switch interface {
             case "org.varlink.service": return VarlinkReply(parameters: [("description", .string(DaemonInterface.serviceDescription))])
             case DaemonInterface.name: return VarlinkReply(parameters: [("description", .string(DaemonInterface.description))])
