@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIControl
 import WeaveDIPosix
 
 /// Writes a file the daemon keeps replacing (the jobs' state file, the metrics file) off the
@@ -20,6 +21,12 @@ final class LatestFileWriter: Sendable {
     let durable: Bool
     /// Directories to create first (the state directory), or none.
     let makesDirectory: Bool
+    /// The middle of the temporary files' names (`AtomicFile.temporaryName`), when they carry
+    /// one of their own: before its first write to a path, the writer then removes the
+    /// temporary files of that path that an earlier write left behind (a crash, a kill -9):
+    /// the marker proves them the daemon's, in a directory other programs share. Nil: the
+    /// default name (`.name.tmp.N`) and no such cleanup here.
+    let temporaryMarker: String?
     let log: DaemonLog
     private let state = Locked<State>(State())
 
@@ -28,13 +35,19 @@ final class LatestFileWriter: Sendable {
         var waiting: (path: String, bytes: [UInt8])?
         /// The task writing, while there is one.
         var writer: Task<Void, Never>?
+        /// The paths whose stale temporary files were looked for (`temporaryMarker`).
+        var cleaned: Set<String> = []
     }
 
-    init(purpose: String, permissions: FilePermissions, durable: Bool, makesDirectory: Bool = false, log: DaemonLog) {
+    init(
+        purpose: String, permissions: FilePermissions, durable: Bool, makesDirectory: Bool = false, temporaryMarker: String? = nil,
+        log: DaemonLog
+    ) {
         self.purpose = purpose
         self.permissions = permissions
         self.durable = durable
         self.makesDirectory = makesDirectory
+        self.temporaryMarker = temporaryMarker
         self.log = log
     }
 
@@ -72,21 +85,52 @@ final class LatestFileWriter: Sendable {
 
     private func write(_ bytes: [UInt8], to path: String) async throws(FileStep.Failure) {
         let step = FileStep("writing the file", path)
-        let (permissions, durable, makesDirectory) = (permissions, durable, makesDirectory)
-        try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a write of \(purpose)") { note throws(FileStep.Failure) in
+        let (permissions, durable, makesDirectory, marker) = (permissions, durable, makesDirectory, temporaryMarker)
+        let cleans = marker != nil && state.withLock { $0.cleaned.insert(path).inserted }
+        let removed = try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a write of \(purpose)") {
+            note throws(FileStep.Failure) -> [String] in
             do throws(Errno) {
                 if makesDirectory, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
                     try FileDescriptor.currentWorkingDirectory.makeDirectories(at: String(path[..<slash]), permissions: 0o750)
                 }
+                let removed = cleans ? Self.removeStaleTemporaryFiles(of: path, marker: marker ?? "") : []
                 // A write given up on (its deadline passed) never renames its content into
                 // place should its calls return at last: a newer one may have been written.
-                try AtomicFile.write(bytes, to: path, permissions: permissions, durable: durable) {
+                try AtomicFile.write(bytes, to: path, permissions: permissions, durable: durable, marker: marker ?? "tmp") {
                     (try? note(FileStep("renaming the file", path))) != nil
                 }
+                return removed
             } catch {
                 throw step.failure("\(error)", errno: error.rawValue)
             }
         }
+        if !removed.isEmpty {
+            let files = removed.count == 1 ? "1 temporary file" : "\(removed.count) temporary files"
+            let shown = removed.prefix(5).map(\.escapingControlCharacters).joined(separator: ", ")
+            let more = removed.count > 5 ? ", and \(removed.count - 5) more" : ""
+            log.notice("sync", "\(path.escapingControlCharacters): removed \(files) left by an interrupted write of \(purpose) (\(shown)\(more))")
+        }
+    }
+
+    /// Removes, beside `path`, the regular files named as `AtomicFile.write` names its temporary
+    /// files for `path` with `marker` (and nothing else: no other name, no directory, no link);
+    /// returns the names removed, sorted. Whatever cannot be listed or removed stays, silently:
+    /// the write that follows says what is wrong with the directory.
+    private static func removeStaleTemporaryFiles(of path: String, marker: String) -> [String] {
+        let slash = path.lastIndex(of: "/")
+        let directoryPath = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        guard let opened = try? FileDescriptor.currentWorkingDirectory.openDirectory(at: directoryPath),
+            let entries = try? opened.descriptor.directoryEntries()
+        else { return [] }
+        let folder = opened.descriptor
+        var removed: [String] = []
+        for entry in entries where entry.nameIsExact && AtomicFile.isTemporaryFile(entry.name, of: name, marker: marker) {
+            let kind = entry.kind == .unknown ? (try? folder.status(at: entry.name, followSymlinks: false))?.kind : entry.kind
+            guard kind == .regular, (try? folder.unlink(at: entry.name)) != nil else { continue }
+            removed.append(entry.name)
+        }
+        return removed.sorted()
     }
 }
 

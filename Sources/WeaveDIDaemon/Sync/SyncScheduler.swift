@@ -13,6 +13,8 @@ public actor SyncScheduler: DaemonService {
     let log: DaemonLog
     let registry: UnifiedRegistry
     let stateStore: SyncStateStore
+    /// The middle of the metrics file's temporary files' names: `.weavedi.prom.weavedid-tmp.N`.
+    static let metricsTemporaryMarker = "weavedid-tmp"
     /// Writes `sync.metricsFile` after each run.
     let metricsWriter: LatestFileWriter
     let started = ContinuousClock.now
@@ -83,7 +85,10 @@ public actor SyncScheduler: DaemonService {
         self.log = log
         self.registry = registry
         stateStore = SyncStateStore(stateDirectory: store.current.stateDirectory, log: log)
-        metricsWriter = LatestFileWriter(purpose: "the metrics file", permissions: 0o644, durable: false, log: log)
+        // Its directory is shared (node_exporter's textfile collector): its temporary files carry
+        // a marker of their own, by which those a crash left are known to be the daemon's.
+        metricsWriter = LatestFileWriter(
+            purpose: "the metrics file", permissions: 0o644, durable: false, temporaryMarker: Self.metricsTemporaryMarker, log: log)
         maxRuns = store.current.sync.maxConcurrentRuns
     }
 

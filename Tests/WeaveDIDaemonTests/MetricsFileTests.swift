@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+@testable import WeaveDIDaemon
+import WeaveDIPosix
+
+/// `sync.metricsFile` in a directory shared with other programs (node_exporter's textfile
+/// collector reads every `*.prom` file there).
+@Suite struct MetricsFileTests {
+    /// A temporary file an earlier write left behind (a kill -9 mid-write) is removed before the
+    /// daemon's first write, and said; what the daemon cannot prove its own stays: other names,
+    /// another file's temporary files, the default temporary name any program may use, a name
+    /// whose number is not written as the daemon writes it, a directory.
+    @Test func staleTemporaryFilesOfTheDaemon_areRemoved_andNothingElse() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: false)
+        let kept = [".weavedi.prom.weavedid-tmp.0123", ".weavedi.prom.tmp.5", ".other.prom.weavedid-tmp.7", "other.prom", ".weavedi.prom.weavedid-tmp.x"]
+        for name in kept + [".weavedi.prom.weavedid-tmp.12345", ".weavedi.prom.weavedid-tmp.4294967295"] {
+            directory.write("textfile/\(name)", "# half written\n")
+        }
+        try FileManager.default.createDirectory(atPath: d + "/textfile/.weavedi.prom.weavedid-tmp.9", withIntermediateDirectories: false)
+        let config = directory.write("weavedid.json", """
+            {"sync": {"metricsFile": "\(d)/textfile/weavedi.prom", "jobs": [{"name": "docs", "source": "\(d)/source",
+              "destination": "\(d)/mirror", "interval": 3600, "runAtStart": true}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        #expect(daemon.waitForLog("removed 2 temporary files left by an interrupted write of the metrics file"), "\(daemon.log)")
+        #expect(daemon.log.contains("\(d)/textfile/weavedi.prom: removed 2 temporary files left by an interrupted write of the metrics file "
+            + "(.weavedi.prom.weavedid-tmp.12345, .weavedi.prom.weavedid-tmp.4294967295)"), "\(daemon.log)")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !FileManager.default.fileExists(atPath: d + "/textfile/weavedi.prom"), ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(directory.read("textfile/weavedi.prom")?.contains("weavedi_sync") == true, "\(daemon.log)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: d + "/textfile").sorted()
+        #expect(names == (kept + ["weavedi.prom", ".weavedi.prom.weavedid-tmp.9"]).sorted(), "\(names)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// The collector reads `*.prom` files: a temporary file, half written, never ends so.
+    @Test func temporaryNames_neverEndInProm_andCarryTheTargetAndTheMarker() {
+        for number: UInt32 in [0, 7, .max] {
+            let name = AtomicFile.temporaryName(for: "weavedi.prom", number: number, marker: SyncScheduler.metricsTemporaryMarker)
+            #expect(name == ".weavedi.prom.weavedid-tmp.\(number)")
+            #expect(!name.hasSuffix(".prom"))
+            #expect(AtomicFile.isTemporaryFile(name, of: "weavedi.prom", marker: SyncScheduler.metricsTemporaryMarker))
+            #expect(!AtomicFile.isTemporaryFile(name, of: "weavedi.prom"))
+        }
+    }
+}
