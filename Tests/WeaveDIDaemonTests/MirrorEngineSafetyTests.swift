@@ -221,6 +221,45 @@ import WeaveDIPosix
         #expect(fixture.read("dst/b.txt") == "b")
     }
 
+    /// A root's path swapped for a link after the run resolved and checked it (between the
+    /// two, the other jobs' roots are resolved, seconds on a slow mount): the run opens the
+    /// real path it checked, component by component without following a link, and fails
+    /// naming it, instead of reading and deleting in the tree the link leads to.
+    @Test(arguments: ["source", "destination", "destination's parent"])
+    func aRootSwappedForALinkAfterItWasResolved_isNotFollowed(swapped: String) throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("home/alice/docs/a.txt", "a")
+        try fixture.write("secret/key", "key")
+        try fixture.write("elsewhere/precious", "precious")
+        try fixture.makeDirectory("backup/docs")
+        var settings = MirrorSettings(
+            source: fixture.root + "/home/alice/docs",
+            destination: fixture.root + (swapped == "destination's parent" ? "/backup/new/docs" : "/backup/docs"), delete: true)
+        settings.createsDestination = true
+        let own = try MirrorRoots.resolve(settings) { _ throws(MirrorRoots.Failure) in }
+        let (moved, target) = switch swapped {
+        case "source": ("home/alice/docs", "secret")
+        case "destination": ("backup/docs", "elsewhere")
+        default: ("backup", "elsewhere")
+        }
+        #expect(rename(fixture.root + "/" + moved, fixture.root + "/" + moved + ".old") == 0)
+        try fixture.link(moved, to: fixture.root + "/" + target)
+
+        let realPath = swapped == "source" ? own.source : own.existing
+        do {
+            _ = try MirrorRoots.open(settings, own, unchecked: []) { _ throws(MirrorRoots.Failure) in }
+            Issue.record("the roots were opened through the link to \(target)")
+        } catch {
+            #expect(error.path == (swapped == "source" ? settings.source : settings.destination))
+            #expect(error.reason.hasPrefix(
+                "the \(swapped == "source" ? "source" : "destination") cannot be opened: a part of its real path \(realPath) "
+                    + "was replaced by a symbolic link or by something that is not a directory since the run resolved it (ENOTDIR)"),
+                "\(error)")
+        }
+        #expect(try fixture.snapshot("elsewhere").keys.sorted() == ["precious"])
+        #expect(try fixture.snapshot("secret").keys.sorted() == ["key"])
+    }
+
     @Test func missingOrUnusableSourceRoot_failsTheRun() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("file", "not a directory")

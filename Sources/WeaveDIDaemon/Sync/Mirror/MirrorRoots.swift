@@ -191,9 +191,9 @@ struct MirrorRoots: ~Copyable {
         let source: OwnedDescriptor
         try note(MirrorRootStep("opening the source", sourcePath))
         do {
-            source = try FileDescriptor.currentWorkingDirectory.openDirectory(at: realSource)
+            source = try openResolved(realSource)
         } catch {
-            throw Failure(path: sourcePath, reason: "the source cannot be opened: \(DescriptorLimit.explain(error))")
+            throw Failure(path: sourcePath, reason: "the source cannot be opened: \(explainOpening(error, realSource))")
         }
         if !missing.isEmpty && !settings.createsDestination {
             throw Failure(
@@ -323,33 +323,37 @@ struct MirrorRoots: ~Copyable {
 
     /// Opens the destination root, creating the `missing` components below `existing` first.
     /// A root whose mode denies its owner `r` (see `OwnerOpening`; never the source root) is
-    /// opened as its owner may, `ownerOpened` then its status as found.
+    /// opened as its owner may, `ownerOpened` then its status as found. `existing` is opened
+    /// without following a link (`openResolved`), as are the components made below it.
     private static func openDestination(
         existing: String, missing: [String], settings: MirrorSettings, refusing sourceRoot: FileIdentity,
         ownerOpened: inout FileStatus?
     ) throws(Failure) -> OwnedDescriptor {
         let path = settings.destination
-        if missing.isEmpty {
-            do {
-                return try FileDescriptor.currentWorkingDirectory.openDirectory(at: existing)
-            } catch .permissionDenied where CurrentProcess.effectiveUserID != 0 {
-                do {
-                    return try OwnerOpening.open(
-                        existing, in: .currentWorkingDirectory, refusing: sourceRoot, found: &ownerOpened)
-                } catch .otherRoot {
-                    throw Failure(path: path, reason: "the destination is the source (the same directory)")
-                } catch .system("open", .permissionDenied) {
-                    // Not the run's user's: denied, as it was.
-                    throw Failure(path: path, reason: "the destination cannot be opened: \(Errno.permissionDenied)")
-                } catch {
-                    throw Failure(path: path, reason: "the destination cannot be opened: \(error)")
-                }
-            } catch {
-                throw Failure(path: path, reason: "the destination cannot be opened: \(DescriptorLimit.explain(error))")
-            }
-        }
+        var current: OwnedDescriptor
         do {
-            var current = try FileDescriptor.currentWorkingDirectory.openDirectory(at: existing)
+            current = try openResolved(existing)
+        } catch .permissionDenied where missing.isEmpty && CurrentProcess.effectiveUserID != 0 {
+            let parent: OwnedDescriptor
+            do {
+                parent = try openResolvedParent(existing)
+            } catch {
+                throw Failure(path: path, reason: "the destination cannot be opened: \(explainOpening(error, existing))")
+            }
+            do {
+                return try OwnerOpening.open(lastComponent(existing), in: parent.descriptor, refusing: sourceRoot, found: &ownerOpened)
+            } catch .otherRoot {
+                throw Failure(path: path, reason: "the destination is the source (the same directory)")
+            } catch .system("open", .permissionDenied) {
+                // Not the run's user's: denied, as it was.
+                throw Failure(path: path, reason: "the destination cannot be opened: \(Errno.permissionDenied)")
+            } catch {
+                throw Failure(path: path, reason: "the destination cannot be opened: \(error)")
+            }
+        } catch {
+            throw Failure(path: path, reason: "the destination cannot be opened: \(explainOpening(error, existing))")
+        }
+        do throws(Errno) {
             for component in missing {
                 do {
                     try current.descriptor.makeDirectory(at: component)
@@ -363,6 +367,43 @@ struct MirrorRoots: ~Copyable {
         } catch {
             throw Failure(path: path, reason: "the destination cannot be opened: \(DescriptorLimit.explain(error))")
         }
+    }
+
+    /// Opens the directory at `realPath`, an absolute path with no link in it (as `realpath`
+    /// gives), one component at a time from `/`, never following a link (`O_NOFOLLOW`): what
+    /// is opened is the directory the run's overlap checks were made on. A path opened as
+    /// text followed any link swapped in since it was resolved (the checks may take seconds),
+    /// so that whoever may rename in a root's parent could send the run to read, write and
+    /// delete in any other tree. A component replaced meanwhile fails with `ELOOP` (a link)
+    /// or `ENOTDIR`. The directories on the way are opened as handles (`O_PATH`), which need
+    /// the search permission a path needs, and no more.
+    static func openResolved(_ realPath: String) throws(Errno) -> OwnedDescriptor {
+        let parent = try openResolvedParent(realPath)
+        return try parent.descriptor.openDirectory(at: lastComponent(realPath), noFollow: true)
+    }
+
+    /// The parent directory of `realPath` (`/` for `/`), opened as a handle component by
+    /// component from `/`, never following a link.
+    private static func openResolvedParent(_ realPath: String) throws(Errno) -> OwnedDescriptor {
+        var parent = try FileDescriptor.currentWorkingDirectory.open(at: "/", .pathOnly, options: [.directory])
+        for component in realPath.split(separator: "/").dropLast() {
+            parent = try parent.descriptor.open(at: String(component), .pathOnly, options: [.directory, .noFollow])
+        }
+        return parent
+    }
+
+    /// The name of `realPath`'s last component in its parent (`.` for `/`).
+    private static func lastComponent(_ realPath: String) -> String {
+        realPath.split(separator: "/").last.map(String.init) ?? "."
+    }
+
+    /// An error opening the resolved root `realPath`: a component replaced since it was
+    /// resolved is said so; others as they are, the descriptor limit explained.
+    private static func explainOpening(_ error: Errno, _ realPath: String) -> String {
+        guard error == .tooManySymbolicLinkLevels || error == .notDirectory else { return DescriptorLimit.explain(error) }
+        return "a part of its real path \(realPath) was replaced by a symbolic link or by something that is not a "
+            + "directory since the run resolved it (\(error.name)); not followed, nothing was read or written there: "
+            + "the next run resolves it again"
     }
 
     /// Whether real path `inner` lies strictly below real path `outer`, byte for byte (a
