@@ -60,6 +60,42 @@ import WeaveDIPosix
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1)
     }
 
+    /// A damaged file's names and values of any length, and entries by the thousand: each is
+    /// quoted shortened (past 60 characters, with its length), the first 10 entries refused
+    /// are named, the others counted in one line; the configured job keeps its good entry.
+    @Test func hugeNamesValuesAndManyEntries_makeShortLogLines() throws {
+        let fixture = Fixture()
+        let longName = String(repeating: "n", count: 100_000)
+        let longValue = String(repeating: "v", count: 100_000)
+        var entries = [
+            #""docs": {"consecutiveFailures": 2}"#,
+            #""\#(longName)": {"consecutiveFailures": "\#(longValue)"}"#,
+            #""array": {"consecutiveFailures": [\#(Array(repeating: "1", count: 50_000).joined(separator: ","))]}"#,
+        ]
+        for i in 0..<5_000 { entries.append(#""j\#(i)": {}"#) }
+        fixture.directory.write("state/jobs.json", #"{"jobs": {\#(entries.joined(separator: ", "))}}"#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log.prefix(2000))")
+        let log = daemon.log
+        let name = #""\#(String(repeating: "n", count: 57))..." (100000 characters)"#
+        let value = #""\#(String(repeating: "v", count: 57))..." (100000 characters)"#
+        #expect(log.contains(#"warning sync: \#(fixture.stateFile): job \#(name): consecutiveFailures: expected an integer from 0 to 2147483647, got \#(value); starting without its previous results"#),
+                "\(log.prefix(2000))")
+        #expect(log.contains(#"job "array": consecutiveFailures: expected an integer from 0 to 2147483647, got [\#(String(repeating: "1,", count: 28))... (100001 characters); starting"#),
+                "\(log.prefix(2000))")
+        #expect(log.contains(#"job "j7": consecutiveFailures: expected an integer from 0 to 2147483647, got nothing; starting"#))
+        #expect(!log.contains(#"job "j8""#))
+        #expect(log.contains("warning sync: \(fixture.stateFile): 4992 more jobs' entries refused likewise; those jobs start without their previous results"),
+                "\(log.prefix(2000))")
+        let lines = log.split(separator: "\n")
+        #expect(lines.count < 100, "\(lines.count) lines")
+        #expect(lines.allSatisfy { $0.utf8.count < 400 }, "\(lines.map(\.utf8.count).max() ?? 0) bytes in the longest line")
+        let health = try runAndCheck(daemon).health
+        #expect(health == "unhealthy")  // 2 failures from the file, then this run's: 3 in a row
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log.prefix(2000))")
+    }
+
     /// What the state file may be instead of a file: a named pipe (whose open waits for a
     /// writer that never comes), a device (`/dev/null` here; `/dev/zero` would be read for
     /// ever), a file larger than any the daemon writes. Each is refused at once, without reading

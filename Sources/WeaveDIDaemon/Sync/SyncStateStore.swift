@@ -18,6 +18,9 @@ struct SyncStateStore: Sendable {
     static let maximumBytes = 16 << 20
     /// How many names of removed temporary files the log lists.
     static let namesListed = 10
+    /// How many jobs' entries refused at start the log names, one line each; the rest are
+    /// counted in one line (a damaged file may hold a million).
+    static let refusalsLogged = 10
 
     init(stateDirectory: String, log: DaemonLog) {
         directory = stateDirectory
@@ -54,14 +57,21 @@ struct SyncStateStore: Sendable {
         do {
             let value = try JSONValue.parse(bytes)
             var states: [String: PersistedJobState] = [:]
+            var refused = 0
             for (name, member) in value[member: "jobs"]?.objectMembers ?? [] {
                 do {
                     states[name] = try PersistedJobState(json: member)
                 } catch {
                     // Values no run writes (a count that would overflow at the next failure, a
                     // time whose age is no number of seconds) are not carried into the daemon.
-                    log.warning("sync", "\(path): job \"\(name)\": \(error); starting without its previous results")
+                    refused += 1
+                    guard refused <= Self.refusalsLogged else { continue }
+                    log.warning("sync", "\(path): job \(PersistedStateProblem.quoted(name)): \(error); starting without its previous results")
                 }
+            }
+            if refused > Self.refusalsLogged {
+                log.warning("sync", "\(path): \(refused - Self.refusalsLogged) more jobs' entries refused likewise; "
+                    + "those jobs start without their previous results")
             }
             return states
         } catch {
@@ -241,12 +251,30 @@ struct PersistedStateProblem: Error, CustomStringConvertible {
         return string
     }
 
-    /// A value as the file has it (a double as Swift prints it), or `nothing`.
+    /// A value as the file has it (a double as Swift prints it), or `nothing`; past 60
+    /// characters, its first 57 then `...` and its length, so that a value of megabytes in a
+    /// damaged file makes no log line of megabytes.
     static func describe(_ value: JSONValue?) -> String {
         switch value {
         case nil: "nothing"
         case let .double(number)?: "\(number)"
-        case let value?: value.serialized
+        case let .string(text)?: quoted(text)
+        case let value?: shortened(value.serialized)
         }
+    }
+
+    /// `text` as a JSON string, shortened as `describe` shortens values: a job's name or a
+    /// string value from the file, for a message.
+    static func quoted(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard scalars.count > 60 else { return JSONValue.string(text).serialized }
+        return JSONValue.string(String(String.UnicodeScalarView(scalars.prefix(57))) + "...").serialized
+            + " (\(scalars.count) characters)"
+    }
+
+    private static func shortened(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard scalars.count > 60 else { return text }
+        return String(String.UnicodeScalarView(scalars.prefix(57))) + "... (\(scalars.count) characters)"
     }
 }
