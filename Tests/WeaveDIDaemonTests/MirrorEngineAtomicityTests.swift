@@ -145,6 +145,67 @@ import WeaveDIPosix
         #expect(try fixture.temporaryFiles().isEmpty)
     }
 
+    /// Entries replaced between the listing and their copy (or the opening of a directory)
+    /// are named by what they are now, in words: a directory swapped for a link (which
+    /// `O_NOFOLLOW` with `O_DIRECTORY` refuses with `ENOTDIR`, and was reported as "replaced
+    /// by a regular"), a file swapped for a socket (`ENXIO`: "No such device or address"), a
+    /// link, a fifo or a directory. Nothing outside the source is read; the next run skips
+    /// what is no file in words too.
+    @Test func entriesReplacedBetweenListingAndCopy_areNamedByWhatTheyAreNow() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("outside.txt", "not to be read")
+        for name in ["to-link", "to-socket", "to-fifo", "to-directory"] { try fixture.write("src/" + name, name) }
+        try fixture.write("src/sub/inside.txt", "inside")
+        let root = fixture.root
+        let socketPath = root + "/src/to-socket"
+        let socketDescriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socketDescriptor) }
+        // Made once, after the listing: the copier is made in the task that copies the files,
+        // which goes before the subdirectory is opened (one worker).
+        let container = WeaveDI.Container.mirrorWorkers {
+            guard (try? FileStatus(path: root + "/src/sub", followSymlinks: false))?.kind == .directory else { return }
+            let cwd = FileDescriptor.currentWorkingDirectory
+            try? cwd.unlink(at: root + "/src/to-link")
+            try? cwd.createSymbolicLink(at: root + "/src/to-link", pointingTo: root + "/outside.txt")
+            try? cwd.unlink(at: root + "/src/to-fifo")
+            mkfifo(root + "/src/to-fifo", 0o644)
+            try? cwd.unlink(at: root + "/src/to-directory")
+            try? cwd.makeDirectory(at: root + "/src/to-directory")
+            rename(root + "/src/sub", root + "/sub.moved")
+            try? cwd.createSymbolicLink(at: root + "/src/sub", pointingTo: root + "/sub.moved")
+            try? cwd.unlink(at: socketPath)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { path in
+                for (index, byte) in socketPath.utf8.enumerated() { path[index] = byte }
+            }
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+
+        let report = await MirrorEngine(settings: fixture.settings(workers: 1), container: container).run()
+
+        #expect(report.result == .partial)
+        #expect(report.errors.map(\.description).sorted() == [
+            "sub: replaced by a symbolic link while being mirrored",
+            "to-directory: replaced by a directory while being mirrored",
+            "to-fifo: replaced by a fifo while being mirrored",
+            "to-link: replaced by a symbolic link while being mirrored",
+            "to-socket: replaced by a socket while being mirrored",
+        ])
+        #expect(try fixture.snapshot("dst").isEmpty)
+        #expect(try fixture.temporaryFiles().isEmpty)
+        let next = await fixture.mirror()
+        #expect(next.warnings.map(\.description).sorted() == [
+            "to-fifo: fifo skipped: only files, directories and links are mirrored",
+            "to-socket: socket skipped: only files, directories and links are mirrored",
+        ])
+        #expect(fixture.status("dst/sub")?.kind == .symbolicLink && fixture.status("dst/to-link")?.kind == .symbolicLink)
+    }
+
     @Test func cancellation_stopsBetweenFiles_leavingOnlyWholeFiles() async throws {
         let fixture = try MirrorFixture()
         for directory in 0..<40 {

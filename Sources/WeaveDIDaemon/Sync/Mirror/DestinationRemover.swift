@@ -28,7 +28,7 @@ struct DestinationRemover {
     /// the way for good is refused without touching its parent's mode (and ctime).
     func isEmptyDirectory(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> Bool {
         do {
-            let directory = try MirrorFailure.opening { try parent.openDirectory(at: name, noFollow: true) }
+            let directory = try MirrorFailure.opening(name, in: parent) { try parent.openDirectory(at: name, noFollow: true) }
             return try MirrorFailure.attempt("readdir") {
                 try directory.descriptor.directoryEntries { _ in WalkWatch.pulse() }
             }.isEmpty
@@ -183,7 +183,7 @@ struct DestinationRemover {
     {
         do {
             do {
-                return try MirrorFailure.opening { try parent.openDirectory(at: name, noFollow: true) }
+                return try MirrorFailure.opening(name, in: parent) { try parent.openDirectory(at: name, noFollow: true) }
             } catch .system("open", .permissionDenied) where !isPrivileged {
                 var found: FileStatus?
                 return try OwnerOpening.open(name, in: parent, refusing: sourceRoot, found: &found)

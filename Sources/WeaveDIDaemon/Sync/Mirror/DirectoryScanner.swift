@@ -36,7 +36,7 @@ struct DirectoryScanner {
     {
         let name = job.name
         try WalkWatch.begin(.openingDirectory(.source), name, in: parent)
-        let source = try MirrorFailure.opening { try parent.source.openDirectory(at: name, noFollow: true) }
+        let source = try MirrorFailure.opening(name, in: parent.source) { try parent.source.openDirectory(at: name, noFollow: true) }
         let sourceStatus = try MirrorFailure.attempt("fstat") { try source.descriptor.status() }
         if FileIdentity(sourceStatus) == context.destinationRoot { throw .otherRoot }
 
@@ -239,7 +239,7 @@ struct DirectoryScanner {
                                         isNew: destination == nil))
         default:
             outcome.entriesSettled += 1
-            outcome.report.skip(directory.path(of: name), "\(source.kind) skipped: only files, directories and links are mirrored")
+            outcome.report.skip(directory.path(of: name), "\(source.kind.phrase) skipped: only files, directories and links are mirrored")
         }
     }
 

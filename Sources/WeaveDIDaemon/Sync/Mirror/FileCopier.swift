@@ -236,26 +236,21 @@ public final class FileCopier {
     }
 
     /// Opens a source file read-only without following a link, not blocking on a fifo swapped
-    /// in after the listing, and without touching its access time where allowed.
+    /// in after the listing, and without touching its access time where allowed. What is no
+    /// longer a file (a link, a socket, as `MirrorFailure.opening` finds) is `.replaced`.
     private func openSource(_ name: String, in source: FileDescriptor, noAccessTime: Bool)
         throws(MirrorFailure) -> OwnedDescriptor
     {
         let options: FileDescriptor.OpenOptions = [.noFollow, .nonBlocking]
-        do {
+        return try MirrorFailure.opening(name, in: source) {
             if noAccessTime {
                 do {
                     return try source.open(at: name, .readOnly, options: options.union(.noAccessTime))
-                } catch .notPermitted {
+                } catch Errno.notPermitted {
                     // Not the owner after all (the file changed hands): open without O_NOATIME.
                 }
             }
             return try source.open(at: name, .readOnly, options: options)
-        } catch .noSuchFileOrDirectory {
-            throw .vanished
-        } catch .tooManySymbolicLinkLevels {
-            throw .replaced(.symbolicLink)
-        } catch {
-            throw .system("open", error)
         }
     }
 

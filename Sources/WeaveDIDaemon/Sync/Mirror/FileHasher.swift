@@ -37,7 +37,7 @@ public final class FileHasher {
         if noAccessTime, let file = try? directory.open(at: name, .readOnly, options: options.union(.noAccessTime)) {
             return try digest(ofRegular: file.descriptor)
         }
-        let file = try MirrorFailure.opening { try directory.open(at: name, .readOnly, options: options) }
+        let file = try MirrorFailure.opening(name, in: directory) { try directory.open(at: name, .readOnly, options: options) }
         return try digest(ofRegular: file.descriptor)
     }
 
@@ -48,7 +48,7 @@ public final class FileHasher {
     /// file of the run's user, with no other hard link and not mounted there, is opened so;
     /// any other stays `open: Permission denied`.
     func digest(ofOwnUnreadable name: String, in directory: FileDescriptor) throws(MirrorFailure) -> [UInt8] {
-        let handle = try MirrorFailure.opening { try directory.open(at: name, .pathOnly, options: [.noFollow]) }
+        let handle = try MirrorFailure.opening(name, in: directory) { try directory.open(at: name, .pathOnly, options: [.noFollow]) }
         let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
         guard status.kind == .regular else { throw .replaced(status.kind) }
         guard status.userID == CurrentProcess.effectiveUserID, status.linkCount == 1,

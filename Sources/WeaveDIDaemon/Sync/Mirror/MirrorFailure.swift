@@ -1,3 +1,4 @@
+import Glibc
 import WeaveDIPosix
 
 /// Why one entry could not be mirrored; its `reason` becomes a `MirrorIssue`.
@@ -39,7 +40,7 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
         case let .system(operation, errno): "\(operation): \(DescriptorLimit.explain(errno))"
         case .changedWhileCopying: "changed while being copied; the previous version is kept"
         case .vanished: "vanished before it could be copied"
-        case let .replaced(kind): "replaced by a \(kind) while being mirrored"
+        case let .replaced(kind): "replaced by a \(kind.phrase) while being mirrored"
         case .directoryInTheWay: "a directory is in the way and delete is off"
         case .nameNotUTF8: "the name is not valid UTF-8; left alone"
         case .linkTargetNotUTF8: "the link's target is not valid UTF-8; left alone"
@@ -71,20 +72,46 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
             throw .system(operation, Errno.ioError)
         }
     }
-    /// Opens an entry with `body`, naming the failures that mean it changed since the listing:
-    /// `ENOENT` is `.vanished`, `ELOOP` (`O_NOFOLLOW` met a link) and `ENOTDIR` are `.replaced`.
-    static func opening(_ body: () throws -> OwnedDescriptor) throws(MirrorFailure) -> OwnedDescriptor {
+    /// Opens the entry `name` of `directory` with `body`, naming the failures that mean it
+    /// changed since the listing: `ENOENT` is `.vanished`; `ELOOP` (`O_NOFOLLOW` met a link),
+    /// `ENOTDIR` (a directory was asked for) and `ENXIO` (a socket, or a device without its
+    /// driver) are `.replaced` by what `lstat` finds there now: `O_NOFOLLOW` with
+    /// `O_DIRECTORY` fails on a link with `ENOTDIR`, so the error alone does not say.
+    static func opening(_ name: String, in directory: FileDescriptor, _ body: () throws -> OwnedDescriptor)
+        throws(MirrorFailure) -> OwnedDescriptor
+    {
         do {
             return try body()
         } catch let error as Errno {
             switch error {
-            case .noSuchFileOrDirectory: throw .vanished
-            case .tooManySymbolicLinkLevels: throw .replaced(.symbolicLink)
-            case .notDirectory: throw .replaced(.regular)
-            default: throw .system("open", error)
+            case .noSuchFileOrDirectory:
+                throw .vanished
+            case .tooManySymbolicLinkLevels, .notDirectory, Errno(rawValue: ENXIO):
+                guard let now = try? directory.status(at: name, followSymlinks: false) else {
+                    throw error == .tooManySymbolicLinkLevels ? .replaced(.symbolicLink) : .system("open", error)
+                }
+                throw .replaced(now.kind)
+            default:
+                throw .system("open", error)
             }
         } catch {
             throw .system("open", Errno.ioError)
+        }
+    }
+}
+
+extension FileKind {
+    /// The kind in words, for messages: `symbolic link`, `character device`.
+    var phrase: String {
+        switch self {
+        case .regular: "regular file"
+        case .directory: "directory"
+        case .symbolicLink: "symbolic link"
+        case .socket: "socket"
+        case .fifo: "fifo"
+        case .characterDevice: "character device"
+        case .blockDevice: "block device"
+        case .unknown: "file of an unknown kind"
         }
     }
 }

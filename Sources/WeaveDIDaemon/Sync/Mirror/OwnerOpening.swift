@@ -20,7 +20,7 @@ enum OwnerOpening {
         throws(MirrorFailure) -> OwnedDescriptor
     {
         // Gone or replaced since (`.vanished`, `.replaced`), as an ordinary open would say.
-        let handle = try MirrorFailure.opening { try parent.open(at: name, .pathOnly, options: [.directory, .noFollow]) }
+        let handle = try MirrorFailure.opening(name, in: parent) { try parent.open(at: name, .pathOnly, options: [.directory, .noFollow]) }
         let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
         if try MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() }) { throw .mountPoint }
