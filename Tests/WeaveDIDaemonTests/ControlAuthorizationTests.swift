@@ -243,4 +243,39 @@ struct ControlAuthorizationTests {
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
+
+    /// Administrator names are looked up again at every reload, even one that leaves them as
+    /// they were: an account deleted, or renumbered, and its old uid given to another user,
+    /// leaves that user no rights. (The daemon runs in a mount namespace of its own, where a
+    /// copy of /etc/passwd is mounted over it, so that the test can change an account.)
+    @Test func aReload_looksUpAdministratorNamesAgain_evenUnchanged() throws {
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o755)
+        let passwd = directory.path + "/passwd"
+        let system = try String(contentsOfFile: "/etc/passwd", encoding: .utf8)
+        func account(uid: Int) throws {  // written in place: the mount is of this file
+            try (system + "wdalice:x:\(uid):\(uid)::/nonexistent:/usr/sbin/nologin\n").write(toFile: passwd, atomically: false, encoding: .utf8)
+        }
+        try account(uid: 65534)  // nobody's uid, as a new account may be given a uid freed
+        guard let wrapper = MountNamespace.wrapper(binding: [(passwd, "/etc/passwd")]) else {
+            print("SKIPPED aReload_looksUpAdministratorNamesAgain_evenUnchanged: \(MountNamespace.unsupportedReason ?? "")")
+            return
+        }
+        let config = directory.write("weavedid.json", #"{"control": {"socketMode": "0666", "adminUsers": ["wdalice"]}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, wrapper: wrapper)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        chmod(directory.path + "/run", 0o755)
+        let setLevel = [#"send:{"method":"io.weavedi.Daemon.SetLogLevel","parameters":{"level":"all"}}"#, "read"]
+        let before = try ForeignClient.run(socket: daemon.defaultSocket, steps: setLevel)
+        #expect(before.first?.contains(#""level":"all""#) == true, "wdalice has uid 65534: \(before)\n\(daemon.log)")
+
+        try account(uid: 60000)
+        let reload = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Reload")
+        #expect(reload.parameter("status")?.stringValue == "configuration reloaded", "\(daemon.log)")
+        let after = try ForeignClient.run(socket: daemon.defaultSocket, steps: setLevel)
+        #expect(after == [Self.denied("io.weavedi.Daemon.SetLogLevel")], "uid 65534 is wdalice's no more: \(after)")
+        #expect(daemon.waitForLog("administrators now: users wdalice; groups none (uids 60000; gids none)"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
 }

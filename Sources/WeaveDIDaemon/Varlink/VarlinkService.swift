@@ -30,17 +30,27 @@ final class VarlinkService: ControlMessageHandler {
         authorizer.withLock { $0 }.mayChange(peer.credentials, groups: { peer.groups })
     }
 
-    /// A reload's admin users and groups, names looked up now, for the calls that follow.
+    /// A reload's admin users and groups, for the calls that follow. Names are looked up again
+    /// at every reload, changed or not: an account deleted since, or whose id was given to
+    /// another, must not keep its old id's rights.
     func adopt(_ configuration: DaemonConfiguration) {
         let control = configuration.control
-        let current = authorizer.withLock { $0 }
-        guard control.adminUsers != current.adminUsers || control.adminGroups != current.adminGroups else { return }
         let fresh = Authorizer(control, source: configuration.filePath ?? "built-in default", log: log)
-        authorizer.withLock { $0 = fresh }
+        let previous = authorizer.withLock { current in
+            defer { current = fresh }
+            return current
+        }
+        guard fresh.adminUsers != previous.adminUsers || fresh.adminGroups != previous.adminGroups
+            || fresh.adminUIDs != previous.adminUIDs || fresh.adminGIDs != previous.adminGIDs
+        else { return }
         func list(_ accounts: [DaemonConfiguration.AccountReference]) -> String {
             accounts.isEmpty ? "none" : accounts.map(\.description).joined(separator: ", ")
         }
-        log.notice("control", "administrators now: users \(list(control.adminUsers)); groups \(list(control.adminGroups))")
+        func ids(_ ids: Set<UInt32>) -> String {
+            ids.isEmpty ? "none" : ids.sorted().map(String.init).joined(separator: ", ")
+        }
+        log.notice("control", "administrators now: users \(list(control.adminUsers)); groups \(list(control.adminGroups)) "
+            + "(uids \(ids(fresh.adminUIDs)); gids \(ids(fresh.adminGIDs)))")
     }
 
     func handleInline(message: UnsafeBufferPointer<UInt8>, peer: ControlPeer, session: Session, replies: inout [UInt8]) -> Bool {
