@@ -278,4 +278,36 @@ struct ControlAuthorizationTests {
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
+
+    /// The socket group's name is looked up again at every reload too: a group deleted and its
+    /// name given to another gid, the reload gives the socket the new gid, and the members of
+    /// the old one (whoever is given it next) can no longer connect. (The daemon runs in a
+    /// mount namespace of its own, where a copy of /etc/group is mounted over it.)
+    @Test func aReload_looksUpTheSocketGroupAgain_evenUnchanged() throws {
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o755)
+        let group = directory.path + "/group"
+        let system = try String(contentsOfFile: "/etc/group", encoding: .utf8)
+        func ops(gid: Int) throws {  // written in place: the mount is of this file
+            try (system + "wdops:x:\(gid):\n").write(toFile: group, atomically: false, encoding: .utf8)
+        }
+        try ops(gid: 65534)
+        // Not a user namespace: the daemon gives the socket gids that only the machine's own maps.
+        let wrapper = ["/usr/bin/unshare", "-m", "/bin/sh", "-c", "mount --bind \"$1\" /etc/group && shift && exec \"$@\"", "sh", group]
+        let config = directory.write("weavedid.json", #"{"control": {"socketGroup": "wdops"}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, wrapper: wrapper)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let ping = [#"send:{"method":"io.weavedi.Daemon.Ping"}"#, "read"]
+        let member = try CtlRun.execute(ForeignClient.argv(socket: daemon.defaultSocket, uid: 65534, gid: 65534, steps: ping))
+        #expect(member.output.contains(#""version":"#), "gid 65534 is wdops: \(member.all)\n\(daemon.log)")
+
+        try ops(gid: 60000)
+        let reload = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Reload")
+        #expect(reload.parameter("status")?.stringValue == "configuration reloaded", "\(daemon.log)")
+        #expect(try FileStatus(path: daemon.defaultSocket, followSymlinks: false).groupID == 60000)
+        let former = try CtlRun.execute(ForeignClient.argv(socket: daemon.defaultSocket, uid: 65534, gid: 65534, steps: ping))
+        #expect(former.code != 0 && former.error.contains("PermissionError"), "gid 65534 is wdops' no more: \(former.all)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
 }

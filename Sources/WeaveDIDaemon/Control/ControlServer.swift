@@ -147,8 +147,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         if wanted.socket != current.socket, activation == nil {
             throw ReloadRefusal(description: "control.socket changed from \(current.socket) to \(wanted.socket); restart the daemon to move it")
         }
-        if let bound = bound.withLock({ $0 }), wanted.socketMode != current.socketMode || wanted.socketGroup != current.socketGroup {
-            try applySocketAttributes(wanted, to: bound)
+        if let bound = bound.withLock({ $0 }) {
+            let changed = wanted.socketMode != current.socketMode || wanted.socketGroup != current.socketGroup
+            try applySocketAttributes(wanted, to: bound, onlyWhereTheFileDiffers: !changed)
         }
         handler.adopt(configuration)
     }
@@ -156,8 +157,14 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     /// Gives the bound socket file `wanted`'s mode and group (no group: the daemon's own, as
     /// a new socket gets), and its directory the group when it was made at start; warns when
     /// the group cannot reach it through a directory the daemon did not make.
+    ///
+    /// The group's name is looked up again at every reload: with `onlyWhereTheFileDiffers`
+    /// (the fields are as they were), the file is changed only when its mode or group is not
+    /// what they give now, as after the group was deleted and its name given to another gid;
+    /// a socket file missing or replaced is left to the `control.socket` check.
     private func applySocketAttributes(
-        _ wanted: DaemonConfiguration.Control, to bound: (path: String, inode: UInt64, madeDirectory: Bool)
+        _ wanted: DaemonConfiguration.Control, to bound: (path: String, inode: UInt64, madeDirectory: Bool),
+        onlyWhereTheFileDiffers: Bool = false
     ) throws {
         let gid: UInt32
         do {
@@ -165,6 +172,12 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
                 ?? CurrentProcess.effectiveGroupID
         } catch {
             throw ReloadRefusal(description: error.description)
+        }
+        if onlyWhereTheFileDiffers {
+            guard let status = try? FileStatus(path: bound.path, followSymlinks: false), status.kind == .socket,
+                status.inode == bound.inode
+            else { return }
+            if status.groupID == gid, status.permissions.rawValue & 0o7777 == wanted.socketMode.rawValue { return }
         }
         let before: FileStatus
         do {
