@@ -1,8 +1,9 @@
 import WeaveDIPosix
 
-/// Creates the control socket safely: with the umask set before `bind` so the socket is never
-/// open to all, replacing a stale socket file (nobody listening) and refusing a live one
-/// (another daemon runs). A directory for it that does not exist is made 0750 (and given the
+/// Creates the control socket safely: made owner-only by `bind` (the socket's mode set before
+/// it), then given its group and mode, so that it is never open to more than they say, without
+/// touching the process's umask; replacing a stale socket file (nobody listening) and refusing
+/// a live one (another daemon runs). A directory for it that does not exist is made 0750 (and given the
 /// socket's group); one that exists is left as it is, for it may be shared (`/tmp`, `/run`).
 enum ControlSocketBinder {
     struct Refusal: Error, CustomStringConvertible {
@@ -34,11 +35,17 @@ enum ControlSocketBinder {
             }
             log.notice("control", "removed the stale socket \(path) (nobody was listening)")
         }
-        let previous = CurrentProcess.setUmask(~mode & 0o777)
-        defer { CurrentProcess.setUmask(previous) }
+        // The file `bind` makes takes the socket's own mode, less the umask (Linux): owner only
+        // until the group and mode are set below. The umask is not touched: it is the whole
+        // process's, and a file another thread made meanwhile (a rebind runs beside mirror
+        // runs) would take it.
         let listener: OwnedDescriptor
         do {
-            listener = try UnixSocket.listen(at: address, backlog: 128, nonBlocking: true)
+            let socket = try UnixSocket.make(.stream, nonBlocking: true)
+            try socket.descriptor.setPermissions(FilePermissions(rawValue: mode & 0o700))
+            try socket.descriptor.bind(to: address)
+            try socket.descriptor.listen(backlog: 128)
+            listener = socket
         } catch {
             throw Refusal(description: "cannot listen on \(path): \(error)")
         }

@@ -1,0 +1,43 @@
+import Foundation
+import Synchronization
+import Testing
+import WeaveDIPosix
+@testable import WeaveDIDaemon
+
+/// `ControlSocketBinder` in this process, where what it does to the process as a whole shows.
+@Suite struct ControlSocketBinderTests {
+    /// The process's umask, as the kernel reports it (`/proc/self/status`), without changing it.
+    static func umask() -> String? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        return status.split(separator: "\n").first { $0.hasPrefix("Umask:") }.map(String.init)
+    }
+
+    /// Binding the socket leaves the umask alone: it belongs to every thread of the daemon, and
+    /// a file another thread makes meanwhile (a mirror run's directory, beside a rebind by the
+    /// `control.socket` fix) would take a mask made for the socket. Another thread looks at the
+    /// umask all the while the socket is bound again and again; the socket still ends with its
+    /// mode and nothing more.
+    @Test func binding_leavesTheProcessUmaskAlone_andTheSocketGetsItsMode() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/run/control.sock"
+        let log = DaemonLog(filter: LogFilter(defaultLevel: .off, overrides: [:]), journald: false)
+        let original = try #require(Self.umask())
+        let done = Atomic<Bool>(false)
+        let seen = Mutex<Set<String>>([])
+        let watcher = try PosixThread {
+            while !done.load(ordering: .acquiring) {
+                if let mask = Self.umask() { seen.withLock { _ = $0.insert(mask) } }
+            }
+        }
+        for _ in 0..<300 {
+            var made = false
+            let listener = try ControlSocketBinder.bind(path: path, mode: 0o640, group: nil, log: log, madeDirectory: &made)
+            #expect(try FileStatus(path: path, followSymlinks: false).permissions.rawValue & 0o7777 == 0o640)
+            try listener.close()
+            try FileDescriptor.currentWorkingDirectory.unlink(at: path)
+        }
+        done.store(true, ordering: .releasing)
+        watcher.join()
+        #expect(seen.withLock { $0 } == [original])
+    }
+}
