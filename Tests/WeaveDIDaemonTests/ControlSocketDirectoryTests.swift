@@ -41,6 +41,30 @@ import WeaveDIPosix
         #expect(try modeAndGroup(d.path + "/shared") == before)
         #expect(before.hasPrefix("1777 "))
         #expect(!log.contains("cannot reach"), "\(log)")
+        #expect(!log.contains("may replace the socket"), "sticky: others cannot replace it: \(log)")
+    }
+
+    /// A directory that exists and lets someone other than root and the daemon's user replace
+    /// the socket (theirs, or writable by a group or by all without the sticky bit) is left as
+    /// it is, and a warning says who and what to do.
+    @Test func aDirectoryOthersMayWriteIn_isLeftAsItIs_andAWarningSaysWhoMayReplaceTheSocket() throws {
+        var cases: [(mode: mode_t, owner: uid_t?, who: String)] = [
+            (0o777, nil, "every user"), (0o770, nil, "the members of its group (gid \(getegid()))"),
+        ]
+        if geteuid() == 0 { cases.append((0o755, 65534, "its owner (uid 65534)")) }
+        for (mode, owner, who) in cases {
+            let d = TemporaryDirectory()
+            chmod(d.path, 0o755)
+            let directory = d.path + "/open"
+            try FileDescriptor.currentWorkingDirectory.makeDirectory(at: directory)
+            #expect(chmod(directory, mode) == 0)
+            if let owner { #expect(chown(directory, owner, getegid()) == 0) }
+            let before = try modeAndGroup(directory)
+            let log = try runDaemon(socketIn: "open", of: d)
+            #expect(try modeAndGroup(directory) == before)
+            #expect(log.contains("warning control: \(who) may replace the socket \(directory)/control.sock: its directory "
+                + "\(directory) (mode \(String(mode, radix: 8)), owner \(owner ?? geteuid()), group \(getegid())) lets them"), "\(log)")
+        }
     }
 
     @Test func aDirectoryThatExists_theGroupCannotSearch_isLeftAsItIs_andAWarningSaysSo() throws {

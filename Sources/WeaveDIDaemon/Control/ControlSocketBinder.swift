@@ -23,6 +23,7 @@ enum ControlSocketBinder {
         let gid = try group.map { (group) throws(Refusal) in try groupID(group) }
         let directory = parent(of: path)
         madeDirectory = try makeDirectory(directory)
+        if !madeDirectory { warnIfOthersCanReplace(path, log: log) }
         if let existing = try? FileStatus(path: path, followSymlinks: false) {
             guard existing.kind == .socket else {
                 throw Refusal(description: "\(path) exists and is not a socket; remove it or choose another control.socket")
@@ -103,6 +104,30 @@ enum ControlSocketBinder {
         log.warning("control", "the socket's group (gid \(gid)) cannot reach \(path): its directory \(directory) "
             + "(mode \(String(status.permissions.rawValue & 0o7777, radix: 8)), group \(status.groupID)) lets neither "
             + "that group nor others search it; give the directory that group, or remove it so that weavedid makes it")
+    }
+
+    /// Warns when someone other than root and the daemon's user may replace the socket at
+    /// `path`: its directory, which the daemon did not make, is theirs, or writable by a group or
+    /// by all without the sticky bit (as `/tmp` has). They could put a socket of their own
+    /// there, and clients, administrators among them, would talk to it.
+    static func warnIfOthersCanReplace(_ path: String, log: DaemonLog) {
+        let directory = parent(of: path)
+        guard let status = try? FileStatus(path: directory, followSymlinks: true) else { return }
+        let mode = status.permissions.rawValue
+        let who: String
+        if status.userID != 0, status.userID != CurrentProcess.effectiveUserID {
+            who = "its owner (uid \(status.userID))"
+        } else if mode & 0o002 != 0, mode & 0o1000 == 0 {
+            who = "every user"
+        } else if mode & 0o020 != 0, mode & 0o1000 == 0 {
+            who = "the members of its group (gid \(status.groupID))"
+        } else {
+            return
+        }
+        log.warning("control", "\(who) may replace the socket \(path): its directory \(directory) (mode "
+            + "\(String(mode & 0o7777, radix: 8)), owner \(status.userID), group \(status.groupID)) lets them, and clients "
+            + "would then talk to whatever they put there; give the directory to root or the daemon's user, not writable by "
+            + "others (or sticky, as /tmp is), or remove it so that weavedid makes it")
     }
 
     /// Whether members of `gid` may search (pass through) the directory of `status`: its
