@@ -3,8 +3,13 @@ public enum DaemonInterface {
     /// `io.weavedi.Daemon`.
     public static let name = "io.weavedi.Daemon"
 
-    /// Methods that change something: they need uid 0, the daemon's uid, or an admin.
-    public static let privilegedMethods: Set<String> = ["Fix", "RunJob", "PauseJob", "ResumeJob", "SetLogLevel", "Reload"]
+    /// Methods that only read: open to whoever may connect. Every other method of the interface
+    /// needs uid 0, the daemon's uid, or an admin, so that a method added later is closed until
+    /// it is listed here.
+    public static let readingMethods: Set<String> = [
+        "Ping", "GetHealth", "RunChecks", "ListFixes", "ListJobs", "ListSessions", "ListRegistrations",
+        "DiagnoseComponents", "CheckCycles", "GetLogLevel", "GetMetrics",
+    ]
 
     /// Every method's full name (`io.weavedi.Daemon.Ping`, `org.varlink.service.GetInfo`), read
     /// from the two descriptions.

@@ -171,9 +171,10 @@ final class VarlinkService: ControlMessageHandler {
         case "org.varlink.service":
             return service(method, call)
         case DaemonInterface.name:
-            if DaemonInterface.privilegedMethods.contains(method),
-                !mayAdminister(peer)
-            {
+            // Closed by default: only a method listed as reading reaches its code for every
+            // peer. An unknown name is MethodNotFound to whoever asks.
+            if !DaemonInterface.readingMethods.contains(method), !mayAdminister(peer) {
+                guard DaemonInterface.methodNames.contains(call.method) else { return VarlinkFailure.methodNotFound(call.method).reply }
                 deniedWarnings.warning(log, "control", "denied \(call.method) to uid \(peer.credentials.uid) (pid \(peer.credentials.pid))")
                 return VarlinkFailure.permissionDenied(call.method, uid: peer.credentials.uid).reply
             }
