@@ -26,7 +26,7 @@ import WeaveDIDaemon
 
     @Test func unknownNestedFields_areNamedWithTheAcceptedOnes() {
         #expect(errorText(#"{"control": {"sockett": "/x"}}"#)
-            == #"control.sockett: unknown field "sockett" (accepted: socket, socketMode, socketGroup, adminUsers, adminGroups, maxMessageBytes, maxClients, idleTimeout, callTimeout)"#)
+            == #"control.sockett: unknown field "sockett" (accepted: socket, socketMode, socketGroup, adminUsers, adminGroups, maxMessageBytes, maxClients, maxClientsPerUser, idleTimeout, callTimeout)"#)
         #expect(errorText(#"{"health": {"period": 1}}"#)
             == #"health.period: unknown field "period" (accepted: interval, sessionIdleLimit)"#)
         #expect(errorText(#"{"sync": {"job": []}}"#)

@@ -17,6 +17,7 @@ import WeaveDIPosix
             "adminGroups": ["wheel", 27],
             "maxMessageBytes": 2048,
             "maxClients": 8,
+            "maxClientsPerUser": 3,
             "idleTimeout": 45,
             "callTimeout": 0.25
           },
@@ -51,6 +52,7 @@ import WeaveDIPosix
         #expect(control.adminGroups == [.name("wheel"), .id(27)])
         #expect(control.maxMessageBytes == 2048)
         #expect(control.maxClients == 8)
+        #expect(control.maxClientsPerUser == 3)
         #expect(control.idleTimeout == .seconds(45))
         #expect(control.callTimeout == .milliseconds(250))
         #expect(configuration.health.interval == .milliseconds(100))
@@ -91,6 +93,7 @@ import WeaveDIPosix
         #expect(configuration.control.adminUsers.isEmpty && configuration.control.adminGroups.isEmpty)
         #expect(configuration.control.maxMessageBytes == 1_048_576)
         #expect(configuration.control.maxClients == 64)
+        #expect(configuration.control.maxClientsPerUser == 16)
         #expect(configuration.control.idleTimeout == .seconds(30))
         #expect(configuration.control.callTimeout == .seconds(10))
         #expect(configuration.health.interval == .seconds(30))

@@ -203,6 +203,43 @@ struct ControlAuthorizationTests {
     /// Rights are decided at each call, not at connect: a reload that takes a user off the
     /// administrators takes its rights away on the connection it holds open, and one that adds
     /// it gives them there.
+    /// One user who is no administrator may hold `maxClientsPerUser` connections, not every
+    /// place: the next is refused with `LimitExceeded` ("clients per user"), while another user
+    /// and an administrator still get in.
+    @Test func oneUser_mayHoldNoMoreThanMaxClientsPerUser() throws {
+        let (daemon, _) = try started(#""socketGroup": 65534, "maxClients": 16, "maxClientsPerUser": 2"#)
+        let flags = daemon.directory.path + "/flags"
+        try FileDescriptor.currentWorkingDirectory.makeDirectory(at: flags)
+        #expect(chown(flags, 65534, 65534) == 0)
+        let ping = #"send:{"method":"io.weavedi.Daemon.Ping"}"#
+        func hold(_ index: Int) throws -> Subprocess {
+            let holder = try Subprocess.spawn(
+                "/usr/bin/setpriv",
+                arguments: Array(ForeignClient.argv(socket: daemon.defaultSocket, uid: 65534, gid: 65534, steps: [
+                    ping, "read", "touch:\(flags)/held\(index)", "wait:\(flags)/release",
+                ]).dropFirst()),
+                environment: ["PATH": "/usr/bin:/bin"], standardOutput: .file(flags + "/out\(index)"), standardError: .file(flags + "/out\(index)"))
+            let deadline = ContinuousClock.now + .seconds(15)
+            while !fileExists(flags + "/held\(index)"), ContinuousClock.now < deadline { usleep(20_000) }
+            return holder
+        }
+        let first = try hold(0)
+        let second = try hold(1)
+        let third = try ForeignClient.run(socket: daemon.defaultSocket, steps: ["read"])  // refused at once, without a call
+        #expect(third == [#"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"clients per user","value":2}}"#], "\(third)")
+        let other = try ForeignClient.run(socket: daemon.defaultSocket, uid: 65533, steps: [ping, "read"])
+        #expect(other.first?.contains(#""version""#) == true, "\(other)")
+        let administrators = try (0..<3).map { _ in try VarlinkClient(path: daemon.defaultSocket) }
+        for client in administrators { #expect(try client.call("io.weavedi.Daemon.Ping").parameter("version") != nil) }
+        #expect(daemon.log.contains("refused a client (pid ") && daemon.log.contains(
+            "uid 65534): uid 65534 has 2 connections open already, the most one user may have (control.maxClientsPerUser)"), "\(daemon.log)")
+        #expect(FileManager.default.createFile(atPath: flags + "/release", contents: nil))
+        #expect(try first.wait() == .exited(0))
+        #expect(try second.wait() == .exited(0))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func aReload_changesTheRightsOfAConnectionHeldOpen() throws {
         let (daemon, _) = try started(#""socketGroup": 65534, "adminUsers": [65534]"#)
         let flags = daemon.directory.path + "/flags"

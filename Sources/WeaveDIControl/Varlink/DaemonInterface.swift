@@ -183,7 +183,8 @@ public enum DaemonInterface {
         # The call ran longer than the configured limit.
         error CallTimedOut (method: string, seconds: float)
 
-        # A limit was exceeded: "message size" (bytes), "clients", "idle" (seconds).
+        # A limit was exceeded: "message size" (bytes), "clients", "clients per user", "idle"
+        # (seconds).
         error LimitExceeded (limit: string, value: int)
         """
 

@@ -13,7 +13,7 @@ struct ConfigurationDecoder {
     static let topLevelFields = ["runtimeDirectory", "stateDirectory", "shutdownTimeout", "control", "health", "sync"]
     static let controlFields = [
         "socket", "socketMode", "socketGroup", "adminUsers", "adminGroups",
-        "maxMessageBytes", "maxClients", "idleTimeout", "callTimeout",
+        "maxMessageBytes", "maxClients", "maxClientsPerUser", "idleTimeout", "callTimeout",
     ]
     static let healthFields = ["interval", "sessionIdleLimit"]
 
@@ -75,6 +75,8 @@ struct ConfigurationDecoder {
                 configuration.control.maxMessageBytes = try fields.integer(value, at: path, in: 1024...67_108_864)
             case "maxClients":
                 configuration.control.maxClients = try fields.integer(value, at: path, in: 1...4096)
+            case "maxClientsPerUser":
+                configuration.control.maxClientsPerUser = try fields.integer(value, at: path, in: 1...4096)
             case "idleTimeout":
                 configuration.control.idleTimeout = try fields.seconds(value, at: path, in: .positive(upTo: 86400))
             default:

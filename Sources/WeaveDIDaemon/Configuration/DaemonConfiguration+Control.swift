@@ -17,6 +17,9 @@ extension DaemonConfiguration {
         public var maxMessageBytes = 1_048_576
         /// How many clients may be connected at once; default 64, from 1 to 4096.
         public var maxClients = 64
+        /// How many of them one user who is no administrator may have; default 16, from 1 to
+        /// 4096: one local user cannot take every place from the others.
+        public var maxClientsPerUser = 16
         /// How long a connection may stay silent before it is closed; default 30 seconds.
         public var idleTimeout: Duration = .seconds(30)
         /// How long one call may take before it fails with a timeout; default 10 seconds.

@@ -57,6 +57,8 @@ public enum ControlLimitViolation: Sendable, Equatable {
     case messageTooLarge(limit: Int)
     /// More clients than the limit.
     case tooManyClients(limit: Int)
+    /// More clients of one user (no administrator) than the limit.
+    case tooManyClientsOfUser(limit: Int)
     /// No complete message for longer than the idle limit.
     case idle(limit: Duration)
 }

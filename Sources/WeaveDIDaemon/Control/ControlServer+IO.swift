@@ -141,6 +141,32 @@ extension ControlServer {
         maxClients / 8
     }
 
+    /// Why `peer` may not connect, if it may not: every place taken; the last places, kept for
+    /// administrators, left; or, for a user who is no administrator, `maxClientsPerUser`
+    /// connections of theirs open already.
+    static func refusal(
+        of peer: ControlPeer, among connections: [UInt64: ControlConnection], limits: DaemonConfiguration.Control,
+        mayAdminister: @autoclosure () -> Bool
+    ) -> (why: String, violation: ControlLimitViolation)? {
+        if connections.count >= limits.maxClients {
+            return ("\(limits.maxClients) clients already connected", .tooManyClients(limit: limits.maxClients))
+        }
+        let reserved = placesKeptForAdministrators(of: limits.maxClients)
+        let nearlyFull = connections.count >= limits.maxClients - reserved
+        guard nearlyFull || connections.count >= limits.maxClientsPerUser, !mayAdminister() else { return nil }
+        if nearlyFull {
+            return (
+                "\(connections.count) clients connected, and the last \(reserved) places are kept for administrators",
+                .tooManyClients(limit: limits.maxClients))
+        }
+        let uid = peer.credentials.uid
+        let own = connections.values.reduce(0) { $1.peer.credentials.uid == uid ? $0 + 1 : $0 }
+        guard own >= limits.maxClientsPerUser else { return nil }
+        return (
+            "uid \(uid) has \(own) connections open already, the most one user may have (control.maxClientsPerUser)",
+            .tooManyClientsOfUser(limit: limits.maxClientsPerUser))
+    }
+
     /// Accepts every pending connection. When accept fails for another reason than an empty
     /// queue (no descriptor left, `EMFILE` or `ENFILE`, or no memory), or only descriptors of
     /// the reserve are free, the listener pauses: the connections wait in the listen queue until
@@ -177,15 +203,9 @@ extension ControlServer {
             let peer = ControlPeer(connectionID: id, credentials: credentials, groups: (try? descriptor.peerGroups()) ?? [])
             // The last places are kept for administrators, so that no other user can lock
             // them (root among them) out by holding every connection.
-            let reserved = Self.placesKeptForAdministrators(of: limits.maxClients)
-            if connections.count >= limits.maxClients
-                || connections.count >= limits.maxClients - reserved && !handler.mayAdminister(peer)
-            {
-                let why = connections.count >= limits.maxClients
-                    ? "\(limits.maxClients) clients already connected"
-                    : "\(connections.count) clients connected, and the last \(reserved) places are kept for administrators"
+            if let (why, violation) = Self.refusal(of: peer, among: connections, limits: limits, mayAdminister: handler.mayAdminister(peer)) {
                 refusedClientWarnings.warning(log, "control", "refused a client (pid \(credentials.pid), uid \(credentials.uid)): \(why)")
-                if var reply = handler.limitReply(.tooManyClients(limit: limits.maxClients)) {
+                if var reply = handler.limitReply(violation) {
                     reply.append(0)
                     _ = try? descriptor.sendAll(reply)
                 }

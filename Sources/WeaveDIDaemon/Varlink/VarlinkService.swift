@@ -236,6 +236,7 @@ final class VarlinkService: ControlMessageHandler {
         let (limit, value): (String, Int) = switch violation {
         case let .messageTooLarge(bytes): ("message size", bytes)
         case let .tooManyClients(count): ("clients", count)
+        case let .tooManyClientsOfUser(count): ("clients per user", count)
         case let .idle(duration): ("idle", Int(duration.components.seconds))
         }
         return VarlinkFailure("io.weavedi.Daemon.LimitExceeded", [("limit", .string(limit)), ("value", .int(value))]).reply.encoded()
