@@ -8,18 +8,19 @@ struct DestinationRemover {
     let sourceRoot: FileIdentity
     /// Whether the run is root, which may remove entries from a directory whose mode denies it.
     let isPrivileged: Bool
+    /// The run's tally, which counts every entry removed as it goes: a removal that a failure
+    /// stops part way, or that the run gives up on while it waits in a call, has counted what
+    /// went.
+    let tally: MirrorTally
 
-    /// Removes `name` from `directory`, whatever it is; `removed` counts every entry removed,
-    /// also when a failure stops the removal part way.
-    func remove(_ name: String, kind: FileKind, in directory: FileDescriptor, removed: inout Int)
-        throws(MirrorFailure)
-    {
+    /// Removes `name` from `directory`, whatever it is, counting each entry removed in `tally`.
+    func remove(_ name: String, kind: FileKind, in directory: FileDescriptor) throws(MirrorFailure) {
         WalkWatch.pulse()  // each entry removed starts the step's limit again
         if try self.kind(of: name, listed: kind, in: directory) == .directory {
-            try removeTree(name, in: directory, removed: &removed)
+            try removeTree(name, in: directory)
         } else {
             try unlink(name, in: directory)
-            removed += 1
+            tally.countDeletion()
         }
     }
 
@@ -100,8 +101,8 @@ struct DestinationRemover {
     /// Empties and removes the directory `name`, depth first, with a stack of its own rather
     /// than a call per level (a tree thousands of levels deep overflowed a thread's stack),
     /// holding at most `openLevels` descriptors whatever its depth.
-    private func removeTree(_ name: String, in parent: FileDescriptor, removed: inout Int) throws(MirrorFailure) {
-        guard let top = try openLevel(name, in: parent, removed: &removed) else { return }
+    private func removeTree(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) {
+        guard let top = try openLevel(name, in: parent) else { return }
         var levels = [top]
         /// `levels[firstOpen...]` are open; those below were closed, the removal being deeper.
         var firstOpen = 0
@@ -113,7 +114,7 @@ struct DestinationRemover {
                 guard entry.nameIsExact else { throw .nameNotUTF8 }
                 let directory = level.descriptor
                 if try kind(of: entry.name, listed: entry.kind, in: directory) == .directory {
-                    guard let below = try openLevel(entry.name, in: directory, removed: &removed) else { continue }
+                    guard let below = try openLevel(entry.name, in: directory) else { continue }
                     levels.append(below)
                     if levels.count - firstOpen > Self.openLevels {
                         levels[firstOpen].close()
@@ -121,7 +122,7 @@ struct DestinationRemover {
                     }
                 } else {
                     try unlink(entry.name, in: directory)
-                    removed += 1
+                    tally.countDeletion()
                 }
                 continue
             }
@@ -138,7 +139,7 @@ struct DestinationRemover {
             level.close()
             do {
                 try container.removeDirectory(at: level.name)
-                removed += 1
+                tally.countDeletion()
             } catch .noSuchFileOrDirectory {
                 continue
             } catch {
@@ -159,8 +160,8 @@ struct DestinationRemover {
     /// Opens the directory `name` of a tree being removed, refusing the source root and a
     /// mount point, makes it writable when its mode denies its owner that (it goes), and
     /// lists it; nil when there is no directory to remove there any more.
-    private func openLevel(_ name: String, in parent: FileDescriptor, removed: inout Int) throws(MirrorFailure) -> Level? {
-        guard let directory = try openForRemoval(name, in: parent, removed: &removed) else { return nil }
+    private func openLevel(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> Level? {
+        guard let directory = try openForRemoval(name, in: parent) else { return nil }
         let status = try MirrorFailure.attempt("fstat") { try directory.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
         // Nothing is deleted inside a mount: it may hold any tree, the source's among them.
@@ -178,9 +179,7 @@ struct DestinationRemover {
     /// Opens the directory `name` to empty it (one whose mode denies its owner `r` as its
     /// owner may: `OwnerOpening`; it goes, so its mode is not given back); nil when it turned
     /// out to be a file or link (removed here in one go) or to be gone already.
-    private func openForRemoval(_ name: String, in parent: FileDescriptor, removed: inout Int)
-        throws(MirrorFailure) -> OwnedDescriptor?
-    {
+    private func openForRemoval(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> OwnedDescriptor? {
         do {
             do {
                 return try MirrorFailure.opening(name, in: parent) { try parent.openDirectory(at: name, noFollow: true) }
@@ -192,7 +191,7 @@ struct DestinationRemover {
             return nil
         } catch .replaced {
             try unlink(name, in: parent)
-            removed += 1
+            tally.countDeletion()
             return nil
         }
     }

@@ -264,7 +264,7 @@ struct DirectoryScanner {
                          outcome: inout ScanOutcome) throws(MirrorFailure)
     {
         guard destination?.kind == .directory else { return }
-        let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged)
+        let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged, tally: context.tally)
         if !settings.delete {
             try WalkWatch.begin(.listing(.destination), name)
             guard try remover.isEmptyDirectory(name, in: directory.destination.descriptor) else { throw .directoryInTheWay }
@@ -273,9 +273,7 @@ struct DirectoryScanner {
         try WalkWatch.begin(.removing, name)
         outcome.modified = true
         if settings.delete {
-            var removed = 0
-            defer { outcome.report.deleted += removed }
-            try remover.remove(name, kind: .directory, in: directory.destination.descriptor, removed: &removed)
+            try remover.remove(name, kind: .directory, in: directory.destination.descriptor)
         } else {
             try remover.removeIfEmpty(name, in: directory.destination.descriptor)
         }
@@ -315,23 +313,22 @@ struct DirectoryScanner {
     private func deleteExtras(_ entries: [DirectoryEntry], keeping names: Set<ExactName>, in directory: MirrorDirectory,
                               outcome: inout ScanOutcome)
     {
-        let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged)
+        let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged, tally: context.tally)
         for entry in entries where !names.contains(ExactName(entry.name)) {
             guard entry.nameIsExact else {
                 outcome.report.fail(directory.path(of: entry.name), MirrorFailure.nameNotUTF8.description)
                 continue
             }
-            var removed = 0
             do throws(MirrorFailure) {
                 try directory.makeWritable()
                 try WalkWatch.begin(.removing, entry.name)
-                try remover.remove(entry.name, kind: entry.kind, in: directory.destination.descriptor, removed: &removed)
+                // Each entry removed is counted in the run's tally as it goes: a run given up
+                // on while deleting counts what went.
+                try remover.remove(entry.name, kind: entry.kind, in: directory.destination.descriptor)
             } catch {
                 outcome.report.fail(directory.path(of: entry.name), error.description)
             }
-            outcome.report.deleted += removed
             outcome.modified = true
-            // Counted as it goes: a run given up on while deleting counts what went.
             context.tally.handOver(&outcome.report)
         }
     }

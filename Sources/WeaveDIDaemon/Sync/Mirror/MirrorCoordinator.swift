@@ -1,3 +1,4 @@
+import Synchronization
 import WeaveDI
 
 /// Runs a mirror's work items over a task group, at most `workers` at a time, and keeps the
@@ -143,12 +144,21 @@ struct MirrorCoordinator {
 
 /// The counts and issues of a run's walk so far: the coordinator adds each outcome's as it
 /// comes in, and a batch each file's as it is done (`handOver`), so that a run given up on
-/// while a batch is under way still counts the files that batch put in place.
+/// while a batch is under way still counts the files that batch put in place. Deletions are
+/// counted apart, one by one as each entry goes (`countDeletion`), so that a run given up on
+/// in the middle of removing a tree counts what that removal had removed.
 final class MirrorTally: Sendable {
     private let current = Locked(MirrorReport())
+    /// Entries removed from the destination (`delete`), counted by the remover as it goes:
+    /// an atomic add per entry, no lock.
+    private let deletions = Atomic<Int>(0)
 
     /// What the walk has done so far.
-    var report: MirrorReport { current.withLock { $0 } }
+    var report: MirrorReport {
+        var report = current.withLock { $0 }
+        report.deleted += deletions.load(ordering: .relaxed)
+        return report
+    }
 
     func absorb(_ part: MirrorReport) {
         current.withLock { $0.absorb(part) }
@@ -158,5 +168,10 @@ final class MirrorTally: Sendable {
     func handOver(_ part: inout MirrorReport) {
         absorb(part)
         part = MirrorReport()
+    }
+
+    /// Counts one entry removed from the destination.
+    func countDeletion() {
+        deletions.add(1, ordering: .relaxed)
     }
 }
