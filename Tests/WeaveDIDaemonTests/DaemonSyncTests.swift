@@ -196,6 +196,36 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// The fix makes the destination root along its path without following a link: one
+    /// planted where a missing parent would be is refused, and nothing is made where it leads.
+    @Test func theJobsFix_refusesALinkOnTheWayToAMissingDestination_andMakesItsMissingParents() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: d + "/elsewhere", withIntermediateDirectories: false)
+        let config = directory.write("weavedid.json", """
+            {"sync": {"jobs": [{"name": "docs", "source": "\(d)/source", "destination": "\(d)/disk/docs", "interval": 3600}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try waitForReady(daemon)
+        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: d + "/disk", pointingTo: d + "/elsewhere")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let refused = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
+        #expect(refused?[member: "outcome"]?.stringValue == "failed", "\(String(describing: refused))")
+        #expect(refused?[member: "error"]?.stringValue?.contains(
+            "\(d)/disk/docs: the destination root cannot be created: \(d)/disk is a symbolic link, which the fix does not "
+                + "follow (nothing was created through it): create the destination by hand, or configure it by its real path")
+            == true, "\(String(describing: refused))")
+        #expect(!fileExists(d + "/elsewhere/docs"))
+        // Without the link, the fix makes both missing directories.
+        try FileManager.default.removeItem(atPath: d + "/disk")
+        let fixed = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
+        #expect(fixed?[member: "outcome"]?.stringValue == "succeeded", "\(String(describing: fixed))")
+        #expect((try? FileStatus(path: d + "/disk/docs", followSymlinks: false))?.kind == .directory)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func runChecks_onlyLooks_itStartsNoFix() throws {
         let fixture = Fixture()
         try TreeFixture.make(at: fixture.source, count: 2)

@@ -96,12 +96,37 @@ struct MirrorJob: SyncJob {
                         + "must not be filled underneath): mount its file system, or create it with `weavedictl fix job.\(job)`")
             }
             try note(MirrorRootStep("creating the destination", destination))
-            do {
-                try FileDescriptor.currentWorkingDirectory.makeDirectories(at: destination, permissions: 0o755)
-            } catch {
-                throw MirrorRoots.Failure(path: destination, reason: "the destination root cannot be created: \(error)")
-            }
+            try Self.createDestination(destination)
             return "recreated the destination root \(destination)"
+        }
+    }
+
+    /// Makes the missing directories of `destination` along its path as configured, one
+    /// component at a time without following a link (`MirrorRoots.openComponents`, as runs
+    /// open their roots): a link on the way, planted where a missing parent would be, would
+    /// have the directory made wherever it leads, and the runs write there. Such a component,
+    /// or one that is not a directory, is refused, named, and nothing is made through it.
+    private static func createDestination(_ destination: String) throws(MirrorRoots.Failure) {
+        var opened = 0
+        do {
+            _ = try MirrorRoots.openComponents(of: destination, creating: 0o755, opened: &opened)
+        } catch .notDirectory, .tooManySymbolicLinkLevels {
+            let components = destination.split(separator: "/")
+            let part = (destination.hasPrefix("/") ? "/" : "") + components.prefix(opened + 1).joined(separator: "/")
+            let kind = (try? FileStatus(path: part, followSymlinks: false))?.kind
+            guard kind == .symbolicLink else {
+                let what = kind.flatMap { $0 == .directory ? nil : "a \($0.phrase), " } ?? ""
+                throw MirrorRoots.Failure(
+                    path: destination,
+                    reason: "the destination root cannot be created: \(part) is \(what)not a directory: "
+                        + "remove it, or configure another destination")
+            }
+            throw MirrorRoots.Failure(
+                path: destination,
+                reason: "the destination root cannot be created: \(part) is a symbolic link, which the fix does not follow "
+                    + "(nothing was created through it): create the destination by hand, or configure it by its real path")
+        } catch {
+            throw MirrorRoots.Failure(path: destination, reason: "the destination root cannot be created: \(DescriptorLimit.explain(error))")
         }
     }
 

@@ -385,9 +385,39 @@ struct MirrorRoots: ~Copyable {
     /// The parent directory of `realPath` (`/` for `/`), opened as a handle component by
     /// component from `/`, never following a link.
     private static func openResolvedParent(_ realPath: String) throws(Errno) -> OwnedDescriptor {
-        var parent = try FileDescriptor.currentWorkingDirectory.open(at: "/", .pathOnly, options: [.directory])
-        for component in realPath.split(separator: "/").dropLast() {
-            parent = try parent.descriptor.open(at: String(component), .pathOnly, options: [.directory, .noFollow])
+        var opened = 0
+        return try openComponents(of: realPath, dropLast: true, opened: &opened)
+    }
+
+    /// Opens the directory at `path` as a handle (`O_PATH`), one component at a time from `/`
+    /// (or from the working directory, for a relative path), never following a link: a
+    /// component that is a link fails with `ENOTDIR` (`ELOOP` on some kernels), as does one
+    /// that is not a directory. `dropLast` stops at the parent of the last component. With
+    /// `creating`, a component that does not exist is made first, with those permissions
+    /// (subject to the umask), and opened the same way. `opened` says how many components were
+    /// opened: when it throws, the next one is at fault.
+    static func openComponents(
+        of path: String, dropLast: Bool = false, creating permissions: FilePermissions? = nil, opened: inout Int
+    ) throws(Errno) -> OwnedDescriptor {
+        opened = 0
+        var components = path.split(separator: "/")
+        if dropLast { components.removeLast(components.isEmpty ? 0 : 1) }
+        var parent = try FileDescriptor.currentWorkingDirectory.open(
+            at: path.hasPrefix("/") ? "/" : ".", .pathOnly, options: [.directory])
+        for component in components {
+            let name = String(component)
+            do {
+                parent = try parent.descriptor.open(at: name, .pathOnly, options: [.directory, .noFollow])
+            } catch .noSuchFileOrDirectory {
+                guard let permissions else { throw .noSuchFileOrDirectory }
+                do {
+                    try parent.descriptor.makeDirectory(at: name, permissions: permissions)
+                } catch .fileExists {
+                    // Made meanwhile, or a dangling link: opened below without following it.
+                }
+                parent = try parent.descriptor.open(at: name, .pathOnly, options: [.directory, .noFollow])
+            }
+            opened += 1
         }
         return parent
     }
