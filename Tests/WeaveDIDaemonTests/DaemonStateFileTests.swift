@@ -96,6 +96,25 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log.prefix(2000))")
     }
 
+    /// Entries of jobs that are not configured are kept (a job added back keeps its last
+    /// result), but only the 100 that ran last: a configuration churned through many names does
+    /// not grow the file for ever.
+    @Test func entriesOfJobsNotConfigured_areKept_onlyTheHundredThatRanLast() throws {
+        let fixture = Fixture()
+        // gone-0 ran last; gone-149 first.
+        let entries = (0..<150).map { #""gone-\#($0)": {"consecutiveFailures": 1, "lastSuccess": \#(1_700_000_000 - $0)}"# }
+        fixture.directory.write("state/jobs.json", #"{"jobs": {\#(entries.joined(separator: ", "))}}"#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log.prefix(2000))")
+        #expect(try runAndCheck(daemon).run == "failed")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log.prefix(2000))")
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        let names = Set(saved[member: "jobs"]?.objectMembers?.map(\.0) ?? [])
+        #expect(names == Set(["docs"] + (0..<100).map { "gone-\($0)" }), "\(names.count) entries")
+        #expect(saved[member: "jobs"]?[member: "gone-99"]?[member: "lastSuccess"]?.numberValue == 1_699_999_901)
+    }
+
     /// What the state file may be instead of a file: a named pipe (whose open waits for a
     /// writer that never comes), a device (`/dev/null` here; `/dev/zero` would be read for
     /// ever), a file larger than any the daemon writes. Each is refused at once, without reading

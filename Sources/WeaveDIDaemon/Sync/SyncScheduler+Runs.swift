@@ -101,12 +101,24 @@ extension SyncScheduler {
         writeMetricsFile()
     }
 
+    /// Writes the jobs' last results to the state file: those of the jobs configured, and of at
+    /// most `removedJobEntryLimit` jobs that are not (any more), those that ran last.
     func saveState() {
-        var states = persisted
+        var states: [String: PersistedJobState] = [:]
         for (name, state) in jobs {
             let last = state.recent.last { $0.result != .skipped && $0.result != .cancelled } ?? persisted[name]?.lastRun
             states[name] = PersistedJobState(lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures)
         }
+        // A job removed and added back keeps its last result (health knows how old its last
+        // success is); but a configuration churned through many names must not grow the file
+        // for ever: past 16 MiB it would not be read at all, and every job would start afresh.
+        var removed = persisted.filter { states[$0.key] == nil }.map { (name: $0.key, state: $0.value) }
+        if removed.count > Self.removedJobEntryLimit {
+            // The most recent first (by name among equals, so that the same ones are kept).
+            removed.sort { ($0.state.lastActivity, $1.name) > ($1.state.lastActivity, $0.name) }
+            removed.removeLast(removed.count - Self.removedJobEntryLimit)
+        }
+        for (name, state) in removed { states[name] = state }
         persisted = states
         stateStore.save(states)
     }
@@ -159,5 +171,12 @@ extension SystemClock {
     static func realtimeSeconds() -> Double {
         let now = realtime()
         return Double(now.seconds) + Double(now.nanoseconds) / 1e9
+    }
+}
+
+extension PersistedJobState {
+    /// When the job was last heard of: its last run's end, or its last success; 0 for neither.
+    var lastActivity: Double {
+        max(lastRun?.endedAt ?? 0, lastSuccess ?? 0)
     }
 }

@@ -54,6 +54,9 @@ public actor SyncScheduler: DaemonService {
 
     /// How many recent runs of each job are kept in memory.
     static let recentRunLimit = 20
+    /// At most this many entries of jobs that are not in the configuration are kept in the
+    /// state file, those that ran last (`saveState`).
+    static let removedJobEntryLimit = 100
 
     struct JobState {
         var config: DaemonConfiguration.Job
