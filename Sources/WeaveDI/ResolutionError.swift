@@ -1,61 +1,112 @@
 /// Why a service could not be resolved. Every case names the types involved, and its
 /// `description` says what to do about it.
+///
+/// An error raised while building a dependency carries `path`: the services being built,
+/// outermost first, down to the one the error is about (`["A", "B", "C"]`: resolving A
+/// built B, which needed C). It is empty when the error is about the type asked for itself.
+/// The path is made only as the error propagates, by each build it passes through.
 public enum ResolutionError: Error, CustomStringConvertible, Sendable {
     /// Nothing is registered for `type`; `suggestions` are registered types with similar names.
-    case notRegistered(type: String, suggestions: [String])
+    case notRegistered(type: String, suggestions: [String], path: [String] = [])
     /// Building a service needed itself; `path` runs from the first to the repeated type,
     /// e.g. `["A", "B", "A"]`.
     case cycle(path: [String])
     /// A longer-lived service (`outer`, in `outerScope`) needed a shorter-lived one (`inner`, in
     /// `innerScope`), which it would have captured beyond its lifetime.
-    case scopeMismatch(outer: String, outerScope: WeaveDI.Scope, inner: String, innerScope: WeaveDI.Scope)
+    case scopeMismatch(
+        outer: String, outerScope: WeaveDI.Scope, inner: String, innerScope: WeaveDI.Scope, path: [String] = [])
     /// `type` is registered in `scope`, but no such scope is active where it was resolved.
-    case noActiveScope(type: String, scope: WeaveDI.Scope)
+    case noActiveScope(type: String, scope: WeaveDI.Scope, path: [String] = [])
     /// `type` was resolved through a session or request (`scopeID`) that is already closed.
-    case scopeClosed(type: String, scope: WeaveDI.Scope, scopeID: String)
-    /// Building went deeper than `ResolutionError.maximumDepth` nested services.
+    case scopeClosed(type: String, scope: WeaveDI.Scope, scopeID: String, path: [String] = [])
+    /// Building went deeper than `ResolutionError.maximumDepth` nested services; `path` is
+    /// every service under construction, outermost first.
     case tooDeep(path: [String])
     /// The factory of `type` threw `underlying`.
-    case factoryFailed(type: String, underlying: any Error & Sendable)
+    case factoryFailed(type: String, underlying: any Error & Sendable, path: [String] = [])
 
     /// How many services may be under construction, one inside another, on one thread.
     public static let maximumDepth = 200
 
+    /// The services being built when the error was raised, outermost first, down to the one
+    /// it is about; empty when it is about the type asked for itself. For `cycle` and
+    /// `tooDeep`, their own path.
+    public var path: [String] {
+        switch self {
+        case let .notRegistered(_, _, path), let .cycle(path), let .scopeMismatch(_, _, _, _, path),
+            let .noActiveScope(_, _, path), let .scopeClosed(_, _, _, path), let .tooDeep(path),
+            let .factoryFailed(_, _, path):
+            path
+        }
+    }
+
     /// A one-line explanation with the fix.
     public var description: String {
         switch self {
-        case let .notRegistered(type, suggestions):
+        case let .notRegistered(type, suggestions, path):
             let hint = suggestions.isEmpty ? "" : " (did you mean \(suggestions.joined(separator: ", "))?)"
-            return "no registration for \(type)\(hint); register it in a module with "
+            return Self.building(path) + "no registration for \(type)\(hint); register it in a module with "
                 + "container.register(\(type).self) { ... } or define an InjectedKey for it"
         case let .cycle(path):
             return "dependency cycle: \(path.joined(separator: " -> ")); break it by making one of these "
                 + "resolve the other lazily (at use, not in its factory) or by extracting what both need"
-        case let .scopeMismatch(outer, outerScope, inner, innerScope):
-            return "scope mismatch: \(outer) (\(outerScope)) needs \(inner) (\(innerScope)), which would "
+        case let .scopeMismatch(outer, outerScope, inner, innerScope, path):
+            return Self.building(path) + "scope mismatch: \(outer) (\(outerScope)) needs \(inner) (\(innerScope)), which would "
                 + "outlive its \(innerScope); register \(outer) with scope .\(innerScope) or shorter, or "
                 + "resolve \(inner) at the point of use"
-        case let .noActiveScope(type, scope):
+        case let .noActiveScope(type, scope, path):
             let opener = scope == .session ? "container.openSession(id:)" : "session.openRequest(id:)"
-            return "no active \(scope) for \(type): resolve it through a \(scope) (\(opener)) or inside "
+            return Self.building(path) + "no active \(scope) for \(type): resolve it through a \(scope) (\(opener)) or inside "
                 + "\(scope).withCurrent { ... }"
-        case let .scopeClosed(type, scope, id):
-            return "cannot resolve \(type): \(scope) '\(id)' is closed; open a new \(scope)"
+        case let .scopeClosed(type, scope, id, path):
+            return Self.building(path) + "cannot resolve \(type): \(scope) '\(id)' is closed; open a new \(scope)"
         case let .tooDeep(path):
             return "resolution deeper than \(ResolutionError.maximumDepth) levels (\(path.suffix(6).joined(separator: " -> ")) ...); "
                 + "flatten the graph"
-        case let .factoryFailed(type, underlying):
-            return "the factory of \(type) failed: \(underlying)"
+        case let .factoryFailed(type, underlying, path):
+            return Self.building(path) + "the factory of \(type) failed: \(underlying)"
         }
+    }
+
+    /// `cannot build A (A -> B -> C): ` for a path, nothing without one.
+    private static func building(_ path: [String]) -> String {
+        guard let first = path.first else { return "" }
+        return "cannot build \(first) (\(path.joined(separator: " -> "))): "
     }
 }
 
 extension ResolutionError {
-    /// What a build throws when the factory of `slot` threw `error`: a `ResolutionError` (from
-    /// a dependency) as it is, anything else wrapped in `factoryFailed`.
+    /// What a build throws when the factory of `slot` threw `error`: anything but a
+    /// `ResolutionError` wrapped in `factoryFailed`; a `ResolutionError` (from a dependency)
+    /// with the type of `slot` put in front of its path (`cycle` and `tooDeep` as they are:
+    /// their paths are the builds on this thread already).
     @inline(never)
     static func thrownByFactory(_ error: any Error, slot: Int) -> ResolutionError {
-        if let error = error as? ResolutionError { return error }
-        return .factoryFailed(type: TypeSlots.shared.name(ofSlot: slot), underlying: error)
+        guard let error = error as? ResolutionError else {
+            return .factoryFailed(type: TypeSlots.shared.name(ofSlot: slot), underlying: error)
+        }
+        return error.needed(by: TypeSlots.shared.name(ofSlot: slot))
+    }
+
+    /// This error, raised while building a dependency of `type`, with `type` in front of its path.
+    func needed(by type: String) -> ResolutionError {
+        func through(_ path: [String], _ subject: String) -> [String] {
+            [type] + (path.isEmpty ? [subject] : path)
+        }
+        switch self {
+        case let .notRegistered(subject, suggestions, path):
+            return .notRegistered(type: subject, suggestions: suggestions, path: through(path, subject))
+        case let .scopeMismatch(outer, outerScope, inner, innerScope, path):
+            return .scopeMismatch(
+                outer: outer, outerScope: outerScope, inner: inner, innerScope: innerScope, path: through(path, inner))
+        case let .noActiveScope(subject, scope, path):
+            return .noActiveScope(type: subject, scope: scope, path: through(path, subject))
+        case let .scopeClosed(subject, scope, id, path):
+            return .scopeClosed(type: subject, scope: scope, scopeID: id, path: through(path, subject))
+        case let .factoryFailed(subject, underlying, path):
+            return .factoryFailed(type: subject, underlying: underlying, path: through(path, subject))
+        case .cycle, .tooDeep:
+            return self
+        }
     }
 }

@@ -201,7 +201,7 @@ import Testing
             _ = try container.require(UserService.self)
             Issue.record("expected notRegistered")
         } catch {
-            guard case let .notRegistered(type, suggestions) = error else {
+            guard case let .notRegistered(type, suggestions, _) = error else {
                 Issue.record("unexpected \(error)")
                 return
             }
@@ -219,9 +219,58 @@ import Testing
         #expect {
             try container.require(Generator.self)
         } throws: { error in
-            guard case let .factoryFailed(type, underlying) = error as? ResolutionError else { return false }
+            guard case let .factoryFailed(type, underlying, _) = error as? ResolutionError else { return false }
             return type == "Generator" && underlying is Boom
         }
+    }
+
+    /// A needs B (transient) needs C: whatever goes wrong with C, the error names the path from
+    /// A, and is still the case that says what went wrong.
+    @Test func errorDeepInAGraph_namesThePathFromWhatWasAskedFor() throws {
+        struct Boom: Error {}
+        let container = WeaveDI.Container()
+        container.register(CycleA.self) { r in _ = try r.require(CycleB.self); return CycleA(b: nil) }
+        container.register(CycleB.self, scope: .transient) { r in _ = try r.require(CycleC.self); return CycleB(a: nil) }
+        do {
+            _ = try container.require(CycleA.self)
+            Issue.record("expected notRegistered")
+        } catch {
+            guard case let .notRegistered(type, _, path) = error else { throw error }
+            #expect(type == "CycleC")
+            #expect(path == ["CycleA", "CycleB", "CycleC"])
+            #expect(error.description.hasPrefix("cannot build CycleA (CycleA -> CycleB -> CycleC): no registration for CycleC"))
+        }
+        container.register(CycleC.self) { () throws -> CycleC in throw Boom() }
+        do {
+            _ = try container.require(CycleA.self)
+            Issue.record("expected factoryFailed")
+        } catch {
+            guard case let .factoryFailed(type, underlying, path) = error else { throw error }
+            #expect(type == "CycleC" && underlying is Boom)
+            #expect(path == ["CycleA", "CycleB", "CycleC"])
+            #expect(error.description.hasPrefix("cannot build CycleA (CycleA -> CycleB -> CycleC): the factory of CycleC failed"))
+        }
+        container.register(CycleC.self, scope: .session) { CycleC(a: nil) }
+        do {
+            _ = try container.require(CycleA.self)
+            Issue.record("expected scopeMismatch")
+        } catch {
+            guard case let .scopeMismatch(outer, _, inner, _, path) = error else { throw error }
+            #expect(outer == "CycleA" && inner == "CycleC")
+            #expect(path == ["CycleA", "CycleB", "CycleC"])
+        }
+        // Through B alone: no session open.
+        do {
+            _ = try container.require(CycleB.self)
+            Issue.record("expected noActiveScope")
+        } catch {
+            guard case let .noActiveScope(type, _, path) = error else { throw error }
+            #expect(type == "CycleC" && path == ["CycleB", "CycleC"])
+            #expect(error.description.hasPrefix("cannot build CycleB (CycleB -> CycleC): no active session for CycleC"))
+        }
+        // What was asked for itself: no path.
+        #expect(throws: ResolutionError.self) { try container.require(CycleC.self) }
+        do { _ = try container.require(CycleC.self) } catch { #expect(error.path.isEmpty) }
     }
 
     @Test func factory_thatResolvesAndRegisters_doesNotDeadlock() throws {

@@ -111,7 +111,7 @@ import Testing
         #expect {
             try request.require(Tracked.self)
         } throws: { error in
-            guard case let .scopeClosed(type, scope, id) = error as? ResolutionError else { return false }
+            guard case let .scopeClosed(type, scope, id, _) = error as? ResolutionError else { return false }
             return type == "Tracked" && scope == .request && id == "r"
         }
         for _ in 0..<200 where ledger.disposals.isEmpty { try await Task.sleep(for: .milliseconds(5)) }

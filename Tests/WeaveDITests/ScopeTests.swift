@@ -38,14 +38,14 @@ import Testing
         #expect {
             try container.require(SessionCache.self)
         } throws: { error in
-            guard case let .noActiveScope(type, scope) = error as? ResolutionError else { return false }
+            guard case let .noActiveScope(type, scope, _) = error as? ResolutionError else { return false }
             return type == "SessionCache" && scope == .session
         }
         let session = container.openSession(id: "s")
         #expect {
             try session.require(CallScope.self)
         } throws: { error in
-            guard case let .noActiveScope(type, scope) = error as? ResolutionError else { return false }
+            guard case let .noActiveScope(type, scope, _) = error as? ResolutionError else { return false }
             return type == "CallScope" && scope == .request
         }
     }
@@ -83,14 +83,14 @@ import Testing
         #expect {
             try request.require(CallScope.self)
         } throws: { error in
-            guard case let .scopeClosed(_, scope, id) = error as? ResolutionError else { return false }
+            guard case let .scopeClosed(_, scope, id, _) = error as? ResolutionError else { return false }
             return scope == .request && id == "r"
         }
         await session.close()
         #expect {
             try session.require(SessionCache.self)
         } throws: { error in
-            guard case let .scopeClosed(type, scope, id) = error as? ResolutionError else { return false }
+            guard case let .scopeClosed(type, scope, id, _) = error as? ResolutionError else { return false }
             return type == "SessionCache" && scope == .session && id == "gone"
         }
         #expect(session.openRequest(id: "late").isClosed)
@@ -109,7 +109,7 @@ import Testing
                     if type == SessionCache.self { _ = try container.require(SessionCache.self) } else { _ = try container.require(CallScope.self) }
                 }
             } throws: { error in
-                guard case let .scopeClosed(_, scope, id) = error as? ResolutionError else { return false }
+                guard case let .scopeClosed(_, scope, id, _) = error as? ResolutionError else { return false }
                 return scope == .request && id == "r"
             }
             #expect(throws: ResolutionError.self) {
@@ -157,7 +157,7 @@ import Testing
             #expect {
                 try attempt()
             } throws: { error in
-                guard case let .scopeMismatch(outer, outerScope, inner, innerScope) = error as? ResolutionError
+                guard case let .scopeMismatch(outer, outerScope, inner, innerScope, _) = error as? ResolutionError
                 else { return false }
                 return outer.hasPrefix("Holder<") && outerScope == .singleton && inner == "SessionCache"
                     && innerScope == .session
@@ -178,7 +178,7 @@ import Testing
         #expect {
             try request.require(SessionCache.self)
         } throws: { error in
-            guard case let .scopeMismatch(outer, outerScope, inner, innerScope) = error as? ResolutionError
+            guard case let .scopeMismatch(outer, outerScope, inner, innerScope, _) = error as? ResolutionError
             else { return false }
             return outer == "SessionCache" && outerScope == .session && inner == "CallScope"
                 && innerScope == .request
@@ -205,7 +205,7 @@ import Testing
             #expect {
                 try attempt()
             } throws: { error in
-                guard case let .scopeMismatch(o, os, inner, innerScope) = error as? ResolutionError else { return false }
+                guard case let .scopeMismatch(o, os, inner, innerScope, _) = error as? ResolutionError else { return false }
                 return o == outer && os == outerScope && inner == "CallScope" && innerScope == .request
             }
         }
