@@ -239,14 +239,15 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
     /// Set once this type's absence has been logged.
     private let absenceLogged = Atomic<Bool>(false)
 
-    /// Logs why a read found nothing. Nothing registered, or a scoped service with no such
-    /// scope active, is what an optional injection is for: a diagnostic, once per type. Anything
-    /// else (a cycle, a scope mismatch, a failed factory) is an error, every time, as
+    /// Logs why a read found nothing. The type not registered, or a scoped service (or one
+    /// that needs it) with no such scope active, is what an optional injection is for: a
+    /// diagnostic, once per type. Anything else (a registration whose dependency is not
+    /// registered, a cycle, a scope mismatch, a failed factory) is an error, every time, as
     /// `Container.resolve` logs it.
     @inline(never)
     private func readNil(_ error: ResolutionError) {
         switch error {
-        case .notRegistered, .noActiveScope:
+        case .notRegistered where error.path.isEmpty, .noActiveScope:
             guard !absenceLogged.exchange(true, ordering: .relaxed) else { return }
             WeaveDILog.log(
                 .diagnostic, subsystem: "injected",

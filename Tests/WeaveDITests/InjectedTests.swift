@@ -351,6 +351,22 @@ struct GroupedValues {
         #expect(Reader().absent != nil)
     }
 
+    /// A registered type whose dependency is not registered is a broken registration, not an
+    /// absence: an error on every read, naming the path, as for a factory that fails.
+    @Test func optionalByType_whoseDependencyIsNotRegistered_logsAnErrorOnEveryRead() {
+        final class Needy: Sendable {}
+        final class Missing: Sendable {}
+        struct Reader { @Injected var needy: Needy? }
+        WeaveDI.Container.live.register(Needy.self) { r in _ = try r.require(Missing.self); return Needy() }
+        let lines = Locked<[LogRecord]>([])
+        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        for _ in 0..<2 { #expect(Reader().needy == nil) }
+        let needy = lines.withLock { $0 }.filter { $0.message.contains("Needy?") }
+        #expect(needy.map(\.category) == [.error, .error])
+        #expect(needy.first?.message.contains("cannot build Needy (Needy -> Missing): no registration for Missing") == true)
+    }
+
     /// The documentation's spelling: no `await`, inside a `Task`, before registering.
     @Test func enableOptimization_asTheDocumentationCallsIt() async {
         final class Warmed: Sendable {}
