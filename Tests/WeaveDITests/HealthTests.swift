@@ -179,6 +179,18 @@ final class Gate: Sendable {
         #expect(registry.report().checks[0].fixHeldBack?.contains("backing off") == true)
     }
 
+    /// `.seconds(.max)` as a timeout or an interval means "never": the real clock sleeps until
+    /// cancelled (it stopped the process: `Task.sleep` cannot hold a deadline that far away).
+    @Test func systemClock_sleepsForAnyDuration_untilCancelled() async {
+        let sleeper = Task { try await SystemHealthClock().sleep(for: .seconds(Int64.max)) }
+        try? await Task.sleep(for: .milliseconds(20))
+        sleeper.cancel()
+        await #expect(throws: CancellationError.self) { try await sleeper.value }
+        let registry = UnifiedRegistry()
+        registry.register(HealthCheck(name: "untimed", timeout: .seconds(Int64.max), run: { .healthy() }))
+        #expect(await registry.runChecks().checks.first?.status == .healthy)
+    }
+
     @Test func fullJitter_staysWithinTheBackoff_andVaries() {
         let samples = (0..<200).map { _ in fullJitter(.seconds(8)) }
         #expect(samples.allSatisfy { $0 >= .zero && $0 <= .seconds(8) })

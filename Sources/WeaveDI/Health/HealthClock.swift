@@ -23,10 +23,21 @@ public struct SystemHealthClock: HealthClock {
     /// Seconds since the Unix epoch.
     public var wallTime: Double { wallClockNow() }
 
-    /// Sleeps on `ContinuousClock`.
+    /// Sleeps on `ContinuousClock`, for any duration: a check's timeout or the loop's
+    /// interval of `.seconds(.max)` means "never", not a stop.
     public func sleep(for duration: Duration) async throws {
-        try await Task.sleep(for: duration)
+        // `Task.sleep` stops the process for a deadline past what its count of nanoseconds
+        // holds (about 292 years away): a longer sleep is taken in parts.
+        var left = duration
+        while left > Self.longestSleep {
+            try await Task.sleep(for: Self.longestSleep)
+            left -= Self.longestSleep
+        }
+        try await Task.sleep(for: left)
     }
+
+    /// The longest single `Task.sleep`: a hundred years.
+    static let longestSleep = Duration.seconds(100 * 365 * 86_400)
 }
 
 /// A clock that moves only when told to (`advance(by:)`), for tests of timeouts, backoff and
