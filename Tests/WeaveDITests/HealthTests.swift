@@ -197,6 +197,17 @@ final class Gate: Sendable {
         #expect(Set(samples).count > 100)
     }
 
+    /// A backoff cap of `.seconds(.max)` ("no cap") reaches backoffs past what a count of
+    /// nanoseconds holds: the jitter stays within them (it stopped the process).
+    @Test func fullJitter_ofABackoffOfCenturies_staysWithinIt() {
+        for backoff in [Duration.seconds(Int64(1) << 40), .seconds(Int64.max), .nanoseconds(Int64.max)] {
+            let jittered = fullJitter(backoff)
+            #expect(jittered >= .zero && jittered <= backoff)
+        }
+        #expect(fullJitter(.zero) == .zero)
+        #expect(fullJitter(.seconds(-5)) == .zero)
+    }
+
     @Test func circuitBreaker_opensAfterRepeatedFailures_andHalfOpensAfterTheCooldown() async {
         var policy = AutoFixPolicy()
         policy.backoffBase = .seconds(1)

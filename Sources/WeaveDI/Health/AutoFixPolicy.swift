@@ -120,8 +120,10 @@ func format(_ duration: Duration) -> String {
     return tenths == 0 ? "\(seconds) s" : "\(seconds).\(tenths) s"
 }
 
-/// Full jitter: a uniformly random duration between zero and the full backoff.
+/// Full jitter: a uniformly random duration between zero and the full backoff (a backoff past
+/// `Int64.max` nanoseconds, some 292 years, as if it were that).
 public let fullJitter: @Sendable (Duration) -> Duration = { backoff in
-    let nanos = max(0, Int64(backoff.components.seconds) * 1_000_000_000 + backoff.components.attoseconds / 1_000_000_000)
-    return .nanoseconds(nanos == 0 ? 0 : Int64.random(in: 0...nanos))
+    guard backoff > .zero else { return .zero }
+    let (seconds, attoseconds) = min(backoff, .nanoseconds(Int64.max)).components
+    return .nanoseconds(Int64.random(in: 0...(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)))
 }
