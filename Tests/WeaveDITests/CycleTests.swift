@@ -42,6 +42,20 @@ import Testing
         #expect(cycles == expected.sorted { $0.lexicographicallyPrecedes($1) })
     }
 
+    /// One cycle through 20,000 services whose names sort in the cycle's order (`Step00001` needs
+    /// `Step00002`, ...): one search, not one walk down the rest of the ring per node, which
+    /// took minutes.
+    @Test(.timeLimit(.minutes(1))) func cycleFinder_onALongCycleInNameOrder_findsItInOneSearch() {
+        let count = 20_000
+        func name(_ i: Int) -> String { "Step" + String(repeating: "0", count: 5 - String(i).count) + "\(i)" }
+        var graph: [String: Set<String>] = [:]
+        for i in 0..<count { graph[name(i)] = [name((i + 1) % count)] }
+        let cycles = CycleFinder.elementaryCycles(in: graph)
+        #expect(cycles == [(0..<count).map(name)])
+        graph[name(count - 1)] = []  // now a chain
+        #expect(CycleFinder.elementaryCycles(in: graph).isEmpty)
+    }
+
     /// The complete graph on 5 nodes has C(5,k)·(k-1)! cycles of each length k: 10 + 20 + 30 + 24.
     @Test func cycleFinder_countsTheCyclesOfACompleteGraph() {
         let nodes = ["A", "B", "C", "D", "E"]

@@ -98,34 +98,42 @@ extension WeaveDI.Container {
     }
 }
 
-/// Finds elementary cycles with Johnson's algorithm: from each node in name order, the cycles
-/// through it and larger names only, so that every cycle is found once, starting at its
-/// smallest name. A search stays inside the start's strongly connected component (every cycle
-/// lies in one), and a node it found no way back from stays blocked until a cycle through a
-/// node it leads to is found, so the search costs O(nodes + edges) per cycle found, not per
-/// path: a graph with few cycles and astronomically many paths is quick.
+/// Finds elementary cycles with Johnson's algorithm: from the smallest node that lies on a
+/// cycle among the nodes from it on, the cycles through it and larger nodes only, so that every
+/// cycle is found once, starting at its smallest name; then again from the next such node. A
+/// search stays inside its start's strongly connected component among those nodes (every
+/// cycle through the start lies in it), and a node it found no way back from stays blocked
+/// until a cycle through a node it leads to is found, so each search costs O(nodes + edges)
+/// per cycle found, not per path: a graph with few cycles and astronomically many paths is
+/// quick. The components are found again before each search, and every search finds a cycle:
+/// a long cycle whose names happen to be in order is one search, not one per node.
 enum CycleFinder {
     /// At most this many cycles are listed.
     static let limit = 1_000
 
     static func elementaryCycles(in graph: [String: Set<String>]) -> [[String]] {
         let names = Set(graph.keys).union(graph.values.flatMap { $0 }).sorted()
-        let component = components(of: names, in: graph)
-        // Nodes by index in name order; each node's edges within its component, in name order.
+        // Nodes by index in name order; each node's edges in name order.
         var index: [String: Int] = [:]
         for (i, name) in names.enumerated() { index[name] = i }
-        let edges: [[Int]] = names.map { name in
-            (graph[name] ?? []).filter { component[$0] == component[name] }.map { index[$0]! }.sorted()
-        }
+        let adjacency: [[Int]] = names.map { name in (graph[name] ?? []).map { index[$0]! }.sorted() }
         var cycles: [[String]] = []
         var blocked = [Bool](repeating: false, count: names.count)
         // For each blocked node, the blocked nodes that lead to it: unblocked with it.
         var blockedBy = [Set<Int>](repeating: [], count: names.count)
         var touched: [Int] = []
-        for start in names.indices where cycles.count < limit {
-            // Only nodes after `start`, in its component (its edges lead nowhere else).
-            func follows(_ node: Int) -> Bool { node > start }
-            guard edges[start].contains(where: { $0 >= start }) else { continue }
+        var least = 0
+        while least < names.count, cycles.count < limit {
+            let component = components(of: adjacency, from: least)
+            var size = [Int](repeating: 0, count: names.count)
+            for node in least..<names.count { size[component[node]] += 1 }
+            // The smallest node from `least` on that lies on a cycle among those nodes.
+            guard let start = (least..<names.count).first(where: { node in
+                size[component[node]] > 1 || adjacency[node].contains(node)
+            }) else { break }
+            least = start + 1
+            // The nodes of its component (all from `start` on), their edges within it.
+            func inside(_ node: Int) -> Bool { node >= start && component[node] == component[start] }
             for node in touched {
                 blocked[node] = false
                 blockedBy[node] = []
@@ -137,13 +145,13 @@ enum CycleFinder {
             var frames: [(node: Int, next: Int, found: Bool)] = [(start, 0, false)]
             while let top = frames.indices.last, cycles.count < limit {
                 let node = frames[top].node
-                if frames[top].next < edges[node].count {
-                    let next = edges[node][frames[top].next]
+                if frames[top].next < adjacency[node].count {
+                    let next = adjacency[node][frames[top].next]
                     frames[top].next += 1
                     if next == start {
                         cycles.append(path.map { names[$0] })
                         frames[top].found = true
-                    } else if follows(next), !blocked[next] {
+                    } else if inside(next), !blocked[next] {
                         blocked[next] = true
                         touched.append(next)
                         path.append(next)
@@ -155,7 +163,7 @@ enum CycleFinder {
                 if found {
                     unblock(node, &blocked, &blockedBy)
                 } else {
-                    for next in edges[node] where follows(next) || next == start { blockedBy[next].insert(node) }
+                    for next in adjacency[node] where inside(next) { blockedBy[next].insert(node) }
                 }
                 frames.removeLast()
                 path.removeLast()
@@ -176,44 +184,49 @@ enum CycleFinder {
         }
     }
 
-    /// The strongly connected component of every node (Tarjan's algorithm, iterative so that
-    /// long chains cannot overflow the stack).
-    static func components(of nodes: [String], in graph: [String: Set<String>]) -> [String: Int] {
-        var index: [String: Int] = [:], low: [String: Int] = [:], component: [String: Int] = [:]
-        var stack: [String] = [], onStack: Set<String> = []
-        var nextIndex = 0, count = 0
-        for root in nodes where index[root] == nil {
+    /// The strongly connected component of every node from `least` on, among those nodes only
+    /// (Tarjan's algorithm, iterative so that long chains cannot overflow the stack); the nodes
+    /// before `least` are left at -1.
+    static func components(of adjacency: [[Int]], from least: Int) -> [Int] {
+        let count = adjacency.count
+        var index = [Int](repeating: -1, count: count), low = [Int](repeating: 0, count: count)
+        var component = [Int](repeating: -1, count: count)
+        var onStack = [Bool](repeating: false, count: count)
+        var stack: [Int] = []
+        var nextIndex = 0, components = 0
+        for root in least..<count where index[root] < 0 {
             index[root] = nextIndex
             low[root] = nextIndex
             nextIndex += 1
             stack.append(root)
-            onStack.insert(root)
-            var work: [(node: String, edges: [String], position: Int)] = [(root, Array(graph[root] ?? []), 0)]
+            onStack[root] = true
+            var work: [(node: Int, position: Int)] = [(root, 0)]
             while let top = work.indices.last {
                 let node = work[top].node
-                if work[top].position < work[top].edges.count {
-                    let next = work[top].edges[work[top].position]
+                if work[top].position < adjacency[node].count {
+                    let next = adjacency[node][work[top].position]
                     work[top].position += 1
-                    if index[next] == nil {
+                    guard next >= least else { continue }
+                    if index[next] < 0 {
                         index[next] = nextIndex
                         low[next] = nextIndex
                         nextIndex += 1
                         stack.append(next)
-                        onStack.insert(next)
-                        work.append((next, Array(graph[next] ?? []), 0))
-                    } else if onStack.contains(next) {
-                        low[node] = min(low[node]!, index[next]!)
+                        onStack[next] = true
+                        work.append((next, 0))
+                    } else if onStack[next] {
+                        low[node] = min(low[node], index[next])
                     }
                 } else {
                     work.removeLast()
-                    if let parent = work.last?.node { low[parent] = min(low[parent]!, low[node]!) }
+                    if let parent = work.last?.node { low[parent] = min(low[parent], low[node]) }
                     if low[node] == index[node] {
                         while let member = stack.popLast() {
-                            onStack.remove(member)
-                            component[member] = count
+                            onStack[member] = false
+                            component[member] = components
                             if member == node { break }
                         }
-                        count += 1
+                        components += 1
                     }
                 }
             }
