@@ -85,6 +85,15 @@ public enum WeaveDIConfiguration {
         guard first else { return }
         WeaveDILog.log(
             .error, subsystem: "configuration",
-            "\(variable)=\"\(value)\" is not valid (accepted: \(accepted)); using \(fallback)")
+            "\(variable)=\(quoted(value)) is not valid (accepted: \(accepted)); using \(fallback)")
+    }
+
+    /// `value` in quotes, escaped as a JSON string (a newline as `\n`), and past 40 characters
+    /// cut with its length: a value from the environment can neither forge log lines nor
+    /// flood them.
+    static func quoted(_ value: String) -> String {
+        let limit = 40
+        guard value.count > limit else { return JSONValue.string(value).serialized }
+        return JSONValue.string(String(value.prefix(limit))).serialized + "... (\(value.count) characters)"
     }
 }

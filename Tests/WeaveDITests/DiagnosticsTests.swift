@@ -287,6 +287,20 @@ final class Moody: HealthReporting, Disposable {
         #expect(warnings.first?.contains(#"="maybe" is not valid (accepted: 1, true, yes, on, 0, false, no or off"#) == true)
     }
 
+    /// A value with control characters, or of any length, is quoted escaped and cut: it cannot
+    /// forge a log line of its own, nor make one of a megabyte.
+    @Test func hostileValue_isQuotedEscaped_andCut() throws {
+        let value = "on\n[WeaveDI] error: forged line " + String(repeating: "x", count: 10_000)
+        let (lines, stderr) = try settings(["WEAVEDI_REGISTRY_AUTO_FIX": value, "WEAVEDI_LOG_LEVEL": "\u{1B}[2J"])
+        #expect(lines.contains("registry=false,true,true"))
+        let warnings = stderr.split(separator: "\n")
+        #expect(!warnings.contains { $0.hasPrefix("[WeaveDI] error: forged") })
+        let warning = warnings.first { $0.contains("WEAVEDI_REGISTRY_AUTO_FIX") }
+        #expect(warning?.contains(#"WEAVEDI_REGISTRY_AUTO_FIX="on\n[WeaveDI] error: forged line xxxxxxxx"... (10032 characters) is not valid"#) == true)
+        #expect(stderr.contains(#"WEAVEDI_LOG_LEVEL="\u001b[2J" is not valid"#))
+        #expect(stderr.utf8.count < 2_000)
+    }
+
     @Test func logLevel_andContext_fromTheEnvironment() throws {
         let (lines, _) = try settings(["WEAVEDI_LOG_LEVEL": "Errors", "WEAVEDI_INJECTED_ENV": "preview"])
         #expect(lines.contains("logLevel=errors") && lines.contains("level=errors") && lines.contains("context=preview"))
