@@ -119,6 +119,7 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + ["\(K.self)"]
             needEachOther(path, acrossThreads: false)
         }
+        if stack.state.pointee.count >= ResolutionError.maximumDepth { tooDeep(stack) }
         let gate = BuildGates.Key(object: ObjectIdentifier(self), cell: cell)
         let mine = BuildGates.shared.enter(
             gate, slot: slot, done: { defaults[cell].load(ordering: .acquiring) != nil },
@@ -139,6 +140,14 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         }
         defaults[cell].store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
         return value
+    }
+
+    /// Stops the process: computing this default would open one build too many on this thread
+    /// (defaults that read one another without end would overflow the stack), and
+    /// `liveValue` cannot throw.
+    @inline(never)
+    private func tooDeep(_ stack: ResolutionStack) -> Never {
+        fatalError("WeaveDI: \(K.self): \(stack.tooDeep(at: slot)) (an InjectedKey default cannot throw)")
     }
 
     /// Stops the process: the defaults (and registrations) on `path` need each other, so none

@@ -39,6 +39,12 @@ enum ProbeCycle {
     }
 }
 
+/// A key whose default reads the next key's default, without end: a chain of defaults that
+/// only the depth limit stops.
+struct ProbeEndlessKey<T>: InjectedKey {
+    static var liveValue: Int { InjectedValues.current[ProbeEndlessKey<ProbeEndlessKey<T>>.self] + 1 }
+}
+
 struct ProbeCycleKeyA: InjectedKey {
     static var liveValue: Int {
         ProbeCycle.arrive()
@@ -250,6 +256,9 @@ case "factory-cycle":
 case "key-cycle-threads":
     ProbeCycle.readOnTwoThreads()
     print("unreachable")
+case "key-too-deep":
+    print(InjectedValues.current[ProbeEndlessKey<Int>.self])
+    print("unreachable")
 case "injected-missing":
     _ = InjectedReader().unregistered
     print("unreachable")
@@ -311,6 +320,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|injected-missing|graph-check-logs|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

@@ -165,6 +165,16 @@ import Testing
         #expect(seen.count < 2 || seen[1].hasPrefix("still waiting after 0.1 seconds"), "\(seen)")
     }
 
+    /// Defaults that read one another without end stop at the depth limit, with its message,
+    /// instead of overflowing the stack.
+    @Test func keyDefaultsNestedPastTheDepthLimit_stopTheProcess_sayingSo() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["key-too-deep"])
+        #expect(result.signaled || result.status != 0)
+        #expect(!result.stdout.contains("unreachable"))
+        #expect(result.stderr.contains("resolution deeper than 200 levels (ProbeEndlessKey<"), "\(result.stderr.prefix(2_000))")
+        #expect(result.stderr.contains("an InjectedKey default cannot throw"), "\(result.stderr.prefix(2_000))")
+    }
+
     @Test func keyDefaultsThatNeedEachOther_onTwoThreadsAtOnce_stopTheProcess_namingTheCycle() throws {
         let result = try ChildProcess.run("weavedi-probe", ["key-cycle-threads"])
         #expect(result.signaled || result.status != 0)
