@@ -54,9 +54,9 @@ extension SyncScheduler {
         guard let state = jobs[name] else { return "job removed" }
         var actions: [String] = []
         let stuckAfter = state.config.staleAfterSeconds
-        if let since = state.runningSince, seconds(ContinuousClock.now - since) > stuckAfter, let run = state.running {
-            run.cancel()
-            _ = await run.value
+        if let run = state.running, seconds(ContinuousClock.now - run.since) > stuckAfter {
+            run.task.cancel()
+            _ = await run.task.value
             actions.append("cancelled a run stuck for more than \(SecondsRange.format(stuckAfter)) s")
         }
         // Waiting for the run, a reload may have changed or removed the job: prepare what is

@@ -14,9 +14,7 @@ extension SyncScheduler {
         let task = Task {
             await FixRecord.Trigger.$current.withValue(nil) { await self.execute(name, runID: runID, job: job, listeners: listeners) }
         }
-        jobs[name]?.running = task
-        jobs[name]?.runningID = runID
-        jobs[name]?.runningSince = .now
+        jobs[name]?.running = ActiveRun(task: task, id: runID, since: .now)
         jobs[name]?.progress = SyncProgress()
         return task
     }
@@ -54,21 +52,19 @@ extension SyncScheduler {
 
     /// Keeps the latest progress for `ListJobs`.
     private func note(_ progress: SyncProgress, for name: String, runID: String) {
-        guard jobs[name]?.runningID == runID else { return }
+        guard jobs[name]?.running?.id == runID else { return }
         jobs[name]?.progress = progress
     }
 
     /// Books a finished run: counters, backoff, recent runs, persistence, metrics file.
     /// A run of a job that reloads removed (and maybe added again since) is only logged.
     private func finish(_ name: String, _ record: SyncRunRecord) {
-        guard var state = jobs[name], state.runningID == record.id else {
+        guard var state = jobs[name], state.running?.id == record.id else {
             orphans.removeValue(forKey: record.id)
             log.info("sync", "\(name): run \(record.id) of a job removed by a reload \(record.result.rawValue)")
             return
         }
         state.running = nil
-        state.runningID = nil
-        state.runningSince = nil
         state.progress = nil
         state.recent.append(record)
         if state.recent.count > Self.recentRunLimit { state.recent.removeFirst(state.recent.count - Self.recentRunLimit) }

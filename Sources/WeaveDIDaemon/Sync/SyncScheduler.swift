@@ -58,15 +58,21 @@ public actor SyncScheduler: DaemonService {
     /// state file, those that ran last (`saveState`).
     static let removedJobEntryLimit = 100
 
+    /// A run under way: its task, its id and when it was launched.
+    struct ActiveRun {
+        let task: Task<SyncRunRecord, Never>
+        /// A run of a job removed and added again by reloads ends into the state of the job
+        /// that replaced it, which it must leave alone: its id tells them apart.
+        let id: String
+        let since: ContinuousClock.Instant
+    }
+
     struct JobState {
         var config: DaemonConfiguration.Job
         var job: any SyncJob
         var paused = false
-        var running: Task<SyncRunRecord, Never>?
-        /// The id of the run in `running`: a run of a job removed and added again by reloads
-        /// ends into the state of the job that replaced it, which it must leave alone.
-        var runningID: String?
-        var runningSince: ContinuousClock.Instant?
+        /// The run under way, if any.
+        var running: ActiveRun?
         var progress: SyncProgress?
         let listeners = ProgressListeners()
         var consecutiveFailures = 0
@@ -125,7 +131,7 @@ public actor SyncScheduler: DaemonService {
         stopping = true
         for loop in loops.values { loop.cancel() }
         loops = [:]
-        let running = jobs.values.compactMap(\.running) + orphans.values.map(\.task)
+        let running = jobs.values.compactMap(\.running?.task) + orphans.values.map(\.task)
         for run in running { run.cancel() }
         for run in running { _ = await run.value }
         for waiter in slotWaiters { waiter.resume() }
@@ -144,9 +150,9 @@ public actor SyncScheduler: DaemonService {
         let wanted = Dictionary(uniqueKeysWithValues: configuration.sync.jobs.map { ($0.name, $0) })
         for name in order where wanted[name] == nil {
             loops.removeValue(forKey: name)?.cancel()
-            if let run = jobs[name]?.running, let id = jobs[name]?.runningID {
-                run.cancel()
-                orphans[id] = (name, run)
+            if let run = jobs[name]?.running {
+                run.task.cancel()
+                orphans[run.id] = (name, run.task)
             }
             jobs.removeValue(forKey: name)
             registry.unregister("job.\(name)")
