@@ -24,6 +24,14 @@ import WeaveDI
         #expect(SocketLocation.locate(explicit: nil, environment: ["WEAVEDI_SOCKET": ""], workingDirectory: "/w") { _ in true }.origin == .discovered)
     }
 
+    /// A reload applies control.adminUsers and control.adminGroups from the next call on, so
+    /// the hint asks for a reload, not for a restart that would stop the jobs under way.
+    @Test func permissionDenied_hintAsksForAReload_notARestart() {
+        let message = CtlError.permissionDenied(method: "io.weavedi.Daemon.RunJob", uid: 1000).message
+        #expect(message.contains("control.adminUsers") && message.contains("weavedictl reload"), "\(message)")
+        #expect(!message.contains("restart weavedid"), "\(message)")
+    }
+
     @Test func table_alignsColumnsAndKeepsColourOutOfTheWidths() {
         var table = Table(["NAME", "N", "NOTE"], rightAligned: [1])
         table.append([Table.Cell("a", .green), "10", "x"])

@@ -117,7 +117,7 @@ enum CtlError: Error {
             return "weavedictl: permission denied: \(method.escapingControlCharacters) changes the daemon and needs administrator rights\(who).\n"
                 + "Run weavedictl as root or as the daemon's user, or have an administrator add your user to "
                 + "control.adminUsers (or a group of yours to control.adminGroups) in the daemon's configuration "
-                + "and restart weavedid."
+                + "and reload it (`weavedictl reload` or `systemctl reload weavedid`: no restart is needed)."
         case let .failure(failure, method):
             return "weavedictl: \(method.escapingControlCharacters) failed: \(String(describing: failure).escapingControlCharacters)"
                 + (FailureHint.hint(for: failure, method: method).map { "\n" + $0 } ?? "")
