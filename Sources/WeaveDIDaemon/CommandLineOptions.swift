@@ -29,12 +29,15 @@ public struct CommandLineOptions: Sendable, Equatable {
           --config PATH    read the configuration from PATH (default: /etc/weavedi/weavedid.json
                            if it exists, else a built-in default that works in any directory)
           --check-config   validate the configuration, print the verdict and exit
-                           (0 when valid, 78 when not)
+                           (0 when valid, 78 when not, 75 when a file system it names
+                           did not answer within 5 s)
           --version        print the version and exit
           --help           print this help and exit
 
         Environment: WEAVEDID_LOG (per-subsystem log filter, e.g. info,sync=debug),
-        WEAVEDI_LOG_LEVEL, WEAVEDI_REGISTRY_* (see /etc/default/weavedid), and systemd's
+        WEAVEDI_LOG_LEVEL, WEAVEDI_REGISTRY_*, WEAVEDI_INJECTED_ENV (see /etc/default/weavedid),
+        XDG_RUNTIME_DIR (the default control socket is $RUNTIME_DIRECTORY/control.sock, else
+        $XDG_RUNTIME_DIR/weavedi/control.sock, else ./.weavedi/run/control.sock), and systemd's
         NOTIFY_SOCKET, WATCHDOG_USEC, LISTEN_FDS, RUNTIME_DIRECTORY, STATE_DIRECTORY.
         """
 

@@ -17,6 +17,14 @@ import WeaveDIPosix
         #expect(help.standardOutputText.hasPrefix("usage: weavedid [--config PATH] [--check-config] [--version] [--help]"))
     }
 
+    /// The help names every exit status of --check-config (75 when a mount does not answer,
+    /// not only 0 and 78) and the variable that decides where the default socket goes.
+    @Test func help_namesCheckConfigsStatuses_andWhereTheDefaultSocketGoes() throws {
+        let help = try run(["--help"]).standardOutputText
+        #expect(help.contains("0 when valid, 78 when not, 75 when a file system"), "\(help)")
+        #expect(help.contains("XDG_RUNTIME_DIR") && help.contains("./.weavedi/run/control.sock"), "\(help)")
+    }
+
     @Test(arguments: [["--bogus"], ["--config"], ["--config="], ["extra"]])
     func usageMistakes_exit64_withTheUsage(arguments: [String]) throws {
         let result = try run(arguments)
