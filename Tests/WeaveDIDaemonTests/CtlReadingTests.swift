@@ -66,6 +66,20 @@ import WeaveDIPosix
         #expect(!checks.contains { $0[member: "name"]?.stringValue == "daemon.configuration" })
     }
 
+    /// `health --help` and `check --help` name every tag the daemon's checks carry, so that
+    /// `--tag` can be used without reading the source.
+    @Test func healthAndCheckHelp_nameEveryTagTheDaemonsChecksCarry() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "health"])
+        let checks = try #require(run.json()[member: "health"]?[member: "checks"]?.arrayValue)
+        let tags = Set(checks.flatMap { $0[member: "tags"]?.arrayValue?.compactMap(\.stringValue) ?? [] })
+        #expect(tags.contains("sync"), "the built-in default has a job: \(run.all)")
+        for command in ["health", "check"] {
+            let help = try CtlRun.run([command, "--help"]).output
+            for tag in tags { #expect(help.contains(tag), "\(command) --help does not name the tag \(tag): \(help)") }
+        }
+    }
+
     @Test func check_runsTheChecksBeforeReporting() throws {
         let daemon = try readyDaemon()
         let run = try CtlRun.run(["--socket", daemon.defaultSocket, "check"])

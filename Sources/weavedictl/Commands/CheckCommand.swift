@@ -7,6 +7,7 @@ struct CheckCommand: CtlCommand {
         discussion: """
             Options:
               --tag TAG   only the checks with this tag (repeatable: any of the tags)
+                          the daemon's tags: liveness, readiness, and sync for the jobs' checks
 
             Runs the checks (all, or those with any of the tags) and prints the same table as
             `weavedictl health`. Running checks changes nothing, so anyone who may connect may

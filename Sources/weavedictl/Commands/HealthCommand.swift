@@ -7,6 +7,7 @@ struct HealthCommand: CtlCommand {
         discussion: """
             Options:
               --tag TAG   only checks with this tag (repeatable: any of the tags)
+                          the daemon's tags: liveness, readiness, and sync for the jobs' checks
 
             Prints the overall status and score, then one row per check: its status (green
             healthy, yellow degraded, red unhealthy on a colour terminal; "pending" before its
