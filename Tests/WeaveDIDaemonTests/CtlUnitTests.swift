@@ -72,6 +72,11 @@ import WeaveDI
         #expect(!GlobalOptions(noColor: true).usesColor(environment: [:], isTerminal: true))
     }
 
+    /// The help names both variables that turn colour off, as `usesColor` reads both.
+    @Test func help_namesEveryVariableThatTurnsColourOff() {
+        #expect(GlobalOptions.help.contains("NO_COLOR=1") && GlobalOptions.help.contains("TERM=dumb"), "\(GlobalOptions.help)")
+    }
+
     @Test func formats_readLikeText() {
         #expect(Format.fixed(2.25, digits: 1) == "2.3" && Format.fixed(-0.04) == "0.0" && Format.fixed(3, digits: 2) == "3.00")
         #expect(Format.duration(0.0042) == "4 ms" && Format.duration(4.25) == "4.3 s")

@@ -39,7 +39,7 @@ struct GlobalOptions: Equatable {
                           unless given); the daemon answers a call itself, with an error,
                           after its control.callTimeout (10 s by default)
           --json          print the result as compact JSON (never coloured)
-          --no-color      no colours, even on a terminal (so does NO_COLOR=1)
+          --no-color      no colours, even on a terminal (so do NO_COLOR=1 and TERM=dumb)
           -h, --help      show help (weavedictl SUBCOMMAND --help for a subcommand)
         """
 
