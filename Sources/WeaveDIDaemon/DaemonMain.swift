@@ -57,9 +57,12 @@ public enum DaemonMain {
             try SocketActivation.take(environment: environment, pid: CurrentProcess.id)
         }
         let log = DaemonLog(filter: logFilter(environment), journald: DaemonLog.journaldIsReading(environment: environment))
-        // The health service starts the loop, at the configured interval, once its checks are in.
-        WeaveDIConfiguration.applyFromEnvironment(healthLoopInterval: nil)
+        // The library's lines go to the daemon's log first, so that what the environment flags
+        // say of themselves (a value not understood) is a line of it, with its timestamp or
+        // journald priority. The health service starts the loop, at the configured interval,
+        // once its checks are in.
         log.adoptLibraryLogging()
+        WeaveDIConfiguration.applyFromEnvironment(healthLoopInterval: nil)
         // Threads left stuck on a file system that does not answer, and their return, if ever.
         StuckThreads.shared.report { event in
             switch event {

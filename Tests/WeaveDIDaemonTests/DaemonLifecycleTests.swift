@@ -127,6 +127,18 @@ import WeaveDIPosix
         #expect(daemon.log.contains("stopping: SIGINT"))
     }
 
+    /// A library flag the daemon does not understand is said in the daemon's log, as one of
+    /// its lines (timestamp, level, subsystem `weavedi…`), not in the library's own format.
+    @Test func aLibraryFlagNotUnderstood_isALineOfTheDaemonsLog() throws {
+        let daemon = try DaemonProcess(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "maybe"])
+        #expect(daemon.waitForLog("ready;"))
+        let line = daemon.log.split(separator: "\n").first { $0.contains("WEAVEDI_REGISTRY_AUTO_FIX") }
+        #expect(line?.contains(" weavedi") == true && line?.first?.isNumber == true, "\(daemon.log)")
+        #expect(!daemon.log.contains("[WeaveDI]"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func sigtermRightAfterStart_neverKillsTheProcess() throws {
         for _ in 0..<5 {
             let daemon = try DaemonProcess()
