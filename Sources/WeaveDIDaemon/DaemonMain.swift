@@ -102,9 +102,13 @@ public enum DaemonMain {
         do {
             configuration = try context.loadConfiguration()
         } catch {
-            log.error("config", "\(error)")
-            notifier.notify("STATUS=configuration error: \(error)", "ERRNO=\(error.errno)")
-            if options.checkConfig { printError("weavedid: \("\(error)".escapingControlCharacters)") }
+            if options.checkConfig {
+                // Said once, as the check's answer (as for every other finding of the check).
+                printError("weavedid: \("\(error)".escapingControlCharacters)")
+            } else {
+                log.error("config", "\(error)")
+                notifier.notify("STATUS=configuration error: \(error)", "ERRNO=\(error.errno)")
+            }
             return exitStatus(for: error)
         }
         if options.checkConfig {
