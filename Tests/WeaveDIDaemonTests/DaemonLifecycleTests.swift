@@ -240,6 +240,9 @@ import WeaveDIPosix
         let second = try DaemonProcess(directory: directory)
         #expect(second.wait() == .exited(1))
         #expect(second.log.contains("another daemon is listening on \(stalePath)"))
+        // Said once, naming the service: "control: …".
+        #expect(second.log.components(separatedBy: "another daemon is listening on").count == 2, "\(second.log)")
+        #expect(second.log.contains("daemon: control: another daemon is listening on"), "\(second.log)")
         first.send(.terminate)
         #expect(first.wait() == .exited(0))
     }

@@ -32,7 +32,7 @@ public actor ServiceGroup {
     }
 
     /// Starts each service in order; if one fails, stops those already started (in reverse)
-    /// and rethrows, naming the service.
+    /// and rethrows, naming the service (the caller says it: it is not logged here).
     public func start(shouldContinue: @Sendable () async -> Bool = { true }) async throws {
         for service in services {
             guard await shouldContinue() else { return }
@@ -40,7 +40,6 @@ public actor ServiceGroup {
             do {
                 try await service.start()
             } catch {
-                log.error("daemon", "\(service.name) failed to start: \(error)")
                 await stop()
                 throw ServiceStartError(service: service.name, underlying: error)
             }
