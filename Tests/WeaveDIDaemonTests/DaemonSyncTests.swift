@@ -181,6 +181,9 @@ import WeaveDIPosix
         let failed = try runJob(daemon, more: false).run
         #expect(failed?[member: "result"]?.stringValue == "failed")
         #expect(failed?[member: "message"]?.stringValue?.contains("the destination does not exist") == true)
+        #expect(failed?[member: "message"]?.stringValue?.hasSuffix(
+            "mount its file system or create it, or have the job's fix create it: weavedictl fix job.docs") == true,
+            "\(failed.map { "\($0)" } ?? "no run")")
         #expect(!fileExists(fixture.destination))
         let client = try VarlinkClient(path: daemon.defaultSocket)
         let fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first

@@ -19,6 +19,7 @@ struct MirrorJob: SyncJob {
             // A missing destination root fails the run instead of being created: an unmounted
             // backup disk must not be filled underneath. The job's health fix recreates it.
             settings.createsDestination = false
+            settings.jobName = job.name
             return MirrorJob(name: job.name, settings: settings, container: container)
         }
     }

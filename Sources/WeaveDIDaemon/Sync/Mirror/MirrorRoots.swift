@@ -196,10 +196,12 @@ struct MirrorRoots: ~Copyable {
             throw Failure(path: sourcePath, reason: "the source cannot be opened: \(explainOpening(error, realSource))")
         }
         if !missing.isEmpty && !settings.createsDestination {
+            // The automatic fix does not create it either, for the same reason: only a fix by hand.
+            let byHand = settings.jobName.map { ", or have the job's fix create it: weavedictl fix job.\($0)" } ?? ""
             throw Failure(
                 path: destinationPath,
                 reason: "the destination does not exist; runs never create a missing destination root (an unmounted "
-                    + "disk must not be filled underneath): create it, or let the job's health-check fix do it")
+                    + "disk must not be filled underneath): mount its file system or create it\(byHand)")
         }
         let statuses: (source: FileStatus, destination: FileStatus)
         try note(MirrorRootStep("reading the source", sourcePath))

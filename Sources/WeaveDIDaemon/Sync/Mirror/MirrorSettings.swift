@@ -20,6 +20,8 @@ public struct MirrorSettings: Sendable, Equatable {
     /// Whether a missing destination root is created (with missing parents); when false, a
     /// missing root fails the run, which guards against filling the disk under an unmounted one.
     public var createsDestination: Bool
+    /// The daemon job these settings are for, if any: messages say how to act on it.
+    public var jobName: String? = nil
     /// The daemon's other mirror jobs, with their roots as configured. A run does not start when
     /// its roots overlap theirs, by path (`MirrorTreeOverlap`) or by device and inode
     /// (`MountedLocation`), both resolved as the run starts: links and mounts made since the
