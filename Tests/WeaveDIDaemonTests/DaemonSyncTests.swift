@@ -189,6 +189,11 @@ import WeaveDIPosix
         let fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
         #expect(fix?[member: "outcome"]?.stringValue == "succeeded")
         #expect(fix?[member: "message"]?.stringValue?.contains("recreated the destination root \(fixture.destination)") == true)
+        // The fix waits a while for the run it starts, so the check run again after it judges
+        // the run: it succeeded, and the fix healed the job.
+        #expect(fix?[member: "message"]?.stringValue?.hasSuffix("reset the backoff; ran: success") == true, "\(fix.map { "\($0)" } ?? "no fix")")
+        let health = try client.call("io.weavedi.Daemon.GetHealth").parameter("health")?[member: "checks"]?.arrayValue ?? []
+        #expect(health.first { $0[member: "name"]?.stringValue == "job.docs" }?[member: "status"]?.stringValue == "healthy")
         var done = false
         for _ in 0..<300 where !done {  // the fix started a run
             done = (try? TreeFixture.snapshot(fixture.destination)) == (try? TreeFixture.snapshot(fixture.source))

@@ -67,7 +67,19 @@ extension SyncScheduler {
         if let prepared = try await current.job.prepareForRetry() { actions.append(prepared) }
         jobs[name]?.backoffLevel = 0
         actions.append("reset the backoff")
-        if launch(name) != nil { actions.append("started a run") }
+        if let run = launch(name) {
+            // The check runs again as soon as the fix returns, and judges it: the run is waited
+            // for a while, so that one that heals the job in that time counts. A longer run
+            // goes on, and the job's check heals when it succeeds.
+            if let record = await withTimeout(Self.fixRunWait, clock: SystemHealthClock(), { await run.value }) {
+                actions.append("ran: \(record.result.rawValue)" + (record.message.map { " (\($0))" } ?? ""))
+            } else {
+                actions.append("started a run, still going after \(Self.fixRunWait.components.seconds) s")
+            }
+        }
         return actions.joined(separator: "; ")
     }
+
+    /// How long a job's fix waits for the run it started: half the default `attemptTimeout`.
+    static let fixRunWait: Duration = .seconds(5)
 }
