@@ -132,6 +132,22 @@ final class Gate: Sendable {
         #expect(fix.runs == 1)
     }
 
+    /// Checks run only to look (weavedid's `RunChecks`, open to anyone who may connect) update
+    /// the state and the report, but cannot hurry a fix: the threshold counts the failures that
+    /// rounds which may fix saw, in a row.
+    @Test func autoFix_countsOnlyTheFailuresOfRoundsThatMayFix() async {
+        let registry = registry()
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", failureThreshold: 3, run: { .unhealthy("down") }, fix: { try fix.run() }))
+        for _ in 0..<10 { await registry.runChecks(fixing: false) }
+        #expect(registry.report().checks[0].status == .unhealthy)
+        #expect(registry.report().checks[0].consecutiveFailures == 10)
+        for _ in 0..<2 { await registry.runChecks() }
+        #expect(fix.runs == 0)
+        await registry.runChecks()
+        #expect(fix.runs == 1)
+    }
+
     @Test func aFix_knowsWhoAskedForIt_andTheTasksItStartsDoToo() async {
         let registry = registry()
         let seen = Locked<[FixRecord.Trigger?]>([])

@@ -24,11 +24,13 @@ extension UnifiedRegistry {
     }
 
     /// Runs the check's fix if it is past its failure threshold and the policy allows, unless
-    /// auto-fix was turned off or the round cancelled (`stop()`) meanwhile.
+    /// auto-fix was turned off or the round cancelled (`stop()`) meanwhile. The threshold counts
+    /// only the failures rounds that may fix saw (`fixingRoundFailures`): checks run only to
+    /// look do not bring a fix nearer.
     func autoFixIfDue(_ name: String) async {
         let due: Bool = state.withLock { state in
             guard state.autoFix, !Task.isCancelled, let entry = state.checks[name], entry.check.fix != nil, let status = entry.status else { return false }
-            return status != .healthy && entry.consecutiveFailures >= entry.check.failureThreshold
+            return status != .healthy && entry.fixingRoundFailures >= entry.check.failureThreshold
         }
         if due { _ = await attempt(name, trigger: .automatic) }
     }
@@ -100,7 +102,7 @@ extension UnifiedRegistry {
         // breaker, and says so.
         var stillFailing: String?
         if case .done? = outcome {
-            await runOne(check)
+            await runOne(check, fixingRound: false)
             stillFailing = state.withLock { state in
                 guard let result = state.checks[check.name]?.result, result.status != .healthy else { return nil }
                 return result.message

@@ -21,6 +21,11 @@ public final class UnifiedRegistry: Sendable {
         var lastFailure: Double?
         var consecutiveFailures = 0
         var consecutiveSuccesses = 0
+        /// The failing results in a row that rounds which may fix (`runChecks()`, the loop's)
+        /// saw: what auto-fix's threshold counts. Runs that only look (`fixing: false`, which
+        /// anyone who may connect to weavedid can ask for) and the run after a fix leave it as
+        /// it is, so they cannot hurry a fix; a healthy result from any run resets it.
+        var fixingRoundFailures = 0
         var fixesTried = 0
         var lastFix: FixRecord?
         var heldBack: String?
@@ -144,7 +149,9 @@ public final class UnifiedRegistry: Sendable {
     /// states, runs due fixes when auto-fix is on (and `fixing`, as the loop's rounds are), and
     /// returns the report. A round whose task is cancelled (the loop's, by `stop()`) still
     /// records its checks but starts no fix. `fixing: false` only looks: weavedid answers
-    /// `RunChecks`, which anyone who can connect may call, that way.
+    /// `RunChecks`, which anyone who can connect may call, that way. Its results update the
+    /// states and the report, but do not count toward auto-fix's failure threshold: only the
+    /// failures that rounds with `fixing` saw do, so looking often cannot hurry a fix.
     @discardableResult
     public func runChecks(tags: Set<String>? = nil, fixing: Bool = true) async -> HealthReport {
         let selected = state.withLock { state in
@@ -152,7 +159,7 @@ public final class UnifiedRegistry: Sendable {
         }
         await withTaskGroup(of: Void.self) { group in
             for check in selected {
-                group.addTask { await self.runOne(check) }
+                group.addTask { await self.runOne(check, fixingRound: fixing) }
             }
         }
         if fixing, autoFixEnabled, !Task.isCancelled {
@@ -191,7 +198,9 @@ public final class UnifiedRegistry: Sendable {
 
     /// Runs one check now and records its result. A run of it that timed out and has not
     /// returned yet is not joined by another: the check counts as timed out again, unrun.
-    func runOne(_ check: HealthCheck) async {
+    /// `fixingRound`: the run is part of a round that may fix, so a failure counts toward
+    /// auto-fix's threshold.
+    func runOne(_ check: HealthCheck, fixingRound: Bool) async {
         let start = clock.now
         enum Admission {
             case run(UInt64)
@@ -230,7 +239,7 @@ public final class UnifiedRegistry: Sendable {
         let transition: (HealthStatus?, HealthStatus?, Bool) = state.withLock { state in
             guard var entry = state.checks[check.name] else { return (nil, nil, false) }
             let old = entry.status
-            entry.apply(result, duration: duration, at: wall)
+            entry.apply(result, duration: duration, at: wall, fixingRound: fixingRound)
             state.checks[check.name] = entry
             return (old, entry.status, state.healthLogging)
         }
@@ -282,18 +291,21 @@ public final class UnifiedRegistry: Sendable {
 }
 
 extension UnifiedRegistry.CheckState {
-    /// Folds one result in, changing state only across the check's thresholds.
-    mutating func apply(_ result: HealthCheckResult, duration: Duration, at wall: Double) {
+    /// Folds one result in, changing state only across the check's thresholds; `fixingRound`
+    /// says whether a failure counts toward auto-fix's threshold (`fixingRoundFailures`).
+    mutating func apply(_ result: HealthCheckResult, duration: Duration, at wall: Double, fixingRound: Bool) {
         self.result = result
         self.duration = duration
         lastRun = wall
         if result.status == .healthy {
             consecutiveSuccesses += 1
             consecutiveFailures = 0
+            fixingRoundFailures = 0
             lastSuccess = wall
         } else {
             consecutiveFailures += 1
             consecutiveSuccesses = 0
+            if fixingRound { fixingRoundFailures += 1 }
             lastFailure = wall
         }
         switch status {
