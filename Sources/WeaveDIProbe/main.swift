@@ -292,6 +292,13 @@ case "graph-check-logs":
     lines.store(0, ordering: .relaxed)
     await registry.runChecks()
     print("logged: \(lines.load(ordering: .relaxed)) line(s)")
+case "health-misuse":
+    // A check and a loop interval the registry cannot use: logged errors, not a crash.
+    let registry = UnifiedRegistry(clock: ManualHealthClock())
+    registry.register(HealthCheck(name: "", timeout: .zero, failureThreshold: 0, successThreshold: -3) { .healthy() })
+    registry.start(interval: .seconds(-5))
+    registry.stop()
+    print("registered \(registry.checkNames.count)")
 case "levels":
     // For each level, which categories get through; and whether a filtered message was built.
     nonisolated(unsafe) var emitted: [LogCategory] = []
@@ -320,6 +327,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|health-misuse|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

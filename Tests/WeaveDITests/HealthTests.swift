@@ -66,6 +66,18 @@ final class Gate: Sendable {
     }
 }
 
+/// A `ManualHealthClock` that notes every sleep asked of it.
+final class RecordingClock: HealthClock {
+    let base = ManualHealthClock()
+    let sleeps = Locked<[Duration]>([])
+    var now: Duration { base.now }
+    var wallTime: Double { base.wallTime }
+    func sleep(for duration: Duration) async throws {
+        sleeps.withLock { $0.append(duration) }
+        try await base.sleep(for: duration)
+    }
+}
+
 @Suite struct HealthTests {
     let clock = ManualHealthClock()
 
@@ -146,6 +158,55 @@ final class Gate: Sendable {
         #expect(fix.runs == 0)
         await registry.runChecks()
         #expect(fix.runs == 1)
+    }
+
+    /// Values the registry cannot use are replaced when the check is registered, whether they
+    /// were given to the initializer or set on the check afterwards: not a crash.
+    @Test func aCheckWithUnusableValues_isRegisteredWithUsableOnes() async {
+        let registry = registry()
+        registry.register(HealthCheck(name: "", timeout: .zero, failureThreshold: 0, successThreshold: -3) { .healthy() })
+        var changed = HealthCheck(name: "changed") { .healthy() }
+        changed.timeout = .seconds(-1)
+        changed.failureThreshold = -7
+        changed.successThreshold = 0
+        registry.register(changed)
+        let registered = registry.state.withLock { state in state.order.map { state.checks[$0]!.check } }
+        #expect(registered.map(\.name) == ["", "changed"])
+        #expect(registered.map(\.timeout) == [.seconds(2), .seconds(2)])
+        #expect(registered.map(\.failureThreshold) == [1, 1])
+        #expect(registered.map(\.successThreshold) == [1, 1])
+        #expect(await registry.runChecks().checks.map(\.status) == [.healthy, .healthy])
+    }
+
+    /// An interval that is not positive would run the rounds back to back: the loop sleeps the
+    /// default 30 s between rounds instead.
+    @Test(arguments: [Duration.zero, .seconds(-5)])
+    func loop_withAnIntervalThatIsNotPositive_sleepsTheDefault(interval: Duration) async {
+        let clock = RecordingClock()
+        let registry = UnifiedRegistry(clock: clock, jitter: { $0 })
+        registry.register(HealthCheck(name: "x", timeout: .seconds(100)) { .healthy() })
+        registry.start(interval: interval)
+        var loopSleep: Duration?
+        while loopSleep == nil {
+            await Task.yield()
+            loopSleep = clock.sleeps.withLock { $0.first { $0 != .seconds(100) } }
+        }
+        registry.stop()
+        #expect(loopSleep == .seconds(30))
+    }
+
+    @Test func unusableValues_areLoggedAsErrors_namingThem() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["health-misuse"])
+        #expect(result.status == 0 && result.stdout == "registered 1\n", "\(result.stdout)\(result.stderr)")
+        for line in [
+            "[WeaveDI] error: health check '': the name is empty; give the check a name, so that the report and fix(name) can tell it apart",
+            "[WeaveDI] error: health check '': failureThreshold 0 is below 1; using 1",
+            "[WeaveDI] error: health check '': successThreshold -3 is below 1; using 1",
+            "[WeaveDI] error: health check '': timeout 0.0 seconds is not positive; using the default, 2 s",
+            "[WeaveDI] error: health loop interval -5.0 seconds is not positive, which would run its rounds back to back; using the default, 30 s (pass a positive interval)",
+        ] {
+            #expect(result.stderr.contains(line + "\n"), "\(result.stderr)")
+        }
     }
 
     @Test func aFix_knowsWhoAskedForIt_andTheTasksItStartsDoToo() async {

@@ -5,18 +5,18 @@ public struct HealthCheck: Sendable {
     /// See `liveness`.
     public static let readiness = "readiness"
 
-    /// Unique name; registering a check with the same name replaces it.
+    /// Unique name; registering a check with the same name replaces it. Must not be empty.
     public var name: String
     /// Tags to select checks by (`liveness`, `readiness`, or your own).
     public var tags: Set<String>
     /// How long one run may take; a run still going then counts as unhealthy
     /// ("timed out after 2 s") and is cancelled; until that run returns, the check is not run
-    /// again (each run counts as timed out, unrun).
+    /// again (each run counts as timed out, unrun). Must be positive.
     public var timeout: Duration
     /// How many failing runs in a row (degraded or unhealthy) before the check's state turns
-    /// bad, and before auto-fix acts.
+    /// bad, and before auto-fix acts; at least 1.
     public var failureThreshold: Int
-    /// How many healthy runs in a row before a bad state turns healthy again.
+    /// How many healthy runs in a row before a bad state turns healthy again; at least 1.
     public var successThreshold: Int
     /// The check itself.
     public var run: @Sendable () async -> HealthCheckResult
@@ -24,16 +24,15 @@ public struct HealthCheck: Sendable {
     /// return a line saying what was done.
     public var fix: (@Sendable () async throws -> String)?
 
-    /// Creates a check.
+    /// Creates a check. Values the registry cannot use (an empty name, a threshold below 1, a
+    /// timeout that is not positive) are not a crash: `UnifiedRegistry.register(_:)` logs an
+    /// error naming each and uses 1 for a threshold and the default 2 s for a timeout.
     public init(
         name: String, tags: Set<String> = [HealthCheck.readiness], timeout: Duration = .seconds(2),
         failureThreshold: Int = 1, successThreshold: Int = 1,
         run: @escaping @Sendable () async -> HealthCheckResult,
         fix: (@Sendable () async throws -> String)? = nil
     ) {
-        precondition(!name.isEmpty, "HealthCheck: the name must not be empty")
-        precondition(failureThreshold >= 1 && successThreshold >= 1, "HealthCheck \(name): thresholds start at 1")
-        precondition(timeout > .zero, "HealthCheck \(name): the timeout must be positive")
         self.name = name
         self.tags = tags
         self.timeout = timeout

@@ -117,8 +117,11 @@ public final class UnifiedRegistry: Sendable {
 
     // MARK: Checks
 
-    /// Adds `check`, replacing one of the same name (its history is kept).
+    /// Adds `check`, replacing one of the same name (its history is kept). A value it cannot
+    /// use is logged as an error naming it, and replaced: a threshold below 1 by 1, a timeout
+    /// that is not positive by the default 2 s. An empty name is logged and kept.
     public func register(_ check: HealthCheck) {
+        let check = Self.usable(check)
         state.withLock { state in
             if state.checks[check.name] != nil {
                 state.checks[check.name]!.check = check
@@ -127,6 +130,31 @@ public final class UnifiedRegistry: Sendable {
                 state.order.append(check.name)
             }
         }
+    }
+
+    /// `check` with the values the registry cannot use replaced, each logged as an error.
+    static func usable(_ check: HealthCheck) -> HealthCheck {
+        var check = check
+        var problems: [String] = []
+        if check.name.isEmpty {
+            problems.append("the name is empty; give the check a name, so that the report and fix(name) can tell it apart")
+        }
+        if check.failureThreshold < 1 {
+            problems.append("failureThreshold \(check.failureThreshold) is below 1; using 1")
+            check.failureThreshold = 1
+        }
+        if check.successThreshold < 1 {
+            problems.append("successThreshold \(check.successThreshold) is below 1; using 1")
+            check.successThreshold = 1
+        }
+        if check.timeout <= .zero {
+            problems.append("timeout \(check.timeout) is not positive; using the default, 2 s")
+            check.timeout = .seconds(2)
+        }
+        for problem in problems {
+            WeaveDILog.log(.error, subsystem: "health", "health check '\(check.name)': \(problem)")
+        }
+        return check
     }
 
     /// Removes the check named `name`; returns whether there was one.
@@ -263,11 +291,20 @@ public final class UnifiedRegistry: Sendable {
     // MARK: The loop
 
     /// Starts running every check each `interval` (unless `WEAVEDI_REGISTRY_AUTO_HEALTH` is off).
-    /// Between rounds the loop sleeps; a running loop is replaced.
+    /// Between rounds the loop sleeps; a running loop is replaced. An interval that is not
+    /// positive (rounds back to back) is logged as an error, and the default 30 s used instead.
     public func start(interval: Duration = .seconds(30)) {
         guard autoHealthEnabled else {
             WeaveDILog.log(.diagnostic, subsystem: "health", "health loop not started: WEAVEDI_REGISTRY_AUTO_HEALTH is off")
             return
+        }
+        var interval = interval
+        if interval <= .zero {
+            WeaveDILog.log(
+                .error, subsystem: "health",
+                "health loop interval \(interval) is not positive, which would run its rounds back to back; "
+                    + "using the default, 30 s (pass a positive interval)")
+            interval = .seconds(30)
         }
         let loop = Task { [clock] in
             while !Task.isCancelled {
