@@ -299,6 +299,21 @@ case "health-misuse":
     registry.start(interval: .seconds(-5))
     registry.stop()
     print("registered \(registry.checkNames.count)")
+case "stderr-flood":
+    // More on standard error than a pipe holds (64 KiB), before standard output ends.
+    let line = String(repeating: "x", count: 1_023) + "\n"
+    for _ in 0..<256 {
+        var line = line
+        line.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if n <= 0 { break }
+                offset += n
+            }
+        }
+    }
+    print("done")
 case "levels":
     // For each level, which categories get through; and whether a filtered message was built.
     nonisolated(unsafe) var emitted: [LogCategory] = []
@@ -327,6 +342,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|health-misuse|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|health-misuse|stderr-flood|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

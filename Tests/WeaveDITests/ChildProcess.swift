@@ -1,4 +1,5 @@
 import Foundation
+@testable import WeaveDI
 
 /// Runs a program built alongside the tests and collects what it printed.
 struct ChildResult {
@@ -30,8 +31,15 @@ enum ChildProcess {
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        // Both pipes are read at once: reading one to its end first, while the child fills the
+        // other (a pipe holds 64 KiB) and waits for room, would wait for good.
+        let errors = err.fileHandleForReading
+        let stderrData = Locked(Data())
+        let reader = Thread { stderrData.withLock { $0 = errors.readDataToEndOfFile() } }
+        reader.start()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        reader.join()
+        let stderr = stderrData.withLock { $0 }
         process.waitUntilExit()
         return ChildResult(
             status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
