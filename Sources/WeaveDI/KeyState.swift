@@ -94,15 +94,30 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
                     registered.store(singletonOf: valueSlot, in: container, at: generation)
                     return value
                 } catch {
-                    WeaveDILog.log(
-                        .error, subsystem: "injected",
-                        "\(K.self): the registration of \(K.Value.self) failed (\(error)); using the key's default")
+                    WeaveDILog.log(.error, subsystem: "injected", registrationFailed(error, in: container))
                     return defaultValue()
                 }
             }
             noRegistrationAsOf.store(generation, ordering: .relaxed)
         }
         return defaultValue()
+    }
+
+    /// Why the key's default is read instead of the registration of its value's type. Read while
+    /// that registration is being built on this thread (its factory, or one it needs, reads the
+    /// key), it cannot give the value it is building: a cycle, said as one through the key.
+    @inline(never)
+    private func registrationFailed(_ error: ResolutionError, in container: WeaveDI.Container) -> String {
+        let stack = ResolutionStack.current
+        guard case .cycle = error, let start = stack.index(of: valueSlot, in: container.id) else {
+            return "\(K.self): the registration of \(K.Value.self) failed (\(error)); using the key's default"
+        }
+        let building = TypeSlots.shared.name(ofSlot: valueSlot)
+        let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + ["\(K.self)", building]
+        return "\(K.self) was read while building \(building), the registration of its value's type, which cannot "
+            + "give the value it is building (\(path.joined(separator: " -> "))); using the key's default. To build "
+            + "on the default on purpose, use \(K.self).liveValue in the factory; otherwise read the key at use, "
+            + "not in the factory"
     }
 
     /// The key's default for the current context, computed once per context, without the

@@ -367,6 +367,30 @@ struct GroupedValues {
         #expect(needy.first?.message.contains("cannot build Needy (Needy -> Missing): no registration for Missing") == true)
     }
 
+    /// A registration whose factory reads the key of its own value type cannot get the value it
+    /// is building: that read gets the key's default, and logs an error naming the key and the
+    /// cycle; the cycle is in the graph, so `validate()` reports it.
+    @Test func keyRead_insideTheFactoryOfItsOwnValueType_getsTheDefault_andIsACycle() async {
+        struct Wrapping: Greeter {
+            let inner: any Greeter
+            func greet() -> String { "wrapped " + inner.greet() }
+        }
+        let lines = Locked<[LogRecord]>([])
+        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        WeaveDI.Container.live.register((any Greeter).self) { Wrapping(inner: InjectedValues.current[GreeterKey.self]) }
+        #expect(InjectedValues.current[GreeterKey.self].greet() == "wrapped test")
+        #expect(InjectedValues.current[GreeterKey.self].greet() == "wrapped test")
+        let errors = lines.withLock { $0 }.filter { $0.category == .error && $0.message.contains("GreeterKey") }
+        #expect(errors.count == 1)
+        #expect(errors.first?.message == "GreeterKey was read while building Greeter, the registration of its value's "
+            + "type, which cannot give the value it is building (Greeter -> GreeterKey -> Greeter); using the key's "
+            + "default. To build on the default on purpose, use GreeterKey.liveValue in the factory; otherwise read "
+            + "the key at use, not in the factory")
+        let report = await WeaveDI.Container.live.validate()
+        #expect(report.cycles == [["Greeter"]] && !report.isValid)
+    }
+
     /// The documentation's spelling: no `await`, inside a `Task`, before registering.
     @Test func enableOptimization_asTheDocumentationCallsIt() async {
         final class Warmed: Sendable {}
