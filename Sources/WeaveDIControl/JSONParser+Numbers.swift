@@ -1,6 +1,7 @@
 import WeaveDI
 
-/// Numbers: the RFC 8259 grammar, `Int` when exact, otherwise a finite `Double`.
+/// Numbers: the RFC 8259 grammar, `Int` when exact, otherwise a finite `Double`, or the
+/// number as written when neither holds it (`JSONValue.number`).
 extension JSONParser {
     /// Parses `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` starting at `position`.
     mutating func parseNumber() throws(JSONParseError) -> JSONValue {
@@ -29,6 +30,7 @@ extension JSONParser {
             }
             skipDigits()
         }
+        let mantissaEnd = position
         if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
             isInteger = false
             position += 1
@@ -42,10 +44,19 @@ extension JSONParser {
             return .int(exact)
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
-        guard let double = Double(text), double.isFinite else {
-            throw error("number is too large (beyond the range of a 64-bit floating-point value)", at: start)
+        // An integer beyond Int, a number beyond Double's range, or one that Double would
+        // round to 0, is kept as written: rounded, a message could not quote it.
+        guard !isInteger, let double = Double(text), double.isFinite,
+            double != 0 || !hasNonzeroDigit(from: integerStart, to: mantissaEnd)
+        else {
+            return .number(JSONValue.NumberLiteral(unchecked: text))
         }
         return .double(double)
+    }
+
+    /// Whether a digit other than 0 lies between `start` and `end` (a decimal point may too).
+    private func hasNonzeroDigit(from start: Int, to end: Int) -> Bool {
+        bytes[start..<end].contains { $0 > UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
     /// The digits as an `Int`, or nil when they do not fit.

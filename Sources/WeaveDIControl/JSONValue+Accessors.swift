@@ -4,13 +4,13 @@ import WeaveDI
 extension JSONValue {
     /// The JSON type in words: "string", "integer", "number", "boolean", "array", "object" or "null".
     ///
-    /// "integer" is an `.int`; "number" is a `.double` (a fraction, an exponent or a value
-    /// beyond `Int`).
+    /// "integer" is an `.int`; "number" is a `.double` (a fraction or an exponent) or a
+    /// `.number` (kept as written: a value beyond `Int`, or one `Double` cannot hold).
     public var typeName: String {
         switch self {
         case .string: "string"
         case .int: "integer"
-        case .double: "number"
+        case .double, .number: "number"
         case .bool: "boolean"
         case .array: "array"
         case .object: "object"
@@ -30,11 +30,13 @@ extension JSONValue {
         return nil
     }
 
-    /// The numeric value of an `.int` or a `.double`.
+    /// The numeric value of an `.int`, a `.double` or a `.number` (rounded to the nearest
+    /// `Double`; nil when beyond its range).
     public var numberValue: Double? {
         switch self {
         case let .int(value): Double(value)
         case let .double(value): value
+        case let .number(literal): Double(literal.text).flatMap { $0.isFinite ? $0 : nil }
         default: nil
         }
     }
@@ -81,5 +83,13 @@ extension JSONValue {
         var shown = String.UnicodeScalarView()
         shown.append(contentsOf: scalars.prefix(57))
         return JSONValue.string(String(shown) + "...").serialized + " (\(scalars.count) characters)"
+    }
+
+    /// A number kept as written, to quote in a message: past 40 characters, its first 37 then
+    /// `...` and how long it is, so that a number of a megabyte makes no message of a megabyte.
+    package static func shownForMessage(_ literal: NumberLiteral) -> String {
+        let text = literal.text
+        guard text.utf8.count > 40 else { return text }
+        return String(text.prefix(37)) + "... (a number of \(text.utf8.count) characters)"
     }
 }

@@ -15,6 +15,7 @@ extension JSONValue {
         case let .string(s): JSONValue.writeQuoted(s, into: &out)
         case let .int(i): JSONValue.writeInteger(i, into: &out)
         case let .double(d): JSONValue.writeDouble(d, into: &out)
+        case let .number(literal): out.append(contentsOf: literal.text.utf8)
         case let .bool(b): out.append(contentsOf: b ? JSONValue.trueBytes : JSONValue.falseBytes)
         case .null: out.append(contentsOf: JSONValue.nullBytes)
         case let .array(items):

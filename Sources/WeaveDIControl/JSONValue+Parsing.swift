@@ -6,8 +6,9 @@ extension JSONValue {
     /// Rejects trailing commas, comments, `NaN`/`Infinity`, leading zeros, invalid UTF-8
     /// (including overlong forms and encoded surrogates), unpaired `\u` surrogates, unescaped
     /// control characters in strings, duplicate object keys and anything after the value.
-    /// Integers without fraction or exponent that fit `Int` become `.int`; every other number
-    /// becomes a finite `.double` (a number too large for `Double` is an error).
+    /// Integers without fraction or exponent that fit `Int` become `.int`; other integers,
+    /// numbers beyond `Double`'s range and numbers that `Double` would round to 0 stay as
+    /// written (`.number`); every other number becomes a finite `.double`.
     /// Nesting is handled without recursion, so deep documents cannot overflow the stack.
     public static func parse(
         _ bytes: some Collection<UInt8>,

@@ -42,16 +42,43 @@ import WeaveDIControl
         #expect(parsed("42").typeName == "integer")
     }
 
-    @Test func bigAndFractionalNumbers_becomeDouble() {
-        #expect(parsed("9223372036854775808") == .double(0x1p63))
-        #expect(parsed("-9223372036854775809") == .double(-0x1p63))
+    @Test func fractionalNumbers_becomeDouble() {
         #expect(parsed("1e3") == .double(1000))
         #expect(parsed("1E+2") == .double(100))
         #expect(parsed("2.5e-3") == .double(0.0025))
         #expect(parsed("1.7976931348623157e308") == .double(.greatestFiniteMagnitude))
-        #expect(parsed("1e-400") == .double(0))
-        #expect(parsed("123456789012345678901234567890") == .double(1.2345678901234568e29))
+        #expect(parsed("0.000e-400") == .double(0))
         #expect(parsed("1.0").typeName == "number")
+    }
+
+    @Test func numbersNeitherIntNorDoubleHolds_areKeptAsWritten() throws {
+        let literals = [
+            "9223372036854775808", "-9223372036854775809", "123456789012345678901234567890", "1e400", "-1.5E+400", "1e-400",
+            "-1" + String(repeating: "0", count: 400),
+        ]
+        for text in literals {
+            let value = parsed(text)
+            #expect(value == .number(try #require(JSONValue.NumberLiteral(text))), "\(text)")
+            #expect(value.serialized == text && value.serializedBytes == Array(text.utf8))
+            #expect(value.typeName == "number")
+        }
+        #expect(parsed("-0.00000e-999999") == .double(-0.0), "zero, however written, is a Double")
+        #expect(parsed("9223372036854775808").numberValue == 0x1p63)
+        #expect(parsed("123456789012345678901234567890").numberValue == 1.2345678901234568e29)
+        #expect(parsed("1e-400").numberValue == 0)
+        #expect(parsed("1e400").numberValue == nil, "beyond Double's range")
+        #expect(parsed("1e400").intValue == nil)
+        let document = #"{"a":[1e400,123456789012345678901234567890,-1e-400]}"#
+        #expect(parsed(document).serialized == document)
+    }
+
+    @Test func numberLiterals_acceptOnlyJSONNumbers() {
+        for valid in ["0", "-0", "12", "1.5", "1e5", "1E+5", "-1.25e-7"] {
+            #expect(JSONValue.NumberLiteral(valid)?.text == valid, "\(valid)")
+        }
+        for invalid in ["", "-", "+1", "01", "1.", ".5", "1e", "1e+", "NaN", "Infinity", "1 ", " 1", "1,", "0x10", "1.5.2", "١"] {
+            #expect(JSONValue.NumberLiteral(invalid) == nil, "\(invalid)")
+        }
     }
 
     @Test func simpleEscapes_areDecoded() {

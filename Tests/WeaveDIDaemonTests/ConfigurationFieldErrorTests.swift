@@ -88,6 +88,28 @@ import WeaveDIDaemon
         }
     }
 
+    @Test func numbersBeyondIntOrDouble_areQuotedAsWritten() {
+        // Before, an integer beyond Int was quoted rounded (1.2345678901234568e+29), and a
+        // number beyond Double's range was a syntax error that did not quote it.
+        let huge = "9" + String(repeating: "0", count: 99)
+        let cases: [(String, String)] = [
+            (#"{"control": {"maxClients": 123456789012345678901234567890}}"#,
+             "control.maxClients: expected an integer from 1 to 4096, got 123456789012345678901234567890"),
+            (#"{"control": {"maxClients": 1e400}}"#, "control.maxClients: expected an integer from 1 to 4096, got 1e400"),
+            (#"{"control": {"maxClients": -9223372036854775809}}"#,
+             "control.maxClients: expected an integer from 1 to 4096, got -9223372036854775809"),
+            (#"{"shutdownTimeout": 1E+400}"#, "shutdownTimeout: expected a number of seconds greater than 0 and at most 3600, got 1E+400"),
+            (#"{"shutdownTimeout": 1e-400}"#, "shutdownTimeout: expected a number of seconds greater than 0 and at most 3600, got 1e-400"),
+            (#"{"control": {"socketGroup": 99999999999999999999}}"#, "control.socketGroup: expected a group name or a gid from 0 to 4294967294, got 99999999999999999999"),
+            (#"{"control": {"adminUsers": [1e400]}}"#, "control.adminUsers[0]: expected a user name or uid, got 1e400"),
+            ("{\"control\": {\"maxClients\": \(huge)}}",
+             "control.maxClients: expected an integer from 1 to 4096, got 9\(String(repeating: "0", count: 36))... (a number of 100 characters)"),
+        ]
+        for (document, expected) in cases {
+            #expect(errorText(document) == expected)
+        }
+    }
+
     @Test func firstProblemInDocumentOrder_isReported() {
         let document = #"{"control": {"maxClients": 0, "bogus": 1}, "bogus": 2, "shutdownTimeout": -1}"#
         #expect(errorText(document) == "control.maxClients: expected an integer from 1 to 4096, got 0")

@@ -66,6 +66,11 @@ import WeaveDIPosix
             (call("com.example.Other.Ping"), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"com.example.Other"}}"#),
             (call("io.weavedi.Daemon.ListFixes", #"{"limit":"ten"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got \"ten\""}}"#),
             (call("io.weavedi.Daemon.ListFixes", #"{"limit":1000000}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 1000000"}}"#),
+            // Numbers neither Int nor Double holds are quoted as the client wrote them.
+            (call("io.weavedi.Daemon.ListFixes", #"{"limit":123456789012345678901234567890}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 123456789012345678901234567890"}}"#),
+            (call("io.weavedi.Daemon.ListFixes", #"{"limit":1e400}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 1e400"}}"#),
+            (call("io.weavedi.Daemon.RunJob", #"{"name":-1e-400}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"name","reason":"expected a string, got -1e-400"}}"#),
+            (call("io.weavedi.Daemon.ListFixes", "{\"limit\":\(String(repeating: "7", count: 5000))}"), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 7777777777777777777777777777777777777... (a number of 5000 characters)"}}"#),
             (call("io.weavedi.Daemon.GetHealth", #"{"tags":["a",1]}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"tags","reason":"expected an array of strings, got 1 among them"}}"#),
             (call("io.weavedi.Daemon.Ping", #"{"loud":true}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"loud","reason":"unknown parameter (the method takes none)"}}"#),
             (call("io.weavedi.Daemon.ListFixes", #"{"limit":1,"loud":true}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"loud","reason":"unknown parameter (accepted: limit)"}}"#),

@@ -7,6 +7,11 @@ public enum JSONValue: Sendable, Equatable {
     case int(Int)
     /// A number with a fraction or an exponent (never NaN or infinite in valid JSON).
     case double(Double)
+    /// A number kept as written, because neither `.int` nor `.double` holds it: an integer
+    /// beyond `Int` (`123456789012345678901234567890`), a number beyond `Double`'s range
+    /// (`1e400`), or one so small that it would round to 0 (`1e-400`). Parsing makes these, so
+    /// that a message can quote such a number as its writer wrote it.
+    case number(NumberLiteral)
     /// A boolean.
     case bool(Bool)
     /// An array.
@@ -28,6 +33,7 @@ public enum JSONValue: Sendable, Equatable {
         case let .string(s): JSONValue.quote(s, into: &out)
         case let .int(i): out += String(i)
         case let .double(d): out += d.isFinite ? String(d) : "null"
+        case let .number(literal): out += literal.text
         case let .bool(b): out += b ? "true" : "false"
         case .null: out += "null"
         case let .array(items):
@@ -71,4 +77,50 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.serialized == rhs.serialized }
+}
+
+extension JSONValue {
+    /// The text of a JSON number, as written: always valid JSON (RFC 8259's grammar,
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`).
+    public struct NumberLiteral: Sendable, Hashable, CustomStringConvertible {
+        /// The number's text.
+        public let text: String
+
+        /// `text`, when it is a JSON number; nil otherwise (`+1`, `01`, `1.`, `.5`, `NaN`).
+        public init?(_ text: String) {
+            guard Self.isNumber(text.utf8) else { return nil }
+            self.text = text
+        }
+
+        /// `text`, which the caller has checked to be a JSON number.
+        package init(unchecked text: String) {
+            self.text = text
+        }
+
+        /// The text.
+        public var description: String { text }
+
+        private static func isNumber(_ utf8: String.UTF8View) -> Bool {
+            var bytes = utf8[...]
+            func digits() -> Int {
+                let count = bytes.prefix(while: { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }).count
+                bytes = bytes.dropFirst(count)
+                return count
+            }
+            if bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+            let leadingZero = bytes.first == UInt8(ascii: "0")
+            let integerDigits = digits()
+            guard integerDigits > 0, !leadingZero || integerDigits == 1 else { return false }
+            if bytes.first == UInt8(ascii: ".") {
+                bytes = bytes.dropFirst()
+                guard digits() > 0 else { return false }
+            }
+            if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+                bytes = bytes.dropFirst()
+                if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+                guard digits() > 0 else { return false }
+            }
+            return bytes.isEmpty
+        }
+    }
 }

@@ -93,7 +93,7 @@ struct FieldReader {
             return .name(name)
         case let .int(id) where id >= 0 && id <= 4_294_967_294:
             return .id(UInt32(id))
-        case .int:
+        case _ where value.intValue != nil || value.isIntegerBeyondInt:
             throw fail(path, "expected a \(kind.rawValue) name or a \(kind.idName) from 0 to 4294967294, got \(Self.describe(value))")
         default:
             throw fail(path, "expected a \(kind.rawValue) name or \(kind.idName), got \(Self.describe(value))")
@@ -108,17 +108,28 @@ struct FieldReader {
         var idName: String { self == .user ? "uid" : "gid" }
     }
 
-    /// A value as messages show it: numbers and literals as JSON, strings quoted (shortened
+    /// A value as messages show it: numbers and literals as JSON (a number too large or too
+    /// small for `Double` as written, shortened past 40 characters), strings quoted (shortened
     /// past 60 characters), containers as "an array" or "an object".
     static func describe(_ value: JSONValue) -> String {
         switch value {
         case let .string(string):
             let shown = string.count > 60 ? String(string.prefix(57)) + "..." : string
             return JSONValue.string(shown).serialized
+        case let .number(literal): return JSONValue.shownForMessage(literal)
         case .array: return "an array"
         case .object: return "an object"
         default: return value.serialized
         }
+    }
+}
+
+extension JSONValue {
+    /// Whether this is an integer too large for `Int`, kept as written (`.number` with neither
+    /// a fraction nor an exponent).
+    var isIntegerBeyondInt: Bool {
+        guard case let .number(literal) = self else { return false }
+        return !literal.text.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
     }
 }
 
