@@ -252,6 +252,52 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    @Test func aClientThatReadsNothingWhileAJobRuns_getsNoQueueOfProgress_butTheFinalReply() throws {
+        let directory = TemporaryDirectory()
+        let source = directory.path + "/source", destination = directory.path + "/mirror"
+        try TreeFixture.make(at: source, count: 3000)
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", """
+            {"control": {"maxMessageBytes": 16777216, "idleTimeout": 60},
+             "sync": {"jobs": [{"name": "many", "source": "\(source)", "destination": "\(destination)", "interval": 3600,
+                                "durable": false, "workers": 1}]}}
+            """)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        // Replies that fill the kernel's buffer for the socket and leave more than a megabyte
+        // waiting in the daemon (within the 16 MiB of output that stops it reading), then a
+        // run with progress, its replies not read until the run is over. Before, every
+        // progress reply was queued behind the others while a megabyte or more waited.
+        let socketBuffer = Int((try? String(contentsOfFile: "/proc/sys/net/core/wmem_default", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 212_992
+        let describe = call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.Daemon"}"#)
+        let describes = (2 * socketBuffer + (1 << 20)) / DaemonInterface.description.utf8.count + 1
+        let client = try RawClient(daemon.defaultSocket)
+        try client.send(String(repeating: describe, count: describes) + call("io.weavedi.Daemon.RunJob", #"{"name":"many"}"#, extra: #","more":true"#))
+        let observer = try VarlinkClient(path: daemon.defaultSocket)
+        var ended = false
+        let deadline = ContinuousClock.now + .seconds(120)
+        while !ended, ContinuousClock.now < deadline {
+            usleep(50_000)
+            let job = try observer.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+            ended = job?[member: "running"] == .bool(false) && job?[member: "lastRun"]?.isNull == false
+        }
+        try #require(ended, "the run did not end\n\(daemon.log)")
+        var described = 0
+        for _ in 0..<describes where client.reply()?.contains(#""description":"#) == true { described += 1 }
+        #expect(described == describes)
+        var progress = 0
+        var final: String?
+        while final == nil, let reply = client.reply() {
+            if reply.contains(#""continues":true"#) { progress += 1 } else { final = reply }
+        }
+        #expect(progress <= 1, "\(progress) progress replies were kept for a client that read none")
+        #expect(final?.contains(#""result":"success""#) == true, "\(final ?? "no final reply")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func manyPipelinedCalls_runAFewAtATime_andAreAnsweredInOrder() throws {
         let daemon = try started(config: #"{"control": {"idleTimeout": 60}}"#)
         let baseline = statusKB(daemon.pid, "VmHWM")

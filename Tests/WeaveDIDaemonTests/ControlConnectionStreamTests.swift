@@ -4,10 +4,11 @@ import WeaveDI
 import WeaveDIPosix
 
 /// The replies a `more` call streams before its end, on a connection whose client does not read
-/// them: kept while little waits, dropped beyond the bound, and the final reply always comes.
+/// them: only the newest progress waits, and the final reply always comes.
 ///
 /// At the socket this takes a client that leaves hundreds of kilobytes unread (the kernel's send
-/// buffer absorbs the rest) during a run of minutes, so the connection's books are checked here.
+/// buffer absorbs the rest): `ControlConnectionLimitTests` has one; the connection's books are
+/// checked here.
 @Suite struct ControlConnectionStreamTests {
     private static func connection() -> ControlConnection {
         let container = WeaveDI.Container()
@@ -19,44 +20,58 @@ import WeaveDIPosix
 
     private static func wire(_ text: String) -> [UInt8] { Array(text.utf8) + [0] }
 
+    private static func progress(_ files: Int) -> [UInt8] {
+        wire(#"{"parameters":{"progress":{"filesDone":\#(files)}},"continues":true}"#)
+    }
+
     private static func pending(_ connection: ControlConnection) -> String {
         String(decoding: connection.output[connection.outputOffset...], as: UTF8.self)
     }
 
-    @Test func progressBeyondTheBound_isDropped_theFinalReplyIsNot() {
+    /// What the I/O thread does once the socket took everything.
+    private static func written(_ connection: ControlConnection) {
+        connection.outputOffset = connection.output.count
+        connection.flushInOrder()
+    }
+
+    @Test func progressWhileRepliesWait_isCoalescedToTheNewest_theFinalReplyIsNot() {
         let connection = Self.connection()
         connection.nextCallSequence = 1  // call 0 runs
-        let bound = 64
-        let progress = Self.wire(#"{"parameters":{"progress":{"filesDone":1}},"continues":true}"#)  // 62 bytes
-        #expect(connection.stream(progress, sequence: 0, bound: bound))
-        #expect(connection.stream(progress, sequence: 0, bound: bound), "62 bytes wait: within the bound")
-        #expect(!connection.stream(progress, sequence: 0, bound: bound), "124 bytes wait: over the bound")
-        #expect(connection.output.count == 2 * progress.count)
+        connection.stream(Self.progress(1), sequence: 0)
+        #expect(Self.pending(connection) == String(decoding: Self.progress(1), as: UTF8.self), "nothing waited: it goes out")
+        for files in 2...1000 { connection.stream(Self.progress(files), sequence: 0) }
+        #expect(Self.pending(connection) == String(decoding: Self.progress(1), as: UTF8.self))
+        #expect(connection.progress[0] == Self.progress(1000), "only the newest is kept")
 
-        // The client takes what waits: progress is kept again.
-        connection.outputOffset = connection.output.count
-        #expect(connection.stream(progress, sequence: 0, bound: bound))
+        // The client takes what waits: the newest progress follows.
+        Self.written(connection)
+        #expect(Self.pending(connection) == String(decoding: Self.progress(1000), as: UTF8.self))
+        #expect(connection.progress.isEmpty)
 
-        let final = Self.wire(String(#"{"parameters":{"run":{"result":"success"}}}"#))
-        connection.finished[0] = final
-        connection.flushInOrder()
-        #expect(Self.pending(connection) == String(decoding: progress + final, as: UTF8.self))
+        // Progress still waiting when the call ends is superseded by its final reply.
+        connection.stream(Self.progress(1001), sequence: 0)
+        let final = Self.wire(#"{"parameters":{"run":{"result":"success"}}}"#)
+        connection.finish(0, replies: final)
+        #expect(Self.pending(connection) == String(decoding: Self.progress(1000) + final, as: UTF8.self))
+        #expect(connection.progress.isEmpty)
         #expect(connection.nextReplySequence == 1)
     }
 
-    @Test func progressOfACallBehindARunningOne_isBoundedToo() {
+    @Test func progressOfACallBehindARunningOne_keepsOnlyTheNewest_untilItsTurn() {
         let connection = Self.connection()
         connection.nextCallSequence = 2  // call 0 runs, call 1 streams behind it
-        let progress = Self.wire(#"{"continues":true}"#)  // 19 bytes
-        var kept = 0
-        for _ in 0..<100 where connection.stream(progress, sequence: 1, bound: 100) { kept += 1 }
-        #expect(kept == 6, "19-byte replies while at most 100 bytes wait: 6 of them")
+        for files in 1...1000 { connection.stream(Self.progress(files), sequence: 1) }
         #expect(connection.output.isEmpty)
-        #expect(connection.streamed[1]?.count == 6 * progress.count)
+        #expect(connection.progress[1] == Self.progress(1000))
 
-        connection.finished[0] = Self.wire("{}")
-        connection.flushInOrder()
+        connection.finish(0, replies: Self.wire("{}"))
         #expect(connection.nextReplySequence == 1)
-        #expect(Self.pending(connection) == "{}\0" + String(repeating: #"{"continues":true}"# + "\0", count: 6))
+        #expect(Self.pending(connection) == "{}\0", "call 1's progress waits until call 0's reply is taken")
+        Self.written(connection)
+        #expect(Self.pending(connection) == String(decoding: Self.progress(1000), as: UTF8.self))
+
+        connection.finish(1, replies: Self.wire("{}"))
+        #expect(Self.pending(connection) == String(decoding: Self.progress(1000), as: UTF8.self) + "{}\0")
+        #expect(connection.nextReplySequence == 2 && connection.progress.isEmpty && connection.finished.isEmpty)
     }
 }

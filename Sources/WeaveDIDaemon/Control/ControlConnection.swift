@@ -22,8 +22,10 @@ final class ControlConnection {
     var nextReplySequence: UInt64 = 0
     /// Finished calls' replies (wire bytes) waiting for earlier calls to finish.
     var finished: [UInt64: [UInt8]] = [:]
-    /// Replies (wire bytes) sent early by calls still running (streams), by call.
-    var streamed: [UInt64: [UInt8]] = [:]
+    /// The newest progress reply (wire bytes) of each call still running (a `more` call's
+    /// stream) that is not in the output yet: one at most per call, for each supersedes the
+    /// one before.
+    var progress: [UInt64: [UInt8]] = [:]
     var lastActivity: Duration
     /// Set when the connection must close once the calls it had begun are answered and its
     /// output is written; nothing more is read from it.
@@ -124,19 +126,26 @@ final class ControlConnection {
         output.append(contentsOf: bytes)
     }
 
-    /// Takes a reply that a running call sent before its end (a `more` call's progress), unless
-    /// more than `bound` bytes of this connection's replies already wait to be written, or to
-    /// follow this call's earlier ones: the client does not read, and the reply is dropped. A
-    /// stream's replies each report a state the next one supersedes, so the client misses
-    /// intermediate states, never the call's final reply, and memory stays bounded however
-    /// long the call runs. Returns whether the reply was kept.
-    @discardableResult
-    func stream(_ reply: [UInt8], sequence: UInt64, bound: Int) -> Bool {
-        let waiting = output.count - outputOffset + (streamed[sequence]?.count ?? 0)
-        guard waiting <= bound else { return false }
-        streamed[sequence, default: []].append(contentsOf: reply)
+    /// Takes a reply that running call `sequence` sent before its end (a `more` call's
+    /// progress). It goes out at once when the call is the oldest unanswered one and nothing
+    /// waits to be written; otherwise (the client does not keep up, or an earlier call still
+    /// runs) it is kept as the call's newest progress, replacing the one kept before, and goes
+    /// out once the client has taken everything before it. Each progress reply reports a
+    /// state the next one supersedes: the client misses intermediate states, never a call's
+    /// final reply, and a call that streams for hours holds one reply at most, however little
+    /// its client reads.
+    func stream(_ reply: [UInt8], sequence: UInt64) {
+        progress[sequence] = reply
         flushInOrder()
-        return true
+    }
+
+    /// Takes the replies (wire bytes) of call `sequence`, which has ended: its progress not
+    /// written yet is dropped (the final reply supersedes it), and the replies go out in call
+    /// order.
+    func finish(_ sequence: UInt64, replies: [UInt8]) {
+        progress[sequence] = nil
+        finished[sequence] = replies
+        flushInOrder()
     }
 
     /// Answers a message that is refused whole, never dispatched (too large, cut short by the
@@ -148,14 +157,16 @@ final class ControlConnection {
         flushInOrder()
     }
 
-    /// Moves replies into the output in call order: streamed replies of the oldest running
-    /// call, then every finished call in sequence.
+    /// Moves replies into the output in call order: every finished call in sequence, then the
+    /// newest progress of the oldest call still running, once nothing else waits to be
+    /// written (called again when the output is written, so that it never waits longer).
     func flushInOrder() {
-        while true {
-            if let early = streamed.removeValue(forKey: nextReplySequence) { enqueueWire(early) }
-            guard let replies = finished.removeValue(forKey: nextReplySequence) else { return }
+        while let replies = finished.removeValue(forKey: nextReplySequence) {
             enqueueWire(replies)
             nextReplySequence += 1
+        }
+        if !hasPendingOutput, let newest = progress.removeValue(forKey: nextReplySequence) {
+            enqueueWire(newest)
         }
     }
 }

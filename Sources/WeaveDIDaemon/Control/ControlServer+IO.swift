@@ -72,12 +72,11 @@ extension ControlServer {
                         listener = descriptor
                     case let .finished(id, sequence, replies):
                         guard let connection = connections[id] else { continue }
-                        connection.finished[sequence] = replies
-                        connection.flushInOrder()
+                        connection.finish(sequence, replies: replies)
                         connection.lastActivity = after
                     case let .streamed(id, sequence, reply):
                         guard let connection = connections[id] else { continue }
-                        connection.stream(reply, sequence: sequence, bound: limits.maxMessageBytes)
+                        connection.stream(reply, sequence: sequence)
                     }
                 }
             }
@@ -407,7 +406,10 @@ extension ControlServer {
             do {
                 let sent = try connection.output[connection.outputOffset...].withUnsafeBytes { try connection.descriptor.send($0) }
                 connection.outputOffset += sent
-                if !connection.hasPendingOutput { connection.lastActivity = now }
+                if !connection.hasPendingOutput {
+                    connection.lastActivity = now
+                    connection.flushInOrder()  // the progress kept while the client was behind
+                }
             } catch {
                 return isTransient(error)
             }
