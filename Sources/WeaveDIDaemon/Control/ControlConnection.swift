@@ -135,6 +135,12 @@ final class ControlConnection {
     /// final reply, and a call that streams for hours holds one reply at most, however little
     /// its client reads.
     func stream(_ reply: [UInt8], sequence: UInt64) {
+        // The server queues no progress after a call's final reply (`dispatch`): coming
+        // later, it could only be kept for ever, as nothing would take it.
+        guard sequence >= nextReplySequence, finished[sequence] == nil else {
+            assertionFailure("progress of call \(sequence) of connection \(id) after its final reply")
+            return
+        }
         progress[sequence] = reply
         flushInOrder()
     }

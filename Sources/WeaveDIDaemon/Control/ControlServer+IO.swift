@@ -386,10 +386,17 @@ extension ControlServer {
         let id = connection.id, peer = connection.peer, session = connection.session
         let handler = self.handler
         let owned = Array(message)
+        // Open while the call runs. Progress is queued with this lock held, and the call's end
+        // takes it before its final reply is queued: no progress can follow the final reply,
+        // even sent by code that kept the closure past the call.
+        let streaming = Locked(true)
         Task {
             let replies = await handler.handle(message: owned, peer: peer, session: session) { [weak self] reply in
-                self?.send(.streamed(connection: id, sequence: sequence, reply: reply + [0]))
+                streaming.withLock { open in
+                    if open { self?.send(.streamed(connection: id, sequence: sequence, reply: reply + [0])) }
+                }
             }
+            streaming.withLock { $0 = false }
             var wire: [UInt8] = []
             for reply in replies {
                 wire.append(contentsOf: reply)
