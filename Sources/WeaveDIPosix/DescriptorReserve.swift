@@ -16,7 +16,8 @@ import Synchronization
 /// descriptor numbered `soft limit - size` or higher: it closes the descriptor it was given and
 /// throws, as the kernel does at the soft limit itself. Descriptors are numbered lowest-free
 /// first, so a refused number means every lower one is in use, and the process's last `size`
-/// descriptors stay free for code that does not go through this module.
+/// descriptors stay free for code that does not go through this module. (A server's
+/// `acceptOutsideReserve` moves a connection given such a number onto one it holds instead.)
 ///
 /// The soft limit is remembered; it is read again before anything is refused, so a limit
 /// raised from outside (`prlimit`) is honoured at once.
@@ -41,15 +42,22 @@ public enum DescriptorReserve {
     /// and throws `EMFILE`.
     @inline(__always)
     static func admit(_ raw: Int32) throws(Errno) -> Int32 {
+        guard isReserved(raw) else { return raw }
+        _ = Glibc.close(raw)
+        throw .tooManyOpenFiles
+    }
+
+    /// Whether descriptor number `raw` lies in the reserve: `soft limit - size` or higher
+    /// (never, with no reserve).
+    @inline(__always)
+    static func isReserved(_ raw: Int32) -> Bool {
         let size = reserved.load(ordering: .relaxed)
-        guard size > 0 else { return raw }
+        guard size > 0 else { return false }
         var soft = softLimit.load(ordering: .relaxed)
         if soft == 0 || Int(raw) >= soft - min(soft, size) {
             soft = readSoftLimit() ?? soft
         }
-        guard soft > 0, Int(raw) >= soft - min(soft, size) else { return raw }
-        _ = Glibc.close(raw)
-        throw .tooManyOpenFiles
+        return soft > 0 && Int(raw) >= soft - min(soft, size)
     }
 
     /// Forgets the soft limit remembered, after this process changed it.

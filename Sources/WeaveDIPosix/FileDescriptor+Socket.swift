@@ -35,6 +35,47 @@ extension FileDescriptor {
         return OwnedDescriptor(taking: FileDescriptor(rawValue: raw))
     }
 
+    /// Accepts a pending connection as `accept` does, onto a descriptor below the reserve
+    /// (`DescriptorReserve`) whatever other threads open meanwhile.
+    ///
+    /// With a reserve, the lowest free descriptor is taken first (a duplicate of the listener):
+    /// when it lies in the reserve, every descriptor below it is in use, and this throws
+    /// `EMFILE`, leaving the connection in the listen queue. Otherwise that place is held while
+    /// `accept4(2)` runs: if other threads took the last descriptors below the reserve
+    /// meanwhile, and the kernel numbers the connection in the reserve (where `accept` would
+    /// close it unanswered), the connection is moved onto the place held (`dup3(2)`). Without a
+    /// reserve, this is `accept`.
+    public func acceptOutsideReserve(nonBlocking: Bool = true) throws(Errno) -> OwnedDescriptor {
+        guard DescriptorReserve.size > 0 else { return try accept(nonBlocking: nonBlocking) }
+        let place = try duplicate()
+        return try accept(nonBlocking: nonBlocking, holding: place, isReserved: DescriptorReserve.isReserved)
+    }
+
+    /// `acceptOutsideReserve` with `place`, a descriptor below the reserve, held: the
+    /// connection is moved onto it when `isReserved` says the one the kernel gave it lies in
+    /// the reserve; `place` is closed otherwise.
+    func accept(
+        nonBlocking: Bool, holding place: consuming OwnedDescriptor, isReserved: (Int32) -> Bool
+    ) throws(Errno) -> OwnedDescriptor {
+        var flags = O_CLOEXEC
+        if nonBlocking { flags |= O_NONBLOCK }
+        let raw = try valueOrErrno { LinuxSymbols.accept4(rawValue, nil, nil, flags) }
+        let accepted = OwnedDescriptor(taking: FileDescriptor(rawValue: raw))
+        guard isReserved(accepted.rawValue) else { return accepted }
+        // `dup3` closes what the place held (the listener's duplicate) and gives its number
+        // the connection, in one step no other thread can come between; the number in the
+        // reserve is closed as `accepted` goes (`O_NONBLOCK` belongs to the connection, not to
+        // the number, and stays).
+        let target = place.release()
+        do {
+            try nothingOrErrno { LinuxSymbols.dup3(accepted.rawValue, target.rawValue, O_CLOEXEC) }
+        } catch {
+            _ = Glibc.close(target.rawValue)
+            throw error
+        }
+        return OwnedDescriptor(taking: target)
+    }
+
     /// Connects the socket to `address` (`connect(2)`); `EINTR` is not retried because
     /// the connection continues asynchronously, so it is reported to the caller.
     public func connect(to address: UnixSocketAddress) throws(Errno) {

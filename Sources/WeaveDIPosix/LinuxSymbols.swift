@@ -2,7 +2,7 @@ import Glibc
 
 /// Linux-only libc entry points and constants that the Swift `Glibc` module does not import.
 ///
-/// The module map compiles glibc headers without `_GNU_SOURCE`, so `accept4`,
+/// The module map compiles glibc headers without `_GNU_SOURCE`, so `accept4`, `dup3`,
 /// `pipe2`, `signalfd`, `copy_file_range`, `sync_file_range`, `syncfs`, `fstatfs`, `prlimit`, `struct ucred`, `O_NOATIME` and the `UTIME_*`
 /// markers are missing.
 /// Functions are resolved once with `dlsym` and called through C-convention
@@ -11,6 +11,7 @@ internal enum LinuxSymbols {
     typealias Accept4 = @convention(c) @Sendable (
         Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32
     ) -> Int32
+    typealias Dup3 = @convention(c) @Sendable (Int32, Int32, Int32) -> Int32
     typealias Pipe2 = @convention(c) @Sendable (UnsafeMutablePointer<Int32>?, Int32) -> Int32
     typealias SignalFD = @convention(c) @Sendable (Int32, UnsafePointer<sigset_t>?, Int32) -> Int32
     typealias AddChdir = @convention(c) @Sendable (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
@@ -34,6 +35,8 @@ internal enum LinuxSymbols {
 
     /// `accept4(2)`.
     static let accept4: Accept4 = resolve("accept4", as: Accept4.self)
+    /// `dup3(2)`.
+    static let dup3: Dup3 = resolve("dup3", as: Dup3.self)
     /// `pipe2(2)`.
     static let pipe2: Pipe2 = resolve("pipe2", as: Pipe2.self)
     /// `signalfd(2)`.

@@ -178,12 +178,11 @@ extension ControlServer {
         while true {
             let accepted: OwnedDescriptor
             do {
-                // A connection given a descriptor of the reserve kept free for the runtime
-                // would be closed unanswered (`DescriptorReserve`), so the lowest free number
-                // is looked at first, with a duplicate closed at once: while it is in the
-                // reserve, clients wait in the listen queue.
-                if DescriptorReserve.size > 0 { _ = try listener.duplicate() }
-                accepted = try listener.accept(nonBlocking: true)
+                // Never into the reserve kept free for the runtime (`DescriptorReserve`): while
+                // only its descriptors are free, clients wait in the listen queue (`EMFILE`),
+                // and a connection the kernel numbers in it, as another thread took the last
+                // descriptors below it, is moved onto one held for it, not closed unanswered.
+                accepted = try listener.acceptOutsideReserve(nonBlocking: true)
             } catch .wouldBlock {
                 return
             } catch .connectionAborted {
