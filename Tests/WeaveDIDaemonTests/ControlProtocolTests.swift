@@ -407,6 +407,11 @@ import WeaveDIPosix
             return health.parameter("health")?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "control.socket" }
         }
         #expect(try socketCheck()?[member: "status"]?.stringValue == "healthy")
+        // In place: the fix (by hand) has nothing to do, and leaves the socket as it is.
+        let idle = try client.call("io.weavedi.Daemon.Fix", [("check", .string("control.socket"))]).parameter("fixes")?.arrayValue?.first
+        #expect(idle?[member: "outcome"]?.stringValue == "succeeded", "\(idle.map { "\($0)" } ?? "no fix")")
+        #expect(idle?[member: "message"]?.stringValue == "\(daemon.defaultSocket) is in place and listening: nothing to do")
+        #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
         // Deleted: nobody can connect, until the check's fix binds it again.
         try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)
         #expect(throws: VarlinkClient.ConnectionError.self) { try VarlinkClient(path: daemon.defaultSocket) }
@@ -418,14 +423,14 @@ import WeaveDIPosix
         #expect(try fix() == "succeeded")
         let fixed = try socketCheck()
         #expect(fixed?[member: "status"]?.stringValue == "healthy")
-        #expect(fixed?[member: "fixesTried"]?.intValue == 1)
+        #expect(fixed?[member: "fixesTried"]?.intValue == 2)
         #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
         // Replaced by another (dead) socket file: the fix replaces it in turn.
         try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)
         try UnixSocket.listen(at: UnixSocketAddress(path: daemon.defaultSocket)).close()
         #expect(throws: VarlinkClient.ConnectionError.self) { try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping") }
         #expect(try fix() == "succeeded")
-        #expect(try socketCheck()?[member: "fixesTried"]?.intValue == 2)
+        #expect(try socketCheck()?[member: "fixesTried"]?.intValue == 3)
         #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))

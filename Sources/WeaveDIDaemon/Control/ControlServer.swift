@@ -111,22 +111,33 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         return owned.release()
     }
 
+    /// What is wrong with the socket file this process bound: missing, or replaced; nil while
+    /// it is there and ours (or systemd passed the socket).
+    private func socketFileProblem() -> String? {
+        guard let bound = bound.withLock({ $0 }) else { return nil }
+        guard let status = try? FileStatus(path: bound.path, followSymlinks: false) else {
+            return "the socket file \(bound.path) is missing"
+        }
+        guard status.kind == .socket, status.inode == bound.inode else { return "the socket file \(bound.path) was replaced" }
+        return nil
+    }
+
     /// `control.socket`: the socket file this process bound is still there and still ours;
-    /// the fix binds it again (refusing if another daemon now listens there).
+    /// the fix binds it again (refusing if another daemon now listens there), and does nothing
+    /// to a socket that is fine: binding it again would find itself listening there.
     private func registerHealthCheck() {
         registry.register(HealthCheck(name: "control.socket", tags: [HealthCheck.liveness, HealthCheck.readiness]) { [self] in
             guard let bound = bound.withLock({ $0 }) else {
                 return .healthy("socket passed by systemd")
             }
-            guard let status = try? FileStatus(path: bound.path, followSymlinks: false) else {
-                return .unhealthy("the socket file \(bound.path) is missing", data: ["socket": bound.path])
-            }
-            guard status.kind == .socket, status.inode == bound.inode else {
-                return .unhealthy("the socket file \(bound.path) was replaced", data: ["socket": bound.path])
-            }
+            if let problem = socketFileProblem() { return .unhealthy(problem, data: ["socket": bound.path]) }
             return .healthy("listening on \(bound.path)", data: ["socket": bound.path, "clients": "\(connectedClients)"])
         } fix: { [self] in
             let path = store.current.control.socket
+            guard socketFileProblem() != nil else {
+                let passed = bound.withLock { $0 } == nil
+                return passed ? "the socket was passed by systemd: nothing to do" : "\(path) is in place and listening: nothing to do"
+            }
             let descriptor = try bindSocket()
             send(.replaceListener(descriptor))
             log.notice("control", "bound \(path) again")
