@@ -6,6 +6,10 @@ import WeaveDIPosix
 
 /// Bad configurations refuse the start with exit 78; SIGHUP reloads or refuses and keeps the old.
 @Suite struct DaemonConfigurationTests {
+    /// What a `socketGroup` this machine does not know is told to do.
+    static let noGroupAdvice = " on this machine: create it (the package's weavedi group comes with systemd/sysusers.d/weavedi.conf), "
+        + "name another group, or remove the field"
+
     static let goodConfig = #"{"shutdownTimeout": 5, "health": {"interval": 60}}"#
 
     @Test(arguments: [
@@ -54,7 +58,7 @@ import WeaveDIPosix
             #expect(checked.status == .exited(0))
         } else {
             #expect(checked.status == .exited(78))
-            #expect(checked.standardErrorText == "weavedid: \(example): control.socketGroup: no group named 'weavedi'\n")
+            #expect(checked.standardErrorText == "weavedid: \(example): control.socketGroup: no group named 'weavedi'\(Self.noGroupAdvice)\n")
         }
     }
 
@@ -79,7 +83,7 @@ import WeaveDIPosix
         let config = directory.write("weavedid.json", #"{"control": {"socketGroup": "no-such-group-weavedi"}}"#)
         let refused = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
         #expect(refused.status == .exited(78))
-        #expect(refused.standardErrorText == "weavedid: \(config): control.socketGroup: no group named 'no-such-group-weavedi'\n")
+        #expect(refused.standardErrorText == "weavedid: \(config): control.socketGroup: no group named 'no-such-group-weavedi'\(Self.noGroupAdvice)\n")
     }
 
     @Test func checkConfig_warnsAboutAdministratorsThisMachineDoesNotKnow_andPasses() throws {

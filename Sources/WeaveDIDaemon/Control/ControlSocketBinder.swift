@@ -143,7 +143,9 @@ enum ControlSocketBinder {
         case let .id(id): return id
         case let .name(name):
             guard let record = try? UserDatabase.group(named: name) else {
-                throw Refusal(description: "control.socketGroup: no group named '\(name)'")
+                throw Refusal(
+                    description: "control.socketGroup: no group named '\(name)' on this machine: create it (the package's weavedi "
+                        + "group comes with systemd/sysusers.d/weavedi.conf), name another group, or remove the field")
             }
             return record.gid
         }
