@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WeaveDIControl
 @testable import WeaveDIDaemon
 import WeaveDIPosix
 
@@ -33,6 +34,30 @@ import WeaveDIPosix
         #expect(directory.read("textfile/weavedi.prom")?.contains("weavedi_sync") == true, "\(daemon.log)")
         let names = try FileManager.default.contentsOfDirectory(atPath: d + "/textfile").sorted()
         #expect(names == (kept + ["weavedi.prom", ".weavedi.prom.weavedid-tmp.9"]).sorted(), "\(names)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A first write that fails (the directory is not there yet: a disk mounted later) leaves
+    /// the cleaning to the next write, which removes what an earlier run of the daemon left.
+    @Test func afterAFailedFirstWrite_theNextWriteStillRemovesStaleTemporaryFiles() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: false)
+        let config = directory.write("weavedid.json", """
+            {"sync": {"metricsFile": "\(d)/textfile/weavedi.prom", "jobs": [{"name": "docs", "source": "\(d)/source",
+              "destination": "\(d)/mirror", "interval": 3600, "runAtStart": true}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        #expect(daemon.waitForLog("cannot write the metrics file"), "\(daemon.log)")
+        directory.write("textfile/.weavedi.prom.weavedid-tmp.42", "# half written\n")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
+        #expect(daemon.waitForLog("removed 1 temporary file left by an interrupted write of the metrics file"), "\(daemon.log)")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !FileManager.default.fileExists(atPath: d + "/textfile/weavedi.prom"), ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: d + "/textfile") == ["weavedi.prom"])
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

@@ -87,6 +87,10 @@ final class LatestFileWriter: Sendable {
         let step = FileStep("writing the file", path)
         let (permissions, durable, makesDirectory, marker) = (permissions, durable, makesDirectory, temporaryMarker)
         let cleans = marker != nil && state.withLock { $0.cleaned.insert(path).inserted }
+        // A write that fails (its directory not there yet, not mounted) leaves the cleaning to
+        // the next one: marked done only once a write got through.
+        var wrote = false
+        defer { if cleans, !wrote { state.withLock { _ = $0.cleaned.remove(path) } } }
         let removed = try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a write of \(purpose)") {
             note throws(FileStep.Failure) -> [String] in
             do throws(Errno) {
@@ -104,6 +108,7 @@ final class LatestFileWriter: Sendable {
                 throw step.failure("\(error)", errno: error.rawValue)
             }
         }
+        wrote = true
         if !removed.isEmpty {
             let files = removed.count == 1 ? "1 temporary file" : "\(removed.count) temporary files"
             let shown = removed.prefix(5).map(\.escapingControlCharacters).joined(separator: ", ")
