@@ -200,9 +200,6 @@ struct ControlAuthorizationTests {
         }
     }
 
-    /// Rights are decided at each call, not at connect: a reload that takes a user off the
-    /// administrators takes its rights away on the connection it holds open, and one that adds
-    /// it gives them there.
     /// One user who is no administrator may hold `maxClientsPerUser` connections, not every
     /// place: the next is refused with `LimitExceeded` ("clients per user"), while another user
     /// and an administrator still get in.
@@ -240,6 +237,9 @@ struct ControlAuthorizationTests {
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// Rights are decided at each call, not at connect: a reload that takes a user off the
+    /// administrators takes its rights away on the connection it holds open, and one that adds
+    /// it gives them there.
     @Test func aReload_changesTheRightsOfAConnectionHeldOpen() throws {
         let (daemon, _) = try started(#""socketGroup": 65534, "adminUsers": [65534]"#)
         let flags = daemon.directory.path + "/flags"
