@@ -29,7 +29,10 @@ public final class SystemdNotifier: Sendable {
     /// again) apart from the others (a watchdog ping every few milliseconds, perhaps).
     private let droppedStates = LogThrottle(interval: .seconds(60), burst: 3)
     private let droppedOthers = LogThrottle(interval: .seconds(60), burst: 3)
-    /// The last state notification (`READY=1`, …) that could not be sent, until it is.
+    /// The last state notification (`READY=1`, …) that could not be sent, until it is. Every
+    /// send happens under this lock (sends never wait), so that notifications go out in the
+    /// order the daemon's state changed: a kept `READY=1` sent again cannot pass a newer
+    /// `RELOADING=1` or `STOPPING=1` on its way.
     private let pending = Mutex<[String]?>(nil)
 
     /// The fields that change the state systemd sees: a notification carrying one is kept
@@ -78,29 +81,33 @@ public final class SystemdNotifier: Sendable {
         guard address != nil else { return false }
         let fields = fields.map { $0.replacingNewlines() }
         let isState = fields.contains { Self.stateFields.contains($0) }
-        let earlier = pending.withLock { pending in
-            defer { if isState { pending = nil } }
-            return isState ? nil : pending
+        return pending.withLock { pending in
+            if isState {
+                pending = nil  // a newer state replaces the one kept
+            } else if let earlier = pending, !send(earlier, keep: true, pending: &pending) {
+                return send(fields, keep: false, pending: &pending)
+            }
+            return send(fields, keep: isState, pending: &pending)
         }
-        if let earlier, !send(earlier, keep: true) { return send(fields, keep: false) }
-        return send(fields, keep: isState)
     }
 
     /// Sends again the state notification that could not be sent, if any; returns whether
     /// none is left waiting.
     @discardableResult
     public func resendPending() -> Bool {
-        guard let earlier = pending.withLock({ $0 }) else { return true }
-        return send(earlier, keep: true)
+        pending.withLock { pending in
+            guard let earlier = pending else { return true }
+            return send(earlier, keep: true, pending: &pending)
+        }
     }
 
     /// `STATUS=…`: one line saying what the daemon is doing.
     @discardableResult
     public func status(_ text: String) -> Bool { notify("STATUS=\(text)") }
 
-    /// Sends `fields` at once; when it cannot, says so and, if `keep`, keeps them to be sent
-    /// again (a newer state kept meanwhile stays: an older one never replaces it).
-    private func send(_ fields: [String], keep: Bool) -> Bool {
+    /// Sends `fields` at once, `pending` held; when it cannot, says so and, if `keep`, keeps
+    /// them to be sent again.
+    private func send(_ fields: [String], keep: Bool, pending: inout [String]?) -> Bool {
         guard let address else { return false }
         let message = Array(fields.joined(separator: "\n").utf8)
         let result: Result<Int, Errno>
@@ -115,10 +122,10 @@ public final class SystemdNotifier: Sendable {
         }
         switch result {
         case .success:
-            pending.withLock { if $0 == fields { $0 = nil } }
+            if pending == fields { pending = nil }
             return true
         case let .failure(error):
-            if keep { pending.withLock { if $0 == nil || $0 == fields { $0 = fields } } }
+            if keep { pending = fields }
             if let log {
                 let why = error == .wouldBlock
                     ? "its queue is full (systemd does not read it)" : "\(error)"
