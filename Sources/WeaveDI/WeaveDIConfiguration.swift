@@ -88,12 +88,26 @@ public enum WeaveDIConfiguration {
             "\(variable)=\(quoted(value)) is not valid (accepted: \(accepted)); using \(fallback)")
     }
 
-    /// `value` in quotes, escaped as a JSON string (a newline as `\n`), and past 40 characters
-    /// cut with its length: a value from the environment can neither forge log lines nor
-    /// flood them.
+    /// `value` in quotes, escaped as a JSON string (a newline as `\n`; C1 controls, the line
+    /// and paragraph separators and the bidirectional controls as `\uXXXX` too), and past 40
+    /// Unicode scalars cut with its length: a value from the environment can neither forge
+    /// log lines, nor reorder them on a terminal, nor flood them (a character may be made of
+    /// any number of scalars, so scalars are counted).
     static func quoted(_ value: String) -> String {
         let limit = 40
-        guard value.count > limit else { return JSONValue.string(value).serialized }
-        return JSONValue.string(String(value.prefix(limit))).serialized + "... (\(value.count) characters)"
+        let scalars = value.unicodeScalars
+        var shown = String.UnicodeScalarView()
+        shown.append(contentsOf: scalars.prefix(limit))
+        var text = ""
+        for scalar in JSONValue.string(String(shown)).serialized.unicodeScalars {
+            switch scalar.value {
+            case 0x80...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                let hex = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                text.unicodeScalars.append(scalar)
+            }
+        }
+        return scalars.count > limit ? text + "... (\(scalars.count) characters)" : text
     }
 }

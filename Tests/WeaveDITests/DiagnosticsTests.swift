@@ -299,6 +299,12 @@ final class Moody: HealthReporting, Disposable {
         #expect(warning?.contains(#"WEAVEDI_REGISTRY_AUTO_FIX="on\n[WeaveDI] error: forged line xxxxxxxx"... (10032 characters) is not valid"#) == true)
         #expect(stderr.contains(#"WEAVEDI_LOG_LEVEL="\u001b[2J" is not valid"#))
         #expect(stderr.utf8.count < 2_000)
+        // Bidirectional controls, line separators and C1 controls are escaped too; a character
+        // of many scalars is cut by its scalars.
+        let (_, other) = try settings(["WEAVEDI_INJECTED_ENV": "a\u{202E}b\u{2028}c\u{9B}d", "WEAVEDI_LOG_LEVEL": "e" + String(repeating: "\u{301}", count: 5_000)])
+        #expect(other.contains(#"WEAVEDI_INJECTED_ENV="a\u202eb\u2028c\u009bd" is not valid"#), "\(other)")
+        #expect(other.contains("... (5001 characters) is not valid"), "\(other)")
+        #expect(other.utf8.count < 2_000)
     }
 
     @Test func logLevel_andContext_fromTheEnvironment() throws {
