@@ -259,7 +259,12 @@ final class RecordingClock: HealthClock {
     /// `.seconds(.max)` as a timeout or an interval means "never": the real clock sleeps until
     /// cancelled (it stopped the process: `Task.sleep` cannot hold a deadline that far away).
     @Test func systemClock_sleepsForAnyDuration_untilCancelled() async {
-        let sleeper = Task { try await SystemHealthClock().sleep(for: .seconds(Int64.max)) }
+        let started = Locked(false)
+        let sleeper = Task {
+            started.withLock { $0 = true }
+            try await SystemHealthClock().sleep(for: .seconds(Int64.max))
+        }
+        while !started.withLock({ $0 }) { await Task.yield() }  // cancelled only once it sleeps
         try? await Task.sleep(for: .milliseconds(20))
         sleeper.cancel()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
