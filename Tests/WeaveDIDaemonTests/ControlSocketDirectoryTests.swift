@@ -80,6 +80,25 @@ import WeaveDIPosix
 
     /// A reload that gives the socket a group which cannot pass through its directory (one
     /// that existed) warns as the start does, and changes the directory no more than it.
+    /// Without `socketGroup`, a socket bound in a set-gid directory has the directory's group,
+    /// and a reload that changes nothing leaves it so.
+    @Test(.enabled(if: getegid() == 0, "needs root to give a directory another group"))
+    func withoutASocketGroup_aReloadKeepsTheGroupTheSocketWasBoundWith() throws {
+        let d = TemporaryDirectory()
+        try FileDescriptor.currentWorkingDirectory.makeDirectory(at: d.path + "/shared")
+        #expect(chown(d.path + "/shared", 0, 65534) == 0 && chmod(d.path + "/shared", 0o2750) == 0)
+        let socket = "\(d.path)/shared/control.sock"
+        let config = d.write("weavedid.json", #"{"control": {"socket": "\#(socket)"}, "sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: d)
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(try FileStatus(path: socket, followSymlinks: false).groupID == 65534)
+        daemon.send(.hangup)
+        #expect(daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
+        #expect(try FileStatus(path: socket, followSymlinks: false).groupID == 65534, "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     @Test func aReloadGivingAGroupThatCannotReachTheSocket_warns() throws {
         let d = TemporaryDirectory()
         try FileDescriptor.currentWorkingDirectory.makeDirectory(at: d.path + "/closed")

@@ -177,7 +177,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         _ wanted: DaemonConfiguration.Control, to bound: (path: String, inode: UInt64, madeDirectory: Bool),
         onlyWhereTheFileDiffers: Bool = false
     ) throws {
-        let gid: UInt32
+        var gid: UInt32
         do {
             gid = try wanted.socketGroup.map { (group) throws(ControlSocketBinder.Refusal) in try ControlSocketBinder.groupID(group) }
                 ?? CurrentProcess.effectiveGroupID
@@ -188,6 +188,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
             guard let status = try? FileStatus(path: bound.path, followSymlinks: false), status.kind == .socket,
                 status.inode == bound.inode
             else { return }
+            // Without a configured group, the file keeps the group it was bound with (a set-gid
+            // directory's, say): nothing changed asks for another.
+            if wanted.socketGroup == nil { gid = status.groupID }
             if status.groupID == gid, status.permissions.rawValue & 0o7777 == wanted.socketMode.rawValue { return }
         }
         let before: FileStatus
