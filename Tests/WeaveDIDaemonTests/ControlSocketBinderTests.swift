@@ -12,6 +12,24 @@ import WeaveDIPosix
         return status.split(separator: "\n").first { $0.hasPrefix("Umask:") }.map(String.init)
     }
 
+    /// Right after `bind`, before its group and mode are set, the socket file has its owner's
+    /// bits only, whatever the umask lets through: nobody else can connect in between.
+    @Test func aSocketJustBound_isTheOwnersOnly() throws {
+        let line = try #require(Self.umask())
+        let mask = UInt32(line.split(separator: "\t").last.map(String.init) ?? "", radix: 8) ?? 0o777
+        guard mask & 0o077 != 0o077 else {
+            print("SKIPPED aSocketJustBound_isTheOwnersOnly: the umask (\(line)) hides the group's and others' bits anyway")
+            return
+        }
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/control.sock"
+        let listener = try ControlSocketBinder.listenOwnerOnly(at: UnixSocketAddress(path: path), mode: 0o666)
+        let status = try FileStatus(path: path, followSymlinks: false)
+        #expect(status.kind == .socket)
+        #expect(status.permissions.rawValue & 0o077 == 0, "mode \(String(status.permissions.rawValue, radix: 8)) with \(line)")
+        _ = listener
+    }
+
     /// Binding the socket leaves the umask alone: it belongs to every thread of the daemon, and
     /// a file another thread makes meanwhile (a mirror run's directory, beside a rebind by the
     /// `control.socket` fix) would take a mask made for the socket. Another thread looks at the

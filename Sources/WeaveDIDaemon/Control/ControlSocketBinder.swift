@@ -42,11 +42,7 @@ enum ControlSocketBinder {
         // runs) would take it.
         let listener: OwnedDescriptor
         do {
-            let socket = try UnixSocket.make(.stream, nonBlocking: true)
-            try socket.descriptor.setPermissions(FilePermissions(rawValue: mode & 0o700))
-            try socket.descriptor.bind(to: address)
-            try socket.descriptor.listen(backlog: 128)
-            listener = socket
+            listener = try listenOwnerOnly(at: address, mode: mode)
         } catch {
             throw Refusal(description: "cannot listen on \(path): \(error)")
         }
@@ -62,6 +58,17 @@ enum ControlSocketBinder {
             }
         }
         return listener
+    }
+
+    /// A listening socket bound at `address`, whose file has only the owner's bits of `mode`
+    /// (less the umask), whatever the umask: nobody else can connect before the group and mode
+    /// are set.
+    static func listenOwnerOnly(at address: UnixSocketAddress, mode: UInt32) throws(Errno) -> OwnedDescriptor {
+        let socket = try UnixSocket.make(.stream, nonBlocking: true)
+        try socket.descriptor.setPermissions(FilePermissions(rawValue: mode & 0o700))
+        try socket.descriptor.bind(to: address)
+        try socket.descriptor.listen(backlog: 128)
+        return socket
     }
 
     /// Gives the socket file at `path` `mode` and, when given, the group `gid`, through a handle
