@@ -7,24 +7,32 @@ import WeaveDIPosix
 /// `sync.metricsFile` in a directory shared with other programs (node_exporter's textfile
 /// collector reads every `*.prom` file there).
 @Suite struct MetricsFileTests {
+    /// A directory with a job `docs` run at start, and the metrics file in `textfile/` (not
+    /// made); returns it with the configuration's path.
+    func configured() throws -> (TemporaryDirectory, config: String) {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: false)
+        let config = directory.write("weavedid.json", """
+            {"sync": {"metricsFile": "\(d)/textfile/weavedi.prom", "jobs": [{"name": "docs", "source": "\(d)/source",
+              "destination": "\(d)/mirror", "interval": 3600, "runAtStart": true}]}}
+            """)
+        return (directory, config)
+    }
+
     /// A temporary file an earlier write left behind (a kill -9 mid-write) is removed before the
     /// daemon's first write, and said; what the daemon cannot prove its own stays: other names,
     /// another file's temporary files, the default temporary name any program may use, a name
     /// whose number is not written as the daemon writes it, a directory.
     @Test func staleTemporaryFilesOfTheDaemon_areRemoved_andNothingElse() throws {
-        let directory = TemporaryDirectory()
+        let (directory, config) = try configured()
         let d = directory.path
-        directory.write("source/a.txt", "a")
-        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: false)
         let kept = [".weavedi.prom.weavedid-tmp.0123", ".weavedi.prom.tmp.5", ".other.prom.weavedid-tmp.7", "other.prom", ".weavedi.prom.weavedid-tmp.x"]
         for name in kept + [".weavedi.prom.weavedid-tmp.12345", ".weavedi.prom.weavedid-tmp.4294967295"] {
             directory.write("textfile/\(name)", "# half written\n")
         }
         try FileManager.default.createDirectory(atPath: d + "/textfile/.weavedi.prom.weavedid-tmp.9", withIntermediateDirectories: false)
-        let config = directory.write("weavedid.json", """
-            {"sync": {"metricsFile": "\(d)/textfile/weavedi.prom", "jobs": [{"name": "docs", "source": "\(d)/source",
-              "destination": "\(d)/mirror", "interval": 3600, "runAtStart": true}]}}
-            """)
         let daemon = try DaemonProcess(["--config", config], directory: directory)
         #expect(daemon.waitForLog("removed 2 temporary files left by an interrupted write of the metrics file"), "\(daemon.log)")
         #expect(daemon.log.contains("\(d)/textfile/weavedi.prom: removed 2 temporary files left by an interrupted write of the metrics file "
@@ -41,14 +49,8 @@ import WeaveDIPosix
     /// A first write that fails (the directory is not there yet: a disk mounted later) leaves
     /// the cleaning to the next write, which removes what an earlier run of the daemon left.
     @Test func afterAFailedFirstWrite_theNextWriteStillRemovesStaleTemporaryFiles() throws {
-        let directory = TemporaryDirectory()
+        let (directory, config) = try configured()
         let d = directory.path
-        directory.write("source/a.txt", "a")
-        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: false)
-        let config = directory.write("weavedid.json", """
-            {"sync": {"metricsFile": "\(d)/textfile/weavedi.prom", "jobs": [{"name": "docs", "source": "\(d)/source",
-              "destination": "\(d)/mirror", "interval": 3600, "runAtStart": true}]}}
-            """)
         let daemon = try DaemonProcess(["--config", config], directory: directory)
         #expect(daemon.waitForLog("cannot write the metrics file"), "\(daemon.log)")
         directory.write("textfile/.weavedi.prom.weavedid-tmp.42", "# half written\n")
