@@ -150,16 +150,23 @@ import WeaveDIPosix
     }
 
     @Test func watchdog_pingsEveryHalfInterval() throws {
+        let (pings, _) = try pings(watchdogUSec: "200000", over: .milliseconds(1_100))
+        #expect(pings >= 3 && pings <= 20, "\(pings) pings in 1.1 s at a 100 ms period")
+    }
+
+    /// Runs the daemon with `WATCHDOG_USEC=usec` until ready, counts its `WATCHDOG=1` pings
+    /// over `window`, stops it (exit 0 expected); returns the count and the daemon's log.
+    func pings(watchdogUSec usec: String, over window: Duration) throws -> (count: Int, log: String) {
         let directory = TemporaryDirectory()
         let notify = try NotifyListener(abstract: false, directory: directory)
-        let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": "200000"], directory: directory, notify: notify)
+        let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": usec], directory: directory, notify: notify)
         #expect(notify.wait(forLine: "READY=1"))
         let before = notify.lines.filter { $0 == "WATCHDOG=1" }.count
-        notify.wait(timeout: .milliseconds(1_100)) { _ in false }  // collect for 1.1 s
-        let pings = notify.lines.filter { $0 == "WATCHDOG=1" }.count - before
-        #expect(pings >= 3 && pings <= 20, "\(pings) pings in 1.1 s at a 100 ms period")
+        notify.wait(timeout: window) { _ in false }  // collect for the window
+        let count = notify.lines.filter { $0 == "WATCHDOG=1" }.count - before
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
+        return (count, daemon.log)
     }
 
     /// A `WATCHDOG_USEC` too short for any ping (1 µs, 100 µs: microseconds written where
@@ -167,18 +174,10 @@ import WeaveDIPosix
     /// pings no more often than every 10 ms, and warns, naming the variable.
     @Test(arguments: ["1", "100"])
     func tinyWatchdogTimeout_isPingedAtTheFloor_andWarned(usec: String) throws {
-        let directory = TemporaryDirectory()
-        let notify = try NotifyListener(abstract: false, directory: directory)
-        let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": usec], directory: directory, notify: notify)
-        #expect(notify.wait(forLine: "READY=1"))
-        let before = notify.lines.filter { $0 == "WATCHDOG=1" }.count
-        notify.wait(timeout: .milliseconds(1_000)) { _ in false }  // collect for 1 s
-        let pings = notify.lines.filter { $0 == "WATCHDOG=1" }.count - before
+        let (pings, log) = try pings(watchdogUSec: usec, over: .milliseconds(1_000))
         #expect(pings >= 5 && pings <= 150, "\(pings) pings in 1 s with WATCHDOG_USEC=\(usec)")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0))
-        #expect(daemon.log.contains("warning daemon: WATCHDOG_USEC=\(usec) (\(usec) µs) is shorter than the daemon can ping within"),
-                "\(daemon.log)")
+        #expect(log.contains("warning daemon: WATCHDOG_USEC=\(usec) (\(usec) µs) is shorter than the daemon can ping within"),
+                "\(log)")
     }
 
     /// A `WATCHDOG_USEC` that is no number of microseconds turns the watchdog off, and says so.
