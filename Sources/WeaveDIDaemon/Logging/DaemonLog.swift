@@ -1,3 +1,4 @@
+import Synchronization
 import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
@@ -11,14 +12,14 @@ public final class DaemonLog: Sendable {
     /// Whether lines carry journald priority prefixes.
     public let journald: Bool
     private let filter: Locked<LogFilter>
-    private let output: FileDescriptor
-    private let writeLock = Lock()
+    /// Standard error, which a line waits for at most `LogOutput.stallLimit`.
+    private let output: Mutex<LogOutput>
 
     /// A logger writing to `output` (standard error by default).
     public init(filter: LogFilter = .standard, journald: Bool, output: FileDescriptor = .standardError) {
         self.filter = Locked(filter)
         self.journald = journald
-        self.output = output
+        self.output = Mutex(LogOutput(output))
     }
 
     /// The filter in effect.
@@ -50,17 +51,23 @@ public final class DaemonLog: Sendable {
     public func debug(_ subsystem: String, _ message: @autoclosure () -> String) { log(.debug, subsystem, message()) }
 
     private func write(_ level: DaemonLogLevel, _ subsystem: String, _ message: String) {
+        let line = Array(format(level, subsystem, message).utf8)
+        output.withLock { output in
+            output.write(line) { dropped in
+                Array(format(.warning, "daemon", "\(dropped) log line(s) dropped: standard error took nothing for "
+                    + "\(LogOutput.stallLimit) (whatever reads it, a pipe or journald, stopped reading)").utf8)
+            }
+        }
+    }
+
+    /// `message` as a line of the log, newline included.
+    private func format(_ level: DaemonLogLevel, _ subsystem: String, _ message: String) -> String {
         var line = journald
             ? "<\(level.syslogPriority)>\(subsystem): "
             : "\(DaemonLog.timestamp()) \(level.rawValue.padding(7)) \(subsystem): "
         line += message.escapingControlCharacters
         line += "\n"
-        writeLock.withLock {
-            var bytes = Array(line.utf8)
-            bytes.withUnsafeMutableBytes { buffer in
-                _ = try? output.writeAll(UnsafeRawBufferPointer(buffer))
-            }
-        }
+        return line
     }
 
     /// Sends the WeaveDI library's own log lines here, under subsystem `weavedi`.
