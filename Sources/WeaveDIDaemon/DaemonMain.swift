@@ -95,6 +95,7 @@ public enum DaemonMain {
             notifier.notify("STATUS=socket activation: \(error)")
             return 1
         }
+        if let warning = activation?.unservedWarning(serving: "control") { log.warning("daemon", warning) }
         let context = DaemonContext(
             environment: environment, workingDirectory: currentDirectory(), configPath: options.configPath,
             log: log, notifier: notifier, activation: activation, waker: waker)

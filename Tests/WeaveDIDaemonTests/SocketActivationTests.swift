@@ -81,13 +81,16 @@ import WeaveDIPosix
         #expect(!fileExists(daemon.defaultSocket))
     }
 
-    /// Several sockets, one of them `control`: that one is used.
+    /// Several sockets, one of them `control`: that one is used, and the others, whose clients
+    /// would wait for ever, are named in a warning.
     @Test func severalPassedSockets_theOneNamedControl_isUsed() throws {
         let directory = TemporaryDirectory()
         let paths = [directory.path + "/other.sock", directory.path + "/control.sock"]
         let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper(paths, names: ["other", "control"]))
         #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
         #expect(daemon.log.contains("using the control socket passed by systemd (descriptor 4, control)"), "\(daemon.log)")
+        #expect(daemon.log.contains("warning daemon: systemd passed 2 sockets; only descriptor 4 (control) is served, "
+            + "not descriptor 3 (other, \(paths[0])): their clients connect and wait for ever"), "\(daemon.log)")
         #expect(!(try roundTrip(paths[1])).isEmpty)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))

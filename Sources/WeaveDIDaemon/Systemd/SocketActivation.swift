@@ -96,4 +96,21 @@ public struct SocketActivation: Sendable {
         }
         return (match.name, descriptor)
     }
+
+    /// A warning naming the passed sockets `listener(named: name)` does not serve, or nil when
+    /// it serves them all (or none, refusing the start). systemd goes on listening on those:
+    /// their clients connect, and wait for ever, as nothing here accepts their connections;
+    /// the socket unit passed more than the one socket the daemon serves.
+    public func unservedWarning(serving name: String) -> String? {
+        guard let served = sockets.first(where: { $0.name == name }) ?? (sockets.count == 1 ? sockets[0] : nil) else { return nil }
+        let unserved = sockets.filter { $0.descriptor != served.descriptor }
+        guard !unserved.isEmpty else { return nil }
+        let named = unserved.map { socket in
+            let address = (try? socket.descriptor.localAddress()).map { $0.kind == .unnamed ? "" : ", \($0)" } ?? ""
+            return "descriptor \(socket.descriptor.rawValue) (\(socket.name)\(address))"
+        }
+        return "systemd passed \(sockets.count) sockets; only descriptor \(served.descriptor.rawValue) (\(served.name)) is served, "
+            + "not \(named.joined(separator: ", ")): their clients connect and wait for ever; the socket unit should "
+            + "pass only the control socket (FileDescriptorName=\(name))"
+    }
 }
