@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WeaveDIDaemon
 import WeaveDIPosix
 
 /// `systemd-analyze verify` prints nothing and `systemd-analyze security` rates the service 2.0
@@ -20,5 +21,16 @@ import WeaveDIPosix
         #expect(result.status == .exited(0), "\(result.standardOutputText)\(result.standardErrorText)")
         #expect(result.standardOutputText.contains("verify: OK (exit 0, no output)"))
         #expect(result.standardOutputText.contains("security: OK (exposure"))
+    }
+
+    /// A start that a restart cannot mend (a bad configuration, a command line weavedid does not
+    /// take) is not restarted: the unit's result is then the exit status that says why, not
+    /// `start-limit-hit` after 5 tries.
+    @Test func theServiceIsNotRestarted_onStatusesARestartCannotMend() throws {
+        let unit = try String(contentsOfFile: SystemdUnitTests.packageRoot + "/systemd/weavedid.service", encoding: .utf8)
+        let statuses = unit.split(separator: "\n").filter { $0.hasPrefix("RestartPreventExitStatus=") }
+            .flatMap { $0.dropFirst("RestartPreventExitStatus=".count).split(separator: " ") }.compactMap { Int32($0) }
+        #expect(Set(statuses) == [DaemonMain.exitUsage, DaemonMain.exitConfigurationError], "\(statuses)")
+        #expect(unit.contains("\nRestart=on-failure\n"))
     }
 }
