@@ -117,6 +117,19 @@ import WeaveDIPosix
         #expect(problem("0") == "WATCHDOG_USEC=0 asks for no watchdog; no watchdog pings")
     }
 
+    /// A `WATCHDOG_PID` that is no process id leaves the watchdog off, as `sd_watchdog_enabled(3)`
+    /// fails then, and says so: systemd, expecting pings, would stop the daemon without a word.
+    @Test func watchdog_anOwnerThatIsNoProcessID_isWarned() {
+        for owner in ["abc", "-5", "0", "5x", "99999999999"] {
+            let environment = ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": owner]
+            #expect(WatchdogSettings(environment: environment, pid: 5) == nil)
+            #expect(WatchdogSettings.problem(environment: environment, pid: 5)
+                == "WATCHDOG_PID=\"\(owner)\" is not a process id; it names the process WATCHDOG_USEC is for: no watchdog pings")
+        }
+        #expect(WatchdogSettings.problem(environment: ["WATCHDOG_PID": "abc"], pid: 5) == nil)  // no watchdog asked for
+        #expect(WatchdogSettings.problem(environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "6"], pid: 5) == nil)
+    }
+
     @Test func notifySocket_pathAbstractOrNothing() {
         #expect(SystemdNotifier(environment: [:]).isEnabled == false)
         #expect(SystemdNotifier(environment: ["NOTIFY_SOCKET": ""]).isEnabled == false)

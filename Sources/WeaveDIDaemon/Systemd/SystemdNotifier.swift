@@ -167,9 +167,17 @@ public struct WatchdogSettings: Sendable, Equatable {
 
     /// What is wrong with `WATCHDOG_USEC` for this process, for a warning: a value that is no
     /// number of microseconds (the watchdog stays off), zero (off), or one shorter than twice
-    /// `minimumPingInterval` (pinged at that interval, too seldom for systemd). Nil when the
-    /// value is fine, unset or meant for another process.
+    /// `minimumPingInterval` (pinged at that interval, too seldom for systemd); or, with
+    /// `WATCHDOG_USEC` set, a `WATCHDOG_PID` that is no process id (off, as
+    /// `sd_watchdog_enabled(3)` fails then). Nil when the value is fine, unset or meant for
+    /// another process.
     public static func problem(environment: [String: String], pid: Int32) -> String? {
+        if let owner = environment["WATCHDOG_PID"], !owner.isEmpty, let raw = environment["WATCHDOG_USEC"], !raw.isEmpty,
+            !SystemdVariable.isDecimal(owner) || (Int32(owner) ?? 0) <= 0
+        {
+            return "\(SystemdVariable.quoted("WATCHDOG_PID", owner)) is not a process id; it names the process "
+                + "WATCHDOG_USEC is for: no watchdog pings"
+        }
         guard isForThisProcess(environment, pid: pid), let raw = environment["WATCHDOG_USEC"], !raw.isEmpty else { return nil }
         guard SystemdVariable.isDecimal(raw), let usec = UInt64(raw) else {
             return "\(SystemdVariable.quoted("WATCHDOG_USEC", raw)) is not a number of microseconds; no watchdog pings"
