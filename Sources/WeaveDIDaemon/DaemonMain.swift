@@ -26,7 +26,10 @@ public enum DaemonMain {
     /// Blocks the handled signals and ignores SIGPIPE. Call first thing in `main`, before any
     /// thread exists, so that every thread inherits the mask and a signal can only arrive
     /// through the main loop's signalfd: a SIGTERM right after start never kills the process.
+    /// Descriptors 0 to 2 found closed are opened on `/dev/null` first: a socket or a file the
+    /// daemon opens later must never take one of their numbers and receive its log lines.
     public static func prepareProcess() {
+        CurrentProcess.openClosedStandardDescriptors()
         _ = try? handledSignals.blockInCurrentThread()
         try? Signal.ignoreBrokenPipe()
     }

@@ -31,6 +31,28 @@ public enum CurrentProcess {
         }
     }
 
+    /// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed, and returns their
+    /// numbers. A program started with one of them closed would otherwise hand that number to
+    /// the next descriptor it opens (a socket, a file being written), and whatever it then
+    /// prints or logs would go there. Call first thing in `main`, before anything opens a
+    /// descriptor. Where `/dev/null` cannot be opened, the descriptor stays closed.
+    @discardableResult
+    public static func openClosedStandardDescriptors() -> [Int32] {
+        var opened: [Int32] = []
+        for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+            // The lowest free number is this one: those below it are open by now.
+            let null = Glibc.open("/dev/null", O_RDWR | O_NOCTTY)
+            guard null >= 0 else { break }
+            if null != descriptor {
+                // Cannot happen (see above); never leave a stray descriptor behind.
+                close(null)
+                break
+            }
+            opened.append(descriptor)
+        }
+        return opened
+    }
+
     /// Whether the process is a member of group `gid`, as effective or supplementary group.
     public static func isMember(ofGroup gid: UInt32) throws(Errno) -> Bool {
         if effectiveGroupID == gid { return true }

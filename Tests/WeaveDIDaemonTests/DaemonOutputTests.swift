@@ -42,4 +42,22 @@ import WeaveDIPosix
         let stopping = lines.firstIndex { $0.contains("stopping: SIGTERM") }
         #expect(dropped != nil && stopping != nil && dropped! < stopping!, "\(lines)")
     }
+
+    /// Started with standard input, output and error closed (`weavedid <&- >&- 2>&-`): the
+    /// daemon opens /dev/null on all three before anything else, so that no socket or file it
+    /// opens later takes one of their numbers and receives its log lines; and it serves.
+    @Test func closedStandardDescriptors_areOpenedOnDevNull() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(directory: directory, notify: notify, prefix: "exec 0<&- 1>&- 2>&- &&")
+        try #require(notify.wait(forLine: "READY=1"), "\(notify.lines)")
+        for descriptor in 0...2 {
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon.pid)/fd/\(descriptor)")
+            #expect(target == "/dev/null", "descriptor \(descriptor)")
+        }
+        let reply = try daemon.sendCall("Ping").varlinkReply()
+        #expect(reply?.parameter("version")?.stringValue == "0.1.0")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
 }
