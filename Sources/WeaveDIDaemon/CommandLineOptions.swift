@@ -30,7 +30,8 @@ public struct CommandLineOptions: Sendable, Equatable {
                            if it exists, else a built-in default that works in any directory)
           --check-config   validate the configuration, print the verdict and exit
                            (0 when valid, 78 when not, 75 when a file system it names
-                           did not answer within 5 s)
+                           did not answer within 5 s; 74 when the verdict
+                           cannot be written to standard output)
           --version        print the version and exit
           --help           print this help and exit
 

@@ -19,6 +19,8 @@ public enum DaemonMain {
 
     /// Exit status for a command-line mistake (EX_USAGE).
     public static let exitUsage: Int32 = 64
+    /// Exit status when what was asked for could not be written to standard output (EX_IOERR).
+    public static let exitOutputError: Int32 = 74
 
     /// The signals the main loop handles; blocked in every thread.
     static let handledSignals: SignalSet = [.terminate, .interrupt, .hangup]
@@ -44,12 +46,10 @@ public enum DaemonMain {
             return exitUsage
         }
         if options.help {
-            print(CommandLineOptions.usage)
-            return 0
+            return printOutput(CommandLineOptions.usage)
         }
         if options.version {
-            print("weavedid \(DaemonVersion.current)")
-            return 0
+            return printOutput("weavedid \(DaemonVersion.current)")
         }
         // Before anything opens descriptors: a deep mirror tree needs more than the usual 1024.
         let descriptorLimit = DescriptorLimit.raiseSoftLimit()
@@ -129,8 +129,7 @@ public enum DaemonMain {
             let warnings = AdminAccounts(configuration.control).warnings
             for warning in warnings { printError("weavedid: warning: \(source): \(warning.escapingControlCharacters)") }
             let noted = warnings.isEmpty ? "" : warnings.count == 1 ? ", with 1 warning" : ", with \(warnings.count) warnings"
-            print("weavedid: configuration OK\(noted) (\(source))")
-            return 0
+            return printOutput("weavedid: configuration OK\(noted) (\(source))")
         }
         let signals: SignalReader
         do {
@@ -151,6 +150,19 @@ public enum DaemonMain {
     static func logFilter(_ environment: [String: String]) -> LogFilter {
         guard let text = environment["WEAVEDID_LOG"], !text.isEmpty else { return .standard }
         return (try? LogFilter.parse(text).get()) ?? .standard
+    }
+
+    /// Writes `text` and a newline to standard output; 0, or `exitOutputError` (said on
+    /// standard error) when standard output did not take it all (`--version > /dev/full`): a
+    /// script that reads the answer must not take a status 0 for one.
+    static func printOutput(_ text: String) -> Int32 {
+        do {
+            try FileDescriptor.standardOutput.writeAll((text + "\n").utf8)
+            return 0
+        } catch {
+            printError("weavedid: cannot write to standard output: \(error)")
+            return exitOutputError
+        }
     }
 
     /// Writes `text` and a newline to standard error.

@@ -17,6 +17,20 @@ import WeaveDIPosix
         #expect(help.standardOutputText.hasPrefix("usage: weavedid [--config PATH] [--check-config] [--version] [--help]"))
     }
 
+    /// What was asked for that standard output does not take (`> /dev/full`) is no success:
+    /// exit 74, said on standard error, for the version, the help and a configuration check.
+    @Test(arguments: [["--version"], ["--help"], ["--check-config", "--config", "/dev/null/none"]])
+    func whatStandardOutputDoesNotTake_exits74(arguments: [String]) throws {
+        let directory = TemporaryDirectory("weavedid-full")
+        let config = directory.write("c.json", "{}")
+        let given = arguments.map { $0 == "/dev/null/none" ? config : $0 }
+        let result = try Subprocess.run(
+            "/bin/sh", arguments: ["-c", #"exec "$@" > /dev/full"#, "sh", DaemonProcess.binary] + given,
+            environment: ["PATH": "/usr/bin:/bin"])
+        #expect(result.status == .exited(74), "\(result.standardErrorText)")
+        #expect(result.standardErrorText.hasPrefix("weavedid: cannot write to standard output: "), "\(result.standardErrorText)")
+    }
+
     /// The help names every exit status of --check-config (75 when a mount does not answer,
     /// not only 0 and 78) and the variable that decides where the default socket goes.
     @Test func help_namesCheckConfigsStatuses_andWhereTheDefaultSocketGoes() throws {
