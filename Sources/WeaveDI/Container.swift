@@ -72,11 +72,19 @@ extension WeaveDI {
             get { liveRef.takeUnretainedValue() }
             set {
                 let retained = Unmanaged.passRetained(newValue)
-                // The replaced container keeps its +1: readers may still be using it.
-                _ = liveCell.exchange(UInt(bitPattern: retained.toOpaque()), ordering: .acquiringAndReleasing)
+                let old = liveCell.exchange(UInt(bitPattern: retained.toOpaque()), ordering: .acquiringAndReleasing)
+                // Readers may still be using the replaced container: its +1 goes to `formerLive`.
+                let replaced = Unmanaged<Container>.fromOpaque(UnsafeRawPointer(bitPattern: old)!).takeRetainedValue()
+                formerLive.withLock { $0.append(replaced) }
                 Generation.bump()
             }
         }
+
+        /// Every container that was `live` and was replaced, kept for the rest of the process
+        /// (see `liveCell`) where a leak checker can see it kept: a container kept only by a
+        /// reference count nothing points to is what LeakSanitizer (`swift test
+        /// --sanitize=address`) reports as leaked, with everything it holds, and fails the run.
+        private static let formerLive = Locked<[Container]>([])
 
         /// The live container, unretained (it is never freed): read it through
         /// `_withUnsafeGuaranteedRef`, which retains nothing.
