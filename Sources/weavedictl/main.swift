@@ -2,6 +2,9 @@ import Glibc
 import WeaveDIDaemon
 import WeaveDIPosix
 
+// Before anything opens a descriptor: with standard output closed, the control socket would
+// take descriptor 1, and what weavedictl prints would be sent to the daemon.
+CurrentProcess.openClosedStandardDescriptors()
 if let problem = CommandLineOptions.argumentNotUTF8(program: "weavedictl") {
     Terminal.error(problem)
     exit(ExitStatus.usage)
