@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 import WeaveDI
 import WeaveDIControl
@@ -13,7 +14,9 @@ import WeaveDIPosix
         let socket: String
         private let thread: PosixThread
 
-        init(answer: [UInt8], repeats: Int = 1) throws {
+        /// With `bytePause`, the answer goes out one byte at a time, with that pause (in
+        /// microseconds) after each: a peer that trickles.
+        init(answer: [UInt8], repeats: Int = 1, bytePause: UInt32? = nil) throws {
             socket = directory.path + "/control.sock"
             let listener = try UnixSocket.listen(at: UnixSocketAddress(path: socket), nonBlocking: false).release()
             thread = try PosixThread {
@@ -22,7 +25,14 @@ import WeaveDIPosix
                 defer { try? connection.close() }
                 _ = try? connection.receive(upToCount: 65_536)
                 for _ in 0..<repeats {
-                    guard (try? connection.sendAll(answer)) != nil else { return }
+                    guard let bytePause else {
+                        guard (try? connection.sendAll(answer)) != nil else { return }
+                        continue
+                    }
+                    for byte in answer {
+                        guard (try? connection.sendAll([byte])) != nil else { return }
+                        usleep(bytePause)
+                    }
                 }
             }
         }
@@ -48,6 +58,22 @@ import WeaveDIPosix
         // Searching the whole buffer again at each read took a minute for these 17 MiB.
         #expect(ContinuousClock.now - start < .seconds(10))
         peer.join()
+    }
+
+    @Test func aReplyTrickledInByteByByte_endsInTimedOut_withinItsReplyTimeout() throws {
+        // 200 bytes, one every 50 ms: 10 s for the reply, each read answered well within 1 s.
+        let text = #"{"parameters":{"version":""# + String(repeating: "a", count: 170) + #""}}"#
+        let peer = try RawPeer(answer: Array(text.utf8) + [0], bytePause: 50_000)
+        do {
+            let client = try VarlinkClient(path: peer.socket, timeout: .seconds(1))
+            let reply = try client.call("io.weavedi.Daemon.Ping")
+            Issue.record("the call succeeded: \(reply.parameters.count) parameters")
+        } catch let VarlinkClient.ConnectionError.timedOut(wait) {
+            #expect(wait == .seconds(1))
+        } catch {
+            Issue.record("unexpected error: \(error)")
+        }
+        peer.join()  // the client is gone: the peer's next byte fails
     }
 
     @Test func repliesWithMembersOfTheWrongType_areRefused_notTakenForSuccess() throws {

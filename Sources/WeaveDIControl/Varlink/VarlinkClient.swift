@@ -63,7 +63,8 @@ public final class VarlinkClient {
 
     /// The longest wait for each reply (of a `more` call, for each of its replies); nil waits
     /// for ever. A reply that does not come in time ends the call with
-    /// `ConnectionError.timedOut`.
+    /// `ConnectionError.timedOut`, however its bytes trickle in: the wait is for the whole
+    /// reply, not for each read.
     public var replyTimeout: Duration? {
         didSet { try? descriptor.setReceiveTimeout(replyTimeout) }
     }
@@ -105,8 +106,10 @@ public final class VarlinkClient {
 
     /// Reads one reply; one that cannot be decoded is a `ConnectionError.malformedReply`,
     /// not a `VarlinkFailure`, which is an error the daemon sent. So is one longer than
-    /// `maximumReplyBytes`, refused as soon as that many bytes came without a NUL.
+    /// `maximumReplyBytes`, refused as soon as that many bytes came without a NUL. It waits
+    /// `replyTimeout` at most in all, a peer that sends a byte now and then included.
     public func receive() throws -> VarlinkReply {
+        let deadline = replyTimeout.flatMap { $0 > .zero ? ContinuousClock.now + $0 : nil }
         while true {
             if let end = buffer[searched...].firstIndex(of: 0) {
                 let message = Array(buffer[..<end])
@@ -119,6 +122,12 @@ public final class VarlinkClient {
             searched = buffer.count
             guard buffer.count <= Self.maximumReplyBytes else {
                 throw ConnectionError.malformedReply("more than \(Self.maximumReplyBytes) bytes without the NUL that ends a reply")
+            }
+            if let deadline, let replyTimeout {
+                // Each read waits only for what is left of the reply's time.
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { throw ConnectionError.timedOut(replyTimeout) }
+                try? descriptor.setReceiveTimeout(left)
             }
             let chunk: [UInt8]
             do { chunk = try descriptor.receive(upToCount: 65_536) } catch .wouldBlock {
