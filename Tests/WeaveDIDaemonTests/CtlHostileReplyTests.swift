@@ -127,6 +127,21 @@ extension CtlHostileReplyTests {
         _ = listener
     }
 
+    /// Only 0 waits for ever: a positive wait too short to count in nanoseconds is the
+    /// shortest wait, not no limit.
+    @Test func aTimeoutTooShortForNanoseconds_isTheShortestWait_notNoLimit() throws {
+        var reader = ArgumentReader(["--timeout", "0.0000000001"])
+        while let token = reader.next() {
+            guard case let .option(name, value) = token else { continue }
+            try reader.shared(name, inline: value)
+        }
+        #expect(reader.options.timeout == .nanoseconds(1))
+        #expect(reader.options.replyTimeout() == .nanoseconds(1))
+        let fake = try FakeDaemon(raw: ["Ping": []])
+        let run = try CtlRun.run(["--socket", fake.socket, "--timeout", "0.0000000001", "ping"], timeout: .seconds(10))
+        #expect(run.code == 69 && run.error.hasPrefix("weavedictl: no reply to io.weavedi.Daemon.Ping"), "\(run.all)")
+    }
+
     @Test(arguments: ["-1", "abc", "1e3", "90000", "nan", ""])
     func aTimeoutThatIsNoNumberOfSeconds_isAUsageError(value: String) throws {
         let run = try CtlRun.run(["--timeout", value, "ping"])

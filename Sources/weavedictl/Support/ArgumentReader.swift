@@ -87,7 +87,9 @@ struct ArgumentReader {
             else {
                 throw error("--timeout needs a number of seconds from 0 (no limit) to \(Int(GlobalOptions.maximumTimeout)), got '\(text.escapingControlCharacters)'")
             }
-            options.timeout = .nanoseconds(Int64((seconds * 1e9).rounded()))
+            // A wait too short to count in nanoseconds is the shortest one, not zero (no limit).
+            let nanoseconds = Int64((seconds * 1e9).rounded())
+            options.timeout = .nanoseconds(seconds > 0 ? max(1, nanoseconds) : 0)
         case "--json":
             try flag(option, inline: inline)
             options.json = true
