@@ -16,14 +16,15 @@ import WeaveDIPosix
 
         /// With `bytePause`, the answer goes out one byte at a time, with that pause (in
         /// microseconds) after each: a peer that trickles.
-        init(answer: [UInt8], repeats: Int = 1, bytePause: UInt32? = nil) throws {
+        /// With `readsCall` false, the peer answers and closes without reading the call.
+        init(answer: [UInt8], repeats: Int = 1, bytePause: UInt32? = nil, readsCall: Bool = true) throws {
             socket = directory.path + "/control.sock"
             let listener = try UnixSocket.listen(at: UnixSocketAddress(path: socket), nonBlocking: false).release()
             thread = try PosixThread {
                 defer { try? listener.close() }
                 guard let connection = try? listener.accept(nonBlocking: false).release() else { return }
                 defer { try? connection.close() }
-                _ = try? connection.receive(upToCount: 65_536)
+                if readsCall { _ = try? connection.receive(upToCount: 65_536) }
                 for _ in 0..<repeats {
                     guard let bytePause else {
                         guard (try? connection.sendAll(answer)) != nil else { return }
@@ -74,6 +75,24 @@ import WeaveDIPosix
             Issue.record("unexpected error: \(error)")
         }
         peer.join()  // the client is gone: the peer's next byte fails
+    }
+
+    /// A daemon with no place left answers `LimitExceeded` and closes, maybe before the call
+    /// is sent: the call fails with that answer, not with the broken pipe of its send.
+    @Test func anAnswerSentBeforeTheCall_isTheCallsFailure_notABrokenPipe() throws {
+        let refusal = #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"clients","value":1}}"#
+        let peer = try RawPeer(answer: Array(refusal.utf8) + [0], readsCall: false)
+        let client = try VarlinkClient(path: peer.socket, timeout: .seconds(10))
+        peer.join()  // answered and closed: the call's send fails
+        do {
+            _ = try client.call("io.weavedi.Daemon.Ping")
+            Issue.record("the call succeeded")
+        } catch let failure as VarlinkFailure {
+            #expect(failure.name == "io.weavedi.Daemon.LimitExceeded")
+            #expect(failure.parameters.first?.1 == .string("clients"))
+        } catch {
+            Issue.record("unexpected error: \(error)")
+        }
     }
 
     @Test func repliesWithMembersOfTheWrongType_areRefused_notTakenForSuccess() throws {

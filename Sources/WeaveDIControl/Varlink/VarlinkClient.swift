@@ -74,10 +74,19 @@ public final class VarlinkClient {
     /// Sends `call` and returns its reply (the last one, for `more`; `onReply` sees each).
     /// A varlink error reply is thrown as `VarlinkFailure`; a reply that says more follow
     /// (`continues`) to a call without `more`, which varlink does not allow, as
-    /// `ConnectionError.malformedReply` (waiting for the rest could wait for ever).
+    /// `ConnectionError.malformedReply` (waiting for the rest could wait for ever). When the
+    /// call cannot be sent, an error reply the daemon sent before closing is thrown, not the
+    /// broken connection.
     @discardableResult
     public func call(_ call: VarlinkCall, onReply: (VarlinkReply) -> Void = { _ in }) throws -> VarlinkReply? {
-        try send(call)
+        do { try send(call) } catch let ConnectionError.broken(reason) {
+            // A daemon that refuses the connection (no place left) may answer and close before
+            // the call is sent: its error reply is there to read all the same. Only what has
+            // come is read; nothing more is waited for.
+            try? descriptor.setNonBlocking(true)
+            if let reply = try? receive(), let error = reply.error { throw VarlinkFailure(error, reply.parameters) }
+            throw ConnectionError.broken(reason)
+        }
         if call.oneway { return nil }
         while true {
             let reply = try receive()
