@@ -158,3 +158,23 @@ import WeaveDIPosix
         #expect(json.output == "{\"weavedictl\":\"\(DaemonVersion.current)\",\"daemon\":null}\n")
     }
 }
+
+extension CtlReadingTests {
+    /// A daemon with no place left refuses the connection (`LimitExceeded`): that says nothing
+    /// of its health, so `health` exits 69, as for a daemon it cannot reach, not 1 (unhealthy),
+    /// and says what to do.
+    @Test func aConnectionRefusedForWantOfAPlace_exits69_notUnhealthy() throws {
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", #"{"control": {"maxClients": 1}}"#)
+        let daemon = try readyDaemon(["--config", config], directory: directory)
+        let holder = try RawClient(daemon.defaultSocket)
+        try holder.send(#"{"method":"io.weavedi.Daemon.Ping"}"# + "\0")
+        try #require(holder.reply()?.contains(#""version""#) == true, "the only place was not taken")
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "health"])
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.output.isEmpty, "\(run.all)")
+        #expect(run.error.contains(#"io.weavedi.Daemon.LimitExceeded {"limit":"clients","value":1}"#), "\(run.error)")
+        #expect(run.error.contains("(control.maxClients: 1; the last places are kept for administrators). Try again once some have closed."),
+            "\(run.error)")
+    }
+}

@@ -23,7 +23,7 @@ import WeaveDIPosix
         for name in ctlSubcommands {
             #expect(run.output.contains("\n  \(name) "), "missing \(name)")
         }
-        #expect(run.output.contains("69 daemon unreachable or no reply in time;\n74 output not written; 77 permission denied"))
+        #expect(run.output.contains("69 daemon unreachable, without a place for\nanother client, or no reply in time; 74 output not written; 77 permission denied;"))
     }
 
     /// Output that cannot be written (a full disk, here `/dev/full`) is not lost in silence:

@@ -49,7 +49,7 @@ enum CtlError: Error {
     case timedOut(SocketLocation, method: String, wait: Duration)
     /// `io.weavedi.Daemon.PermissionDenied`: the method needs administrator rights.
     case permissionDenied(method: String, uid: Int?)
-    /// Any other varlink error reply.
+    /// Any other varlink error reply (exit 1; 69 for a connection refused for want of a place).
     case failure(VarlinkFailure, method: String)
     /// The configuration for the offline diagnostics is invalid.
     case configuration(ConfigurationError)
@@ -63,7 +63,8 @@ enum CtlError: Error {
         case let .socketPathTooLong(socket): socket.origin == .discovered ? ExitStatus.unavailable : ExitStatus.usage
         case .unreachable, .notASocket, .broken, .malformedReply, .timedOut: ExitStatus.unavailable
         case .socketNotPermitted, .permissionDenied: ExitStatus.noPermission
-        case .failure, .offline: ExitStatus.failure
+        case let .failure(failure, _): FailureHint.refusesConnection(failure) ? ExitStatus.unavailable : ExitStatus.failure
+        case .offline: ExitStatus.failure
         case .configuration: ExitStatus.configuration
         }
     }

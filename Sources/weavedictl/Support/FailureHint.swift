@@ -21,11 +21,36 @@ enum FailureHint {
             let advice = method.hasSuffix(".RunJob") ? " Use `weavedictl run-job NAME --wait` for long runs." : ""
             return "The call took longer than the daemon's control.callTimeout.\(advice)"
         case "LimitExceeded":
-            return "The daemon refused the connection: its '\(parameter("limit", of: failure))' limit was exceeded."
+            return limitExceeded(failure)
         case "MethodNotFound", "MethodNotImplemented", "InterfaceNotFound":
             return "The daemon does not offer this; is it an older version than weavedictl?"
         default:
             return nil
+        }
+    }
+
+    /// Whether `failure` is the daemon refusing the connection for want of a place
+    /// (`LimitExceeded` for `clients` or `clients per user`): the daemon cannot be used now,
+    /// as when it is not reachable (exit 69), which says nothing of what was asked.
+    static func refusesConnection(_ failure: VarlinkFailure) -> Bool {
+        guard failure.name.split(separator: ".").last == "LimitExceeded" else { return false }
+        let limit = failure.parameters.first { $0.0 == "limit" }?.1.stringValue
+        return limit == "clients" || limit == "clients per user"
+    }
+
+    /// What the limit is, and what to do: for the connection places, wait until some close.
+    private static func limitExceeded(_ failure: VarlinkFailure) -> String {
+        let limit = failure.parameters.first { $0.0 == "limit" }?.1.stringValue
+        let value = failure.parameters.first { $0.0 == "value" }?.1.intValue.map { ": \($0)" } ?? ""
+        switch limit {
+        case "clients":
+            return "The daemon refused the connection: it has as many clients connected as it takes "
+                + "(control.maxClients\(value); the last places are kept for administrators). Try again once some have closed."
+        case "clients per user":
+            return "The daemon refused the connection: your user has as many connections open as one user who is no "
+                + "administrator may have (control.maxClientsPerUser\(value)). Try again once some have closed."
+        default:
+            return "The daemon refused the connection: its '\(parameter("limit", of: failure))' limit was exceeded."
         }
     }
 
