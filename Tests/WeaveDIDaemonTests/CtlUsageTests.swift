@@ -36,6 +36,29 @@ import WeaveDIPosix
         #expect(run.error == "weavedictl: cannot write to standard output: No space left on device (ENOSPC)\n", "\(run.all)")
     }
 
+    /// A standard output left non-blocking by another process that shares it (a Node.js
+    /// parent, a shell) is full for now, not broken: weavedictl waits for room and writes it
+    /// all, instead of stopping at the pipe's 64 KiB with EAGAIN and exit 74.
+    @Test func aNonBlockingStandardOutput_getsAllTheOutput() throws {
+        let text = String(repeating: "weavedi_sample 1\n", count: 20_000)  // 340 KB
+        let fake = try FakeDaemon(["GetMetrics": [VarlinkReply(parameters: [("text", .string(text))])]])
+        let pipe = Pipe()
+        let writeEnd = pipe.fileHandleForWriting.fileDescriptor
+        _ = fcntl(writeEnd, F_SETFL, fcntl(writeEnd, F_GETFL) | O_NONBLOCK)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CtlRun.binary)
+        process.arguments = ["--socket", fake.socket, "metrics"]
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try pipe.fileHandleForWriting.close()
+        usleep(300_000)  // the pipe fills up before anything is read
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(output.count == text.utf8.count)
+    }
+
     /// An argument that is not valid UTF-8 (a path such as `c\xFF.json`) cannot be held as text
     /// without turning into another path: it is a usage error, not a read of another file or
     /// a connection to another socket.

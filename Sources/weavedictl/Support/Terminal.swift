@@ -74,11 +74,32 @@ struct Terminal {
 
     private static func write(_ text: String, to descriptor: FileDescriptor) {
         do {
-            try descriptor.writeAll(Array(text.utf8))
+            try writeAll(Array(text.utf8), to: descriptor)
         } catch {
             // Nothing more can be said when standard error fails too.
             guard descriptor == .standardOutput else { return }
             firstOutputFailure.withLock { first in first = first ?? error }
         }
+    }
+
+    /// Writes all of `bytes`, waiting for room when the descriptor is non-blocking: one shared
+    /// with another process may have been left so (by a shell, a Node.js parent), and a pipe
+    /// that is full for now is no failure to write.
+    private static func writeAll(_ bytes: [UInt8], to descriptor: FileDescriptor) throws(Errno) {
+        let failure: Errno? = bytes.withUnsafeBytes { buffer -> Errno? in
+            var offset = 0
+            while offset < buffer.count {
+                do throws(Errno) {
+                    offset += try descriptor.write(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+                } catch .wouldBlock {
+                    var entries = [PollDescriptor(descriptor, events: .writable)]
+                    do throws(Errno) { _ = try PollDescriptor.poll(&entries, timeout: nil) } catch { return error }
+                } catch {
+                    return error
+                }
+            }
+            return nil
+        }
+        if let failure { throw failure }
     }
 }
