@@ -44,6 +44,17 @@ import WeaveDIControl
         #expect(!run.output.contains("progress: "))
     }
 
+    /// A run that ends in an error after the bar was drawn (here no reply within --timeout):
+    /// the bar's line is ended first, so the error starts a line of its own.
+    @Test(.enabled(if: fileExists("/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
+    func runJob_wait_onATerminal_endsTheBarsLineBeforeAnError() throws {
+        let fake = try FakeDaemon(["RunJob": [.progress(files: 1, of: 4, bytes: 1024, of: 4096)]])
+        let command = "'\(CtlRun.binary)' --socket '\(fake.socket)' --timeout 0.5 run-job docs --wait"
+        let run = try CtlRun.execute(["/usr/bin/script", "-qec", command, "/dev/null"])
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.output.contains("1.0 KiB / 4.0 KiB\u{1B}[K\r\nweavedictl: no reply to io.weavedi.Daemon.RunJob"), "\(run.all)")
+    }
+
     @Test func runJob_json_printsEachReplyAsALine() throws {
         let fake = try FakeDaemon(["RunJob": Self.progressThenSuccess])
         let run = try CtlRun.run(["--socket", fake.socket, "--json", "run-job", "docs", "--wait"])

@@ -53,14 +53,22 @@ struct RunJobCommand: CtlCommand {
         let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: wait)
         let bar = ProgressBar()
         var drawn = false
-        let final = try context.perform(call, on: client) { reply in
-            guard reply.continues else { return }
-            if context.options.json {
-                context.printJSON(reply.object)
-            } else if let progress = reply.parameter("progress") {
-                context.terminal.write(bar.update(progress, isTerminal: context.terminal.isTerminal))
-                drawn = true
+        let final: VarlinkReply?
+        do {
+            final = try context.perform(call, on: client) { reply in
+                guard reply.continues else { return }
+                if context.options.json {
+                    context.printJSON(reply.object)
+                } else if let progress = reply.parameter("progress") {
+                    context.terminal.write(bar.update(progress, isTerminal: context.terminal.isTerminal))
+                    drawn = true
+                }
             }
+        } catch {
+            // The bar's line ends first, so that an error (the daemon gone, no reply in time)
+            // starts a line of its own on the terminal.
+            if drawn, context.terminal.isTerminal { context.terminal.line() }
+            throw error
         }
         if drawn, context.terminal.isTerminal { context.terminal.line() }
         let run = final?.parameter("run") ?? .null
