@@ -94,6 +94,10 @@ import WeaveDIPosix
         (["--socket"], "weavedictl: --socket needs a value", "SUBCOMMAND [ARGS]"),
         (["help", "ping", "extra"], "weavedictl: help takes one subcommand name; unexpected 'extra'", "SUBCOMMAND [ARGS]"),
         (["ping", "--", "--help"], "weavedictl ping: unexpected argument '--help'", "ping"),
+        (["ping", "--help=yes"], "weavedictl ping: --help takes no value", "ping"),
+        (["--help=yes"], "weavedictl: --help takes no value", "SUBCOMMAND [ARGS]"),
+        (["--version=1"], "weavedictl: --version takes no value", "SUBCOMMAND [ARGS]"),
+        (["ping", "--version"], "weavedictl ping: --version is weavedictl's own option: give it before any subcommand", "ping"),
     ])
     func usageMistakes_exit64WithTheProblemThenTheUsage(arguments: [String], problem: String, usage: String) throws {
         let run = try CtlRun.run(arguments)

@@ -96,6 +96,11 @@ struct ArgumentReader {
         case "--no-color":
             try flag(option, inline: inline)
             options.noColor = true
+        // Known, but not here: said so, rather than "unknown" for an option the help names.
+        case "--help" where inline != nil, "--version" where inline != nil:
+            throw error("\(option) takes no value")
+        case "--version":
+            throw error("--version is weavedictl's own option: give it before any subcommand (weavedictl --version)")
         default:
             throw error("unknown option '\(option)'")
         }
