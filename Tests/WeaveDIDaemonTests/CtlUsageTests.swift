@@ -155,6 +155,21 @@ import WeaveDIPosix
         #expect(discovered.error.contains("It stands where weavedid puts its control socket: remove it if nothing needs it"))
     }
 
+    /// A datagram socket (journald's, a notify socket) is no stream socket: connect says
+    /// EPROTOTYPE, and weavedictl says what the path is instead of asking whether weavedid runs.
+    @Test func aDatagramSocket_exits69SayingItIsNotAStreamSocket() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let path = directory.path + "/notify.sock"
+        let datagram = try UnixSocket.bindDatagram(at: UnixSocketAddress(path: path))
+        let run = try CtlRun.run(["--socket", path, "ping"], in: directory)
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error.hasPrefix("weavedictl: cannot connect to \(path): it is a socket of another type (datagram or sequenced-packet), "
+            + "not a stream socket as weavedid's is (connect: "), "\(run.error)")
+        #expect(run.error.contains("Pass the path of weavedid's control socket with --socket PATH") && !run.error.contains("Is weavedid running?"),
+            "\(run.error)")
+        _ = datagram
+    }
+
     @Test func socketPathTooLongForAnAddress_exits64NamingItsLengthAndWhereItCameFrom() throws {
         let directory = TemporaryDirectory("weavedictl")
         let socket = directory.path + "/" + String(repeating: "s", count: 110) + ".sock"

@@ -1,3 +1,4 @@
+import Glibc
 import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
@@ -40,6 +41,10 @@ struct CtlContext {
             if reason.hasSuffix("(\(Errno.permissionDenied.name))") { throw .socketNotPermitted(socket, reason: reason) }
             // connect(2) says ECONNREFUSED for a regular file or a directory, as for a socket
             // nobody listens on: only the file's type tells the two apart.
+            // A datagram or sequenced-packet socket (journald's, a notify socket) answers EPROTOTYPE.
+            if reason.hasSuffix("(\(Errno(rawValue: EPROTOTYPE).name))") {
+                throw .notASocket(socket, kind: .socket, reason: reason)
+            }
             if reason.hasSuffix("(\(Errno.connectionRefused.name))") || reason.hasSuffix("(\(Errno.notSocket.name))"),
                 let status = try? FileStatus(path: socket.path, followSymlinks: true), status.kind != .socket
             {

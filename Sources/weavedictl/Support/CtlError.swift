@@ -35,7 +35,8 @@ enum CtlError: Error {
     case usage(UsageError)
     /// Nothing answers at the socket.
     case unreachable(SocketLocation, reason: String)
-    /// The path names something other than a socket (connect said `reason`).
+    /// The path names something other than a socket, or (`kind` `.socket`) a socket of
+    /// another type than weavedid's stream socket (connect said `reason`).
     case notASocket(SocketLocation, kind: FileKind, reason: String)
     /// The socket's path does not fit in a Unix socket address (107 bytes).
     case socketPathTooLong(SocketLocation)
@@ -87,7 +88,10 @@ enum CtlError: Error {
             case .discovered:
                 "It stands where weavedid puts its control socket: remove it if nothing needs it, or pass the socket's path with --socket PATH."
             }
-            return "weavedictl: cannot connect to \(socket.shownPath): it is \(Self.describe(kind)), not a socket "
+            let what = kind == .socket
+                ? "it is a socket of another type (datagram or sequenced-packet), not a stream socket as weavedid's is "
+                : "it is \(Self.describe(kind)), not a socket "
+            return "weavedictl: cannot connect to \(socket.shownPath): " + what
                 + "(connect: \(reason.escapingControlCharacters))\n" + (socket.origin == .discovered ? "" : socket.searchNote) + advice
         case let .socketPathTooLong(socket):
             let maximum = UnixSocketAddress.maximumPathLength
