@@ -66,6 +66,16 @@ import WeaveDIPosix
         #expect(!checks.contains { $0[member: "name"]?.stringValue == "daemon.configuration" })
     }
 
+    /// A misspelt tag selects no check: the probe checked nothing, which is no pass (exit 1,
+    /// said on standard error), as a table, as JSON, for `health` and for `check`.
+    @Test(arguments: [["health"], ["check"], ["--json", "health"]])
+    func aTagThatSelectsNoCheck_exits1(command: [String]) throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket] + command + ["--tag", "readyness"])
+        #expect(run.code == 1, "\(run.all)")
+        #expect(run.error.contains("no health check has the tag 'readyness': nothing was checked"), "\(run.error)")
+    }
+
     /// `health --help` and `check --help` name every tag the daemon's checks carry, so that
     /// `--tag` can be used without reading the source.
     @Test func healthAndCheckHelp_nameEveryTagTheDaemonsChecksCarry() throws {

@@ -2,7 +2,8 @@ import WeaveDI
 import WeaveDIControl
 
 /// Prints an `io.weavedi.Daemon.Health` object for `health` and `check`, and decides their
-/// exit status: 1 when the overall status is anything but healthy.
+/// exit status: 1 when the overall status is anything but healthy, or when the tags given
+/// select no check.
 struct HealthTable {
     /// The `health` reply parameter.
     let health: JSONValue
@@ -33,6 +34,12 @@ struct HealthTable {
             context.printJSON(reply.object)
         } else {
             context.terminal.write(health.render(on: context.terminal))
+        }
+        if !tags.isEmpty, health.health.array("checks").isEmpty {
+            // A probe whose tag is misspelt (`--tag readyness`) checks nothing: that is no pass.
+            let named = tags.map { "'\($0.escapingControlCharacters)'" }.joined(separator: ", ")
+            Terminal.error("weavedictl: no health check has the tag \(named): nothing was checked; the daemon's tags are liveness, readiness and sync")
+            return ExitStatus.failure
         }
         return health.isHealthy ? ExitStatus.ok : ExitStatus.failure
     }
