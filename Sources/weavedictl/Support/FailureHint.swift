@@ -34,13 +34,13 @@ enum FailureHint {
     /// as when it is not reachable (exit 69), which says nothing of what was asked.
     static func refusesConnection(_ failure: VarlinkFailure) -> Bool {
         guard failure.name.split(separator: ".").last == "LimitExceeded" else { return false }
-        let limit = failure.parameters.first { $0.0 == "limit" }?.1.stringValue
+        let limit = optionalParameter("limit", of: failure)
         return limit == "clients" || limit == "clients per user"
     }
 
     /// What the limit is, and what to do: for the connection places, wait until some close.
     private static func limitExceeded(_ failure: VarlinkFailure) -> String {
-        let limit = failure.parameters.first { $0.0 == "limit" }?.1.stringValue
+        let limit = optionalParameter("limit", of: failure)
         let value = failure.parameters.first { $0.0 == "value" }?.1.intValue.map { ": \($0)" } ?? ""
         switch limit {
         case "clients":
