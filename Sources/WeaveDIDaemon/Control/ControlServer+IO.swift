@@ -272,11 +272,13 @@ extension ControlServer {
         return true
     }
 
-    /// The most reads of one connection in one turn of the I/O loop (a megabyte with the
-    /// 64 KiB receive buffer): a client that sends without pause, calls that need no reply
-    /// (`oneway`) say, which neither fill its output nor stay in flight, is read again at the
-    /// next turn, after every other connection has had its own.
-    static let readsPerTurn = 16
+    /// The most reads of one connection in one turn of the I/O loop (256 KiB with the 64 KiB
+    /// receive buffer): a client that sends without pause, calls that need no reply (`oneway`)
+    /// say, which neither fill its output nor stay in flight, is read again at the next turn,
+    /// after every other connection has had its own. A turn of a flooding client is what
+    /// another waits for (about 5,000 `Ping`s parsed and dispatched); at a megabyte a busy
+    /// machine made that wait over 2 s.
+    static let readsPerTurn = 4
 
     /// Whether a connection with nothing left to write stays open: one that broke a limit
     /// and whose client may still be sending lingers (`ControlConnection.lingering`) with
