@@ -73,7 +73,9 @@ enum RequestTag {}
                         _ = try? session.require(DisposalCounter<SessionTag>.self)
                         _ = try? requests[i].require(DisposalCounter<RequestTag>.self)
                         _ = try? requests[i].require(DisposalCounter<SessionTag>.self)
-                        _ = session.withCurrent { container.resolve(DisposalCounter<SessionTag>.self) }
+                        // `require`, not `resolve`: once the session closes, every `resolve`
+                        // would log an error line.
+                        _ = try? session.withCurrent { try container.require(DisposalCounter<SessionTag>.self) }
                         let late = session.openRequest(id: "late")
                         _ = try? late.require(SessionCache.self)
                         late.closeWithoutWaiting()
