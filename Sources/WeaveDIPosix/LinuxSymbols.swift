@@ -15,6 +15,7 @@ internal enum LinuxSymbols {
     typealias Pipe2 = @convention(c) @Sendable (UnsafeMutablePointer<Int32>?, Int32) -> Int32
     typealias SignalFD = @convention(c) @Sendable (Int32, UnsafePointer<sigset_t>?, Int32) -> Int32
     typealias AddChdir = @convention(c) @Sendable (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    typealias AddCloseFrom = @convention(c) @Sendable (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
     typealias CopyFileRange = @convention(c) @Sendable (
         Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32
     ) -> Int
@@ -43,6 +44,8 @@ internal enum LinuxSymbols {
     static let signalfd: SignalFD = resolve("signalfd", as: SignalFD.self)
     /// `posix_spawn_file_actions_addchdir_np(3)` (glibc 2.29 and later).
     static let addChdir: AddChdir = resolve("posix_spawn_file_actions_addchdir_np", as: AddChdir.self)
+    /// `posix_spawn_file_actions_addclosefrom_np(3)` (glibc 2.34 and later), nil before.
+    static let addCloseFrom: AddCloseFrom? = resolveIfPresent("posix_spawn_file_actions_addclosefrom_np", as: AddCloseFrom.self)
     /// `copy_file_range(2)` (glibc 2.27 and later).
     static let copyFileRange: CopyFileRange = resolve("copy_file_range", as: CopyFileRange.self)
     /// `sync_file_range(2)`.
@@ -75,9 +78,14 @@ internal enum LinuxSymbols {
     static let signalFDSiginfoSize = 128
 
     private static func resolve<F>(_ name: String, as type: F.Type) -> F {
-        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, name) else {
+        guard let function = resolveIfPresent(name, as: type) else {
             fatalError("WeaveDIPosix: libc symbol \(name) is missing")
         }
+        return function
+    }
+
+    private static func resolveIfPresent<F>(_ name: String, as type: F.Type) -> F? {
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, name) else { return nil }
         return unsafeBitCast(symbol, to: type)
     }
 }

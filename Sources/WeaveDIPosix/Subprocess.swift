@@ -5,8 +5,11 @@ import Glibc
 /// The child gets exactly the given environment, an empty signal mask and
 /// default dispositions for all signals (`POSIX_SPAWN_SETSIGMASK` and
 /// `POSIX_SPAWN_SETSIGDEF`), so it stays killable even when the parent blocks
-/// `SIGTERM` for a `SignalReader`. Captured output arrives on pipes owned by
-/// this value. The child is not reaped automatically: call `wait()`.
+/// `SIGTERM` for a `SignalReader`. The child gets descriptors 0 to 2 only:
+/// every other descriptor of this process, close-on-exec or not, is closed in it
+/// (glibc 2.34 and later), so a child never holds another's socket or pipe open
+/// by chance. Captured output arrives on pipes owned by this value. The child
+/// is not reaped automatically: call `wait()`.
 public struct Subprocess: ~Copyable, Sendable {
     /// The child's process id.
     public let pid: Int32
@@ -77,6 +80,11 @@ public struct Subprocess: ~Copyable, Sendable {
                     errorRead = Optional(pipe.readEnd)
                 }
             }
+        }
+
+        // Last, after the dup2s onto 0 to 2 that it must not undo.
+        if let addCloseFrom = LinuxSymbols.addCloseFrom {
+            try checkReturnedErrno(addCloseFrom(&actions, 3))
         }
 
         let argv = [path] + arguments

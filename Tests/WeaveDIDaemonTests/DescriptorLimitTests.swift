@@ -188,7 +188,7 @@ import WeaveDIPosix
             rounds += 1
             // The reserve holds what the runtime makes of its own (timers' descriptors, the
             // monitor's look into /proc; how many depends on the machine's load), never a
-            // connection; descriptors numbered past the limit were inherited.
+            // connection.
             let taken = sockets(daemon.pid, from: ceiling, below: limit)
             if !taken.isEmpty {
                 Issue.record("round \(rounds): connections in the reserve: \(taken)")

@@ -69,6 +69,20 @@ import WeaveDIPosix
         #expect(bits & (1 << (UInt64(SIGPIPE) - 1)) == 0)
     }
 
+    @Test func child_getsNoDescriptorButTheStandardOnes_evenOnesNotCloseOnExec() throws {
+        let directory = try TemporaryDirectory()
+        let inheritable = try FileDescriptor.open(directory.child("f"), .writeOnly, options: [.create], closeOnExec: false)
+        let raw = inheritable.descriptor.rawValue
+        #expect(try !inheritable.descriptor.isCloseOnExec())
+        let result = try Subprocess.run(
+            "/bin/sh", arguments: ["-c", "ls /proc/$$/fd; [ -e /proc/$$/fd/\(raw) ] && echo open || echo closed"],
+            environment: testEnvironment)
+        let lines = result.standardOutputText.split(separator: "\n")
+        #expect(lines.last == "closed", "descriptor \(raw) reached the child: \(lines)")
+        // The shell has 0 to 2 only (the parent has a dozen more, from the test runtime).
+        #expect(lines.dropLast() == ["0", "1", "2"], "\(lines)")
+    }
+
     @Test func capturedOutput_largerThanPipeBuffer_doesNotDeadlock() throws {
         let result = try Subprocess.run(
             "/bin/sh", arguments: ["-c", "head -c 300000 /dev/zero; head -c 200000 /dev/zero >&2"],
