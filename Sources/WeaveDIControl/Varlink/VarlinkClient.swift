@@ -7,6 +7,9 @@ public final class VarlinkClient {
     private var buffer: [UInt8] = []
     /// How much of `buffer` is known to hold no NUL: each byte is searched once.
     private var searched = 0
+    /// The bytes received, and those searched for a NUL, over the client's life: equal when
+    /// each byte is searched once, whatever the peer's chunks (a test holds it to that).
+    private(set) var bytesReceived = 0, bytesSearched = 0
     /// The longest reply read, without its NUL: the most a JSON document may have
     /// (`JSONLimits.maxBytes`, 16 MiB), as a longer one could not be decoded anyway.
     public static let maximumReplyBytes = JSONLimits().maxBytes
@@ -121,6 +124,7 @@ public final class VarlinkClient {
         let deadline = replyTimeout.flatMap { $0 > .zero ? ContinuousClock.now + $0 : nil }
         while true {
             if let end = buffer[searched...].firstIndex(of: 0) {
+                bytesSearched += end + 1 - searched
                 let message = Array(buffer[..<end])
                 buffer.removeFirst(end + 1)
                 searched = 0
@@ -128,6 +132,7 @@ public final class VarlinkClient {
                     throw ConnectionError.malformedReply(error.reason ?? error.description)
                 }
             }
+            bytesSearched += buffer.count - searched
             searched = buffer.count
             guard buffer.count <= Self.maximumReplyBytes else {
                 throw ConnectionError.malformedReply("more than \(Self.maximumReplyBytes) bytes without the NUL that ends a reply")
@@ -145,6 +150,7 @@ public final class VarlinkClient {
                 throw ConnectionError.broken("\(error)")
             }
             if chunk.isEmpty { throw ConnectionError.broken("the daemon closed the connection") }
+            bytesReceived += chunk.count
             buffer += chunk
         }
     }
