@@ -139,6 +139,16 @@ public enum DaemonMain {
             return 1
         }
         log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath ?? "built-in default"))")
+        // Before anything touches the state directory (or binds the socket): a second daemon on
+        // it would run the same jobs and remove the first one's writes in progress. Held until
+        // the process exits; `--check-config` never comes here.
+        do {
+            _ = try StateDirectoryLock.acquire(directory: configuration.stateDirectory)
+        } catch {
+            log.error("daemon", "\(error)")
+            notifier.notify("STATUS=failed: \(error)", "ERRNO=\(error.errno)")
+            return error.exitStatus
+        }
         DescriptorLimit.log(descriptorLimit, to: log)
         let supervisor = Supervisor(context: context, configuration: configuration)
         let loop = MainLoop(

@@ -76,6 +76,8 @@ internal enum LinuxSymbols {
     static let atEmptyPath: Int32 = 0x1000
     /// Size of `struct signalfd_siginfo`, fixed by the kernel ABI.
     static let signalFDSiginfoSize = 128
+    /// `F_OFD_SETLK` from `<fcntl.h>` (`_GNU_SOURCE`, Linux 3.15): 37 on every architecture.
+    static let openFileDescriptionSetLock: Int32 = 37
 
     private static func resolve<F>(_ name: String, as type: F.Type) -> F {
         guard let function = resolveIfPresent(name, as: type) else {

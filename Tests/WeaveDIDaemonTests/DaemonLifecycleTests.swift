@@ -236,7 +236,8 @@ import WeaveDIPosix
         let first = try DaemonProcess(directory: directory)
         #expect(first.waitForLog("ready;"))
         #expect(first.log.contains("removed the stale socket"))
-        let second = try DaemonProcess(directory: directory)
+        // A state directory of its own: one the first daemon holds would refuse it before.
+        let second = try DaemonProcess(environment: ["STATE_DIRECTORY": directory.path + "/state2"], directory: directory)
         #expect(second.wait() == .exited(1))
         #expect(second.log.contains("another daemon is listening on \(stalePath)"))
         // Said once, naming the service: "control: …".
