@@ -22,8 +22,10 @@ public enum DaemonMain {
     /// Exit status when what was asked for could not be written to standard output (EX_IOERR).
     public static let exitOutputError: Int32 = 74
 
-    /// The signals the main loop handles; blocked in every thread.
-    static let handledSignals: SignalSet = [.terminate, .interrupt, .hangup]
+    /// The signals the main loop handles; blocked in every thread. SIGUSR1 and SIGUSR2 are
+    /// read only to be ignored, said in the log: their default action ends the process, and a
+    /// stray `kill -USR1` (meant for another program, or for log rotation) must not.
+    static let handledSignals: SignalSet = [.terminate, .interrupt, .hangup, .user1, .user2]
 
     /// Blocks the handled signals and ignores SIGPIPE. Call first thing in `main`, before any
     /// thread exists, so that every thread inherits the mask and a signal can only arrive

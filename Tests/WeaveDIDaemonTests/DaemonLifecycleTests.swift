@@ -149,6 +149,24 @@ import WeaveDIPosix
         }
     }
 
+    /// SIGUSR1 and SIGUSR2 are no signals of the daemon's, and their default action would end
+    /// it: a stray one, while it starts (once it blocked its signals) or once it runs, is said
+    /// in the log with the signals it does use, and changes nothing.
+    @Test func sigusr1AndSigusr2_areIgnored_andSaidInTheLog() throws {
+        let daemon = try DaemonProcess()
+        try #require(daemon.waitUntilSignalsBlocked())
+        daemon.send(.user1)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        daemon.send(.user2)
+        for name in ["SIGUSR1", "SIGUSR2"] {
+            #expect(daemon.waitForLog("notice  daemon: \(name) from pid \(getpid()) ignored: weavedid stops on SIGTERM or SIGINT "
+                + "and reloads its configuration on SIGHUP, and uses no other signal"), "\(daemon.log)")
+        }
+        #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     @Test func watchdog_pingsEveryHalfInterval() throws {
         let (pings, _) = try pings(watchdogUSec: "200000", over: .milliseconds(1_100))
         #expect(pings >= 3 && pings <= 20, "\(pings) pings in 1.1 s at a 100 ms period")

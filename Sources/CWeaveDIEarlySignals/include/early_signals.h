@@ -3,7 +3,8 @@
 
 #include <stdbool.h>
 
-/// Whether the constructor in early_signals.c blocked SIGTERM, SIGINT and SIGHUP before main.
+/// Whether the constructor in early_signals.c blocked SIGTERM, SIGINT, SIGHUP, SIGUSR1 and
+/// SIGUSR2 before main.
 bool weavedi_signals_blocked_early(void);
 
 #endif

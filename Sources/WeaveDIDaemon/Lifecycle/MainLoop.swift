@@ -19,6 +19,9 @@ final class MainLoop {
     /// The withheld pings, said at most 3 times a minute: with a short `WATCHDOG_USEC` a stall
     /// would otherwise write a line every few milliseconds.
     private let withheldPings = LogThrottle(interval: .seconds(60), burst: 3)
+    /// The signals read only to be ignored (SIGUSR1, SIGUSR2), said at most 10 times a minute:
+    /// a sender in a loop must not flood the log.
+    private let ignoredSignals = LogThrottle(interval: .seconds(60), burst: 10)
 
     init(signals: consuming SignalReader, context: DaemonContext, supervisor: Supervisor, watchdog: WatchdogSettings?) {
         self.signals = signals
@@ -73,7 +76,8 @@ final class MainLoop {
                     case .hangup:
                         Task { await supervisor.reloadForSignal() }
                     default:
-                        break
+                        ignoredSignals.notice(context.log, "daemon", "\(received.signal.name) from pid \(received.senderPID) ignored: "
+                            + "weavedid stops on SIGTERM or SIGINT and reloads its configuration on SIGHUP, and uses no other signal")
                     }
                 }
             }

@@ -29,6 +29,15 @@ final class LogThrottle: Sendable {
     /// Writes `message` as a warning of `subsystem` unless this throttle wrote `burst` lines
     /// within the current interval; then only counts it.
     func warning(_ log: DaemonLog, _ subsystem: String, _ message: @autoclosure () -> String) {
+        write(.warning, log, subsystem, message())
+    }
+
+    /// `warning(_:_:_:)` at the notice level.
+    func notice(_ log: DaemonLog, _ subsystem: String, _ message: @autoclosure () -> String) {
+        write(.notice, log, subsystem, message())
+    }
+
+    private func write(_ level: DaemonLogLevel, _ log: DaemonLog, _ subsystem: String, _ message: @autoclosure () -> String) {
         let time = now()
         let leftOut: Int? = state.withLock { state in
             if !state.started || time &- state.windowStart >= interval {
@@ -46,9 +55,9 @@ final class LogThrottle: Sendable {
         }
         guard let leftOut else { return }
         if leftOut == 0 {
-            log.warning(subsystem, message())
+            log.log(level, subsystem, message())
         } else {
-            log.warning(subsystem, message() + " (\(leftOut) more like it were not logged: at most \(burst) \(intervalText))")
+            log.log(level, subsystem, message() + " (\(leftOut) more like it were not logged: at most \(burst) \(intervalText))")
         }
     }
 }
