@@ -52,6 +52,16 @@ public struct CommandLineOptions: Sendable, Equatable {
     public static func parse(_ arguments: [String]) -> Result<CommandLineOptions, UsageError> {
         var options = CommandLineOptions()
         var index = 0
+        // A second `--config` is refused rather than taken over the first: which file the
+        // daemon runs on must not depend on which of two a wrapper or a drop-in put last.
+        func setConfigPath(_ path: String) -> UsageError? {
+            if let first = options.configPath {
+                return UsageError(description: "--config given twice (\"\(first.escapingControlCharacters)\", then "
+                    + "\"\(path.escapingControlCharacters)\"); give it once")
+            }
+            options.configPath = path
+            return nil
+        }
         while index < arguments.count {
             let argument = arguments[index]
             switch argument {
@@ -59,12 +69,12 @@ public struct CommandLineOptions: Sendable, Equatable {
                 guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else {
                     return .failure(UsageError(description: "--config needs a path"))
                 }
-                options.configPath = arguments[index + 1]
+                if let error = setConfigPath(arguments[index + 1]) { return .failure(error) }
                 index += 1
             case _ where argument.hasPrefix("--config="):
                 let path = String(argument.dropFirst("--config=".count))
                 guard !path.isEmpty else { return .failure(UsageError(description: "--config needs a path")) }
-                options.configPath = path
+                if let error = setConfigPath(path) { return .failure(error) }
             case "--check-config": options.checkConfig = true
             case "--version": options.version = true
             case "--help", "-h": options.help = true

@@ -39,7 +39,10 @@ import WeaveDIPosix
         #expect(help.contains("XDG_RUNTIME_DIR") && help.contains("./.weavedi/run/control.sock"), "\(help)")
     }
 
-    @Test(arguments: [["--bogus"], ["--config"], ["--config="], ["extra"]])
+    @Test(arguments: [
+        ["--bogus"], ["--config"], ["--config="], ["extra"],
+        ["--config", "/a.json", "--config", "/b.json"], ["--config=/a.json", "--check-config", "--config", "/a.json"],
+    ])
     func usageMistakes_exit64_withTheUsage(arguments: [String]) throws {
         let result = try run(arguments)
         #expect(result.status == .exited(64))
@@ -68,6 +71,12 @@ import WeaveDIPosix
             == CommandLineOptions(configPath: "/x.json", checkConfig: true))
         #expect(try CommandLineOptions.parse(["--config=/y.json"]).get().configPath == "/y.json")
         #expect(throws: CommandLineOptions.UsageError.self) { try CommandLineOptions.parse(["-x"]).get() }
+        // The last one is not taken silently over the first.
+        guard case let .failure(twice) = CommandLineOptions.parse(["--config", "/x.json", "--config=/y\u{1B}.json"]) else {
+            Issue.record("a second --config was taken")
+            return
+        }
+        #expect(twice.description == #"--config given twice ("/x.json", then "/y\u{1B}.json"); give it once"#)
     }
 }
 
