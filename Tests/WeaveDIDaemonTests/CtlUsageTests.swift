@@ -106,18 +106,50 @@ import WeaveDIPosix
         #expect(run.error.contains("usage: weavedictl [--socket PATH] [--timeout SECONDS] [--json] [--no-color] \(usage)"))
     }
 
-    /// `-h` and `--help` ask for help wherever they stand as options, even after a mistake;
+    /// `-h` and `--help` ask for help wherever they stand as options, even after a mistake
+    /// and after an option that needs a value (a value that starts with `--` is given inline);
     /// but given as an option's value (a tag, a filter, a socket path) they are that value.
     @Test func help_isAskedForByAnOption_notByAnOptionsValue() throws {
-        for arguments in [["health", "--tag", "x", "-h"], ["health", "--bogus", "--help"], ["-h", "health"]] {
+        for arguments in [["health", "--tag", "x", "-h"], ["health", "--bogus", "--help"], ["-h", "health"], ["log-level", "--filter", "--help"]] {
             let run = try CtlRun.run(arguments)
             #expect(run.code == 0 && run.output.hasPrefix("usage: weavedictl "), "\(arguments): \(run.all)")
         }
-        for arguments in [["health", "--tag", "-h"], ["log-level", "--filter", "--help"], ["ping", "--socket", "-h"]] {
+        for arguments in [["health", "--tag", "-h"], ["log-level", "--filter=--help"], ["ping", "--socket", "-h"]] {
             let run = try CtlRun.run(arguments + (arguments.contains("--socket") ? [] : ["--socket", "/nonexistent/control.sock"]))
             #expect(run.code == 69 && run.output.isEmpty, "\(arguments): \(run.all)")
             #expect(run.error.hasPrefix("weavedictl: cannot connect to "), "\(arguments): \(run.all)")
         }
+    }
+
+    /// An option that needs a value, followed by another option, was given no value: that is
+    /// a usage error, not the other option taken as the value (`--tag --json` is no tag
+    /// "--json" and no JSON output). `--tag=--json` is the way to give such a value.
+    @Test(arguments: [
+        (["health", "--tag", "--json"], "weavedictl health: --tag needs a value, but '--json' follows it; a value that starts with -- is given as --tag=VALUE"),
+        (["check", "--tag", "--", "x"], "weavedictl check: --tag needs a value, but '--' follows it"),
+        (["log-level", "--filter", "--no-color"], "weavedictl log-level: --filter needs a value, but '--no-color' follows it"),
+        (["fixes", "--limit", "--json"], "weavedictl fixes: --limit needs a value, but '--json' follows it"),
+        (["check-cycles", "--offline", "--config", "--json"], "weavedictl check-cycles: --config needs a value, but '--json' follows it"),
+        (["--socket", "--json", "ping"], "weavedictl: --socket needs a value, but '--json' follows it"),
+        (["ping", "--timeout", "--json"], "weavedictl ping: --timeout needs a value, but '--json' follows it"),
+    ])
+    func anOptionFollowedByAnotherOption_hasNoValue_andExits64(arguments: [String], problem: String) throws {
+        let run = try CtlRun.run(arguments + ["--socket=/nonexistent/control.sock"])
+        #expect(run.code == 64, "\(run.all)")
+        #expect(run.error.hasPrefix(problem), "\(run.all)")
+        #expect(run.output.isEmpty, "\(run.all)")
+    }
+
+    /// A value that starts with `--`, given inline, is that value.
+    @Test func aValueThatStartsWithDashes_isGivenInline() throws {
+        let fake = try FakeDaemon(["GetHealth": [VarlinkReply(parameters: [("health", .object([
+            ("status", .string("healthy")), ("score", .int(100)),
+            ("checks", .array([.object([("name", .string("a")), ("status", .string("healthy")), ("tags", .array([.string("--json")]))])])),
+        ]))])]])
+        let run = try CtlRun.run(["--socket", fake.socket, "health", "--tag=--json"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(!run.output.hasPrefix("{"), "--json is the tag, not the option: \(run.all)")
+        #expect(fake.calls.first?.parameters.first { $0.0 == "tags" }?.1 == .array([.string("--json")]), "\(fake.calls)")
     }
 
     @Test func unreachableSocket_exits69NamingTheSocketAndHowToStartTheDaemon() throws {

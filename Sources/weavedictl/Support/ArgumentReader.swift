@@ -57,14 +57,21 @@ struct ArgumentReader {
         return .argument(argument)
     }
 
-    /// The value of `option`: the inline one, else the next argument.
+    /// The value of `option`: the inline one, else the next argument. A next argument that
+    /// starts with `--` is an option the user forgot the value before (`--tag --json`), not the
+    /// value: such a value is given inline (`--tag=--json`).
     mutating func value(of option: String, inline: String?) throws(UsageError) -> String {
         let value: String
         if let inline {
             value = inline
         } else {
             guard position < arguments.count else { throw error("\(option) needs a value") }
-            value = arguments[position]
+            let next = arguments[position]
+            guard !next.hasPrefix("--") else {
+                throw error("\(option) needs a value, but '\(next)' follows it; "
+                    + "a value that starts with -- is given as \(option)=VALUE")
+            }
+            value = next
             position += 1
         }
         guard !value.isEmpty else { throw error("\(option) needs a non-empty value") }
