@@ -100,9 +100,14 @@ enum WeaveDICtl {
                 Terminal(colors: false).line(help)
                 return nil
             }
-            let topicName: String = switch topic {
-            case let .argument(argument): argument
-            case let .option(option, _): option
+            let topicName: String
+            switch topic {
+            case let .argument(argument): topicName = argument
+            // `help --help`: help about help is the general help.
+            case .option("--help", nil), .option("-h", nil):
+                Terminal(colors: false).line(help)
+                return nil
+            case let .option(option, _): topicName = option
             }
             guard let command = subcommand(named: topicName) else {
                 throw UsageError(message: "no help for '\(topicName)': not a subcommand", command: nil)

@@ -74,6 +74,18 @@ import WeaveDIPosix
         #expect(run.output.isEmpty, "\(run.all)")
     }
 
+    /// Help about `help` is the general help, not "no help for '--help'".
+    @Test func helpAboutHelp_printsTheGeneralHelp() throws {
+        let general = try CtlRun.run(["--help"])
+        for arguments in [["help", "--help"], ["help", "-h"], ["help"]] {
+            let run = try CtlRun.run(arguments)
+            #expect(run.code == 0 && run.error.isEmpty, "\(arguments): \(run.all)")
+            #expect(run.output == general.output, "\(arguments): \(run.all)")
+        }
+        let wrong = try CtlRun.run(["help", "--bogus"])
+        #expect(wrong.code == 64 && wrong.error.hasPrefix("weavedictl: no help for '--bogus': not a subcommand"), "\(wrong.all)")
+    }
+
     @Test func unknownSubcommand_exits64NamingIt() throws {
         let run = try CtlRun.run(["frobnicate"])
         #expect(run.code == 64)
