@@ -41,21 +41,33 @@ enum WeaveDICtl {
 
     /// Runs the command line `arguments` (without the program name); returns the exit status:
     /// 74 when standard output could not be written, whatever the command found.
+    /// `environmentNotUTF8` names the variables left out of `environment` for not being UTF-8.
     static func main(
-        arguments: [String], environment: [String: String], workingDirectory: String, isTerminal: Bool
+        arguments: [String], environment: [String: String], environmentNotUTF8: [String] = [], workingDirectory: String,
+        isTerminal: Bool
     ) async -> Int32 {
-        let status = await run(arguments: arguments, environment: environment, workingDirectory: workingDirectory, isTerminal: isTerminal)
+        let status = await run(
+            arguments: arguments, environment: environment, environmentNotUTF8: environmentNotUTF8,
+            workingDirectory: workingDirectory, isTerminal: isTerminal)
         guard let failure = Terminal.outputFailure else { return status }
         Terminal.error("weavedictl: cannot write to standard output: \(failure)")
         return ExitStatus.output
     }
 
     private static func run(
-        arguments: [String], environment: [String: String], workingDirectory: String, isTerminal: Bool
+        arguments: [String], environment: [String: String], environmentNotUTF8: [String], workingDirectory: String,
+        isTerminal: Bool
     ) async -> Int32 {
         var reader = ArgumentReader(arguments)
         do {
             guard let command = try parseRoot(&reader) else { return ExitStatus.ok }
+            // A variable that finds the socket cannot just be left out: another socket would be
+            // found. Only a parsed --socket makes it unused (not "--socket" as another
+            // option's value or after `--`).
+            if reader.options.socket == nil, let name = environmentNotUTF8.first(where: SocketLocation.environmentNames.contains) {
+                Terminal.error("weavedictl: the environment variable \(name) is not valid UTF-8, and text would turn its path into another path; give the socket with --socket PATH")
+                return ExitStatus.usage
+            }
             let context = CtlContext(
                 options: reader.options, environment: environment, workingDirectory: workingDirectory, isTerminal: isTerminal)
             return try await command.run(in: context)

@@ -250,6 +250,25 @@ import WeaveDIPosix
         #expect(!run.error.contains("\(socket) does not exist") && !run.error.contains("\(socket) exists"), "\(run.error)")
     }
 
+    /// A `WEAVEDI_SOCKET` that is not valid UTF-8 is refused unless a `--socket` option was
+    /// read: "--socket" as a job's name (after `--`) or as another option's value is none, and
+    /// leaving the variable out would find another daemon's socket (here a fake one).
+    @Test func aSocketVariableThatIsNotUTF8_isRefused_unlessTheSocketOptionWasParsed() throws {
+        let other = try FakeDaemon([:])
+        for arguments in [["run-job", "--", "--socket"], ["health", "--tag=--socket"], ["pause-job", "--", "--socket=x"]] {
+            let command = ([CtlRun.binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
+            let run = try CtlRun.execute([
+                "/bin/sh", "-c", #"WEAVEDI_SOCKET="$(printf '/tmp/x\377')" RUNTIME_DIRECTORY="$0" exec "# + command, other.directory.path,
+            ])
+            #expect(run.code == 64, "\(arguments): \(run.all)")
+            #expect(run.error.hasPrefix("weavedictl: the environment variable WEAVEDI_SOCKET is not valid UTF-8"), "\(arguments): \(run.all)")
+        }
+        #expect(other.calls.isEmpty, "\(other.calls)")
+        let given = try CtlRun.execute(
+            ["/bin/sh", "-c", #"WEAVEDI_SOCKET="$(printf '/tmp/x\377')" exec "$0" run-job --socket="$1" -- --socket"#, CtlRun.binary, other.socket])
+        #expect(given.code == 69 && other.calls.map(\.method) == ["io.weavedi.Daemon.RunJob"], "\(given.all)")
+    }
+
     @Test func weavediSocket_isHonoured_andSocketOptionWins() throws {
         let daemon = try readyDaemon()
         let viaEnvironment = try CtlRun.run(["ping"], environment: ["WEAVEDI_SOCKET": daemon.defaultSocket])
