@@ -50,6 +50,27 @@ import WeaveDIControl
         #expect(run.output.contains(" components, "))
     }
 
+    /// `--offline` reads `WEAVEDI_LOG_LEVEL` as the library does in the daemon: a value that
+    /// is no level is said on standard error (quoted, escaped, shortened), not ignored in
+    /// silence; a valid one in another case or with spaces around is taken without a word.
+    @Test func offline_anInvalidLogLevel_isReported_asTheDaemonReportsIt() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let config = defaultsFile(in: directory)
+        let loud = try CtlRun.run(
+            ["check-cycles", "--offline", "--config", config, "--json"], environment: ["WEAVEDI_LOG_LEVEL": "loud\u{1B}[2J"], in: directory)
+        #expect(loud.code == 0, "\(loud.all)")
+        #expect(loud.error == #"weavedictl: WEAVEDI_LOG_LEVEL="loud\u001b[2J" is not valid (accepted: all, registration, optimization, errors, off); using errors"# + "\n",
+            "\(loud.all)")
+        #expect(loud.output.hasPrefix("{\"componentCount\":"), "the diagnosis still runs: \(loud.all)")
+        let long = try CtlRun.run(
+            ["diagnose-components", "--offline", "--config", config], environment: ["WEAVEDI_LOG_LEVEL": String(repeating: "x", count: 100_000)],
+            in: directory)
+        #expect(long.error.contains("(100000 characters) is not valid") && long.error.utf8.count < 300, "\(long.error.prefix(400))")
+        let valid = try CtlRun.run(
+            ["diagnose-components", "--offline", "--config", config], environment: ["WEAVEDI_LOG_LEVEL": " Errors "], in: directory)
+        #expect(valid.code == 0 && valid.error.isEmpty, "\(valid.all)")
+    }
+
     @Test func offline_invalidConfiguration_exits78WithTheLoadersMessage() throws {
         let directory = TemporaryDirectory("weavedictl")
         let file = directory.write("bad.json", "{\"control\": {\"maxClients\": -3}}")

@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIControl
 import WeaveDIDaemon
 
 /// `--offline [--config PATH]` of `diagnose-components` and `check-cycles`: bootstrap the
@@ -36,6 +37,7 @@ struct OfflineOptions {
     /// The daemon's container, bootstrapped from the configuration (exit 78 when it is invalid).
     /// The library logs errors only, unless `WEAVEDI_LOG_LEVEL` says otherwise.
     func container(in context: CtlContext) async throws(CtlError) -> WeaveDI.Container {
+        let level = Self.logLevel(environment: context.environment)
         let configuration: DaemonConfiguration
         do {
             configuration = try DaemonConfiguration.resolve(
@@ -44,11 +46,24 @@ struct OfflineOptions {
             throw .configuration(error)
         }
         // The library's registration chatter would bury the result; WEAVEDI_LOG_LEVEL brings it back.
-        WeaveDILog.level = context.environment["WEAVEDI_LOG_LEVEL"].flatMap(LogLevel.init(name:)) ?? .errors
+        WeaveDILog.level = level
         do {
             return try await OfflineDiagnostics.container(configuration: configuration)
         } catch {
             throw .offline("cannot bootstrap the daemon's modules: \(error)")
         }
+    }
+
+    /// The library's log level: `WEAVEDI_LOG_LEVEL` read as the library reads it (any case,
+    /// spaces around ignored), else errors only. A value that is no level is said on standard
+    /// error, as the daemon logs it, rather than ignored in silence.
+    static func logLevel(environment: [String: String]) -> LogLevel {
+        guard let raw = environment["WEAVEDI_LOG_LEVEL"] else { return .errors }
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        let trimmed = raw.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
+        if let level = LogLevel(name: String(trimmed)) { return level }
+        Terminal.error("weavedictl: WEAVEDI_LOG_LEVEL=\(JSONValue.quotedForMessage(raw).escapingControlCharacters) is not valid "
+            + "(accepted: \(LogLevel.allCases.map(\.rawValue).joined(separator: ", "))); using errors")
+        return .errors
     }
 }
