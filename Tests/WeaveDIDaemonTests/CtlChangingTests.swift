@@ -57,6 +57,31 @@ import WeaveDIControl
         let run = try CtlRun.run(["--socket", daemon.defaultSocket] + arguments)
         #expect(run.code == 1, "\(run.all)")
         #expect(run.error.contains("io.weavedi.Daemon.NoSuchJob {\"name\":\"nope\"}"))
+        #expect(run.error.contains("No job is named \"nope\"; `weavedictl jobs` lists them."), "\(run.error)")
         #expect(run.output.isEmpty)
+    }
+
+    /// A job name of 120 KB comes back in the daemon's `NoSuchJob`: the error quotes it
+    /// shortened, with its length, in the failure and in the hint, instead of twice in full.
+    @Test(arguments: [["run-job"], ["pause-job"], ["resume-job"]])
+    func aVeryLongUnknownJobName_isShortenedInTheError(arguments: [String]) throws {
+        let daemon = try readyDaemon()
+        let name = String(repeating: "j", count: 120_000)
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket] + arguments + [name])
+        #expect(run.code == 1, "\(run.all.prefix(500))")
+        let shown = "\"" + String(repeating: "j", count: 57) + "...\" (120000 characters)"
+        #expect(run.error.contains("io.weavedi.Daemon.NoSuchJob {\"name\":\(shown)}\n"), "\(run.error.prefix(500))")
+        #expect(run.error.hasSuffix("No job is named \(shown); `weavedictl jobs` lists them.\n"), "\(run.error.prefix(500))")
+        #expect(run.error.utf8.count < 500, "\(run.error.prefix(500))")
+    }
+
+    /// The daemon's explanation (`reason`) is shown whole, however long.
+    @Test func aLongReason_isShownWhole() throws {
+        let reason = String(repeating: "r", count: 200)
+        let fake = try FakeDaemon(["Reload": [VarlinkReply(parameters: [("reason", .string(reason))], error: "io.weavedi.Daemon.ReloadRefused")]])
+        let run = try CtlRun.run(["--socket", fake.socket, "reload"])
+        #expect(run.code == 1, "\(run.all)")
+        #expect(run.error.hasPrefix("weavedictl: io.weavedi.Daemon.Reload failed: io.weavedi.Daemon.ReloadRefused {\"reason\":\"\(reason)\"}\n"),
+            "\(run.error)")
     }
 }

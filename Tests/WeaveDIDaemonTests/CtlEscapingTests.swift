@@ -10,6 +10,8 @@ import WeaveDIControl
     /// An ANSI colour, a line break, and a C1 CSI (which JSON leaves as it is).
     private static let hostile = "x\u{1B}[31mRED\nline2\u{9B}2J"
     private static let escaped = #"x\u{1B}[31mRED\nline2\u{9B}2J"#
+    /// `hostile` quoted as a JSON string, then escaped (JSON leaves the C1 CSI as it is).
+    private static let quoted = #""x\u001b[31mRED\nline2\u{9B}2J""#
 
     /// Whether `text` holds a control character other than the line breaks ending its lines.
     private func hasControl(_ text: String) -> Bool {
@@ -21,7 +23,7 @@ import WeaveDIControl
         let run = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "x\u{1B}[31mRED\nline2"])
         #expect(run.code == 1, "\(run.all)")
         #expect(!hasEscape(run.all), "\(run.all)")
-        #expect(run.error.hasSuffix(#"No job is named 'x\u{1B}[31mRED\nline2'; `weavedictl jobs` lists them."# + "\n"), "\(run.error)")
+        #expect(run.error.hasSuffix(#"No job is named "x\u001b[31mRED\nline2"; `weavedictl jobs` lists them."# + "\n"), "\(run.error)")
         #expect(run.error.split(separator: "\n").count == 2, "\(run.error)")
     }
 
@@ -29,8 +31,8 @@ import WeaveDIControl
         let method = "io.weavedi.Daemon.RunJob"
         let hostile = JSONValue.string(Self.hostile)
         let cases: [(VarlinkFailure, String)] = [
-            (VarlinkFailure("io.weavedi.Daemon.NoSuchJob", [("name", hostile)]), "No job is named '\(Self.escaped)'"),
-            (VarlinkFailure("io.weavedi.Daemon.NoSuchCheck", [("name", hostile)]), "No health check is named '\(Self.escaped)'"),
+            (VarlinkFailure("io.weavedi.Daemon.NoSuchJob", [("name", hostile)]), "No job is named \(Self.quoted);"),
+            (VarlinkFailure("io.weavedi.Daemon.NoSuchCheck", [("name", hostile)]), "No health check is named \(Self.quoted);"),
             (VarlinkFailure("io.weavedi.Daemon.ReloadRefused", [("reason", hostile)]), "keeps the previous one: \(Self.escaped)"),
             (VarlinkFailure("io.weavedi.Daemon.LimitExceeded", [("limit", hostile)]), "its '\(Self.escaped)' limit"),
             (VarlinkFailure("org.varlink.service.InvalidParameter", [("parameter", hostile)]), "the parameter '\(Self.escaped)'"),

@@ -124,7 +124,7 @@ enum CtlError: Error {
                 + "control.adminUsers (or a group of yours to control.adminGroups) in the daemon's configuration "
                 + "and reload it (`weavedictl reload` or `systemctl reload weavedid`: no restart is needed)."
         case let .failure(failure, method):
-            return "weavedictl: \(method.escapingControlCharacters) failed: \(String(describing: failure).escapingControlCharacters)"
+            return "weavedictl: \(method.escapingControlCharacters) failed: \(FailureHint.shown(failure))"
                 + (FailureHint.hint(for: failure, method: method).map { "\n" + $0 } ?? "")
         case let .configuration(error):
             return "weavedictl: \(String(describing: error).escapingControlCharacters)"

@@ -10,9 +10,9 @@ enum FailureHint {
         let short = failure.name.split(separator: ".").last.map(String.init) ?? failure.name
         switch short {
         case "NoSuchCheck":
-            return "No health check is named '\(parameter("name", of: failure))'; `weavedictl health` lists them."
+            return "No health check is named \(quotedName(of: failure)); `weavedictl health` lists them."
         case "NoSuchJob":
-            return "No job is named '\(parameter("name", of: failure))'; `weavedictl jobs` lists them."
+            return "No job is named \(quotedName(of: failure)); `weavedictl jobs` lists them."
         case "InvalidParameter":
             return invalidParameter(parameter("parameter", of: failure), reason: optionalParameter("reason", of: failure), method: method)
         case "ReloadRefused":
@@ -67,6 +67,30 @@ enum FailureHint {
         default:
             return "The daemon refused the parameter '\(name)' of \(method)" + (reason.map { ": " + $0 } ?? "") + "."
         }
+    }
+
+    /// `failure` for a message, `name {parameters}`: its string parameters quoted and, past 60
+    /// characters, shortened with their length, as the name weavedictl was given comes back in
+    /// them (a job name of 100 KB makes no message of 100 KB), but for `reason` and `message`,
+    /// the daemon's explanation, which is shown whole. Control characters are escaped.
+    static func shown(_ failure: VarlinkFailure) -> String {
+        guard !failure.parameters.isEmpty else { return failure.name.escapingControlCharacters }
+        let members = failure.parameters.map { name, value in
+            let shown = switch (name, value) {
+            case ("reason", _), ("message", _): value.serialized
+            case let (_, .string(text)): JSONValue.quotedForMessage(text)
+            default: value.serialized
+            }
+            return JSONValue.string(name).serialized + ":" + shown
+        }
+        return (failure.name + " {" + members.joined(separator: ",") + "}").escapingControlCharacters
+    }
+
+    /// The `name` parameter of a `NoSuchJob` or `NoSuchCheck`: the name weavedictl was given,
+    /// quoted, shortened past 60 characters with its length, its control characters escaped.
+    private static func quotedName(of failure: VarlinkFailure) -> String {
+        guard let value = failure.parameters.first(where: { $0.0 == "name" })?.1 else { return "?" }
+        return (value.stringValue.map(JSONValue.quotedForMessage) ?? value.serialized).escapingControlCharacters
     }
 
     /// The string parameter `name` of `failure`, or its JSON text, or "?", with its control
