@@ -103,6 +103,39 @@ struct CtlPermissionTests {
         #expect(try FileStatus(path: socket, followSymlinks: false).permissions.rawValue & 0o777 == 0o660)
     }
 
+    /// A socket open to all (0666) in a directory nobody may not search (the 0750 the daemon
+    /// makes, root's group): connect says EACCES, and the message names the directory, not
+    /// the socket's mode.
+    @Test func aDirectoryThatMayNotBeSearched_isNamed_notTheSocket() throws {
+        let nobody = try #require(dropToNobody)
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o755)
+        let socket = directory.path + "/private/control.sock"
+        let config = directory.write("weavedid.json", "{\"control\": {\"socket\": \"\(socket)\", \"socketMode\": \"0666\"}}")
+        let daemon = try readyDaemon(["--config", config], directory: directory)
+        let status = try FileStatus(path: directory.path + "/private", followSymlinks: true)
+        try #require(status.permissions.rawValue & 0o777 == 0o750 && status.groupID != 65534, "\(status)")
+        let run = try CtlRun.run(["--socket", socket, "ping"], wrapper: nobody)
+        #expect(run.code == 77, "\(run.all)")
+        #expect(run.error.hasPrefix("weavedictl: cannot connect to \(socket): Permission denied (EACCES)\n"
+            + "The directory \(directory.path)/private (mode 0750, owner root, group "), "\(run.error)")
+        #expect(run.error.contains("), on the way to the socket, may not be searched by this user (uid 65534), so nothing in it can be reached"),
+            "\(run.error)")
+        #expect(run.error.contains("control.socketGroup") && !run.error.contains("The control socket is open to its owner and group only"),
+            "\(run.error)")
+        // Through a symbolic link to the socket, or to its directory, the directory is found too.
+        try #require(symlink("private/control.sock", directory.path + "/link.sock") == 0 && symlink("private", directory.path + "/dir") == 0)
+        for path in [directory.path + "/link.sock", directory.path + "/dir/control.sock"] {
+            let linked = try CtlRun.run(["--socket", path, "ping"], wrapper: nobody)
+            #expect(linked.code == 77, "\(linked.all)")
+            #expect(linked.error.contains("\nThe directory \(directory.path)/private (mode 0750, owner root, group "), "\(linked.error)")
+        }
+        // Once the directory may be searched, the socket's own mode decides: it is open to all.
+        chmod(directory.path + "/private", 0o755)
+        #expect(try CtlRun.run(["--socket", socket, "ping"], wrapper: nobody).code == 0)
+        _ = daemon
+    }
+
     @Test func nobody_onTheDefaultSocket_cannotConnect_andExits77() throws {
         let nobody = try #require(dropToNobody)
         let daemon = try readyDaemon()

@@ -38,7 +38,13 @@ struct CtlContext {
             return try VarlinkClient(path: socket.path, timeout: options.replyTimeout())
         } catch {
             guard case let .unreachable(_, reason) = error else { throw .unreachable(socket, reason: "\(error)") }
-            if reason.hasSuffix("(\(Errno.permissionDenied.name))") { throw .socketNotPermitted(socket, reason: reason) }
+            if reason.hasSuffix("(\(Errno.permissionDenied.name))") {
+                // A directory on the path that may not be searched says EACCES too.
+                if let directory = SocketPathCheck.unsearchableDirectory(on: socket.path) {
+                    throw .directoryNotSearchable(socket, directory, reason: reason)
+                }
+                throw .socketNotPermitted(socket, reason: reason)
+            }
             // connect(2) says ECONNREFUSED for a regular file or a directory, as for a socket
             // nobody listens on: only the file's type tells the two apart.
             // A datagram or sequenced-packet socket (journald's, a notify socket) answers EPROTOTYPE.

@@ -42,6 +42,9 @@ enum CtlError: Error {
     case socketPathTooLong(SocketLocation)
     /// The socket exists but this user may not connect to it.
     case socketNotPermitted(SocketLocation, reason: String)
+    /// A directory on the socket's path may not be searched by this user (connect said
+    /// `reason`, `EACCES`): the socket's own mode is not the cause.
+    case directoryNotSearchable(SocketLocation, SocketPathCheck.UnsearchableDirectory, reason: String)
     /// The connection broke during a call.
     case broken(SocketLocation, reason: String)
     /// The reply to `method` is not a varlink reply (`reason` says why).
@@ -63,7 +66,7 @@ enum CtlError: Error {
         case .usage: ExitStatus.usage
         case let .socketPathTooLong(socket): socket.origin == .discovered ? ExitStatus.unavailable : ExitStatus.usage
         case .unreachable, .notASocket, .broken, .malformedReply, .timedOut: ExitStatus.unavailable
-        case .socketNotPermitted, .permissionDenied: ExitStatus.noPermission
+        case .socketNotPermitted, .directoryNotSearchable, .permissionDenied: ExitStatus.noPermission
         case let .failure(failure, _): FailureHint.refusesConnection(failure) ? ExitStatus.unavailable : ExitStatus.failure
         case .offline: ExitStatus.failure
         case .configuration: ExitStatus.configuration
@@ -107,6 +110,13 @@ enum CtlError: Error {
             return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n"
                 + "The control socket is open to its owner and group only: run as root, or join the group the socket "
                 + "belongs to (control.socketGroup in the daemon's configuration; SocketGroup= in weavedid.socket)."
+        case let .directoryNotSearchable(socket, directory, reason):
+            let shown = directory.path.escapingControlCharacters
+            return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n" + socket.searchNote
+                + "The directory \(shown)\(Self.describe(directory.status)), on the way to the socket, may not be searched by this user "
+                + "(uid \(CurrentProcess.effectiveUserID)), so nothing in it can be reached: the cause is not the socket's own mode.\n"
+                + "Run as root, or join the directory's group (weavedid gives the directory it makes for its socket "
+                + "control.socketGroup, as it does the socket), or have the directory's owner let you search it."
         case let .broken(socket, reason):
             return "weavedictl: the connection to \(socket.shownPath) broke: \(reason.escapingControlCharacters)\n"
                 + "Is weavedid still running?"
@@ -131,6 +141,17 @@ enum CtlError: Error {
         case let .offline(reason):
             return "weavedictl: \(reason.escapingControlCharacters)"
         }
+    }
+
+    /// ` (mode 0750, owner root, group weavedi)`, or nothing without a status.
+    private static func describe(_ status: FileStatus?) -> String {
+        guard let status else { return "" }
+        let mode = String(status.mode & 0o7777, radix: 8)
+        // A failed look-up (`try?`) and a missing entry both leave the number.
+        let user = try? UserDatabase.user(id: status.userID), group = try? UserDatabase.group(id: status.groupID)
+        let owner = user?.name.escapingControlCharacters ?? "uid \(status.userID)"
+        let groupName = group?.name.escapingControlCharacters ?? "gid \(status.groupID)"
+        return " (mode \(String(repeating: "0", count: max(0, 4 - mode.count)) + mode), owner \(owner), group \(groupName))"
     }
 
     /// `a regular file`, `a directory`, ... for a message.
