@@ -174,6 +174,28 @@ import WeaveDIPosix
         #expect(run.output.isEmpty)
     }
 
+    /// A socket path that is a symbolic link to nothing (the daemon stopped and removed its
+    /// socket, or the link is stale) says so, not only ENOENT for a path that `ls` shows.
+    @Test func aDanglingSymbolicLink_exits69SayingItsTargetIsMissing() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let link = directory.path + "/control.sock"
+        try #require(symlink(directory.path + "/gone/control.sock", link) == 0)
+        let run = try CtlRun.run(["--socket", link, "ping"], in: directory)
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error.hasPrefix("weavedictl: cannot connect to \(link): it is a symbolic link to '\(directory.path)/gone/control.sock', "
+            + "which does not exist (connect: No such file or directory (ENOENT))\n"), "\(run.error)")
+        #expect(run.error.contains("Is weavedid running? It removes its socket when it stops"), "\(run.error)")
+        // A link on the way, to a directory that does not exist.
+        try #require(symlink("nowhere", directory.path + "/run") == 0)
+        let through = try CtlRun.run(["--socket", directory.path + "/run/control.sock", "ping"], in: directory)
+        #expect(through.code == 69, "\(through.all)")
+        #expect(through.error.contains(": \(directory.path)/run on its path is a symbolic link to 'nowhere', which does not exist (connect: "),
+            "\(through.error)")
+        // A path simply missing keeps the plain message.
+        let missing = try CtlRun.run(["--socket", directory.path + "/none/control.sock", "ping"], in: directory)
+        #expect(missing.error.hasPrefix("weavedictl: cannot connect to \(directory.path)/none/control.sock: No such file or directory (ENOENT)\n"))
+    }
+
     @Test func aPathThatIsNotASocket_exits69SayingWhatItIs() throws {
         // connect(2) says ECONNREFUSED for these, as for a socket nobody listens on.
         let directory = TemporaryDirectory("weavedictl")

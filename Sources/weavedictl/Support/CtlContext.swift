@@ -45,6 +45,9 @@ struct CtlContext {
                 }
                 throw .socketNotPermitted(socket, reason: reason)
             }
+            if reason.hasSuffix("(\(Errno.noSuchFileOrDirectory.name))"), let link = SocketPathCheck.danglingLink(on: socket.path) {
+                throw .danglingLink(socket, link, reason: reason)
+            }
             // connect(2) says ECONNREFUSED for a regular file or a directory, as for a socket
             // nobody listens on: only the file's type tells the two apart.
             // A datagram or sequenced-packet socket (journald's, a notify socket) answers EPROTOTYPE.

@@ -38,6 +38,9 @@ enum CtlError: Error {
     /// The path names something other than a socket, or (`kind` `.socket`) a socket of
     /// another type than weavedid's stream socket (connect said `reason`).
     case notASocket(SocketLocation, kind: FileKind, reason: String)
+    /// `connect` said ENOENT (`reason`) because a symbolic link on the socket's path, or the
+    /// socket's own, points to nothing.
+    case danglingLink(SocketLocation, SocketPathCheck.DanglingLink, reason: String)
     /// The socket's path does not fit in a Unix socket address (107 bytes).
     case socketPathTooLong(SocketLocation)
     /// The socket exists but this user may not connect to it.
@@ -65,7 +68,7 @@ enum CtlError: Error {
         switch self {
         case .usage: ExitStatus.usage
         case let .socketPathTooLong(socket): socket.origin == .discovered ? ExitStatus.unavailable : ExitStatus.usage
-        case .unreachable, .notASocket, .broken, .malformedReply, .timedOut: ExitStatus.unavailable
+        case .unreachable, .notASocket, .danglingLink, .broken, .malformedReply, .timedOut: ExitStatus.unavailable
         case .socketNotPermitted, .directoryNotSearchable, .permissionDenied: ExitStatus.noPermission
         case let .failure(failure, _): FailureHint.refusesConnection(failure) ? ExitStatus.unavailable : ExitStatus.failure
         case .offline: ExitStatus.failure
@@ -96,6 +99,15 @@ enum CtlError: Error {
                 : "it is \(Self.describe(kind)), not a socket "
             return "weavedictl: cannot connect to \(socket.shownPath): " + what
                 + "(connect: \(reason.escapingControlCharacters))\n" + (socket.origin == .discovered ? "" : socket.searchNote) + advice
+        case let .danglingLink(socket, link, reason):
+            let target = link.target.map { "'\($0.escapingControlCharacters)'" } ?? "a target that cannot be read"
+            let what = link.path == socket.path
+                ? "it is a symbolic link to \(target), which does not exist"
+                : "\(link.path.escapingControlCharacters) on its path is a symbolic link to \(target), which does not exist"
+            return "weavedictl: cannot connect to \(socket.shownPath): \(what) (connect: \(reason.escapingControlCharacters))\n"
+                + socket.searchNote
+                + "Is weavedid running? It removes its socket when it stops; start it (`systemctl start weavedid`), "
+                + "point the link at its control socket, or pass the socket's path with --socket PATH."
         case let .socketPathTooLong(socket):
             let maximum = UnixSocketAddress.maximumPathLength
             let origin = switch socket.origin {

@@ -2,7 +2,8 @@ import Glibc
 import WeaveDIPosix
 
 /// Looks along a socket's path, after `connect` failed, for what on it is the cause: a
-/// directory this user may not search (`EACCES` that is not the socket's).
+/// directory this user may not search (`EACCES` that is not the socket's), or a symbolic link
+/// whose target does not exist (`ENOENT` for a path that seems to be there).
 enum SocketPathCheck {
     /// A directory on the path that this user may not search, and what it is.
     struct UnsearchableDirectory {
@@ -10,6 +11,14 @@ enum SocketPathCheck {
         var path: String
         /// Its status (mode, owner, group), if it could be read.
         var status: FileStatus?
+    }
+
+    /// A symbolic link on the path (the socket's own, or a directory's) whose target is missing.
+    struct DanglingLink {
+        /// The link, as a prefix of the socket's path.
+        var path: String
+        /// What it points to, as written in it; nil if it could not be read.
+        var target: String?
     }
 
     /// The directories the path goes through, from the top: `/a/b/c.sock` gives `/`, `/a`,
@@ -49,6 +58,22 @@ enum SocketPathCheck {
         }
         guard !itself, let target = linkTarget(path) else { return nil }
         return unsearchableDirectory(on: target, itself: false, links: links + 1)
+    }
+
+    /// The first symbolic link on `path` (its directories', then its own) whose target does
+    /// not exist, if any; nil when the path is simply missing.
+    static func danglingLink(on path: String) -> DanglingLink? {
+        for prefix in directories(of: path).dropFirst() + [path] {
+            guard let status = try? FileStatus(path: prefix, followSymlinks: false) else { return nil }
+            guard status.kind == .symbolicLink else { continue }
+            do {
+                _ = try FileStatus(path: prefix, followSymlinks: true)
+            } catch {
+                guard error == .noSuchFileOrDirectory else { return nil }
+                return DanglingLink(path: prefix, target: try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: prefix))
+            }
+        }
+        return nil
     }
 
     /// What `path` points to when it is a symbolic link, made relative to the working
