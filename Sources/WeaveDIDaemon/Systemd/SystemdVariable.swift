@@ -1,10 +1,15 @@
+import WeaveDI
+import WeaveDIControl
+
 /// The environment variables systemd passes (`LISTEN_*`, `WATCHDOG_*`), read strictly and
 /// quoted alike in the problems found with them.
 enum SystemdVariable {
-    /// `NAME="value"`; a value longer than 40 characters is cut short, with its length, so that
-    /// a variable of a megabyte makes no line of a megabyte.
+    /// `NAME="value"`, the value written as a JSON string (a quote or a control character in it
+    /// escaped) and, past 60 Unicode scalars, cut short with its length
+    /// (`JSONValue.quotedForMessage`): a variable of 128 KiB makes no line of 128 KiB, even one
+    /// that is a single character of many combining scalars.
     static func quoted(_ name: String, _ value: String) -> String {
-        value.count > 40 ? "\(name)=\"\(value.prefix(40))…\" (\(value.utf8.count) bytes)" : "\(name)=\"\(value)\""
+        "\(name)=\(JSONValue.quotedForMessage(value))"
     }
 
     /// Whether `text` is decimal digits only (no sign, no space), as systemd writes numbers.
