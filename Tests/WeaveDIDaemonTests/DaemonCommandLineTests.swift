@@ -160,7 +160,7 @@ import WeaveDIPosix
         #expect(SystemdNotifier(environment: ["NOTIFY_SOCKET": "/run/systemd/notify"]).address?.kind == .path)
         let tooLong = SystemdNotifier(environment: ["NOTIFY_SOCKET": "/" + String(repeating: "x", count: 200)])
         #expect(!tooLong.isEnabled)
-        #expect(tooLong.problem?.hasPrefix("NOTIFY_SOCKET=/xxx") == true)
+        #expect(tooLong.problem?.hasPrefix(#"NOTIFY_SOCKET="/xxx"#) == true)
     }
 }
 

@@ -48,15 +48,38 @@ public final class SystemdNotifier: Sendable {
             socket = nil
             return
         }
-        do {
-            address = try UnixSocketAddress(value)
+        switch Self.address(value) {
+        case let .success(usable):
+            address = usable
             problem = nil
             socket = try? UnixSocket.make(.datagram, nonBlocking: true).release()
-        } catch {
+        case let .failure(why):
             address = nil
-            problem = "NOTIFY_SOCKET=\(value) is not usable: \(error)"
+            problem = "\(SystemdVariable.quoted("NOTIFY_SOCKET", value)) is not usable: \(why); no notifications are sent "
+                + "to systemd (NOTIFY_SOCKET takes an absolute path or an abstract name, @name)"
             socket = nil
         }
+    }
+
+    /// `value` as the address notifications go to: a path, or an abstract name (`@name`); or
+    /// why it cannot be sent to, never naming the value (the caller quotes it, shortened).
+    static func address(_ value: String) -> Result<UnixSocketAddress, NotifySocketProblem> {
+        do {
+            return .success(try UnixSocketAddress(value))
+        } catch {
+            let why = switch error {
+            case let .pathTooLong(_, count, maximum): "the path is \(count) bytes, longer than the \(maximum) bytes a Unix socket address holds"
+            case let .abstractNameTooLong(_, count, maximum): "the name is \(count) bytes, longer than the \(maximum) bytes a Unix socket address holds"
+            case .containsNul: "it contains a NUL byte"
+            case .emptyPath: "it is empty"
+            }
+            return .failure(NotifySocketProblem(description: why))
+        }
+    }
+
+    /// Why `NOTIFY_SOCKET` cannot be sent to.
+    struct NotifySocketProblem: Error, CustomStringConvertible {
+        var description: String
     }
 
     deinit { try? socket?.close() }

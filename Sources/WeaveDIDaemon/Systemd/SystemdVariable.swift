@@ -1,8 +1,8 @@
 import WeaveDI
 import WeaveDIControl
 
-/// The environment variables systemd passes (`LISTEN_*`, `WATCHDOG_*`), read strictly and
-/// quoted alike in the problems found with them.
+/// The environment variables systemd passes (`LISTEN_*`, `WATCHDOG_*`, `NOTIFY_SOCKET`), read
+/// strictly and quoted alike in the problems found with them.
 enum SystemdVariable {
     /// `NAME="value"`, the value written as a JSON string (a quote or a control character in it
     /// escaped) and, past 60 Unicode scalars, cut short with its length
