@@ -61,9 +61,21 @@ public final class SystemdNotifier: Sendable {
         }
     }
 
-    /// `value` as the address notifications go to: a path, or an abstract name (`@name`); or
-    /// why it cannot be sent to, never naming the value (the caller quotes it, shortened).
+    /// `value` read as `sd_notify(3)` reads `NOTIFY_SOCKET`: an absolute path or an abstract
+    /// name (`@name`), of 2 characters at least; or why it cannot be sent to, never naming the
+    /// value (the caller quotes it, shortened). An address that can never work (a relative
+    /// path, an `AF_VSOCK` one) is refused here, once, rather than tried at every notification
+    /// and, for `READY=1` and the other state notifications kept until sent, every second.
     static func address(_ value: String) -> Result<UnixSocketAddress, NotifySocketProblem> {
+        if ["vsock:", "vsock-stream:", "vsock-dgram:", "vsock-seqpacket:"].contains(where: value.hasPrefix) {
+            return .failure(NotifySocketProblem(description: "it is an AF_VSOCK address, and the daemon notifies over Unix sockets only"))
+        }
+        guard value.hasPrefix("/") || value.hasPrefix("@") else {
+            return .failure(NotifySocketProblem(description: "it is a relative path"))
+        }
+        guard value.utf8.count >= 2 else {
+            return .failure(NotifySocketProblem(description: value == "@" ? "the abstract name is empty" : "it is the root directory"))
+        }
         do {
             return .success(try UnixSocketAddress(value))
         } catch {
