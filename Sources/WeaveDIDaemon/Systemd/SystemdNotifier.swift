@@ -187,9 +187,12 @@ public struct WatchdogSettings: Sendable, Equatable {
     /// How often to ping: half the timeout, at least `minimumPingInterval`.
     public var pingInterval: Duration { max(timeout / 2, Self.minimumPingInterval) }
 
-    /// Nil when the watchdog is off for this process.
+    /// Nil when the watchdog is off for this process. Numbers are read strictly, as `problem`
+    /// reads them (decimal digits, no sign): a value it says turns the watchdog off does.
     public init?(environment: [String: String], pid: Int32) {
-        guard Self.isForThisProcess(environment, pid: pid), let raw = environment["WATCHDOG_USEC"], let usec = UInt64(raw), usec > 0 else {
+        guard Self.isForThisProcess(environment, pid: pid), let raw = environment["WATCHDOG_USEC"],
+            SystemdVariable.isDecimal(raw), let usec = UInt64(raw), usec > 0
+        else {
             return nil
         }
         timeout = .microseconds(Int64(clamping: usec))
@@ -197,7 +200,7 @@ public struct WatchdogSettings: Sendable, Equatable {
 
     private static func isForThisProcess(_ environment: [String: String], pid: Int32) -> Bool {
         guard let owner = environment["WATCHDOG_PID"], !owner.isEmpty else { return true }
-        return Int32(owner) == pid
+        return SystemdVariable.isDecimal(owner) && Int32(owner) == pid
     }
 
     /// What is wrong with `WATCHDOG_USEC` for this process, for a warning: a value that is no
