@@ -129,9 +129,10 @@ extension ControlServer {
     }
 
     /// How long a stop waits for the calls in flight: 1 s, or half of `shutdownTimeout` when
-    /// that is shorter, so that the drain never costs a shutdown its exit status.
+    /// that is shorter, so that the drain never costs a shutdown its exit status (the shutdown's
+    /// own, read once when it began: `ConfigurationStore.beginShutdown()`).
     private var drainGrace: Duration {
-        min(.seconds(1), store.current.shutdownTimeout / 2)
+        min(.seconds(1), store.shutdownTimeout / 2)
     }
 
     /// How many of `maxClients` places only administrators may take: one in eight (none

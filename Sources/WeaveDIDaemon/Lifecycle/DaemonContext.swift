@@ -79,18 +79,37 @@ public final class DaemonContext: Sendable {
 
 /// The configuration in effect; replaced on a successful reload.
 public final class ConfigurationStore: Sendable {
-    private let value: Locked<DaemonConfiguration>
+    private let value: Locked<(configuration: DaemonConfiguration, shutdownTimeout: Duration?)>
 
     /// A store holding `configuration`.
     public init(_ configuration: DaemonConfiguration) {
-        value = Locked(configuration)
+        value = Locked((configuration, nil))
     }
 
     /// The configuration in effect.
-    public var current: DaemonConfiguration { value.withLock { $0 } }
+    public var current: DaemonConfiguration { value.withLock { $0.configuration } }
 
     /// Replaces it.
     public func replace(with configuration: DaemonConfiguration) {
-        value.withLock { $0 = configuration }
+        value.withLock { $0.configuration = configuration }
+    }
+
+    /// Begins the shutdown: reads `shutdownTimeout` once, for all the shutdown does (the main
+    /// loop's deadline, the `EXTEND_TIMEOUT_USEC=` systemd is sent, the control socket's drain),
+    /// and returns it. A reload that ends after this (one under way when the signal came)
+    /// changes it no more, so that they cannot differ; a second call returns the same.
+    @discardableResult
+    public func beginShutdown() -> Duration {
+        value.withLock { state in
+            let timeout = state.shutdownTimeout ?? state.configuration.shutdownTimeout
+            state.shutdownTimeout = timeout
+            return timeout
+        }
+    }
+
+    /// The shutdown's `shutdownTimeout` (`beginShutdown()`); before a shutdown, the
+    /// configuration's.
+    public var shutdownTimeout: Duration {
+        value.withLock { $0.shutdownTimeout ?? $0.configuration.shutdownTimeout }
     }
 }

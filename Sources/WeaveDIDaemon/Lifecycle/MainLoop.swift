@@ -13,7 +13,8 @@ final class MainLoop {
     private let supervisor: Supervisor
     private let watchdog: WatchdogSettings?
     /// The configuration's `shutdownTimeout` when the shutdown began (the one in effect then,
-    /// a reload having changed it perhaps).
+    /// a reload having changed it perhaps), read once for the whole shutdown
+    /// (`ConfigurationStore.beginShutdown()`).
     private var shutdownTimeout: Duration = .zero
     private let heartbeat = Heartbeat()
     /// The withheld pings, said at most 3 times a minute: with a short `WATCHDOG_USEC` a stall
@@ -69,7 +70,7 @@ final class MainLoop {
                             context.log.warning("daemon", "second \(received.signal.name); exiting at once")
                             return 128 + received.signal.rawValue
                         }
-                        shutdownTimeout = supervisor.store.current.shutdownTimeout
+                        shutdownTimeout = supervisor.store.beginShutdown()
                         shutdownDeadline = now() + shutdownTimeout
                         let reason = "\(received.signal.name) from pid \(received.senderPID)"
                         Task { await supervisor.shutdown(reason: reason) }

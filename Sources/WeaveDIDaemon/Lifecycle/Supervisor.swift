@@ -124,8 +124,9 @@ public actor Supervisor {
     private func stopEverything(reason: String = "shutdown requested while starting") async {
         phase = .stopping
         // systemd allows a stop `TimeoutStopSec=` (15 s in the unit) before it kills; a longer
-        // `shutdownTimeout` is asked for, with time to exit after it.
-        let allowed = store.current.shutdownTimeout + Self.exitAllowance
+        // `shutdownTimeout` is asked for, with time to exit after it: the one the main loop's
+        // deadline keeps to, read once when the shutdown began.
+        let allowed = store.beginShutdown() + Self.exitAllowance
         notifier.notify("STOPPING=1", "EXTEND_TIMEOUT_USEC=\(allowed.clampedNanoseconds / 1_000)", "STATUS=stopping (\(reason))")
         log.notice("daemon", "stopping: \(reason)")
         await group?.stop()
