@@ -70,6 +70,21 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// A name of 100 000 characters (`LISTEN_FDNAMES` may hold 128 KiB; systemd's are 255 at
+    /// most) is shown shortened in the log, not whole.
+    @Test func theOnlyPassedSocket_withAHugeName_isNamedShort() throws {
+        let directory = TemporaryDirectory()
+        let socketPath = directory.path + "/activated.sock"
+        let name = String(repeating: "x", count: 100_000)
+        let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper([socketPath], names: [name]))
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log.prefix(2000))")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        #expect(daemon.log.contains("using the control socket passed by systemd (descriptor 3, \(name.prefix(57))... (100000 characters))"),
+            "\(daemon.log.prefix(2000))")
+        #expect(daemon.log.utf8.count < 10_000, "a log of \(daemon.log.utf8.count) bytes")
+    }
+
     /// Several sockets, none named `control`: the daemon cannot tell which to serve, and says
     /// so, instead of binding a socket of its own while nobody answers on the passed ones.
     @Test func severalPassedSockets_noneNamedControl_refuseTheStart() throws {

@@ -65,7 +65,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         if let passed = try activation?.listener(named: "control") {
             try passed.descriptor.setNonBlocking(true)
             listener = passed.descriptor
-            log.info("control", "using the control socket passed by systemd (descriptor \(passed.descriptor.rawValue), \(passed.name))")
+            log.info("control", "using the control socket passed by systemd (descriptor \(passed.descriptor.rawValue), \(SocketActivation.shown(passed.name)))")
         } else {
             listener = try bindSocket()
             log.info("control", "listening on \(configuration.socket)")

@@ -1,3 +1,4 @@
+import WeaveDIControl
 import WeaveDIPosix
 
 /// Sockets passed by systemd (`LISTEN_PID`, `LISTEN_FDS`, `LISTEN_FDNAMES`; `sd_listen_fds(3)`).
@@ -84,15 +85,15 @@ public struct SocketActivation: Sendable {
     public func listener(named name: String) throws(Problem) -> (name: String, descriptor: FileDescriptor)? {
         guard !sockets.isEmpty else { return nil }
         guard let match = sockets.first(where: { $0.name == name }) ?? (sockets.count == 1 ? sockets[0] : nil) else {
-            throw Problem(description: "systemd passed \(sockets.count) sockets (\(sockets.map(\.name).joined(separator: ", "))) "
+            throw Problem(description: "systemd passed \(sockets.count) sockets (\(Self.listed(sockets.map { Self.shown($0.name) }))) "
                 + "and none is named \(name); name the control socket with FileDescriptorName=\(name) in its socket unit")
         }
         let descriptor = match.descriptor
         guard (try? descriptor.socketType()) == .stream, (try? descriptor.isListening()) == true else {
-            throw Problem(description: "passed descriptor \(descriptor.rawValue) (\(match.name)) is not a listening stream socket")
+            throw Problem(description: "passed descriptor \(descriptor.rawValue) (\(Self.shown(match.name))) is not a listening stream socket")
         }
         guard (try? descriptor.isUnixSocket()) == true else {
-            throw Problem(description: "passed descriptor \(descriptor.rawValue) (\(match.name)) is not a Unix socket")
+            throw Problem(description: "passed descriptor \(descriptor.rawValue) (\(Self.shown(match.name))) is not a Unix socket")
         }
         return (match.name, descriptor)
     }
@@ -105,12 +106,32 @@ public struct SocketActivation: Sendable {
         guard let served = sockets.first(where: { $0.name == name }) ?? (sockets.count == 1 ? sockets[0] : nil) else { return nil }
         let unserved = sockets.filter { $0.descriptor != served.descriptor }
         guard !unserved.isEmpty else { return nil }
-        let named = unserved.map { socket in
+        let named = unserved.prefix(Self.namedAtMost).map { socket in
             let address = (try? socket.descriptor.localAddress()).map { $0.kind == .unnamed ? "" : ", \($0)" } ?? ""
-            return "descriptor \(socket.descriptor.rawValue) (\(socket.name)\(address))"
+            return "descriptor \(socket.descriptor.rawValue) (\(Self.shown(socket.name))\(address))"
         }
-        return "systemd passed \(sockets.count) sockets; only descriptor \(served.descriptor.rawValue) (\(served.name)) is served, "
-            + "not \(named.joined(separator: ", ")): their clients connect and wait for ever; the socket unit should "
+        return "systemd passed \(sockets.count) sockets; only descriptor \(served.descriptor.rawValue) (\(Self.shown(served.name))) is served, "
+            + "not \(Self.listed(named, of: unserved.count)): their clients connect and wait for ever; the socket unit should "
             + "pass only the control socket (FileDescriptorName=\(name))"
+    }
+
+    /// How many passed sockets a message names at most; the others are counted.
+    static let namedAtMost = 8
+
+    /// A name from `LISTEN_FDNAMES`, for a message: as is, its control characters escaped, and
+    /// past 60 Unicode scalars its first 57, then `...` and its length. systemd gives names of
+    /// 255 characters at most; the variable may hold 128 KiB, which makes no message of 128 KiB.
+    public static func shown(_ name: String) -> String {
+        let scalars = name.unicodeScalars
+        guard scalars.count > 60 else { return name.escapingControlCharacters }
+        return String(String.UnicodeScalarView(scalars.prefix(57))).escapingControlCharacters + "... (\(scalars.count) characters)"
+    }
+
+    /// `items` joined with commas, the first `namedAtMost` of them only, then how many more
+    /// there are among `count`.
+    static func listed(_ items: [String], of count: Int? = nil) -> String {
+        let count = count ?? items.count
+        let shown = items.prefix(namedAtMost).joined(separator: ", ")
+        return count > namedAtMost ? "\(shown) and \(count - namedAtMost) more" : shown
     }
 }
