@@ -52,3 +52,34 @@ extension SystemdNotifierTests {
             "\(daemon.log)")
     }
 }
+
+extension SystemdNotifierTests {
+    /// systemd ignores a notification with a NUL byte in it, whole: a `STATUS=` quoting a key of
+    /// the configuration file (`"a\u0000"`) made it ignore the `READY=1` sent with it after a
+    /// reload. Control characters reach it escaped, newlines as spaces.
+    @Test func aNulInAStatus_reachesSystemdEscaped() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.address])
+        #expect(notifier.notify("READY=1", "STATUS=a\u{0}b\nc\u{1B}[31m"))
+        #expect(notify.wait { $0.hasPrefix("READY=1") })
+        #expect(notify.received.last == "READY=1\nSTATUS=a\\u{0}b c\\u{1B}[31m")
+    }
+
+    /// The daemon's reload refused for a key with a NUL in it: its `READY=1` holds no NUL.
+    @Test func aReloadRefusedForAKeyWithANul_isReadyForSystemd() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let config = directory.write("weavedid.json", #"{"shutdownTimeout": 5}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        directory.write("weavedid.json", #"{"a\u0000": 1}"#)
+        daemon.send(.hangup)
+        #expect(notify.wait { $0.contains("reload refused") }, "\(daemon.log)")
+        let refused = try #require(notify.received.last { $0.contains("reload refused") })
+        #expect(refused.hasPrefix("READY=1\nSTATUS=running; reload refused: "), "\(refused)")
+        #expect(!refused.unicodeScalars.contains("\u{0}"), "\(refused.debugDescription)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+}

@@ -114,7 +114,7 @@ public final class SystemdNotifier: Sendable {
     @discardableResult
     public func notify(_ fields: [String]) -> Bool {
         guard address != nil else { return false }
-        let fields = fields.map { $0.replacingNewlines() }
+        let fields = fields.map(Self.sendable)
         let isState = fields.contains { Self.stateFields.contains($0) }
         return pending.withLock { pending in
             if isState {
@@ -124,6 +124,14 @@ public final class SystemdNotifier: Sendable {
             }
             return send(fields, keep: isState, pending: &pending)
         }
+    }
+
+    /// `field` as systemd takes it: on one line (a newline becomes a space), with no NUL byte,
+    /// for which systemd ignores the whole datagram (`READY=1` with it), nor any other control
+    /// character (escaped, `\u{0}`). A `STATUS=` may quote a configuration file, whose keys
+    /// hold any character.
+    static func sendable(_ field: String) -> String {
+        field.replacingNewlines().escapingControlCharacters
     }
 
     /// Sends again the state notification that could not be sent, if any; returns whether
