@@ -83,3 +83,24 @@ extension SystemdNotifierTests {
         #expect(daemon.wait() == .exited(0))
     }
 }
+
+extension SystemdNotifierTests {
+    /// systemd ignores a notification of 4096 bytes or more, whole: a `STATUS=` quoting long
+    /// paths is cut short, so that the `READY=1` sent with it arrives.
+    @Test func aLongStatus_isCutShort_soThatTheNotificationArrives() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.address])
+        let status = "STATUS=running; reload refused: /" + String(repeating: "é", count: 6000)
+        #expect(notifier.notify("READY=1", status))
+        #expect(notify.wait { $0.hasPrefix("READY=1") })
+        let message = try #require(notify.received.last)
+        #expect(message.utf8.count <= 4000, "a notification of \(message.utf8.count) bytes")
+        #expect(message.utf8.count > 3990, "a notification of \(message.utf8.count) bytes")
+        #expect(message.hasPrefix("READY=1\nSTATUS=running; reload refused: /éé"))
+        #expect(message.hasSuffix("éé..."))
+        // Short ones go out as they are.
+        #expect(notifier.notify("READY=1", "STATUS=running"))
+        #expect(notify.wait { $0 == "READY=1\nSTATUS=running" })
+    }
+}

@@ -114,7 +114,7 @@ public final class SystemdNotifier: Sendable {
     @discardableResult
     public func notify(_ fields: [String]) -> Bool {
         guard address != nil else { return false }
-        let fields = fields.map(Self.sendable)
+        let fields = Self.fitted(fields.map(Self.sendable))
         let isState = fields.contains { Self.stateFields.contains($0) }
         return pending.withLock { pending in
             if isState {
@@ -132,6 +132,28 @@ public final class SystemdNotifier: Sendable {
     /// hold any character.
     static func sendable(_ field: String) -> String {
         field.replacingNewlines().escapingControlCharacters
+    }
+
+    /// The most bytes a notification takes: systemd ignores one of `PIPE_BUF` (4096) bytes or
+    /// more, whole, `READY=1` with it.
+    static let maximumMessageBytes = 4000
+
+    /// `fields` cut to fit `maximumMessageBytes` once joined: the `STATUS=` text, which may
+    /// quote paths of 4 KiB, is cut short, with `...`; the other fields are short and kept.
+    static func fitted(_ fields: [String]) -> [String] {
+        let total = fields.reduce(fields.count - 1) { $0 + $1.utf8.count }
+        guard total > maximumMessageBytes, let index = fields.firstIndex(where: { $0.hasPrefix("STATUS=") }) else { return fields }
+        let room = max(fields[index].utf8.count - (total - maximumMessageBytes) - 3, "STATUS=".utf8.count)
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in fields[index].unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > room { break }
+            kept.append(scalar)
+        }
+        var fitted = fields
+        fitted[index] = String(kept) + "..."
+        return fitted
     }
 
     /// Sends again the state notification that could not be sent, if any; returns whether
