@@ -98,16 +98,7 @@ public enum WeaveDIConfiguration {
         let scalars = value.unicodeScalars
         var shown = String.UnicodeScalarView()
         shown.append(contentsOf: scalars.prefix(limit))
-        var text = ""
-        for scalar in JSONValue.string(String(shown)).serialized.unicodeScalars {
-            switch scalar.value {
-            case 0x80...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                text.unicodeScalars.append(scalar)
-            }
-        }
+        let text = JSONValue.quotedForDisplay(String(shown))
         return scalars.count > limit ? text + "... (\(scalars.count) characters)" : text
     }
 }

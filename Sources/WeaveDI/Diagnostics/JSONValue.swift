@@ -77,6 +77,25 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.serialized == rhs.serialized }
+
+    /// `text` as a JSON string to show in a message (a log line, an error on a terminal): what
+    /// JSON escapes (quotes, backslashes, C0 controls), and what JSON leaves as is but a
+    /// terminal or a log viewer acts on, written as `\uXXXX` too: the C1 controls, the line and
+    /// paragraph separators and the bidirectional controls, which would reorder what follows.
+    /// Text from outside can then neither forge a line nor disguise one.
+    package static func quotedForDisplay(_ text: String) -> String {
+        var out = ""
+        for scalar in JSONValue.string(text).serialized.unicodeScalars {
+            switch scalar.value {
+            case 0x80...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
 }
 
 extension JSONValue {

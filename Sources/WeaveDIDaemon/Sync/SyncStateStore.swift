@@ -266,10 +266,7 @@ struct PersistedStateProblem: Error, CustomStringConvertible {
     /// `text` as a JSON string, shortened as `describe` shortens values: a job's name or a
     /// string value from the file, for a message.
     static func quoted(_ text: String) -> String {
-        let scalars = text.unicodeScalars
-        guard scalars.count > 60 else { return JSONValue.string(text).serialized }
-        return JSONValue.string(String(String.UnicodeScalarView(scalars.prefix(57))) + "...").serialized
-            + " (\(scalars.count) characters)"
+        JSONValue.quotedForMessage(text)
     }
 
     private static func shortened(_ text: String) -> String {
