@@ -33,8 +33,10 @@ import WeaveDIPosix
     /// The text of the error `checkMirrorTreesOnDisk` throws for `text` after the file name, or
     /// nil (recording an issue) if it finds nothing. The file itself must load: its paths pass
     /// the lexical rules.
-    func diskError(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String? {
-        let configuration = try loadConfiguration(text)
+    func diskError(
+        _ text: String, environment: [String: String] = systemdEnvironment, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> String? {
+        let configuration = try loadConfiguration(text, environment: environment)
         do {
             try configuration.checkMirrorTreesOnDisk()
             Issue.record("expected an overlap through links, found none", sourceLocation: sourceLocation)
@@ -59,6 +61,26 @@ import WeaveDIPosix
         try tree.link("beside", to: t + "/elsewhere")
         let beside = try loadConfiguration(text.replacingOccurrences(of: "/into-run", with: "/beside"))
         #expect(throws: Never.self) { try beside.checkMirrorTreesOnDisk() }
+    }
+
+    @Test func aDestinationReachingTheStateDirectoryThroughALink_isRefused() throws {
+        let tree = Tree()
+        let t = tree.t
+        try tree.directories("a", "var/state")
+        try tree.link("into-var", to: t + "/var")
+        try tree.link("into-state", to: "var/state")
+        func text(_ destination: String, explicitState: Bool = true) -> String {
+            let field = explicitState ? #""stateDirectory": "\#(t)/var/state", "# : ""
+            return #"{\#(field)"sync": {"jobs": [{"name": "a", "source": "\#(t)/a", "destination": "\#(t)/\#(destination)", "delete": true}]}}"#
+        }
+        let consequence = "; the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there"
+        #expect(try diskError(text("into-var"))
+            == #"sync.jobs[0].destination: the destination "\#(t)/into-var" of job "a" contains the state directory "\#(t)/var/state" through symbolic links ("\#(t)/into-var" resolves to "\#(t)/var", "\#(t)/var/state" to "\#(t)/var/state")"# + consequence)
+        // The default state directory (STATE_DIRECTORY), and a link of the state directory's own.
+        #expect(try diskError(text("into-state", explicitState: false), environment: ["STATE_DIRECTORY": t + "/var/state"])
+            == #"sync.jobs[0].destination: the destination "\#(t)/into-state" of job "a" is the state directory "\#(t)/var/state" through symbolic links ("\#(t)/into-state" resolves to "\#(t)/var/state", "\#(t)/var/state" to "\#(t)/var/state")"# + consequence)
+        // Inside the state directory is fine.
+        #expect(throws: Never.self) { try loadConfiguration(text("into-state/mirror")).checkMirrorTreesOnDisk() }
     }
 
     @Test func aLinkToAnotherJobsDestination_isThatDestination() throws {

@@ -95,6 +95,30 @@ import WeaveDIPosix
             == #"sync.jobs[0].destination: the destination "/run" contains the control socket "/run/weavedi/control.sock""#)
     }
 
+    /// A destination that is or holds the state directory would delete or overwrite the
+    /// daemon's lock file and the jobs' state file; one inside it is fine.
+    @Test func stateDirectoryInsideADestination_isRejected() throws {
+        let consequence = "; the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there"
+        // An explicit stateDirectory, wherever it stands in the file.
+        let explicit = #"{"sync": {"jobs": [{"name": "a", "source": "/data", "destination": "/srv"}]}, "stateDirectory": "/srv/state"}"#
+        #expect(errorText(explicit)
+            == #"sync.jobs[0].destination: the destination "/srv" contains the state directory "/srv/state""# + consequence)
+        #expect(errorText(#"{"stateDirectory": "/srv/state/", "sync": {"jobs": [{"name": "a", "source": "/data", "destination": "/srv/x/../state"}]}}"#)
+            == #"sync.jobs[0].destination: the destination "/srv/x/../state" is the state directory "/srv/state/""# + consequence)
+        // The default: STATE_DIRECTORY, else below the working directory.
+        #expect(errorText(jobs(mirror("a", "/srv", "/var/lib")))
+            == #"sync.jobs[0].destination: the destination "/var/lib" contains the state directory "/var/lib/weavedi""# + consequence)
+        #expect(errorText(jobs(mirror("a", "/srv", "/home/dev")), environment: ["XDG_RUNTIME_DIR": "/run/user/1000"])
+            == #"sync.jobs[0].destination: the destination "/home/dev" contains the state directory "/home/dev/project/.weavedi/state""# + consequence)
+        // The first job that breaks the rule is named.
+        #expect(errorText(jobs(mirror("a", "/srv", "/backup"), mirror("b", "/data", "/var")))?.hasPrefix("sync.jobs[1].destination: ") == true)
+        // Inside the state directory is fine.
+        let inside = try loadConfiguration(jobs(
+            mirror("a", "/srv/a", "/var/lib/weavedi/mirror/a"), mirror("b", "/srv/b", "/var/lib/weavedi/jobs.json2"),
+            mirror("c", "/srv/c", "/var/lib/weavedi/.jobs.json.tmp.5")))
+        #expect(inside.sync.jobs.count == 3)
+    }
+
     @Test func unknownJobKind_listsTheKnownOnes() {
         // Other suites may register more kinds in this process; mirror is always first.
         #expect(errorText(jobDocument(#""kind": "rsync""#))?.hasPrefix("sync.jobs[0].kind: unknown job kind 'rsync' (known: mirror") == true)

@@ -20,6 +20,8 @@ import WeaveDIPosix
         let jobs: [(String, String, String)]
         /// Sets `control.socket` to `@/run/control.sock`.
         var socketInRun = false
+        /// Sets `stateDirectory` to this path below `@`.
+        var stateDirectory: String? = nil
         /// The refusal after the file's name; nil when the file passes.
         let problem: String?
 
@@ -30,7 +32,8 @@ import WeaveDIPosix
                 #"{"name": "\#($0.0)", "source": "\#(d)/\#($0.1)", "destination": "\#(d)/\#($0.2)", "delete": true, "interval": 3600}"#
             }
             let control = socketInRun ? #""control": {"socket": "\#(d)/run/control.sock"}, "# : ""
-            return #"{\#(control)"sync": {"jobs": [\#(entries.joined(separator: ", "))]}}"#
+            let state = stateDirectory.map { #""stateDirectory": "\#(d)/\#($0)", "# } ?? ""
+            return #"{\#(control)\#(state)"sync": {"jobs": [\#(entries.joined(separator: ", "))]}}"#
         }
     }
 
@@ -65,6 +68,16 @@ import WeaveDIPosix
             directories: ["a-src", "run", "alias"], binds: [("run", "alias")],
             jobs: [("a", "a-src", "alias")], socketInRun: true,
             problem: #"sync.jobs[0].destination: the destination "@/alias" of job "a" contains the control socket "@/run/control.sock" through a mount: "@/alias" and "@/run" are the same directory (same device and inode)"#),
+        Case(
+            name: "a destination that holds the state directory",
+            directories: ["a-src", "var/state", "alias"], binds: [("var", "alias")],
+            jobs: [("a", "a-src", "alias")], stateDirectory: "var/state",
+            problem: #"sync.jobs[0].destination: the destination "@/alias" of job "a" contains the state directory "@/var/state" through a mount: "@/alias" and "@/var" are the same directory (same device and inode); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there"#),
+        Case(
+            name: "a destination inside the state directory",
+            directories: ["a-src", "state", "alias"], binds: [("state", "alias")],
+            jobs: [("a", "a-src", "alias/mirror")], stateDirectory: "state",
+            problem: nil),
         Case(
             name: "jobs apart, whatever is mounted",
             directories: ["a-src", "b-src", "backup", "other", "alias", "mnt/elsewhere"],

@@ -8,7 +8,8 @@ import WeaveDIPosix
 ///
 /// Each field is checked when it is reached; checks that compare fields of one job run at
 /// the end of that job's object, and checks that involve the effective control socket path
-/// (which may come from `runtimeDirectory`, wherever it appears) run after the whole document.
+/// (which may come from `runtimeDirectory`, wherever it appears) or the state directory run
+/// after the whole document.
 struct ConfigurationDecoder {
     static let topLevelFields = ["runtimeDirectory", "stateDirectory", "shutdownTimeout", "control", "health", "sync"]
     static let controlFields = [
@@ -50,7 +51,7 @@ struct ConfigurationDecoder {
             default: try decodeSync(value, at: path)
             }
         }
-        try checkSocket()
+        try checkDaemonPaths()
         return configuration
     }
 
@@ -131,21 +132,25 @@ struct ConfigurationDecoder {
         throw fields.fail(path, isDefault ? problem + "; set control.socket or a shorter runtimeDirectory" : problem)
     }
 
-    /// Applies the default socket path and checks it against the job destinations.
-    private mutating func checkSocket() throws(ConfigurationError) {
+    /// Applies the default socket path, and checks the job destinations against the daemon's
+    /// own paths (`ReservedPath`: the control socket and the state directory).
+    private mutating func checkDaemonPaths() throws(ConfigurationError) {
         if !socketIsExplicit {
             let socket = ConfigurationDirectories.join(configuration.runtimeDirectory, "control.sock")
             try checkSocketLength(socket, at: "control.socket", isDefault: true)
             configuration.control.socket = socket
         }
-        let socket = configuration.control.socket
+        let reserved = ReservedPath.all(of: configuration)
+        let components = reserved.map { ConfigurationDirectories.normalizedComponents($0.path) }
         for (index, job) in configuration.sync.jobs.enumerated() {
-            guard let destination = job.mirror?.destination,
-                  ConfigurationDirectories.relation(of: socket, to: destination) != .unrelated
-            else { continue }
-            throw fields.fail(
-                "sync.jobs[\(index)].destination",
-                "the destination \"\(destination)\" contains the control socket \"\(socket)\"")
+            guard let destination = job.mirror?.destination else { continue }
+            let destinationComponents = ConfigurationDirectories.normalizedComponents(destination)
+            for (path, pathComponents) in zip(reserved, components) {
+                guard let relation = MirrorTreeOverlap.relation(of: destinationComponents, to: pathComponents),
+                      path.refuses(relation)
+                else { continue }
+                throw fields.fail("sync.jobs[\(index)].destination", path.problem("the destination \"\(destination)\"", relation))
+            }
         }
     }
 }

@@ -6,12 +6,13 @@ extension DaemonConfiguration {
     /// links followed, the rest as written) and the rules the file's paths already passed are
     /// applied to the results: a destination may not be, contain or lie inside its own source,
     /// nor another mirror job's source or destination, and a source may not be, contain or lie
-    /// inside another job's destination (`MirrorTreeOverlap`), and a destination may not
-    /// contain the control socket. With `/srv/link -> /srv/backup`, destinations `/srv/backup`
-    /// and `/srv/link` are one tree. Each rule is then applied once more by device and inode
-    /// (`MountedLocation`), for the directories that a mount shows at two real paths: with
-    /// `mount --bind /data/src /mnt/alias`, a destination `/mnt/alias/x` lies inside a source
-    /// `/data/src`.
+    /// inside another job's destination (`MirrorTreeOverlap`), and a destination may not reach
+    /// the daemon's own paths (`ReservedPath`): contain the control socket, or be or contain
+    /// the state directory. With
+    /// `/srv/link -> /srv/backup`, destinations `/srv/backup` and `/srv/link` are one tree.
+    /// Each rule is then applied once more by device and inode (`MountedLocation`), for the
+    /// directories that a mount shows at two real paths: with `mount --bind /data/src
+    /// /mnt/alias`, a destination `/mnt/alias/x` lies inside a source `/data/src`.
     ///
     /// `load` and `resolve` do not call this: they read only the file, and `weavedictl`'s
     /// offline diagnostics use them on machines that are not the daemon's. The daemon does,
@@ -39,10 +40,15 @@ extension DaemonConfiguration {
         var treesByIdentity = MirrorTreeIndex<LocationIndex>()
         try note(LoadStep("reading", file: file, fieldPath: nil, path: MountTable.path))
         let mounts = MountTable.current()
-        let socket = control.socket
-        try resolving("control.socket", socket)
-        let resolvedSocket = ResolvedPath.resolve(socket)
-        let locatedSocket = MountedLocation.locate(resolvedSocket, mounts: mounts)
+        // The daemon's own paths, resolved and located: the state directory's only when there
+        // is a mirror job to compare them with.
+        var reserved: [(path: ReservedPath, resolved: String, located: MountedLocation)] = []
+        let hasMirror = sync.jobs.contains { $0.mirror != nil }
+        for path in hasMirror ? ReservedPath.all(of: self) : [ReservedPath.controlSocket(of: self)] {
+            try resolving(path.field, path.path)
+            let resolved = ResolvedPath.resolve(path.path)
+            reserved.append((path, resolved, MountedLocation.locate(resolved, mounts: mounts)))
+        }
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
             let configured = MirrorTreeOverlap.Roots(mirror)
@@ -66,18 +72,18 @@ extension DaemonConfiguration {
                     problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" \(overlap.relation.verb) its source "
                         + "\"\(configured.source)\" through a mount: \(overlap.explanation(quoted: true))")
             }
-            if let relation = MirrorTreeOverlap.relation(of: resolvedSocket, to: resolved.destination), relation != .contains {
-                throw ConfigurationError(
-                    file: file, fieldPath: "\(parent).destination",
-                    problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" contains the control socket "
-                        + "\"\(socket)\" through symbolic links "
-                        + Self.resolutions(configured.destination, resolved.destination, socket, resolvedSocket))
-            }
-            if let overlap = located.destination.relation(to: locatedSocket), overlap.relation != .inside {
-                throw ConfigurationError(
-                    file: file, fieldPath: "\(parent).destination",
-                    problem: "the destination \"\(configured.destination)\" of job \"\(job.name)\" contains the control socket "
-                        + "\"\(socket)\" through a mount: \(overlap.explanation(quoted: true))")
+            let destination = "the destination \"\(configured.destination)\" of job \"\(job.name)\""
+            for (path, resolvedPath, locatedPath) in reserved {
+                if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolvedPath), path.refuses(relation) {
+                    let how = " through symbolic links " + Self.resolutions(configured.destination, resolved.destination, path.path, resolvedPath)
+                    throw ConfigurationError(
+                        file: file, fieldPath: "\(parent).destination", problem: path.problem(destination, relation, how: how))
+                }
+                if let overlap = located.destination.relation(to: locatedPath), path.refuses(overlap.relation) {
+                    let how = " through a mount: \(overlap.explanation(quoted: true))"
+                    throw ConfigurationError(
+                        file: file, fieldPath: "\(parent).destination", problem: path.problem(destination, overlap.relation, how: how))
+                }
             }
             // The first earlier job that meets this one, by path or by identity, without
             // comparing this one with each; the two are then compared, by path first.

@@ -1,0 +1,71 @@
+/// A path of the daemon's own that no mirror destination may reach: the control socket and the
+/// state directory.
+///
+/// A destination that is or contains the state directory would, with `delete`, remove
+/// `weavedid.lock` (`StateDirectoryLock`: a second daemon then starts beside this one) and
+/// `jobs.json` (the jobs' last results), and without `delete` overwrite them. A destination
+/// inside the state directory is fine, and usual: the example configuration mirrors into
+/// `/var/lib/weavedi/mirror/docs`, the one directory besides `/run/weavedi` that the packaged
+/// unit may write. The daemon touches only those two files and the temporary files of
+/// `jobs.json` (`.jobs.json.tmp.N`, of which it removes only regular files) at the top, and a
+/// run writes only below its destination.
+///
+/// `ConfigurationDecoder` applies this to the file's paths, and
+/// `DaemonConfiguration.checkMirrorTreesOnDisk` to the paths they resolve to and by device and
+/// inode (`MountedLocation`).
+struct ReservedPath: Sendable {
+    /// Which of the daemon's paths it is.
+    enum Kind: Sendable {
+        case controlSocket
+        case stateDirectory
+    }
+
+    /// Which of the daemon's paths it is.
+    let kind: Kind
+    /// What it is, for the messages: `the control socket`, `the state directory`, …
+    let name: String
+    /// The path, as configured or derived from the defaults.
+    let path: String
+    /// The relations of a destination to it that are refused.
+    let refused: [MirrorTreeOverlap.Relation]
+    /// Why, after the refusal; empty for the control socket.
+    let consequence: String
+
+    /// The field that sets it: `control.socket` or `stateDirectory`.
+    var field: String { kind == .controlSocket ? "control.socket" : "stateDirectory" }
+
+    /// The control socket and the state directory, in that order.
+    static func all(of configuration: DaemonConfiguration) -> [ReservedPath] {
+        [controlSocket(of: configuration)] + state(of: configuration)
+    }
+
+    /// The control socket.
+    static func controlSocket(of configuration: DaemonConfiguration) -> ReservedPath {
+        ReservedPath(
+            kind: .controlSocket, name: "the control socket", path: configuration.control.socket,
+            refused: [.same, .contains], consequence: "")
+    }
+
+    /// The state directory.
+    static func state(of configuration: DaemonConfiguration) -> [ReservedPath] {
+        [
+            ReservedPath(
+                kind: .stateDirectory, name: "the state directory", path: configuration.stateDirectory, refused: [.same, .contains],
+                consequence: "; the job would overwrite or delete the daemon's lock (\(StateDirectoryLock.fileName)) "
+                    + "and the jobs' state file (\(SyncStateStore.fileName)) there"),
+        ]
+    }
+
+    /// Whether a destination that stands `relation` to this path is refused.
+    func refuses(_ relation: MirrorTreeOverlap.Relation) -> Bool {
+        refused.contains(relation)
+    }
+
+    /// `the destination "/var/lib" contains the state directory "/var/lib/weavedi"…`: `subject`
+    /// (the destination), how it stands to this path, `how` (such as ` through a mount: …`) and
+    /// the consequence. A destination that is the socket's own path is said to contain it.
+    func problem(_ subject: String, _ relation: MirrorTreeOverlap.Relation, how: String = "") -> String {
+        let verb = kind == .controlSocket ? "contains" : relation.verb
+        return "\(subject) \(verb) \(name) \"\(path)\"\(how)\(consequence)"
+    }
+}
