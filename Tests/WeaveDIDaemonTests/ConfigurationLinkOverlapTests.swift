@@ -79,7 +79,10 @@ import WeaveDIPosix
         // The default state directory (STATE_DIRECTORY), and a link of the state directory's own.
         #expect(try diskError(text("into-state", explicitState: false), environment: ["STATE_DIRECTORY": t + "/var/state"])
             == #"sync.jobs[0].destination: the destination "\#(t)/into-state" of job "a" is the state directory "\#(t)/var/state" through symbolic links ("\#(t)/into-state" resolves to "\#(t)/var/state", "\#(t)/var/state" to "\#(t)/var/state")"# + consequence)
-        // Inside the state directory is fine.
+        // The daemon's files there, even before they exist.
+        #expect(try diskError(text("into-state/jobs.json"))
+            == #"sync.jobs[0].destination: the destination "\#(t)/into-state/jobs.json" of job "a" is the jobs' state file "\#(t)/var/state/jobs.json" through symbolic links ("\#(t)/into-state/jobs.json" resolves to "\#(t)/var/state/jobs.json", "\#(t)/var/state/jobs.json" to "\#(t)/var/state/jobs.json"); a destination may lie inside the state directory, but not at the daemon's own files there"#)
+        // Inside the state directory, beside them, is fine.
         #expect(throws: Never.self) { try loadConfiguration(text("into-state/mirror")).checkMirrorTreesOnDisk() }
     }
 

@@ -96,7 +96,7 @@ import WeaveDIPosix
     }
 
     /// A destination that is or holds the state directory would delete or overwrite the
-    /// daemon's lock file and the jobs' state file; one inside it is fine.
+    /// daemon's lock file and the jobs' state file; one inside it is fine, but not at those files.
     @Test func stateDirectoryInsideADestination_isRejected() throws {
         let consequence = "; the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there"
         // An explicit stateDirectory, wherever it stands in the file.
@@ -110,9 +110,15 @@ import WeaveDIPosix
             == #"sync.jobs[0].destination: the destination "/var/lib" contains the state directory "/var/lib/weavedi""# + consequence)
         #expect(errorText(jobs(mirror("a", "/srv", "/home/dev")), environment: ["XDG_RUNTIME_DIR": "/run/user/1000"])
             == #"sync.jobs[0].destination: the destination "/home/dev" contains the state directory "/home/dev/project/.weavedi/state""# + consequence)
+        // The daemon's own files in it.
+        let files = "; a destination may lie inside the state directory, but not at the daemon's own files there"
+        #expect(errorText(jobs(mirror("a", "/srv", "/var/lib/weavedi/jobs.json")))
+            == #"sync.jobs[0].destination: the destination "/var/lib/weavedi/jobs.json" is the jobs' state file "/var/lib/weavedi/jobs.json""# + files)
+        #expect(errorText(jobs(mirror("a", "/srv", "/var/lib/weavedi/weavedid.lock/x")))
+            == #"sync.jobs[0].destination: the destination "/var/lib/weavedi/weavedid.lock/x" is inside the daemon's lock file "/var/lib/weavedi/weavedid.lock""# + files)
         // The first job that breaks the rule is named.
         #expect(errorText(jobs(mirror("a", "/srv", "/backup"), mirror("b", "/data", "/var")))?.hasPrefix("sync.jobs[1].destination: ") == true)
-        // Inside the state directory is fine.
+        // Anywhere else inside the state directory is fine.
         let inside = try loadConfiguration(jobs(
             mirror("a", "/srv/a", "/var/lib/weavedi/mirror/a"), mirror("b", "/srv/b", "/var/lib/weavedi/jobs.json2"),
             mirror("c", "/srv/c", "/var/lib/weavedi/.jobs.json.tmp.5")))

@@ -74,7 +74,12 @@ import WeaveDIPosix
             jobs: [("a", "a-src", "alias")], stateDirectory: "var/state",
             problem: #"sync.jobs[0].destination: the destination "@/alias" of job "a" contains the state directory "@/var/state" through a mount: "@/alias" and "@/var" are the same directory (same device and inode); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there"#),
         Case(
-            name: "a destination inside the state directory",
+            name: "a destination at the jobs' state file, not made yet",
+            directories: ["a-src", "state", "alias"], binds: [("state", "alias")],
+            jobs: [("a", "a-src", "alias/jobs.json")], stateDirectory: "state",
+            problem: #"sync.jobs[0].destination: the destination "@/alias/jobs.json" of job "a" is the jobs' state file "@/state/jobs.json" through a mount: "@/alias" and "@/state" are the same directory (same device and inode); a destination may lie inside the state directory, but not at the daemon's own files there"#),
+        Case(
+            name: "a destination inside the state directory, beside the daemon's files",
             directories: ["a-src", "state", "alias"], binds: [("state", "alias")],
             jobs: [("a", "a-src", "alias/mirror")], stateDirectory: "state",
             problem: nil),

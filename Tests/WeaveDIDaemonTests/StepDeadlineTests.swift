@@ -239,6 +239,8 @@ import WeaveDIPosix
             LoadStep("reading", file: file, fieldPath: nil, path: "/proc/self/mountinfo"),
             LoadStep("resolving", file: file, fieldPath: "control.socket", path: "/run/weavedi-test/control.sock"),
             LoadStep("resolving", file: file, fieldPath: "stateDirectory", path: "/var/lib/weavedi"),
+            LoadStep("resolving", file: file, fieldPath: "stateDirectory", path: "/var/lib/weavedi/weavedid.lock"),
+            LoadStep("resolving", file: file, fieldPath: "stateDirectory", path: "/var/lib/weavedi/jobs.json"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].source", path: "/srv/a"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].destination", path: "/backup/a"),
             // Comparing the roots found waits on no file system: no deadline.

@@ -133,7 +133,7 @@ struct ConfigurationDecoder {
     }
 
     /// Applies the default socket path, and checks the job destinations against the daemon's
-    /// own paths (`ReservedPath`: the control socket and the state directory).
+    /// own paths (`ReservedPath`: the control socket, the state directory and its files).
     private mutating func checkDaemonPaths() throws(ConfigurationError) {
         if !socketIsExplicit {
             let socket = ConfigurationDirectories.join(configuration.runtimeDirectory, "control.sock")

@@ -1,5 +1,5 @@
-/// A path of the daemon's own that no mirror destination may reach: the control socket and the
-/// state directory.
+/// A path of the daemon's own that no mirror destination may reach: the control socket, the
+/// state directory, and the two files the daemon keeps at the state directory's top.
 ///
 /// A destination that is or contains the state directory would, with `delete`, remove
 /// `weavedid.lock` (`StateDirectoryLock`: a second daemon then starts beside this one) and
@@ -8,7 +8,10 @@
 /// `/var/lib/weavedi/mirror/docs`, the one directory besides `/run/weavedi` that the packaged
 /// unit may write. The daemon touches only those two files and the temporary files of
 /// `jobs.json` (`.jobs.json.tmp.N`, of which it removes only regular files) at the top, and a
-/// run writes only below its destination.
+/// run writes only below its destination. But a destination at `weavedid.lock` or `jobs.json`,
+/// or below one, fails every run on a file that is no directory, or, made while `jobs.json` is
+/// missing (the job's fix makes a missing destination), turns it into a directory that no state
+/// file can replace: it is refused too.
 ///
 /// `ConfigurationDecoder` applies this to the file's paths, and
 /// `DaemonConfiguration.checkMirrorTreesOnDisk` to the paths they resolve to and by device and
@@ -18,6 +21,8 @@ struct ReservedPath: Sendable {
     enum Kind: Sendable {
         case controlSocket
         case stateDirectory
+        /// `weavedid.lock` or `jobs.json` in the state directory.
+        case stateFile
     }
 
     /// Which of the daemon's paths it is.
@@ -34,7 +39,7 @@ struct ReservedPath: Sendable {
     /// The field that sets it: `control.socket` or `stateDirectory`.
     var field: String { kind == .controlSocket ? "control.socket" : "stateDirectory" }
 
-    /// The control socket and the state directory, in that order.
+    /// The control socket, the state directory and the daemon's files in it, in that order.
     static func all(of configuration: DaemonConfiguration) -> [ReservedPath] {
         [controlSocket(of: configuration)] + state(of: configuration)
     }
@@ -46,13 +51,21 @@ struct ReservedPath: Sendable {
             refused: [.same, .contains], consequence: "")
     }
 
-    /// The state directory.
+    /// The state directory and the daemon's files in it.
     static func state(of configuration: DaemonConfiguration) -> [ReservedPath] {
-        [
+        let state = configuration.stateDirectory
+        let stateFile = "; a destination may lie inside the state directory, but not at the daemon's own files there"
+        return [
             ReservedPath(
-                kind: .stateDirectory, name: "the state directory", path: configuration.stateDirectory, refused: [.same, .contains],
+                kind: .stateDirectory, name: "the state directory", path: state, refused: [.same, .contains],
                 consequence: "; the job would overwrite or delete the daemon's lock (\(StateDirectoryLock.fileName)) "
                     + "and the jobs' state file (\(SyncStateStore.fileName)) there"),
+            ReservedPath(
+                kind: .stateFile, name: "the daemon's lock file", path: ConfigurationDirectories.join(state, StateDirectoryLock.fileName),
+                refused: [.same, .inside], consequence: stateFile),
+            ReservedPath(
+                kind: .stateFile, name: "the jobs' state file", path: ConfigurationDirectories.join(state, SyncStateStore.fileName),
+                refused: [.same, .inside], consequence: stateFile),
         ]
     }
 
