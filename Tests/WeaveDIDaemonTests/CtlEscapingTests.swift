@@ -10,8 +10,9 @@ import WeaveDIControl
     /// An ANSI colour, a line break, and a C1 CSI (which JSON leaves as it is).
     private static let hostile = "x\u{1B}[31mRED\nline2\u{9B}2J"
     private static let escaped = #"x\u{1B}[31mRED\nline2\u{9B}2J"#
-    /// `hostile` quoted as a JSON string, then escaped (JSON leaves the C1 CSI as it is).
-    private static let quoted = #""x\u001b[31mRED\nline2\u{9B}2J""#
+    /// `hostile` quoted as a JSON string for display (`quotedForMessage`: the C1 CSI, which JSON
+    /// leaves as it is, escaped the JSON way too).
+    private static let quoted = #""x\u001b[31mRED\nline2\u009b2J""#
 
     /// Whether `text` holds a control character other than the line breaks ending its lines.
     private func hasControl(_ text: String) -> Bool {
