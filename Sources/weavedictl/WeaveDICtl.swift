@@ -124,7 +124,9 @@ enum WeaveDICtl {
             guard let command = subcommand(named: topicName) else {
                 throw UsageError(message: "no help for '\(topicName)': not a subcommand", command: nil)
             }
-            if let extra = reader.next() {
+            while let extra = reader.next() {
+                // `help ping --help` asks for the same help twice: it gets it once.
+                if extra == .option("--help", value: nil) || extra == .option("-h", value: nil) { continue }
                 let text: String = switch extra {
                 case let .argument(argument): argument
                 case let .option(option, _): option

@@ -86,6 +86,20 @@ import WeaveDIPosix
         #expect(wrong.code == 64 && wrong.error.hasPrefix("weavedictl: no help for '--bogus': not a subcommand"), "\(wrong.all)")
     }
 
+    @Test func helpAboutASubcommand_withHelpAskedAgain_printsItsHelp() throws {
+        let ping = try CtlRun.run(["ping", "--help"])
+        #expect(ping.code == 0 && ping.output.contains("ping"), "\(ping.all)")
+        for arguments in [["help", "ping", "--help"], ["help", "ping", "-h"], ["help", "ping"]] {
+            let run = try CtlRun.run(arguments)
+            #expect(run.code == 0 && run.error.isEmpty, "\(arguments): \(run.all)")
+            #expect(run.output == ping.output, "\(arguments): \(run.all)")
+        }
+        for (arguments, unexpected) in [(["help", "ping", "jobs"], "jobs"), (["help", "ping", "--help", "--json"], "--json")] {
+            let run = try CtlRun.run(arguments)
+            #expect(run.code == 64 && run.error.hasPrefix("weavedictl: help takes one subcommand name; unexpected '\(unexpected)'"), "\(run.all)")
+        }
+    }
+
     @Test func unknownSubcommand_exits64NamingIt() throws {
         let run = try CtlRun.run(["frobnicate"])
         #expect(run.code == 64)
