@@ -17,6 +17,20 @@ import WeaveDIDaemon
         }
     }
 
+    @Test func namesNotMatchingTheCount_areRefused_countingBoth() throws {
+        let pid: Int32 = 5
+        let cases: [(String, String, String)] = [
+            ("2", "control", "LISTEN_FDNAMES lists 1 name (separated by ':') but LISTEN_FDS counts 2 descriptors"),
+            ("1", "control:extra", "LISTEN_FDNAMES lists 2 names (separated by ':') but LISTEN_FDS counts 1 descriptor"),
+        ]
+        for (count, names, expected) in cases {
+            let problem = Self.problem { () throws(SocketActivation.Problem) in
+                try SocketActivation.take(environment: ["LISTEN_PID": "\(pid)", "LISTEN_FDS": count, "LISTEN_FDNAMES": names], pid: pid)
+            }
+            #expect(problem?.hasPrefix(expected + ": the daemon cannot tell which socket is which") == true, "\(problem ?? "no problem")")
+        }
+    }
+
     @Test func aHugeValue_isQuotedShort_evenWhenItIsOneCharacter() throws {
         let huge = Self.oneHugeCharacter
         let problems = [

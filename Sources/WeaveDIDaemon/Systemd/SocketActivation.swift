@@ -40,7 +40,10 @@ public struct SocketActivation: Sendable {
         let count = try descriptorCount(countText)
         let names = environment["LISTEN_FDNAMES"].map { $0.split(separator: ":", omittingEmptySubsequences: false).map(String.init) } ?? []
         if !names.isEmpty, names.count != Int(count) {
-            throw Problem(description: "LISTEN_FDNAMES has \(names.count) names for LISTEN_FDS=\(count) descriptors")
+            let listed = names.count == 1 ? "1 name" : "\(names.count) names"
+            let passed = count == 1 ? "1 descriptor" : "\(count) descriptors"
+            throw Problem(description: "LISTEN_FDNAMES lists \(listed) (separated by ':') but LISTEN_FDS counts \(passed): "
+                + "the daemon cannot tell which socket is which; systemd sets both alike, so whatever started the daemon set them otherwise")
         }
         var sockets: [(String, FileDescriptor)] = []
         for index in 0..<count {
