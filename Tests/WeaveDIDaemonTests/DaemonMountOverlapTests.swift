@@ -182,4 +182,43 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
+
+    @Test func aRunOverTheStateDirectory_throughAMountMadeAfterTheStart_isRefused() throws {
+        // The state directory is in a directory of its own, clear of the destination when the
+        // configuration was read; now that directory is mounted on the destination.
+        let directory = TemporaryDirectory()
+        guard let wrapper = MountNamespace.wrapper() else {
+            print("SKIPPED aRunOverTheStateDirectory_throughAMountMadeAfterTheStart_isRefused: \(MountNamespace.unsupportedReason ?? "")")
+            return
+        }
+        let d = directory.path
+        directory.write("source/a.txt", "a")
+        for path in ["holder", "later"] {
+            try FileManager.default.createDirectory(atPath: d + "/" + path, withIntermediateDirectories: false)
+        }
+        let state = d + "/holder/state"
+        let config = directory.write("weavedid.json", """
+            {"sync": {"jobs": [
+              {"name": "docs", "source": "\(d)/source", "destination": "\(d)/later", "delete": true, "interval": 3600}]}}
+            """)
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["STATE_DIRECTORY": state], directory: directory, wrapper: wrapper)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func run() throws -> JSONValue? {
+            try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))]).parameter("run")
+        }
+        #expect(try run()?[member: "result"]?.stringValue == "success")
+        let failure = try MountNamespace.bind(d + "/holder", d + "/later", inNamespaceOf: daemon.pid)
+        try #require(failure == nil, "\(failure ?? "")")
+        let refused = try run()
+        #expect(refused?[member: "result"]?.stringValue == "failed")
+        #expect(refused?[member: "message"]?.stringValue == "\(d)/later: the destination \(d)/later of job \"docs\" contains the state directory \"\(state)\" through a mount: \(d)/later and \(d)/holder are the same directory (same device and inode); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there")
+        // Nothing was copied there, and the daemon's files are where they were.
+        #expect(directory.read("holder/a.txt") == nil)
+        #expect(FileManager.default.fileExists(atPath: state + "/weavedid.lock"))
+        #expect(directory.read("holder/state/jobs.json")?.contains("\"docs\"") == true)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
 }

@@ -74,6 +74,69 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// Starts a `delete` job into `box/mirror` with the daemon's `variable` directory (state or
+    /// runtime) at `other/mirror/name`, clear of it; runs it once; swaps `box` for a link to
+    /// `other`, so that the destination now holds that directory; runs it again. Returns that
+    /// run, the daemon and the directory's path.
+    func runIntoTheDaemonsDirectory(
+        _ variable: String, _ name: String
+    ) throws -> (run: JSONValue?, daemon: DaemonProcess, directory: TemporaryDirectory, held: String) {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: d + "/box/mirror", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: d + "/other/mirror", withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", """
+            {"sync": {"jobs": [
+              {"name": "docs", "source": "\(d)/source", "destination": "\(d)/box/mirror", "delete": true, "interval": 3600}]}}
+            """)
+        let held = d + "/other/mirror/" + name
+        let daemon = try DaemonProcess(["--config", config], environment: [variable: held], directory: directory)
+        try waitForReady(daemon)
+        let socket = variable == "RUNTIME_DIRECTORY" ? held + "/control.sock" : daemon.defaultSocket
+        let client = try VarlinkClient(path: socket)
+        func run() throws -> JSONValue? {
+            try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))]).parameter("run")
+        }
+        #expect(try run()?[member: "result"]?.stringValue == "success")
+        #expect(directory.read("box/mirror/a.txt") == "a")
+        try FileManager.default.removeItem(atPath: d + "/box")
+        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: d + "/box", pointingTo: "other")
+        return (try run(), daemon, directory, held)
+    }
+
+    @Test func aRunIntoTheStateDirectory_throughALinkMadeAfterTheStart_isRefused() throws {
+        let (run, daemon, directory, state) = try runIntoTheDaemonsDirectory("STATE_DIRECTORY", "state")
+        let d = directory.path
+        #expect(run?[member: "result"]?.stringValue == "failed")
+        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \(d)/box/mirror of job \"docs\" "
+            + "contains the state directory \"\(state)\" through symbolic links (\(d)/box/mirror resolves to \(d)/other/mirror, "
+            + "\(state) to \(state)); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state "
+            + "file (jobs.json) there")
+        // Nothing was copied there, and the daemon's files are where they were.
+        #expect(directory.read("other/mirror/a.txt") == nil)
+        #expect(FileManager.default.fileExists(atPath: state + "/weavedid.lock"))
+        #expect(directory.read("other/mirror/state/jobs.json")?.contains("\"docs\"") == true)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    @Test func aRunOverTheControlSocket_throughALinkMadeAfterTheStart_isRefused() throws {
+        let (run, daemon, directory, runtime) = try runIntoTheDaemonsDirectory("RUNTIME_DIRECTORY", "run")
+        let d = directory.path
+        let socket = runtime + "/control.sock"
+        #expect(run?[member: "result"]?.stringValue == "failed")
+        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \(d)/box/mirror of job \"docs\" "
+            + "contains the control socket \"\(socket)\" through symbolic links (\(d)/box/mirror resolves to \(d)/other/mirror, "
+            + "\(socket) to \(socket))")
+        // Nothing was copied there, and the socket still answers.
+        #expect(directory.read("other/mirror/a.txt") == nil)
+        let client = try VarlinkClient(path: socket)
+        #expect(try client.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func onewayRunJobWithMore_getsNoReplyAtAll() throws {
         // Progress replies to a oneway call would be taken for the answers of later calls.
         let fixture = Fixture()

@@ -42,12 +42,11 @@ extension DaemonConfiguration {
         let mounts = MountTable.current()
         // The daemon's own paths, resolved and located: the state directory's only when there
         // is a mirror job to compare them with.
-        var reserved: [(path: ReservedPath, resolved: String, located: MountedLocation)] = []
+        var reserved: [ReservedPath.Found] = []
         let hasMirror = sync.jobs.contains { $0.mirror != nil }
         for path in hasMirror ? ReservedPath.all(of: self) : [ReservedPath.controlSocket(of: self)] {
             try resolving(path.field, path.path)
-            let resolved = ResolvedPath.resolve(path.path)
-            reserved.append((path, resolved, MountedLocation.locate(resolved, mounts: mounts)))
+            reserved.append(ReservedPath.Found(path, mounts: mounts))
         }
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
@@ -73,16 +72,12 @@ extension DaemonConfiguration {
                         + "\"\(configured.source)\" through a mount: \(overlap.explanation(quoted: true))")
             }
             let destination = "the destination \"\(configured.destination)\" of job \"\(job.name)\""
-            for (path, resolvedPath, locatedPath) in reserved {
-                if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolvedPath), path.refuses(relation) {
-                    let how = " through symbolic links " + Self.resolutions(configured.destination, resolved.destination, path.path, resolvedPath)
-                    throw ConfigurationError(
-                        file: file, fieldPath: "\(parent).destination", problem: path.problem(destination, relation, how: how))
-                }
-                if let overlap = located.destination.relation(to: locatedPath), path.refuses(overlap.relation) {
-                    let how = " through a mount: \(overlap.explanation(quoted: true))"
-                    throw ConfigurationError(
-                        file: file, fieldPath: "\(parent).destination", problem: path.problem(destination, overlap.relation, how: how))
+            for path in reserved {
+                if let problem = path.problem(
+                    destination, configured: configured.destination, resolved: resolved.destination, located: located.destination,
+                    quoted: true)
+                {
+                    throw ConfigurationError(file: file, fieldPath: "\(parent).destination", problem: problem)
                 }
             }
             // The first earlier job that meets this one, by path or by identity, without

@@ -15,8 +15,10 @@
 ///
 /// `ConfigurationDecoder` applies this to the file's paths, and
 /// `DaemonConfiguration.checkMirrorTreesOnDisk` to the paths they resolve to and by device and
-/// inode (`MountedLocation`).
-struct ReservedPath: Sendable {
+/// inode (`MountedLocation`); a mirror run's start (`MirrorRoots`) does the same again, as a
+/// link or mount made since the load can put one of these paths under a destination
+/// (`Found`).
+struct ReservedPath: Sendable, Equatable {
     /// Which of the daemon's paths it is.
     enum Kind: Sendable {
         case controlSocket
@@ -80,5 +82,48 @@ struct ReservedPath: Sendable {
     func problem(_ subject: String, _ relation: MirrorTreeOverlap.Relation, how: String = "") -> String {
         let verb = kind == .controlSocket ? "contains" : relation.verb
         return "\(subject) \(verb) \(name) \"\(path)\"\(how)\(consequence)"
+    }
+}
+
+extension ReservedPath {
+    /// A reserved path where it leads on this machine: resolved through links (`ResolvedPath`)
+    /// and located by device and inode among a mount table (`MountedLocation`), so that a
+    /// destination can be checked against it both ways. The load's check and each mirror run's
+    /// start use it alike.
+    struct Found {
+        /// The path, as configured.
+        let reserved: ReservedPath
+        /// Where it leads through links.
+        let resolved: String
+        /// Where it lies among the mounts.
+        let located: MountedLocation
+
+        /// Resolves and locates `reserved` among `mounts` (reads the file system).
+        init(_ reserved: ReservedPath, mounts: MountTable) {
+            self.reserved = reserved
+            resolved = ResolvedPath.resolve(reserved.path)
+            located = MountedLocation.locate(resolved, mounts: mounts)
+        }
+
+        /// Why a destination that was configured as `configured`, resolves to `resolved` and
+        /// lies at `located` may not be mirrored into, or nil when it stays clear of this path:
+        /// `subject` (such as `the destination "/srv" of job "docs"`), how it reaches this path,
+        /// through symbolic links or through a mount, and the consequence. `quoted` puts the
+        /// paths in quotes, as the configuration's messages do.
+        func problem(
+            _ subject: String, configured: String, resolved destination: String, located destinationLocation: MountedLocation,
+            quoted: Bool
+        ) -> String? {
+            if let relation = MirrorTreeOverlap.relation(of: destination, to: resolved), reserved.refuses(relation) {
+                let q = quoted ? "\"" : ""
+                let how = " through symbolic links (\(q)\(configured)\(q) resolves to \(q)\(destination)\(q), "
+                    + "\(q)\(reserved.path)\(q) to \(q)\(resolved)\(q))"
+                return reserved.problem(subject, relation, how: how)
+            }
+            if let overlap = destinationLocation.relation(to: located), reserved.refuses(overlap.relation) {
+                return reserved.problem(subject, overlap.relation, how: " through a mount: \(overlap.explanation(quoted: quoted))")
+            }
+            return nil
+        }
     }
 }

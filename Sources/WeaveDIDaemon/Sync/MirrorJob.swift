@@ -26,7 +26,9 @@ struct MirrorJob: SyncJob {
 
     func run(_ context: SyncRunContext) async -> SyncOutcome {
         var settings = self.settings
-        settings.otherJobs = otherJobs()
+        let configuration = configurationInEffect()
+        settings.otherJobs = configuration.map(otherJobs) ?? []
+        settings.reservedPaths = configuration.map(ReservedPath.all) ?? []
         let engine = MirrorEngine(settings: settings, container: container)
         let report = await engine.run { progress in
             context.progress(SyncProgress(
@@ -64,13 +66,17 @@ struct MirrorJob: SyncJob {
         return outcome
     }
 
-    /// The other mirror jobs of the configuration in effect, whose trees this run may not
-    /// overlap; none without the daemon's configuration in the container.
-    private func otherJobs() -> [MirrorSettings.OtherJob] {
+    /// The daemon's configuration in effect, nil without it in the container.
+    private func configurationInEffect() -> DaemonConfiguration? {
         guard container.isRegistered(ConfigurationStore.self), let store = container.resolve(ConfigurationStore.self) else {
-            return []
+            return nil
         }
-        return store.current.sync.jobs.compactMap { job in
+        return store.current
+    }
+
+    /// The other mirror jobs of `configuration`, whose trees this run may not overlap.
+    private func otherJobs(of configuration: DaemonConfiguration) -> [MirrorSettings.OtherJob] {
+        configuration.sync.jobs.compactMap { job in
             guard job.name != name, let mirror = job.mirror else { return nil }
             return MirrorSettings.OtherJob(name: job.name, source: mirror.source, destination: mirror.destination)
         }

@@ -2,8 +2,9 @@ import Glibc
 import WeaveDIPosix
 
 /// The two open roots of a run, checked: the source readable, the destination present (or
-/// created), neither inside the other, and neither overlapping another mirror job's roots, by
-/// real path and then by device and inode through mounts (`MountedLocation`).
+/// created), neither inside the other, neither overlapping another mirror job's roots, and the
+/// destination clear of the daemon's own paths (`MirrorSettings.reservedPaths`), by real path
+/// and then by device and inode through mounts (`MountedLocation`).
 struct MirrorRoots: ~Copyable {
     /// The source root, opened for listing.
     let source: OwnedDescriptor
@@ -134,7 +135,8 @@ struct MirrorRoots: ~Copyable {
         let mounts: MountTable
     }
 
-    /// Resolves `settings`' two roots and checks them against each other, telling `note` before
+    /// Resolves `settings`' two roots and checks them against each other, and the destination
+    /// against the daemon's own paths (`ReservedPath.Found`, as the load does), telling `note` before
     /// each step on the file system (`StepDeadline`, which gives up on a path that does not
     /// answer), whose error it throws.
     static func resolve(_ settings: MirrorSettings, noting note: (MirrorRootStep) throws(Failure) -> Void) throws(Failure) -> Resolved {
@@ -175,6 +177,18 @@ struct MirrorRoots: ~Copyable {
                 path: destinationPath,
                 reason: "the destination \(realDestination) \(overlap.relation.verb) the source \(realSource) through a mount: "
                     + overlap.explanation(quoted: false))
+        }
+        // The daemon's own paths, which a link or mount made since the load may have put
+        // under the destination: the load's rule (`ReservedPath.Found`), applied again.
+        let subject = "the destination \(destinationPath)" + (settings.jobName.map { " of job \"\($0)\"" } ?? "")
+        for reserved in settings.reservedPaths {
+            try note(MirrorRootStep("resolving \(reserved.name)", reserved.path))
+            let found = ReservedPath.Found(reserved, mounts: mounts)
+            if let problem = found.problem(
+                subject, configured: destinationPath, resolved: realDestination, located: located.destination, quoted: false)
+            {
+                throw Failure(path: destinationPath, reason: problem)
+            }
         }
         return Resolved(
             source: realSource, destination: realDestination, existing: existing, missing: missing, located: located, mounts: mounts)

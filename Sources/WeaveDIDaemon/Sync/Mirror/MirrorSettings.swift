@@ -28,6 +28,12 @@ public struct MirrorSettings: Sendable, Equatable {
     /// configuration was read cannot turn two jobs' trees into one. None by default (an engine
     /// on its own).
     public var otherJobs: [OtherJob] = []
+    /// The daemon's own paths that the destination may not reach (`ReservedPath`: the control
+    /// socket, the state directory and its files), checked again as the run starts, resolved
+    /// through links and located through mounts, as the configuration's load checked them: a
+    /// link or mount made since can put them under the destination, where `delete` would
+    /// remove them. None by default (an engine on its own).
+    var reservedPaths: [ReservedPath] = []
     /// For tests: false leaves it to the walk, which never enters one root from the other, to
     /// keep a run's own two roots apart when a mount joins them (a run refuses to start then),
     /// so that the walk's guard can be tested with such mounts in place.
