@@ -114,8 +114,10 @@ extension DaemonConfiguration {
         }
     }
 
-    /// `("/srv/link" resolves to "/srv/backup", "/srv/backup" to "/srv/backup")`.
-    private static func resolutions(_ path: String, _ resolved: String, _ other: String, _ otherResolved: String) -> String {
-        "(\"\(path)\" resolves to \"\(resolved)\", \"\(other)\" to \"\(otherResolved)\")"
+    /// `("/srv/link" resolves to "/srv/backup", "/srv/backup" to "/srv/backup")`; without the
+    /// quotes when `quoted` is false (a run's messages).
+    static func resolutions(_ path: String, _ resolved: String, _ other: String, _ otherResolved: String, quoted: Bool = true) -> String {
+        let q = quoted ? "\"" : ""
+        return "(\(q)\(path)\(q) resolves to \(q)\(resolved)\(q), \(q)\(other)\(q) to \(q)\(otherResolved)\(q))"
     }
 }

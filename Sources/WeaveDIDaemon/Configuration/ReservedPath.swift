@@ -115,9 +115,8 @@ extension ReservedPath {
             quoted: Bool
         ) -> String? {
             if let relation = MirrorTreeOverlap.relation(of: destination, to: resolved), reserved.refuses(relation) {
-                let q = quoted ? "\"" : ""
-                let how = " through symbolic links (\(q)\(configured)\(q) resolves to \(q)\(destination)\(q), "
-                    + "\(q)\(reserved.path)\(q) to \(q)\(resolved)\(q))"
+                let how = " through symbolic links "
+                    + DaemonConfiguration.resolutions(configured, destination, reserved.path, resolved, quoted: quoted)
                 return reserved.problem(subject, relation, how: how)
             }
             if let overlap = destinationLocation.relation(to: located), reserved.refuses(overlap.relation) {
