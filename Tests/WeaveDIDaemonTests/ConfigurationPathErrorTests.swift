@@ -125,6 +125,26 @@ import WeaveDIPosix
         #expect(inside.sync.jobs.count == 3)
     }
 
+    /// The metrics file is rewritten after each run: a destination may not contain it (a
+    /// deleting job would remove it), be it or lie below it (its path would become a directory),
+    /// wherever `metricsFile` stands in the file.
+    @Test func metricsFileInADestination_isRejected() throws {
+        let consequence = "; the daemon writes it after each run, and the job would delete or overwrite it, "
+            + "or keep it from being written; set sync.metricsFile outside every destination"
+        func document(_ destination: String) -> String {
+            #"{"sync": {"jobs": [{"name": "a", "source": "/srv", "destination": "\#(destination)"}], "metricsFile": "/var/lib/textfile/weavedi.prom"}}"#
+        }
+        #expect(errorText(document("/var/lib/textfile"))
+            == #"sync.jobs[0].destination: the destination "/var/lib/textfile" contains the metrics file "/var/lib/textfile/weavedi.prom""# + consequence)
+        #expect(errorText(document("/var/lib/textfile/./weavedi.prom/"))
+            == #"sync.jobs[0].destination: the destination "/var/lib/textfile/./weavedi.prom/" is the metrics file "/var/lib/textfile/weavedi.prom""# + consequence)
+        #expect(errorText(document("/var/lib/textfile/weavedi.prom/x"))
+            == #"sync.jobs[0].destination: the destination "/var/lib/textfile/weavedi.prom/x" is inside the metrics file "/var/lib/textfile/weavedi.prom""# + consequence)
+        // Beside it, or in the same directory, is fine.
+        #expect(try loadConfiguration(document("/var/lib/textfile/mirror")).sync.jobs.count == 1)
+        #expect(try loadConfiguration(document("/var/lib/textfile/weavedi.prom2")).sync.jobs.count == 1)
+    }
+
     @Test func unknownJobKind_listsTheKnownOnes() {
         // Other suites may register more kinds in this process; mirror is always first.
         #expect(errorText(jobDocument(#""kind": "rsync""#))?.hasPrefix("sync.jobs[0].kind: unknown job kind 'rsync' (known: mirror") == true)

@@ -133,7 +133,8 @@ struct ConfigurationDecoder {
     }
 
     /// Applies the default socket path, and checks the job destinations against the daemon's
-    /// own paths (`ReservedPath`: the control socket, the state directory and its files).
+    /// own paths (`ReservedPath`: the control socket, the state directory and its files, the
+    /// metrics file).
     private mutating func checkDaemonPaths() throws(ConfigurationError) {
         if !socketIsExplicit {
             let socket = ConfigurationDirectories.join(configuration.runtimeDirectory, "control.sock")

@@ -8,7 +8,8 @@ extension DaemonConfiguration {
     /// nor another mirror job's source or destination, and a source may not be, contain or lie
     /// inside another job's destination (`MirrorTreeOverlap`), and a destination may not reach
     /// the daemon's own paths (`ReservedPath`): contain the control socket, be or contain the
-    /// state directory, or be or lie inside the daemon's files there. With
+    /// state directory, be or lie inside the daemon's files there, or be, contain or lie inside
+    /// the metrics file. With
     /// `/srv/link -> /srv/backup`, destinations `/srv/backup` and `/srv/link` are one tree.
     /// Each rule is then applied once more by device and inode (`MountedLocation`), for the
     /// directories that a mount shows at two real paths: with `mount --bind /data/src

@@ -1,5 +1,6 @@
 /// A path of the daemon's own that no mirror destination may reach: the control socket, the
-/// state directory, and the two files the daemon keeps at the state directory's top.
+/// state directory, the two files the daemon keeps at the state directory's top, and the
+/// metrics file (`sync.metricsFile`), when there is one.
 ///
 /// A destination that is or contains the state directory would, with `delete`, remove
 /// `weavedid.lock` (`StateDirectoryLock`: a second daemon then starts beside this one) and
@@ -13,6 +14,12 @@
 /// missing (the job's fix makes a missing destination), turns it into a directory that no state
 /// file can replace: it is refused too.
 ///
+/// The metrics file is rewritten after each run, through a temporary file beside it: a
+/// destination that contains it would, with `delete`, remove it (and the directory it is
+/// written in, so that the next writes fail), and without `delete` overwrite it with a file of
+/// the source's; one at it or below it fails every run on a file that is no directory, or turns
+/// its path into a directory that no metrics file can replace. Every relation is refused.
+///
 /// `ConfigurationDecoder` applies this to the file's paths, and
 /// `DaemonConfiguration.checkMirrorTreesOnDisk` to the paths they resolve to and by device and
 /// inode (`MountedLocation`); a mirror run's start (`MirrorRoots`) does the same again, as a
@@ -25,6 +32,8 @@ struct ReservedPath: Sendable, Equatable {
         case stateDirectory
         /// `weavedid.lock` or `jobs.json` in the state directory.
         case stateFile
+        /// `sync.metricsFile`.
+        case metricsFile
     }
 
     /// Which of the daemon's paths it is.
@@ -38,12 +47,19 @@ struct ReservedPath: Sendable, Equatable {
     /// Why, after the refusal; empty for the control socket.
     let consequence: String
 
-    /// The field that sets it: `control.socket` or `stateDirectory`.
-    var field: String { kind == .controlSocket ? "control.socket" : "stateDirectory" }
+    /// The field that sets it: `control.socket`, `stateDirectory` or `sync.metricsFile`.
+    var field: String {
+        switch kind {
+        case .controlSocket: "control.socket"
+        case .stateDirectory, .stateFile: "stateDirectory"
+        case .metricsFile: "sync.metricsFile"
+        }
+    }
 
-    /// The control socket, the state directory and the daemon's files in it, in that order.
+    /// The control socket, the state directory and the daemon's files in it, and the metrics
+    /// file if there is one, in that order.
     static func all(of configuration: DaemonConfiguration) -> [ReservedPath] {
-        [controlSocket(of: configuration)] + state(of: configuration)
+        [controlSocket(of: configuration)] + state(of: configuration) + metricsFile(of: configuration)
     }
 
     /// The control socket.
@@ -68,6 +84,17 @@ struct ReservedPath: Sendable, Equatable {
             ReservedPath(
                 kind: .stateFile, name: "the jobs' state file", path: ConfigurationDirectories.join(state, SyncStateStore.fileName),
                 refused: [.same, .inside], consequence: stateFile),
+        ]
+    }
+
+    /// The metrics file (`sync.metricsFile`), or none when it is not set.
+    static func metricsFile(of configuration: DaemonConfiguration) -> [ReservedPath] {
+        guard let file = configuration.sync.metricsFile else { return [] }
+        return [
+            ReservedPath(
+                kind: .metricsFile, name: "the metrics file", path: file, refused: [.same, .contains, .inside],
+                consequence: "; the daemon writes it after each run, and the job would delete or overwrite it, "
+                    + "or keep it from being written; set sync.metricsFile outside every destination")
         ]
     }
 
