@@ -38,14 +38,16 @@ import WeaveDIPosix
     }
 
     /// Without a file, the built-in default's example job mirrors into
-    /// `.weavedi/example/mirror`: a STATE_DIRECTORY there is refused as well.
+    /// `.weavedi/example/mirror`: a STATE_DIRECTORY there is refused as well, as written (no
+    /// link leads there: none is named).
     @Test func theBuiltInDefault_withTheStateDirectoryAsItsDestination_isRefused() throws {
         let directory = TemporaryDirectory()
         let d = directory.path
         let state = d + "/.weavedi/example/mirror"
         let check = try DaemonProcess(["--check-config"], environment: ["STATE_DIRECTORY": state], directory: directory)
         #expect(check.wait() == .exited(78), "\(check.log)")
-        #expect(check.log.contains(#"built-in default: sync.jobs[0].destination: the destination "\#(state)" of job "example" is the state directory "\#(state)" through symbolic links"#), "\(check.log)")
+        #expect(check.log.contains(#"built-in default: sync.jobs[0].destination: the destination "\#(state)" of job "example" is the state directory "\#(state)"; "#
+            + "the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there\n"), "\(check.log)")
     }
 
     @Test func aReloadAddingADestinationHoldingTheStateDirectory_isRefused_andTheStateKept() throws {

@@ -135,13 +135,18 @@ extension ReservedPath {
         /// Why a destination that was configured as `configured`, resolves to `resolved` and
         /// lies at `located` may not be mirrored into, or nil when it stays clear of this path:
         /// `subject` (such as `the destination "/srv" of job "docs"`), how it reaches this path,
-        /// through symbolic links or through a mount, and the consequence. `quoted` puts the
-        /// paths in quotes, as the configuration's messages do.
+        /// through symbolic links or through a mount, and the consequence; as written, when the
+        /// two paths stand so without links (the file's own check, which sees neither the
+        /// built-in default's state directory nor anything but the file, did not refuse them).
+        /// `quoted` puts the paths in quotes, as the configuration's messages do.
         func problem(
             _ subject: String, configured: String, resolved destination: String, located destinationLocation: MountedLocation,
             quoted: Bool
         ) -> String? {
             if let relation = MirrorTreeOverlap.relation(of: destination, to: resolved), reserved.refuses(relation) {
+                if MirrorTreeOverlap.relation(of: configured, to: reserved.path) == relation {
+                    return reserved.problem(subject, relation)
+                }
                 let how = " through symbolic links "
                     + DaemonConfiguration.resolutions(configured, destination, reserved.path, resolved, quoted: quoted)
                 return reserved.problem(subject, relation, how: how)
