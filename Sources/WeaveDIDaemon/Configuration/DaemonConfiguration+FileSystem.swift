@@ -7,7 +7,8 @@ extension DaemonConfiguration {
     /// applied to the results: a destination may not be, contain or lie inside its own source,
     /// nor another mirror job's source or destination, and a source may not be, contain or lie
     /// inside another job's destination (`MirrorTreeOverlap`), and a destination may not reach
-    /// the daemon's own paths (`ReservedPath`): contain the control socket, be or contain the
+    /// the daemon's own paths (`ReservedPath`): contain the control socket (and `passedSocket`,
+    /// the path of the socket systemd passed, if any), be or contain the
     /// state directory, be or lie inside the daemon's files there, or be, contain or lie inside
     /// the metrics file. With
     /// `/srv/link -> /srv/backup`, destinations `/srv/backup` and `/srv/link` are one tree.
@@ -26,10 +27,10 @@ extension DaemonConfiguration {
     /// and before comparing a job's roots with the rest, that it is checking
     /// (`LoadStep.checking`, a step without a deadline, as it waits on no file system).
     public func checkMirrorTreesOnDisk(
-        noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
+        passedSocket: String? = nil, noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
     ) throws(ConfigurationError) {
         let file = filePath ?? "built-in default"
-        func resolving(_ fieldPath: String, _ path: String) throws(ConfigurationError) {
+        func resolving(_ fieldPath: String?, _ path: String) throws(ConfigurationError) {
             try note(LoadStep("resolving", file: file, fieldPath: fieldPath, path: path))
         }
         var earlier: [(
@@ -45,7 +46,7 @@ extension DaemonConfiguration {
         // is a mirror job to compare them with.
         var reserved: [ReservedPath.Found] = []
         let hasMirror = sync.jobs.contains { $0.mirror != nil }
-        for path in hasMirror ? ReservedPath.all(of: self) : [ReservedPath.controlSocket(of: self)] {
+        for path in hasMirror ? ReservedPath.all(of: self, passedSocket: passedSocket) : [ReservedPath.controlSocket(of: self)] {
             try resolving(path.field, path.path)
             reserved.append(ReservedPath.Found(path, mounts: mounts))
         }

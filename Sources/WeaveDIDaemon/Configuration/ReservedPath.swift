@@ -1,6 +1,7 @@
-/// A path of the daemon's own that no mirror destination may reach: the control socket, the
-/// state directory, the two files the daemon keeps at the state directory's top, and the
-/// metrics file (`sync.metricsFile`), when there is one.
+/// A path of the daemon's own that no mirror destination may reach: the control socket (the
+/// configured one, and under socket activation the one systemd passed), the state directory,
+/// the two files the daemon keeps at the state directory's top, and the metrics file
+/// (`sync.metricsFile`), when there is one.
 ///
 /// A destination that is or contains the state directory would, with `delete`, remove
 /// `weavedid.lock` (`StateDirectoryLock`: a second daemon then starts beside this one) and
@@ -13,6 +14,13 @@
 /// or below one, fails every run on a file that is no directory, or, made while `jobs.json` is
 /// missing (the job's fix makes a missing destination), turns it into a directory that no state
 /// file can replace: it is refused too.
+///
+/// The socket systemd passes (socket activation) is bound where the socket unit says
+/// (`ListenStream=`), which need not be `control.socket`: it is the one served, and a deleting
+/// job would remove it as it would the configured one, leaving clients nothing to connect to
+/// until the daemon and its socket unit are restarted. The daemon knows it only when it is
+/// passed: at its start, its reloads and its runs' starts, not at a `--check-config` to which
+/// none is passed.
 ///
 /// The metrics file is rewritten after each run, through a temporary file beside it: a
 /// destination that contains it would, with `delete`, remove it (and the directory it is
@@ -29,6 +37,8 @@ struct ReservedPath: Sendable, Equatable {
     /// Which of the daemon's paths it is.
     enum Kind: Sendable {
         case controlSocket
+        /// The socket systemd passed, bound at another path than `control.socket`.
+        case passedSocket
         case stateDirectory
         /// `weavedid.lock` or `jobs.json` in the state directory.
         case stateFile
@@ -44,22 +54,26 @@ struct ReservedPath: Sendable, Equatable {
     let path: String
     /// The relations of a destination to it that are refused.
     let refused: [MirrorTreeOverlap.Relation]
-    /// Why, after the refusal; empty for the control socket.
+    /// Why, after the refusal; empty for the configured control socket.
     let consequence: String
 
-    /// The field that sets it: `control.socket`, `stateDirectory` or `sync.metricsFile`.
-    var field: String {
+    /// The field that sets it: `control.socket`, `stateDirectory` or `sync.metricsFile`; nil
+    /// for the socket systemd passed, which the file does not set.
+    var field: String? {
         switch kind {
         case .controlSocket: "control.socket"
+        case .passedSocket: nil
         case .stateDirectory, .stateFile: "stateDirectory"
         case .metricsFile: "sync.metricsFile"
         }
     }
 
-    /// The control socket, the state directory and the daemon's files in it, and the metrics
-    /// file if there is one, in that order.
-    static func all(of configuration: DaemonConfiguration) -> [ReservedPath] {
-        [controlSocket(of: configuration)] + state(of: configuration) + metricsFile(of: configuration)
+    /// The control socket, the socket systemd passed if it is bound at `passedSocket`, the
+    /// state directory and the daemon's files in it, and the metrics file if there is one, in
+    /// that order.
+    static func all(of configuration: DaemonConfiguration, passedSocket: String? = nil) -> [ReservedPath] {
+        [controlSocket(of: configuration)] + passed(passedSocket, of: configuration) + state(of: configuration)
+            + metricsFile(of: configuration)
     }
 
     /// The control socket.
@@ -67,6 +81,18 @@ struct ReservedPath: Sendable, Equatable {
         ReservedPath(
             kind: .controlSocket, name: "the control socket", path: configuration.control.socket,
             refused: [.same, .contains], consequence: "")
+    }
+
+    /// The socket systemd passed, bound at `path` (`DaemonContext.passedControlSocketPath`);
+    /// none without one, or when it is `control.socket` as written.
+    static func passed(_ path: String?, of configuration: DaemonConfiguration) -> [ReservedPath] {
+        guard let path, MirrorTreeOverlap.relation(of: path, to: configuration.control.socket) != .same else { return [] }
+        return [
+            ReservedPath(
+                kind: .passedSocket, name: "the control socket passed by systemd", path: path, refused: [.same, .contains],
+                consequence: "; the daemon serves it in place of control.socket, and the job would delete or overwrite it; "
+                    + "choose another destination, or another path for the socket unit's ListenStream=")
+        ]
     }
 
     /// The state directory and the daemon's files in it.
@@ -107,7 +133,7 @@ struct ReservedPath: Sendable, Equatable {
     /// (the destination), how it stands to this path, `how` (such as ` through a mount: …`) and
     /// the consequence. A destination that is the socket's own path is said to contain it.
     func problem(_ subject: String, _ relation: MirrorTreeOverlap.Relation, how: String = "") -> String {
-        let verb = kind == .controlSocket ? "contains" : relation.verb
+        let verb = kind == .controlSocket || kind == .passedSocket ? "contains" : relation.verb
         return "\(subject) \(verb) \(name) \"\(path)\"\(how)\(consequence)"
     }
 }

@@ -33,11 +33,32 @@ public final class DaemonContext: Sendable {
         self.waker = waker
     }
 
+    /// The listening socket systemd passed for the control service, the one it serves
+    /// (`SocketActivation.listener(named:)`), and the address it is bound to (nil when that
+    /// cannot be read); nil without socket activation, or when the passed sockets name none.
+    var passedControlSocket: (descriptor: FileDescriptor, address: UnixSocketAddress?)? {
+        guard let passed = try? activation?.listener(named: "control") else { return nil }
+        return (passed.descriptor, try? passed.descriptor.localAddress())
+    }
+
+    /// The path the control socket systemd passed is bound to, which no mirror destination may
+    /// reach, as it may not reach `control.socket` (`ReservedPath`). Nil without one, and for
+    /// one bound to no path (abstract or unnamed), or to a path that is relative (bound in a
+    /// working directory the daemon cannot know) or not UTF-8 (which text would repair into
+    /// another path): there is then no path of the daemon's to keep destinations off.
+    var passedControlSocketPath: String? {
+        guard let address = passedControlSocket?.address, address.kind == .path, address.bytes.first == UInt8(ascii: "/") else {
+            return nil
+        }
+        return String(validating: address.bytes, as: UTF8.self)
+    }
+
     /// Loads the configuration the way the command line asked: `--config PATH`, else
     /// /etc/weavedi/weavedid.json if it exists, else the built-in default; then checks what
     /// only this machine can say, that no mirror trees overlap through symbolic links or mounts
-    /// (`checkMirrorTreesOnDisk`). The daemon's start and `--check-config` come through here;
-    /// reloads through the async form.
+    /// (`checkMirrorTreesOnDisk`), nor reach the daemon's own paths, the control socket systemd
+    /// passed among them (`passedControlSocketPath`). The daemon's start and `--check-config`
+    /// come through here; reloads through the async form.
     ///
     /// All of it runs on a thread of its own, and a step (the file read, a path resolved) that
     /// does not answer within `StepDeadline.stepLimit` fails the load (`ETIMEDOUT`): a dead
@@ -72,7 +93,7 @@ public final class DaemonContext: Sendable {
     ) throws(ConfigurationError) -> DaemonConfiguration {
         let configuration = try DaemonConfiguration.resolve(
             explicitPath: configPath, environment: environment, workingDirectory: workingDirectory, noting: note)
-        try configuration.checkMirrorTreesOnDisk(noting: note)
+        try configuration.checkMirrorTreesOnDisk(passedSocket: passedControlSocketPath, noting: note)
         return configuration
     }
 }

@@ -93,15 +93,15 @@ public actor Supervisor {
 
     /// The control socket the daemon serves, as the ready message names it: the configured
     /// `control.socket`, or under socket activation the socket systemd passed (the one the
-    /// control service took: `SocketActivation.listener(named:)`), by the address it is bound
+    /// control service took: `DaemonContext.passedControlSocket`), by the address it is bound
     /// to, which need not be the configured one. `path` is what `weavedictl --socket` takes;
     /// nil for a passed socket bound to no path (abstract or unnamed).
     func controlSocketInUse() -> (description: String, path: String?) {
-        guard let passed = try? context.activation?.listener(named: "control") else {
+        guard let passed = context.passedControlSocket else {
             let configured = store.current.control.socket
             return (configured, configured)
         }
-        guard let address = try? passed.descriptor.localAddress(), address.kind != .unnamed else {
+        guard let address = passed.address, address.kind != .unnamed else {
             return ("descriptor \(passed.descriptor.rawValue) (passed by systemd, bound to no address)", nil)
         }
         return ("\(address) (passed by systemd)", address.kind == .path ? address.description : nil)

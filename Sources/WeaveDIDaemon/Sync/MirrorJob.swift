@@ -28,7 +28,8 @@ struct MirrorJob: SyncJob {
         var settings = self.settings
         let configuration = configurationInEffect()
         settings.otherJobs = configuration.map(otherJobs) ?? []
-        settings.reservedPaths = configuration.map(ReservedPath.all) ?? []
+        let passedSocket = passedControlSocketPath()
+        settings.reservedPaths = configuration.map { ReservedPath.all(of: $0, passedSocket: passedSocket) } ?? []
         let engine = MirrorEngine(settings: settings, container: container)
         let report = await engine.run { progress in
             context.progress(SyncProgress(
@@ -72,6 +73,13 @@ struct MirrorJob: SyncJob {
             return nil
         }
         return store.current
+    }
+
+    /// The path of the control socket systemd passed (`DaemonContext.passedControlSocketPath`),
+    /// nil without one or without the daemon's context in the container.
+    private func passedControlSocketPath() -> String? {
+        guard container.isRegistered(DaemonContext.self), let context = container.resolve(DaemonContext.self) else { return nil }
+        return context.passedControlSocketPath
     }
 
     /// The other mirror jobs of `configuration`, whose trees this run may not overlap.

@@ -29,7 +29,8 @@ public struct MirrorSettings: Sendable, Equatable {
     /// on its own).
     public var otherJobs: [OtherJob] = []
     /// The daemon's own paths that the destination may not reach (`ReservedPath`: the control
-    /// socket, the state directory and its files, the metrics file), checked again as the run starts, resolved
+    /// socket, configured and passed by systemd, the state directory and its files, the metrics
+    /// file), checked again as the run starts, resolved
     /// through links and located through mounts, as the configuration's load checked them: a
     /// link or mount made since can put them under the destination, where `delete` would
     /// remove them. None by default (an engine on its own).
