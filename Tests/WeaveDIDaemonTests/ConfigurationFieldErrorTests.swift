@@ -13,6 +13,16 @@ import WeaveDIDaemon
         #expect(errorText("{\"a\": 1, \"a\": 2}") == #"line 1, column 10: duplicate key "a""#)
     }
 
+    /// Some editors start a UTF-8 file with a byte order mark; RFC 8259 lets a parser ignore
+    /// it. It is skipped, and only at the start: lines and columns count after it.
+    @Test func byteOrderMark_atTheStartIsSkipped_elsewhereIsAnError() throws {
+        let configuration = try loadConfiguration("\u{FEFF}{\"shutdownTimeout\": 7}")
+        #expect(configuration.shutdownTimeout == .seconds(7))
+        #expect(errorText("\u{FEFF}{\"shutdownTimeout\": 7 \"x\"}") == "line 1, column 23: expected ',' or '}' after an object member")
+        #expect(errorText("\u{FEFF}\u{FEFF}{}")?.hasPrefix("line 1, column 1: ") == true)
+        #expect(errorText("{} \u{FEFF}")?.hasPrefix("line 1, column 4: ") == true)
+    }
+
     @Test func topLevelNonObject_isRejected() {
         #expect(errorText("[]") == "expected a JSON object at the top level, got an array")
     }

@@ -86,7 +86,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// (with its `errno`), a syntax error (with line and column) or an invalid field
     /// (`EINVAL`, naming the field). Once the file is read, before the rest, it tells `note`
     /// that it is checking what it read (`LoadStep.checking`: a `StepDeadline` step without a
-    /// deadline, since it waits on no file system), whose error it throws.
+    /// deadline, since it waits on no file system), whose error it throws. A UTF-8 byte order
+    /// mark at the start, which some editors write, is skipped (RFC 8259 lets a parser ignore
+    /// it); lines and columns in errors are counted after it.
     public static func load(
         path: String,
         environment: [String: String],
@@ -94,8 +96,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
         noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
     ) throws(ConfigurationError) -> DaemonConfiguration {
         let limits = JSONLimits()
-        let bytes = try readFile(path: path, maxBytes: limits.maxBytes)
+        let file = try readFile(path: path, maxBytes: limits.maxBytes)
         try note(.checking(file: path))
+        let bytes = file.starts(with: Self.byteOrderMark) ? Array(file.dropFirst(Self.byteOrderMark.count)) : file
         let document: JSONValue
         do {
             document = try JSONValue.parse(bytes, limits: limits)
@@ -105,6 +108,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
         var decoder = ConfigurationDecoder(file: path, environment: environment, workingDirectory: workingDirectory)
         return try decoder.decode(document)
     }
+
+    /// U+FEFF in UTF-8, as a file's first bytes.
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
     /// The daemon's lookup order: `explicitPath` (from `--config`) if given, which must exist;
     /// otherwise `defaultPath` if it exists; otherwise the built-in default. `note` hears what
