@@ -53,9 +53,7 @@ extension WeaveDI.Container {
         let stack = ResolutionStack.current
         if entry.scope != .transient { recordAsDependency(entry.slot, stack) }
         if entry.scope != .transient, let outer = stack.nearestScoped, entry.scope.lifetime < outer.scope.lifetime {
-            throw .scopeMismatch(
-                outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
-                inner: entry.typeName, innerScope: entry.scope)
+            throw .scopeMismatch(outer: outer.builtName, outerScope: outer.scope, inner: entry.typeName, innerScope: entry.scope)
         }
         let owner = explicit ?? owner(in: stack)
         switch entry.scope {

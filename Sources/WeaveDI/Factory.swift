@@ -42,9 +42,10 @@ extension WeaveDI.Container {
     /// Builds a new instance of `type` with its registered factory, bypassing any cache.
     ///
     /// Whatever the registration's scope, with one exception: inside the build of a
-    /// longer-lived service (a singleton's factory, directly or through transients, or a
-    /// session-scoped one's), a session- or request-scoped `type` throws `scopeMismatch`, as
-    /// `require` does: the longer-lived instance would keep what the shorter scope built.
+    /// longer-lived service (a singleton's factory or an `InjectedKey`'s default, directly or
+    /// through transients, or a session-scoped one's), a session- or request-scoped `type`
+    /// throws `scopeMismatch`, as `require` does: the longer-lived instance would keep what the
+    /// shorter scope built.
     public func makeFresh<T>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
@@ -59,7 +60,7 @@ extension WeaveDI.Container {
     private func checkCapture(of entry: Unmanaged<Entry>, scope: WeaveDI.Scope, stack: ResolutionStack) throws(ResolutionError) {
         guard let outer = stack.nearestScoped, scope.lifetime < outer.scope.lifetime else { return }
         throw .scopeMismatch(
-            outer: TypeSlots.shared.name(ofSlot: outer.slot), outerScope: outer.scope,
+            outer: outer.builtName, outerScope: outer.scope,
             inner: entry._withUnsafeGuaranteedRef { $0.typeName }, innerScope: scope)
     }
 }

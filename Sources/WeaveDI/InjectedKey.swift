@@ -15,7 +15,9 @@
 ///
 /// The default for the current context (`InjectedContext.current`) is computed once and cached
 /// for the process, without the overrides of `withInjectedValues` in effect where it is first
-/// read (a default that reads another key gets that key's registration or default).
+/// read (a default that reads another key gets that key's registration or default). Kept for
+/// the process, as a singleton is, a default that resolves a session- or request-scoped service
+/// gets `ResolutionError.scopeMismatch`.
 public protocol InjectedKey {
     /// The type of the dependency.
     associatedtype Value: Sendable

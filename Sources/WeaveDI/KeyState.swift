@@ -144,7 +144,9 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
                 ._withUnsafeGuaranteedRef { $0.value }
         }
         defer { BuildGates.shared.leave(gate) }
-        stack.push(.init(containerID: 0, slot: slot, scope: .transient, owner: nil))
+        // Kept for the process, as a singleton is: what it resolves is checked as a singleton's
+        // factory's is (a session- or request-scoped service is a `scopeMismatch`).
+        stack.push(.init(containerID: 0, slot: slot, scope: .singleton, owner: nil))
         defer { stack.pop() }
         let value: K.Value = Overrides.withoutOverrides {
             switch context {

@@ -12,7 +12,8 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
     /// e.g. `["A", "B", "A"]`.
     case cycle(path: [String])
     /// A longer-lived service (`outer`, in `outerScope`) needed a shorter-lived one (`inner`, in
-    /// `innerScope`), which it would have captured beyond its lifetime.
+    /// `innerScope`), which it would have captured beyond its lifetime. An `InjectedKey`'s
+    /// default, kept for the process, counts as a singleton: `outer` is then `Key's default`.
     case scopeMismatch(
         outer: String, outerScope: WeaveDI.Scope, inner: String, innerScope: WeaveDI.Scope, path: [String] = [])
     /// `type` is registered in `scope`, but no such scope is active where it was resolved.
@@ -50,6 +51,11 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
         case let .cycle(path):
             return "dependency cycle: \(path.joined(separator: " -> ")); break it by making one of these "
                 + "resolve the other lazily (at use, not in its factory) or by extracting what both need"
+        case let .scopeMismatch(outer, _, inner, innerScope, path) where outer.hasSuffix(Self.keyDefaultSuffix):
+            return Self.building(path) + "scope mismatch: \(outer) needs \(inner) (\(innerScope)), which would outlive "
+                + "its \(innerScope): a key's default is kept for the process, as a singleton is; give the key a default "
+                + "that needs no \(innerScope) (a read of the key finds a registration of its value type in the active "
+                + "\(innerScope) first), or resolve \(inner) at the point of use"
         case let .scopeMismatch(outer, outerScope, inner, innerScope, path):
             return Self.building(path) + "scope mismatch: \(outer) (\(outerScope)) needs \(inner) (\(innerScope)), which would "
                 + "outlive its \(innerScope); register \(outer) with scope .\(innerScope) or shorter, or "
@@ -67,6 +73,10 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
             return Self.building(path) + "the factory of \(type) failed: \(underlying)"
         }
     }
+
+    /// What follows a key's name where `scopeMismatch`'s `outer` is an `InjectedKey`'s default
+    /// (`CartKey's default`): no type's name holds an apostrophe.
+    static let keyDefaultSuffix = "'s default"
 
     /// `cannot build A (A -> B -> C): ` for a path, nothing without one.
     private static func building(_ path: [String]) -> String {

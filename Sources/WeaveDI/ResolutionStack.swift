@@ -39,6 +39,13 @@ struct ResolutionStack {
             }
         }
 
+        /// What this frame builds, for messages: a registered type's name, or `Key's default`
+        /// for an `InjectedKey` default being computed (a frame of no container).
+        var builtName: String {
+            let name = TypeSlots.shared.name(ofSlot: slot)
+            return containerID == 0 ? name + ResolutionError.keyDefaultSuffix : name
+        }
+
         @inline(__always)
         var owner: ScopeOwner? {
             guard let object = ownerObject?.takeUnretainedValue() else { return nil }

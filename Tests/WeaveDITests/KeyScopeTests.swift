@@ -1,0 +1,113 @@
+import Testing
+@testable import WeaveDI
+
+/// A session a key's default resolves through explicitly (keys have no instance to hold one).
+private let sessionForKeyDefault = Locked<Session?>(nil)
+
+/// What a key's default keeps: it is computed once and cached for the process, so it must not
+/// hold an instance of a session or a request. These read `Container.live`, so they belong to
+/// the serialized `InjectedTests`.
+extension InjectedTests {
+    /// Collects the log lines that mention `word` while `body` runs.
+    private func logLines(mentioning word: String, _ body: () async throws -> Void) async rethrows -> [String] {
+        let lines = Locked<[String]>([])
+        UnifiedDI.setLogSink { record in
+            if record.message.contains(word) { lines.withLock { $0.append(record.message) } }
+        }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        try await body()
+        return lines.withLock { $0 }
+    }
+
+    @Test func keyDefault_resolvingASessionScopedService_isAScopeMismatch_namingTheKey() async throws {
+        final class Basket: Sendable {}
+        struct BasketKey: InjectedKey {
+            static var liveValue: Basket? { WeaveDI.Container.live.resolve(Basket.self) }
+        }
+        WeaveDI.Container.live.register(Basket.self, scope: .session) { Basket() }
+        let first = WeaveDI.Container.live.openSession(id: "first")
+        var read: Basket? = Basket()
+        let lines = await logLines(mentioning: "Basket") {
+            first.withCurrent { read = InjectedValues.current[BasketKey.self] }
+        }
+        #expect(read == nil)
+        #expect(first.instanceCount == 0)
+        #expect(lines.contains { $0.contains("scope mismatch") && $0.contains("BasketKey's default") }, "\(lines)")
+        // Not "no active session": the read was inside one.
+        #expect(!lines.contains { $0.contains("no active session") }, "\(lines)")
+        await first.close()
+    }
+
+    @Test func keyDefault_resolvingThroughASession_keepsNoSessionsInstance() async throws {
+        final class Trolley: Sendable {}
+        struct TrolleyKey: InjectedKey {
+            static var liveValue: Trolley? { try? sessionForKeyDefault.withLock { $0 }?.require(Trolley.self) }
+        }
+        WeaveDI.Container.live.register(Trolley.self, scope: .session) { Trolley() }
+        let first = WeaveDI.Container.live.openSession(id: "first")
+        let second = WeaveDI.Container.live.openSession(id: "second")
+        sessionForKeyDefault.withLock { $0 = first }
+        defer { sessionForKeyDefault.withLock { $0 = nil } }
+        let inFirst = first.withCurrent { InjectedValues.current[TrolleyKey.self] }
+        sessionForKeyDefault.withLock { $0 = second }
+        let inSecond = second.withCurrent { InjectedValues.current[TrolleyKey.self] }
+        // The default would otherwise be the first session's trolley, in the second session too
+        // and after the first is closed.
+        #expect(inFirst == nil && inSecond == nil)
+        #expect(first.instanceCount == 0)
+        await first.close()
+        await second.close()
+    }
+
+    @Test func keyDefault_resolvingARequestScopedService_throughATransient_isAScopeMismatch() async throws {
+        final class Ticket: Sendable {}
+        final class TicketPrinter: Sendable {
+            let ticket: Ticket
+            init(ticket: Ticket) { self.ticket = ticket }
+        }
+        struct PrinterKey: InjectedKey {
+            static var liveValue: TicketPrinter? { WeaveDI.Container.live.resolve(TicketPrinter.self) }
+        }
+        WeaveDI.Container.live.register(Ticket.self, scope: .request) { Ticket() }
+        WeaveDI.Container.live.register(TicketPrinter.self, scope: .transient) { r in
+            TicketPrinter(ticket: try r.require(Ticket.self))
+        }
+        let session = WeaveDI.Container.live.openSession(id: "s")
+        let request = session.openRequest(id: "r")
+        var read: TicketPrinter? = TicketPrinter(ticket: Ticket())
+        let lines = await logLines(mentioning: "Ticket") {
+            request.withCurrent { read = InjectedValues.current[PrinterKey.self] }
+        }
+        #expect(read == nil)
+        #expect(request.instances.count == 0)
+        #expect(lines.contains { $0.contains("scope mismatch") && $0.contains("PrinterKey's default") }, "\(lines)")
+        await session.close()
+    }
+
+    @Test func key_ofASessionScopedValueType_readsEachSessionsInstance_neverCachingOne() async throws {
+        final class Shelf: Sendable {}
+        struct ShelfKey: InjectedKey {
+            static var liveValue: Shelf { Shelf() }
+        }
+        // First a singleton, which the key's reader remembers; then the type is registered again,
+        // session-scoped, which the reader must not answer from what it remembered.
+        WeaveDI.Container.live.register(Shelf.self) { Shelf() }
+        let singleton = InjectedValues.current[ShelfKey.self]
+        #expect(InjectedValues.current[ShelfKey.self] === singleton)
+        WeaveDI.Container.live.register(Shelf.self, scope: .session) { Shelf() }
+        let first = WeaveDI.Container.live.openSession(id: "first")
+        let second = WeaveDI.Container.live.openSession(id: "second")
+        let inFirst = first.withCurrent { (InjectedValues.current[ShelfKey.self], InjectedValues.current[ShelfKey.self]) }
+        let inSecond = second.withCurrent { InjectedValues.current[ShelfKey.self] }
+        #expect(inFirst.0 === inFirst.1)
+        #expect(inFirst.0 === (try first.require(Shelf.self)))
+        #expect(inSecond === (try second.require(Shelf.self)))
+        #expect(inFirst.0 !== inSecond && inFirst.0 !== singleton && inSecond !== singleton)
+        await first.close()
+        let third = WeaveDI.Container.live.openSession(id: "third")
+        let inThird = third.withCurrent { InjectedValues.current[ShelfKey.self] }
+        #expect(inThird !== inFirst.0 && inThird !== inSecond)
+        await second.close()
+        await third.close()
+    }
+}
