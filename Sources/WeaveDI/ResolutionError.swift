@@ -95,6 +95,9 @@ extension ResolutionError {
         guard let error = error as? ResolutionError else {
             return .factoryFailed(type: TypeSlots.shared.name(ofSlot: slot), underlying: error)
         }
+        // Passed on through every build open on the thread: no name to spell at each.
+        if case .cycle = error { return error }
+        if case .tooDeep = error { return error }
         return error.needed(by: TypeSlots.shared.name(ofSlot: slot))
     }
 
