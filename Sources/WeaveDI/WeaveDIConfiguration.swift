@@ -85,20 +85,6 @@ public enum WeaveDIConfiguration {
         guard first else { return }
         WeaveDILog.log(
             .error, subsystem: "configuration",
-            "\(variable)=\(quoted(value)) is not valid (accepted: \(accepted)); using \(fallback)")
-    }
-
-    /// `value` in quotes, escaped as a JSON string (a newline as `\n`; C1 controls, the line
-    /// and paragraph separators and the bidirectional controls as `\uXXXX` too), and past 40
-    /// Unicode scalars cut with its length: a value from the environment can neither forge
-    /// log lines, nor reorder them on a terminal, nor flood them (a character may be made of
-    /// any number of scalars, so scalars are counted).
-    static func quoted(_ value: String) -> String {
-        let limit = 40
-        let scalars = value.unicodeScalars
-        var shown = String.UnicodeScalarView()
-        shown.append(contentsOf: scalars.prefix(limit))
-        let text = JSONValue.quotedForDisplay(String(shown))
-        return scalars.count > limit ? text + "... (\(scalars.count) characters)" : text
+            "\(variable)=\(JSONValue.quotedForMessage(value)) is not valid (accepted: \(accepted)); using \(fallback)")
     }
 }

@@ -74,18 +74,6 @@ extension JSONValue {
 }
 
 extension JSONValue {
-    /// `text` as a JSON string, to quote in a message (an error's, a log line's), escaped for
-    /// display (`quotedForDisplay`: no control character, line separator or bidirectional
-    /// control goes through as is); past 60 Unicode scalars, its first 57 then `...`, and how
-    /// long it is, so that a name of a megabyte makes no message of a megabyte.
-    package static func quotedForMessage(_ text: String) -> String {
-        let scalars = text.unicodeScalars
-        guard scalars.count > 60 else { return quotedForDisplay(text) }
-        var shown = String.UnicodeScalarView()
-        shown.append(contentsOf: scalars.prefix(57))
-        return quotedForDisplay(String(shown) + "...") + " (\(scalars.count) characters)"
-    }
-
     /// A number kept as written, to quote in a message: past 40 characters, its first 37 then
     /// `...` and how long it is, so that a number of a megabyte makes no message of a megabyte.
     package static func shownForMessage(_ literal: NumberLiteral) -> String {

@@ -96,6 +96,20 @@ public enum JSONValue: Sendable, Equatable {
         }
         return out
     }
+
+    /// `text` as a JSON string, to quote in a message (an error's, a log line's), escaped for
+    /// display (`quotedForDisplay`); past 60 Unicode scalars, its first 57 then `...` inside
+    /// the quotes, and after them how long it is, so that a name of a megabyte makes no message
+    /// of a megabyte. Scalars are counted, not characters: one character may be made of any
+    /// number of scalars. Every value from outside that a message quotes, the library's and
+    /// the daemon's alike, is quoted so.
+    package static func quotedForMessage(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard scalars.count > 60 else { return quotedForDisplay(text) }
+        var shown = String.UnicodeScalarView()
+        shown.append(contentsOf: scalars.prefix(57))
+        return quotedForDisplay(String(shown) + "...") + " (\(scalars.count) characters)"
+    }
 }
 
 extension JSONValue {
