@@ -51,9 +51,13 @@ public struct FilePermissions: OptionSet, Hashable, Sendable, ExpressibleByInteg
     /// The usual mode for new directories, `0o755` before the umask.
     public static var defaultDirectory: FilePermissions { 0o755 }
 
-    /// The mode in octal, such as `0o644`.
+    /// The mode as messages show it: four octal digits, such as `0644`, `0750` or `1777`, as
+    /// `chmod(1)` takes a mode and systemd's `UMask=` and `*Mode=` settings write one. Every
+    /// message that shows a mode shows it so: the leading digit (the set-id and sticky bits)
+    /// is always there, so `0755` and `1777` line up and a mode never reads as a decimal.
     public var description: String {
-        "0o" + String(rawValue, radix: 8)
+        let digits = String(rawValue, radix: 8)
+        return String(repeating: "0", count: 4 - digits.count) + digits
     }
 }
 

@@ -63,7 +63,7 @@ import WeaveDIPosix
             let log = try runDaemon(socketIn: "open", of: d)
             #expect(try modeAndGroup(directory) == before)
             #expect(log.contains("warning control: \(who) may replace the socket \(directory)/control.sock: its directory "
-                + "\(directory) (mode \(String(mode, radix: 8)), owner \(owner ?? geteuid()), group \(getegid())) lets them"), "\(log)")
+                + "\(directory) (mode \(FilePermissions(rawValue: mode)), owner \(owner ?? geteuid()), group \(getegid())) lets them"), "\(log)")
         }
     }
 
@@ -75,7 +75,7 @@ import WeaveDIPosix
         let log = try runDaemon(socketIn: "closed", of: d)
         #expect(try modeAndGroup(d.path + "/closed") == before)
         #expect(log.contains("the socket's group (gid \(group)) cannot reach \(d.path)/closed/control.sock: its directory "
-            + "\(d.path)/closed (mode 700, group \(getegid())) lets neither that group nor others search it"), "\(log)")
+            + "\(d.path)/closed (mode 0700, group \(getegid())) lets neither that group nor others search it"), "\(log)")
     }
 
     /// A reload that gives the socket a group which cannot pass through its directory (one

@@ -178,7 +178,7 @@ import WeaveDIPosix
         let file = try FileDescriptor.open(directory.child("m"), .writeOnly, options: [.create], permissions: 0o600)
         try file.descriptor.setPermissions(0o640)
         #expect(try file.descriptor.status().permissions == 0o640)
-        #expect(try file.descriptor.status().permissions.description == "0o640")
+        #expect(try file.descriptor.status().permissions.description == "0640")
     }
 
     @Test func copyRange_copiesInTheKernel_advancingBothPositions() throws {

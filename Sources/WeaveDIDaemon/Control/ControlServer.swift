@@ -210,7 +210,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         } else if wanted.socketGroup != nil {
             ControlSocketBinder.warnIfGroupCannotReach(bound.path, gid, log: log)
         }
-        log.notice("control", "\(bound.path): mode \(String(wanted.socketMode.rawValue, radix: 8)), group \(gid)")
+        log.notice("control", "\(bound.path): mode \(wanted.socketMode), group \(gid)")
     }
 
     func send(_ command: Command) {

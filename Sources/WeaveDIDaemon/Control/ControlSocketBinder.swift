@@ -93,7 +93,7 @@ enum ControlSocketBinder {
             }
             do { try handle.descriptor.setPermissionsOfPathHandle(mode) } catch {
                 try? handle.descriptor.setGroupOfPathHandle(status.groupID)
-                throw fail("the mode \(String(mode.rawValue, radix: 8))", error)
+                throw fail("the mode \(mode)", error)
             }
             return status
         } catch let refusal as Refusal {
@@ -109,7 +109,7 @@ enum ControlSocketBinder {
         let directory = parent(of: path)
         guard let status = try? FileStatus(path: directory, followSymlinks: true), !groupMaySearch(status, gid) else { return }
         log.warning("control", "the socket's group (gid \(gid)) cannot reach \(path): its directory \(directory) "
-            + "(mode \(String(status.permissions.rawValue & 0o7777, radix: 8)), group \(status.groupID)) lets neither "
+            + "(mode \(status.permissions), group \(status.groupID)) lets neither "
             + "that group nor others search it; give the directory that group, or remove it so that weavedid makes it")
     }
 
@@ -132,7 +132,7 @@ enum ControlSocketBinder {
             return
         }
         log.warning("control", "\(who) may replace the socket \(path): its directory \(directory) (mode "
-            + "\(String(mode & 0o7777, radix: 8)), owner \(status.userID), group \(status.groupID)) lets them, and clients "
+            + "\(status.permissions), owner \(status.userID), group \(status.groupID)) lets them, and clients "
             + "would then talk to whatever they put there; give the directory to root or the daemon's user, not writable by "
             + "others (or sticky, as /tmp is), or remove it so that weavedid makes it")
     }

@@ -158,12 +158,11 @@ enum CtlError: Error {
     /// ` (mode 0750, owner root, group weavedi)`, or nothing without a status.
     private static func describe(_ status: FileStatus?) -> String {
         guard let status else { return "" }
-        let mode = String(status.mode & 0o7777, radix: 8)
         // A failed look-up (`try?`) and a missing entry both leave the number.
         let user = try? UserDatabase.user(id: status.userID), group = try? UserDatabase.group(id: status.groupID)
         let owner = user?.name.escapingControlCharacters ?? "uid \(status.userID)"
         let groupName = group?.name.escapingControlCharacters ?? "gid \(status.groupID)"
-        return " (mode \(String(repeating: "0", count: max(0, 4 - mode.count)) + mode), owner \(owner), group \(groupName))"
+        return " (mode \(status.permissions), owner \(owner), group \(groupName))"
     }
 
     /// `a regular file`, `a directory`, ... for a message.
