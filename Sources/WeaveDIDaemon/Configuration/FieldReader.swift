@@ -12,9 +12,27 @@ struct FieldReader {
         ConfigurationError(file: file, fieldPath: path, problem: problem)
     }
 
-    /// The path of member `name` of the object at `parent` (`control.socket`).
+    /// The path of member `name` of the object at `parent` (`control.socket`). A name that is
+    /// not plain (1 to 60 ASCII letters, digits, `_` and `-`, as every known field's is) is
+    /// written as messages quote a value from outside (`JSONValue.quotedForMessage`:
+    /// `sync."a.b"`, `control."jobs\u001b[31m"`): a key of the file may hold a NUL, an escape
+    /// sequence, a newline or a bidirectional control, and each output of the error (the log,
+    /// `--check-config`, weavedictl, a Reload's reply) then shows it escaped, once, from here.
     static func memberPath(_ parent: String, _ name: String) -> String {
-        parent.isEmpty ? name : parent + "." + name
+        let shown = isPlainName(name) ? name : JSONValue.quotedForMessage(name)
+        return parent.isEmpty ? shown : parent + "." + shown
+    }
+
+    /// Whether `name` may stand in a field path as is: 1 to 60 of `A-Z a-z 0-9 _ -`.
+    private static func isPlainName(_ name: String) -> Bool {
+        (1...60).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                true
+            default: false
+            }
+        }
     }
 
     /// The members of the object at `path`, in document order.
@@ -27,7 +45,7 @@ struct FieldReader {
     func knownMember(_ name: String, of parent: String, accepted: [String]) throws(ConfigurationError) -> String {
         let path = Self.memberPath(parent, name)
         guard accepted.contains(name) else {
-            throw fail(path, "unknown field \(JSONValue.string(name).serialized) (accepted: \(accepted.joined(separator: ", ")))")
+            throw fail(path, "unknown field \(JSONValue.quotedForMessage(name)) (accepted: \(accepted.joined(separator: ", ")))")
         }
         return path
     }
