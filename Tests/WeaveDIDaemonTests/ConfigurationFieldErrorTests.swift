@@ -120,6 +120,20 @@ import WeaveDIDaemon
         }
     }
 
+    /// A string value is quoted as every message quotes text from outside: a bidirectional
+    /// control or a C1 control escaped (not left for the output to escape, which a Reload's
+    /// reply does not), and past 60 Unicode scalars cut to 57 with its length, a character of
+    /// thousands of combining scalars included.
+    @Test func stringValues_areQuotedEscaped_andCutByScalars() {
+        let expected = "shutdownTimeout: expected a number of seconds greater than 0 and at most 3600, got "
+        #expect(errorText(#"{"shutdownTimeout": "a\u202eb\u0085c"}"#) == expected + #""a\u202eb\u0085c""#)
+        #expect(errorText("{\"shutdownTimeout\": \"\(String(repeating: "x", count: 100))\"}")
+            == expected + "\"\(String(repeating: "x", count: 57))...\" (100 characters)")
+        let accented = "e" + String(repeating: "\u{301}", count: 5_000)
+        #expect(errorText("{\"shutdownTimeout\": \"\(accented)\"}")
+            == expected + "\"\(accented.unicodeScalars.prefix(57).map(String.init).joined())...\" (5001 characters)")
+    }
+
     @Test func firstProblemInDocumentOrder_isReported() {
         let document = #"{"control": {"maxClients": 0, "bogus": 1}, "bogus": 2, "shutdownTimeout": -1}"#
         #expect(errorText(document) == "control.maxClients: expected an integer from 1 to 4096, got 0")

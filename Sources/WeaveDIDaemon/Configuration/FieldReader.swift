@@ -127,13 +127,13 @@ struct FieldReader {
     }
 
     /// A value as messages show it: numbers and literals as JSON (a number too large or too
-    /// small for `Double` as written, shortened past 40 characters), strings quoted (shortened
-    /// past 60 characters), containers as "an array" or "an object".
+    /// small for `Double` as written, shortened past 40 characters), strings quoted as every
+    /// message quotes text from outside (`JSONValue.quotedForMessage`: escaped, and shortened
+    /// past 60 Unicode scalars with their length), containers as "an array" or "an object".
     static func describe(_ value: JSONValue) -> String {
         switch value {
         case let .string(string):
-            let shown = string.count > 60 ? String(string.prefix(57)) + "..." : string
-            return JSONValue.string(shown).serialized
+            return JSONValue.quotedForMessage(string)
         case let .number(literal): return JSONValue.shownForMessage(literal)
         case .array: return "an array"
         case .object: return "an object"
