@@ -145,9 +145,15 @@ import WeaveDIPosix
         #expect(try loadConfiguration(document("/var/lib/textfile/weavedi.prom2")).sync.jobs.count == 1)
     }
 
+    /// The kind is quoted as every value from the file is: escaped (an escape sequence or a
+    /// bidirectional control in it reaches no terminal, nor a Reload's reply, raw), and cut.
     @Test func unknownJobKind_listsTheKnownOnes() {
         // Other suites may register more kinds in this process; mirror is always first.
-        #expect(errorText(jobDocument(#""kind": "rsync""#))?.hasPrefix("sync.jobs[0].kind: unknown job kind 'rsync' (known: mirror") == true)
+        #expect(errorText(jobDocument(#""kind": "rsync""#))?.hasPrefix(#"sync.jobs[0].kind: unknown job kind "rsync" (known: mirror"#) == true)
+        #expect(errorText(jobDocument(#""kind": "r\u001b[2J\u202e""#))?.hasPrefix(#"sync.jobs[0].kind: unknown job kind "r\u001b[2J\u202e" (known: mirror"#) == true)
+        let long = String(repeating: "k", count: 100_000)
+        #expect(errorText(jobDocument("\"kind\": \"\(long)\""))?.hasPrefix(
+            "sync.jobs[0].kind: unknown job kind \"\(long.prefix(57))...\" (100000 characters) (known: mirror") == true)
         #expect(errorText(jobDocument(#""kind": 1"#)) == #"sync.jobs[0].kind: expected a job kind such as "mirror", got 1"#)
     }
 

@@ -58,7 +58,7 @@ extension ConfigurationDecoder {
             case "kind":
                 job.kind = try fields.string(value, at: path, expected: "a job kind such as \"mirror\"")
                 guard Self.knownJobKinds.contains(job.kind) else {
-                    throw fields.fail(path, "unknown job kind '\(job.kind)' (known: \(Self.knownJobKinds.joined(separator: ", ")))")
+                    throw fields.fail(path, "unknown job kind \(FieldReader.describe(value)) (known: \(Self.knownJobKinds.joined(separator: ", ")))")
                 }
             case "source": mirror.source = try fields.absolutePath(value, at: path)
             case "destination": mirror.destination = try fields.absolutePath(value, at: path)
