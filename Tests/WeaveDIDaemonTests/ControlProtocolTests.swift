@@ -78,7 +78,7 @@ import WeaveDIPosix
             (call("io.weavedi.Daemon.Fix", #"{"check":"nope"}"#), #"{"error":"io.weavedi.Daemon.NoSuchCheck","parameters":{"name":"nope"}}"#),
             (call("io.weavedi.Daemon.RunJob", #"{"name":"nope"}"#), #"{"error":"io.weavedi.Daemon.NoSuchJob","parameters":{"name":"nope"}}"#),
             (call("io.weavedi.Daemon.SetLogLevel", #"{"level":"loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"level","reason":"expected one of all, registration, optimization, errors, off, got \"loud\""}}"#),
-            (call("io.weavedi.Daemon.SetLogLevel", #"{"filter":"info,sync=loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"filter","reason":"\"sync=loud\": unknown level 'loud' (expected a default level and subsystem=level entries, such as \"info,sync=debug\")"}}"#),
+            (call("io.weavedi.Daemon.SetLogLevel", #"{"filter":"info,sync=loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"filter","reason":"\"sync=loud\": unknown level \"loud\" (expected a default level and subsystem=level entries, such as \"info,sync=debug\")"}}"#),
             (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"x.y"}"#), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"x.y"}}"#),
             (call("org.varlink.service.Nope"), #"{"error":"org.varlink.service.MethodNotFound","parameters":{"method":"org.varlink.service.Nope"}}"#),
             (call("org.varlink.service.GetInterfaceDescription", #"{"interface":"io.weavedi.Daemon.Ping"}"#), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"io.weavedi.Daemon.Ping"}}"#),

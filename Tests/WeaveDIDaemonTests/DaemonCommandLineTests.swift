@@ -96,11 +96,11 @@ import WeaveDIPosix
     }
 
     @Test(arguments: [
-        ("loud", "\"loud\": unknown level 'loud'"), ("info,,debug", "\"\": empty entry"),
+        ("loud", "\"loud\": unknown level \"loud\""), ("info,sync=\u{1B}[2J\u{202E}", #""sync=\u001b[2J\u202e": unknown level "\u001b[2J\u202e""#), ("info,,debug", "\"\": empty entry"),
         ("info,debug", "\"debug\": a second default level"), ("=debug", "\"=debug\": a subsystem name is letters, digits, '.', '_' or '-'"),
-        ("sync=debug,info,sync=trace", "\"sync=trace\": a second level for 'sync'"),
+        ("sync=debug,info,sync=trace", "\"sync=trace\": a second level for \"sync\""),
         ("sync=" + String(repeating: "x", count: 100),
-         "\"sync=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\" (105 characters): unknown level 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (100 characters)"),
+         "\"sync=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\" (105 characters): unknown level \"\(String(repeating: "x", count: 57))...\" (100 characters)"),
         (Array(repeating: "a=info", count: 65).joined(separator: ","),
          "\"a=info,a=info,a=info,a=info,a=info,a=info,a=info,a=info,a...\" (454 characters): 65 entries; at most 64"),
     ])

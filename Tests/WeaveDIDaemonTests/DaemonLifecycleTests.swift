@@ -303,6 +303,6 @@ import WeaveDIPosix
         bad.send(.terminate)
         #expect(bad.wait() == .exited(0))
         #expect(bad.log.components(separatedBy: "WEAVEDID_LOG").count == 2)
-        #expect(bad.log.contains(#"WEAVEDID_LOG: "sync=loud": unknown level 'loud'; using info everywhere"#))
+        #expect(bad.log.contains(#"WEAVEDID_LOG: "sync=loud": unknown level "loud"; using info everywhere"#))
     }
 }

@@ -42,14 +42,14 @@ public struct LogFilter: Sendable, Equatable {
                 guard !subsystem.isEmpty, subsystem.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-" })
                 else { return .failure(LogFilterError(part: part, problem: "a subsystem name is letters, digits, '.', '_' or '-'")) }
                 guard let level = DaemonLogLevel(rawValue: levelName.lowercased()) else {
-                    return .failure(LogFilterError(part: part, problem: "unknown level \(LogFilterError.shown(levelName))"))
+                    return .failure(LogFilterError(part: part, problem: "unknown level \(JSONValue.quotedForMessage(levelName))"))
                 }
                 guard filter.overrides.updateValue(level, forKey: subsystem) == nil else {
-                    return .failure(LogFilterError(part: part, problem: "a second level for \(LogFilterError.shown(subsystem))"))
+                    return .failure(LogFilterError(part: part, problem: "a second level for \(JSONValue.quotedForMessage(subsystem))"))
                 }
             } else {
                 guard let level = DaemonLogLevel(rawValue: part.lowercased()) else {
-                    return .failure(LogFilterError(part: part, problem: "unknown level \(LogFilterError.shown(part))"))
+                    return .failure(LogFilterError(part: part, problem: "unknown level \(JSONValue.quotedForMessage(part))"))
                 }
                 guard !sawDefault else {
                     return .failure(LogFilterError(part: part, problem: "a second default level"))
@@ -84,16 +84,10 @@ public struct LogFilterError: Error, Equatable, CustomStringConvertible {
     /// What is wrong with it.
     public var problem: String
 
-    /// `"sync=loud": unknown level 'loud'`; a long entry is quoted shortened, with its length.
+    /// `"sync=loud": unknown level "loud"`; the entry, and a name in the problem, quoted as
+    /// every message quotes text from outside (`JSONValue.quotedForMessage`: escaped, and a
+    /// long one shortened with its length).
     public var description: String { "\(JSONValue.quotedForMessage(part)): \(problem)" }
-
-    /// `'name'` for a problem, shortened past 40 characters as `part` is.
-    static func shown(_ name: String) -> String {
-        guard name.unicodeScalars.count > 40 else { return "'\(name)'" }
-        var prefix = String.UnicodeScalarView()
-        prefix.append(contentsOf: name.unicodeScalars.prefix(37))
-        return "'\(String(prefix))...' (\(name.unicodeScalars.count) characters)"
-    }
 }
 
 extension StringProtocol {
