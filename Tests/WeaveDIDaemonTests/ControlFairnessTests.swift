@@ -21,22 +21,27 @@ import WeaveDIPosix
         let descriptor = flood.descriptor
         let batch = Array(String(repeating: call("io.weavedi.Daemon.Ping", extra: #","oneway":true"#), count: 20_000).utf8)
         let stop = Atomic<Bool>(false)
+        let floodFailed = Atomic<Bool>(false)
         let writer = try PosixThread {
-            while !stop.load(ordering: .relaxed), (try? descriptor.sendAll(batch)) != nil {}
+            while !stop.load(ordering: .relaxed) {
+                if (try? descriptor.sendAll(batch)) == nil { floodFailed.store(true, ordering: .relaxed); return }
+            }
         }
         usleep(300_000)
-        var slowest = Duration.zero
-        for _ in 0..<3 {
-            let start = ContinuousClock.now
+        // Without fairness the thread reads the flood for as long as it lasts, and these Pings
+        // are never answered; with it, each is answered while the flood goes on. How fast is
+        // the machine's business (a shared one may take seconds), so the wait is long and
+        // nothing is timed: what is checked is that the answers came while the flood lasted.
+        for attempt in 0..<3 {
             let other = try RawClient(daemon.defaultSocket)
             try other.send(call("io.weavedi.Daemon.Ping"))
-            #expect(other.reply(timeout: .seconds(5))?.contains(#""version":"#) == true)
-            slowest = max(slowest, ContinuousClock.now - start)
+            try #require(other.reply(timeout: .seconds(30))?.contains(#""version":"#) == true, "Ping \(attempt + 1) beside the flood")
         }
+        let floodEnded = floodFailed.load(ordering: .relaxed)
+        #expect(!floodEnded, "the flood ended before the Pings were answered: \(daemon.log)")
         stop.store(true, ordering: .relaxed)
         try? descriptor.shutdown(.readWrite)  // ends a send that blocks
         writer.join()
-        #expect(slowest < .seconds(2), "a Ping took \(slowest) beside the flood")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
