@@ -267,9 +267,26 @@ import WeaveDIPosix
         #expect(missing.result == .failed)
         #expect(missing.errors.first?.path == fixture.root + "/nowhere")
         #expect(missing.errors.first?.reason.contains("ENOENT") == true, "\(missing.errors)")
+        // A root that is a file is a mistake in the configuration, said so, not a replacement
+        // since the run resolved it (which a link there, or a part of it no directory, is).
+        let directories = "not a directory; a mirror's source and destination are directories: "
+            + "name the directory to mirror, or the one to mirror into"
         let notDirectory = await run(fixture, source: fixture.root + "/file", destination: fixture.destination)
         #expect(notDirectory.result == .failed)
-        #expect(notDirectory.errors.first?.reason.contains("ENOTDIR") == true, "\(notDirectory.errors)")
+        #expect(notDirectory.errors.first?.reason == "the source cannot be opened: \(fixture.root)/file is a regular file, \(directories)")
+        #expect(fixture.status("dst") == nil)
+        try fixture.write("src/a.txt", "a")
+        let fileDestination = await run(fixture, source: fixture.source, destination: fixture.root + "/file")
+        #expect(fileDestination.result == .failed)
+        #expect(fileDestination.errors.first?.reason == "the destination cannot be opened: \(fixture.root)/file is a regular file, \(directories)")
+        let belowAFile = await run(fixture, source: fixture.source, destination: fixture.root + "/file/out")
+        #expect(belowAFile.result == .failed)
+        #expect(belowAFile.errors.first?.path == fixture.root + "/file/out")
+        #expect(belowAFile.errors.first?.reason == "the destination cannot be resolved: \(fixture.root)/file is a regular file, \(directories)")
+        #expect(mkfifo(fixture.root + "/pipe", 0o600) == 0)
+        let pipe = await run(fixture, source: fixture.root + "/pipe", destination: fixture.destination)
+        #expect(pipe.errors.first?.reason == "the source cannot be opened: \(fixture.root)/pipe is a named pipe, \(directories)")
+        #expect(fixture.read("file") == "not a directory")
         #expect(fixture.status("dst") == nil)
     }
 

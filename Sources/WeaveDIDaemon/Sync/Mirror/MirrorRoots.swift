@@ -147,7 +147,7 @@ struct MirrorRoots: ~Copyable {
         do {
             realSource = try FileDescriptor.realPath(sourcePath)
         } catch {
-            throw Failure(path: sourcePath, reason: "the source cannot be resolved: \(Self.explain(error))")
+            throw Failure(path: sourcePath, reason: "the source cannot be resolved: \(Self.explain(error, sourcePath))")
         }
         try note(MirrorRootStep("resolving the destination", destinationPath))
         let (existing, missing) = try resolveDestination(destinationPath)
@@ -298,9 +298,31 @@ struct MirrorRoots: ~Copyable {
     }
 
     /// `error`, and for a real path that is not UTF-8 what that means.
-    private static func explain(_ error: Errno) -> String {
+    private static func explain(_ error: Errno, _ path: String) -> String {
+        if error == .notDirectory, let (part, kind) = firstNonDirectory(in: path) {
+            return notADirectory(part, kind)
+        }
         guard error == .illegalByteSequence else { return "\(error)" }
         return "its real path is not valid UTF-8 (\(error.name)): as text it would name another path"
+    }
+
+    /// The first of `path`'s leading parts (`/a`, `/a/b`, …; links followed) that exists and is
+    /// no directory, and what it is: why resolving or opening `path` met `ENOTDIR`.
+    private static func firstNonDirectory(in path: String) -> (String, FileKind)? {
+        var part = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            part += "/" + component
+            guard let kind = try? FileDescriptor.currentWorkingDirectory.status(at: part).kind else { return nil }
+            if kind != .directory { return (part, kind) }
+        }
+        return nil
+    }
+
+    /// A root, or a part of its path, that is a file: a mistake in the configuration.
+    private static func notADirectory(_ path: String, _ kind: FileKind) -> String {
+        let what = kind == .regular ? "a regular file" : DaemonConfiguration.describe(kind)
+        return "\(path) is \(what), not a directory; a mirror's source and destination are directories: "
+            + "name the directory to mirror, or the one to mirror into"
     }
 
     /// The real path of the destination's nearest existing ancestor (or itself), and the
@@ -328,7 +350,7 @@ struct MirrorRoots: ~Copyable {
                 candidate = String(candidate[..<slash])
                 continue
             } catch {
-                throw Failure(path: path, reason: "the destination cannot be resolved: \(Self.explain(error))")
+                throw Failure(path: path, reason: "the destination cannot be resolved: \(Self.explain(error, path))")
             }
             if missing.contains(where: { $0 == "." || $0 == ".." }) {
                 throw Failure(path: path, reason: "the part of the destination that does not exist has . or ..")
@@ -443,10 +465,18 @@ struct MirrorRoots: ~Copyable {
         realPath.split(separator: "/").last.map(String.init) ?? "."
     }
 
-    /// An error opening the resolved root `realPath`: a component replaced since it was
+    /// An error opening the resolved root `realPath`: a root that is a file, not a directory,
+    /// is said so (a configuration mistake, not a race); a component replaced since it was
     /// resolved is said so; others as they are, the descriptor limit explained.
     private static func explainOpening(_ error: Errno, _ realPath: String) -> String {
         guard error == .tooManySymbolicLinkLevels || error == .notDirectory else { return DescriptorLimit.explain(error) }
+        // `realPath` has no link in it: what is there now, not followed. A link there, or an
+        // error (a part of it no directory), is a replacement since the run resolved it.
+        if error == .notDirectory, let kind = try? FileDescriptor.currentWorkingDirectory.status(at: realPath, followSymlinks: false).kind,
+            kind != .directory, kind != .symbolicLink
+        {
+            return notADirectory(realPath, kind)
+        }
         return "a part of its real path \(realPath) was replaced by a symbolic link or by something that is not a "
             + "directory since the run resolved it (\(error.name)); not followed, nothing was read or written there: "
             + "the next run resolves it again"
