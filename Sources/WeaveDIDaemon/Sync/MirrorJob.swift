@@ -48,6 +48,8 @@ struct MirrorJob: SyncJob {
                 + "left by an interrupted run"
             : nil
         if let leftovers { context.log.notice("sync", "\(context.job): \(leftovers)") }
+        let setIDBits = Self.setIDBitsNotice(report)
+        if let setIDBits { context.log.warning("sync", "\(context.job): \(setIDBits)") }
         var outcome = SyncOutcome(result: Self.result(report.result))
         outcome.copied = report.copied
         outcome.updated = report.updated
@@ -63,8 +65,20 @@ struct MirrorJob: SyncJob {
         } else if report.result == .cancelled {
             outcome.message = "stopped at a safe point"
         }
-        if let leftovers { outcome.message = outcome.message.map { $0 + "; " + leftovers } ?? leftovers }
+        for notice in [leftovers, setIDBits].compactMap({ $0 }) {
+            outcome.message = outcome.message.map { $0 + "; " + notice } ?? notice
+        }
         return outcome
+    }
+
+    /// What a run says, once, of the copies that did not get the set-ID bits of their source's
+    /// mode (`SetIDBits`); nil when there were none.
+    static func setIDBitsNotice(_ report: MirrorReport) -> String? {
+        guard report.setIDBitsNotKept > 0 else { return nil }
+        let first = report.firstSetIDBitsNotKept.map { " (first: \($0))" } ?? ""
+        return "set-user/group-ID bits not kept on \(report.setIDBitsNotKept) item(s)\(first): this process may not set "
+            + "them (RestrictSUIDSGID=yes in the unit?); the rest of their modes is the source's (to keep the bits too, "
+            + "set RestrictSUIDSGID=no in a drop-in)"
     }
 
     /// The daemon's configuration in effect, nil without it in the container.

@@ -167,8 +167,13 @@ struct DestinationRemover {
         // Nothing is deleted inside a mount: it may hold any tree, the source's among them.
         if try MirrorFailure.attempt("statx", { try directory.descriptor.isMountRoot() }) { throw .mountPoint }
         if let writable = status.modeOpenToItsOwner(isPrivileged: isPrivileged) {
-            // A read-only directory is emptied as its owner may: made writable first (it goes).
-            try MirrorFailure.attempt("fchmod") { try directory.descriptor.setPermissions(writable) }
+            // A read-only directory is emptied as its owner may: made writable first (it goes;
+            // a set-group-ID bit the process may not set with it goes at once: `SetIDBits`).
+            _ = try MirrorFailure.attempt("fchmod") {
+                try SetIDBits.set(writable, current: status.permissions, on: status.device) { (mode) throws(Errno) in
+                    try directory.descriptor.setPermissions(mode)
+                }
+            }
         }
         let entries = try MirrorFailure.attempt("readdir") {
             try directory.descriptor.directoryEntries { _ in WalkWatch.pulse() }

@@ -171,7 +171,7 @@ struct DirectoryScanner {
         }
         if outcome.jobs.isEmpty && outcome.subdirectories.isEmpty {
             do {
-                _ = try directory.finish(modified: outcome.modified, durable: settings.durable)
+                _ = try directory.finish(modified: outcome.modified, durable: settings.durable, report: &outcome.report)
             } catch {
                 outcome.report.fail(directory.reportPath, error.description)
             }
@@ -209,6 +209,12 @@ struct DirectoryScanner {
             } else {
                 outcome.report.unchanged += 1
                 outcome.entriesSettled += 1
+                if source.hasSetIDBits,
+                    SetIDBits.areMissing(source.permissionsOfCopy(ownedBy: destination.userID, group: destination.groupID),
+                                         in: destination.permissions)
+                {
+                    outcome.report.noteSetIDBitsNotKept(directory.path(of: name))
+                }
             }
         case .symbolicLink:
             // The target first: a link that cannot be mirrored (vanished, a target that is not
@@ -254,7 +260,10 @@ struct DirectoryScanner {
         if source.size != destination.size || source.modificationTime != destination.modificationTime {
             return .copy
         }
-        let wanted = source.permissionsOfCopy(ownedBy: destination.userID, group: destination.groupID)
+        // Less the set-ID bits this process was refused on the destination's file system
+        // (`SetIDBits`): a copy without them is as good as it gets, not fixed on every run.
+        let wanted = SetIDBits.attainable(
+            source.permissionsOfCopy(ownedBy: destination.userID, group: destination.groupID), on: destination.device)
         return destination.permissions == wanted ? nil : .fixAttributes
     }
 

@@ -196,6 +196,7 @@ extension FileBatch {
         case let .file(file):
             outcome.report.bytes += try copier.publish(file, in: destination, durable: durable)
             if durable { outcome.report.fileFlushes += 1 }
+            if file.setIDBitsNotKept { outcome.report.noteSetIDBitsNotKept(directory.path(of: job.name)) }
         case let .link(temporary):
             try copier.publishLink(job.name, temporary: temporary, in: destination)
         }
@@ -248,14 +249,11 @@ extension FileBatch {
                 try directory.makeWritable()
                 return .file(try copier.prepare(
                     job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime))
-            } else if try copier.fixAttributes(job.name, to: job.source, in: destination, durable: durable) {
-                outcome.report.updated += 1
             } else {
-                outcome.report.unchanged += 1
+                try fixAttributes(of: job, copier: copier, durable: durable, outcome: &outcome)
             }
         case .fixAttributes:
-            try copier.fixAttributes(job.name, to: job.source, in: destination, durable: durable)
-            outcome.report.updated += 1
+            try fixAttributes(of: job, copier: copier, durable: durable, outcome: &outcome)
         case let .link(target):
             let time = job.source.modificationTime
             return .link(temporary: try copier.prepareLink(job.name, target: target, modificationTime: time, in: destination))
@@ -264,6 +262,17 @@ extension FileBatch {
             outcome.report.updated += 1
         }
         return nil
+    }
+
+    /// Gives `job`'s destination file the source's mode and mtime (`FileCopier.fixAttributes`);
+    /// counts it updated, or unchanged when it had them already (as far as the process may
+    /// set them: `SetIDBits`).
+    private func fixAttributes(of job: FileJob, copier: FileCopier, durable: Bool, outcome: inout BatchOutcome) throws(MirrorFailure) {
+        var setIDBitsNotKept = false
+        let changed = try copier.fixAttributes(
+            job.name, to: job.source, in: directory.destination.descriptor, durable: durable, setIDBitsNotKept: &setIDBitsNotKept)
+        if changed { outcome.report.updated += 1 } else { outcome.report.unchanged += 1 }
+        if setIDBitsNotKept { outcome.report.noteSetIDBitsNotKept(directory.path(of: job.name)) }
     }
 
     /// The task's `FileHasher`, made fresh on its first checksum comparison.

@@ -65,13 +65,20 @@ public final class FileCopier {
                 throw MirrorFailure.changedWhileCopying
             }
             try WalkWatch.begin(.settingAttributes, name)
-            var permissions = before.permissions
             if before.hasSetIDBits {
-                // Kept only where the copy has the source's owner or group: see whose it is.
+                // Kept only where the copy has the source's owner or group: see whose it is;
+                // and where the process may set them (`SetIDBits`).
                 let made = try MirrorFailure.attempt("fstat") { try copy.file.descriptor.status() }
-                permissions = before.permissionsOfCopy(ownedBy: made.userID, group: made.groupID)
+                let permissions = before.permissionsOfCopy(ownedBy: made.userID, group: made.groupID)
+                let given = try MirrorFailure.attempt("fchmod") {
+                    try SetIDBits.set(permissions, current: made.permissions, on: made.device) { (mode) throws(Errno) in
+                        try copy.file.descriptor.setPermissions(mode)
+                    }
+                }
+                copy.setIDBitsNotKept = SetIDBits.areMissing(permissions, in: given)
+            } else {
+                try MirrorFailure.attempt("fchmod") { try copy.file.descriptor.setPermissions(before.permissions) }
             }
-            try MirrorFailure.attempt("fchmod") { try copy.file.descriptor.setPermissions(permissions) }
             try MirrorFailure.attempt("futimens") {
                 try copy.file.descriptor.setTimes(access: nil, modification: before.modificationTime)
             }
@@ -147,8 +154,10 @@ public final class FileCopier {
     }
 
     /// Gives the destination file `name` the mode (`permissionsOfCopy`) and mtime of `wanted`;
-    /// returns whether anything had to change. The file is opened to read (without following
-    /// a link, nor blocking on a fifo swapped in) and changed with `fchmod` and `futimens`;
+    /// returns whether anything had to change. A mode whose set-ID bits this process may not
+    /// set is given without them (`SetIDBits`), and `setIDBitsNotKept` set then (also when the
+    /// file had that mode already). The file is opened to read (without following a link, nor
+    /// blocking on a fifo swapped in) and changed with `fchmod` and `futimens`;
     /// one whose mode denies its owner `r` (mode 000, say, the run not being root), where that
     /// open fails, through a handle that needs no permission (`O_PATH`) and `/proc/self/fd`,
     /// where it failed on every run before. Either way nothing but a regular file is changed.
@@ -156,10 +165,9 @@ public final class FileCopier {
     /// When `durable`, the change is flushed: with `fsync` of the file (through the handle,
     /// opened again before its new mode may deny that), or, should it not open, as for links
     /// (`BatchFlush.flush`: `syncfs` of the file system, then `fsync` of the directory).
-    @discardableResult
-    func fixAttributes(_ name: String, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool)
-        throws(MirrorFailure) -> Bool
-    {
+    func fixAttributes(
+        _ name: String, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool, setIDBitsNotKept: inout Bool
+    ) throws(MirrorFailure) -> Bool {
         try WalkWatch.begin(.settingAttributes, name)
         let opened = Result { () throws(Errno) -> FileDescriptor in
             try destination.open(at: name, .readOnly, options: [.noFollow, .nonBlocking]).release()
@@ -167,7 +175,8 @@ public final class FileCopier {
         switch opened {
         case let .success(file):
             defer { try? file.close() }
-            return try fixAttributes(name, of: file, pathOnly: false, to: wanted, in: destination, durable: durable)
+            return try fixAttributes(
+                name, of: file, pathOnly: false, to: wanted, in: destination, durable: durable, setIDBitsNotKept: &setIDBitsNotKept)
         case .failure(.permissionDenied):
             break  // opened as its owner may, below
         case .failure(.noSuchFileOrDirectory):
@@ -178,12 +187,15 @@ public final class FileCopier {
         let handle = try MirrorFailure.attempt("open (O_PATH)", missingMeansVanished: true) {
             try destination.open(at: name, .pathOnly, options: [.noFollow])
         }
-        return try fixAttributes(name, of: handle.descriptor, pathOnly: true, to: wanted, in: destination, durable: durable)
+        return try fixAttributes(
+            name, of: handle.descriptor, pathOnly: true, to: wanted, in: destination, durable: durable,
+            setIDBitsNotKept: &setIDBitsNotKept)
     }
 
     /// `fixAttributes` on `name`'s open `file`: a descriptor opened to read, or a `pathOnly` handle.
     private func fixAttributes(
-        _ name: String, of file: FileDescriptor, pathOnly: Bool, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool
+        _ name: String, of file: FileDescriptor, pathOnly: Bool, to wanted: FileStatus, in destination: FileDescriptor, durable: Bool,
+        setIDBitsNotKept: inout Bool
     ) throws(MirrorFailure) -> Bool {
         let current = try MirrorFailure.attempt("fstat") { try file.status() }
         guard current.kind == .regular else { throw .replaced(current.kind) }
@@ -192,19 +204,27 @@ public final class FileCopier {
         if try MirrorFailure.attempt("statx", { try file.isMountRoot() }) { throw .mountPoint }
         if current.linkCount > 1 { throw .replaced(.regular) }
         let permissions = wanted.permissionsOfCopy(ownedBy: current.userID, group: current.groupID)
-        let modeChanges = current.permissions != permissions
+        var modeChanges = current.permissions != SetIDBits.attainable(permissions, on: current.device)
         let timeChanges = current.modificationTime != wanted.modificationTime
-        guard modeChanges || timeChanges else { return false }
+        guard modeChanges || timeChanges else {
+            setIDBitsNotKept = SetIDBits.areMissing(permissions, in: current.permissions)
+            return false
+        }
         // A handle's file, opened for its flush before its mode changes; nil when it cannot be.
         let flushable = pathOnly && durable ? (try? file.reopenPathHandle(.readOnly, options: [.nonBlocking]))?.release() : nil
         defer { try? flushable?.close() }
+        var given = current.permissions
         if modeChanges {
-            if pathOnly {
-                try MirrorFailure.attempt("chmod (/proc/self/fd)") { try file.setPermissionsOfPathHandle(permissions) }
-            } else {
-                try MirrorFailure.attempt("fchmod") { try file.setPermissions(permissions) }
+            given = try MirrorFailure.attempt(pathOnly ? "chmod (/proc/self/fd)" : "fchmod") {
+                try SetIDBits.set(permissions, current: current.permissions, on: current.device) { (mode) throws(Errno) in
+                    if pathOnly { try file.setPermissionsOfPathHandle(mode) } else { try file.setPermissions(mode) }
+                }
             }
+            // The set-ID bits refused, the copy may have had the mode it gets already.
+            modeChanges = given != current.permissions
         }
+        setIDBitsNotKept = SetIDBits.areMissing(permissions, in: given)
+        guard modeChanges || timeChanges else { return false }
         if timeChanges {
             if pathOnly {
                 try MirrorFailure.attempt("utimensat (/proc/self/fd)") {
@@ -312,6 +332,9 @@ final class PreparedCopy {
     let file: OwnedDescriptor
     /// The bytes copied.
     var bytes: Int64 = 0
+    /// Whether the copy did not get the source's set-ID bits, which the process may not set
+    /// (`SetIDBits`).
+    var setIDBitsNotKept = false
 
     init(name: String, temporary: String, file: consuming OwnedDescriptor) {
         self.name = name

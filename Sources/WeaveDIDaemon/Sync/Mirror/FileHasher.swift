@@ -55,11 +55,19 @@ public final class FileHasher {
             try !MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() })
         else { throw .system("open", .permissionDenied) }
         let readable = FilePermissions(rawValue: status.permissions.rawValue | 0o400)
-        try MirrorFailure.attempt("chmod (/proc/self/fd)") { try handle.descriptor.setPermissionsOfPathHandle(readable) }
+        // Less a set-user-ID bit the process may not set (`SetIDBits`), for good: a copy keeps
+        // it only where the process may set it.
+        let file = handle.descriptor
+        func setMode(_ mode: FilePermissions, _ current: FilePermissions) throws(Errno) -> FilePermissions {
+            try SetIDBits.set(mode, current: current, on: status.device) { (mode) throws(Errno) in
+                try file.setPermissionsOfPathHandle(mode)
+            }
+        }
+        let madeReadable = try MirrorFailure.attempt("chmod (/proc/self/fd)") { try setMode(readable, status.permissions) }
         let opened = Result { () throws(Errno) -> FileDescriptor in
             try handle.descriptor.reopenPathHandle(.readOnly, options: [.nonBlocking]).release()
         }
-        try? handle.descriptor.setPermissionsOfPathHandle(status.permissions)
+        _ = try? setMode(status.permissions, madeReadable)
         switch opened {
         case let .success(file):
             defer { try? file.close() }

@@ -77,7 +77,7 @@ struct MirrorCoordinator {
         case let .finish(directory, modified):
             var report = MirrorReport()
             do {
-                _ = try directory.finish(modified: modified, durable: context.settings.durable)
+                _ = try directory.finish(modified: modified, durable: context.settings.durable, report: &report)
             } catch {
                 report.fail(directory.reportPath, error.description)
             }

@@ -37,6 +37,8 @@ final class MirrorDirectory: Sendable {
     private let writableMode: FilePermissions?
     /// The destination directory's mode as opened.
     private let openedMode: FilePermissions
+    /// The destination directory's file system (`st_dev`), for `SetIDBits`.
+    private let destinationDevice: UInt64
     /// Whether `makeWritable` changed the mode; held through the change, as several batches of
     /// a checksum run may ask at once.
     private let madeWritable: Mutex<Bool>
@@ -55,6 +57,7 @@ final class MirrorDirectory: Sendable {
         self.parent = parent
         writableMode = destinationStatus.modeOpenToItsOwner(isPrivileged: isPrivileged)
         openedMode = destinationStatus.permissions
+        destinationDevice = destinationStatus.device
         self.madeWritable = Mutex(madeWritable && writableMode != nil)
     }
 
@@ -117,7 +120,9 @@ final class MirrorDirectory: Sendable {
         try madeWritable.withLock { (made: inout Bool) throws(MirrorFailure) in
             guard !made else { return }
             try WalkWatch.begin(.settingAttributes, nil, in: self)
-            try MirrorFailure.attempt("fchmod") { try destination.descriptor.setPermissions(writableMode) }
+            // A set-group-ID directory as found loses the bit where the process may not set it
+            // (`SetIDBits`); `finish` gives it the source's mode, and reports the bit not kept.
+            _ = try MirrorFailure.attempt("fchmod") { try setPermissions(writableMode, current: openedMode) }
             made = true
         }
     }
@@ -127,23 +132,24 @@ final class MirrorDirectory: Sendable {
     func undoMakeWritable() {
         madeWritable.withLock { made in
             guard made, (try? WalkWatch.begin(.settingAttributes, nil, in: self)) != nil else { return }
-            if (try? destination.descriptor.setPermissions(openedMode)) != nil { made = false }
+            if (try? setPermissions(openedMode, current: writableMode ?? openedMode)) != nil { made = false }
         }
     }
 
     /// Gives the destination directory the source directory's mode and mtime once its content
     /// is done, then flushes it when `durable` and anything in it changed (one fsync per
-    /// directory, after all of its renames). Returns whether the metadata had to change.
-    func finish(modified: Bool, durable: Bool) throws(MirrorFailure) -> Bool {
+    /// directory, after all of its renames). Returns whether the metadata had to change. A mode
+    /// whose set-ID bits this process may not set is given without them (`SetIDBits`), and
+    /// the directory counted in `report` as not keeping them.
+    func finish(modified: Bool, durable: Bool, report: inout MirrorReport) throws(MirrorFailure) -> Bool {
         let wanted = sourceStatus
         try WalkWatch.begin(.settingAttributes, nil, in: self)
         let current = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         var changed = false
         let permissions = wanted.permissionsOfCopy(ownedBy: current.userID, group: current.groupID)
-        if current.permissions != permissions {
-            try MirrorFailure.attempt("fchmod") { try destination.descriptor.setPermissions(permissions) }
-            changed = true
-        }
+        let given = try MirrorFailure.attempt("fchmod") { try setPermissions(permissions, current: current.permissions) }
+        if given != current.permissions { changed = true }
+        if SetIDBits.areMissing(permissions, in: given) { report.noteSetIDBitsNotKept(reportPath) }
         if current.modificationTime != wanted.modificationTime {
             try MirrorFailure.attempt("futimens") {
                 try destination.descriptor.setTimes(access: nil, modification: wanted.modificationTime)
@@ -156,6 +162,15 @@ final class MirrorDirectory: Sendable {
         }
         return changed
     }
+
+    /// Gives the destination directory, whose mode is `current`, the mode `permissions`, or
+    /// that less its set-ID bits where the process may not set them (`SetIDBits`); returns
+    /// the mode it has now.
+    private func setPermissions(_ permissions: FilePermissions, current: FilePermissions) throws(Errno) -> FilePermissions {
+        try SetIDBits.set(permissions, current: current, on: destinationDevice) { (mode) throws(Errno) in
+            try destination.descriptor.setPermissions(mode)
+        }
+    }
 }
 
 extension FileStatus {
@@ -167,6 +182,9 @@ extension FileStatus {
     /// run as `weavedi`, one running as `weavedi`). A directory keeps its bits: set-group-ID
     /// there only has new entries inherit its group (in the destination, the copy's own), and
     /// Linux ignores set-user-ID on a directory.
+    ///
+    /// Where this process may not set set-ID bits at all (systemd's `RestrictSUIDSGID=yes`),
+    /// a copy gets this mode without them, and the run reports it (`SetIDBits`).
     ///
     /// The one rule for the mode a run gives a copy (`FileCopier.prepare`), fixes
     /// (`FileCopier.fixAttributes`, `MirrorDirectory.finish`) and compares with

@@ -43,6 +43,12 @@ public struct MirrorReport: Sendable, Equatable {
     public var errorCount = 0
     /// The first `issueLimit` warnings (skipped entries).
     public var warnings: [MirrorIssue] = []
+    /// Copies given the source's mode without its set-user-ID or set-group-ID bits, which this
+    /// process may not set (`SetIDBits`: systemd's `RestrictSUIDSGID=yes`); counted on every
+    /// run that finds them so, made or found.
+    public var setIDBitsNotKept = 0
+    /// The path of the first of them.
+    public var firstSetIDBitsNotKept: String?
     /// The other jobs' roots that did not answer as the run started, left out of its overlap
     /// check (`MirrorRoots.open`).
     public var unchecked: [MirrorIssue] = []
@@ -78,6 +84,12 @@ public struct MirrorReport: Sendable, Equatable {
         if warnings.count < MirrorReport.issueLimit { warnings.append(MirrorIssue(path: path, reason: reason)) }
     }
 
+    /// Records a copy that did not get the set-ID bits of the source's mode (`SetIDBits`).
+    mutating func noteSetIDBitsNotKept(_ path: String) {
+        setIDBitsNotKept += 1
+        if firstSetIDBitsNotKept == nil { firstSetIDBitsNotKept = path }
+    }
+
     /// Adds the counts and issues of `other` (a part of the same run) to this report.
     mutating func absorb(_ other: MirrorReport) {
         copied += other.copied
@@ -92,6 +104,8 @@ public struct MirrorReport: Sendable, Equatable {
         errorCount += other.errorCount
         errors.append(contentsOf: other.errors.prefix(MirrorReport.issueLimit - errors.count))
         skipped += other.skipped
+        setIDBitsNotKept += other.setIDBitsNotKept
+        if firstSetIDBitsNotKept == nil { firstSetIDBitsNotKept = other.firstSetIDBitsNotKept }
         warnings.append(contentsOf: other.warnings.prefix(MirrorReport.issueLimit - warnings.count))
     }
 }

@@ -27,14 +27,28 @@ enum OwnerOpening {
         guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
             throw .system("open", .permissionDenied)  // not the run's to change
         }
-        try MirrorFailure.attempt("chmod (/proc/self/fd)") { try handle.descriptor.setPermissionsOfPathHandle(open) }
+        // Less a set-group-ID bit the process may not set (`SetIDBits`): the caller gives the
+        // directory its mode when done, and reports that bit not kept.
+        let opened = try MirrorFailure.attempt("chmod (/proc/self/fd)") {
+            try setPermissions(open, of: handle.descriptor, current: status.permissions, on: status.device)
+        }
         do {
             let directory = try handle.descriptor.openDirectory(at: ".", noFollow: true)
             found = status
             return directory
         } catch {
-            try? handle.descriptor.setPermissionsOfPathHandle(status.permissions)
+            _ = try? setPermissions(status.permissions, of: handle.descriptor, current: opened, on: status.device)
             throw .system("open", error)
+        }
+    }
+
+    /// Gives the directory of `handle`, whose mode is `current`, the mode `permissions`
+    /// (`SetIDBits.set`); returns the mode it has now.
+    private static func setPermissions(
+        _ permissions: FilePermissions, of handle: FileDescriptor, current: FilePermissions, on device: UInt64
+    ) throws(Errno) -> FilePermissions {
+        try SetIDBits.set(permissions, current: current, on: device) { (mode) throws(Errno) in
+            try handle.setPermissionsOfPathHandle(mode)
         }
     }
 }
