@@ -211,4 +211,66 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         #expect(fileExists(fixture.stateFile))
     }
+
+    /// The id of the job's run by hand.
+    func runID(_ daemon: DaemonProcess) throws -> String? {
+        try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
+            .parameter("run")?[member: "id"]?.stringValue
+    }
+
+    /// Run ids go on across restarts: a run after a restart is not given the id of one before
+    /// it. The file keeps the number of the last run started (`lastRunNumber`), which covers
+    /// runs the jobs' entries do not keep (cancelled, skipped).
+    @Test func runIDs_goOnAfterARestart() throws {
+        let fixture = Fixture()
+        var daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(try runID(daemon) == "docs-1")
+        #expect(try runID(daemon) == "docs-2")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        #expect(saved[member: "lastRunNumber"]?.intValue == 2)
+
+        daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(try runID(daemon) == "docs-3", "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A file without `lastRunNumber` (as written before it was kept) has the ids go on after
+    /// the highest of its jobs' last runs; a `lastRunNumber` no run writes is reported and
+    /// left behind.
+    @Test(arguments: [
+        (#""jobs": {"docs": \#(Self.lastRun("docs-41")), "gone": \#(Self.lastRun("gone-7", job: "gone"))}"#, "docs-42", nil),
+        (#""lastRunNumber": 99, "jobs": {"docs": \#(Self.lastRun("docs-41"))}"#, "docs-100", nil),
+        (#""lastRunNumber": 7, "jobs": {"docs": \#(Self.lastRun("docs-41"))}"#, "docs-42", nil),
+        (#""jobs": {"docs": \#(Self.lastRun("docs-x41")), "other": \#(Self.lastRun("docs-50"))}"#, "docs-1", nil),
+        (#""lastRunNumber": -5, "jobs": {"docs": \#(Self.lastRun("docs-41"))}"#, "docs-42",
+         "lastRunNumber: expected an integer from 0 to 9007199254740991, got -5; run ids go on after the highest of the jobs' last runs (the next is NAME-42)"),
+        (#""lastRunNumber": 9223372036854775807, "jobs": {}"#, "docs-1",
+         "lastRunNumber: expected an integer from 0 to 9007199254740991, got 9223372036854775807; run ids go on after the highest of the jobs' last runs (the next is NAME-1)"),
+        (#""lastRunNumber": "12", "jobs": {"docs": \#(Self.lastRun("docs-99999999999999999999"))}"#, "docs-1",
+         #"lastRunNumber: expected an integer from 0 to 9007199254740991, got "12"; run ids go on after the highest of the jobs' last runs (the next is NAME-1)"#),
+    ])
+    func runIDs_goOnFromTheStateFile(contents: String, next: String, problem: String?) throws {
+        let fixture = Fixture()
+        fixture.directory.write("state/jobs.json", "{\(contents)}")
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(try runID(daemon) == next, "\(daemon.log)")
+        if let problem {
+            #expect(daemon.log.contains("warning sync: \(fixture.stateFile): \(problem)"), "\(daemon.log)")
+        } else {
+            #expect(!daemon.log.contains("lastRunNumber"), "\(daemon.log)")
+        }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A job's entry whose last run has the id `id`.
+    static func lastRun(_ id: String, job: String = "docs") -> String {
+        #"{"consecutiveFailures": 0, "lastRun": {"id": "\#(id)", "job": "\#(job)", "result": "success", "startedAt": 1, "endedAt": 2}}"#
+    }
 }

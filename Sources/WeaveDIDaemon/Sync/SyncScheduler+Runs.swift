@@ -116,7 +116,7 @@ extension SyncScheduler {
         }
         for (name, state) in removed { states[name] = state }
         persisted = states
-        stateStore.save(states)
+        stateStore.save(states, lastRunNumber: runCounter)
     }
 
     /// Runs `name` now and waits for the run's end, calling `progress` on the way. A job

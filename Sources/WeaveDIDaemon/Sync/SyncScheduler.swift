@@ -30,6 +30,8 @@ public actor SyncScheduler: DaemonService {
     /// configuration store does).
     var maxRuns: Int
     var slotWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The number of the last run started (`NAME-N`), of any job; continued from the state
+    /// file's at start.
     var runCounter = 0
     var stopping = false
     var persisted: [String: PersistedJobState] = [:]
@@ -106,7 +108,10 @@ public actor SyncScheduler: DaemonService {
     public func start() async throws {
         let configuration = store.current
         if configuration.isBuiltInDefault { ExampleJob.prepare(configuration, log: log) }
-        persisted = stateStore.load()
+        let saved = stateStore.load()
+        persisted = saved.jobs
+        // Run ids go on from the last one started before: one id, one run, across restarts.
+        runCounter = saved.lastRunNumber
         for config in configuration.sync.jobs { add(config) }
         log.info("sync", configuration.sync.jobs.isEmpty ? "no sync jobs configured" : "\(order.count) job(s): \(order.joined(separator: ", "))")
     }

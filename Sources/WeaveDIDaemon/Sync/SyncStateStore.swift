@@ -29,6 +29,20 @@ struct SyncStateStore: Sendable {
         writer = LatestFileWriter(purpose: "the jobs' state file", permissions: 0o640, durable: true, makesDirectory: true, log: log)
     }
 
+    /// What the file holds: the jobs' last runs, and the number of the last run started.
+    struct Contents: Sendable, Equatable {
+        var jobs: [String: PersistedJobState] = [:]
+        /// The number in the id (`NAME-N`) of the last run the daemon started, of any job:
+        /// the next run is N + 1, so that a run id names one run across restarts. The file's
+        /// `lastRunNumber`, or, from a file without it (written before it was kept), the
+        /// highest number in the ids of its jobs' last runs; 0 for neither.
+        var lastRunNumber = 0
+    }
+
+    /// The highest run number the file may say: far beyond any number of runs, and an integer
+    /// a JSON number holds exactly everywhere (2^53 − 1).
+    static let maximumRunNumber = (1 << 53) - 1
+
     /// The persisted last runs, by job; empty when there is no file yet. A file that cannot be
     /// read (within the step limit: see `LatestFileWriter`), is no regular file, is larger than
     /// `maximumBytes` or is damaged is reported and ignored (it is rewritten after the next
@@ -40,7 +54,7 @@ struct SyncStateStore: Sendable {
     ///
     /// First it removes the temporary files that writes of the state file interrupted by a
     /// crash left in the directory (`removeStaleTemporaryFiles`).
-    func load() -> [String: PersistedJobState] {
+    func load() -> Contents {
         removeStaleTemporaryFiles()
         let step = FileStep("reading the file", path)
         let bytes: [UInt8]?
@@ -51,9 +65,9 @@ struct SyncStateStore: Sendable {
             }
         } catch {
             log.warning("sync", "\(path): \(error.problem); starting without the jobs' previous results")
-            return [:]
+            return Contents()
         }
-        guard let bytes else { return [:] }
+        guard let bytes else { return Contents() }
         do {
             let value = try JSONValue.parse(bytes)
             var states: [String: PersistedJobState] = [:]
@@ -73,11 +87,35 @@ struct SyncStateStore: Sendable {
                 log.warning("sync", "\(path): \(refused - Self.refusalsLogged) more jobs' entries refused likewise; "
                     + "those jobs start without their previous results")
             }
-            return states
+            var contents = Contents(jobs: states)
+            for (name, state) in states {
+                if let number = state.lastRun.flatMap({ Self.runNumber(of: $0.id, job: name) }) {
+                    contents.lastRunNumber = max(contents.lastRunNumber, number)
+                }
+            }
+            do throws(PersistedStateProblem) {
+                let kept = try PersistedStateProblem.count(value, "lastRunNumber", maximum: Self.maximumRunNumber, required: false)
+                contents.lastRunNumber = max(contents.lastRunNumber, kept)
+            } catch {
+                log.warning("sync", "\(path): \(error); run ids go on after the highest of the jobs' last runs "
+                    + "(the next is NAME-\(contents.lastRunNumber + 1))")
+            }
+            return contents
         } catch {
             log.warning("sync", "\(path): \(error); starting without the jobs' previous results")
-            return [:]
+            return Contents()
         }
+    }
+
+    /// The number N of the run id `JOB-N` of `job`; nil for an id of another form, or a
+    /// number beyond `maximumRunNumber`.
+    static func runNumber(of id: String, job: String) -> Int? {
+        guard id.utf8.starts(with: (job + "-").utf8) else { return nil }
+        let digits = id.utf8.dropFirst(job.utf8.count + 1)
+        guard !digits.isEmpty, digits.count <= 16, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let number = Int(String(decoding: digits, as: UTF8.self)), number <= maximumRunNumber
+        else { return nil }
+        return number
     }
 
     /// The file's bytes; nil when there is none. Not a regular file (a FIFO whose open would
@@ -164,9 +202,13 @@ struct SyncStateStore: Sendable {
         return outcome
     }
 
-    /// Asks for every job's state to be written; returns at once.
-    func save(_ states: [String: PersistedJobState]) {
-        let json = JSONValue.object([("jobs", .object(states.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) }))])
+    /// Asks for every job's state, and the number of the last run started, to be written;
+    /// returns at once.
+    func save(_ states: [String: PersistedJobState], lastRunNumber: Int) {
+        let json = JSONValue.object([
+            ("lastRunNumber", .int(lastRunNumber)),
+            ("jobs", .object(states.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) })),
+        ])
         writer.write(Array(json.serialized.utf8), to: path)
     }
 
