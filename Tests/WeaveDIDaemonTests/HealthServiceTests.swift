@@ -38,4 +38,30 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
+
+    /// A control socket file replaced by a regular file is in the log without
+    /// WEAVEDI_REGISTRY_HEALTH_LOGGING: the check turning unhealthy and each failed fix as
+    /// warnings, its recovery (once the file is gone and the fix binds the socket again) as a
+    /// notice; a first result that is healthy and the rounds that change nothing are not.
+    @Test func aLostControlSocket_isLogged_withoutHealthLogging() throws {
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", #"{"health":{"interval":0.2}}"#)
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1"],
+            directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let socket = daemon.defaultSocket
+        try FileDescriptor.currentWorkingDirectory.unlink(at: socket)
+        directory.write("run/control.sock", "x")
+        #expect(daemon.waitForLog("warning health: control.socket: healthy -> unhealthy: the socket file \(socket) was replaced"), "\(daemon.log)")
+        #expect(
+            daemon.waitForLog("warning health: fix of control.socket (automatic) failed: \(socket) exists and is not a socket"), "\(daemon.log)")
+        try FileDescriptor.currentWorkingDirectory.unlink(at: socket)
+        #expect(daemon.waitForLog("notice  health: control.socket: unhealthy -> healthy: listening on \(socket)"), "\(daemon.log)")
+        #expect(daemon.log.contains("notice  health: fix of control.socket (automatic) succeeded: bound \(socket) again"), "\(daemon.log)")
+        #expect(!daemon.log.contains("unknown -> healthy"), "\(daemon.log)")
+        #expect(!daemon.log.contains("validated"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
 }

@@ -115,6 +115,32 @@ final class RecordingClock: HealthClock {
         #expect(seen == [.healthy, .healthy, .healthy, .healthy, .healthy, .healthy, .unhealthy, .unhealthy, .healthy])
     }
 
+    @Test func theObserver_isToldOfEveryChangeOfState_andEveryFixThatRan_withoutHealthLogging() async {
+        let registry = registry()
+        let events = Locked<[HealthEvent]>([])
+        registry.setEventObserver { event in events.withLock { $0.append(event) } }
+        let script = Script([.healthy, .healthy, .unhealthy, .unhealthy, .healthy])
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", run: { script.next() }, fix: { try fix.run() }))
+        await registry.runChecks(fixing: false)
+        await registry.runChecks(fixing: false)
+        await registry.runChecks()  // unhealthy: the fix runs, throws
+        await registry.runChecks(fixing: false)  // unhealthy again: no change, nothing told
+        await registry.runChecks(fixing: false)
+        let failed = registry.fixHistory()[0]
+        #expect(
+            events.withLock { $0 } == [
+                .transition(check: "x", from: nil, to: .healthy, message: "healthy"),
+                .transition(check: "x", from: .healthy, to: .unhealthy, message: "unhealthy"),
+                .fixed(failed, healed: false),
+                .transition(check: "x", from: .unhealthy, to: .healthy, message: "healthy"),
+            ])
+        #expect(failed.outcome == .failed)
+        registry.setEventObserver(nil)
+        await registry.fix("x")  // refused or not, no observer is told
+        #expect(events.withLock { $0.count } == 4)
+    }
+
     @Test func report_holdsPerCheckFacts_andAScore() async {
         let registry = registry()
         registry.register(HealthCheck(name: "a", tags: [HealthCheck.liveness]) { .healthy() })

@@ -142,6 +142,7 @@ extension UnifiedRegistry {
                 record.outcome == .succeeded ? .health : .error, subsystem: "health",
                 "fix of \(check.name) (\(trigger.rawValue)) \(record.outcome.rawValue): \(record.error ?? record.message)")
         }
+        tell(.fixed(record, healed: record.outcome == .succeeded && stillFailing == nil))
         return record
     }
 

@@ -63,6 +63,7 @@ public final class UnifiedRegistry: Sendable {
         var autoHealth = true
         var autoFix = true
         var healthLogging = false
+        var observer: EventObserver?
         var policy: AutoFixPolicy
     }
 
@@ -271,11 +272,13 @@ public final class UnifiedRegistry: Sendable {
             state.checks[check.name] = entry
             return (old, entry.status, state.healthLogging)
         }
-        if transition.2, transition.0 != transition.1, let new = transition.1 {
+        guard transition.0 != transition.1, let new = transition.1 else { return }
+        if transition.2 {
             WeaveDILog.log(
                 new == .healthy ? .health : .error, subsystem: "health",
                 "\(check.name): \(transition.0.map(\.rawValue) ?? "unknown") -> \(new.rawValue): \(result.message)")
         }
+        tell(.transition(check: check.name, from: transition.0, to: new, message: result.message))
     }
 
     static func report(of entry: CheckState, at now: Duration, wallNow: Double) -> CheckReport {

@@ -1,7 +1,8 @@
 import WeaveDI
 
 /// Runs the health registry's loop with the daemon's checks: the container's built-in checks
-/// and `daemon.configuration` (degraded while a reload is refused).
+/// and `daemon.configuration` (degraded while a reload is refused); logs the checks' changes of
+/// state and the fixes that ran.
 public final class HealthService: DaemonService {
     public let name = "health"
     let registry: UnifiedRegistry
@@ -26,12 +27,31 @@ public final class HealthService: DaemonService {
             if let problem = await supervisor.reloadProblem { return .degraded(problem) }
             return .healthy("configuration in effect")
         })
+        registry.setEventObserver { [log] event in Self.log(event, to: log) }
         registry.start(interval: health.interval)
         log.info("health", registry.isRunning ? "health loop every \(health.interval)" : "health loop off (WEAVEDI_REGISTRY_AUTO_HEALTH)")
     }
 
     public func stop() async {
         registry.stop()
+        registry.setEventObserver(nil)
+    }
+
+    /// Logs a check turning degraded or unhealthy (also as its first result) as a warning and
+    /// its recovery as a notice, a fix that failed, timed out or left its check failing as a
+    /// warning and one that healed it as a notice: what an operator must see, whatever
+    /// `WEAVEDI_REGISTRY_HEALTH_LOGGING` says (that flag adds the library's own lines). A first
+    /// result that is healthy, and the rounds that change nothing, are not logged.
+    static func log(_ event: HealthEvent, to log: DaemonLog) {
+        switch event {
+        case let .transition(check, from, to, message):
+            if from == nil, to == .healthy { return }
+            log.log(to == .healthy ? .notice : .warning, "health", "\(check): \(from?.rawValue ?? "unknown") -> \(to.rawValue): \(message)")
+        case let .fixed(record, healed):
+            log.log(
+                healed ? .notice : .warning, "health",
+                "fix of \(record.check) (\(record.trigger.rawValue)) \(record.outcome.rawValue): \(record.error ?? record.message)")
+        }
     }
 
     public func reload(_ configuration: DaemonConfiguration) async throws {
