@@ -236,6 +236,32 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// The job's check is run as each run ends: `GetHealth` right after `RunJob` returned says
+    /// how that run went, not what the check saw before it (the health loop is off here, as a
+    /// loop of 30 s is for a while after a run at start).
+    @Test func aJobsHealth_saysHowItsLastRunWent_assoonAsTheRunEnds() throws {
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 3)
+        let daemon = try fixture.start(fixture.config())
+        try waitForReady(daemon)
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func jobCheck() throws -> JSONValue? {
+            let checks = try client.call("io.weavedi.Daemon.GetHealth").parameter("health")?[member: "checks"]?.arrayValue ?? []
+            return checks.first { $0[member: "name"]?.stringValue == "job.docs" }
+        }
+        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "success")
+        var check = try jobCheck()
+        #expect(check?[member: "status"]?.stringValue == "healthy", "\(check.map { "\($0)" } ?? "no check")")
+        #expect(check?[member: "message"]?.stringValue == "last run success")
+        try FileManager.default.removeItem(atPath: fixture.destination)
+        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
+        check = try jobCheck()
+        #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
+        #expect(check?[member: "message"]?.stringValue?.hasPrefix("last run failed: ") == true)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func missingDestinationRoot_failsTheRun_andTheJobsFixRecreatesIt() throws {
         let fixture = Fixture()
         try TreeFixture.make(at: fixture.source, count: 5)

@@ -141,6 +141,21 @@ final class RecordingClock: HealthClock {
         #expect(events.withLock { $0.count } == 4)
     }
 
+    @Test func runCheck_runsThatCheckOnly_andOnlyLooks() async {
+        let registry = registry()
+        let fix = ScriptedFix()
+        registry.register(HealthCheck(name: "x", failureThreshold: 2, run: { .unhealthy("down") }, fix: { try fix.run() }))
+        registry.register(HealthCheck(name: "y") { .healthy("fine") })
+        let report = await registry.runCheck("x")
+        #expect(report?.status == .unhealthy && report?.message == "down")
+        #expect(registry.report().checks[1].status == nil)  // y not run
+        await registry.runChecks()  // the first failure that counts toward the threshold of 2
+        #expect(fix.runs == 0)
+        await registry.runChecks()
+        #expect(fix.runs == 1)
+        #expect(await registry.runCheck("none") == nil)
+    }
+
     @Test func report_holdsPerCheckFacts_andAScore() async {
         let registry = registry()
         registry.register(HealthCheck(name: "a", tags: [HealthCheck.liveness]) { .healthy() })

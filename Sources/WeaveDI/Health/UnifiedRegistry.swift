@@ -201,6 +201,18 @@ public final class UnifiedRegistry: Sendable {
         return report(tags: tags)
     }
 
+    /// Runs the check named `name` now, only to look (as `runChecks(fixing: false)` runs it:
+    /// its result updates its state and the report, but starts no fix and does not count toward
+    /// auto-fix's threshold), and returns its report; nil when no check has that name. For a
+    /// program that knows what a check looks at has just changed: weavedid runs a job's check
+    /// as each run of the job ends, so that its health says how that run went at once.
+    @discardableResult
+    public func runCheck(_ name: String) async -> CheckReport? {
+        guard let check = state.withLock({ $0.checks[name]?.check }) else { return nil }
+        await runOne(check, fixingRound: false)
+        return report().checks.first { $0.name == name }
+    }
+
     /// A count of the changes to the checks `report()` describes (a check registered, removed,
     /// run, fixed, held back): while it stays the same, `report()` describes the same checks
     /// the same way, and only its `takenAt` differs. Read before a `report()`, it says that

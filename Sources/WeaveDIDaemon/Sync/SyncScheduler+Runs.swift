@@ -42,6 +42,10 @@ extension SyncScheduler {
             id: runID, job: name, outcome: outcome, startedAt: startWall,
             endedAt: SystemClock.realtimeSeconds(), duration: seconds(duration))
         finish(name, record)
+        // The job's check says how this run went as soon as it ends, not at the next round of
+        // the health loop: whoever waited for the run (`run-job --wait`) and asks for the
+        // health next sees it there.
+        await registry.runCheck("job.\(name)")
         return record
     }
 
