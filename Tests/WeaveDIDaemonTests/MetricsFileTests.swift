@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WeaveDI
 import WeaveDIControl
 @testable import WeaveDIDaemon
 import WeaveDIPosix
@@ -60,6 +61,36 @@ import WeaveDIPosix
         let deadline = ContinuousClock.now + .seconds(10)
         while !FileManager.default.fileExists(atPath: d + "/textfile/weavedi.prom"), ContinuousClock.now < deadline { usleep(10_000) }
         #expect(try FileManager.default.contentsOfDirectory(atPath: d + "/textfile") == ["weavedi.prom"])
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A metrics file that cannot be written (its directory missing) makes the
+    /// `sync.metricsFile` check degraded, saying why and what to do; once the directory is
+    /// there, the check's fix writes the file, and the check is healthy again.
+    @Test func aMetricsFileThatCannotBeWritten_degradesItsCheck_untilTheFixWritesIt() throws {
+        let (directory, config) = try configured()
+        let d = directory.path
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        #expect(daemon.waitForLog("cannot write the metrics file"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func check() throws -> JSONValue? {
+            let checks = try client.call("io.weavedi.Daemon.RunChecks").parameter("health")?[member: "checks"]?.arrayValue ?? []
+            return checks.first { $0[member: "name"]?.stringValue == "sync.metricsFile" }
+        }
+        var found = try check()
+        #expect(found?[member: "status"]?.stringValue == "degraded", "\(found.map { "\($0)" } ?? "no check")")
+        #expect(found?[member: "message"]?.stringValue?.hasPrefix("cannot write the metrics file \(d)/textfile/weavedi.prom: ") == true)
+        #expect(found?[member: "message"]?.stringValue?.hasSuffix(
+            "create its directory, or set sync.metricsFile to a place the daemon may write (the check's fix writes it again: "
+                + "weavedictl fix sync.metricsFile)") == true)
+        try FileManager.default.createDirectory(atPath: d + "/textfile", withIntermediateDirectories: false)
+        let fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("sync.metricsFile"))]).parameter("fixes")?.arrayValue?.first
+        #expect(fix?[member: "outcome"]?.stringValue == "succeeded", "\(fix.map { "\($0)" } ?? "no fix")")
+        #expect(fix?[member: "message"]?.stringValue == "wrote \(d)/textfile/weavedi.prom")
+        #expect(directory.read("textfile/weavedi.prom")?.contains("weavedi_sync_runs_total") == true)
+        found = try check()
+        #expect(found?[member: "status"]?.stringValue == "healthy", "\(found.map { "\($0)" } ?? "no check")")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

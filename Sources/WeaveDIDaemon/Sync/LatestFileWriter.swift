@@ -37,6 +37,8 @@ final class LatestFileWriter: Sendable {
         var writer: Task<Void, Never>?
         /// The paths whose stale temporary files were looked for (`temporaryMarker`).
         var cleaned: Set<String> = []
+        /// How the last write ended (see `lastWrite`).
+        var lastWrite: (path: String, problem: String?)?
     }
 
     init(
@@ -60,6 +62,10 @@ final class LatestFileWriter: Sendable {
         }
     }
 
+    /// How the last write ended: its path, and what went wrong for one that failed (nil for one
+    /// that wrote the file); nil before the first write ended.
+    var lastWrite: (path: String, problem: String?)? { state.withLock { $0.lastWrite } }
+
     /// Waits until every write asked for so far has been done or has failed (each within the
     /// step limit).
     func flush() async {
@@ -77,7 +83,9 @@ final class LatestFileWriter: Sendable {
         }) {
             do {
                 try await write(next.bytes, to: next.path)
+                state.withLock { $0.lastWrite = (next.path, nil) }
             } catch {
+                state.withLock { $0.lastWrite = (next.path, error.problem) }
                 log.error("sync", "cannot write \(purpose) \(next.path): \(error.problem)")
             }
         }

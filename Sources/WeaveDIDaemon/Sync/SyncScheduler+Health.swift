@@ -83,3 +83,50 @@ extension SyncScheduler {
     /// How long a job's fix waits for the run it started: half the default `attemptTimeout`.
     static let fixRunWait: Duration = .seconds(5)
 }
+
+extension SyncScheduler {
+    /// The name of the metrics file's check.
+    static let metricsFileCheck = "sync.metricsFile"
+
+    /// `sync.metricsFile`: degraded while the last write of the metrics file failed (its
+    /// directory missing, not writable), for node_exporter then reads stale metrics, or none.
+    /// Its fix writes the file again, at once, and fails while that write does.
+    func registerMetricsFileCheck() {
+        registry.register(HealthCheck(name: Self.metricsFileCheck, tags: ["sync"]) { [weak self] in
+            await self?.metricsFileHealth() ?? .healthy("the scheduler is gone")
+        } fix: { [weak self] in
+            guard let self else { return "the scheduler is gone" }
+            return try await self.rewriteMetricsFile()
+        })
+    }
+
+    func metricsFileHealth() -> HealthCheckResult {
+        guard let path = store.current.sync.metricsFile else { return .healthy("no metrics file configured") }
+        guard let last = metricsWriter.lastWrite, last.path == path else {
+            return .healthy("not written yet (it is written after each run)", data: ["path": path])
+        }
+        if let problem = last.problem {
+            return .degraded(
+                "cannot write the metrics file \(path): \(problem); node_exporter reads stale job metrics, or none, until a write "
+                    + "succeeds: create its directory, or set sync.metricsFile to a place the daemon may write (the check's fix "
+                    + "writes it again: weavedictl fix \(Self.metricsFileCheck))", data: ["path": path])
+        }
+        return .healthy("the last write succeeded", data: ["path": path])
+    }
+
+    /// The check's fix: writes the metrics file now and waits for the write.
+    func rewriteMetricsFile() async throws -> String {
+        guard let path = store.current.sync.metricsFile else { return "no metrics file configured" }
+        writeMetricsFile()
+        await metricsWriter.flush()
+        if let last = metricsWriter.lastWrite, last.path == path, let problem = last.problem {
+            throw MetricsFileFailure(description: "cannot write the metrics file \(path): \(problem)")
+        }
+        return "wrote \(path)"
+    }
+
+    /// The metrics file's fix could not write it.
+    struct MetricsFileFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+}

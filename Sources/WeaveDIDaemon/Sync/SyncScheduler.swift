@@ -113,6 +113,7 @@ public actor SyncScheduler: DaemonService {
         // Run ids go on from the last one started before: one id, one run, across restarts.
         runCounter = saved.lastRunNumber
         for config in configuration.sync.jobs { add(config) }
+        if configuration.sync.metricsFile != nil { registerMetricsFileCheck() }
         log.info("sync", configuration.sync.jobs.isEmpty ? "no sync jobs configured" : "\(order.count) job(s): \(order.joined(separator: ", "))")
     }
 
@@ -152,6 +153,11 @@ public actor SyncScheduler: DaemonService {
     public func reload(_ configuration: DaemonConfiguration) async throws {
         maxRuns = configuration.sync.maxConcurrentRuns
         defer { admitWaiters() }
+        if configuration.sync.metricsFile == nil {
+            registry.unregister(Self.metricsFileCheck)
+        } else if store.current.sync.metricsFile == nil {
+            registerMetricsFileCheck()
+        }
         let wanted = Dictionary(uniqueKeysWithValues: configuration.sync.jobs.map { ($0.name, $0) })
         for name in order where wanted[name] == nil {
             loops.removeValue(forKey: name)?.cancel()
