@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import WeaveDI
+import WeaveDIControl
 import WeaveDIPosix
 
 /// The daemon uses a listening socket passed the systemd way instead of binding its own.
@@ -54,6 +56,40 @@ import WeaveDIPosix
             os.environ.update(LISTEN_FDS=str(n), LISTEN_PID=str(os.getpid()), LISTEN_FDNAMES=names)
             os.execv(rest[0], rest)
             """, "\(paths.count)"] + paths + [names.joined(separator: ":")]
+    }
+
+    /// The `control.socket` check watches the file of the socket systemd passed: deleted, or
+    /// replaced by another socket at its path, it is unhealthy, saying to restart the socket
+    /// unit (the daemon cannot make a socket systemd owns), and offers no fix.
+    @Test func passedSocket_deletedOrReplaced_isUnhealthy() throws {
+        let directory = TemporaryDirectory()
+        let socketPath = directory.path + "/activated.sock"
+        let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper([socketPath], names: ["control"]))
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try VarlinkClient(path: socketPath)  // keeps working without the file
+        func check() throws -> JSONValue? {
+            let checks = try client.call("io.weavedi.Daemon.RunChecks").parameter("health")?[member: "checks"]?.arrayValue ?? []
+            return checks.first { $0[member: "name"]?.stringValue == "control.socket" }
+        }
+        var found = try check()
+        #expect(found?[member: "status"]?.stringValue == "healthy", "\(found.map { "\($0)" } ?? "no check")")
+        #expect(found?[member: "message"]?.stringValue == "listening on \(socketPath), passed by systemd")
+        #expect(found?[member: "fixable"]?.boolValue == false)
+        let restart = "restart weavedid.socket and weavedid.service (systemctl restart weavedid.socket weavedid.service): "
+            + "systemd made the socket, and only it can make it again"
+        try FileDescriptor.currentWorkingDirectory.unlink(at: socketPath)
+        let other = try UnixSocket.listen(at: UnixSocketAddress(path: socketPath))
+        found = try check()
+        #expect(found?[member: "status"]?.stringValue == "unhealthy", "\(found.map { "\($0)" } ?? "no check")")
+        #expect(found?[member: "message"]?.stringValue
+            == "the socket file \(socketPath) that systemd passed was replaced, so no new client reaches the daemon; \(restart)")
+        try FileDescriptor.currentWorkingDirectory.unlink(at: socketPath)
+        found = try check()
+        #expect(found?[member: "message"]?.stringValue
+            == "the socket file \(socketPath) that systemd passed is missing, so no new client can connect; \(restart)")
+        try other.close()
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     /// systemd names a socket after its unit unless `FileDescriptorName=` says otherwise

@@ -38,6 +38,10 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     /// then (and so carries the socket's group).
     private let bound = Locked<(path: String, inode: UInt64, madeDirectory: Bool)?>(nil)
     var boundPath: String? { bound.withLock { $0?.path } }
+    /// The path the socket systemd passed is bound to, and the file it was bound to there (nil
+    /// when the kernel could not say, nor the path when adopted), which the `control.socket`
+    /// check watches; nil without one, or for one bound to no path it can watch.
+    private let passedFile = Locked<(path: String, file: BoundSocketFile?)?>(nil)
     var listener: FileDescriptor?
 
     /// A server for the daemon's `container`, answering with `handler`.
@@ -66,6 +70,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
             try passed.descriptor.setNonBlocking(true)
             listener = passed.descriptor
             log.info("control", "using the control socket passed by systemd (descriptor \(passed.descriptor.rawValue), \(SocketActivation.shown(passed.name)))")
+            watchPassedFile(of: passed.descriptor)
         } else {
             listener = try bindSocket()
             log.info("control", "listening on \(configuration.socket)")
@@ -112,7 +117,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     }
 
     /// What is wrong with the socket file this process bound: missing, or replaced; nil while
-    /// it is there and ours (or systemd passed the socket).
+    /// it is there and ours (or this process bound none).
     private func socketFileProblem() -> String? {
         guard let bound = bound.withLock({ $0 }) else { return nil }
         guard let status = try? FileStatus(path: bound.path, followSymlinks: false) else {
@@ -122,22 +127,60 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         return nil
     }
 
-    /// `control.socket`: the socket file this process bound is still there and still ours;
-    /// the fix binds it again (refusing if another daemon now listens there), and does nothing
-    /// to a socket that is fine: binding it again would find itself listening there.
-    private func registerHealthCheck() {
-        registry.register(HealthCheck(name: "control.socket", tags: [HealthCheck.liveness, HealthCheck.readiness]) { [self] in
-            guard let bound = bound.withLock({ $0 }) else {
-                return .healthy("socket passed by systemd")
+    /// Notes the path the socket systemd passed is bound to, and which file that was: the
+    /// kernel says (`boundSocketFile`); where it cannot (no `unix_diag`), the file at the path
+    /// now stands for it.
+    private func watchPassedFile(of descriptor: FileDescriptor) {
+        guard let path = (try? descriptor.localAddress())?.absoluteTextPath else { return }
+        var file: BoundSocketFile?
+        do { file = try descriptor.boundSocketFile() } catch {
+            if let status = try? FileStatus(path: path, followSymlinks: false), status.kind == .socket {
+                file = BoundSocketFile(device: status.device, inodeLowBits: UInt32(truncatingIfNeeded: status.inode))
             }
+            log.info("control", "the kernel cannot say which file the passed socket is bound to (\(error)): "
+                + "the control.socket check compares \(path) with the file there now")
+        }
+        passedFile.withLock { $0 = (path, file) }
+    }
+
+    /// What is wrong with the socket file of the socket systemd passed: missing, or replaced
+    /// (not the file it is bound to); nil while it is there, or when there is no path to watch.
+    private func passedFileProblem() -> String? {
+        guard let passed = passedFile.withLock({ $0 }) else { return nil }
+        let restart = "restart weavedid.socket and weavedid.service (systemctl restart weavedid.socket weavedid.service): "
+            + "systemd made the socket, and only it can make it again"
+        guard let status = try? FileStatus(path: passed.path, followSymlinks: false) else {
+            return "the socket file \(passed.path) that systemd passed is missing, so no new client can connect; \(restart)"
+        }
+        if !(passed.file?.matches(status) ?? (status.kind == .socket)) {
+            return "the socket file \(passed.path) that systemd passed was replaced, so no new client reaches the daemon; \(restart)"
+        }
+        return nil
+    }
+
+    /// `control.socket`: the socket file is still there and still the socket's. For the socket
+    /// this process bound, the fix binds it again (refusing if another daemon now listens
+    /// there), and does nothing to a socket that is fine: binding it again would find itself
+    /// listening there. The socket systemd passed has no fix: systemd owns it, and the daemon
+    /// cannot make it again; the check says what to restart.
+    private func registerHealthCheck() {
+        if activation != nil, bound.withLock({ $0 }) == nil {
+            registry.register(HealthCheck(name: "control.socket", tags: [HealthCheck.liveness, HealthCheck.readiness]) { [self] in
+                guard let path = passedFile.withLock({ $0?.path }) else {
+                    return .healthy("socket passed by systemd, bound to no path to watch")
+                }
+                if let problem = passedFileProblem() { return .unhealthy(problem, data: ["socket": path]) }
+                return .healthy("listening on \(path), passed by systemd", data: ["socket": path, "clients": "\(connectedClients)"])
+            })
+            return
+        }
+        registry.register(HealthCheck(name: "control.socket", tags: [HealthCheck.liveness, HealthCheck.readiness]) { [self] in
+            guard let bound = bound.withLock({ $0 }) else { return .healthy("not listening yet") }
             if let problem = socketFileProblem() { return .unhealthy(problem, data: ["socket": bound.path]) }
             return .healthy("listening on \(bound.path)", data: ["socket": bound.path, "clients": "\(connectedClients)"])
         } fix: { [self] in
             let path = store.current.control.socket
-            guard socketFileProblem() != nil else {
-                let passed = bound.withLock { $0 } == nil
-                return passed ? "the socket was passed by systemd: nothing to do" : "\(path) is in place and listening: nothing to do"
-            }
+            guard socketFileProblem() != nil else { return "\(path) is in place and listening: nothing to do" }
             let descriptor = try bindSocket()
             send(.replaceListener(descriptor))
             log.notice("control", "bound \(path) again")

@@ -47,10 +47,7 @@ public final class DaemonContext: Sendable {
     /// working directory the daemon cannot know) or not UTF-8 (which text would repair into
     /// another path): there is then no path of the daemon's to keep destinations off.
     var passedControlSocketPath: String? {
-        guard let address = passedControlSocket?.address, address.kind == .path, address.bytes.first == UInt8(ascii: "/") else {
-            return nil
-        }
-        return String(validating: address.bytes, as: UTF8.self)
+        passedControlSocket?.address?.absoluteTextPath
     }
 
     /// Loads the configuration the way the command line asked: `--config PATH`, else
@@ -132,5 +129,15 @@ public final class ConfigurationStore: Sendable {
     /// configuration's.
     public var shutdownTimeout: Duration {
         value.withLock { $0.shutdownTimeout ?? $0.configuration.shutdownTimeout }
+    }
+}
+
+extension UnixSocketAddress {
+    /// The path of a socket bound to one that is absolute and UTF-8; nil for one bound to no
+    /// path (abstract, unnamed), or to a path that is relative (bound in a working directory
+    /// the daemon cannot know) or not UTF-8 (which text would repair into another path).
+    var absoluteTextPath: String? {
+        guard kind == .path, bytes.first == UInt8(ascii: "/") else { return nil }
+        return String(validating: bytes, as: UTF8.self)
     }
 }
