@@ -114,6 +114,17 @@ final class Moody: HealthReporting, Disposable {
         #expect(broken.message.contains("NodeB"))
     }
 
+    /// Its healthy message counts the registrations in plain English: one builds, several build.
+    @Test func containerGraphCheck_healthyMessage_isGrammatical() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let container = WeaveDI.Container()
+        container.register(NodeA.self) { NodeA() }
+        registry.registerContainerChecks(for: container)
+        #expect(await registry.runChecks().checks[0].message == "the 1 registration builds")
+        container.register(SessionCache.self, scope: .session) { SessionCache() }
+        #expect(await registry.runChecks().checks[0].message == "all 2 registrations build")
+    }
+
     /// The container.graph check validates every round: without WEAVEDI_REGISTRY_HEALTH_LOGGING
     /// that logs nothing (no probe session opened and closed, no summary).
     @Test func containerGraphCheck_isQuiet_unlessHealthLoggingIsOn() throws {

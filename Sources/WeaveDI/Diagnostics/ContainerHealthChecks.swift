@@ -27,7 +27,8 @@ extension UnifiedRegistry {
             if let issue = report.componentIssues.first {
                 return .degraded("\(report.componentIssues.count) component issue(s); first: \(issue.type): \(issue.detail)", data: data)
             }
-            return .healthy("\(report.built.count) registration(s) build", data: data)
+            let built = report.built.count
+            return .healthy(built == 1 ? "the 1 registration builds" : built == 0 ? "no registrations" : "all \(built) registrations build", data: data)
         })
 
         register(HealthCheck(name: "container.singletons", tags: [HealthCheck.liveness]) {
