@@ -142,11 +142,14 @@ extension CtlHostileReplyTests {
         #expect(run.code == 69 && run.error.hasPrefix("weavedictl: no reply to io.weavedi.Daemon.Ping"), "\(run.all)")
     }
 
-    @Test(arguments: ["-1", "abc", "1e3", "90000", "nan", ""])
+    /// The message says the whole rule: `1e-10` lies between 0 and 86400, but is written with
+    /// an exponent, which is not taken.
+    @Test(arguments: ["-1", "abc", "1e3", "1e-10", "+5", "90000", "nan", ""])
     func aTimeoutThatIsNoNumberOfSeconds_isAUsageError(value: String) throws {
         let run = try CtlRun.run(["--timeout", value, "ping"])
         #expect(run.code == 64, "\(run.all)")
-        #expect(run.error.contains(value.isEmpty ? "--timeout needs a non-empty value" : "--timeout needs a number of seconds from 0 (no limit) to 86400, got '\(value)'"),
-            "\(run.error)")
+        let problem = "--timeout needs a number of seconds in decimal digits, such as 30 or 2.5 (no sign, no exponent), "
+            + "from 0 (no limit) to 86400; got '\(value)'"
+        #expect(run.error.contains(value.isEmpty ? "--timeout needs a non-empty value" : problem), "\(run.error)")
     }
 }

@@ -92,7 +92,9 @@ struct ArgumentReader {
             guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= GlobalOptions.maximumTimeout,
                 text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") })
             else {
-                throw error("--timeout needs a number of seconds from 0 (no limit) to \(Int(GlobalOptions.maximumTimeout)), got '\(text.escapingControlCharacters)'")
+                // Digits and a point only: `1e-10` lies in the range, but its exponent is refused.
+                throw error("--timeout needs a number of seconds in decimal digits, such as 30 or 2.5 (no sign, no exponent), "
+                    + "from 0 (no limit) to \(Int(GlobalOptions.maximumTimeout)); got '\(text.escapingControlCharacters)'")
             }
             // A wait too short to count in nanoseconds is the shortest one, not zero (no limit).
             let nanoseconds = Int64((seconds * 1e9).rounded())
