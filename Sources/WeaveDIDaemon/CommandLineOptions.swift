@@ -20,9 +20,16 @@ public struct CommandLineOptions: Sendable, Equatable {
         self.help = help
     }
 
+    /// The one-line synopsis.
+    public static let synopsis = "usage: weavedid [--config PATH] [--check-config] [--version] [--help]"
+
+    /// What follows a usage error on standard error: the synopsis and where the help is, as
+    /// weavedictl says it (the whole help would bury the error).
+    public static let usageHint = synopsis + "\nRun `weavedid --help` for more."
+
     /// The usage text.
     public static let usage = """
-        usage: weavedid [--config PATH] [--check-config] [--version] [--help]
+        \(synopsis)
 
         Runs the WeaveDI daemon in the foreground (it never forks; systemd runs it as Type=notify).
 

@@ -44,7 +44,7 @@ public enum DaemonMain {
         switch CommandLineOptions.parse(Array(arguments.dropFirst())) {
         case let .success(parsed): options = parsed
         case let .failure(error):
-            printError("weavedid: \(error)\n\n\(CommandLineOptions.usage)")
+            printError("weavedid: \(error)\n\(CommandLineOptions.usageHint)")
             return exitUsage
         }
         if options.help {

@@ -50,6 +50,20 @@ import WeaveDIPosix
         #expect(result.standardErrorText.contains("usage: weavedid"))
     }
 
+    /// A usage mistake gets the problem, the one-line usage and where the help is, as
+    /// weavedictl does, not the whole help.
+    @Test func aUsageMistake_printsTheProblemAndAShortUsage_notTheWholeHelp() throws {
+        let result = try run(["--bogus"])
+        #expect(result.status == .exited(64))
+        #expect(result.standardErrorText == """
+            weavedid: unknown argument '--bogus'
+            usage: weavedid [--config PATH] [--check-config] [--version] [--help]
+            Run `weavedid --help` for more.
+
+            """, "\(result.standardErrorText)")
+        #expect(result.standardOutputText.isEmpty)
+    }
+
     /// A `--config` path that is not valid UTF-8 cannot be held as text without turning into
     /// another path (`c\xFF.json` into `c\u{FFFD}.json`): it is refused, exit 64, instead of
     /// checking or loading whatever file the other path names.
