@@ -92,6 +92,27 @@ import WeaveDIPosix
         }
         #expect(twice.description == #"--config given twice ("/x.json", then "/y\u{1B}.json"); give it once"#)
     }
+
+    /// The ready line's command works when pasted into a shell: a socket path with a space or
+    /// a quote is quoted.
+    @Test func readyLine_quotesTheSocketPathForAShell() throws {
+        let directory = TemporaryDirectory()
+        let socket = directory.path + "/run dir's/control.sock"
+        let config = directory.write("weavedid.json", #"{"control": {"socket": "\#(socket)"}, "sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let quoted = "'" + directory.path + "/run dir'\\''s/control.sock'"
+        #expect(daemon.log.contains("(talk to it: weavedictl --socket \(quoted) health)"), "\(daemon.log)")
+    }
+
+    @Test func shellWord_quotesOnlyWhatAShellWouldRead() {
+        #expect("/run/weavedi/control.sock".shellWord == "/run/weavedi/control.sock")
+        #expect("./.weavedi/run/a_b-c@d%e+f=g:h,i".shellWord == "./.weavedi/run/a_b-c@d%e+f=g:h,i")
+        #expect("/tmp/$HOME/`x`/*".shellWord == "'/tmp/$HOME/`x`/*'")
+        #expect("/tmp/it's".shellWord == #"'/tmp/it'\''s'"#)
+        #expect("".shellWord == "''")
+        #expect("/tmp/é".shellWord == "'/tmp/é'")
+    }
 }
 
 @Suite struct LogFilterTests {

@@ -65,7 +65,8 @@ public actor Supervisor {
         }
         phase = .running
         let socket = controlSocketInUse()
-        let hint = socket.path.map { " (talk to it: weavedictl --socket \($0) health)" } ?? ""
+        // A command to paste into a shell: the path quoted when it needs it (a space, a quote, `$`).
+        let hint = socket.path.map { " (talk to it: weavedictl --socket \($0.shellWord) health)" } ?? ""
         notifier.notify("READY=1", "STATUS=running; control socket \(socket.description)")
         log.notice("daemon", "weavedid \(DaemonVersion.current) ready; control socket \(socket.description)\(hint)")
         if reloadRequestedWhileStarting {
