@@ -84,4 +84,19 @@ import WeaveDIControl
         #expect(run.error.hasPrefix("weavedictl: io.weavedi.Daemon.Reload failed: io.weavedi.Daemon.ReloadRefused {\"reason\":\"\(reason)\"}\n"),
             "\(run.error)")
     }
+
+    /// The hint after a refused reload says the reason once, not wrapped in the daemon's
+    /// `reload refused: …; keeping the previous configuration` as well.
+    @Test func reloadRefused_hintSaysTheReasonOnce() throws {
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        directory.write("weavedid.json", #"{"bogus": 1}"#)
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "reload"])
+        #expect(run.code == 1, "\(run.all)")
+        let hint = try #require(run.error.split(separator: "\n").last.map(String.init), "\(run.all)")
+        #expect(hint.hasPrefix("The daemon refused the new configuration and keeps the previous one: \(config): "), "\(hint)")
+        #expect(!hint.contains("reload refused") && !hint.contains("keeping the previous configuration"), "\(hint)")
+    }
 }

@@ -16,7 +16,7 @@ enum FailureHint {
         case "InvalidParameter":
             return invalidParameter(parameter("parameter", of: failure), reason: optionalParameter("reason", of: failure), method: method)
         case "ReloadRefused":
-            return "The daemon refused the new configuration and keeps the previous one: \(parameter("reason", of: failure))"
+            return "The daemon refused the new configuration and keeps the previous one: \(refusal(parameter("reason", of: failure)))"
         case "CallTimedOut":
             let advice = method.hasSuffix(".RunJob") ? " Use `weavedictl run-job NAME --wait` for long runs." : ""
             return "The call took longer than the daemon's control.callTimeout.\(advice)"
@@ -67,6 +67,16 @@ enum FailureHint {
         default:
             return "The daemon refused the parameter '\(name)' of \(method)" + (reason.map { ": " + $0 } ?? "") + "."
         }
+    }
+
+    /// The reason of a `ReloadRefused` without the words around it that the daemon logs
+    /// (`reload refused: …; keeping the previous configuration`), which the hint already says.
+    static func refusal(_ reason: String) -> String {
+        var text = Substring(reason)
+        let prefix = "reload refused: ", suffix = "; keeping the previous configuration"
+        if text.hasPrefix(prefix) { text = text.dropFirst(prefix.count) }
+        if text.hasSuffix(suffix) { text = text.dropLast(suffix.count) }
+        return String(text)
     }
 
     /// `failure` for a message, `name {parameters}`: its string parameters quoted and, past 60
