@@ -187,4 +187,16 @@ extension CtlReadingTests {
         #expect(run.error.contains("(control.maxClients: 1; the last places are kept for administrators). Try again once some have closed."),
             "\(run.error)")
     }
+
+    /// `--tag` that selects no check: nothing on standard output (no `Health: healthy` line for
+    /// a probe that checked nothing), the reason on standard error, exit 1.
+    @Test func health_tagThatSelectsNothing_printsOnlyTheError() throws {
+        let daemon = try readyDaemon()
+        for command in ["health", "check"] {
+            let run = try CtlRun.run(["--socket", daemon.defaultSocket, command, "--tag", "readyness"])
+            #expect(run.code == 1, "\(run.all)")
+            #expect(run.output == "", "\(run.all)")
+            #expect(run.error.hasPrefix("weavedictl: no health check has the tag 'readyness': nothing was checked"), "\(run.all)")
+        }
+    }
 }

@@ -13,7 +13,9 @@ struct CheckCommand: CtlCommand {
             `weavedictl health`. Running checks changes nothing, so anyone who may connect may
             run them.
 
-            Exit status: 0 when healthy, 1 when degraded or unhealthy.
+            Exit status: 0 when healthy, 1 when degraded or unhealthy, or when the tags select
+            no check (said on standard error, with nothing on standard output but the reply for
+            --json: a misspelt tag checks nothing and must not pass).
             """,
         method: "RunChecks")
 

@@ -14,7 +14,9 @@ struct HealthCommand: CtlCommand {
             first run), when it last ran, its consecutive failures, whether it has a fix, and its
             message. `weavedictl check` runs the checks first.
 
-            Exit status: 0 when healthy, 1 when degraded or unhealthy.
+            Exit status: 0 when healthy, 1 when degraded or unhealthy, or when the tags select
+            no check (said on standard error, with nothing on standard output but the reply for
+            --json: a misspelt tag checks nothing and must not pass).
             """,
         method: "GetHealth")
 

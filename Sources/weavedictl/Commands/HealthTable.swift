@@ -30,12 +30,14 @@ struct HealthTable {
     static func run(_ method: String, tags: [String], in context: CtlContext) throws(CtlError) -> Int32 {
         let reply = try context.call(method, parameters(tags: tags))
         let health = HealthTable(health: reply.parameter("health") ?? .object([]))
+        let selectsNothing = !tags.isEmpty && health.health.array("checks").isEmpty
         if context.options.json {
             context.printJSON(reply.object)
-        } else {
+        } else if !selectsNothing {
+            // With nothing checked, a `Health: healthy` line would contradict the exit status.
             context.terminal.write(health.render(on: context.terminal))
         }
-        if !tags.isEmpty, health.health.array("checks").isEmpty {
+        if selectsNothing {
             // A probe whose tag is misspelt (`--tag readyness`) checks nothing: that is no pass.
             let named = tags.map { "'\($0.escapingControlCharacters)'" }.joined(separator: ", ")
             Terminal.error("weavedictl: no health check has the tag \(named): nothing was checked; the daemon's tags are liveness, readiness and sync")
