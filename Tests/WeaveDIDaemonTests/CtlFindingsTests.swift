@@ -24,6 +24,21 @@ import WeaveDIControl
         #expect(call.method == "io.weavedi.Daemon.RunJob" && call.more && call.parameter("name") == .string("docs"))
     }
 
+    /// An update that repeats the one before (the daemon sends the last counts again when the
+    /// run ends) is not printed twice.
+    @Test func runJob_wait_printsARepeatedUpdateOnce() throws {
+        let last = VarlinkReply.progress(files: 4, of: 4, bytes: 4096, of: 4096)
+        let fake = try FakeDaemon(["RunJob": [.progress(files: 1, of: 4, bytes: 1024, of: 4096), last, last, .jobRun("docs", result: "success")]])
+        let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs", "--wait"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output == """
+            progress: 1/4 files, 1.0 KiB / 4.0 KiB (25%)
+            progress: 4/4 files, 4.0 KiB / 4.0 KiB (100%)
+            job docs: success in 2.5 s (copied 4, updated 0, deleted 1, skipped 0, errors 0, 4.0 KiB)
+
+            """, "\(run.output)")
+    }
+
     @Test func runJob_withoutWait_callsWithoutMore() throws {
         let fake = try FakeDaemon(["RunJob": [.jobRun("docs", result: "success")]])
         let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])

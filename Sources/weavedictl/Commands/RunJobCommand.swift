@@ -53,14 +53,17 @@ struct RunJobCommand: CtlCommand {
         let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: wait)
         let bar = ProgressBar()
         var drawn = false
+        // The daemon sends the last counts again when the run ends: the same update is shown once.
+        var shown: JSONValue?
         let final: VarlinkReply?
         do {
             final = try context.perform(call, on: client) { reply in
                 guard reply.continues else { return }
                 if context.options.json {
                     context.printJSON(reply.object)
-                } else if let progress = reply.parameter("progress") {
+                } else if let progress = reply.parameter("progress"), progress != shown {
                     context.terminal.write(bar.update(progress, isTerminal: context.terminal.isTerminal))
+                    shown = progress
                     drawn = true
                 }
             }
