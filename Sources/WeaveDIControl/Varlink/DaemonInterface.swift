@@ -135,8 +135,12 @@ public enum DaemonInterface {
         # The configured sync jobs.
         method ListJobs() -> (jobs: []Job)
 
-        # Starts a run of a job; with "more", progress replies follow until the run ends.
-        method RunJob(name: string) -> (run: ?JobRun, progress: ?Progress)
+        # Starts a run of a job and answers when it ends (within control.callTimeout). With
+        # "more", a first reply names the run (runId) as soon as it has started, then progress
+        # replies (each with runId) follow until the final reply (run). With detach: true, the
+        # answer comes as soon as the run has started (runId) and the run goes on; a run that
+        # cannot start (already going, the daemon stopping) is a "skipped" run, as without it.
+        method RunJob(name: string, detach: ?bool) -> (run: ?JobRun, progress: ?Progress, runId: ?string)
 
         # Stops scheduling a job (a run in progress finishes).
         method PauseJob(name: string) -> ()

@@ -18,9 +18,18 @@ extension SyncScheduler: JobControl {
         }
     }
 
-    public func run(_ name: String, progress: @escaping @Sendable (JSONValue) -> Void) async throws(VarlinkFailure) -> JSONValue {
-        let record = try await runNow(name) { progress(SyncRunEncoding.progress($0)) }
+    public func run(
+        _ name: String, started: @escaping @Sendable (String) -> Void, progress: @escaping @Sendable (JSONValue) -> Void
+    ) async throws(VarlinkFailure) -> JSONValue {
+        let record = try await runNow(name, started: started) { progress(SyncRunEncoding.progress($0)) }
         return SyncRunEncoding.record(record)
+    }
+
+    public func start(_ name: String) async throws(VarlinkFailure) -> JobStart {
+        switch try startNow(name) {
+        case let .started(run): .started(run.id)
+        case let .skipped(record): .notStarted(SyncRunEncoding.record(record))
+        }
     }
 
     public func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) {

@@ -123,25 +123,45 @@ extension SyncScheduler {
         stateStore.save(states, lastRunNumber: runCounter)
     }
 
-    /// Runs `name` now and waits for the run's end, calling `progress` on the way. A job
-    /// already running gives a `skipped` record at once.
-    public func runNow(_ name: String, progress: @escaping @Sendable (SyncProgress) -> Void) async throws(VarlinkFailure) -> SyncRunRecord {
+    /// What a run asked for by hand became: started, or skipped (and why).
+    enum ManualStart {
+        case started(ActiveRun)
+        case skipped(SyncRunRecord)
+    }
+
+    /// Starts a run of `name` now, without waiting for it; a job already running (or the
+    /// daemon stopping) gives a `skipped` record, counted.
+    func startNow(_ name: String) throws(VarlinkFailure) -> ManualStart {
         guard jobs[name] != nil else { throw .noSuchJob(name) }
-        guard let task = launch(name) else {
+        guard launch(name) != nil, let run = jobs[name]?.running else {
             jobs[name]?.skippedRuns += 1
             let now = SystemClock.realtimeSeconds()
             let reason = stopping ? "the daemon is stopping"
                 : hasOrphanRun(name) ? "a run of the job \(name) that a reload removed is still stopping"
                 : "a run of \(name) is already going"
-            return SyncRunRecord(
+            return .skipped(SyncRunRecord(
                 id: "\(name)-skipped", job: name,
                 outcome: SyncOutcome(result: .skipped, message: reason),
-                startedAt: now, endedAt: now, duration: 0)
+                startedAt: now, endedAt: now, duration: 0))
+        }
+        return .started(run)
+    }
+
+    /// Runs `name` now and waits for the run's end, calling `started` with its id and
+    /// `progress` on the way. A job already running gives a `skipped` record at once.
+    public func runNow(
+        _ name: String, started: @Sendable (String) -> Void = { _ in }, progress: @escaping @Sendable (SyncProgress) -> Void
+    ) async throws(VarlinkFailure) -> SyncRunRecord {
+        let run: ActiveRun
+        switch try startNow(name) {
+        case let .started(started): run = started
+        case let .skipped(record): return record
         }
         let key = runCounter
         let listeners = jobs[name]?.listeners
         listeners?.add(key, progress)  // before the run can start: it needs this actor first
-        let record = await task.value
+        started(run.id)
+        let record = await run.task.value
         listeners?.remove(key)
         return record
     }

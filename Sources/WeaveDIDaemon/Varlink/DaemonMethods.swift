@@ -152,11 +152,30 @@ final class DaemonMethods: Sendable {
             try call.accept([])
             return VarlinkReply(parameters: [("jobs", .array(await jobs.jobs()))])
         case "RunJob":
-            try call.accept(["name"])
+            try call.accept(["name", "detach"])
             guard let name = try call.string("name") else { throw .invalidParameter("name", reason: "missing: the job's name is required") }
+            if try call.bool("detach") == true {
+                // The answer comes once the run has started; the run goes on without the call.
+                guard !call.more else {
+                    throw .invalidParameter(
+                        "detach", reason: "true cannot go with \"more\", which follows the run to its end: ask for one or the other")
+                }
+                switch try await jobs.start(name) {
+                case let .started(id): return VarlinkReply(parameters: [("run", .null), ("progress", .null), ("runId", .string(id))])
+                case let .notStarted(run): return VarlinkReply(parameters: [("run", run), ("progress", .null)])
+                }
+            }
             let more = call.more
-            let run = try await jobs.run(name) { progress in
-                if more { stream(VarlinkReply(parameters: [("run", .null), ("progress", progress)], continues: true)) }
+            // Each reply before the last names the run: the first as soon as it has started, and
+            // every progress reply too, as a client that does not keep up gets only the newest.
+            let runID = Locked<String?>(nil)
+            let run = try await jobs.run(name) { id in
+                runID.withLock { $0 = id }
+                if more { stream(VarlinkReply(parameters: [("run", .null), ("progress", .null), ("runId", .string(id))], continues: true)) }
+            } progress: { progress in
+                guard more else { return }
+                let id = runID.withLock { $0 }.map(JSONValue.string) ?? .null
+                stream(VarlinkReply(parameters: [("run", .null), ("progress", progress), ("runId", id)], continues: true))
             }
             return VarlinkReply(parameters: [("run", run), ("progress", .null)])
         case "PauseJob", "ResumeJob":
@@ -237,6 +256,12 @@ extension VarlinkCall {
                 name, reason: "expected an integer from \(range.lowerBound) to \(range.upperBound), got \(FieldReader.describe(value))")
         }
         return int
+    }
+
+    func bool(_ name: String) throws(VarlinkFailure) -> Bool? {
+        guard let value = parameter(name) else { return nil }
+        guard let bool = value.boolValue else { throw .invalidParameter(name, reason: "expected true or false, got \(FieldReader.describe(value))") }
+        return bool
     }
 
     func stringArray(_ name: String) throws(VarlinkFailure) -> [String]? {

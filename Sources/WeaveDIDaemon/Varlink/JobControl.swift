@@ -5,13 +5,26 @@ import WeaveDIControl
 public protocol JobControl: Sendable {
     /// The jobs, as `io.weavedi.Daemon.Job` objects.
     func jobs() async -> [JSONValue]
-    /// Starts a run of `name` and waits for its end, reporting `Progress` objects on the way;
-    /// returns the `JobRun` object.
-    func run(_ name: String, progress: @escaping @Sendable (JSONValue) -> Void) async throws(VarlinkFailure) -> JSONValue
+    /// Starts a run of `name` and waits for its end, reporting its id once it has started and
+    /// `Progress` objects on the way; returns the `JobRun` object.
+    func run(
+        _ name: String, started: @escaping @Sendable (String) -> Void, progress: @escaping @Sendable (JSONValue) -> Void
+    ) async throws(VarlinkFailure) -> JSONValue
+    /// Starts a run of `name` and returns at once, while the run goes on.
+    func start(_ name: String) async throws(VarlinkFailure) -> JobStart
     /// Pauses or resumes `name`.
     func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure)
     /// Metric lines in the Prometheus text format.
     func metrics() async -> String
+}
+
+/// What asking for a run without waiting for it did.
+public enum JobStart: Sendable, Equatable {
+    /// A run started; its id.
+    case started(String)
+    /// No run started: the `skipped` `JobRun` object says why (a run already going, the
+    /// daemon stopping).
+    case notStarted(JSONValue)
 }
 
 extension VarlinkFailure {

@@ -5,7 +5,7 @@ import WeaveDIControl
 struct RunJobCommand: CtlCommand {
     static let configuration = CommandConfiguration(
         name: "run-job",
-        abstract: "Run a sync job now and report how the run ended.",
+        abstract: "Start a run of a sync job now; with --wait, follow it to its end.",
         arguments: "NAME [--wait]",
         discussion: """
             Arguments:
@@ -13,13 +13,18 @@ struct RunJobCommand: CtlCommand {
             Options:
               --wait   follow the run with progress updates until it ends: a bar redrawn in
                        place on a terminal, one line per update otherwise (with --json, one JSON
-                       object per update). Without --wait the daemon answers when the run ends,
-                       within its control.callTimeout; use --wait for long runs.
+                       object per update), then how it ended.
+
+            Without --wait the daemon answers as soon as the run has started, with its id
+            (`job NAME: run NAME-3 started; …`), and the run goes on in the daemon: however long
+            it takes, `weavedictl jobs` shows how it ended. A job already running is not run
+            twice: that run is said skipped.
 
             Needs administrator rights (see `weavedictl fix --help`).
 
-            Exit status: 0 when the run succeeded, 1 when it did not or the job does not exist,
-            77 without the rights.
+            Exit status: without --wait, 0 when the run started; with --wait, 0 when the run
+            succeeded. 1 when it did not (or was skipped) or the job does not exist, 77 without
+            the rights.
             """,
         method: "RunJob")
 
@@ -47,21 +52,32 @@ struct RunJobCommand: CtlCommand {
 
     func run(in context: CtlContext) async throws(CtlError) -> Int32 {
         let client = try context.connect()
+        guard wait else { return try start(on: client, in: context) }
         // A run can take hours, with no reply while one large file is copied: --wait waits for
         // as long as it takes, unless --timeout says otherwise.
-        if wait { client.replyTimeout = context.options.replyTimeout(standard: nil) }
-        let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: wait)
+        client.replyTimeout = context.options.replyTimeout(standard: nil)
+        let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: true)
+        let job = name.escapingControlCharacters
         let bar = ProgressBar()
         var drawn = false
+        var runID: String?
         // The daemon sends the last counts again when the run ends: the same update is shown once.
         var shown: JSONValue?
         let final: VarlinkReply?
         do {
             final = try context.perform(call, on: client) { reply in
                 guard reply.continues else { return }
+                if runID == nil, let id = reply.parameter("runId")?.stringValue {
+                    runID = id
+                    let run = id.escapingControlCharacters
+                    if !context.options.json {
+                        if drawn, context.terminal.isTerminal { context.terminal.line() }
+                        context.terminal.line("job \(job): run \(run) started")
+                    }
+                }
                 if context.options.json {
                     context.printJSON(reply.object)
-                } else if let progress = reply.parameter("progress"), progress != shown {
+                } else if let progress = reply.parameter("progress"), progress != .null, progress != shown {
                     context.terminal.write(bar.update(progress, isTerminal: context.terminal.isTerminal))
                     shown = progress
                     drawn = true
@@ -80,6 +96,25 @@ struct RunJobCommand: CtlCommand {
         } else {
             context.terminal.line(Self.summary(run, job: name, on: context.terminal))
         }
+        return run.string("result") == "success" ? ExitStatus.ok : ExitStatus.failure
+    }
+
+    /// Without --wait: asks for a run and returns once it has started (`detach`), so that a run
+    /// longer than the daemon's `control.callTimeout` is no failure.
+    private func start(on client: VarlinkClient, in context: CtlContext) throws(CtlError) -> Int32 {
+        let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name)), ("detach", .bool(true))])
+        let reply = try context.perform(call, on: client)
+        if context.options.json { context.printJSON(reply?.object ?? .object([])) }
+        if let id = reply?.parameter("runId")?.stringValue {
+            if !context.options.json {
+                context.terminal.line("job \(name.escapingControlCharacters): run \(id.escapingControlCharacters) started; "
+                    + "it goes on in the daemon (`weavedictl jobs` shows how it ends)")
+            }
+            return ExitStatus.ok
+        }
+        // Not started (a run already going): the run the daemon describes says why.
+        let run = reply?.parameter("run") ?? .null
+        if !context.options.json { context.terminal.line(Self.summary(run, job: name, on: context.terminal)) }
         return run.string("result") == "success" ? ExitStatus.ok : ExitStatus.failure
     }
 
