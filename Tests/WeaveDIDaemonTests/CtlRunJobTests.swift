@@ -32,6 +32,51 @@ import WeaveDIPosix
         return (daemon, directory)
     }
 
+    /// weavedictl started in the background, its output in files.
+    final class Background {
+        let capture = TemporaryDirectory("weavedictl-output")
+        private var process: Subprocess?
+        let pid: Int32
+        private(set) var status: TerminationStatus?
+
+        init(_ argv: [String]) throws {
+            let process = try Subprocess.spawn(
+                argv[0], arguments: Array(argv.dropFirst()), environment: ["PATH": "/usr/local/bin:/usr/bin:/bin"],
+                standardOutput: .file(capture.path + "/out"), standardError: .file(capture.path + "/err"))
+            pid = process.pid
+            self.process = consume process
+        }
+
+        deinit {
+            if status == nil {
+                try? Signal.kill.send(to: pid)
+                _ = try? process?.wait()
+            }
+        }
+
+        var output: String { capture.read("out") ?? "" }
+        var error: String { capture.read("err") ?? "" }
+
+        /// Waits until standard output contains `text`.
+        func waitForOutput(_ text: String, timeout: Duration = .seconds(20)) -> Bool {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline, status == nil {
+                if output.contains(text) { return true }
+                usleep(10_000)
+            }
+            return output.contains(text)
+        }
+
+        func wait(timeout: Duration = .seconds(20)) -> TerminationStatus? {
+            let deadline = ContinuousClock.now + timeout
+            while status == nil, ContinuousClock.now < deadline {
+                status = try? process?.waitIfExited()
+                if status == nil { usleep(10_000) }
+            }
+            return status
+        }
+    }
+
     /// Without `--wait`, a run longer than the daemon's call time limit is no failure: the
     /// answer comes as soon as the run has started, with its id, and the run goes on.
     @Test func runJob_withoutWait_answersOnceStarted_andTheRunGoesOn() throws {
@@ -69,5 +114,33 @@ import WeaveDIPosix
             #expect(failure.name == "org.varlink.service.InvalidParameter", "\(failure)")
             #expect(failure.parameters.first { $0.0 == "parameter" }?.1 == .string("detach"), "\(failure)")
         }
+    }
+
+    /// Ctrl-C while following a run ends weavedictl, not the run: it says so, with the run's id.
+    @Test func runJob_wait_interrupted_saysTheRunGoesOn() throws {
+        let (daemon, _) = try bigJobDaemon()
+        let ctl = try Background([CtlRun.binary, "--socket", daemon.defaultSocket, "run-job", "big", "--wait"])
+        try #require(ctl.waitForOutput("job big: run big-1 started\n"), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
+        try Signal.interrupt.send(to: ctl.pid)
+        #expect(ctl.wait() == .signaled(.interrupt), "\(ctl.output)\(ctl.error)")
+        #expect(ctl.error == "weavedictl: interrupted; the run big-1 goes on in the daemon (`weavedictl jobs` shows how it ends)\n",
+            "\(ctl.error)")
+        #expect(daemon.waitForLog("big: run big-1 success", timeout: .seconds(180)), "\(daemon.log)")
+    }
+
+    /// On a terminal, the bar's line is ended before the message, so that neither it nor the
+    /// shell's prompt lands on the bar.
+    @Test(.enabled(if: fileExists("/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
+    func runJob_wait_interruptedOnATerminal_endsTheBarsLineFirst() throws {
+        let (daemon, _) = try bigJobDaemon(size: 8 << 30, smallFiles: 200)
+        let command = "exec '\(CtlRun.binary)' --socket '\(daemon.defaultSocket)' run-job big --wait"
+        let script = try Background(["/usr/bin/script", "-qefc", command, "/dev/null"])
+        try #require(script.waitForOutput("\u{1B}[K"), "\(script.output)\(script.error)\n\(daemon.log)")
+        // script(1) runs the command as its child; `exec` makes that weavedictl itself.
+        let children = try String(contentsOfFile: "/proc/\(script.pid)/task/\(script.pid)/children", encoding: .utf8)
+        let ctl = try #require(children.split(separator: " ").first.flatMap { Int32($0) }, "\(children)")
+        try Signal.interrupt.send(to: ctl)
+        _ = script.wait()
+        #expect(script.output.contains("\u{1B}[K\r\nweavedictl: interrupted; the run big-1 goes on in the daemon"), "\(script.output)")
     }
 }

@@ -13,7 +13,8 @@ struct RunJobCommand: CtlCommand {
             Options:
               --wait   follow the run with progress updates until it ends: a bar redrawn in
                        place on a terminal, one line per update otherwise (with --json, one JSON
-                       object per update), then how it ended.
+                       object per update), then how it ended. Ctrl-C stops following, not the
+                       run, and says so.
 
             Without --wait the daemon answers as soon as the run has started, with its id
             (`job NAME: run NAME-3 started; …`), and the run goes on in the daemon: however long
@@ -58,6 +59,9 @@ struct RunJobCommand: CtlCommand {
         client.replyTimeout = context.options.replyTimeout(standard: nil)
         let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: true)
         let job = name.escapingControlCharacters
+        // Once the call is sent, the run goes on whatever becomes of weavedictl.
+        InterruptNotice.set("weavedictl: interrupted; the run of \(job) goes on in the daemon (`weavedictl jobs` shows how it ends)")
+        defer { InterruptNotice.clear() }
         let bar = ProgressBar()
         var drawn = false
         var runID: String?
@@ -70,9 +74,11 @@ struct RunJobCommand: CtlCommand {
                 if runID == nil, let id = reply.parameter("runId")?.stringValue {
                     runID = id
                     let run = id.escapingControlCharacters
+                    InterruptNotice.set("weavedictl: interrupted; the run \(run) goes on in the daemon (`weavedictl jobs` shows how it ends)")
                     if !context.options.json {
                         if drawn, context.terminal.isTerminal { context.terminal.line() }
                         context.terminal.line("job \(job): run \(run) started")
+                        InterruptNotice.barDrawn(false)
                     }
                 }
                 if context.options.json {
@@ -81,14 +87,17 @@ struct RunJobCommand: CtlCommand {
                     context.terminal.write(bar.update(progress, isTerminal: context.terminal.isTerminal))
                     shown = progress
                     drawn = true
+                    InterruptNotice.barDrawn(context.terminal.isTerminal)
                 }
             }
         } catch {
             // The bar's line ends first, so that an error (the daemon gone, no reply in time)
             // starts a line of its own on the terminal.
+            InterruptNotice.clear()
             if drawn, context.terminal.isTerminal { context.terminal.line() }
             throw error
         }
+        InterruptNotice.clear()
         if drawn, context.terminal.isTerminal { context.terminal.line() }
         let run = final?.parameter("run") ?? .null
         if context.options.json {
