@@ -143,4 +143,16 @@ import WeaveDIPosix
         _ = script.wait()
         #expect(script.output.contains("\u{1B}[K\r\nweavedictl: interrupted; the run big-1 goes on in the daemon"), "\(script.output)")
     }
+
+    /// A run that a reload cancels (its job removed) says why, not only that it stopped.
+    @Test func runJob_wait_cancelledByAReload_saysWhy() throws {
+        let (daemon, directory) = try bigJobDaemon(size: 8 << 30)
+        let ctl = try Background([CtlRun.binary, "--socket", daemon.defaultSocket, "run-job", "big", "--wait"])
+        try #require(daemon.waitForLog("run big-1 started"), "\(daemon.log)")
+        directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)
+        daemon.send(.hangup)
+        #expect(ctl.wait(timeout: .seconds(60)) == .exited(1), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
+        #expect(ctl.output.contains("job big: cancelled"), "\(ctl.output)")
+        #expect(ctl.output.contains(": the job was removed from the configuration by a reload; stopped at a safe point"), "\(ctl.output)")
+    }
 }

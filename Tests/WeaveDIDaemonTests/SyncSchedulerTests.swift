@@ -307,6 +307,9 @@ struct ScriptedJob: SyncJob {
         #expect(await eventually { script.runs == 1 })
         await scheduler.stop()
         #expect((await scheduler.jobs()).first?[member: "lastRun"]?[member: "result"]?.stringValue == "cancelled")
+        // The run says why it stopped, before what the job said of it.
+        #expect((await scheduler.jobs()).first?[member: "lastRun"]?[member: "message"]?.stringValue
+            == "the daemon is stopping; stopped at a safe point")
     }
 
     @Test func lastResults_surviveARestart() async throws {

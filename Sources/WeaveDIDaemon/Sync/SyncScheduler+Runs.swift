@@ -23,7 +23,7 @@ extension SyncScheduler {
         await acquireSlot()
         let startWall = SystemClock.realtimeSeconds()
         let start = ContinuousClock.now
-        let outcome: SyncOutcome
+        var outcome: SyncOutcome
         if stopping || Task.isCancelled {
             outcome = SyncOutcome(result: .cancelled, message: "cancelled before it started")
         } else {
@@ -37,6 +37,10 @@ extension SyncScheduler {
             await session.close()
         }
         releaseSlot()
+        // A run the daemon cancelled says why (its job removed by a reload, the daemon stopping).
+        if let reason = cancelReasons.removeValue(forKey: runID), outcome.result == .cancelled {
+            outcome.message = reason + (outcome.message.map { "; " + $0 } ?? "")
+        }
         let duration = ContinuousClock.now - start
         let record = SyncRunRecord(
             id: runID, job: name, outcome: outcome, startedAt: startWall,

@@ -25,6 +25,8 @@ public actor SyncScheduler: DaemonService {
     /// Runs of jobs that reloads removed, still stopping, by run id: a shutdown waits for them,
     /// and a job of the same name added back does not run until they are gone.
     var orphans: [String: (job: String, task: Task<SyncRunRecord, Never>)] = [:]
+    /// Why the daemon cancelled a run, by run id: the run's message starts with it.
+    var cancelReasons: [String: String] = [:]
     var slotsInUse = 0
     /// `sync.maxConcurrentRuns` of the configuration in effect (a reload changes it before the
     /// configuration store does).
@@ -137,6 +139,7 @@ public actor SyncScheduler: DaemonService {
         stopping = true
         for loop in loops.values { loop.cancel() }
         loops = [:]
+        for run in jobs.values.compactMap(\.running) { cancelReasons[run.id] = "the daemon is stopping" }
         let running = jobs.values.compactMap(\.running?.task) + orphans.values.map(\.task)
         for run in running { run.cancel() }
         for run in running { _ = await run.value }
@@ -162,6 +165,7 @@ public actor SyncScheduler: DaemonService {
         for name in order where wanted[name] == nil {
             loops.removeValue(forKey: name)?.cancel()
             if let run = jobs[name]?.running {
+                cancelReasons[run.id] = "the job was removed from the configuration by a reload"
                 run.task.cancel()
                 orphans[run.id] = (name, run.task)
             }
