@@ -1,3 +1,4 @@
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
@@ -86,7 +87,9 @@ public struct CommandLineOptions: Sendable, Equatable {
             case "--version": options.version = true
             case "--help", "-h": options.help = true
             default:
-                return .failure(UsageError(description: "unknown argument '\(argument)'"))
+                // Quoted as any value from outside: escaped (an escape sequence reaches no
+                // terminal) and cut, with its length, past 60 characters.
+                return .failure(UsageError(description: "unknown argument \(JSONValue.quotedForMessage(argument))"))
             }
             index += 1
         }

@@ -56,12 +56,20 @@ import WeaveDIPosix
         let result = try run(["--bogus"])
         #expect(result.status == .exited(64))
         #expect(result.standardErrorText == """
-            weavedid: unknown argument '--bogus'
+            weavedid: unknown argument "--bogus"
             usage: weavedid [--config PATH] [--check-config] [--version] [--help]
             Run `weavedid --help` for more.
 
             """, "\(result.standardErrorText)")
         #expect(result.standardOutputText.isEmpty)
+        // An argument from outside reaches the terminal escaped, and cut past 60 characters.
+        let hostile = try run(["\u{1B}]0;owned\u{07}\u{202E}x"])
+        #expect(hostile.status == .exited(64))
+        #expect(hostile.standardErrorText.hasPrefix(#"weavedid: unknown argument "\u001b]0;owned\u0007\u202ex""# + "\n"),
+            "\(hostile.standardErrorText)")
+        let long = try run([String(repeating: "a", count: 5000)])
+        #expect(long.standardErrorText.hasPrefix("weavedid: unknown argument \"\(String(repeating: "a", count: 57))...\" (5000 characters)\n"),
+            "\(long.standardErrorText)")
     }
 
     /// A `--config` path that is not valid UTF-8 cannot be held as text without turning into
