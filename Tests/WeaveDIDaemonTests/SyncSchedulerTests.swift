@@ -271,6 +271,10 @@ struct ScriptedJob: SyncJob {
         let fix = await fixing.value
         #expect(fix.outcome == .succeeded && fix.message.hasPrefix("cancelled a run stuck"))
         #expect(replacement.prepared == 1 && stuck.prepared == 0)
+        // The cancelled run's record says who cancelled it and why.
+        let cancelled = await scheduler.jobs["p"]?.recent.first { $0.result == .cancelled }
+        #expect(cancelled?.message?.hasPrefix("cancelled by the job's fix (weavedictl fix job.p or auto-fix): stuck for more than ") == true,
+            "\(cancelled.map { "\($0)" } ?? "no cancelled run")")
         await scheduler.stop()
     }
 

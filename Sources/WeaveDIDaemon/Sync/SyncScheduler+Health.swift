@@ -55,6 +55,9 @@ extension SyncScheduler {
         var actions: [String] = []
         let stuckAfter = state.config.staleAfterSeconds
         if let run = state.running, seconds(ContinuousClock.now - run.since) > stuckAfter {
+            // The run's record says who stopped it, as for a reload's or a shutdown's.
+            cancelReasons[run.id] = "cancelled by the job's fix (weavedictl fix job.\(name) or auto-fix): stuck for more than "
+                + "\(SecondsRange.format(stuckAfter)) s"
             run.task.cancel()
             _ = await run.task.value
             actions.append("cancelled a run stuck for more than \(SecondsRange.format(stuckAfter)) s")
