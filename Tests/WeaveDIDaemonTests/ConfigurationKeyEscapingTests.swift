@@ -55,12 +55,7 @@ import WeaveDIPosix
         let daemon = try readyDaemon(["--config", config], directory: directory)
         for (json, shown) in Self.cases {
             directory.write("weavedid.json", json)
-            var refusal: VarlinkFailure?
-            do {
-                _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Reload")
-            } catch let failure as VarlinkFailure {
-                refusal = failure
-            }
+            let refusal = try reloadFailure(daemon.defaultSocket)
             #expect(refusal?.name == "io.weavedi.Daemon.ReloadRefused", "\(daemon.log)")
             #expect(refusal?.reply.parameter("reason")?.stringValue
                 == "reload refused: \(config): \(shown); keeping the previous configuration", "\(daemon.log)")

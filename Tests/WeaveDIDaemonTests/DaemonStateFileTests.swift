@@ -196,12 +196,7 @@ import WeaveDIPosix
         let config = try String(contentsOfFile: fixture.directory.path + "/weavedid.json", encoding: .utf8)
         let moved = fixture.directory.path + "/moved"
         fixture.directory.write("weavedid.json", config.replacingOccurrences(of: fixture.state, with: moved))
-        var refusal: VarlinkFailure?
-        do {
-            _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Reload")
-        } catch let failure as VarlinkFailure {
-            refusal = failure
-        }
+        let refusal = try reloadFailure(daemon.defaultSocket)
         #expect(refusal?.name == "io.weavedi.Daemon.ReloadRefused", "\(daemon.log)")
         #expect(refusal?.reply.parameter("reason")?.stringValue
             == "reload refused: stateDirectory changed from \(fixture.state) to \(moved); restart the daemon to move it; "
