@@ -49,6 +49,30 @@ import WeaveDIPosix
         }
     }
 
+    /// A root that is a file, or lies below one, would fail every run: the check says so, naming
+    /// the part that exists when it is not the root itself, links followed.
+    @Test func aRootThatIsAFile_orLiesBelowOne_isRefused() throws {
+        let tree = Tree()
+        let t = tree.t
+        try tree.directories("a", "b")
+        #expect(FileManager.default.createFile(atPath: t + "/file", contents: Data("x".utf8)))
+        try tree.link("to-file", to: t + "/file")
+        #expect(mkfifo(t + "/pipe", 0o600) == 0)
+        let directories = "not a directory; a mirror's source and destination are directories: name the directory to mirror, "
+            + "or the one to mirror into"
+        #expect(try diskError(document(("j", t + "/file", t + "/b")))
+            == #"sync.jobs[0].source: the source "\#(t)/file" of job "j" is a regular file, "#  + directories)
+        #expect(try diskError(document(("j", t + "/a", t + "/to-file")))
+            == #"sync.jobs[0].destination: the destination "\#(t)/to-file" of job "j" is a regular file, "# + directories)
+        #expect(try diskError(document(("j", t + "/a", t + "/file/below/out")))
+            == #"sync.jobs[0].destination: the destination "\#(t)/file/below/out" of job "j" is a regular file ("\#(t)/file", the part of it that exists), "#
+                + directories)
+        #expect(try diskError(document(("j", t + "/pipe", t + "/b")))
+            == #"sync.jobs[0].source: the source "\#(t)/pipe" of job "j" is a named pipe, "# + directories)
+        // Directories, and a destination that does not exist yet below one, are fine.
+        try loadConfiguration(document(("j", t + "/a", t + "/b/new/out"))).checkMirrorTreesOnDisk()
+    }
+
     @Test func aDestinationReachingTheControlSocketThroughALink_isRefused() throws {
         let tree = Tree()
         let t = tree.t

@@ -1,3 +1,7 @@
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
 extension DaemonConfiguration {
     /// What the file cannot say by itself: whether mirror trees overlap on this machine,
     /// through symbolic links or mounts.
@@ -56,6 +60,20 @@ extension DaemonConfiguration {
             let parent = "sync.jobs[\(index)]"
             let (resolved, located) = try MountedLocation.resolveAndLocate(configured, mounts: mounts) {
                 field, path throws(ConfigurationError) in try resolving("\(parent).\(field)", path)
+            }
+            // A root, or the part of one that exists, that is a file: every run would fail.
+            for field in ["source", "destination"] {
+                let anchor = located[field].anchor
+                try resolving("\(parent).\(field)", anchor)
+                if let kind = try? FileStatus(path: anchor).kind, kind != .directory {
+                    let what = kind == .regular ? "a regular file" : Self.describe(kind)
+                    let part = anchor.hasSameBytes(as: resolved[field]) ? "" : " (\(JSONValue.quotedForMessage(anchor)), the part of it that exists)"
+                    throw ConfigurationError(
+                        file: file, fieldPath: "\(parent).\(field)",
+                        problem: "the \(field) \(JSONValue.quotedForMessage(configured[field])) of job \"\(job.name)\" is \(what)\(part), "
+                            + "not a directory; a mirror's source and destination are directories: name the directory to mirror, "
+                            + "or the one to mirror into")
+                }
             }
             // What follows compares what was found: no deadline (a check of many jobs is not
             // a path that does not answer).
