@@ -26,8 +26,9 @@ extension FileDescriptor {
     /// The file this Unix socket was bound to, asked of the kernel over `NETLINK_SOCK_DIAG`
     /// (`SOCK_DIAG_BY_FAMILY` with `UDIAG_SHOW_VFS`, as `ss -x` does); nil for a socket bound
     /// to no file (abstract, unnamed). Throws what the kernel answered when it cannot say
-    /// (`ENOENT` and the like without `unix_diag`, `CONFIG_UNIX_DIAG`), or `ETIMEDOUT` when
-    /// it does not answer within a second.
+    /// (`ENOENT` and the like without `unix_diag`, `CONFIG_UNIX_DIAG`; `EAFNOSUPPORT` or
+    /// `EPERM` where netlink sockets are not allowed, as under `RestrictAddressFamilies=AF_UNIX`),
+    /// or `EAGAIN` when it does not answer within a second (the receive timeout).
     public func boundSocketFile() throws(Errno) -> BoundSocketFile? {
         let socketInode = UInt32(truncatingIfNeeded: try status().inode)
         let raw = try DescriptorReserve.admit(valueOrErrno {
