@@ -59,8 +59,10 @@ struct RunJobCommand: CtlCommand {
         client.replyTimeout = context.options.replyTimeout(standard: nil)
         let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: true)
         let job = name.escapingControlCharacters
-        // Once the call is sent, the run goes on whatever becomes of weavedictl.
-        InterruptNotice.set("weavedictl: interrupted; the run of \(job) goes on in the daemon (`weavedictl jobs` shows how it ends)")
+        // Once the call is sent, a run it starts goes on whatever becomes of weavedictl; until
+        // the daemon names the run, it may not have started one (one already going is skipped).
+        InterruptNotice.set(
+            "weavedictl: interrupted; a run of \(job) the daemon started goes on there (`weavedictl jobs` shows whether and how it ends)")
         defer { InterruptNotice.clear() }
         let bar = ProgressBar()
         var drawn = false
