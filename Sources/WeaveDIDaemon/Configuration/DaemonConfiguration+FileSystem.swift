@@ -64,7 +64,8 @@ extension DaemonConfiguration {
             // A root, or the part of one that exists, that is a file: every run would fail.
             for field in ["source", "destination"] {
                 let anchor = located[field].anchor
-                try resolving("\(parent).\(field)", anchor)
+                // Noted by the path as configured, which its existing part belongs to.
+                try resolving("\(parent).\(field)", configured[field])
                 if let kind = try? FileStatus(path: anchor).kind, kind != .directory {
                     let what = kind == .regular ? "a regular file" : Self.describe(kind)
                     let part = anchor.hasSameBytes(as: resolved[field]) ? "" : " (\(JSONValue.quotedForMessage(anchor)), the part of it that exists)"
