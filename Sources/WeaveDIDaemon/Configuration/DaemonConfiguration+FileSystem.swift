@@ -67,13 +67,11 @@ extension DaemonConfiguration {
                 // Noted by the path as configured, which its existing part belongs to.
                 try resolving("\(parent).\(field)", configured[field])
                 if let kind = try? FileStatus(path: anchor).kind, kind != .directory {
-                    let what = kind == .regular ? "a regular file" : Self.describe(kind)
                     let part = anchor.hasSameBytes(as: resolved[field]) ? "" : " (\(JSONValue.quotedForMessage(anchor)), the part of it that exists)"
                     throw ConfigurationError(
                         file: file, fieldPath: "\(parent).\(field)",
-                        problem: "the \(field) \(JSONValue.quotedForMessage(configured[field])) of job \"\(job.name)\" is \(what)\(part), "
-                            + "not a directory; a mirror's source and destination are directories: name the directory to mirror, "
-                            + "or the one to mirror into")
+                        problem: "the \(field) \(JSONValue.quotedForMessage(configured[field])) of job \"\(job.name)\" is "
+                            + "\(Self.describe(kind))\(part), \(Self.mirrorRootsAreDirectories)")
                 }
             }
             // What follows compares what was found: no deadline (a check of many jobs is not

@@ -180,8 +180,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
         return bytes
     }
 
+    /// What a file of `kind` is, for messages: "a named pipe", "a regular file".
     static func describe(_ kind: FileKind) -> String {
         switch kind {
+        case .regular: "a regular file"
+        case .directory: "a directory"
+        case .symbolicLink: "a symbolic link"
         case .fifo: "a named pipe"
         case .characterDevice: "a character device"
         case .blockDevice: "a block device"
@@ -189,6 +193,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         default: "of an unknown type"
         }
     }
+
+    /// What follows "is a regular file, " (or another kind) in a message on a mirror root that
+    /// is no directory.
+    static let mirrorRootsAreDirectories = "not a directory; a mirror's source and destination are directories: "
+        + "name the directory to mirror, or the one to mirror into"
 
     enum ReadFailure: Error {
         case system(Errno)

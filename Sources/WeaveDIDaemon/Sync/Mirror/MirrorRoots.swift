@@ -320,9 +320,7 @@ struct MirrorRoots: ~Copyable {
 
     /// A root, or a part of its path, that is a file: a mistake in the configuration.
     private static func notADirectory(_ path: String, _ kind: FileKind) -> String {
-        let what = kind == .regular ? "a regular file" : DaemonConfiguration.describe(kind)
-        return "\(path) is \(what), not a directory; a mirror's source and destination are directories: "
-            + "name the directory to mirror, or the one to mirror into"
+        "\(path) is \(DaemonConfiguration.describe(kind)), \(DaemonConfiguration.mirrorRootsAreDirectories)"
     }
 
     /// The real path of the destination's nearest existing ancestor (or itself), and the
