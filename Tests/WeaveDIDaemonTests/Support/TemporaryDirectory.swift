@@ -23,4 +23,16 @@ final class TemporaryDirectory: @unchecked Sendable {  // immutable after init
     func read(_ name: String) -> String? {
         FileManager.default.contents(atPath: path + "/" + name).map { String(decoding: $0, as: UTF8.self) }
     }
+
+    /// The content of `name` once it holds `text`, or nil if it does not within `limit`: for a
+    /// file the daemon writes in the background, as `jobs.json` after a run (the run's reply
+    /// can come before the write).
+    func read(_ name: String, once text: String, within limit: Duration = .seconds(10)) -> String? {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            if let content = read(name), content.contains(text) { return content }
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(20_000)
+        }
+    }
 }
