@@ -243,13 +243,8 @@ import WeaveDIPosix
             LoadStep("resolving", file: file, fieldPath: "stateDirectory", path: "/var/lib/weavedi/jobs.json"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].source", path: "/srv/a"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].destination", path: "/backup/a"),
-            // What each root's existing part is (a file would fail every run), by the root's path.
-            LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].source", path: "/srv/a"),
-            LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].destination", path: "/backup/a"),
             // Comparing the roots found waits on no file system: no deadline.
             .checking(file: file),
-            LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].source", path: "/srv/b"),
-            LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].destination", path: "/mnt/nfs/b"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].source", path: "/srv/b"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[1].destination", path: "/mnt/nfs/b"),
             .checking(file: file),

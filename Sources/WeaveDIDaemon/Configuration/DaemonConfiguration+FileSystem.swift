@@ -1,6 +1,5 @@
 import WeaveDI
 import WeaveDIControl
-import WeaveDIPosix
 
 extension DaemonConfiguration {
     /// What the file cannot say by itself: whether mirror trees overlap on this machine,
@@ -62,11 +61,10 @@ extension DaemonConfiguration {
                 field, path throws(ConfigurationError) in try resolving("\(parent).\(field)", path)
             }
             // A root, or the part of one that exists, that is a file: every run would fail.
+            // What that part is, its location's `stat` said.
             for field in ["source", "destination"] {
                 let anchor = located[field].anchor
-                // Noted by the path as configured, which its existing part belongs to.
-                try resolving("\(parent).\(field)", configured[field])
-                if let kind = try? FileStatus(path: anchor).kind, kind != .directory {
+                if let kind = located[field].anchorKind, kind != .directory {
                     let part = anchor.hasSameBytes(as: resolved[field]) ? "" : " (\(JSONValue.quotedForMessage(anchor)), the part of it that exists)"
                     throw ConfigurationError(
                         file: file, fieldPath: "\(parent).\(field)",

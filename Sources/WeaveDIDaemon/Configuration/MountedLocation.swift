@@ -24,6 +24,8 @@ struct MountedLocation {
     let anchor: String
     /// The components of `path` below `anchor`.
     let missing: [Substring]
+    /// What the anchor is, as the `stat` that found it said; nil for `/`, which is not read.
+    let anchorKind: FileKind?
     /// What holds the anchor, the anchor first; empty when not even `/` could be read.
     let holders: [Holder]
 
@@ -80,12 +82,18 @@ struct MountedLocation {
     static func locate(_ path: String, mounts: MountTable) -> MountedLocation {
         let components = ConfigurationDirectories.normalizedComponents(path)
         var count = components.count
-        while count > 0, identity(of: "/" + components[..<count].joined(separator: "/")) == nil {
+        var anchorKind: FileKind?
+        while count > 0 {
+            if let status = try? FileStatus(path: "/" + components[..<count].joined(separator: "/")) {
+                anchorKind = status.kind
+                break
+            }
             count -= 1
         }
         let anchor = "/" + components[..<count].joined(separator: "/")
         return MountedLocation(
-            path: path, anchor: anchor, missing: Array(components[count...]), holders: holders(of: anchor, mounts: mounts))
+            path: path, anchor: anchor, missing: Array(components[count...]), anchorKind: anchorKind,
+            holders: holders(of: anchor, mounts: mounts))
     }
 
     private static func identity(of path: String) -> FileIdentity? {
