@@ -57,9 +57,7 @@ import WeaveDIPosix
     @Test func aRunOverTheMetricsFile_throughALinkMadeAfterTheStart_isRefused() throws {
         let directory = TemporaryDirectory()
         let d = directory.path
-        directory.write("source/a.txt", "a")
-        try FileManager.default.createDirectory(atPath: d + "/box/mirror", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: d + "/other/mirror/textfile", withIntermediateDirectories: true)
+        try directory.makeBoxAndOther(holding: "textfile")
         let metrics = d + "/other/mirror/textfile/weavedi.prom"
         let config = Self.config(directory, destination: d + "/box/mirror", sync: #""metricsFile": "\#(metrics)", "#)
         let daemon = try DaemonProcess(["--config", config], directory: directory)
@@ -68,8 +66,7 @@ import WeaveDIPosix
         #expect(try Self.run(client)?[member: "result"]?.stringValue == "success")
         try #require(DaemonStateDirectoryLockTests.waitForFile(metrics), "\(daemon.log)")
 
-        try FileManager.default.removeItem(atPath: d + "/box")
-        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: d + "/box", pointingTo: "other")
+        try directory.turnBoxIntoALinkToOther()
         let run = try Self.run(client)
         #expect(run?[member: "result"]?.stringValue == "failed")
         #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \(d)/box/mirror of job \"docs\" "
@@ -105,9 +102,7 @@ import WeaveDIPosix
     @Test func aRunOverThePassedSocket_throughALinkMadeAfterTheStart_isRefused() throws {
         let directory = TemporaryDirectory()
         let d = directory.path
-        directory.write("source/a.txt", "a")
-        try FileManager.default.createDirectory(atPath: d + "/box/mirror", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: d + "/other/mirror/s", withIntermediateDirectories: true)
+        try directory.makeBoxAndOther(holding: "s")
         let socket = d + "/other/mirror/s/ctl.sock"
         let config = Self.config(directory, destination: d + "/box/mirror")
         let daemon = try DaemonProcess(
@@ -116,8 +111,7 @@ import WeaveDIPosix
         let client = try VarlinkClient(path: socket)
         #expect(try Self.run(client)?[member: "result"]?.stringValue == "success")
 
-        try FileManager.default.removeItem(atPath: d + "/box")
-        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: d + "/box", pointingTo: "other")
+        try directory.turnBoxIntoALinkToOther()
         let run = try Self.run(client)
         #expect(run?[member: "result"]?.stringValue == "failed")
         #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \(d)/box/mirror of job \"docs\" "

@@ -83,9 +83,7 @@ import WeaveDIPosix
     ) throws -> (run: JSONValue?, daemon: DaemonProcess, directory: TemporaryDirectory, held: String) {
         let directory = TemporaryDirectory()
         let d = directory.path
-        directory.write("source/a.txt", "a")
-        try FileManager.default.createDirectory(atPath: d + "/box/mirror", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: d + "/other/mirror", withIntermediateDirectories: true)
+        try directory.makeBoxAndOther()
         let config = directory.write("weavedid.json", """
             {"sync": {"jobs": [
               {"name": "docs", "source": "\(d)/source", "destination": "\(d)/box/mirror", "delete": true, "interval": 3600}]}}
@@ -100,8 +98,7 @@ import WeaveDIPosix
         }
         #expect(try run()?[member: "result"]?.stringValue == "success")
         #expect(directory.read("box/mirror/a.txt") == "a")
-        try FileManager.default.removeItem(atPath: d + "/box")
-        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: d + "/box", pointingTo: "other")
+        try directory.turnBoxIntoALinkToOther()
         return (try run(), daemon, directory, held)
     }
 

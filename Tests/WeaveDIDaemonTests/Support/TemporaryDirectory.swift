@@ -1,4 +1,5 @@
 import Foundation
+import WeaveDIPosix
 
 /// A directory under /tmp, removed with everything in it when the value goes away.
 final class TemporaryDirectory: @unchecked Sendable {  // immutable after init
@@ -34,5 +35,23 @@ final class TemporaryDirectory: @unchecked Sendable {  // immutable after init
             if ContinuousClock.now >= deadline { return nil }
             usleep(20_000)
         }
+    }
+}
+
+extension TemporaryDirectory {
+    /// The layout of the tests of a link made after the daemon's start: `source/a.txt`, the
+    /// destination `box/mirror`, and `other/mirror/<inside>` (the daemon's path to protect),
+    /// clear of it until `turnBoxIntoALinkToOther`.
+    func makeBoxAndOther(holding inside: String = "") throws {
+        write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: path + "/box/mirror", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: path + "/other/mirror/" + inside, withIntermediateDirectories: true)
+    }
+
+    /// Replaces `box` by a link to `other`: the destination `box/mirror` now resolves to
+    /// `other/mirror`.
+    func turnBoxIntoALinkToOther() throws {
+        try FileManager.default.removeItem(atPath: path + "/box")
+        try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: path + "/box", pointingTo: "other")
     }
 }
