@@ -207,6 +207,51 @@ import WeaveDIPosix
         #expect(fileExists(fixture.stateFile))
     }
 
+    /// The `sync.stateFile` check, run now.
+    func stateFileCheck(_ daemon: DaemonProcess) throws -> JSONValue? {
+        try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunChecks", [("tags", .array([.string("sync")]))])
+            .parameter("health")?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "sync.stateFile" }
+    }
+
+    /// A state file that cannot be written (here a directory in its place, which fails as root
+    /// too) makes the `sync.stateFile` check degraded, saying which file, why, what a restart
+    /// would lose and what to do; once the way is clear, the check's fix writes the file, and
+    /// the check is healthy again.
+    @Test func aStateFileThatCannotBeWritten_degradesItsCheck_untilTheFixWritesIt() throws {
+        let fixture = Fixture()
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(try stateFileCheck(daemon)?[member: "status"]?.stringValue == "healthy", "\(daemon.log)")
+        try FileManager.default.createDirectory(atPath: fixture.stateFile + "/in-the-way", withIntermediateDirectories: true)
+        #expect(try runAndCheck(daemon).run == "failed")
+        try #require(daemon.waitForLog("cannot write the jobs' state file \(fixture.stateFile): "), "\(daemon.log)")
+        var check = try stateFileCheck(daemon)
+        #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
+        let message = check?[member: "message"]?.stringValue ?? ""
+        #expect(message.hasPrefix("cannot write the jobs' state file \(fixture.stateFile): "), "\(message)")
+        #expect(message.hasSuffix(
+            "; until a write succeeds, a restart loses the jobs' last results (health would not know how each job last went) "
+                + "and the count of runs (run ids would be given again): make \(fixture.state) writable by the daemon, free space "
+                + "on its file system, or move away what stands in the file's place (the check's fix writes it again: "
+                + "weavedictl fix sync.stateFile)"), "\(message)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        var fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("sync.stateFile"))]).parameter("fixes")?.arrayValue?.first
+        #expect(fix?[member: "outcome"]?.stringValue == "failed", "\(fix.map { "\($0)" } ?? "no fix")")
+        #expect(fix?[member: "error"]?.stringValue?.hasPrefix("cannot write the jobs' state file \(fixture.stateFile): ") == true,
+                "\(fix.map { "\($0)" } ?? "no fix")")
+
+        try FileManager.default.removeItem(atPath: fixture.stateFile)
+        fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("sync.stateFile"))]).parameter("fixes")?.arrayValue?.first
+        #expect(fix?[member: "outcome"]?.stringValue == "succeeded", "\(fix.map { "\($0)" } ?? "no fix")")
+        #expect(fix?[member: "message"]?.stringValue == "wrote \(fixture.stateFile)", "\(fix.map { "\($0)" } ?? "no fix")")
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1)
+        check = try stateFileCheck(daemon)
+        #expect(check?[member: "status"]?.stringValue == "healthy", "\(check.map { "\($0)" } ?? "no check")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// The id of the job's run by hand.
     func runID(_ daemon: DaemonProcess) throws -> String? {
         try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])

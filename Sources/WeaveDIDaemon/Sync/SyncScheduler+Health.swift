@@ -123,13 +123,13 @@ extension SyncScheduler {
         writeMetricsFile()
         await metricsWriter.flush()
         if let last = metricsWriter.lastWrite, last.path == path, let problem = last.problem {
-            throw MetricsFileFailure(description: "cannot write the metrics file \(path): \(problem)")
+            throw FileWriteFailure(description: "cannot write the metrics file \(path): \(problem)")
         }
         return "wrote \(path)"
     }
 
-    /// The metrics file's fix could not write it.
-    struct MetricsFileFailure: Error, CustomStringConvertible {
+    /// The fix of the metrics file's check, or of the state file's, could not write the file.
+    struct FileWriteFailure: Error, CustomStringConvertible {
         var description: String
     }
 }

@@ -115,6 +115,7 @@ public actor SyncScheduler: DaemonService {
         // Run ids go on from the last one started before: one id, one run, across restarts.
         runCounter = saved.lastRunNumber
         for config in configuration.sync.jobs { add(config) }
+        registerStateFileCheck()
         if configuration.sync.metricsFile != nil { registerMetricsFileCheck() }
         log.info("sync", configuration.sync.jobs.isEmpty ? "no sync jobs configured" : "\(order.count) job(s): \(order.joined(separator: ", "))")
     }

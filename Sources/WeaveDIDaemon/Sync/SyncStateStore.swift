@@ -212,6 +212,10 @@ struct SyncStateStore: Sendable {
         writer.write(Array(json.serialized.utf8), to: path)
     }
 
+    /// How the last save ended: nil before the first one ended, else what went wrong (nil for
+    /// a save that wrote the file).
+    var lastWriteProblem: String?? { writer.lastWrite.map(\.problem) }
+
     /// Waits for the saves asked for so far.
     func flush() async {
         await writer.flush()

@@ -1,0 +1,45 @@
+import WeaveDI
+
+extension SyncScheduler {
+    /// The name of the jobs' state file's check.
+    static let stateFileCheck = "sync.stateFile"
+
+    /// `sync.stateFile`: degraded while the last write of the jobs' state file (`jobs.json`)
+    /// failed (its directory not writable, its file system full, a directory in its place), for
+    /// a restart then loses the jobs' last results and the run count. Its fix writes the file
+    /// again, at once, and fails while that write does.
+    func registerStateFileCheck() {
+        registry.register(HealthCheck(name: Self.stateFileCheck, tags: ["sync"]) { [weak self] in
+            await self?.stateFileHealth() ?? .healthy("the scheduler is gone")
+        } fix: { [weak self] in
+            guard let self else { return "the scheduler is gone" }
+            return try await self.rewriteStateFile()
+        })
+    }
+
+    func stateFileHealth() -> HealthCheckResult {
+        let path = stateStore.path
+        guard let last = stateStore.lastWriteProblem else {
+            return .healthy("not written yet (it is written after each run)", data: ["path": path])
+        }
+        if let problem = last {
+            return .degraded(
+                "cannot write the jobs' state file \(path): \(problem); until a write succeeds, a restart loses the jobs' last "
+                    + "results (health would not know how each job last went) and the count of runs (run ids would be given "
+                    + "again): make \(stateStore.directory) writable by the daemon, free space on its file system, or move away "
+                    + "what stands in the file's place (the check's fix writes it again: weavedictl fix \(Self.stateFileCheck))",
+                data: ["path": path])
+        }
+        return .healthy("the last write succeeded", data: ["path": path])
+    }
+
+    /// The check's fix: writes the state file now and waits for the write.
+    func rewriteStateFile() async throws -> String {
+        saveState()
+        await stateStore.flush()
+        if let problem = stateStore.lastWriteProblem ?? nil {
+            throw FileWriteFailure(description: "cannot write the jobs' state file \(stateStore.path): \(problem)")
+        }
+        return "wrote \(stateStore.path)"
+    }
+}
