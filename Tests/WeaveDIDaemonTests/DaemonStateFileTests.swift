@@ -279,6 +279,40 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// The run count is saved as a run starts: a daemon killed during a run (SIGKILL: no
+    /// shutdown, no write at the run's end) gives the next run a higher id, not the killed one's.
+    @Test func runIDs_areNotGivenAgain_afterTheDaemonIsKilledDuringARun() throws {
+        let fixture = Fixture()
+        let d = fixture.directory.path
+        let big = fixture.directory.write("source/big.bin", "")
+        try #require(truncate(big, 8 << 30) == 0, "truncate: \(Errno.current)")  // sparse: seconds of copying
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: true)
+        let config = fixture.directory.write("weavedid.json", """
+            {"stateDirectory": "\(fixture.state)", "sync": {"jobs": [{"name": "docs", "source": "\(d)/source",
+              "destination": "\(d)/mirror", "interval": 3600}]}}
+            """)
+        func start() throws -> DaemonProcess {
+            let daemon = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: fixture.directory)
+            try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+            return daemon
+        }
+        func detachedRun(_ daemon: DaemonProcess) throws -> String? {
+            try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))])
+                .parameter("runId")?.stringValue
+        }
+        var daemon = try start()
+        #expect(try detachedRun(daemon) == "docs-1")
+        try #require(daemon.waitForLog("docs: run docs-1 started"), "\(daemon.log)")
+        daemon.send(.kill)
+        #expect(daemon.wait() == .signaled(.kill), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-1 success"), "the run ended before the kill: \(daemon.log)")
+
+        daemon = try start()
+        #expect(try detachedRun(daemon) == "docs-2", "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A file without `lastRunNumber` (as written before it was kept) has the ids go on after
     /// the highest of its jobs' last runs; a `lastRunNumber` no run writes is reported and
     /// left behind.

@@ -8,6 +8,9 @@ extension SyncScheduler {
         guard let state = jobs[name], state.running == nil, !stopping, !hasOrphanRun(name) else { return nil }
         runCounter += 1
         let runID = "\(name)-\(runCounter)"
+        // The count is saved as the run is launched, not only once it ends: a daemon killed
+        // during the run (SIGKILL, a crash, the power) gives no later run this id.
+        saveState()
         let job = state.job
         let listeners = state.listeners
         // A run a fix starts is not part of the fix: who asked for that does not follow it.
@@ -20,6 +23,9 @@ extension SyncScheduler {
     }
 
     private func execute(_ name: String, runID: String, job: any SyncJob, listeners: ProgressListeners) async -> SyncRunRecord {
+        // The run starts once the state file holds its number (`launch`), or its write failed
+        // (`sync.stateFile` says so): each write is done or given up within the step limit.
+        await stateStore.flush()
         await acquireSlot()
         let startWall = SystemClock.realtimeSeconds()
         let start = ContinuousClock.now

@@ -20,7 +20,7 @@ extension SyncScheduler {
     func stateFileHealth() -> HealthCheckResult {
         let path = stateStore.path
         guard let last = stateStore.lastWriteProblem else {
-            return .healthy("not written yet (it is written after each run)", data: ["path": path])
+            return .healthy("not written yet (it is written as each run starts and ends)", data: ["path": path])
         }
         if let problem = last {
             return .degraded(
