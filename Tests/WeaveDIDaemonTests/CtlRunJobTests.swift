@@ -12,19 +12,25 @@ import WeaveDIPosix
     /// the copy's zeros are written out), and `smallFiles` small ones (whose copies make
     /// progress updates while the large one is copied), with `control.callTimeout` at
     /// `callTimeout`.
-    func bigJobDaemon(size: Int = 2 << 30, smallFiles: Int = 0, callTimeout: Double = 10) throws -> (DaemonProcess, TemporaryDirectory) {
+    func bigJobDaemon(
+        size: Int = 2 << 30, smallFiles: Int = 0, callTimeout: Double = 10, maxConcurrentRuns: Int = 4
+    ) throws -> (DaemonProcess, TemporaryDirectory) {
         let directory = TemporaryDirectory()
         let big = directory.write("source/big.bin", "")
         for index in 0..<smallFiles { directory.write("source/small/\(index).txt", "\(index)\n") }
         directory.write("little-source/a.txt", "a\n")
-        for mirror in ["mirror", "little-mirror"] {
+        directory.write("other-source/a.txt", "a\n")
+        for mirror in ["mirror", "little-mirror", "other-mirror"] {
             try FileManager.default.createDirectory(atPath: directory.path + "/" + mirror, withIntermediateDirectories: true)
         }
         try #require(truncate(big, off_t(size)) == 0, "truncate: \(Errno.current)")
         let config = directory.write("weavedid.json", """
-            {"control": {"callTimeout": \(callTimeout)}, "sync": {"jobs": [{"name": "big", "source": "\(directory.path)/source",
+            {"control": {"callTimeout": \(callTimeout)}, "sync": {"maxConcurrentRuns": \(maxConcurrentRuns),
+              "jobs": [{"name": "big", "source": "\(directory.path)/source",
               "destination": "\(directory.path)/mirror", "interval": 3600},
               {"name": "little", "source": "\(directory.path)/little-source", "destination": "\(directory.path)/little-mirror",
+              "interval": 3600},
+              {"name": "other", "source": "\(directory.path)/other-source", "destination": "\(directory.path)/other-mirror",
               "interval": 3600}]}}
             """)
         let daemon = try DaemonProcess(["--config", config], directory: directory)
@@ -114,6 +120,38 @@ import WeaveDIPosix
             #expect(failure.name == "org.varlink.service.InvalidParameter", "\(failure)")
             #expect(failure.parameters.first { $0.0 == "parameter" }?.1 == .string("detach"), "\(failure)")
         }
+    }
+
+    /// A run asked for while `sync.maxConcurrentRuns` runs are going waits for a slot: the
+    /// answer says it is queued, and why (the runs going, the cap), in `queued` beside its
+    /// `runId` (which a client that knows nothing of `queued` reads as before); weavedictl says
+    /// so rather than `started`, and exits 0; the run starts once the slot is free (here, a
+    /// reload removes the job whose run holds it).
+    @Test func runJob_withoutWait_whileEverySlotIsTaken_saysTheRunIsQueued() throws {
+        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        let first = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        #expect(first.parameter("runId") == .string("big-1"), "\(first)")
+        #expect(first.parameter("queued") == nil, "\(first)")
+
+        let queued = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "little"])
+        #expect(queued.code == 0, "\(queued.all)\n\(daemon.log)")
+        #expect(queued.output == "job little: run little-2 queued: 1 run going (maxConcurrentRuns 1); it starts when one ends, "
+            + "and goes on in the daemon (`weavedictl jobs` shows how it ends)\n", "\(queued.all)\n\(daemon.log)")
+        let json = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "run-job", "little"])
+        #expect(json.output.contains(#""result":"skipped""#), "\(json.all)")  // the queued run counts as going
+        let other = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("other")), ("detach", .bool(true))])
+        #expect(other.parameter("runId") == .string("other-3"), "\(other)")
+        #expect(other.parameter("queued") == .object([("runsGoing", .int(1)), ("maxConcurrentRuns", .int(1))]), "\(other)")
+        #expect(!daemon.log.contains("little: run little-2 started"), "a queued run started with no slot free: \(daemon.log)")
+
+        let config = try #require(directory.read("weavedid.json"))
+        directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
+        #expect(daemon.waitForLog("other: run other-3 success", timeout: .seconds(60)), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     /// Ctrl-C while following a run ends weavedictl, not the run: it says so, with the run's id.

@@ -100,6 +100,10 @@ public enum DaemonInterface {
           message: ?string
         )
 
+        # Why a run asked for waits before it starts: the runs going (sync.maxConcurrentRuns of them,
+        # or more after a reload lowered it), and the cap.
+        type SlotWait (runsGoing: int, maxConcurrentRuns: int)
+
         # Progress of a running job.
         type Progress (filesDone: int, filesTotal: int, bytesDone: int, bytesTotal: int)
 
@@ -138,9 +142,10 @@ public enum DaemonInterface {
         # Starts a run of a job and answers when it ends (within control.callTimeout). With
         # "more", a first reply names the run (runId) as soon as it has started, then progress
         # replies (each with runId) follow until the final reply (run). With detach: true, the
-        # answer comes as soon as the run has started (runId) and the run goes on; a run that
+        # answer comes at once and the run goes on without the call: runId names it, and queued
+        # (absent for a run that started) says that it waits for a slot, and why; a run that
         # cannot start (already going, the daemon stopping) is a "skipped" run, as without it.
-        method RunJob(name: string, detach: ?bool) -> (run: ?JobRun, progress: ?Progress, runId: ?string)
+        method RunJob(name: string, detach: ?bool) -> (run: ?JobRun, progress: ?Progress, runId: ?string, queued: ?SlotWait)
 
         # Stops scheduling a job (a run in progress finishes).
         method PauseJob(name: string) -> ()

@@ -27,7 +27,8 @@ extension SyncScheduler: JobControl {
 
     public func start(_ name: String) async throws(VarlinkFailure) -> JobStart {
         switch try startNow(name) {
-        case let .started(run): .started(run.id)
+        case let .started(run):
+            run.queued.map { .queued(run.id, runsGoing: $0.runsGoing, maxConcurrentRuns: $0.maxConcurrentRuns) } ?? .started(run.id)
         case let .skipped(record): .notStarted(SyncRunEncoding.record(record))
         }
     }

@@ -3,7 +3,8 @@ import WeaveDIControl
 import WeaveDIPosix
 
 extension SyncScheduler {
-    /// Starts a run of `name` (waiting for a free slot first); returns its task.
+    /// Starts a run of `name` (waiting for a free slot first: a slot free now is taken now, so
+    /// that whoever asked is told truly whether the run waits); returns its task.
     func launch(_ name: String) -> Task<SyncRunRecord, Never>? {
         guard let state = jobs[name], state.running == nil, !stopping, !hasOrphanRun(name) else { return nil }
         runCounter += 1
@@ -13,20 +14,28 @@ extension SyncScheduler {
         saveState()
         let job = state.job
         let listeners = state.listeners
+        let runsGoing = slotsInUse
+        let holdsSlot = takeFreeSlot()
         // A run a fix starts is not part of the fix: who asked for that does not follow it.
         let task = Task {
-            await FixRecord.Trigger.$current.withValue(nil) { await self.execute(name, runID: runID, job: job, listeners: listeners) }
+            await FixRecord.Trigger.$current.withValue(nil) {
+                await self.execute(name, runID: runID, job: job, listeners: listeners, holdsSlot: holdsSlot)
+            }
         }
-        jobs[name]?.running = ActiveRun(task: task, id: runID, since: .now)
+        let queued = holdsSlot ? nil : SlotWait(runsGoing: runsGoing, maxConcurrentRuns: maxRuns)
+        jobs[name]?.running = ActiveRun(task: task, id: runID, since: .now, queued: queued)
         jobs[name]?.progress = SyncProgress()
         return task
     }
 
-    private func execute(_ name: String, runID: String, job: any SyncJob, listeners: ProgressListeners) async -> SyncRunRecord {
+    private func execute(
+        _ name: String, runID: String, job: any SyncJob, listeners: ProgressListeners, holdsSlot: Bool
+    ) async -> SyncRunRecord {
+        // In line for a slot first, in the order the runs were launched.
+        if !holdsSlot { await acquireSlot() }
         // The run starts once the state file holds its number (`launch`), or its write failed
         // (`sync.stateFile` says so): each write is done or given up within the step limit.
         await stateStore.flush()
-        await acquireSlot()
         let startWall = SystemClock.realtimeSeconds()
         let start = ContinuousClock.now
         var outcome: SyncOutcome

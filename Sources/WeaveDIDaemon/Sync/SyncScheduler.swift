@@ -69,6 +69,16 @@ public actor SyncScheduler: DaemonService {
         /// that replaced it, which it must leave alone: its id tells them apart.
         let id: String
         let since: ContinuousClock.Instant
+        /// Launched while every slot was taken: it waits for one (see `SlotWait`); nil for a
+        /// run that had one at once.
+        let queued: SlotWait?
+    }
+
+    /// Why a run launched waits before it starts: the runs going then (holding a slot), and
+    /// `sync.maxConcurrentRuns` in effect.
+    struct SlotWait: Sendable, Equatable {
+        let runsGoing: Int
+        let maxConcurrentRuns: Int
     }
 
     struct JobState {
@@ -251,6 +261,14 @@ public actor SyncScheduler: DaemonService {
     }
 
     // MARK: The cap on runs at once
+
+    /// Takes a free slot for a run being launched, if there is one and no run waits for one
+    /// before it: true when taken.
+    func takeFreeSlot() -> Bool {
+        guard slotsInUse < maxRuns, slotWaiters.isEmpty else { return false }
+        slotsInUse += 1
+        return true
+    }
 
     func acquireSlot() async {
         if slotsInUse < maxRuns {

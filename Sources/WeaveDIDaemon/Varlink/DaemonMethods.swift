@@ -162,6 +162,11 @@ final class DaemonMethods: Sendable {
                 }
                 switch try await jobs.start(name) {
                 case let .started(id): return VarlinkReply(parameters: [("run", .null), ("progress", .null), ("runId", .string(id))])
+                case let .queued(id, runsGoing, maxConcurrentRuns):
+                    // `queued` is added beside `runId`: a client that knows nothing of it still
+                    // reads the run's id as for a run that started.
+                    let queued = JSONValue.object([("runsGoing", .int(runsGoing)), ("maxConcurrentRuns", .int(maxConcurrentRuns))])
+                    return VarlinkReply(parameters: [("run", .null), ("progress", .null), ("runId", .string(id)), ("queued", queued)])
                 case let .notStarted(run): return VarlinkReply(parameters: [("run", run), ("progress", .null)])
                 }
             }

@@ -22,6 +22,9 @@ public protocol JobControl: Sendable {
 public enum JobStart: Sendable, Equatable {
     /// A run started; its id.
     case started(String)
+    /// A run was launched but waits for a slot (`sync.maxConcurrentRuns` runs are going); its
+    /// id, the runs going and the cap. It starts once one of them ends.
+    case queued(String, runsGoing: Int, maxConcurrentRuns: Int)
     /// No run started: the `skipped` `JobRun` object says why (a run already going, the
     /// daemon stopping).
     case notStarted(JSONValue)

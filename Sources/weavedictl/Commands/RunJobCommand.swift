@@ -18,14 +18,16 @@ struct RunJobCommand: CtlCommand {
 
             Without --wait the daemon answers as soon as the run has started, with its id
             (`job NAME: run NAME-3 started; …`), and the run goes on in the daemon: however long
-            it takes, `weavedictl jobs` shows how it ended. A job already running is not run
-            twice: that run is said skipped.
+            it takes, `weavedictl jobs` shows how it ended. While sync.maxConcurrentRuns runs
+            are going, the run waits for one of them to end, and is said queued (`job NAME: run
+            NAME-3 queued: 2 runs going (maxConcurrentRuns 2); …`). A job already running is not
+            run twice: that run is said skipped.
 
             Needs administrator rights (see `weavedictl fix --help`).
 
-            Exit status: without --wait, 0 when the run started; with --wait, 0 when the run
-            succeeded. 1 when it did not (or was skipped) or the job does not exist, 77 without
-            the rights.
+            Exit status: without --wait, 0 when the run started or was queued; with --wait, 0
+            when the run succeeded. 1 when it did not (or was skipped) or the job does not
+            exist, 77 without the rights.
             """,
         method: "RunJob")
 
@@ -118,8 +120,16 @@ struct RunJobCommand: CtlCommand {
         if context.options.json { context.printJSON(reply?.object ?? .object([])) }
         if let id = reply?.parameter("runId")?.stringValue {
             if !context.options.json {
-                context.terminal.line("job \(name.escapingControlCharacters): run \(id.escapingControlCharacters) started; "
-                    + "it goes on in the daemon (`weavedictl jobs` shows how it ends)")
+                let run = "job \(name.escapingControlCharacters): run \(id.escapingControlCharacters)"
+                if let queued = reply?.parameter("queued"), queued.objectMembers != nil {
+                    // Every slot taken: the run starts once one of the runs going ends.
+                    let going = queued.int("runsGoing") == 1 ? "1 run going" : "\(queued.intText("runsGoing")) runs going"
+                    context.terminal.line("\(run) queued: \(going) (maxConcurrentRuns "
+                        + "\(queued.intText("maxConcurrentRuns"))); it starts when one ends, and goes on in the daemon "
+                        + "(`weavedictl jobs` shows how it ends)")
+                } else {
+                    context.terminal.line("\(run) started; it goes on in the daemon (`weavedictl jobs` shows how it ends)")
+                }
             }
             return ExitStatus.ok
         }
