@@ -56,8 +56,13 @@ public actor ServiceGroup {
     }
 
     /// Offers `configuration` to every started service, in order; the first refusal is thrown.
+    /// A stop begun meanwhile (while a service's reload was waiting) has taken the services it
+    /// stops out of `started`: those are offered nothing more, for a reload must not start
+    /// again what the stop ended (a timer, a loop).
     public func reload(_ configuration: DaemonConfiguration) async throws {
-        for service in started { try await service.reload(configuration) }
+        for service in started where started.contains(where: { $0 === service }) {
+            try await service.reload(configuration)
+        }
     }
 }
 
