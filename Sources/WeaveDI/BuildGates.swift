@@ -163,7 +163,7 @@ final class BuildGates: @unchecked Sendable {
             guard let builder = table.pointee.builder(of: key) else { break }
             if let slots = cycle(waitingFor: key, thread: me) {
                 pthread_mutex_unlock(mutex)
-                throw deadlock(Deadlock(path: slots.map { TypeSlots.shared.name(ofSlot: $0) }))
+                throw deadlock(Deadlock(path: ResolutionStack.names(of: slots)))
             }
             let started = waitStarted ?? Self.monotonicNow()
             waitStarted = started

@@ -1,7 +1,8 @@
 extension WeaveDI {
     /// One registration as diagnostics see it.
     public struct Registration: Sendable, Hashable {
-        /// The registered type, as `String(describing:)` spells it.
+        /// The registered type, as `String(describing:)` spells it; with its module and enclosing
+        /// types (`App.Users.Repo`) when another type the container knows has the same name.
         public let type: String
         /// Its scope.
         public let scope: WeaveDI.Scope
@@ -19,11 +20,13 @@ extension WeaveDI {
 extension WeaveDI.Container {
     /// Every current registration, in the order the types were first registered.
     public var registrations: [WeaveDI.Registration] {
-        let entries = state.withLock { state in state.order.compactMap { state.entries[$0] } }
+        let entries = currentEntries()
+        let names = reportNames()
+        func name(_ slot: Int) -> String { names[slot] ?? TypeSlots.shared.name(ofSlot: slot) }
         return entries.map { entry in
-            let dependencies = entry.edges.map { TypeSlots.shared.name(ofSlot: $0) }.sorted()
+            let dependencies = entry.edges.map(name).sorted()
             return WeaveDI.Registration(
-                type: entry.typeName, scope: entry.scope, module: entry.module,
+                type: name(entry.slot), scope: entry.scope, module: entry.module,
                 dependencies: dependencies, isBuilt: entry.scope == .singleton && entry.hasInstance)
         }
     }

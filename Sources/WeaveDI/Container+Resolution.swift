@@ -53,7 +53,9 @@ extension WeaveDI.Container {
         let stack = ResolutionStack.current
         if entry.scope != .transient { recordAsDependency(entry.slot, stack) }
         if entry.scope != .transient, let outer = stack.nearestScoped, entry.scope.lifetime < outer.scope.lifetime {
-            throw .scopeMismatch(outer: outer.builtName, outerScope: outer.scope, inner: entry.typeName, innerScope: entry.scope)
+            throw .scopeMismatch(
+                outer: outer.builtName(among: [entry.slot], on: stack), outerScope: outer.scope,
+                inner: entry.messageName, innerScope: entry.scope)
         }
         let owner = explicit ?? owner(in: stack)
         switch entry.scope {
@@ -92,7 +94,7 @@ extension WeaveDI.Container {
             let instances = target.instances
             let gate = BuildGates.Key(object: ObjectIdentifier(instances), cell: entry.slot)
             while true {
-                let found = try instances.box(entry.slot, typeName: entry.typeName)
+                let found = try instances.box(entry.slot, typeName: entry.messageName)
                 if let box = found.box { return unsafeDowncast(box, to: Box<T>.self).value }
                 // Not built in this scope (another scope's instance is no cycle): a cycle on this
                 // thread is caught before the gate, which this thread may hold already.
@@ -110,7 +112,7 @@ extension WeaveDI.Container {
                 defer { BuildGates.shared.leave(gate) }
                 let value = try build(.passUnretained(entry), as: type, owner: target, stack: stack)
                 try instances.store(
-                    entry.makeBox(value), disposable: entry.disposable(value), slot: entry.slot, typeName: entry.typeName)
+                    entry.makeBox(value), disposable: entry.disposable(value), slot: entry.slot, typeName: entry.messageName)
                 return value
             }
         }
@@ -129,15 +131,15 @@ extension WeaveDI.Container {
     /// The session or request that holds instances of `entry`, from the owner in effect.
     private func scopeTarget(for entry: Entry, owner: ScopeOwner?) throws(ResolutionError) -> ScopeOwner {
         guard let owner, owner.container === self else {
-            throw .noActiveScope(type: entry.typeName, scope: entry.scope)
+            throw .noActiveScope(type: entry.messageName, scope: entry.scope)
         }
         switch (entry.scope, owner) {
         case (.session, .session), (.request, .request): return owner
         case let (.session, .request(request)):
             // Through a request (current, or building), which must be open, as for `request.require`.
-            try request.instances.ensureOpen(for: entry.typeName)
+            try request.instances.ensureOpen(for: entry.messageName)
             return .session(request.session)
-        default: throw .noActiveScope(type: entry.typeName, scope: entry.scope)
+        default: throw .noActiveScope(type: entry.messageName, scope: entry.scope)
         }
     }
 
@@ -196,10 +198,16 @@ extension WeaveDI.Container {
         }
     }
 
+    /// The error for `type`, not registered here. A registered type of the same name is named
+    /// qualified in the suggestions (it may be the one meant), and so is `type` then.
     func notRegistered<T>(_ type: T.Type) -> ResolutionError {
-        let name = String(describing: type)
-        let known = state.withLock { $0.entries.values.map(\.typeName) }
-        return .notRegistered(type: name, suggestions: NameSimilarity.suggestions(for: name, among: known))
+        let slot = TypeSlots.shared.slot(for: type)
+        let registered = state.withLock { Array($0.entries.keys) }
+        let names = TypeSlots.shared.names(ofSlots: registered + [slot])
+        let suggestions = NameSimilarity.suggestions(
+            for: TypeSlots.shared.name(ofSlot: slot), among: registered.map { names[$0]! })
+        return .notRegistered(
+            type: ResolutionStack.current.messageName(of: slot, among: registered), suggestions: suggestions)
     }
 }
 

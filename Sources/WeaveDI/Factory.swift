@@ -60,7 +60,7 @@ extension WeaveDI.Container {
     private func checkCapture(of entry: Unmanaged<Entry>, scope: WeaveDI.Scope, stack: ResolutionStack) throws(ResolutionError) {
         guard let outer = stack.nearestScoped, scope.lifetime < outer.scope.lifetime else { return }
         throw .scopeMismatch(
-            outer: outer.builtName, outerScope: outer.scope,
-            inner: entry._withUnsafeGuaranteedRef { $0.typeName }, innerScope: scope)
+            outer: outer.builtName(among: [entry._withUnsafeGuaranteedRef { $0.slot }], on: stack), outerScope: outer.scope,
+            inner: entry._withUnsafeGuaranteedRef { $0.messageName }, innerScope: scope)
     }
 }

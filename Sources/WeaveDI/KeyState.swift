@@ -112,8 +112,9 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         guard case .cycle = error, let start = stack.index(of: valueSlot, in: container.id) else {
             return "\(K.self): the registration of \(K.Value.self) failed (\(error)); using the key's default"
         }
-        let building = TypeSlots.shared.name(ofSlot: valueSlot)
-        let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + ["\(K.self)", building]
+        let names = ResolutionStack.names(of: stack.frames[start...].map(\.slot) + [valueSlot])
+        let building = names.last!
+        let path = names.dropLast() + ["\(K.self)", building]
         return "\(K.self) was read while building \(building), the registration of its value's type, which cannot "
             + "give the value it is building (\(path.joined(separator: " -> "))); using the key's default. To build "
             + "on the default on purpose, use \(K.self).liveValue in the factory; otherwise read the key at use, "
@@ -131,7 +132,7 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         }
         let stack = ResolutionStack.current
         if let start = stack.index(of: slot, in: 0) {
-            let path = stack.frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) } + ["\(K.self)"]
+            let path = ResolutionStack.names(of: stack.frames[start...].map(\.slot)) + ["\(K.self)"]
             needEachOther(path, acrossThreads: false)
         }
         if stack.state.pointee.count >= ResolutionError.maximumDepth { tooDeep(stack) }

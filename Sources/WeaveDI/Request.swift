@@ -27,7 +27,7 @@ public final class Request: Resolver, Sendable {
     /// The instance for `type` in this request (session-scoped ones from its session); throws
     /// `scopeClosed` once the request is closed.
     public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
-        try instances.ensureOpen(for: String(describing: type))
+        try instances.ensureOpen(for: ResolutionStack.current.messageName(of: TypeSlots.shared.slot(for: type)))
         return try session.container.requireScoped(type, explicit: .request(self))
     }
 

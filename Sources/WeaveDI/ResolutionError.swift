@@ -90,15 +90,28 @@ extension ResolutionError {
     /// `ResolutionError` wrapped in `factoryFailed`; a `ResolutionError` (from a dependency)
     /// with the type of `slot` put in front of its path (`cycle` and `tooDeep` as they are:
     /// their paths are the builds on this thread already).
+    /// Names are spelled as `ResolutionStack.messageName(of:among:in:)` does: two types of one
+    /// name in an error are both qualified.
     @inline(never)
     static func thrownByFactory(_ error: any Error, slot: Int) -> ResolutionError {
         guard let error = error as? ResolutionError else {
-            return .factoryFailed(type: TypeSlots.shared.name(ofSlot: slot), underlying: error)
+            return .factoryFailed(type: ResolutionStack.current.messageName(of: slot), underlying: error)
         }
         // Passed on through every build open on the thread: no name to spell at each.
         if case .cycle = error { return error }
         if case .tooDeep = error { return error }
-        return error.needed(by: TypeSlots.shared.name(ofSlot: slot))
+        return error.needed(by: ResolutionStack.current.messageName(of: slot, in: error))
+    }
+
+    /// The types this error names: its subject, the other type of a scope mismatch, its path.
+    var typeNames: [String] {
+        switch self {
+        case let .notRegistered(type, _, path), let .noActiveScope(type, _, path), let .scopeClosed(type, _, _, path),
+            let .factoryFailed(type, _, path):
+            [type] + path
+        case let .scopeMismatch(outer, _, inner, _, path): [outer, inner] + path
+        case let .cycle(path), let .tooDeep(path): path
+        }
     }
 
     /// This error, raised while building a dependency of `type`, with `type` in front of its path.

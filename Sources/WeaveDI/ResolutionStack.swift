@@ -39,10 +39,11 @@ struct ResolutionStack {
             }
         }
 
-        /// What this frame builds, for messages: a registered type's name, or `Key's default`
-        /// for an `InjectedKey` default being computed (a frame of no container).
-        var builtName: String {
-            let name = TypeSlots.shared.name(ofSlot: slot)
+        /// What this frame builds, for a message that also names `others` and the builds open
+        /// on `stack`: a registered type's name, or `Key's default` for an `InjectedKey` default
+        /// being computed (a frame of no container).
+        func builtName(among others: [Int], on stack: ResolutionStack) -> String {
+            let name = stack.messageName(of: slot, among: others)
             return containerID == 0 ? name + ResolutionError.keyDefaultSuffix : name
         }
 
@@ -174,14 +175,30 @@ struct ResolutionStack {
     /// The error for building `slot` again while the frame at `start` (building it) is open.
     @inline(never)
     func cycle(from start: Int, to slot: Int) -> ResolutionError {
-        let path = frames[start...].map { TypeSlots.shared.name(ofSlot: $0.slot) }
-        return .cycle(path: path + [TypeSlots.shared.name(ofSlot: slot)])
+        .cycle(path: Self.names(of: frames[start...].map(\.slot) + [slot]))
     }
 
     /// The error for building `slot` with `ResolutionError.maximumDepth` frames open.
     @inline(never)
     func tooDeep(at slot: Int) -> ResolutionError {
-        let path = frames.map { TypeSlots.shared.name(ofSlot: $0.slot) }
-        return .tooDeep(path: path + [TypeSlots.shared.name(ofSlot: slot)])
+        .tooDeep(path: Self.names(of: frames.map(\.slot) + [slot]))
+    }
+
+    /// The names of a path of types, told apart where two types share a name.
+    static func names(of slots: [Int]) -> [String] {
+        let names = TypeSlots.shared.names(ofSlots: slots)
+        return slots.map { names[$0]! }
+    }
+
+    /// The name of `slot` in an error made or passed on here: qualified (`App.Users.Repo`) when
+    /// a build open on this thread, one of `others`, or a type `error` names already, is another
+    /// type of the same name. An error names the builds open where it is made (its path, as it
+    /// is passed on through them) and its subject; each name spelled so, both of two types of
+    /// one name come out qualified, whichever is spelled first.
+    @inline(never)
+    func messageName(of slot: Int, among others: [Int] = [], in error: ResolutionError? = nil) -> String {
+        var slots = frames.map(\.slot) + others
+        if let error { slots += error.typeNames.compactMap { TypeSlots.shared.slot(ofQualifiedName: $0) } }
+        return TypeSlots.shared.name(ofSlot: slot, among: slots)
     }
 }

@@ -45,7 +45,7 @@ public final class Session: Resolver, Sendable {
 
     /// The instance for `type` in this session; throws `scopeClosed` once the session is closed.
     public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
-        try instances.touch(at: .now, for: String(describing: type))
+        try instances.touch(at: .now, for: ResolutionStack.current.messageName(of: TypeSlots.shared.slot(for: type)))
         return try container.requireScoped(type, explicit: .session(self))
     }
 

@@ -21,6 +21,10 @@ final class TypeSlots: Sendable {
         var types: [Any.Type] = []
         /// Names spelled so far, by slot.
         var names: [String?] = []
+        /// Qualified names (`Module.Outer.Name`) spelled so far, by slot.
+        var qualifiedNames: [String?] = []
+        /// The slot of each qualified name spelled so far.
+        var slotsByQualifiedName: [String: Int] = [:]
         var retired: [SlotTable] = []
     }
 
@@ -55,6 +59,57 @@ final class TypeSlots: Sendable {
         return name
     }
 
+    /// The name of the type at `slot` with its module and enclosing types
+    /// (`App.Users.Repo`), as `String(reflecting:)` spells it; for messages that name two types
+    /// of the same short name. Spelled on the first request and remembered.
+    func qualifiedName(ofSlot slot: Int) -> String {
+        let known: (type: Any.Type, name: String?)? = writer.withLock { state in
+            slot < state.types.count ? (state.types[slot], state.qualifiedNames[slot]) : nil
+        }
+        guard let known else { return "slot \(slot)" }
+        if let name = known.name { return name }
+        let name = _typeName(known.type, qualified: true)
+        writer.withLock { state in
+            state.qualifiedNames[slot] = name
+            state.slotsByQualifiedName[name] = slot
+        }
+        return name
+    }
+
+    /// The slot of the type whose qualified name (`qualifiedName(ofSlot:)`) is `name`, if that
+    /// name was spelled: how a message's names already spelled qualified are told apart from
+    /// the one about to be added.
+    func slot(ofQualifiedName name: String) -> Int? {
+        writer.withLock { $0.slotsByQualifiedName[name] }
+    }
+
+    /// The names of `slots` for one message or report: each as `name(ofSlot:)` spells it, but
+    /// qualified (`qualifiedName(ofSlot:)`) where two of them are different types of the same
+    /// name (`Users.Repo` and `Orders.Repo` would both be `Repo`).
+    func names(ofSlots slots: some Sequence<Int>) -> [Int: String] {
+        var names: [Int: String] = [:]
+        var byName: [String: [Int]] = [:]
+        for slot in slots where names[slot] == nil {
+            let name = name(ofSlot: slot)
+            names[slot] = name
+            byName[name, default: []].append(slot)
+        }
+        for sharing in byName.values where sharing.count > 1 {
+            for slot in sharing { names[slot] = qualifiedName(ofSlot: slot) }
+        }
+        return names
+    }
+
+    /// The name of `slot` in a message that also names the types of `others`: qualified when
+    /// one of them is another type of the same name.
+    func name(ofSlot slot: Int, among others: some Sequence<Int>) -> String {
+        let name = name(ofSlot: slot)
+        for other in others where other != slot && self.name(ofSlot: other) == name {
+            return qualifiedName(ofSlot: slot)
+        }
+        return name
+    }
+
     /// How many types have a slot.
     var count: Int { writer.withLock { $0.types.count } }
 
@@ -67,6 +122,7 @@ final class TypeSlots: Sendable {
             let slot = state.types.count
             state.types.append(type)
             state.names.append(nil)
+            state.qualifiedNames.append(nil)
             if (slot + 1) * 4 > current.capacity * 3 {
                 let bigger = SlotTable(capacity: current.capacity * 2)
                 current.forEach { bigger.insert(key: $0, slot: $1) }

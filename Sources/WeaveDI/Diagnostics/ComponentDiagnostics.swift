@@ -58,9 +58,10 @@ extension WeaveDI.Container {
     /// type registered with different scopes), from every registration ever made here.
     public func diagnoseComponents() -> ComponentDiagnostics {
         let history = state.withLock { $0.history }
+        let names = reportNames()
         var issues: [ComponentIssue] = []
         for (slot, records) in history {
-            let type = TypeSlots.shared.name(ofSlot: slot)
+            let type = names[slot] ?? TypeSlots.shared.name(ofSlot: slot)
             let modules = Set(records.map(\.module)).sorted()
             if modules.count > 1 {
                 issues.append(ComponentIssue(
@@ -86,15 +87,33 @@ extension WeaveDI.Container {
     /// built of the same container while it runs; `validate()` builds everything once to record
     /// them all).
     public func checkCycles() -> CycleReport {
-        let registrations = registrations
-        var graph: [String: Set<String>] = [:]
+        let entries = currentEntries()
+        // By type, not by name: two types of the same name are two nodes.
+        var graph: [Int: Set<Int>] = [:]
         var edgeCount = 0
-        for registration in registrations {
-            graph[registration.type, default: []].formUnion(registration.dependencies)
-            edgeCount += registration.dependencies.count
+        for entry in entries {
+            let edges = entry.edges
+            graph[entry.slot, default: []].formUnion(edges)
+            edgeCount += edges.count
         }
-        return CycleReport(
-            componentCount: registrations.count, edgeCount: edgeCount, cycles: CycleFinder.elementaryCycles(in: graph))
+        let names = reportNames()
+        let cycles = CycleFinder.elementaryCycles(in: graph) { names[$0] ?? TypeSlots.shared.name(ofSlot: $0) }
+        return CycleReport(componentCount: entries.count, edgeCount: edgeCount, cycles: cycles)
+    }
+
+    /// The names of the types this container's reports speak of (those registered now or
+    /// before, and those their factories needed), each as `TypeSlots.name(ofSlot:)` spells it,
+    /// but qualified (`App.Users.Repo`, `App.Orders.Repo`) where two share a name, so that every
+    /// report of the container (`registrations`, `checkCycles()`, `diagnoseComponents()`,
+    /// `validate()`) names a type the same way and never two types alike.
+    func reportNames() -> [Int: String] {
+        let (entries, history) = state.withLock { state in (Array(state.entries.values), Array(state.history.keys)) }
+        var slots = Set(history)
+        for entry in entries {
+            slots.insert(entry.slot)
+            slots.formUnion(entry.edges)
+        }
+        return TypeSlots.shared.names(ofSlots: slots)
     }
 }
 
@@ -112,11 +131,19 @@ enum CycleFinder {
     static let limit = 1_000
 
     static func elementaryCycles(in graph: [String: Set<String>]) -> [[String]] {
-        let names = Set(graph.keys).union(graph.values.flatMap { $0 }).sorted()
+        elementaryCycles(in: graph) { $0 }
+    }
+
+    /// The cycles of a graph of nodes of any kind (types, by slot), each node listed as `name`
+    /// spells it; names must tell the nodes apart.
+    static func elementaryCycles<Node: Hashable>(in graph: [Node: Set<Node>], name: (Node) -> String) -> [[String]] {
+        let nodes = Set(graph.keys).union(graph.values.flatMap { $0 }).map { (node: $0, name: name($0)) }
+            .sorted { $0.name < $1.name }
+        let names = nodes.map(\.name)
         // Nodes by index in name order; each node's edges in name order.
-        var index: [String: Int] = [:]
-        for (i, name) in names.enumerated() { index[name] = i }
-        let adjacency: [[Int]] = names.map { name in (graph[name] ?? []).map { index[$0]! }.sorted() }
+        var index: [Node: Int] = [:]
+        for (i, node) in nodes.enumerated() { index[node.node] = i }
+        let adjacency: [[Int]] = nodes.map { node in (graph[node.node] ?? []).map { index[$0]! }.sorted() }
         var cycles: [[String]] = []
         var blocked = [Bool](repeating: false, count: names.count)
         // For each blocked node, the blocked nodes that lead to it: unblocked with it.

@@ -56,8 +56,10 @@ extension WeaveDI.Container {
     /// What building a set of registrations found, with the probe session still open.
     struct ValidationPass {
         var count: Int
-        var built: [String] = []
-        var failures: [WeaveDI.ValidationReport.Failure] = []
+        /// The slots of the registrations built.
+        var built: [Int] = []
+        /// The registrations that failed, by slot; their names are filled in by `finish`.
+        var failures: [(slot: Int, failure: WeaveDI.ValidationReport.Failure)] = []
         let probe: Session
     }
 
@@ -75,13 +77,13 @@ extension WeaveDI.Container {
             }
             do {
                 _ = try entry.resolveErased(in: self, owner: owner)
-                pass.built.append(entry.typeName)
+                pass.built.append(entry.slot)
             } catch {
                 var mismatch = false, cycle = false
                 if case .scopeMismatch = error { mismatch = true }
                 if case .cycle = error { cycle = true }
-                pass.failures.append(.init(type: entry.typeName, scope: entry.scope, reason: error.description,
-                                           isScopeMismatch: mismatch, isCycle: cycle))
+                pass.failures.append((entry.slot, .init(type: "", scope: entry.scope, reason: error.description,
+                                                        isScopeMismatch: mismatch, isCycle: cycle)))
             }
         }
         return pass
@@ -90,8 +92,15 @@ extension WeaveDI.Container {
     /// The report of `pass`: its builds and failures, the cycles and component issues of the
     /// whole container.
     func finish(_ pass: ValidationPass, logged: Bool) -> WeaveDI.ValidationReport {
+        let names = reportNames()
+        func name(_ slot: Int) -> String { names[slot] ?? TypeSlots.shared.name(ofSlot: slot) }
+        let failures = pass.failures.map { failed in
+            var failure = failed.failure
+            failure.type = name(failed.slot)
+            return failure
+        }
         let report = WeaveDI.ValidationReport(
-            built: pass.built, failures: pass.failures, cycles: checkCycles().cycles,
+            built: pass.built.map(name), failures: failures, cycles: checkCycles().cycles,
             componentIssues: diagnoseComponents().issues)
         if logged {
             WeaveDILog.log(
@@ -130,11 +139,12 @@ extension WeaveDI.Container {
 
     /// The built singletons that report their own health, by type name.
     func healthReportingSingletons() -> [(slot: Int, type: String, reporter: any HealthReporting)] {
-        state.withLock { state in
+        let names = reportNames()
+        return state.withLock { state in
             state.order.compactMap { slot in
                 guard let entry = state.entries[slot], let reporter = entry.builtInstance as? any HealthReporting
                 else { return nil }
-                return (slot, entry.typeName, reporter)
+                return (slot, names[slot] ?? entry.typeName, reporter)
             }
         }
     }
