@@ -94,13 +94,33 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
                     registered.store(singletonOf: valueSlot, in: container, at: generation)
                     return value
                 } catch {
-                    WeaveDILog.log(.error, subsystem: "injected", registrationFailed(error, in: container))
+                    readDefault(because: error, in: container)
                     return defaultValue()
                 }
             }
             noRegistrationAsOf.store(generation, ordering: .relaxed)
         }
         return defaultValue()
+    }
+
+    /// Set once a read found no active session or request for the value's type and said so.
+    private let noActiveScopeLogged = Atomic<Bool>(false)
+
+    /// Logs why a read gets the key's default instead of the registration of its value's type.
+    /// No active session or request for it (or the registration gone since it was seen) is what
+    /// the default is for: a diagnostic, once per key. Anything else (a failed factory, a cycle,
+    /// a missing dependency, a scope mismatch) is an error, every time.
+    @inline(never)
+    private func readDefault(because error: ResolutionError, in container: WeaveDI.Container) {
+        switch error {
+        case .notRegistered where error.path.isEmpty, .noActiveScope:
+            guard !noActiveScopeLogged.exchange(true, ordering: .relaxed) else { return }
+            WeaveDILog.log(
+                .diagnostic, subsystem: "injected",
+                "\(K.self) reads the key's default: \(error) (said once for this key)")
+        default:
+            WeaveDILog.log(.error, subsystem: "injected", registrationFailed(error, in: container))
+        }
     }
 
     /// Why the key's default is read instead of the registration of its value's type. Read while

@@ -38,6 +38,32 @@ extension InjectedTests {
         await first.close()
     }
 
+    /// A key whose value type is registered `.session`: outside a session a read gets the
+    /// key's default, a normal answer, said once for the key as a diagnostic; inside one, the
+    /// session's instance. A factory that fails is still an error, on every read.
+    @Test func keyOfASessionScopedType_readOutsideASession_getsTheDefault_saidOnceAsADiagnostic() async {
+        final class Cart: Sendable { let name: String; init(_ name: String) { self.name = name } }
+        struct CartKey: InjectedKey { static var liveValue: Cart { Cart("default") } }
+        final class Till: Sendable {}
+        struct TillKey: InjectedKey { static var liveValue: Till? { nil } }
+        struct Broken: Error {}
+        WeaveDI.Container.live.register(Cart.self, scope: .session) { Cart("session") }
+        WeaveDI.Container.live.register(Till?.self) { () throws -> Till? in throw Broken() }
+        let lines = Locked<[LogRecord]>([])
+        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        for _ in 0..<3 { #expect(InjectedValues.current[CartKey.self].name == "default") }
+        let session = WeaveDI.Container.live.openSession(id: "cart")
+        #expect(session.withCurrent { InjectedValues.current[CartKey.self].name } == "session")
+        await session.close()
+        for _ in 0..<2 { #expect(InjectedValues.current[TillKey.self] == nil) }
+        let cart = lines.withLock { $0 }.filter { $0.message.contains("CartKey") }
+        #expect(cart.map(\.category) == [.diagnostic], "\(cart.map(\.message))")
+        #expect(cart.first?.message.hasPrefix("CartKey reads the key's default: no active session for Cart") == true)
+        let till = lines.withLock { $0 }.filter { $0.message.contains("TillKey") }
+        #expect(till.map(\.category) == [.error, .error], "\(till.map(\.message))")
+    }
+
     @Test func keyDefault_resolvingThroughASession_keepsNoSessionsInstance() async throws {
         final class Trolley: Sendable {}
         struct TrolleyKey: InjectedKey {
