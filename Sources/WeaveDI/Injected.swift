@@ -75,7 +75,7 @@ public struct Injected<Value> {
         case let .key(cache): cache._withUnsafeGuaranteedRef { $0.read() }
         case let .pinned(box): box.value
         case let .type(lookup): lookup._withUnsafeGuaranteedRef { $0.read() }
-        case let .required(lookup): lookup._withUnsafeGuaranteedRef { $0.read() } ?? Self.unresolved()
+        case let .required(lookup): lookup._withUnsafeGuaranteedRef { $0.readRequired() } ?? Self.unresolved()
         }
     }
 
@@ -201,6 +201,20 @@ class TypeLookup<Value>: @unchecked Sendable {
 
     @usableFromInline
     func readSlow() -> Value { fatalError("abstract") }
+
+    /// `read()` for a non-optional `@Injected var x: T`: nil logs nothing, since the caller stops
+    /// the program with the error's message (which names `T`, not the `T?` of the lookup).
+    @inlinable @inline(__always)
+    final func readRequired() -> Value {
+        if readsInPlace, let raw = cache.load(at: Generation.current) {
+            return boxedValuePointer(raw, as: Value.self).pointee
+        }
+        return readSlowQuietly()
+    }
+
+    /// `readSlow()`, logging nothing when it reads nil.
+    @usableFromInline
+    func readSlowQuietly() -> Value { fatalError("abstract") }
 }
 
 /// Resolves `Wrapped` from `Container.live`, and remembers its built singleton while the
@@ -220,6 +234,15 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
     }
 
     override func readSlow() -> Wrapped? {
+        lookUp(logging: true)
+    }
+
+    override func readSlowQuietly() -> Wrapped? {
+        lookUp(logging: false)
+    }
+
+    /// Resolves `Wrapped` (and remembers a built singleton); `logging`: says why it reads nil.
+    private func lookUp(logging: Bool) -> Wrapped? {
         let generation = Generation.current
         if let raw = cache.load(at: generation) { return unbox(raw, as: Wrapped.self) }
         let container = WeaveDI.Container.live
@@ -231,7 +254,7 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
             cache.store(singletonOf: slot, in: container, at: generation)
             return value
         } catch {
-            readNil(error)
+            if logging { readNil(error) }
             return nil
         }
     }

@@ -351,6 +351,26 @@ struct GroupedValues {
         #expect(Reader().absent != nil)
     }
 
+    /// The lookup of a non-optional `@Injected var x: T` logs nothing when it finds nothing (the
+    /// read then stops the program with the error, naming `T`), whatever the reason; the
+    /// optional reads of the same type, which share the lookup, still say why they read nil.
+    @Test func nonOptionalByType_lookupThatFindsNothing_logsNothing() {
+        final class Nowhere: Sendable {}
+        final class Crashing: Sendable {}
+        struct Failure: Error {}
+        WeaveDI.Container.live.register(Crashing.self) { throw Failure() }
+        let lines = Locked<[LogRecord]>([])
+        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        #expect(LiveTypeLookup<Nowhere>.shared().readRequired() == nil)
+        #expect(LiveTypeLookup<Crashing>.shared().readRequired() == nil)
+        let said = lines.withLock { $0 }.filter { $0.message.contains("Nowhere") || $0.message.contains("Crashing") }
+        #expect(said.isEmpty, "\(said.map(\.message))")
+        struct Reader { @Injected var crashing: Crashing? }
+        #expect(Reader().crashing == nil)
+        #expect(lines.withLock { $0 }.filter { $0.message.contains("Crashing? reads nil") }.map(\.category) == [.error])
+    }
+
     /// A registered type whose dependency is not registered is a broken registration, not an
     /// absence: an error on every read, naming the path, as for a factory that fails.
     @Test func optionalByType_whoseDependencyIsNotRegistered_logsAnErrorOnEveryRead() {
@@ -534,5 +554,8 @@ struct GroupedValues {
         #expect(result.stderr.contains("@Injected var ...: Unregistered"))
         #expect(result.stderr.contains("no registration for Unregistered"))
         #expect(result.stderr.contains("container.register(Unregistered.self)"))
+        // The stop says it all: no line first about `Unregistered?`, which the program never wrote.
+        #expect(!result.stderr.contains("Unregistered? reads nil:"), "\(result.stderr)")
+        #expect(!result.stderr.contains("diagnostic:"), "\(result.stderr)")
     }
 }
