@@ -49,6 +49,20 @@ public enum InjectedContext: String, Sendable, CaseIterable {
         return nil
     }
 
+    /// The context `WEAVEDI_INJECTED_ENV` asks for: its context, the detected one for
+    /// `automatic` (or empty), `current` when it is unset or not valid (warned about).
+    static func fromEnvironment(current: @autoclosure () -> InjectedContext) -> InjectedContext {
+        guard let raw = environmentValue("WEAVEDI_INJECTED_ENV") else { return current() }
+        let value = raw.trimmingASCIISpaces().lowercased()
+        if value == "automatic" || value.isEmpty { return detect() }
+        if let context = InjectedContext(rawValue: value) { return context }
+        let kept = current()
+        WeaveDIConfiguration.warnOnce(
+            variable: "WEAVEDI_INJECTED_ENV", value: raw, accepted: "live, test, preview or automatic",
+            using: "the current context (\(kept))")
+        return kept
+    }
+
     /// `test` inside an XCTest or Swift Testing run, else `live`.
     static func detect() -> InjectedContext {
         let arguments = CommandLine.arguments

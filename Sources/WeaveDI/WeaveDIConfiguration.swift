@@ -8,8 +8,10 @@
 /// | `WEAVEDI_INJECTED_ENV` | automatic | `live`, `test`, `preview` or `automatic` |
 /// | `WEAVEDI_LOG_LEVEL` | all | `all`, `registration`, `optimization`, `errors` or `off` |
 ///
-/// Booleans accept `1/true/yes/on` and `0/false/no/off` in any case. Any other value keeps the
-/// default and is warned about once, naming the variable, the value and what is accepted.
+/// The defaults are the settings' own before anything changes them. A variable that is unset
+/// leaves its setting as it is (a level set by `UnifiedDI.setLogLevel(_:)`, say).
+/// Booleans accept `1/true/yes/on` and `0/false/no/off` in any case. Any other value leaves the
+/// setting as it is and is warned about once, naming the variable, the value and what is accepted.
 public enum WeaveDIConfiguration {
     /// What `applyFromEnvironment()` applied.
     public struct Settings: Sendable, Equatable {
@@ -28,7 +30,8 @@ public enum WeaveDIConfiguration {
     private static let warned = Locked<Set<String>>([])
 
     /// Reads the variables above and applies them to `UnifiedRegistry.shared`, the log level
-    /// and `InjectedContext`; returns what it applied.
+    /// and `InjectedContext`; returns the settings now in effect. An unset variable, or one with
+    /// a value that is not valid (warned about), leaves its setting as it is.
     ///
     /// With `WEAVEDI_REGISTRY_AUTO_HEALTH` on (the default) it also starts the registry's check
     /// loop, every `healthLoopInterval`, unless the loop already runs; off, it stops the loop.
@@ -36,13 +39,13 @@ public enum WeaveDIConfiguration {
     /// its configured interval).
     @discardableResult
     public static func applyFromEnvironment(healthLoopInterval: Duration? = .seconds(30)) -> Settings {
-        let settings = Settings(
-            healthLogging: flag("WEAVEDI_REGISTRY_HEALTH_LOGGING", default: false),
-            autoHealth: flag("WEAVEDI_REGISTRY_AUTO_HEALTH", default: true),
-            autoFix: flag("WEAVEDI_REGISTRY_AUTO_FIX", default: true),
-            injectedContext: InjectedContext.fromEnvironment() ?? InjectedContext.detect(),
-            logLevel: logLevel(default: .all))
         let registry = UnifiedRegistry.shared
+        let settings = Settings(
+            healthLogging: flag("WEAVEDI_REGISTRY_HEALTH_LOGGING", current: registry.healthLoggingEnabled),
+            autoHealth: flag("WEAVEDI_REGISTRY_AUTO_HEALTH", current: registry.autoHealthEnabled),
+            autoFix: flag("WEAVEDI_REGISTRY_AUTO_FIX", current: registry.autoFixEnabled),
+            injectedContext: InjectedContext.fromEnvironment(current: InjectedContext.current),
+            logLevel: logLevel(current: WeaveDILog.level))
         registry.healthLoggingEnabled = settings.healthLogging
         registry.autoHealthEnabled = settings.autoHealth
         registry.autoFixEnabled = settings.autoFix
@@ -63,20 +66,22 @@ public enum WeaveDIConfiguration {
         }
     }
 
-    static func flag(_ name: String, default fallback: Bool) -> Bool {
-        guard let raw = environmentValue(name) else { return fallback }
+    /// The boolean variable `name`; `current` when it is unset or not valid (warned about).
+    static func flag(_ name: String, current: Bool) -> Bool {
+        guard let raw = environmentValue(name) else { return current }
         if let value = parseBool(raw) { return value }
         warnOnce(variable: name, value: raw, accepted: "1, true, yes, on, 0, false, no or off (any case)",
-                 using: "the default (\(fallback ? "on" : "off"))")
-        return fallback
+                 using: "the current setting (\(current ? "on" : "off"))")
+        return current
     }
 
-    static func logLevel(default fallback: LogLevel) -> LogLevel {
-        guard let raw = environmentValue("WEAVEDI_LOG_LEVEL") else { return fallback }
+    /// `WEAVEDI_LOG_LEVEL`; `current` when it is unset or not valid (warned about).
+    static func logLevel(current: LogLevel) -> LogLevel {
+        guard let raw = environmentValue("WEAVEDI_LOG_LEVEL") else { return current }
         if let level = LogLevel(name: raw.trimmingASCIISpaces()) { return level }
         warnOnce(variable: "WEAVEDI_LOG_LEVEL", value: raw, accepted: LogLevel.allCases.map(\.rawValue).joined(separator: ", "),
-                 using: "the default (\(fallback))")
-        return fallback
+                 using: "the current level (\(current))")
+        return current
     }
 
     /// Logs, once per variable, that `value` of `variable` is not one of `accepted`.

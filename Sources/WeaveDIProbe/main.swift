@@ -262,7 +262,15 @@ case "key-too-deep":
 case "injected-missing":
     _ = InjectedReader().unregistered
     print("unreachable")
-case "env":
+case "env", "env-preset":
+    if arguments.first == "env-preset" {
+        // Settings made by the program before it reads the environment, none of them the default.
+        UnifiedDI.setLogLevel(.errors)
+        UnifiedRegistry.shared.healthLoggingEnabled = true
+        UnifiedRegistry.shared.autoHealthEnabled = false
+        UnifiedRegistry.shared.autoFixEnabled = false
+        InjectedContext.current = .preview
+    }
     let settings = WeaveDIConfiguration.applyFromEnvironment()
     print("healthLogging=\(settings.healthLogging)")
     print("autoHealth=\(settings.autoHealth)")

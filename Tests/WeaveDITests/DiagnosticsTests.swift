@@ -289,6 +289,40 @@ final class Moody: HealthReporting, Disposable {
         #expect(lines.contains("loop=false"))
     }
 
+    /// Settings the program made before: an unset variable leaves each as it is.
+    @Test func unsetVariables_leaveEarlierSettingsAsTheyAre() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["env-preset"])
+        #expect(result.status == 0)
+        #expect(result.stdout.split(separator: "\n") == [
+            "healthLogging=true", "autoHealth=false", "autoFix=false", "context=preview", "logLevel=errors",
+            "registry=true,false,false", "level=errors", "loop=false",
+        ])
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
+    }
+
+    /// A value that is not valid leaves the earlier setting as it is too, and says so; a valid
+    /// one replaces it, `automatic` with the detected context.
+    @Test func badValues_leaveEarlierSettingsAsTheyAre_validOnesReplaceThem() throws {
+        let bad = try ChildProcess.run("weavedi-probe", ["env-preset"], environment: [
+            "WEAVEDI_REGISTRY_HEALTH_LOGGING": "maybe", "WEAVEDI_REGISTRY_AUTO_HEALTH": "maybe",
+            "WEAVEDI_REGISTRY_AUTO_FIX": "maybe", "WEAVEDI_INJECTED_ENV": "staging", "WEAVEDI_LOG_LEVEL": "loud",
+        ])
+        #expect(bad.stdout.split(separator: "\n").prefix(5) == [
+            "healthLogging=true", "autoHealth=false", "autoFix=false", "context=preview", "logLevel=errors",
+        ])
+        #expect(bad.stderr.contains(#"WEAVEDI_REGISTRY_AUTO_FIX="maybe" is not valid (accepted: 1, true, yes, on, 0, false, no or off (any case)); using the current setting (off)"#), "\(bad.stderr)")
+        #expect(bad.stderr.contains(#"WEAVEDI_INJECTED_ENV="staging" is not valid (accepted: live, test, preview or automatic); using the current context (preview)"#), "\(bad.stderr)")
+        #expect(bad.stderr.contains(#"WEAVEDI_LOG_LEVEL="loud" is not valid (accepted: all, registration, optimization, errors, off); using the current level (errors)"#), "\(bad.stderr)")
+        let good = try ChildProcess.run("weavedi-probe", ["env-preset"], environment: [
+            "WEAVEDI_REGISTRY_HEALTH_LOGGING": "off", "WEAVEDI_REGISTRY_AUTO_HEALTH": "on",
+            "WEAVEDI_REGISTRY_AUTO_FIX": "on", "WEAVEDI_INJECTED_ENV": "automatic", "WEAVEDI_LOG_LEVEL": "all",
+        ])
+        #expect(good.stdout.split(separator: "\n") == [
+            "healthLogging=false", "autoHealth=true", "autoFix=true", "context=live", "logLevel=all",
+            "registry=false,true,true", "level=all", "loop=true",
+        ])
+    }
+
     @Test(arguments: ["WEAVEDI_REGISTRY_HEALTH_LOGGING", "WEAVEDI_REGISTRY_AUTO_HEALTH", "WEAVEDI_REGISTRY_AUTO_FIX"])
     func badBoolean_keepsTheDefault_andWarnsOnce(variable: String) throws {
         let (lines, stderr) = try settings([variable: "maybe"])
