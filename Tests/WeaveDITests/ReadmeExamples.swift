@@ -151,7 +151,7 @@ extension InjectedTests {
         WeaveDI.Container.live.register((any NetworkService).self, instance: RecordingNetwork())
         await WeaveDI.Container.releaseAll()
         #expect(WeaveDI.Container.live.resolve((any NetworkService).self) is RecordingNetwork)  // still there
-        // in tearDown, or in the init of a Swift Testing suite:
+        // in tearDown (XCTest), or in a test of a serialized suite (below):
         WeaveDI.Container.live = WeaveDI.Container()      // no registration, no mock left over
         #expect(!WeaveDI.Container.live.isRegistered((any NetworkService).self))
     }
