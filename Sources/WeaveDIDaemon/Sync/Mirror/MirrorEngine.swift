@@ -64,13 +64,16 @@ public struct MirrorEngine: Sendable {
         do {
             roots = try await MirrorRoots.open(settings)
         } catch {
+            // What the start did besides (a root's mode given back), after why it stopped.
+            var stopped = error.aside
             // Cancelled while a root did not answer: the run stops, as it would between files.
             if Task.isCancelled {
-                failed.result = .cancelled
+                stopped.result = .cancelled
             } else {
-                failed.fail(error.path, error.reason)
+                stopped.result = .failed
+                stopped.failFirst(error.path, error.reason)
             }
-            return (failed, MirrorProgress())
+            return (stopped, MirrorProgress())
         }
         let unchecked = roots.unchecked
         var (report, last) = await walk(roots, progress: progress)
@@ -89,8 +92,8 @@ public struct MirrorEngine: Sendable {
         do {
             pool = try MirrorWorkerPool(threads: settings.workers, watch: watch)
         } catch {
-            roots.giveBackDestinationMode()
             failed.fail(settings.destination, "cannot start worker threads: \(error)")
+            roots.giveBackDestinationMode(settings.destination, into: &failed)
             return (failed, MirrorProgress())
         }
         let answer = FirstAnswer<Ending>()
@@ -98,8 +101,8 @@ public struct MirrorEngine: Sendable {
             try watch.start { answer.give(.verdict($0)) }
         } catch {
             pool.shutdown()
-            roots.giveBackDestinationMode()
             failed.fail(settings.destination, "cannot start worker threads: \(error)")
+            roots.giveBackDestinationMode(settings.destination, into: &failed)
             return (failed, MirrorProgress())
         }
         let tally = MirrorTally()

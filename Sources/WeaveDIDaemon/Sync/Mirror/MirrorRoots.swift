@@ -26,9 +26,31 @@ struct MirrorRoots: ~Copyable {
     let unchecked: [MirrorIssue]
 
     /// Gives the destination root the mode it was found with, when it was opened as its owner
-    /// may (`destinationMadeWritable`), for a run that will not walk it; best effort.
-    func giveBackDestinationMode() {
-        if destinationMadeWritable { try? destination.descriptor.setPermissions(destinationStatus.permissions) }
+    /// may (`destinationMadeWritable`), for a run that will not walk it (`giveBack`): what it
+    /// could not give back goes into `report`, the root named as `path`.
+    func giveBackDestinationMode(_ path: String, into report: inout MirrorReport) {
+        if destinationMadeWritable { Self.giveBack(destinationStatus, to: destination.descriptor, path, into: &report) }
+    }
+
+    /// Gives `directory`, a destination root opened as its owner may (`OwnerOpening`: its
+    /// owner's `rwx` added), the mode it was `found` with, less set-ID bits this process may not
+    /// set (`SetIDBits`: systemd's `RestrictSUIDSGID=yes`), which `report` counts as not kept
+    /// (at `.`, as the walk counts its roots). A mode that cannot be given back at all is a
+    /// failure in `report`, naming the root at `path` and the mode to give it by hand: the root
+    /// would otherwise stay open to its owner, unsaid.
+    static func giveBack(_ found: FileStatus, to directory: FileDescriptor, _ path: String, into report: inout MirrorReport) {
+        do throws(Errno) {
+            let current = try directory.status().permissions
+            let given = try SetIDBits.set(found.permissions, current: current, on: found.device) { (mode) throws(Errno) in
+                try directory.setPermissions(mode)
+            }
+            if SetIDBits.areMissing(found.permissions, in: given) { report.noteSetIDBitsNotKept(".") }
+        } catch {
+            report.fail(
+                path,
+                "the destination root's mode, \(found.permissions), could not be given back after the run opened it as its "
+                    + "owner may (its owner's rwx added): \(error); give it back by hand: chmod \(found.permissions) \(path)")
+        }
     }
 
     /// A reason the run cannot start, with the root it concerns.
@@ -38,6 +60,9 @@ struct MirrorRoots: ~Copyable {
         /// The errno of a step that did not answer, was not tried or was cancelled
         /// (`StepDeadline`); nil for the other failures.
         var errno: Int32? = nil
+        /// What the start did besides, for the run's report: a destination root opened as its
+        /// owner may given its mode back without set-ID bits, or not at all (`giveBack`).
+        var aside = MirrorReport()
 
         /// `path: reason`.
         var description: String { "\(path): \(reason)" }
@@ -242,8 +267,9 @@ struct MirrorRoots: ~Copyable {
             }
             try refuseEmptySource(settings, source: source.descriptor, destination: destination.descriptor, noting: note)
         } catch {
-            if let found = ownerOpened { try? destination.descriptor.setPermissions(found.permissions) }
-            throw error
+            var failure = error
+            if let found = ownerOpened { giveBack(found, to: destination.descriptor, destinationPath, into: &failure.aside) }
+            throw failure
         }
         return MirrorRoots(
             source: source, destination: destination, sourceStatus: statuses.source, destinationStatus: statuses.destination,
@@ -536,9 +562,12 @@ private final class OpenedRoots: @unchecked Sendable {
         self.roots = Optional(roots)
     }
 
-    /// Roots nobody took (the run stopped waiting for them) give the destination root its mode back.
+    /// Roots nobody took (the run stopped waiting for them) give the destination root its mode
+    /// back. The run has ended (cancelled, or failed on a step that did not answer): its report
+    /// is made, and what could not be given back goes nowhere.
     deinit {
-        roots?.giveBackDestinationMode()
+        var unreported = MirrorReport()
+        roots?.giveBackDestinationMode("", into: &unreported)
     }
 
     func take() -> MirrorRoots {

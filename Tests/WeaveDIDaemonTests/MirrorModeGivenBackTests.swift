@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+import Testing
+import WeaveDI
+@testable import WeaveDIDaemon
+import WeaveDIPosix
+
+/// Where the child process of the refused-start test finds its fixture.
+private let refusedStartChildRootVariable = "WEAVEDI_MIRROR_TEST_REFUSED_START_ROOT"
+
+/// Destination directories a run made writable (a root or a subdirectory whose mode denies its
+/// owner `r`, opened as its owner may) get their mode back when the run does not finish them,
+/// as far as this process may set it: under a filter like systemd's `RestrictSUIDSGID=yes`
+/// (`MirrorSetIDBitsTests.filterWrapper`), without their set-ID bits, which the run reports.
+/// Modes stop the run's user only when it is not root, so the engine runs in a child process as
+/// `nobody` (uid 65534, through `setpriv`), the filter in between: the child is this test
+/// binary, filtered to one of the `child…` tests, each enabled only there.
+@Suite struct MirrorModeGivenBackTests {
+    /// Runs this test binary as `nobody` under the set-ID filter, filtered to the child test
+    /// `name`, which finds its fixture at `root` through the environment variable `variable`.
+    private func asNobody(_ name: String, _ variable: String, root: String, filter: String) throws -> SubprocessResult {
+        try Subprocess.run(
+            "/usr/bin/setpriv",
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", filter, CommandLine.arguments[0],
+                        "--testing-library", "swift-testing", "--filter", "MirrorModeGivenBackTests/\(name)"],
+            environment: ["PATH": "/usr/bin:/bin", variable: root])
+    }
+
+    /// The set-ID filter, built in `directory` (which `nobody` may enter), when the tests run as
+    /// root with `setpriv`, a C compiler and seccomp; when not, says that `test` is skipped.
+    private func filter(in directory: TemporaryDirectory, _ test: String = #function) throws -> String? {
+        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            print("SKIPPED \(test): needs root and setpriv")
+            return nil
+        }
+        #expect(chmod(directory.path, 0o755) == 0)
+        switch try MirrorSetIDBitsTests.filterWrapper(in: directory) {
+        case let .success(program): return program
+        case let .failure(reason):
+            print("SKIPPED \(test): \(reason)")
+            return nil
+        }
+    }
+
+    /// The child's report to its parent: `lines` in `out/report.txt` under `root`.
+    private static func writeReport(_ lines: [String], root: String) {
+        let written = FileManager.default.createFile(
+            atPath: root + "/out/report.txt", contents: Data(lines.joined(separator: "\n").utf8))
+        #expect(written)
+    }
+
+    /// The mode of `path`, as messages show it.
+    private static func mode(_ path: String) throws -> String {
+        try FileStatus(path: path, followSymlinks: false).permissions.description
+    }
+
+    /// A destination root whose mode denies its owner `r` and has set-group-ID (mode 2355),
+    /// opened as its owner may (its owner's `rwx` added: 0755, the bit refused), then refused
+    /// (an empty source over it, with delete): it gets its mode back less the bit, and the run
+    /// says so. It was left 0755, its owner's `rwx` added, the refusal of the bit swallowed.
+    @Test func aRefusedStart_givesTheDestinationRootItsModeBack_lessTheSetIDBitsItMayNotSet() throws {
+        let tools = TemporaryDirectory()
+        guard let filter = try filter(in: tools) else { return }
+        let fixture = try MirrorFixture()
+        try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
+        try fixture.makeDirectory("empty")
+        try fixture.write("kept/file.txt", "kept")
+        try fixture.makeDirectory("out")
+        for path in ["kept", "kept/file.txt", "out"] {
+            #expect(chown(fixture.root + "/" + path, 65534, 65534) == 0)
+        }
+        try fixture.makeDirectory("kept", mode: 0o2355)
+        let child = try asNobody(
+            "childRun_refusedOverASetGroupIDRoot", refusedStartChildRootVariable, root: fixture.root, filter: filter)
+        #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("out/report.txt") == """
+            uid 65534
+            failed; set-ID bits not kept on 1 (first: .)
+            error \(fixture.root)/empty: the source is empty and delete is on: refusing to delete everything in the \
+            destination (is the source's disk mounted?); put a file in the source, or empty the destination by hand
+            kept mode 0355
+            """, "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("kept/file.txt") == "kept")
+    }
+
+    /// A destination root whose mode cannot be given back at all is a failure in the run's
+    /// report, naming the root and the mode to give it by hand; it was swallowed. (An `O_PATH`
+    /// handle, on which `fchmod` fails with `EBADF`, stands for a file system refusing it.)
+    @Test func aDestinationRootModeThatCannotBeGivenBack_isReported() throws {
+        let fixture = try MirrorFixture()
+        try fixture.makeDirectory("dst", mode: 0o355)
+        let found = try FileStatus(path: fixture.destination, followSymlinks: false)
+        try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.destination, 0o755)
+        let handle = try FileDescriptor.open(fixture.destination, .pathOnly, options: [.directory, .noFollow])
+        var report = MirrorReport()
+        MirrorRoots.giveBack(found, to: handle.descriptor, "/backup/docs", into: &report)
+        #expect(report.errors.map(\.description) == [
+            "/backup/docs: the destination root's mode, 0355, could not be given back after the run opened it as its owner "
+                + "may (its owner's rwx added): Bad file descriptor (EBADF); give it back by hand: chmod 0355 /backup/docs"
+        ])
+        #expect(report.setIDBitsNotKept == 0)
+    }
+
+    /// The child's half: the refused run, then what it reported and the root's mode.
+    @Test(.enabled(if: CurrentProcess.environmentValue(refusedStartChildRootVariable) != nil))
+    func childRun_refusedOverASetGroupIDRoot() async throws {
+        let root = try #require(CurrentProcess.environmentValue(refusedStartChildRootVariable))
+        let report = await MirrorEngine(
+            settings: MirrorSettings(source: root + "/empty", destination: root + "/kept", delete: true), container: .mirrorWorkers()
+        ).run()
+        Self.writeReport(
+            ["uid \(getuid())",
+             "\(report.result); set-ID bits not kept on \(report.setIDBitsNotKept) (first: \(report.firstSetIDBitsNotKept ?? "-"))"]
+                + report.errors.map { "error \($0)" } + ["kept mode \(try Self.mode(root + "/kept"))"],
+            root: root)
+    }
+}
