@@ -7,6 +7,8 @@ import WeaveDIPosix
 
 /// Where the child process of the refused-start test finds its fixture.
 private let refusedStartChildRootVariable = "WEAVEDI_MIRROR_TEST_REFUSED_START_ROOT"
+/// Where the child process of the cancelled-run test finds its fixture.
+private let cancelledRunChildRootVariable = "WEAVEDI_MIRROR_TEST_CANCELLED_RUN_ROOT"
 
 /// Destination directories a run made writable (a root or a subdirectory whose mode denies its
 /// owner `r`, opened as its owner may) get their mode back when the run does not finish them,
@@ -112,6 +114,57 @@ private let refusedStartChildRootVariable = "WEAVEDI_MIRROR_TEST_REFUSED_START_R
             ["uid \(getuid())",
              "\(report.result); set-ID bits not kept on \(report.setIDBitsNotKept) (first: \(report.firstSetIDBitsNotKept ?? "-"))"]
                 + report.errors.map { "error \($0)" } + ["kept mode \(try Self.mode(root + "/kept"))"],
+            root: root)
+    }
+
+    /// A run cancelled while it fills a read-only destination directory (mode 0555, made 0755
+    /// to be written in), below a destination root opened as its owner may (mode 2355, made
+    /// 0755, the bit refused): both get their modes back as the run stops, the root's without
+    /// the bit, which the run reports. Both were left 0755 until the next whole run.
+    @Test func aCancelledRun_givesTheDirectoriesItMadeWritableTheirModesBack() throws {
+        let tools = TemporaryDirectory()
+        guard let filter = try filter(in: tools) else { return }
+        let fixture = try MirrorFixture()
+        try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
+        try fixture.write("src/ro/new1.txt", "one")
+        try fixture.write("src/ro/new2.txt", "two")
+        try fixture.makeDirectory("src/ro", mode: 0o555)
+        try fixture.makeDirectory("dst/ro")
+        try fixture.makeDirectory("out")
+        for path in ["dst", "dst/ro", "out"] {
+            #expect(chown(fixture.root + "/" + path, 65534, 65534) == 0)
+        }
+        try fixture.makeDirectory("dst/ro", mode: 0o555)
+        try fixture.makeDirectory("dst", mode: 0o2355)
+        let child = try asNobody("childRun_cancelledWhileCopying", cancelledRunChildRootVariable, root: fixture.root, filter: filter)
+        #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
+        #expect(fixture.read("out/report.txt") == """
+            uid 65534
+            cancelled copied 0 errors []; set-ID bits not kept on 1 (first: .)
+            dst mode 0355, dst/ro mode 0555
+            """, "\(child.standardOutputText)\(child.standardErrorText)")
+    }
+
+    /// The child's half: one worker, cancelled as it makes the copier for `ro`'s files (the
+    /// directory made writable by then), then what the run reported and the modes.
+    @Test(.enabled(if: CurrentProcess.environmentValue(cancelledRunChildRootVariable) != nil))
+    func childRun_cancelledWhileCopying() async throws {
+        let root = try #require(CurrentProcess.environmentValue(cancelledRunChildRootVariable))
+        let task = Locked<Task<MirrorReport, Never>?>(nil)
+        let container = WeaveDI.Container.mirrorWorkers {
+            while task.withLock({ $0 }) == nil { usleep(1000) }
+            task.withLock { $0 }?.cancel()
+        }
+        let engine = MirrorEngine(
+            settings: MirrorSettings(source: root + "/src", destination: root + "/dst", workers: 1), container: container)
+        let running = Task { await engine.run() }
+        task.withLock { $0 = running }
+        let report = await running.value
+        Self.writeReport(
+            ["uid \(getuid())",
+             "\(report.result) copied \(report.copied) errors \(report.errors.map(\.description)); set-ID bits not kept on "
+                + "\(report.setIDBitsNotKept) (first: \(report.firstSetIDBitsNotKept ?? "-"))",
+             "dst mode \(try Self.mode(root + "/dst")), dst/ro mode \(try Self.mode(root + "/dst/ro"))"],
             root: root)
     }
 }

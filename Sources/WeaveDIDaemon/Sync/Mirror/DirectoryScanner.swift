@@ -104,7 +104,7 @@ struct DirectoryScanner {
             outcome.report.fail(directory.reportPath, error.description)
             outcome.listingFailed = true
             outcome.finished = true  // nothing was mirrored: its mode and mtime stay as they were
-            directory.undoMakeWritable()
+            directory.undoMakeWritable(report: &outcome.report)
             return
         }
         removeLeftovers(&destinationEntries, in: directory, outcome: &outcome)

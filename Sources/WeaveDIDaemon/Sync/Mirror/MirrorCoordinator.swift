@@ -9,7 +9,8 @@ import WeaveDI
 /// depth first and only the directories on its way are open. A directory's source is closed
 /// once its batches are done and its subdirectories opened; the directory is finished (mode,
 /// mtime, one fsync) once all its batches and subdirectories are done. Cancellation stops the
-/// handing out of items, lets the running ones finish their current file, and leaves the rest.
+/// handing out of items, lets the running ones finish their current file, and leaves the rest;
+/// the directories it leaves unfinished get back the modes the run changed to write in them.
 /// The report's counts and issues are kept in `tally` as outcomes come in, where the engine
 /// reads them when it gives up on the walk without waiting for the coordinator.
 struct MirrorCoordinator {
@@ -18,6 +19,7 @@ struct MirrorCoordinator {
     private var tally: MirrorTally { context.tally }
 
     private struct DirectoryState {
+        let directory: MirrorDirectory
         /// Batches and subdirectories not done yet (a subdirectory is done once finished).
         var pending: Int
         /// Batches not done yet and subdirectories not opened yet: the items that need the
@@ -52,6 +54,14 @@ struct MirrorCoordinator {
                 apply(outcome, to: &books)
                 books.meter.tick(progress)
             }
+            // Cut short (cancelled): the directories not finished, the root's among them when
+            // it was not scanned, would keep the owner's rwx the run added to write in them.
+            var unfinished = books.directories.values.map(\.directory)
+            if !books.rootDone && books.directories[ObjectIdentifier(root)] == nil { unfinished.append(root) }
+            if !unfinished.isEmpty {
+                group.addTask(executorPreference: pool) { [context] in Self.perform(.giveBack(unfinished), context) }
+                if let outcome = await group.next() { apply(outcome, to: &books) }
+            }
         }
         var report = tally.report
         if books.rootFailed {
@@ -82,6 +92,10 @@ struct MirrorCoordinator {
                 report.fail(directory.reportPath, error.description)
             }
             return .finished(report, directory)
+        case let .giveBack(directories):
+            var report = MirrorReport()
+            for directory in directories { directory.undoMakeWritable(report: &report) }
+            return .gaveBack(report)
         }
     }
 
@@ -106,7 +120,8 @@ struct MirrorCoordinator {
             }
             let batches = FileBatch.split(scan.jobs, in: directory)
             let items = batches.count + scan.subdirectories.count
-            books.directories[ObjectIdentifier(directory)] = DirectoryState(pending: items, sourceUsers: items, modified: scan.modified)
+            books.directories[ObjectIdentifier(directory)] = DirectoryState(
+                directory: directory, pending: items, sourceUsers: items, modified: scan.modified)
             for job in scan.subdirectories.reversed() { books.stack.append(.open(job, in: directory)) }
             for batch in batches.reversed() { books.stack.append(.files(batch)) }
         case let .files(batch, directory):
@@ -121,6 +136,8 @@ struct MirrorCoordinator {
             books.directories[ObjectIdentifier(directory)] = nil
             if directory.parent == nil { books.rootDone = true }
             childDone(directory.parent, &books)
+        case let .gaveBack(report):
+            tally.absorb(report)
         }
     }
 

@@ -127,12 +127,21 @@ final class MirrorDirectory: Sendable {
         }
     }
 
-    /// Gives the mode `makeWritable` changed back, for a directory that will not be finished
-    /// (its listing failed); best effort, as the failure may well be the file system's.
-    func undoMakeWritable() {
+    /// Gives the mode `makeWritable` (or the opening as its owner may) changed back, for a
+    /// directory that will not be finished (its listing failed, the run was cancelled): less
+    /// set-ID bits this process may not set (`SetIDBits`), counted in `report` as not kept; a
+    /// failure (often the file system's, as the listing's may be) is in `report` too. Nothing
+    /// is done once the run is given up on (`WalkWatch`).
+    func undoMakeWritable(report: inout MirrorReport) {
         madeWritable.withLock { made in
             guard made, (try? WalkWatch.begin(.settingAttributes, nil, in: self)) != nil else { return }
-            if (try? setPermissions(openedMode, current: writableMode ?? openedMode)) != nil { made = false }
+            do {
+                let given = try setPermissions(openedMode, current: writableMode ?? openedMode)
+                made = false
+                if SetIDBits.areMissing(openedMode, in: given) { report.noteSetIDBitsNotKept(reportPath) }
+            } catch {
+                report.fail(reportPath, "fchmod (giving back its mode \(openedMode), made writable by the run): \(error)")
+            }
         }
     }
 

@@ -10,6 +10,9 @@ enum MirrorWorkItem: Sendable {
     case files(FileBatch)
     /// Set a directory's mode and mtime after its content, and flush it.
     case finish(MirrorDirectory, modified: Bool)
+    /// Give the directories a run cut short will not finish the modes it changed to write in
+    /// them (`MirrorDirectory.undoMakeWritable`).
+    case giveBack([MirrorDirectory])
 }
 
 /// What a finished work item reports back to the coordinator.
@@ -20,6 +23,8 @@ enum MirrorWorkOutcome: Sendable {
     case files(BatchOutcome, in: MirrorDirectory)
     /// A directory was finished.
     case finished(MirrorReport, MirrorDirectory)
+    /// Unfinished directories were given their modes back.
+    case gaveBack(MirrorReport)
 }
 
 /// A subdirectory found in the source, and what the destination has under its name.
