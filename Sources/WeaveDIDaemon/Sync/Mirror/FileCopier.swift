@@ -45,9 +45,9 @@ public final class FileCopier {
         noAccessTime: Bool
     ) throws(MirrorFailure) -> PreparedCopy {
         try WalkWatch.begin(.openingFile, name)
-        let input = try openSource(name, in: source, noAccessTime: noAccessTime)
-        let before = try MirrorFailure.attempt("fstat") { try input.descriptor.status() }
-        guard before.kind == .regular else { throw .replaced(before.kind) }
+        // Not waiting on a fifo swapped in after the listing; only a regular file is read.
+        let input = try RegularFileOpening.open(name, in: source, noAccessTime: noAccessTime)
+        let before = input.status
 
         let temporary = MirrorTemporaryName.make(for: name)
         try WalkWatch.begin(.creatingCopy, name)
@@ -57,8 +57,8 @@ public final class FileCopier {
         }
         let copy = PreparedCopy(name: name, temporary: temporary, file: output)
         do throws(MirrorFailure) {
-            let copied = try copyContent(from: input.descriptor, to: copy.file.descriptor, size: before.size, name: name)
-            let after = try MirrorFailure.attempt("fstat") { try input.descriptor.status() }
+            let copied = try copyContent(from: input.file.descriptor, to: copy.file.descriptor, size: before.size, name: name)
+            let after = try MirrorFailure.attempt("fstat") { try input.file.descriptor.status() }
             if copied != before.size || after.size != before.size
                 || after.modificationTime != before.modificationTime || after.changeTime != before.changeTime
             {
@@ -252,25 +252,6 @@ public final class FileCopier {
         try WalkWatch.begin(.settingAttributes, name)
         try MirrorFailure.attempt("utimensat", missingMeansVanished: true) {
             try destination.setTimes(at: name, access: nil, modification: time, followSymlinks: false)
-        }
-    }
-
-    /// Opens a source file read-only without following a link, not blocking on a fifo swapped
-    /// in after the listing, and without touching its access time where allowed. What is no
-    /// longer a file (a link, a socket, as `MirrorFailure.opening` finds) is `.replaced`.
-    private func openSource(_ name: String, in source: FileDescriptor, noAccessTime: Bool)
-        throws(MirrorFailure) -> OwnedDescriptor
-    {
-        let options: FileDescriptor.OpenOptions = [.noFollow, .nonBlocking]
-        return try MirrorFailure.opening(name, in: source) {
-            if noAccessTime {
-                do {
-                    return try source.open(at: name, .readOnly, options: options.union(.noAccessTime))
-                } catch Errno.notPermitted {
-                    // Not the owner after all (the file changed hands): open without O_NOATIME.
-                }
-            }
-            return try source.open(at: name, .readOnly, options: options)
         }
     }
 

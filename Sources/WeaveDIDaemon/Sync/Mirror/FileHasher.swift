@@ -31,14 +31,11 @@ public final class FileHasher {
         }
     }
 
-    /// The digest of the regular file `name` in `directory`, opened without following a link.
+    /// The digest of the regular file `name` in `directory`, opened without following a link
+    /// nor waiting on what is no regular file (`RegularFileOpening`).
     func digest(of name: String, in directory: FileDescriptor, noAccessTime: Bool) throws(MirrorFailure) -> [UInt8] {
-        let options: FileDescriptor.OpenOptions = [.noFollow, .nonBlocking]
-        if noAccessTime, let file = try? directory.open(at: name, .readOnly, options: options.union(.noAccessTime)) {
-            return try digest(ofRegular: file.descriptor)
-        }
-        let file = try MirrorFailure.opening(name, in: directory) { try directory.open(at: name, .readOnly, options: options) }
-        return try digest(ofRegular: file.descriptor)
+        let opened = try RegularFileOpening.open(name, in: directory, noAccessTime: noAccessTime)
+        return try digest(of: opened.file.descriptor)
     }
 
     /// The digest of the run's own copy `name` whose mode denies its owner `r` (the copy of a
@@ -64,8 +61,11 @@ public final class FileHasher {
             }
         }
         let madeReadable = try MirrorFailure.attempt("chmod (/proc/self/fd)") { try setMode(readable, status.permissions) }
+        // Not waiting on a write lease of another process; the reads then wait as usual.
         let opened = Result { () throws(Errno) -> FileDescriptor in
-            try handle.descriptor.reopenPathHandle(.readOnly, options: [.nonBlocking]).release()
+            let file = try handle.descriptor.reopenPathHandle(.readOnly, options: [.nonBlocking])
+            try file.descriptor.setNonBlocking(false)
+            return file.release()
         }
         _ = try? setMode(status.permissions, madeReadable)
         switch opened {
@@ -75,13 +75,6 @@ public final class FileHasher {
         case let .failure(error):
             throw .system("open (/proc/self/fd)", error)
         }
-    }
-
-    /// The digest of an open file, which must be a regular file.
-    private func digest(ofRegular file: FileDescriptor) throws(MirrorFailure) -> [UInt8] {
-        let status = try MirrorFailure.attempt("fstat") { try file.status() }
-        guard status.kind == .regular else { throw .replaced(status.kind) }
-        return try digest(of: file)
     }
 
     /// Reads `file` from its current position to the end; checks for cancellation per buffer.
