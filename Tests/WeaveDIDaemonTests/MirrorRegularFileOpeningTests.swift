@@ -63,6 +63,19 @@ import WeaveDIPosix
         }
     }
 
+    /// `FileHasher.hexDigest(ofFileAt:)` refuses a fifo at once (`EINVAL`) instead of waiting
+    /// for a writer for ever, and a directory with `EISDIR`.
+    @Test func hexDigest_refusesAFifoAtOnce_andADirectory() throws {
+        let fixture = try MirrorFixture()
+        let fifo = fixture.root + "/pipe"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let outcome = try withoutBlocking(on: fifo) { () -> Result<String, Errno> in
+            Result { () throws(Errno) -> String in try FileHasher().hexDigest(ofFileAt: fifo) }
+        }
+        #expect(outcome == .failure(.invalidArgument))
+        #expect(throws: Errno.isDirectory) { try FileHasher().hexDigest(ofFileAt: fixture.source) }
+    }
+
     /// With `compare: checksum`, a source file replaced by a fifo after the listing (when the
     /// batch's workers are made, before it is read) is reported as such, the run going on;
     /// the destination's copy stays as it was.

@@ -19,9 +19,15 @@ public final class FileHasher {
         buffer?.deallocate()
     }
 
-    /// The SHA-256 digest of the file at `path` (symbolic links followed), as 64 hex digits.
+    /// The SHA-256 digest of the regular file at `path` (symbolic links followed), as 64 hex
+    /// digits. Anything else is refused at once, never read: a directory with `EISDIR`, a fifo
+    /// (whose opening would wait for a writer, for ever) or a device with `EINVAL`, a socket
+    /// with `ENXIO`.
     public func hexDigest(ofFileAt path: String) throws(Errno) -> String {
-        let file = try FileDescriptor.open(path, .readOnly)
+        let file = try FileDescriptor.open(path, .readOnly, options: [.nonBlocking])
+        let kind = try file.descriptor.status().kind
+        guard kind == .regular else { throw kind == .directory ? .isDirectory : .invalidArgument }
+        try file.descriptor.setNonBlocking(false)
         do {
             return SHA256.hex(try digest(of: file.descriptor))
         } catch .system(_, let errno) {
