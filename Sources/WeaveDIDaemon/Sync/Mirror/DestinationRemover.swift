@@ -126,7 +126,9 @@ struct DestinationRemover {
                 }
                 continue
             }
-            // Emptied: it goes from its parent, opened again first if it was closed.
+            // Emptied: it goes from its parent, opened again first if it was closed. The way back
+            // up a deep tree is work of the step too (an rmdir, perhaps a reopen, per level).
+            WalkWatch.pulse()
             levels.removeLast()
             var container = parent
             if let above = levels.last {
