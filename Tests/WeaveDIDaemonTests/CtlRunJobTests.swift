@@ -11,9 +11,11 @@ import WeaveDIPosix
     /// A daemon whose job `big` copies a sparse file of `size` bytes when run (seconds of work:
     /// the copy's zeros are written out), and `smallFiles` small ones (whose copies make
     /// progress updates while the large one is copied), with `control.callTimeout` at
-    /// `callTimeout`.
+    /// `callTimeout`; `little` holds the settings of the job `little` besides its source and
+    /// destination.
     func bigJobDaemon(
-        size: Int = 2 << 30, smallFiles: Int = 0, callTimeout: Double = 10, maxConcurrentRuns: Int = 4
+        size: Int = 2 << 30, smallFiles: Int = 0, callTimeout: Double = 10, maxConcurrentRuns: Int = 4,
+        little: String = #""interval": 3600"#
     ) throws -> (DaemonProcess, TemporaryDirectory) {
         let directory = TemporaryDirectory()
         let big = directory.write("source/big.bin", "")
@@ -29,7 +31,7 @@ import WeaveDIPosix
               "jobs": [{"name": "big", "source": "\(directory.path)/source",
               "destination": "\(directory.path)/mirror", "interval": 3600},
               {"name": "little", "source": "\(directory.path)/little-source", "destination": "\(directory.path)/little-mirror",
-              "interval": 3600},
+              \(little)},
               {"name": "other", "source": "\(directory.path)/other-source", "destination": "\(directory.path)/other-mirror",
               "interval": 3600}]}}
             """)
@@ -150,6 +152,36 @@ import WeaveDIPosix
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
         #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         #expect(daemon.waitForLog("other: run other-3 success", timeout: .seconds(60)), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// The job's fix cancels a run stuck for more than `staleAfterIntervals` intervals, timed
+    /// from when the run got its slot: a run waiting in line for one (`maxConcurrentRuns`
+    /// reached) has not started, and is left to start when a slot frees, however long it
+    /// waited (here, longer than its job's 1 s limit).
+    @Test func theJobsFix_leavesARunWaitingForASlot_whateverItsWait() throws {
+        let (daemon, directory) = try bigJobDaemon(
+            size: 8 << 30, maxConcurrentRuns: 1, little: #""interval": 1, "staleAfterIntervals": 1, "enabled": false"#)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        let first = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        #expect(first.parameter("runId") == .string("big-1"), "\(first)")
+        let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
+        try #require(queued.parameter("queued") != nil, "\(queued)")
+        usleep(2_000_000)  // in line for twice its job's stuck limit
+
+        let fix = try CtlRun.run(["--socket", daemon.defaultSocket, "fix", "job.little"])
+        #expect(fix.code == 0, "\(fix.all)\n\(daemon.log)")
+        #expect(!fix.output.contains("stuck"), "\(fix.all)")
+        let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
+        let big = try #require(jobs.first { $0[member: "name"] == .string("big") })
+        #expect(big[member: "running"] == .bool(true), "the long run ended before the fix: the test proves nothing: \(daemon.log)")
+        #expect(!daemon.log.contains("little-2 cancelled"), "\(daemon.log)")
+
+        let config = try #require(directory.read("weavedid.json"))
+        directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

@@ -54,7 +54,8 @@ extension SyncScheduler {
         guard let state = jobs[name] else { return "job removed" }
         var actions: [String] = []
         let stuckAfter = state.config.staleAfterSeconds
-        if let run = state.running, seconds(ContinuousClock.now - run.since) > stuckAfter {
+        // Timed from when the run got its slot: one waiting in line for a slot is not stuck.
+        if let run = state.running, let started = run.started, seconds(ContinuousClock.now - started) > stuckAfter {
             // The run's record says who stopped it, as for a reload's or a shutdown's.
             cancelReasons[run.id] = "cancelled by the job's fix (weavedictl fix job.\(name) or auto-fix): stuck for more than "
                 + "\(SecondsRange.format(stuckAfter)) s"

@@ -23,7 +23,7 @@ extension SyncScheduler {
             }
         }
         let queued = holdsSlot ? nil : SlotWait(runsGoing: runsGoing, maxConcurrentRuns: maxRuns)
-        jobs[name]?.running = ActiveRun(task: task, id: runID, since: .now, queued: queued)
+        jobs[name]?.running = ActiveRun(task: task, id: runID, started: holdsSlot ? .now : nil, queued: queued)
         jobs[name]?.progress = SyncProgress()
         return task
     }
@@ -32,7 +32,11 @@ extension SyncScheduler {
         _ name: String, runID: String, job: any SyncJob, listeners: ProgressListeners, holdsSlot: Bool
     ) async -> SyncRunRecord {
         // In line for a slot first, in the order the runs were launched.
-        if !holdsSlot { await acquireSlot() }
+        if !holdsSlot {
+            await acquireSlot()
+            // Its time starts now: the job's fix counts a run stuck from here, not from its launch.
+            if jobs[name]?.running?.id == runID { jobs[name]?.running?.started = .now }
+        }
         // The run starts once the state file holds its number (`launch`), or its write failed
         // (`sync.stateFile` says so): each write is done or given up within the step limit.
         await stateStore.flush()

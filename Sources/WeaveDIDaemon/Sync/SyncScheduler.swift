@@ -62,13 +62,16 @@ public actor SyncScheduler: DaemonService {
     /// state file, those that ran last (`saveState`).
     static let removedJobEntryLimit = 100
 
-    /// A run under way: its task, its id and when it was launched.
+    /// A run under way: its task, its id, and when it got its slot.
     struct ActiveRun {
         let task: Task<SyncRunRecord, Never>
         /// A run of a job removed and added again by reloads ends into the state of the job
         /// that replaced it, which it must leave alone: its id tells them apart.
         let id: String
-        let since: ContinuousClock.Instant
+        /// When it got its slot (at its launch, or once one was free); nil while it waits for
+        /// one. A run in line is not stuck, however long it waits: the job's fix times a run
+        /// from here.
+        var started: ContinuousClock.Instant?
         /// Launched while every slot was taken: it waits for one (see `SlotWait`); nil for a
         /// run that had one at once.
         let queued: SlotWait?
