@@ -156,6 +156,35 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// `ListJobs` tells a run waiting for a slot from one going: both are `running` (as
+    /// older clients read it), the waiting one also `queued`, with the runs going and the cap;
+    /// `weavedictl jobs` says `queued (1 going, maxConcurrentRuns 1)`, not `running`.
+    @Test func jobs_tellARunWaitingForASlot_fromOneGoing() throws {
+        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
+        try #require(queued.parameter("queued") != nil, "\(queued)")
+
+        let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
+        let big = try #require(jobs.first { $0[member: "name"] == .string("big") })
+        let little = try #require(jobs.first { $0[member: "name"] == .string("little") })
+        #expect(big[member: "running"] == .bool(true) && big[member: "queued"] == .null, "\(big)")
+        #expect(little[member: "running"] == .bool(true), "\(little)")
+        #expect(little[member: "queued"] == .object([("runsGoing", .int(1)), ("maxConcurrentRuns", .int(1))]), "\(little)")
+        let table = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs"])
+        let rows = table.output.split(separator: "\n")
+        #expect(rows.first { $0.hasPrefix("big ") }?.contains(" running ") == true, "\(table.all)")
+        #expect(rows.first { $0.hasPrefix("little ") }?.contains(" queued (1 going, maxConcurrentRuns 1) ") == true, "\(table.all)")
+
+        let config = try #require(directory.read("weavedid.json"))
+        directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
+        let after = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
+        #expect(after.first { $0[member: "name"] == .string("little") }?[member: "queued"] == .null, "\(after)")
+    }
+
     /// The job's fix cancels a run stuck for more than `staleAfterIntervals` intervals, timed
     /// from when the run got its slot: a run waiting in line for one (`maxConcurrentRuns`
     /// reached) has not started, and is left to start when a slot frees, however long it

@@ -107,13 +107,15 @@ public enum DaemonInterface {
         # Progress of a running job.
         type Progress (filesDone: int, filesTotal: int, bytesDone: int, bytesTotal: int)
 
-        # A configured sync job.
+        # A configured sync job. running is true while a run of it is going or waits for a slot;
+        # queued (null otherwise) says that it waits, with the runs going and the cap now.
         type Job (
           name: string,
           kind: string,
           enabled: bool,
           paused: bool,
           running: bool,
+          queued: ?SlotWait,
           interval: float,
           consecutiveFailures: int,
           skippedRuns: int,

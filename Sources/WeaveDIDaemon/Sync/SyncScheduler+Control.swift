@@ -4,12 +4,17 @@ import WeaveDIPosix
 
 extension SyncScheduler: JobControl {
     public func jobs() async -> [JSONValue] {
-        order.compactMap { name in
+        let slotWait = JSONValue.object([("runsGoing", .int(slotsInUse)), ("maxConcurrentRuns", .int(maxRuns))])
+        return order.compactMap { name in
             guard let state = jobs[name] else { return nil }
             let next = state.nextRun.map { max(0, seconds($0 - ContinuousClock.now)) }
             return .object([
                 ("name", .string(name)), ("kind", .string(state.config.kind)), ("enabled", .bool(state.config.enabled)),
+                // `running` stays true for a run waiting for a slot, as older clients read it
+                // (the job's run is going: a tick, or `RunJob`, is skipped); `queued` tells them
+                // apart, with the runs going and the cap as they stand.
                 ("paused", .bool(state.paused)), ("running", .bool(state.running != nil)),
+                ("queued", state.running.map { $0.started == nil } == true ? slotWait : .null),
                 ("interval", .double(seconds(state.config.interval))),
                 ("consecutiveFailures", .int(state.consecutiveFailures)), ("skippedRuns", .int(state.skippedRuns)),
                 ("nextRunIn", state.config.enabled && !state.paused ? next.map(JSONValue.double) ?? .null : .null),

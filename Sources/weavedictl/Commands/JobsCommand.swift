@@ -6,8 +6,10 @@ struct JobsCommand: CtlCommand {
         name: "jobs",
         abstract: "List the configured sync jobs and their last runs.",
         discussion: """
-            One row per job: its kind, its state (scheduled, paused, running or disabled), its
-            interval, when it runs next, the result of its last run and its consecutive failures.
+            One row per job: its kind, its state (scheduled, paused, running, queued or
+            disabled), its interval, when it runs next, the result of its last run and its
+            consecutive failures. A queued run waits for a slot: sync.maxConcurrentRuns runs are
+            going (`queued (2 going, maxConcurrentRuns 2)`); it starts when one ends.
             Jobs are configured in sync.jobs of the daemon's configuration; run one now with
             `weavedictl run-job NAME --wait`.
             """,
@@ -43,10 +45,14 @@ struct JobsCommand: CtlCommand {
         return ExitStatus.ok
     }
 
-    /// `disabled`, `running`, `paused` or `scheduled`.
+    /// `disabled`, `running`, `queued (2 going, maxConcurrentRuns 2)`, `paused` or `scheduled`.
     static func state(_ job: JSONValue) -> String {
         if !job.flag("enabled") { return "disabled" }
-        if job.flag("running") { return "running" }
+        if job.flag("running") {
+            // A daemon before `queued` sends none: its runs waiting for a slot read as running.
+            guard let queued = job[member: "queued"], queued.objectMembers != nil else { return "running" }
+            return "queued (\(queued.intText("runsGoing")) going, maxConcurrentRuns \(queued.intText("maxConcurrentRuns")))"
+        }
         return job.flag("paused") ? "paused" : "scheduled"
     }
 }
