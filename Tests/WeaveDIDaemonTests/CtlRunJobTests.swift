@@ -156,6 +156,37 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// Followed with `more` (`run-job --wait`), a run waiting for a slot is named at once with
+    /// `queued`, and once more without it when it starts: weavedictl says it is queued, then
+    /// started, and follows it to its end.
+    @Test func runJob_wait_saysQueued_thenStarted() throws {
+        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        let ctl = try Background([CtlRun.binary, "--socket", daemon.defaultSocket, "run-job", "little", "--wait"])
+        try #require(ctl.waitForOutput("\n"), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
+        #expect(ctl.output == "job little: run little-2 queued: 1 run going (maxConcurrentRuns 1); it starts when one ends\n",
+            "\(ctl.output)\(ctl.error)")
+        let follower = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(60))
+        try follower.send(VarlinkCall(method: "io.weavedi.Daemon.RunJob", parameters: [("name", .string("other"))], more: true))
+        let first = try follower.receive()
+        #expect(first.continues && first.parameter("runId") == .string("other-3"), "\(first)")
+        #expect(first.parameter("queued") == .object([("runsGoing", .int(1)), ("maxConcurrentRuns", .int(1))]), "\(first)")
+
+        let config = try #require(directory.read("weavedid.json"))
+        directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(ctl.wait(timeout: .seconds(60)) == .exited(0), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
+        let lines = ctl.output.split(separator: "\n")
+        #expect(lines.count >= 3 && lines[1] == "job little: run little-2 started", "\(ctl.output)")
+        #expect(lines.last?.hasPrefix("job little: success") == true, "\(ctl.output)")
+        var replies = [first]
+        while replies.last?.continues == true { replies.append(try follower.receive()) }
+        #expect(replies.dropFirst().dropLast().contains { $0.parameter("runId") == .string("other-3") && $0.parameter("queued") == nil },
+            "\(replies)")
+        #expect(replies.last?.parameter("run")?[member: "result"] == .string("success"), "\(replies)")
+    }
+
     /// `ListJobs` tells a run waiting for a slot from one going: both are `running` (as
     /// older clients read it), the waiting one also `queued`, with the runs going and the cap;
     /// `weavedictl jobs` says `queued (1 going, maxConcurrentRuns 1)`, not `running`.

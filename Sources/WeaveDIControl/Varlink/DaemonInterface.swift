@@ -142,7 +142,8 @@ public enum DaemonInterface {
         method ListJobs() -> (jobs: []Job)
 
         # Starts a run of a job and answers when it ends (within control.callTimeout). With
-        # "more", a first reply names the run (runId) as soon as it has started, then progress
+        # "more", a first reply names the run (runId) as soon as it is launched (with queued while
+        # it waits for a slot, then a reply without queued once it has started), then progress
         # replies (each with runId) follow until the final reply (run). With detach: true, the
         # answer comes at once and the run goes on without the call: runId names it, and queued
         # (absent for a run that started) says that it waits for a slot, and why; a run that

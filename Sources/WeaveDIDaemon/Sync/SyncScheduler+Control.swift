@@ -24,7 +24,7 @@ extension SyncScheduler: JobControl {
     }
 
     public func run(
-        _ name: String, started: @escaping @Sendable (String) -> Void, progress: @escaping @Sendable (JSONValue) -> Void
+        _ name: String, started: @escaping @Sendable (JobStart) -> Void, progress: @escaping @Sendable (JSONValue) -> Void
     ) async throws(VarlinkFailure) -> JSONValue {
         let record = try await runNow(name, started: started) { progress(SyncRunEncoding.progress($0)) }
         return SyncRunEncoding.record(record)

@@ -36,6 +36,7 @@ extension SyncScheduler {
             await acquireSlot()
             // Its time starts now: the job's fix counts a run stuck from here, not from its launch.
             if jobs[name]?.running?.id == runID { jobs[name]?.running?.started = .now }
+            listeners.sendStarted()
         }
         // The run starts once the state file holds its number (`launch`), or its write failed
         // (`sync.stateFile` says so): each write is done or given up within the step limit.
@@ -170,10 +171,13 @@ extension SyncScheduler {
         return .started(run)
     }
 
-    /// Runs `name` now and waits for the run's end, calling `started` with its id and
-    /// `progress` on the way. A job already running gives a `skipped` record at once.
+    /// Runs `name` now and waits for the run's end, calling `started` as it is launched
+    /// (`.started` with its id, or `.queued` when it waits for a slot, then `.started` once it
+    /// has one), and `progress` on the way. A job already running gives a `skipped` record at
+    /// once.
     public func runNow(
-        _ name: String, started: @Sendable (String) -> Void = { _ in }, progress: @escaping @Sendable (SyncProgress) -> Void
+        _ name: String, started: @escaping @Sendable (JobStart) -> Void = { _ in },
+        progress: @escaping @Sendable (SyncProgress) -> Void
     ) async throws(VarlinkFailure) -> SyncRunRecord {
         let run: ActiveRun
         switch try startNow(name) {
@@ -182,8 +186,9 @@ extension SyncScheduler {
         }
         let key = runCounter
         let listeners = jobs[name]?.listeners
-        listeners?.add(key, progress)  // before the run can start: it needs this actor first
-        started(run.id)
+        // Before the run can start: it needs this actor first.
+        listeners?.add(key, started: { [id = run.id] in started(.started(id)) }, progress: progress)
+        started(run.queued.map { .queued(run.id, runsGoing: $0.runsGoing, maxConcurrentRuns: $0.maxConcurrentRuns) } ?? .started(run.id))
         let record = await run.task.value
         listeners?.remove(key)
         return record

@@ -38,13 +38,19 @@ public actor SyncScheduler: DaemonService {
     var stopping = false
     var persisted: [String: PersistedJobState] = [:]
 
-    /// Who wants a job's progress: called straight from the run, with no hop through the actor,
-    /// so no report is lost to a run that ends first.
+    /// Who wants a job's progress, and to hear when a run that waited for a slot starts:
+    /// called straight from the run, with no hop through the actor, so no report is lost to a
+    /// run that ends first.
     final class ProgressListeners: Sendable {
-        private let listeners = Locked<[Int: @Sendable (SyncProgress) -> Void]>([:])
+        struct Listener: Sendable {
+            let started: @Sendable () -> Void
+            let progress: @Sendable (SyncProgress) -> Void
+        }
 
-        func add(_ key: Int, _ listener: @escaping @Sendable (SyncProgress) -> Void) {
-            listeners.withLock { $0[key] = listener }
+        private let listeners = Locked<[Int: Listener]>([:])
+
+        func add(_ key: Int, started: @escaping @Sendable () -> Void, progress: @escaping @Sendable (SyncProgress) -> Void) {
+            listeners.withLock { $0[key] = Listener(started: started, progress: progress) }
         }
 
         func remove(_ key: Int) {
@@ -52,7 +58,12 @@ public actor SyncScheduler: DaemonService {
         }
 
         func send(_ progress: SyncProgress) {
-            for listener in listeners.withLock({ Array($0.values) }) { listener(progress) }
+            for listener in listeners.withLock({ Array($0.values) }) { listener.progress(progress) }
+        }
+
+        /// A run that waited for a slot has it now.
+        func sendStarted() {
+            for listener in listeners.withLock({ Array($0.values) }) { listener.started() }
         }
     }
 

@@ -160,23 +160,17 @@ final class DaemonMethods: Sendable {
                     throw .invalidParameter(
                         "detach", reason: "true cannot go with \"more\", which follows the run to its end: ask for one or the other")
                 }
-                switch try await jobs.start(name) {
-                case let .started(id): return VarlinkReply(parameters: [("run", .null), ("progress", .null), ("runId", .string(id))])
-                case let .queued(id, runsGoing, maxConcurrentRuns):
-                    // `queued` is added beside `runId`: a client that knows nothing of it still
-                    // reads the run's id as for a run that started.
-                    let queued = JSONValue.object([("runsGoing", .int(runsGoing)), ("maxConcurrentRuns", .int(maxConcurrentRuns))])
-                    return VarlinkReply(parameters: [("run", .null), ("progress", .null), ("runId", .string(id)), ("queued", queued)])
-                case let .notStarted(run): return VarlinkReply(parameters: [("run", run), ("progress", .null)])
-                }
+                return VarlinkReply(parameters: Self.startParameters(try await jobs.start(name)))
             }
             let more = call.more
-            // Each reply before the last names the run: the first as soon as it has started, and
-            // every progress reply too, as a client that does not keep up gets only the newest.
+            // Each reply before the last names the run: the first as soon as it is launched (with
+            // `queued` while it waits for a slot, and again without once it has one), and every
+            // progress reply too, as a client that does not keep up gets only the newest.
             let runID = Locked<String?>(nil)
-            let run = try await jobs.run(name) { id in
-                runID.withLock { $0 = id }
-                if more { stream(VarlinkReply(parameters: [("run", .null), ("progress", .null), ("runId", .string(id))], continues: true)) }
+            let run = try await jobs.run(name) { start in
+                if case let .started(id) = start { runID.withLock { $0 = id } }
+                if case let .queued(id, _, _) = start { runID.withLock { $0 = id } }
+                if more { stream(VarlinkReply(parameters: Self.startParameters(start), continues: true)) }
             } progress: { progress in
                 guard more else { return }
                 let id = runID.withLock { $0 }.map(JSONValue.string) ?? .null
@@ -220,6 +214,19 @@ final class DaemonMethods: Sendable {
             }
         default:
             throw .methodNotFound("\(DaemonInterface.name).\(method)")
+        }
+    }
+
+    /// The reply to `RunJob` for a run launched (`runId`; `queued` beside it for one that waits
+    /// for a slot, which a client that knows nothing of it reads as one that started), or not
+    /// started (the `skipped` run).
+    static func startParameters(_ start: JobStart) -> [(String, JSONValue)] {
+        switch start {
+        case let .started(id): return [("run", .null), ("progress", .null), ("runId", .string(id))]
+        case let .queued(id, runsGoing, maxConcurrentRuns):
+            let queued = JSONValue.object([("runsGoing", .int(runsGoing)), ("maxConcurrentRuns", .int(maxConcurrentRuns))])
+            return [("run", .null), ("progress", .null), ("runId", .string(id)), ("queued", queued)]
+        case let .notStarted(run): return [("run", run), ("progress", .null)]
         }
     }
 

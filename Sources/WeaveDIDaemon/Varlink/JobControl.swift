@@ -5,10 +5,11 @@ import WeaveDIControl
 public protocol JobControl: Sendable {
     /// The jobs, as `io.weavedi.Daemon.Job` objects.
     func jobs() async -> [JSONValue]
-    /// Starts a run of `name` and waits for its end, reporting its id once it has started and
-    /// `Progress` objects on the way; returns the `JobRun` object.
+    /// Starts a run of `name` and waits for its end, reporting its id once it is launched
+    /// (`.started`, or `.queued` while it waits for a slot, then `.started` once it has one)
+    /// and `Progress` objects on the way; returns the `JobRun` object.
     func run(
-        _ name: String, started: @escaping @Sendable (String) -> Void, progress: @escaping @Sendable (JSONValue) -> Void
+        _ name: String, started: @escaping @Sendable (JobStart) -> Void, progress: @escaping @Sendable (JSONValue) -> Void
     ) async throws(VarlinkFailure) -> JSONValue
     /// Starts a run of `name` and returns at once, while the run goes on.
     func start(_ name: String) async throws(VarlinkFailure) -> JobStart

@@ -13,7 +13,8 @@ struct RunJobCommand: CtlCommand {
             Options:
               --wait   follow the run with progress updates until it ends: a bar redrawn in
                        place on a terminal, one line per update otherwise (with --json, one JSON
-                       object per update), then how it ended. Ctrl-C stops following, not the
+                       object per update), then how it ended. A run waiting for a slot is said
+                       queued, then started once it has one. Ctrl-C stops following, not the
                        run, and says so.
 
             Without --wait the daemon answers as soon as the run has started, with its id
@@ -69,19 +70,35 @@ struct RunJobCommand: CtlCommand {
         let bar = ProgressBar()
         var drawn = false
         var runID: String?
+        var saidQueued = false
+        var saidStarted = false
         // The daemon sends the last counts again when the run ends: the same update is shown once.
         var shown: JSONValue?
         let final: VarlinkReply?
         do {
             final = try context.perform(call, on: client) { reply in
                 guard reply.continues else { return }
-                if runID == nil, let id = reply.parameter("runId")?.stringValue {
-                    runID = id
+                if let id = reply.parameter("runId")?.stringValue {
                     let run = id.escapingControlCharacters
-                    InterruptNotice.set("weavedictl: interrupted; the run \(run) goes on in the daemon (`weavedictl jobs` shows how it ends)")
-                    if !context.options.json {
+                    if runID == nil {
+                        runID = id
+                        InterruptNotice.set("weavedictl: interrupted; the run \(run) goes on in the daemon (`weavedictl jobs` shows how it ends)")
+                    }
+                    // A run waiting for a slot is named with `queued`; any reply without it comes
+                    // once the run has started (a client that does not keep up may miss the
+                    // reply that says so, and get a progress reply first).
+                    let queued = reply.parameter("queued").flatMap { $0.objectMembers != nil ? $0 : nil }
+                    var line: String?
+                    if let queued, !saidQueued, !saidStarted {
+                        saidQueued = true
+                        line = "job \(job): run \(run) queued: \(Self.going(queued)); it starts when one ends"
+                    } else if queued == nil, !saidStarted {
+                        saidStarted = true
+                        line = "job \(job): run \(run) started"
+                    }
+                    if let line, !context.options.json {
                         if drawn, context.terminal.isTerminal { context.terminal.line() }
-                        context.terminal.line("job \(job): run \(run) started")
+                        context.terminal.line(line)
                         InterruptNotice.barDrawn(false)
                     }
                 }
@@ -123,9 +140,7 @@ struct RunJobCommand: CtlCommand {
                 let run = "job \(name.escapingControlCharacters): run \(id.escapingControlCharacters)"
                 if let queued = reply?.parameter("queued"), queued.objectMembers != nil {
                     // Every slot taken: the run starts once one of the runs going ends.
-                    let going = queued.int("runsGoing") == 1 ? "1 run going" : "\(queued.intText("runsGoing")) runs going"
-                    context.terminal.line("\(run) queued: \(going) (maxConcurrentRuns "
-                        + "\(queued.intText("maxConcurrentRuns"))); it starts when one ends, and goes on in the daemon "
+                    context.terminal.line("\(run) queued: \(Self.going(queued)); it starts when one ends, and goes on in the daemon "
                         + "(`weavedictl jobs` shows how it ends)")
                 } else {
                     context.terminal.line("\(run) started; it goes on in the daemon (`weavedictl jobs` shows how it ends)")
@@ -137,6 +152,12 @@ struct RunJobCommand: CtlCommand {
         let run = reply?.parameter("run") ?? .null
         if !context.options.json { context.terminal.line(Self.summary(run, job: name, on: context.terminal)) }
         return run.string("result") == "success" ? ExitStatus.ok : ExitStatus.failure
+    }
+
+    /// `2 runs going (maxConcurrentRuns 2)`, from a `SlotWait` object.
+    static func going(_ queued: JSONValue) -> String {
+        let going = queued.int("runsGoing") == 1 ? "1 run going" : "\(queued.intText("runsGoing")) runs going"
+        return "\(going) (maxConcurrentRuns \(queued.intText("maxConcurrentRuns")))"
     }
 
     /// `job NAME: RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`.
