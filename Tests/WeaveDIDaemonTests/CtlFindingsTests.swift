@@ -144,6 +144,28 @@ import WeaveDIControl
         #expect(fake.calls.first?.parameter("check") == .string("disk.space"))
     }
 
+    /// A fix whose remedy goes on (`inProgress`) is no failure: exit 0. An outcome this
+    /// weavedictl does not know (from a newer daemon) is shown as it is, and not taken for a
+    /// success.
+    @Test func fix_inProgress_exits0_andAnUnknownOutcomeIsShownAsItIs() throws {
+        func record(_ outcome: String) -> JSONValue {
+            .object([
+                ("time", .double(1000)), ("check", .string("job.docs")), ("trigger", .string("manual")), ("outcome", .string(outcome)),
+                ("message", .string("started run docs-2")), ("error", .null), ("duration", .double(5)),
+            ])
+        }
+        let fake = try FakeDaemon(["Fix": [VarlinkReply(parameters: [("fixes", .array([record("inProgress")]))])]])
+        let inProgress = try CtlRun.run(["--socket", fake.socket, "fix", "job.docs"])
+        #expect(inProgress.code == 0, "\(inProgress.all)")
+        #expect(inProgress.output.contains(" manual   inProgress "), "\(inProgress.all)")
+        #expect(inProgress.output.contains(" started run docs-2"), "\(inProgress.all)")
+        let newer = try FakeDaemon(["Fix": [VarlinkReply(parameters: [("fixes", .array([record("someday\u{1B}[31m")]))])]])
+        let unknown = try CtlRun.run(["--socket", newer.socket, "fix", "job.docs"])
+        #expect(unknown.code == 1, "\(unknown.all)")
+        #expect(unknown.output.contains(#" someday\u{1B}[31m "#), "\(unknown.all)")
+        #expect(!unknown.output.contains("\u{1B}"), "\(unknown.all)")
+    }
+
     @Test func otherErrorReplies_exit1_withTheirNameAndParameters() throws {
         let refused = VarlinkReply(parameters: [("reason", .string("/etc/weavedi/weavedid.json: line 2, column 1: unexpected end"))],
                                    error: "io.weavedi.Daemon.ReloadRefused")

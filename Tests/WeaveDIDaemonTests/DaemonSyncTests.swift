@@ -361,6 +361,58 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// Auto-fix of a failed job starts a run that lasts: the fix is `inProgress` (the check
+    /// still fails until the run ends), and the rounds after it, every 0.5 s, leave the run alone:
+    /// no new attempt, no failure counted, the breaker closed (three fixes counted as failed
+    /// would open it), and `weavedictl health` says the fix is in progress.
+    @Test func autoFix_duringOneLongRun_isInProgress_andOpensNoBreaker() throws {
+        let fixture = Fixture()
+        func config(healthInterval: Double) -> String {
+            #"{"health": {"interval": \#(healthInterval)}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
+                + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
+        }
+        // No rounds but the first until the source is there: the first run fails without it.
+        try FileManager.default.createDirectory(atPath: fixture.destination, withIntermediateDirectories: true)
+        let daemon = try DaemonProcess(
+            ["--config", fixture.directory.write("weavedid.json", config(healthInterval: 3600))],
+            environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1"], directory: fixture.directory)
+        try waitForReady(daemon)
+        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
+        let big = fixture.directory.write("source/big.bin", "")
+        try #require(truncate(big, off_t(8 << 30)) == 0, "truncate: \(Errno.current)")
+        fixture.directory.write("weavedid.json", config(healthInterval: 0.5))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func automaticFixes() throws -> [JSONValue] {
+            let fixes = try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue ?? []
+            return fixes.filter { $0[member: "check"]?.stringValue == "job.docs" && $0[member: "trigger"]?.stringValue == "automatic" }
+        }
+        var first: JSONValue?
+        for _ in 0..<3000 where first == nil {
+            first = try automaticFixes().first
+            if first == nil { usleep(10_000) }
+        }
+        #expect(first?[member: "outcome"]?.stringValue == "inProgress", "\(String(describing: first))\n\(daemon.log)")
+        #expect(first?[member: "message"]?.stringValue?.contains("started run docs-2, still going after 5 s") == true,
+            "\(String(describing: first))")
+        usleep(12_000_000)  // some twenty rounds: three fixes counted as failed would have opened the breaker
+        let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
+        try #require(jobs.first?[member: "running"] == .bool(true), "the run ended: the test proves nothing\n\(daemon.log)")
+        let attempts = try automaticFixes()
+        #expect(attempts.count == 1, "\(attempts)")
+        let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
+        let check = try #require(checks.first { $0[member: "name"]?.stringValue == "job.docs" })
+        #expect(check[member: "breaker"]?.stringValue == "closed", "\(check)")
+        #expect(check[member: "fixInProgress"]?.stringValue?.contains("started run docs-2") == true, "\(check)")
+        #expect(check[member: "fixHeldBack"]?.stringValue?.contains("auto-fix waits for it to end") == true, "\(check)")
+        let health = try CtlRun.run(["--socket", daemon.defaultSocket, "health"])
+        #expect(health.output.split(separator: "\n").contains { $0.hasPrefix("job.docs ") && $0.contains(" in progress ") },
+            "\(health.all)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     @Test func lastResult_survivesARestart_andHealthKnowsIt() throws {
         let fixture = Fixture()
         let daemon = try fixture.start(fixture.config(extra: #", "failureThreshold": 1"#))  // no source yet

@@ -402,6 +402,82 @@ final class RecordingClock: HealthClock {
         #expect(manual.message == "fixed; the check still fails after it: down")
     }
 
+    /// A fix that starts a remedy going on after it (a long run) and says so is `inProgress`
+    /// while the check still fails: no failure for the backoff and the breaker (here one
+    /// failure would open it), and no new attempt while the remedy goes on, however many
+    /// rounds pass; once the remedy has ended, auto-fix judges the fix as usual again.
+    @Test func aFixWhoseRemedyGoesOn_isInProgress_neitherRetriedNorCountedAsFailed() async {
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .seconds(10)
+        policy.breakerThreshold = 1
+        policy.maxAttemptsPerWindow = 100
+        let registry = registry(policy)
+        let going = Locked(true)
+        let runs = Locked(0)
+        let timeLeft = Locked<Duration?>(nil)
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: {
+            let run = runs.withLock { $0 += 1; return $0 }
+            timeLeft.withLock { $0 = FixRecord.attemptTimeLeft }
+            if run == 1 { FixRecord.remedyInProgress { going.withLock { $0 } } }
+            return "started a run"
+        }))
+        #expect(FixRecord.attemptTimeLeft == nil)  // outside a fix
+        await registry.runChecks()
+        #expect(runs.withLock { $0 } == 1)
+        #expect(timeLeft.withLock { $0 } == policy.attemptTimeout)  // the manual clock has not moved
+        let record = registry.fixHistory().last
+        #expect(record?.outcome == .inProgress)
+        #expect(record?.message == "started a run; the check still fails while it goes on: down")
+        var check = registry.report().checks[0]
+        #expect(check.breaker == .closed)
+        #expect(check.fixInProgress == "started a run; the check still fails while it goes on: down")
+        for _ in 0..<5 {
+            clock.advance(by: .seconds(60))
+            await registry.runChecks()
+        }
+        #expect(runs.withLock { $0 } == 1)
+        check = registry.report().checks[0]
+        #expect(check.breaker == .closed)
+        #expect(check.fixHeldBack == "the remedy its last fix started 300 s ago is still going "
+            + "(started a run; the check still fails while it goes on: down): auto-fix waits for it to end")
+
+        going.withLock { $0 = false }  // the remedy ended, and the check still fails
+        await registry.runChecks()
+        #expect(runs.withLock { $0 } == 2)
+        check = registry.report().checks[0]
+        #expect(check.fixInProgress == nil)
+        #expect(registry.fixHistory().last?.outcome == .succeeded)  // returned, left the check failing: a failure
+        #expect(check.breaker != .closed)
+    }
+
+    /// A remedy said by a fix that then throws, or said after its attempt timed out, is not
+    /// heard: the attempt is a failure as before.
+    @Test func aRemedySaidByAFixThatFails_isNotInProgress() async {
+        let registry = registry()
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: {
+            FixRecord.remedyInProgress { true }
+            throw ScriptedFix.FixError()
+        }))
+        let record = await registry.fix("x")
+        #expect(record.outcome == .failed)
+        #expect(registry.report().checks[0].fixInProgress == nil)
+    }
+
+    /// A check healthy again forgets a remedy in progress.
+    @Test func aCheckHealthyAgain_forgetsTheRemedyInProgress() async {
+        let registry = registry()
+        let script = Script([.unhealthy, .unhealthy, .healthy])
+        registry.register(HealthCheck(name: "x", run: { script.next() }, fix: {
+            FixRecord.remedyInProgress { true }
+            return "started"
+        }))
+        await registry.runChecks()
+        #expect(registry.fixHistory().last?.outcome == .inProgress)
+        await registry.runChecks()
+        #expect(registry.report().checks[0].fixInProgress == nil)
+        #expect(registry.report().checks[0].status == .healthy)
+    }
+
     @Test func aCheckHealthyAgainByItself_forgetsTheFailedFixes() async {
         var policy = AutoFixPolicy()
         policy.backoffBase = .seconds(100)

@@ -23,6 +23,11 @@ public struct FixRecord: Sendable, Codable, Equatable {
         case timedOut
         /// The fix was not run (no fix, attempt limit, a fix already running).
         case refused
+        /// The fix returned, having started a remedy that goes on after it (a long run; see
+        /// `FixRecord.remedyInProgress(while:)`), and the check still fails meanwhile: neither
+        /// a success nor a failure for the backoff and the breaker, and auto-fix does not run the
+        /// fix again while the remedy goes on.
+        case inProgress
     }
 
     /// When it happened, in seconds since the Unix epoch.
@@ -69,9 +74,13 @@ public struct CheckReport: Sendable, Codable, Equatable {
     public var fixesTried: Int
     /// The last fix tried, if any.
     public var lastFix: FixRecord?
-    /// Why auto-fix last held back, if it did (backoff, breaker, limit); nil again once the
-    /// check is healthy.
+    /// Why auto-fix last held back, if it did (backoff, breaker, limit, a remedy in progress);
+    /// nil again once the check is healthy.
     public var fixHeldBack: String?
+    /// What the last fix said, while the remedy it started goes on (its outcome is
+    /// `inProgress`): auto-fix waits for the remedy to end. Nil once the check has seen it end
+    /// (each run of the check asks), or is healthy.
+    public var fixInProgress: String?
     /// The fix's circuit breaker.
     public var breaker: BreakerState
 }

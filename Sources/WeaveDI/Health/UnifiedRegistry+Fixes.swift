@@ -28,9 +28,21 @@ extension UnifiedRegistry {
     /// only the failures rounds that may fix saw (`fixingRoundFailures`): checks run only to
     /// look do not bring a fix nearer.
     func autoFixIfDue(_ name: String) async {
+        let now = clock.now
         let due: Bool = state.withLock { state in
-            guard state.autoFix, !Task.isCancelled, let entry = state.checks[name], entry.check.fix != nil, let status = entry.status else { return false }
-            return status != .healthy && entry.fixingRoundFailures >= entry.check.failureThreshold
+            guard state.autoFix, !Task.isCancelled, var entry = state.checks[name], entry.check.fix != nil, let status = entry.status else {
+                return false
+            }
+            guard status != .healthy && entry.fixingRoundFailures >= entry.check.failureThreshold else { return false }
+            // The remedy the last fix started still goes on (the round's run of the check asked
+            // just now): running the fix again would only find it going.
+            if let remedy = entry.remedy {
+                entry.heldBack = "the remedy its last fix started \(format(now - remedy.since)) ago is still going "
+                    + "(\(remedy.message)): auto-fix waits for it to end"
+                state.checks[name] = entry
+                return false
+            }
+            return true
         }
         if due { _ = await attempt(name, trigger: .automatic) }
     }
@@ -89,13 +101,18 @@ extension UnifiedRegistry {
             case failed(String)
         }
         let fix = check.fix!
+        let context = FixAttemptContext(deadline: startedAt + policy.attemptTimeout, clock: clock)
         let outcome = await withTimeout(policy.attemptTimeout, clock: clock) { () -> Outcome in
-            let outcome: Outcome = await FixRecord.Trigger.$current.withValue(trigger) {
-                do { return .done(try await fix()) } catch { return .failed(String(describing: error)) }
+            let outcome: Outcome = await FixRecord.$attempt.withValue(context) {
+                await FixRecord.Trigger.$current.withValue(trigger) {
+                    do { return .done(try await fix()) } catch { return .failed(String(describing: error)) }
+                }
             }
             self.fixReturned(check.name, id: id)
             return outcome
         }
+        // A remedy said to go on counts only for a fix that returned in time.
+        let remedy = context.close()
         let end = clock.now
         // A fix that returned is judged by the check, run again at once (while no other fix of
         // it may start): one that leaves it failing counts as failed for the backoff and the
@@ -109,7 +126,16 @@ extension UnifiedRegistry {
             }
         }
         let record: FixRecord
+        // A fix whose remedy goes on (a long run), the check failing until it ends, is in
+        // progress: judged a failure, auto-fix would back off, open the breaker, and run it
+        // again every round meanwhile, only to find the remedy going.
+        let going = stillFailing != nil ? remedy : nil
         switch outcome {
+        case let .done(message)? where going != nil:
+            record = FixRecord(
+                time: wall, check: check.name, trigger: trigger, outcome: .inProgress,
+                message: message + "; the check still fails while it goes on: \(stillFailing ?? "")", error: nil,
+                duration: seconds(end - startedAt))
         case let .done(message)?:
             let note = stillFailing.map { "; the check still fails after it: \($0)" } ?? ""
             record = FixRecord(
@@ -131,7 +157,13 @@ extension UnifiedRegistry {
                 }
                 entry.fixesTried += 1
                 entry.lastFix = record
-                entry.governor.record(success: record.outcome == .succeeded && stillFailing == nil, at: end, policy: policy, jitter: jitter)
+                if let going {
+                    entry.remedy = UnifiedRegistry.RemedyInProgress(id: id, isGoing: going, since: end, message: record.message)
+                } else {
+                    entry.remedy = nil
+                    entry.governor.record(
+                        success: record.outcome == .succeeded && stillFailing == nil, at: end, policy: policy, jitter: jitter)
+                }
                 state.checks[check.name] = entry
             }
             return state.healthLogging
@@ -139,11 +171,22 @@ extension UnifiedRegistry {
         remember(record)
         if logging {
             WeaveDILog.log(
-                record.outcome == .succeeded ? .health : .error, subsystem: "health",
+                record.outcome == .succeeded || record.outcome == .inProgress ? .health : .error, subsystem: "health",
                 "fix of \(check.name) (\(trigger.rawValue)) \(record.outcome.rawValue): \(record.error ?? record.message)")
         }
         tell(.fixed(record, healed: record.outcome == .succeeded && stillFailing == nil))
         return record
+    }
+
+    /// Asks whether the remedy the last fix of `name` started still goes on, and forgets it
+    /// once it does not: auto-fix may then run the fix again.
+    func refreshRemedy(_ name: String) async {
+        guard let remedy = state.withLock({ $0.checks[name]?.remedy }) else { return }
+        guard await !remedy.isGoing.isGoing() else { return }
+        state.withLock { state in
+            guard state.checks[name]?.remedy?.id == remedy.id else { return }
+            state.checks[name]?.remedy = nil
+        }
     }
 
     /// Notes that the fix `id` of `name` returned; one abandoned at its timeout is let go.
@@ -162,5 +205,63 @@ extension UnifiedRegistry {
                 state.history.removeFirst(state.history.count - UnifiedRegistry.historyLimit)
             }
         }
+    }
+}
+
+/// What the registry and a fix running now share: the attempt's deadline, and the remedy the
+/// fix says goes on after it returns.
+final class FixAttemptContext: Sendable {
+    /// Whether a remedy still goes on, in a class box: a closure read out of a `Locked` comes
+    /// back wrapped in one more thunk each time (see `WeaveDILog`).
+    final class Probe: Sendable {
+        let isGoing: @Sendable () async -> Bool
+        init(_ isGoing: @escaping @Sendable () async -> Bool) { self.isGoing = isGoing }
+    }
+
+    let deadline: Duration
+    let clock: any HealthClock
+    private let state = Locked<(open: Bool, remedy: Probe?)>((true, nil))
+
+    init(deadline: Duration, clock: any HealthClock) {
+        self.deadline = deadline
+        self.clock = clock
+    }
+
+    func setRemedy(_ probe: Probe) {
+        state.withLock { state in
+            if state.open { state.remedy = probe }
+        }
+    }
+
+    /// Ends the attempt: a remedy said after this (by a fix that timed out, or a task it left)
+    /// is not heard. Returns the one said before.
+    func close() -> Probe? {
+        state.withLock { state in
+            state.open = false
+            return state.remedy
+        }
+    }
+}
+
+extension FixRecord {
+    /// The attempt running in this task (and the tasks it starts), if any.
+    @TaskLocal static var attempt: FixAttemptContext?
+
+    /// Said inside a fix that started a remedy which goes on after it returns (weavedid's job
+    /// fix starts a run that can last hours): while `isGoing` says so, auto-fix does not run
+    /// the fix again. If the check, run again after the fix, still fails, the attempt is
+    /// recorded as `inProgress`, which neither resets nor counts toward the backoff and the
+    /// circuit breaker; the check's runs ask `isGoing` (it should answer at once), and once it
+    /// says false, or the check is healthy, auto-fix acts again as usual. Outside a fix, or
+    /// after the attempt ended (its timeout), it does nothing.
+    public static func remedyInProgress(while isGoing: @escaping @Sendable () async -> Bool) {
+        attempt?.setRemedy(FixAttemptContext.Probe(isGoing))
+    }
+
+    /// Inside a fix, the time left before its attempt times out (`AutoFixPolicy.attemptTimeout`),
+    /// never negative; nil outside a fix. A fix that waits for something can wait for no longer.
+    public static var attemptTimeLeft: Duration? {
+        guard let attempt else { return nil }
+        return max(.zero, attempt.deadline - attempt.clock.now)
     }
 }

@@ -32,6 +32,18 @@ public final class UnifiedRegistry: Sendable {
         /// The fix running now, or abandoned at its timeout and not returned yet.
         var fixInFlight: FixInFlight?
         var governor = FixGovernor()
+        /// The remedy the last fix started, while it goes on (`FixRecord.Outcome.inProgress`).
+        var remedy: RemedyInProgress?
+    }
+
+    struct RemedyInProgress {
+        /// The fix's number (`State.serial`).
+        var id: UInt64
+        var isGoing: FixAttemptContext.Probe
+        /// When the fix returned.
+        var since: Duration
+        /// What the fix said.
+        var message: String
     }
 
     struct FixInFlight {
@@ -242,6 +254,7 @@ public final class UnifiedRegistry: Sendable {
     /// `fixingRound`: the run is part of a round that may fix, so a failure counts toward
     /// auto-fix's threshold.
     func runOne(_ check: HealthCheck, fixingRound: Bool) async {
+        await refreshRemedy(check.name)
         let start = clock.now
         enum Admission {
             case run(UInt64)
@@ -300,7 +313,8 @@ public final class UnifiedRegistry: Sendable {
             duration: seconds(entry.duration), lastRun: entry.lastRun, lastSuccess: entry.lastSuccess,
             lastFailure: entry.lastFailure, consecutiveFailures: entry.consecutiveFailures,
             fixable: entry.check.fix != nil, fixesTried: entry.fixesTried, lastFix: entry.lastFix,
-            fixHeldBack: entry.heldBack, breaker: entry.governor.breaker(at: now, wallNow: wallNow))
+            fixHeldBack: entry.heldBack, fixInProgress: entry.remedy?.message,
+            breaker: entry.governor.breaker(at: now, wallNow: wallNow))
     }
 
     // MARK: The loop
@@ -376,6 +390,7 @@ extension UnifiedRegistry.CheckState {
         // So are the failed fixes: the problem is gone, and one that comes back starts afresh.
         if status == .healthy {
             heldBack = nil
+            remedy = nil
             governor.healed()
         }
     }

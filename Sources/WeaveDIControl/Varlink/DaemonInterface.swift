@@ -48,13 +48,16 @@ public enum DaemonInterface {
           fixable: bool,
           fixesTried: int,
           fixHeldBack: ?string,
+          fixInProgress: ?string,
           breaker: string
         )
 
         # Overall health: the worst status and a score from 0 to 100.
         type Health (status: string, score: int, takenAt: float, checks: []Check)
 
-        # One fix attempt.
+        # One fix attempt. outcome: succeeded, failed, timedOut, refused, or inProgress (the fix
+        # started a remedy, such as a job's run, that goes on while the check still fails; the
+        # Check's fixInProgress says so until it ends); a client should show any other as it is.
         type Fix (
           time: float,
           check: string,

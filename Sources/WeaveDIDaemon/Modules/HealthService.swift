@@ -39,7 +39,7 @@ public final class HealthService: DaemonService {
 
     /// Logs a check turning degraded or unhealthy (also as its first result) as a warning and
     /// its recovery as a notice, a fix that failed, timed out or left its check failing as a
-    /// warning and one that healed it as a notice: what an operator must see, whatever
+    /// warning and one that healed it, or started a remedy still going (`inProgress`), as a notice: what an operator must see, whatever
     /// `WEAVEDI_REGISTRY_HEALTH_LOGGING` says (that flag adds the library's own lines). A first
     /// result that is healthy, and the rounds that change nothing, are not logged.
     static func log(_ event: HealthEvent, to log: DaemonLog) {
@@ -49,7 +49,7 @@ public final class HealthService: DaemonService {
             log.log(to == .healthy ? .notice : .warning, "health", "\(check): \(from?.rawValue ?? "unknown") -> \(to.rawValue): \(message)")
         case let .fixed(record, healed):
             log.log(
-                healed ? .notice : .warning, "health",
+                healed || record.outcome == .inProgress ? .notice : .warning, "health",
                 "fix of \(record.check) (\(record.trigger.rawValue)) \(record.outcome.rawValue): \(record.error ?? record.message)")
         }
     }

@@ -5,7 +5,8 @@ extension SyncScheduler {
     /// `job.NAME`: degraded after a failed (or partial) run, unhealthy after `failureThreshold`
     /// failed runs in a row or no success within `staleAfterIntervals` intervals. Its fix
     /// cancels a stuck run, resets the backoff, lets the job prepare (a mirror recreates a
-    /// missing destination root) and starts a run.
+    /// missing destination root) and starts a run; while that run, or one going already, goes
+    /// on, the fix is in progress.
     func registerHealthCheck(_ name: String) {
         registry.register(HealthCheck(name: "job.\(name)", tags: [HealthCheck.readiness, "sync"]) { [weak self] in
             await self?.health(of: name) ?? .healthy("job removed")
@@ -71,21 +72,53 @@ extension SyncScheduler {
         if let prepared = try await current.job.prepareForRetry() { actions.append(prepared) }
         jobs[name]?.backoffLevel = 0
         actions.append("reset the backoff")
-        if let run = launch(name) {
+        if let task = launch(name), let run = jobs[name]?.running {
             // The check runs again as soon as the fix returns, and judges it: the run is waited
-            // for a while, so that one that heals the job in that time counts. A longer run
-            // goes on, and the job's check heals when it succeeds.
-            if let record = await withTimeout(Self.fixRunWait, clock: SystemHealthClock(), { await run.value }) {
+            // for a while, so that one that heals the job in that time counts, but not past
+            // the attempt's time limit (cancelling a stuck run and preparing took some of it).
+            // A longer run goes on, and the job's check heals when it succeeds; meanwhile the fix
+            // is in progress, and auto-fix leaves the run alone.
+            let wait = min(Self.fixRunWait, (FixRecord.attemptTimeLeft ?? Self.fixRunWait) - Self.fixReturnMargin)
+            if wait > .zero, let record = await withTimeout(wait, clock: SystemHealthClock(), { await task.value }) {
                 actions.append("ran: \(record.result.rawValue)" + (record.message.map { " (\($0))" } ?? ""))
+            } else if jobs[name]?.running?.id == run.id, jobs[name]?.running?.started == nil {
+                actions.append("started run \(run.id), which waits for a slot (\(slotsInUse) runs going, maxConcurrentRuns \(maxRuns))")
+                remedyInProgress(name, run: run)
             } else {
-                actions.append("started a run, still going after \(Self.fixRunWait.components.seconds) s")
+                let waited = SecondsRange.format((seconds(wait) * 10).rounded() / 10)
+                actions.append("started run \(run.id)" + (wait > .zero ? ", still going after \(waited) s" : ""))
+                remedyInProgress(name, run: run)
             }
+        } else if let run = jobs[name]?.running {
+            // A run going (not stuck), or waiting for a slot: another would be skipped; the
+            // job's check heals when that one succeeds.
+            if let started = run.started {
+                actions.append("run \(run.id) is going (for \(Int(seconds(ContinuousClock.now - started))) s): no other starts beside it")
+            } else {
+                actions.append("run \(run.id) waits for a slot (\(slotsInUse) runs going, maxConcurrentRuns \(maxRuns)): "
+                    + "no other starts beside it")
+            }
+            remedyInProgress(name, run: run)
         }
         return actions.joined(separator: "; ")
     }
 
-    /// How long a job's fix waits for the run it started: half the default `attemptTimeout`.
+    /// Tells the registry that the fix's remedy, `run`, goes on: auto-fix does not run the fix
+    /// again until the run has ended (see `FixRecord.Outcome.inProgress`).
+    private func remedyInProgress(_ name: String, run: ActiveRun) {
+        FixRecord.remedyInProgress { [weak self, id = run.id] in await self?.isRunGoing(name, id: id) ?? false }
+    }
+
+    /// Whether the run `id` of `name` is still going (or waiting for a slot).
+    func isRunGoing(_ name: String, id: String) -> Bool {
+        jobs[name]?.running?.id == id
+    }
+
+    /// How long a job's fix waits for the run it started, at most: half the default
+    /// `attemptTimeout`, and less when the attempt has less time left (see `fixReturnMargin`).
     static let fixRunWait: Duration = .seconds(5)
+    /// The time the fix keeps back from its attempt's limit, to return in time after the wait.
+    static let fixReturnMargin: Duration = .seconds(1)
 }
 
 extension SyncScheduler {

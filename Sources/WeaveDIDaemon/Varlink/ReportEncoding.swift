@@ -22,6 +22,7 @@ enum ReportEncoding {
             ("lastSuccess", optional(check.lastSuccess)), ("lastFailure", optional(check.lastFailure)),
             ("consecutiveFailures", .int(check.consecutiveFailures)), ("fixable", .bool(check.fixable)),
             ("fixesTried", .int(check.fixesTried)), ("fixHeldBack", optional(check.fixHeldBack)),
+            ("fixInProgress", optional(check.fixInProgress)),
             ("breaker", .string(breaker(check.breaker))),
         ])
     }

@@ -15,8 +15,11 @@ struct FixCommand: CtlCommand {
             (circuit breaker open, too many attempts). Needs administrator rights: uid 0, the
             daemon's user, or a user or group in control.adminUsers / control.adminGroups.
 
-            Exit status: 0 when every attempt succeeded (or nothing needed fixing), 1 when one did
-            not or the check does not exist, 77 without the rights.
+            An attempt whose fix started a remedy that goes on (a job's run that lasts) is
+            inProgress: the check heals when the remedy does its work.
+
+            Exit status: 0 when every attempt succeeded or is in progress (or nothing needed
+            fixing), 1 when one did not or the check does not exist, 77 without the rights.
             """,
         method: "Fix")
 

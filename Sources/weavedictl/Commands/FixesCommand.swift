@@ -12,8 +12,10 @@ struct FixesCommand: CtlCommand {
                           \(UnifiedRegistry.historyLimit); a larger N is its InvalidParameter error, which says the range)
 
             Automatic fixes (run by the health loop) and manual ones (weavedictl fix) are listed
-            with their outcome: succeeded, failed, timedOut or refused (held back by the fix policy
-            or an open circuit breaker).
+            with their outcome: succeeded, failed, timedOut, refused (held back by the fix policy
+            or an open circuit breaker) or inProgress (the fix started a remedy, such as a job's
+            run, that goes on while the check still fails: auto-fix waits for it to end, and
+            counts it neither as a success nor as a failure).
             """,
         method: "ListFixes")
 
@@ -44,9 +46,9 @@ struct FixesCommand: CtlCommand {
         return ExitStatus.ok
     }
 
-    /// Whether every record succeeded.
+    /// Whether every record succeeded, or started a remedy that goes on (`inProgress`).
     static func allSucceeded(_ fixes: [JSONValue]) -> Bool {
-        fixes.allSatisfy { $0.string("outcome") == "succeeded" }
+        fixes.allSatisfy { $0.string("outcome") == "succeeded" || $0.string("outcome") == "inProgress" }
     }
 
     /// One row per `io.weavedi.Daemon.Fix` record: when, which check, how triggered, the

@@ -69,9 +69,11 @@ struct HealthTable {
         return text + "\n" + table.render(on: terminal)
     }
 
-    /// `-`, `yes`, `held back` or `breaker open`.
+    /// `-`, `yes`, `in progress`, `held back` or `breaker open`.
     private static func fixColumn(_ check: JSONValue) -> String {
         guard check.flag("fixable") else { return "-" }
+        // The remedy the last fix started (a job's run) still goes on: auto-fix waits for it.
+        if check.string("fixInProgress") != nil { return "in progress" }
         if check.string("breaker") == "open" { return "breaker open" }
         if check.string("fixHeldBack") != nil { return "held back" }
         return "yes"
