@@ -5,7 +5,8 @@ import WeaveDIPosix
 
 /// A stand-in for weavedid on a socket of its own: it answers each call with the replies
 /// scripted for its method and records the calls. Tests use it for what the real daemon does
-/// not produce on demand: job progress, unhealthy checks, component issues, cycles.
+/// not produce on demand: job progress, unhealthy checks, component issues, cycles, and the
+/// answers of an older daemon (a script per call: refused the first time, answered the next).
 final class FakeDaemon: @unchecked Sendable {  // immutable after init; the log has its own lock
     let directory = TemporaryDirectory("weavedictl-fake")
     let socket: String
@@ -18,32 +19,46 @@ final class FakeDaemon: @unchecked Sendable {  // immutable after init; the log 
         private let lock = NSLock()
         private var calls: [VarlinkCall] = []
 
-        func append(_ call: VarlinkCall) {
-            lock.lock()
-            calls.append(call)
-            lock.unlock()
-        }
 
         var all: [VarlinkCall] {
             lock.lock()
             defer { lock.unlock() }
             return calls
         }
+
+        /// Records `call`; returns how many calls of the same method came before it.
+        func append(_ call: VarlinkCall) -> Int {
+            lock.lock()
+            defer { lock.unlock() }
+            let before = calls.count(where: { $0.method == call.method })
+            calls.append(call)
+            return before
+        }
     }
+
+    /// What one call gets: bytes to send, each followed by a short pause or not.
+    private typealias Script = [(bytes: [UInt8], pause: Bool)]
 
     /// Serves `replies`, keyed by the method's short name (`RunJob`); a method without replies
     /// gets its connection closed without an answer.
     convenience init(_ replies: [String: [VarlinkReply]]) throws {
-        try self.init(raw: replies.mapValues { $0.map { (bytes: $0.encoded() + [0], pause: $0.continues) } })
+        try self.init(perCall: replies.mapValues { [$0] })
+    }
+
+    /// Serves each call of a method the next of the scripts given for it, keyed by the method's
+    /// short name: the first call gets the first script, the second the second, and so on; the
+    /// last one is served to every call after it.
+    convenience init(perCall replies: [String: [[VarlinkReply]]]) throws {
+        try self.init(scripts: replies.mapValues { $0.map { $0.map { (bytes: $0.encoded() + [0], pause: $0.continues) } } })
     }
 
     /// Serves the bytes scripted for each method as they are (a hostile or broken daemon:
     /// NUL terminators are the script's to write), then reads on until the client closes.
     convenience init(raw replies: [String: [[UInt8]]]) throws {
-        try self.init(raw: replies.mapValues { $0.map { (bytes: $0, pause: false) } })
+        try self.init(scripts: replies.mapValues { [$0.map { (bytes: $0, pause: false) }] })
     }
 
-    private init(raw replies: [String: [(bytes: [UInt8], pause: Bool)]]) throws {
+    private init(scripts replies: [String: [Script]]) throws {
         socket = directory.path + "/control.sock"
         let listener = try UnixSocket.listen(at: UnixSocketAddress(path: socket), nonBlocking: false).release()
         self.listener = listener
@@ -65,7 +80,7 @@ final class FakeDaemon: @unchecked Sendable {  // immutable after init; the log 
     /// The calls received so far.
     var calls: [VarlinkCall] { log.all }
 
-    private static func answer(on connection: FileDescriptor, replies: [String: [(bytes: [UInt8], pause: Bool)]], log: CallLog) {
+    private static func answer(on connection: FileDescriptor, replies: [String: [Script]], log: CallLog) {
         var buffer: [UInt8] = []
         while true {
             guard let chunk = try? connection.receive(upToCount: 65_536), !chunk.isEmpty else { return }
@@ -74,10 +89,10 @@ final class FakeDaemon: @unchecked Sendable {  // immutable after init; the log 
                 let message = Array(buffer[..<end])
                 buffer.removeFirst(end + 1)
                 guard let call = try? VarlinkCall.decode(message) else { return }
-                log.append(call)
+                let before = log.append(call)
                 let method = String(call.method.split(separator: ".").last ?? "")
-                guard let scripted = replies[method] else { return }
-                for reply in scripted {
+                guard let scripts = replies[method], let last = scripts.last else { return }
+                for reply in before < scripts.count ? scripts[before] : last {
                     guard (try? connection.sendAll(reply.bytes)) != nil else { return }
                     if reply.pause { usleep(20_000) }
                 }

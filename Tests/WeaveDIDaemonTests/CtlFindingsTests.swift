@@ -47,6 +47,31 @@ import WeaveDIControl
         #expect(fake.calls.first?.more == false)
     }
 
+    /// A daemon older than `detach` refuses it as an unknown parameter: weavedictl asks again
+    /// without it and waits for the run's end, as it used to, instead of failing.
+    @Test func runJob_withoutWait_olderDaemonRefusingDetach_isAskedAgainWithoutIt() throws {
+        let refused = VarlinkFailure.invalidParameter("detach", reason: "unknown parameter (accepted: name)").reply
+        let fake = try FakeDaemon(perCall: ["RunJob": [[refused], [.jobRun("docs", result: "success")]]])
+        let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.hasPrefix("job docs: success in 2.5 s"), "\(run.all)")
+        #expect(run.error.isEmpty, "\(run.error)")
+        let calls = fake.calls
+        #expect(calls.count == 2, "\(calls)")
+        #expect(calls.first?.parameter("detach") == .bool(true), "\(calls)")
+        #expect(calls.last.map { $0.parameter("detach") == nil && !$0.more && $0.parameter("name") == .string("docs") } == true, "\(calls)")
+    }
+
+    /// Any other refusal (here of the job's name) is the command's error, not asked again.
+    @Test func runJob_withoutWait_otherInvalidParameter_isNotAskedAgain() throws {
+        let refused = VarlinkFailure.invalidParameter("name", reason: "expected a string").reply
+        let fake = try FakeDaemon(perCall: ["RunJob": [[refused], [.jobRun("docs", result: "success")]]])
+        let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])
+        #expect(run.code == 1, "\(run.all)")
+        #expect(run.error.contains("org.varlink.service.InvalidParameter"), "\(run.all)")
+        #expect(fake.calls.count == 1, "\(fake.calls)")
+    }
+
     @Test(.enabled(if: fileExists("/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
     func runJob_wait_onATerminal_redrawsOneBarInPlace() throws {
         let fake = try FakeDaemon(["RunJob": Self.progressThenSuccess])

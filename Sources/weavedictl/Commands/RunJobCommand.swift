@@ -22,7 +22,9 @@ struct RunJobCommand: CtlCommand {
             it takes, `weavedictl jobs` shows how it ended. While sync.maxConcurrentRuns runs
             are going, the run waits for one of them to end, and is said queued (`job NAME: run
             NAME-3 queued: 2 runs going (maxConcurrentRuns 2); …`). A job already running is not
-            run twice: that run is said skipped.
+            run twice: that run is said skipped. A daemon too old to answer once the run has
+            started is asked to run the job as before: the answer comes when the run ends,
+            within that daemon's control.callTimeout.
 
             Needs administrator rights (see `weavedictl fix --help`).
 
@@ -130,10 +132,19 @@ struct RunJobCommand: CtlCommand {
     }
 
     /// Without --wait: asks for a run and returns once it has started (`detach`), so that a run
-    /// longer than the daemon's `control.callTimeout` is no failure.
+    /// longer than the daemon's `control.callTimeout` is no failure. A daemon older than
+    /// `detach` refuses it as an unknown parameter: it is asked again without it, and answers
+    /// when the run ends (within its `control.callTimeout`), as weavedictl used to wait for it.
     private func start(on client: VarlinkClient, in context: CtlContext) throws(CtlError) -> Int32 {
-        let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name)), ("detach", .bool(true))])
-        let reply = try context.perform(call, on: client)
+        let method = DaemonInterface.name + ".RunJob"
+        let call = VarlinkCall(method: method, parameters: [("name", .string(name)), ("detach", .bool(true))])
+        let reply: VarlinkReply?
+        do {
+            reply = try context.perform(call, on: client)
+        } catch {
+            guard Self.refusesDetach(error) else { throw error }
+            reply = try context.perform(VarlinkCall(method: method, parameters: [("name", .string(name))]), on: client)
+        }
         if context.options.json { context.printJSON(reply?.object ?? .object([])) }
         if let id = reply?.parameter("runId")?.stringValue {
             if !context.options.json {
@@ -158,6 +169,13 @@ struct RunJobCommand: CtlCommand {
     static func going(_ queued: JSONValue) -> String {
         let going = queued.int("runsGoing") == 1 ? "1 run going" : "\(queued.intText("runsGoing")) runs going"
         return "\(going) (maxConcurrentRuns \(queued.intText("maxConcurrentRuns")))"
+    }
+
+    /// Whether `error` is the daemon's `InvalidParameter` naming `detach`: a daemon that does
+    /// not know the parameter.
+    static func refusesDetach(_ error: CtlError) -> Bool {
+        guard case let .failure(failure, _) = error, failure.name == "org.varlink.service.InvalidParameter" else { return false }
+        return failure.parameters.first { $0.0 == "parameter" }?.1 == .string("detach")
     }
 
     /// `job NAME: RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`.
