@@ -166,6 +166,34 @@ import WeaveDIPosix
         #expect(run.output.isEmpty, "\(run.all)")
     }
 
+    /// An option that takes one value, given twice (before or after the subcommand, inline or
+    /// not), is refused naming both values, instead of the last one taken in silence: which
+    /// socket a command talks to must not depend on which of two a script put last. `--tag`,
+    /// which adds a tag each time, and a flag given twice are taken.
+    @Test(arguments: [
+        (["--socket", "/a.sock", "ping", "--socket=/b\u{1B}.sock"], #"weavedictl ping: --socket given twice ("/a.sock", then "/b\u001b.sock"); give it once"#),
+        (["--socket=/a.sock", "--socket", "/a.sock", "ping"], #"weavedictl: --socket given twice ("/a.sock", then "/a.sock"); give it once"#),
+        (["ping", "--timeout", "1", "--timeout=2"], #"weavedictl ping: --timeout given twice ("1", then "2"); give it once"#),
+        (["fixes", "--limit", "3", "--limit", "4"], #"weavedictl fixes: --limit given twice ("3", then "4"); give it once"#),
+        (["log-level", "--filter", "info", "--filter", "debug"], #"weavedictl log-level: --filter given twice ("info", then "debug"); give it once"#),
+        (["check-cycles", "--offline", "--config", "a.json", "--config", "b.json"],
+            #"weavedictl check-cycles: --config given twice ("a.json", then "b.json"); give it once"#),
+    ])
+    func anOptionGivenTwice_isRefused_namingBothValues(arguments: [String], problem: String) throws {
+        let run = try CtlRun.run(arguments)
+        #expect(run.code == 64, "\(run.all)")
+        #expect(run.error.hasPrefix(problem + "\nusage: weavedictl "), "\(run.all)")
+        #expect(run.output.isEmpty, "\(run.all)")
+    }
+
+    @Test func repeatedTags_andRepeatedFlags_areTaken() throws {
+        let fake = try FakeDaemon(["GetHealth": [.health("healthy")]])
+        let run = try CtlRun.run(["--socket", fake.socket, "--json", "health", "--tag", "a", "--tag", "b", "--json", "--no-color", "--no-color"])
+        #expect(run.code == 0, "\(run.all)")
+        #expect(run.output.hasPrefix("{"), "\(run.all)")
+        #expect(fake.calls.first?.parameters.first { $0.0 == "tags" }?.1 == .array([.string("a"), .string("b")]), "\(fake.calls)")
+    }
+
     /// A value that starts with `--`, given inline, is that value.
     @Test func aValueThatStartsWithDashes_isGivenInline() throws {
         let fake = try FakeDaemon(["GetHealth": [VarlinkReply(parameters: [("health", .object([

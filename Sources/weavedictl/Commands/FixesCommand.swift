@@ -26,7 +26,7 @@ struct FixesCommand: CtlCommand {
         while let token = reader.next() {
             switch token {
             case let .option("--limit", value):
-                let text = try reader.value(of: "--limit", inline: value)
+                let text = try reader.onceValue(of: "--limit", inline: value)
                 guard let number = Int(text), number > 0 else { throw reader.error("--limit needs a positive integer, got '\(text)'") }
                 limit = number
             case let .option(name, value): try reader.shared(name, inline: value)

@@ -29,7 +29,7 @@ struct LogLevelCommand: CtlCommand {
     init(parsing reader: inout ArgumentReader) throws(UsageError) {
         while let token = reader.next() {
             switch token {
-            case let .option("--filter", value): filter = try reader.value(of: "--filter", inline: value)
+            case let .option("--filter", value): filter = try reader.onceValue(of: "--filter", inline: value)
             case let .option(name, value): try reader.shared(name, inline: value)
             case let .argument(argument):
                 guard level == nil else { throw reader.unexpected(argument) }

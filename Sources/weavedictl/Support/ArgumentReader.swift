@@ -1,3 +1,5 @@
+import WeaveDI
+
 /// Reads a command line token by token, in the manner of swift-argument-parser but by hand:
 /// `--name VALUE`, `--name=VALUE`, flags, positional arguments and `--` (everything after it
 /// is positional). Global options (`--socket`, `--json`, `--no-color`) are accepted before
@@ -21,6 +23,8 @@ struct ArgumentReader {
     /// Whether `--help` or `-h` was read as an option (not as an option's value, nor after
     /// `--`). `next()` skips it, so a subcommand's parser never sees it.
     private(set) var helpRequested = false
+    /// The values of the options that may be given once, by option, as first given.
+    private var given: [String: String] = [:]
 
     /// A reader over `arguments` (without the program name).
     init(_ arguments: [String]) {
@@ -78,6 +82,21 @@ struct ArgumentReader {
         return value
     }
 
+    /// The value of `option`, an option that may be given once (`--socket`, `--timeout`,
+    /// `--limit`...): a second one is refused rather than taken over the first, as which socket
+    /// or limit a command uses must not depend on which of two a script or an alias put last.
+    /// (A repeatable option, such as `--tag`, reads `value(of:inline:)`; a flag given twice
+    /// says the same thing twice, and is taken.)
+    mutating func onceValue(of option: String, inline: String?) throws(UsageError) -> String {
+        let value = try value(of: option, inline: inline)
+        if let first = given[option] {
+            throw error("\(option) given twice (\(JSONValue.quotedForMessage(first)), then \(JSONValue.quotedForMessage(value))); "
+                + "give it once")
+        }
+        given[option] = value
+        return value
+    }
+
     /// Checks that the flag `option` was not given a value (`--wait=yes`).
     func flag(_ option: String, inline: String?) throws(UsageError) {
         if inline != nil { throw error("\(option) takes no value") }
@@ -86,9 +105,9 @@ struct ArgumentReader {
     /// Handles an option the subcommand does not define itself: a global option, or an error.
     mutating func shared(_ option: String, inline: String?) throws(UsageError) {
         switch option {
-        case "--socket": options.socket = try value(of: option, inline: inline)
+        case "--socket": options.socket = try onceValue(of: option, inline: inline)
         case "--timeout":
-            let text = try value(of: option, inline: inline)
+            let text = try onceValue(of: option, inline: inline)
             guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= GlobalOptions.maximumTimeout,
                 text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") })
             else {

@@ -26,7 +26,7 @@ struct OfflineOptions {
             case let .option("--offline", value):
                 try reader.flag("--offline", inline: value)
                 offline = true
-            case let .option("--config", value): configPath = try reader.value(of: "--config", inline: value)
+            case let .option("--config", value): configPath = try reader.onceValue(of: "--config", inline: value)
             case let .option(name, value): try reader.shared(name, inline: value)
             case let .argument(argument): throw reader.unexpected(argument)
             }
