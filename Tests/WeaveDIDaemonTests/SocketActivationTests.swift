@@ -169,6 +169,10 @@ import WeaveDIPosix
         ("abc", #"LISTEN_FDS="abc" is not a number"#),
         ("", #"LISTEN_FDS="" is not a number"#),
         ("-1", #"LISTEN_FDS="-1" is negative"#),
+        // Digits only, as systemd writes it and as LISTEN_PID is read: no sign, no space.
+        ("+2", #"LISTEN_FDS="+2" is not a number of decimal digits only (no sign, no space)"#),
+        ("-0", #"LISTEN_FDS="-0" is not a number of decimal digits only (no sign, no space)"#),
+        (" 1", #"LISTEN_FDS=" 1" is not a number of decimal digits only (no sign, no space)"#),
         ("99999999999", #"LISTEN_FDS="99999999999" is too large: the daemon takes at most 1023 passed descriptors"#),
         ("5000", #"LISTEN_FDS="5000" is too large: the daemon takes at most 1023 passed descriptors"#),
     ])

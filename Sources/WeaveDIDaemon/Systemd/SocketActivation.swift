@@ -59,16 +59,19 @@ public struct SocketActivation: Sendable {
         return SocketActivation(sockets: sockets)
     }
 
-    /// `LISTEN_FDS` read as a count of descriptors, or the problem with it.
+    /// `LISTEN_FDS` read as a count of descriptors, or the problem with it: decimal digits
+    /// only, as systemd writes it and as `LISTEN_PID` is read (a sign, `+2` or `-0`, is
+    /// refused, not read as `Int32` would read it).
     static func descriptorCount(_ text: String) throws(Problem) -> Int32 {
-        let digits = text.first == "-" || text.first == "+" ? text.dropFirst() : Substring(text)
-        guard SystemdVariable.isDecimal(digits) else {
-            throw Problem(description: "\(quoted(text)) is not a number; it counts the descriptors systemd passed, from 3 on")
+        guard SystemdVariable.isDecimal(text) else {
+            let digits = text.dropFirst()
+            if text.first == "-", SystemdVariable.isDecimal(digits), digits.contains(where: { $0 != "0" }) {
+                throw Problem(description: "\(quoted(text)) is negative; it counts the descriptors systemd passed, from 3 on")
+            }
+            throw Problem(description: "\(quoted(text)) is not a number of decimal digits only (no sign, no space); "
+                + "it counts the descriptors systemd passed, from 3 on")
         }
-        if text.first == "-", digits.contains(where: { $0 != "0" }) {
-            throw Problem(description: "\(quoted(text)) is negative; it counts the descriptors systemd passed, from 3 on")
-        }
-        guard let count = Int32(digits), count <= maximumCount else {
+        guard let count = Int32(text), count <= maximumCount else {
             throw Problem(description: "\(quoted(text)) is too large: the daemon takes at most \(maximumCount) passed descriptors")
         }
         return count
