@@ -1,5 +1,7 @@
+import Glibc
 import Testing
 import WeaveDIDaemon
+import WeaveDIPosix
 
 /// The environment variables systemd passes are quoted alike in the problems found with them:
 /// escaped, and cut short past 60 Unicode scalars, however the value is made.
@@ -50,6 +52,23 @@ import WeaveDIDaemon
             #expect(text.contains("...\" (100001 characters)"), "\(text.prefix(200))")
             #expect(text.utf8.count < 400, "\(name): a problem of \(text.utf8.count) bytes")
         }
+    }
+
+    /// `JOURNAL_STREAM`'s numbers are read as systemd writes them, digits only: a sign makes
+    /// the value name no file, as it would for `sd_listen_fds` and `LISTEN_FDS`.
+    @Test func journalStream_isDigitsOnly() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("stderr.log", "")
+        let raw = open(path, O_WRONLY | O_CLOEXEC)
+        try #require(raw >= 0, "open: \(Errno.current)")
+        let file = FileDescriptor(rawValue: raw)
+        defer { try? file.close() }
+        let status = try file.status()
+        let reading = { (value: String) in DaemonLog.journaldIsReading(environment: ["JOURNAL_STREAM": value], standardError: file) }
+        #expect(reading("\(status.device):\(status.inode)"))
+        #expect(!reading("+\(status.device):\(status.inode)"))
+        #expect(!reading("\(status.device):+\(status.inode)"))
+        #expect(!reading("\(status.device): \(status.inode)"))
     }
 
     /// A quote in a value cannot end its quoting early: it is escaped, as in a JSON string.

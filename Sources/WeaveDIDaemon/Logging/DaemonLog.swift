@@ -84,10 +84,13 @@ public final class DaemonLog: Sendable {
         }
     }
 
-    /// Whether `JOURNAL_STREAM` (`DEVICE:INODE`) names the file behind standard error.
+    /// Whether `JOURNAL_STREAM` (`DEVICE:INODE`) names the file behind standard error. Both
+    /// numbers are decimal digits only, as systemd writes them (a sign is no part of them).
     public static func journaldIsReading(environment: [String: String], standardError: FileDescriptor = .standardError) -> Bool {
         guard let value = environment["JOURNAL_STREAM"], let colon = value.firstIndex(of: ":"),
-            let device = UInt64(value[..<colon]), let inode = UInt64(value[value.index(after: colon)...]),
+            case let (deviceText, inodeText) = (value[..<colon], value[value.index(after: colon)...]),
+            SystemdVariable.isDecimal(deviceText), SystemdVariable.isDecimal(inodeText),
+            let device = UInt64(deviceText), let inode = UInt64(inodeText),
             let status = try? standardError.status()
         else { return false }
         return UInt64(status.device) == device && UInt64(status.inode) == inode
