@@ -48,7 +48,7 @@ import WeaveDIDaemon
     @Test func wrongTypes_sayWhatWasExpectedAndWhatCame() {
         #expect(errorText(#"{"control": []}"#) == "control: expected an object, got an array")
         #expect(errorText(#"{"control": {"maxClients": "64"}}"#) == #"control.maxClients: expected an integer from 1 to 4096, got "64""#)
-        #expect(errorText(#"{"control": {"maxClients": 64.0}}"#) == "control.maxClients: expected an integer from 1 to 4096, got 64.0")
+        #expect(errorText(#"{"control": {"maxClients": 64.5}}"#) == "control.maxClients: expected an integer from 1 to 4096, got 64.5")
         #expect(errorText(#"{"shutdownTimeout": "10s"}"#) == #"shutdownTimeout: expected a number of seconds greater than 0 and at most 3600, got "10s""#)
         #expect(errorText(#"{"runtimeDirectory": 5}"#) == "runtimeDirectory: expected an absolute path, got 5")
         #expect(errorText(#"{"sync": {"jobs": {}}}"#) == "sync.jobs: expected an array, got an object")
@@ -59,6 +59,42 @@ import WeaveDIDaemon
         #expect(errorText(#"{"control": {"adminUsers": ["root", true]}}"#) == "control.adminUsers[1]: expected a user name or uid, got true")
         #expect(errorText(#"{"control": {"adminGroups": "wheel"}}"#) == #"control.adminGroups: expected an array, got "wheel""#)
         #expect(errorText(#"{"control": {"socketGroup": [1]}}"#) == "control.socketGroup: expected a group name or gid, got an array")
+    }
+
+    /// JSON has one number type: a whole number written with a fraction or an exponent is
+    /// that integer, in every integer field (ids included); a fraction is refused with the
+    /// field's path.
+    @Test func wholeNumbersWithAFractionOrAnExponent_areIntegers() throws {
+        let configuration = try loadConfiguration(#"""
+            {"control": {"maxClients": 5.0, "maxClientsPerUser": 4e0, "maxMessageBytes": 2.048e3, "socketGroup": 100.0,
+              "adminUsers": [1000.0, 0e5], "adminGroups": [-0.0]},
+             "sync": {"maxConcurrentRuns": 3E0, "jobs": []}}
+            """#)
+        #expect(configuration.control.maxClients == 5)
+        #expect(configuration.control.maxClientsPerUser == 4)
+        #expect(configuration.control.maxMessageBytes == 2048)
+        #expect(configuration.control.socketGroup == .id(100))
+        #expect(configuration.control.adminUsers == [.id(1000), .id(0)])
+        #expect(configuration.control.adminGroups == [.id(0)])
+        #expect(configuration.sync.maxConcurrentRuns == 3)
+        let cases: [(String, String)] = [
+            (#"{"control": {"maxClients": 5.5}}"#, "control.maxClients: expected an integer from 1 to 4096, got 5.5"),
+            (#"{"control": {"maxClients": 5e-1}}"#, "control.maxClients: expected an integer from 1 to 4096, got 0.5"),
+            (#"{"control": {"maxClients": 5e3}}"#, "control.maxClients: expected an integer from 1 to 4096, got 5000"),
+            (#"{"sync": {"maxConcurrentRuns": 1.25}}"#, "sync.maxConcurrentRuns: expected an integer from 1 to 64, got 1.25"),
+            (jobDocument(#""workers": 2.5"#), "sync.jobs[0].workers: expected an integer from 1 to 256, got 2.5"),
+            (jobDocument(#""failureThreshold": 0.0"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got 0"),
+            (jobDocument(#""staleAfterIntervals": 1e7"#), "sync.jobs[0].staleAfterIntervals: expected an integer from 1 to 1000000, got 10000000"),
+            // Past 2^53 a Double no longer holds every integer: 9007199254740993.0 would be read as ...992.
+            (jobDocument(#""failureThreshold": 9007199254740993.0"#),
+                "sync.jobs[0].failureThreshold: expected an integer of at least 1, got 9007199254740992.0 "
+                + "(past 2^53, a number with a fraction or an exponent is not read exactly: write the integer's digits)"),
+            (#"{"control": {"adminUsers": [1000.5]}}"#, "control.adminUsers[0]: expected a user name or uid, got 1000.5"),
+            (#"{"control": {"socketGroup": -1.0}}"#, "control.socketGroup: expected a group name or a gid from 0 to 4294967294, got -1.0"),
+        ]
+        for (document, expected) in cases {
+            #expect(errorText(document) == expected)
+        }
     }
 
     @Test func rangeViolations_quoteTheRangeAndTheValue() throws {

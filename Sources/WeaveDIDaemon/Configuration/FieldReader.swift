@@ -68,13 +68,20 @@ struct FieldReader {
         return bool
     }
 
-    /// An integer within `range`.
+    /// An integer within `range`: every integer field is read here. JSON has one number type,
+    /// so a whole number written with a fraction or an exponent (`5.0`, `5e0`) is that integer
+    /// (`JSONValue.wholeNumber`); `5.5` is refused with the field's path.
     func integer(_ value: JSONValue, at path: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         let expected = range.upperBound == .max
             ? "an integer of at least \(range.lowerBound)"
             : "an integer from \(range.lowerBound) to \(range.upperBound)"
-        guard let integer = value.intValue, range.contains(integer) else {
-            throw fail(path, "expected \(expected), got \(Self.describe(value))")
+        guard let integer = value.wholeNumber, range.contains(integer) else {
+            // A whole number is shown as the integer it is (`5e3` as 5000, not 5000.0).
+            var shown = value.wholeNumber.map { String($0) } ?? Self.describe(value)
+            if case let .double(double) = value, value.wholeNumber == nil, double.rounded(.towardZero) == double {
+                shown += " (past 2^53, a number with a fraction or an exponent is not read exactly: write the integer's digits)"
+            }
+            throw fail(path, "expected \(expected), got \(shown)")
         }
         return integer
     }
@@ -102,20 +109,19 @@ struct FieldReader {
 
     /// A user or group, by name (a string) or id (an integer from 0 to 4294967294).
     func account(_ value: JSONValue, at path: String, kind: AccountKind) throws(ConfigurationError) -> DaemonConfiguration.AccountReference {
-        switch value {
-        case let .string(name):
+        if case let .string(name) = value {
             let forbidden = name.unicodeScalars.first { $0 == ":" || $0 == "/" || $0.value < 0x21 || $0.value == 0x7F }
             guard !name.isEmpty, forbidden == nil else {
                 throw fail(path, "invalid \(kind.rawValue) name \(Self.describe(value)): a name may not be empty or contain ':', '/', spaces or control characters")
             }
             return .name(name)
-        case let .int(id) where id >= 0 && id <= 4_294_967_294:
-            return .id(UInt32(id))
-        case _ where value.intValue != nil || value.isIntegerBeyondInt:
-            throw fail(path, "expected a \(kind.rawValue) name or a \(kind.idName) from 0 to 4294967294, got \(Self.describe(value))")
-        default:
-            throw fail(path, "expected a \(kind.rawValue) name or \(kind.idName), got \(Self.describe(value))")
         }
+        // An id is an integer as every integer field reads it (`1000.0` is 1000).
+        if let id = value.wholeNumber, (0...4_294_967_294).contains(id) { return .id(UInt32(id)) }
+        if value.wholeNumber != nil || value.isIntegerBeyondInt {
+            throw fail(path, "expected a \(kind.rawValue) name or a \(kind.idName) from 0 to 4294967294, got \(Self.describe(value))")
+        }
+        throw fail(path, "expected a \(kind.rawValue) name or \(kind.idName), got \(Self.describe(value))")
     }
 
     /// Whether an account reference names a user or a group, for messages.
@@ -143,6 +149,19 @@ struct FieldReader {
 }
 
 extension JSONValue {
+    /// The integer this number stands for: an `.int`, or a `.double` with no fraction (`5.0`,
+    /// `5e0`, `-0.0`) whose magnitude is below 2^53, where a `Double` holds every integer
+    /// exactly (beyond it, `9007199254740993.0` would be read as another integer); nil for a
+    /// fraction (`5.5`), a number beyond those, or anything but a number.
+    var wholeNumber: Int? {
+        switch self {
+        case let .int(value): return value
+        case let .double(value) where value.rounded(.towardZero) == value && value.magnitude < 9_007_199_254_740_992:
+            return Int(value)
+        default: return nil
+        }
+    }
+
     /// Whether this is an integer too large for `Int`, kept as written (`.number` with neither
     /// a fraction nor an exponent).
     var isIntegerBeyondInt: Bool {
