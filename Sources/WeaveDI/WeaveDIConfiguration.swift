@@ -29,6 +29,11 @@ public enum WeaveDIConfiguration {
 
     private static let warned = Locked<Set<String>>([])
 
+    /// The subsystem of the log lines about a variable above whose value is ignored (a default
+    /// is used instead). They are of category `.error`, the library's only category for a
+    /// problem; a sink with a warning level of its own (the daemon's) logs them at that level.
+    public static let environmentLogSubsystem = "configuration"
+
     /// Reads the variables above and applies them to `UnifiedRegistry.shared`, the log level
     /// and `InjectedContext`; returns the settings now in effect. An unset variable, or one with
     /// a value that is not valid (warned about), leaves its setting as it is.
@@ -89,7 +94,7 @@ public enum WeaveDIConfiguration {
         let first = warned.withLock { $0.insert(variable).inserted }
         guard first else { return }
         WeaveDILog.log(
-            .error, subsystem: "configuration",
+            .error, subsystem: environmentLogSubsystem,
             "\(variable)=\(JSONValue.quotedForMessage(value)) is not valid (accepted: \(accepted)); using \(fallback)")
     }
 }

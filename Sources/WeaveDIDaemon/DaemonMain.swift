@@ -81,9 +81,7 @@ public enum DaemonMain {
         if CurrentProcess.workingDirectory() == nil {
             log.notice("daemon", "the working directory cannot be read as UTF-8 text: the default paths under it are relative (./.weavedi/...)")
         }
-        if let problem = LogFilter.parse(environment["WEAVEDID_LOG"] ?? "info").failureDescription {
-            log.warning("daemon", "WEAVEDID_LOG: \(problem); using info everywhere")
-        }
+        if let problem = logFilterProblem(environment) { log.warning("daemon", problem) }
         let notifier = SystemdNotifier(environment: environment, log: log)
         if let problem = notifier.problem { log.warning("daemon", problem) }
         if let problem = WatchdogSettings.problem(environment: environment, pid: CurrentProcess.id) { log.warning("daemon", problem) }
@@ -159,6 +157,17 @@ public enum DaemonMain {
         return loop.run()
     }
 
+    /// The warning about a `WEAVEDID_LOG` that is no filter, shaped as the library's about a
+    /// `WEAVEDI_*` value: the variable, its value quoted, what is wrong, what is used instead
+    /// (`WEAVEDID_LOG="info,sync=loud" is not valid ("sync=loud": unknown level "loud"); using
+    /// info everywhere`); nil when it is unset or a filter.
+    static func logFilterProblem(_ environment: [String: String]) -> String? {
+        guard let text = environment["WEAVEDID_LOG"], case let .failure(error) = LogFilter.parse(text) else { return nil }
+        // A value of one entry is not quoted twice.
+        let problem = error.part == text ? error.problem : error.description
+        return "WEAVEDID_LOG=\(JSONValue.quotedForMessage(text)) is not valid (\(problem)); using info everywhere"
+    }
+
     static func logFilter(_ environment: [String: String]) -> LogFilter {
         guard let text = environment["WEAVEDID_LOG"], !text.isEmpty else { return .standard }
         return (try? LogFilter.parse(text).get()) ?? .standard
@@ -191,12 +200,5 @@ public enum DaemonMain {
 
     static func currentDirectory() -> String {
         CurrentProcess.workingDirectory() ?? "."
-    }
-}
-
-extension Result {
-    var failureDescription: String? {
-        if case let .failure(error) = self { return "\(error)" }
-        return nil
     }
 }

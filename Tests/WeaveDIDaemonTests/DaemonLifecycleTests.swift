@@ -303,6 +303,27 @@ import WeaveDIPosix
         bad.send(.terminate)
         #expect(bad.wait() == .exited(0))
         #expect(bad.log.components(separatedBy: "WEAVEDID_LOG").count == 2)
-        #expect(bad.log.contains(#"WEAVEDID_LOG: "sync=loud": unknown level "loud"; using info everywhere"#))
+        #expect(bad.log.contains(#"warning daemon: WEAVEDID_LOG="info,sync=loud" is not valid ("sync=loud": unknown level "loud"); using info everywhere"#),
+            "\(bad.log)")
+    }
+
+    /// A `WEAVEDI_*` value the library ignores, using its default, is a warning, as a bad
+    /// `WEAVEDID_LOG` is, and said in the same shape: the variable, its value quoted, what is
+    /// wrong, what is used instead.
+    @Test func badEnvironmentValues_areWarnings_ofOneShape() throws {
+        let daemon = try DaemonProcess(environment: [
+            "WEAVEDID_LOG": "loud", "WEAVEDI_REGISTRY_AUTO_FIX": "maybe", "WEAVEDI_INJECTED_ENV": "prod\n", "WEAVEDI_LOG_LEVEL": "loud",
+        ])
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        let expected = [
+            #"warning daemon: WEAVEDID_LOG="loud" is not valid (unknown level "loud"); using info everywhere"#,
+            #"warning weavedi.configuration: WEAVEDI_REGISTRY_AUTO_FIX="maybe" is not valid (accepted: 1, true, yes, on, 0, false, no or off (any case)); using the default (on)"#,
+            #"warning weavedi.configuration: WEAVEDI_INJECTED_ENV="prod\n" is not valid (accepted: live, test, preview or automatic); using automatic detection"#,
+            #"warning weavedi.configuration: WEAVEDI_LOG_LEVEL="loud" is not valid (accepted: all, registration, optimization, errors, off); using the default (all)"#,
+        ]
+        for line in expected { #expect(daemon.log.contains(line), "\(line)\n\(daemon.log)") }
+        #expect(!daemon.log.contains("error   weavedi.configuration"), "\(daemon.log)")
     }
 }

@@ -74,6 +74,8 @@ public final class DaemonLog: Sendable {
     public func adoptLibraryLogging() {
         UnifiedDI.setLogSink { [self] record in
             let level: DaemonLogLevel = switch record.category {
+            // A WEAVEDI_* value ignored for its default: a warning, as a bad WEAVEDID_LOG is.
+            case .error where record.subsystem == WeaveDIConfiguration.environmentLogSubsystem: .warning
             case .error: .error
             case .overwrite: .warning
             case .health: .notice
