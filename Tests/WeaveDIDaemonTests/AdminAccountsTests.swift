@@ -20,8 +20,8 @@ import WeaveDIPosix
         #expect(accounts.userIDs == [1001, 7])
         #expect(accounts.groupIDs == [2001, 0])
         #expect(accounts.warnings == [
-            "control.adminUsers[1]: no user named 'ghost' on this machine; ignored, it gives nobody administrator rights",
-            "control.adminGroups[2]: no group named 'gone' on this machine; ignored, it gives nobody administrator rights",
+            "control.adminUsers[1]: no user named \"ghost\" on this machine; ignored, it gives nobody administrator rights",
+            "control.adminGroups[2]: no group named \"gone\" on this machine; ignored, it gives nobody administrator rights",
         ])
     }
 
@@ -31,7 +31,7 @@ import WeaveDIPosix
             user: { _ throws(Errno) in throw Errno.ioError }, group: { _ throws(Errno) in nil })
         #expect(accounts.userIDs.isEmpty)
         #expect(accounts.warnings == [
-            "control.adminUsers[0]: cannot look up the user 'alice': \(Errno.ioError); ignored, it gives nobody administrator rights",
+            "control.adminUsers[0]: cannot look up the user \"alice\": \(Errno.ioError); ignored, it gives nobody administrator rights",
         ])
     }
 

@@ -100,7 +100,7 @@ struct CtlPermissionTests {
         // A group that does not exist: refused, and nothing changes.
         _ = configure(#""socketMode": "0666", "socketGroup": "no-such-group-here""#)
         let refused = try CtlRun.run(["--socket", socket, "reload"])
-        #expect(refused.code != 0 && refused.all.contains("control.socketGroup: no group named 'no-such-group-here'"), "\(refused.all)")
+        #expect(refused.code != 0 && refused.all.contains("control.socketGroup: no group named \"no-such-group-here\""), "\(refused.all)")
         #expect(try FileStatus(path: socket, followSymlinks: false).permissions.rawValue & 0o777 == 0o660)
     }
 

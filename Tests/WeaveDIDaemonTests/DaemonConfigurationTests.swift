@@ -58,7 +58,7 @@ import WeaveDIPosix
             #expect(checked.status == .exited(0))
         } else {
             #expect(checked.status == .exited(78))
-            #expect(checked.standardErrorText == "weavedid: \(example): control.socketGroup: no group named 'weavedi'\(Self.noGroupAdvice)\n")
+            #expect(checked.standardErrorText == "weavedid: \(example): control.socketGroup: no group named \"weavedi\"\(Self.noGroupAdvice)\n")
         }
     }
 
@@ -83,7 +83,7 @@ import WeaveDIPosix
         let config = directory.write("weavedid.json", #"{"control": {"socketGroup": "no-such-group-weavedi"}}"#)
         let refused = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
         #expect(refused.status == .exited(78))
-        #expect(refused.standardErrorText == "weavedid: \(config): control.socketGroup: no group named 'no-such-group-weavedi'\(Self.noGroupAdvice)\n")
+        #expect(refused.standardErrorText == "weavedid: \(config): control.socketGroup: no group named \"no-such-group-weavedi\"\(Self.noGroupAdvice)\n")
     }
 
     @Test func checkConfig_warnsAboutAdministratorsThisMachineDoesNotKnow_andPasses() throws {
@@ -96,8 +96,8 @@ import WeaveDIPosix
         let checked = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
         #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
         #expect(checked.standardErrorText == """
-            weavedid: warning: \(config): control.adminUsers[1]: no user named 'no-such-user-weavedi' on this machine; ignored, it gives nobody administrator rights
-            weavedid: warning: \(config): control.adminGroups[1]: no group named 'no-such-group-weavedi' on this machine; ignored, it gives nobody administrator rights
+            weavedid: warning: \(config): control.adminUsers[1]: no user named \"no-such-user-weavedi\" on this machine; ignored, it gives nobody administrator rights
+            weavedid: warning: \(config): control.adminGroups[1]: no group named \"no-such-group-weavedi\" on this machine; ignored, it gives nobody administrator rights
 
             """)
         #expect(checked.standardOutputText == "weavedid: configuration OK, with 2 warnings (\(config))\n")
@@ -108,7 +108,7 @@ import WeaveDIPosix
         let config = directory.write("weavedid.json", #"{"control": {"adminUsers": ["no-such-user-weavedi", "root"]}}"#)
         let daemon = try readyDaemon(["--config", config], directory: directory)
         #expect(daemon.log.contains(
-            "\(config): control.adminUsers[0]: no user named 'no-such-user-weavedi' on this machine; ignored, it gives nobody administrator rights"),
+            "\(config): control.adminUsers[0]: no user named \"no-such-user-weavedi\" on this machine; ignored, it gives nobody administrator rights"),
             "\(daemon.log)")
         let reload = try CtlRun.run(["--socket", daemon.defaultSocket, "reload"])
         #expect(reload.code == 0, "root is still an administrator: \(reload.all)")
@@ -125,7 +125,7 @@ import WeaveDIPosix
             #expect(daemon.wait() == .exited(78), "\(arguments): \(daemon.log)")
             let path = daemon.directory.path + socket
             #expect(daemon.log.contains(
-                "built-in default: control.socket: the default socket path \"\(path)\" is \(path.utf8.count) bytes long, but a Unix socket path may have at most 107 bytes (sun_path); start weavedid in a shorter working directory"),
+                "built-in default: control.socket: the default socket path \"\(path.prefix(57))...\" (\(path.count) characters) is \(path.utf8.count) bytes long, but a Unix socket path may have at most 107 bytes (sun_path); start weavedid in a shorter working directory"),
                 "\(arguments): \(daemon.log)")
         }
     }

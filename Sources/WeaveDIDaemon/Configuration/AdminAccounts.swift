@@ -1,3 +1,4 @@
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
@@ -16,7 +17,7 @@ struct AdminAccounts: Equatable {
     /// The gids of `adminGroups`.
     var groupIDs: Set<UInt32> = []
     /// One line per name not resolved, led by its field path, such as
-    /// `control.adminUsers[1]: no user named 'ghost' on this machine; ignored, it gives nobody administrator rights`.
+    /// `control.adminUsers[1]: no user named "ghost" on this machine; ignored, it gives nobody administrator rights`.
     var warnings: [String] = []
 
     /// A user's or group's id, nil when there is no such account.
@@ -41,7 +42,7 @@ struct AdminAccounts: Equatable {
             switch account {
             case let .id(id): ids.insert(id)
             case let .name(name):
-                let quoted = "'\(name.escapingControlCharacters)'"
+                let quoted = JSONValue.quotedForMessage(name)
                 let problem: String
                 do {
                     if let id = try lookup(name) {

@@ -150,7 +150,7 @@ struct ConfigurationDecoder {
                 guard let relation = MirrorTreeOverlap.relation(of: destinationComponents, to: pathComponents),
                       path.refuses(relation)
                 else { continue }
-                throw fields.fail("sync.jobs[\(index)].destination", path.problem("the destination \"\(destination)\"", relation))
+                throw fields.fail("sync.jobs[\(index)].destination", path.problem("the destination \(JSONValue.quotedForMessage(destination))", relation))
             }
         }
     }

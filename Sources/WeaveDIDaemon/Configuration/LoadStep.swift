@@ -1,4 +1,5 @@
 import Glibc
+import WeaveDI
 
 /// What a configuration load is doing on the file system: the step a deadline names when it
 /// gives up (`StepDeadline`); or that it is checking what it read (`checking`), which waits on
@@ -39,7 +40,7 @@ extension LoadStep: DeadlineStep {
 
     /// `resolving "/mnt/nfs/backup"`, or `reading the file` for the configuration file itself.
     var subject: String {
-        fieldPath == nil && path == file ? "\(action) the file" : "\(action) \"\(path)\""
+        fieldPath == nil && path == file ? "\(action) the file" : "\(action) \(JSONValue.quotedForMessage(path))"
     }
 
     /// The error at the step's file and field.

@@ -1,3 +1,4 @@
+import WeaveDI
 import WeaveDIPosix
 
 /// Where a path leads on this machine by identity (device and inode), for the overlaps that
@@ -171,10 +172,11 @@ struct MountOverlap: Equatable {
     }
 
     /// `"/mnt/alias" and "/data/src" are the same directory (same device and inode)`, and with
-    /// more pairs `…, and so are "/x" and "/y" (same device and inode)`; the paths in quotes, or
-    /// bare when `quoted` is false.
+    /// more pairs `…, and so are "/x" and "/y" (same device and inode)`; the paths quoted as
+    /// every message quotes a value from outside (`JSONValue.quotedForMessage`), or bare when
+    /// `quoted` is false.
     func explanation(quoted: Bool) -> String {
-        func show(_ path: String) -> String { quoted ? "\"\(path)\"" : path }
+        func show(_ path: String) -> String { quoted ? JSONValue.quotedForMessage(path) : path }
         guard let first = directories.first else { return "the same directory (same device and inode)" }
         var text = "\(show(first.path)) and \(show(first.otherPath)) are the same directory"
         for pair in directories.dropFirst() {

@@ -1,3 +1,5 @@
+import WeaveDI
+
 /// A path of the daemon's own that no mirror destination may reach: the control socket (the
 /// configured one, and under socket activation the one systemd passed), the state directory,
 /// the two files the daemon keeps at the state directory's top, and the metrics file
@@ -134,7 +136,7 @@ struct ReservedPath: Sendable, Equatable {
     /// the consequence. A destination that is the socket's own path is said to contain it.
     func problem(_ subject: String, _ relation: MirrorTreeOverlap.Relation, how: String = "") -> String {
         let verb = kind == .controlSocket || kind == .passedSocket ? "contains" : relation.verb
-        return "\(subject) \(verb) \(name) \"\(path)\"\(how)\(consequence)"
+        return "\(subject) \(verb) \(name) \(JSONValue.quotedForMessage(path))\(how)\(consequence)"
     }
 }
 

@@ -1,3 +1,4 @@
+import WeaveDI
 import WeaveDIPosix
 
 /// Creates the control socket safely: made owner-only by `bind` (the socket's mode set before
@@ -151,7 +152,7 @@ enum ControlSocketBinder {
         case let .name(name):
             guard let record = try? UserDatabase.group(named: name) else {
                 throw Refusal(
-                    description: "control.socketGroup: no group named '\(name)' on this machine: create it (the package's weavedi "
+                    description: "control.socketGroup: no group named \(JSONValue.quotedForMessage(name)) on this machine: create it (the package's weavedi "
                         + "group comes with systemd/sysusers.d/weavedi.conf), name another group, or remove the field")
             }
             return record.gid
