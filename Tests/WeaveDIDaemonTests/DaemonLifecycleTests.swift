@@ -99,9 +99,10 @@ import WeaveDIPosix
     /// nothing: the start, the watchdog's pings (every 10 ms here) and the stop go on, each
     /// notification dropped at once, and the log says so (at most 6 lines a minute). `READY=1`,
     /// dropped, is sent again: once the socket is read, systemd learns that the daemon is ready.
+    /// The socket's path (here with a quote and a newline) is quoted as the variable's value.
     @Test func aNotifySocketNobodyReads_holdsNothing() throws {
         let directory = TemporaryDirectory()
-        let notify = try NotifyListener(abstract: false, directory: directory)
+        let notify = try NotifyListener(abstract: false, directory: directory, name: "no\"ti\nfy.sock")
         try notify.fill()
         let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": "20000"], directory: directory, notify: notify)
         try #require(daemon.waitForLog("ready; control socket"), "\(daemon.log)")
@@ -110,7 +111,8 @@ import WeaveDIPosix
             #expect(try client.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
             usleep(100_000)
         }
-        #expect(daemon.log.contains("cannot notify systemd (READY=1) on NOTIFY_SOCKET=\(notify.address): its queue is full (systemd does not read it); sent again with the next notification"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"cannot notify systemd (READY=1) on NOTIFY_SOCKET="\#(directory.path)/no\"ti\nfy.sock": its queue"#
+            + " is full (systemd does not read it); sent again with the next notification"), "\(daemon.log)")
         #expect(daemon.log.contains("cannot notify systemd (WATCHDOG=1)") || daemon.log.contains("more like it were not logged"), "\(daemon.log)")
         let dropped = daemon.log.split(separator: "\n").filter { $0.contains("cannot notify systemd") }
         #expect(dropped.count <= 6, "\(dropped)")  // 3 a minute for state notifications, 3 for the others

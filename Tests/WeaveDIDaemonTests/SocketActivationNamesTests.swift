@@ -18,24 +18,25 @@ import WeaveDIPosix
             Issue.record("1000 sockets, none named control, were taken")
         } catch {
             let text = error.description
-            #expect(text.hasPrefix("systemd passed 1000 sockets (\(String(repeating: "x", count: 57))... (1001 characters), "), "\(text.prefix(300))")
+            #expect(text.hasPrefix("systemd passed 1000 sockets (\"\(String(repeating: "x", count: 57))...\" (1001 characters), "), "\(text.prefix(300))")
             #expect(text.contains(" and 992 more) and none is named control"), "\(text.prefix(300))")
             #expect(text.utf8.count < 2000, "a problem of \(text.utf8.count) bytes")
         }
     }
 
     @Test func aHugeName_isShownShort_andItsControlCharactersEscaped() {
-        #expect(SocketActivation.shown("weavedid.socket") == "weavedid.socket")
-        #expect(SocketActivation.shown("a\nb") == "a\\nb")
+        #expect(SocketActivation.shown("weavedid.socket") == #""weavedid.socket""#)
+        // Quoted as every message quotes a value from outside: a quote or a newline escaped.
+        #expect(SocketActivation.shown("a\"b\nc") == #""a\"b\nc""#)
         let oneCharacter = "a" + String(repeating: "\u{301}", count: 100_000)
-        #expect(SocketActivation.shown(oneCharacter).unicodeScalars.count == 57 + "... (100001 characters)".unicodeScalars.count)
+        #expect(SocketActivation.shown(oneCharacter).unicodeScalars.count == 57 + #""..." (100001 characters)"#.unicodeScalars.count)
     }
 
     @Test func unservedSockets_aFewAreNamed_theOthersCounted() throws {
         var activation = Self.activation(1000, name: String(repeating: "y", count: 1000))
         activation.sockets[999].name = "control"
         let warning = try #require(activation.unservedWarning(serving: "control"))
-        #expect(warning.hasPrefix("systemd passed 1000 sockets; only descriptor 100999 (control) is served, not descriptor 100000 (yyy"), "\(warning.prefix(300))")
+        #expect(warning.hasPrefix("systemd passed 1000 sockets; only descriptor 100999 (\"control\") is served, not descriptor 100000 (\"yyy"), "\(warning.prefix(300))")
         #expect(warning.contains(" and 991 more: their clients connect and wait for ever"), "\(warning.prefix(300))")
         #expect(warning.utf8.count < 2000, "a warning of \(warning.utf8.count) bytes")
     }

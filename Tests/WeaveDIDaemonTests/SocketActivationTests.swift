@@ -34,7 +34,7 @@ import WeaveDIPosix
             """, socketPath]
         let daemon = try DaemonProcess(directory: directory, wrapper: wrapper)
         #expect(daemon.waitForLog("ready;"))
-        #expect(daemon.log.contains("using the control socket passed by systemd (descriptor 3, control)"))
+        #expect(daemon.log.contains(#"using the control socket passed by systemd (descriptor 3, "control")"#))
         #expect(!fileExists(daemon.defaultSocket))
         #expect(!(try roundTrip(socketPath)).isEmpty)
         daemon.send(.terminate)
@@ -99,7 +99,7 @@ import WeaveDIPosix
         let socketPath = directory.path + "/activated.sock"
         let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper([socketPath], names: ["weavedid.socket"]))
         #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
-        #expect(daemon.log.contains("using the control socket passed by systemd (descriptor 3, weavedid.socket)"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"using the control socket passed by systemd (descriptor 3, "weavedid.socket")"#), "\(daemon.log)")
         #expect(!fileExists(daemon.defaultSocket))
         #expect(!(try roundTrip(socketPath)).isEmpty)
         daemon.send(.terminate)
@@ -116,7 +116,7 @@ import WeaveDIPosix
         #expect(daemon.waitForLog("ready;"), "\(daemon.log.prefix(2000))")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
-        #expect(daemon.log.contains("using the control socket passed by systemd (descriptor 3, \(name.prefix(57))... (100000 characters))"),
+        #expect(daemon.log.contains(#"using the control socket passed by systemd (descriptor 3, "\#(name.prefix(57))..." (100000 characters))"#),
             "\(daemon.log.prefix(2000))")
         #expect(daemon.log.utf8.count < 10_000, "a log of \(daemon.log.utf8.count) bytes")
     }
@@ -128,7 +128,7 @@ import WeaveDIPosix
         let paths = [directory.path + "/a.sock", directory.path + "/b.sock"]
         let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper(paths, names: ["a", "b"]))
         #expect(daemon.wait() == .exited(1), "\(daemon.log)")
-        #expect(daemon.log.contains("systemd passed 2 sockets (a, b) and none is named control"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"systemd passed 2 sockets ("a", "b") and none is named control"#), "\(daemon.log)")
         #expect(!fileExists(daemon.defaultSocket))
     }
 
@@ -139,9 +139,9 @@ import WeaveDIPosix
         let paths = [directory.path + "/other.sock", directory.path + "/control.sock"]
         let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper(paths, names: ["other", "control"]))
         #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
-        #expect(daemon.log.contains("using the control socket passed by systemd (descriptor 4, control)"), "\(daemon.log)")
-        #expect(daemon.log.contains("warning daemon: systemd passed 2 sockets; only descriptor 4 (control) is served, "
-            + "not descriptor 3 (other, \(paths[0])): their clients connect and wait for ever"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"using the control socket passed by systemd (descriptor 4, "control")"#), "\(daemon.log)")
+        #expect(daemon.log.contains(#"warning daemon: systemd passed 2 sockets; only descriptor 4 ("control") is served, "#
+            + #"not descriptor 3 ("other", \#(paths[0])): their clients connect and wait for ever"#), "\(daemon.log)")
         #expect(!(try roundTrip(paths[1])).isEmpty)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))

@@ -1,3 +1,4 @@
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
@@ -124,13 +125,12 @@ public struct SocketActivation: Sendable {
     /// How many passed sockets a message names at most; the others are counted.
     static let namedAtMost = 8
 
-    /// A name from `LISTEN_FDNAMES`, for a message: as is, its control characters escaped, and
-    /// past 60 Unicode scalars its first 57, then `...` and its length. systemd gives names of
-    /// 255 characters at most; the variable may hold 128 KiB, which makes no message of 128 KiB.
+    /// A name from `LISTEN_FDNAMES`, for a message, quoted as every message quotes a value from
+    /// outside (`JSONValue.quotedForMessage`: escaped as a JSON string, and past 60 Unicode
+    /// scalars its first 57, then `...` and its length). systemd gives names of 255 characters
+    /// at most; the variable may hold 128 KiB, which makes no message of 128 KiB.
     public static func shown(_ name: String) -> String {
-        let scalars = name.unicodeScalars
-        guard scalars.count > 60 else { return name.escapingControlCharacters }
-        return String(String.UnicodeScalarView(scalars.prefix(57))).escapingControlCharacters + "... (\(scalars.count) characters)"
+        JSONValue.quotedForMessage(name)
     }
 
     /// `items` joined with commas, the first `namedAtMost` of them only, then how many more

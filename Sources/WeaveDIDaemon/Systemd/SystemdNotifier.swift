@@ -196,7 +196,7 @@ public final class SystemdNotifier: Sendable {
                     ? "its queue is full (systemd does not read it)" : "\(error)"
                 let what = fields.filter { !$0.hasPrefix("STATUS=") }.first ?? fields.first ?? ""
                 let after = keep ? "sent again with the next notification" : "dropped; the daemon goes on without waiting"
-                (keep ? droppedStates : droppedOthers).warning(log, "daemon", "cannot notify systemd (\(what.escapingControlCharacters)) on NOTIFY_SOCKET=\(address.description.escapingControlCharacters): \(why); \(after)")
+                (keep ? droppedStates : droppedOthers).warning(log, "daemon", "cannot notify systemd (\(what.escapingControlCharacters)) on \(SystemdVariable.quoted("NOTIFY_SOCKET", address.description)): \(why); \(after)")
             }
             return false
         }

@@ -8,8 +8,8 @@ final class NotifyListener: @unchecked Sendable {  // used from one test at a ti
     private(set) var received: [String] = []
 
     /// A listener on a path inside `directory`, or on an abstract name.
-    init(abstract: Bool, directory: TemporaryDirectory) throws {
-        address = abstract ? "@weavedi-test-\(UInt64.random(in: 0...UInt64.max))" : directory.path + "/notify.sock"
+    init(abstract: Bool, directory: TemporaryDirectory, name: String = "notify.sock") throws {
+        address = abstract ? "@weavedi-test-\(UInt64.random(in: 0...UInt64.max))" : directory.path + "/" + name
         descriptor = try UnixSocket.bindDatagram(at: UnixSocketAddress(address), nonBlocking: true).release()
     }
 
