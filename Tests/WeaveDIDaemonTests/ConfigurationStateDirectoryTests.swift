@@ -68,7 +68,7 @@ import WeaveDIPosix
         let reload = daemon.sendCallReply("Reload")
         #expect(reload?.error == "io.weavedi.Daemon.ReloadRefused", "\(daemon.log)")
         #expect(reload?.parameter("reason")?.stringValue
-            == "reload refused: \(config): \(Self.problem(d)); keeping the previous configuration")
+            == "\(config): \(Self.problem(d))")
         let jobs = daemon.sendCallReply("ListJobs")?.parameter("jobs")?.arrayValue
         #expect(jobs?.compactMap { $0[member: "name"]?.stringValue } == ["docs"])
         #expect(try DaemonStateDirectoryLockTests.snapshot(d + "/var/state") == before)

@@ -85,8 +85,21 @@ import WeaveDIControl
             "\(run.error)")
     }
 
+    /// An older daemon's reason, wrapped in the words it logs (`reload refused: …; keeping the
+    /// previous configuration`), and a reason alone, as the daemon sends it now, make one hint.
+    @Test(arguments: ["reload refused: /etc/weavedid.json: control.bogus: unknown field; keeping the previous configuration",
+                      "/etc/weavedid.json: control.bogus: unknown field"])
+    func reloadRefused_fromAnOlderDaemonOrThisOne_givesOneHint(reason: String) throws {
+        let fake = try FakeDaemon(["Reload": [VarlinkReply(parameters: [("reason", .string(reason))], error: "io.weavedi.Daemon.ReloadRefused")]])
+        let run = try CtlRun.run(["--socket", fake.socket, "reload"])
+        #expect(run.code == 1, "\(run.all)")
+        #expect(run.error.hasSuffix("\nThe daemon refused the new configuration and keeps the previous one: "
+            + "/etc/weavedid.json: control.bogus: unknown field\n"), "\(run.error)")
+    }
+
     /// The hint after a refused reload says the reason once, not wrapped in the daemon's
-    /// `reload refused: …; keeping the previous configuration` as well.
+    /// `reload refused: …; keeping the previous configuration` as well; the reply's reason is
+    /// the reason alone, while the log keeps the words around it.
     @Test func reloadRefused_hintSaysTheReasonOnce() throws {
         let directory = TemporaryDirectory()
         let config = directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)
@@ -98,5 +111,9 @@ import WeaveDIControl
         let hint = try #require(run.error.split(separator: "\n").last.map(String.init), "\(run.all)")
         #expect(hint.hasPrefix("The daemon refused the new configuration and keeps the previous one: \(config): "), "\(hint)")
         #expect(!hint.contains("reload refused") && !hint.contains("keeping the previous configuration"), "\(hint)")
+        let refusal = try reloadFailure(daemon.defaultSocket)
+        #expect(refusal?.reply.parameter("reason")?.stringValue?.hasPrefix("\(config): ") == true, "\(String(describing: refusal))")
+        #expect(refusal?.reply.parameter("reason")?.stringValue?.contains("keeping the previous configuration") == false)
+        #expect(daemon.log.contains("reload refused: \(config): "), "\(daemon.log)")
     }
 }

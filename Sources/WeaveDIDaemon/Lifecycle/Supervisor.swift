@@ -152,7 +152,8 @@ public actor Supervisor {
     public enum ReloadOutcome: Sendable, Equatable {
         /// The file was read and is now in effect.
         case reloaded
-        /// The file was refused (the reason); the previous configuration stays.
+        /// The file was refused (the reason, bare: what the log and `STATUS=` wrap in `reload
+        /// refused: …; keeping the previous configuration`); the previous configuration stays.
         case refused(String)
         /// Nothing was read: the daemon is not running (starting or stopping).
         case notRunning(String)
@@ -226,7 +227,8 @@ public actor Supervisor {
             guard phase == .running else { return stoppedDuringReload() }
             notifier.notify("READY=1", "STATUS=running; \(problem)")
             log.error("daemon", problem)
-            return .refused(problem)
+            // The reply's reason is the reason alone: `ReloadRefused` already says the rest.
+            return .refused("\(error)")
         }
     }
 }

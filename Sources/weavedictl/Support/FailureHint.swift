@@ -69,8 +69,9 @@ enum FailureHint {
         }
     }
 
-    /// The reason of a `ReloadRefused` without the words around it that the daemon logs
-    /// (`reload refused: …; keeping the previous configuration`), which the hint already says.
+    /// The reason of a `ReloadRefused`: the daemon sends it bare; an older one wrapped it in the
+    /// words it logs (`reload refused: …; keeping the previous configuration`), which the hint
+    /// already says, and which are taken off.
     static func refusal(_ reason: String) -> String {
         var text = Substring(reason)
         let prefix = "reload refused: ", suffix = "; keeping the previous configuration"
