@@ -95,6 +95,25 @@ import WeaveDIPosix
             == #"sync.jobs[0].destination: the destination "/run" contains the control socket "/run/weavedi/control.sock""#)
     }
 
+    /// Without control.socket, runtimeDirectory, RUNTIME_DIRECTORY or XDG_RUNTIME_DIR, the
+    /// socket lies below the working directory: a destination that holds it (the project's
+    /// own directory) is refused saying where that default comes from, and how to move it.
+    @Test func theDefaultSocketInTheWorkingDirectory_insideADestination_saysWhereItComesFrom() {
+        let document = jobs(mirror("a", "/srv", testWorkingDirectory))
+        #expect(errorText(document, environment: [:])
+            == #"sync.jobs[0].destination: the destination "\#(testWorkingDirectory)" contains the control socket "\#(testWorkingDirectory)/.weavedi/run/control.sock"; "#
+                + "that is its default path, in the working directory (.weavedi/run/control.sock), as no configuration file sets "
+                + "control.socket or runtimeDirectory and neither RUNTIME_DIRECTORY nor XDG_RUNTIME_DIR is set: set control.socket, "
+                + "or start weavedid in another directory")
+        // Put there by the file, it is no default: the message says nothing more.
+        let runtime = #"{"runtimeDirectory": "\#(testWorkingDirectory)/run", "sync": {"jobs": [{"name": "a", "source": "/srv", "destination": "\#(testWorkingDirectory)"}]}}"#
+        #expect(errorText(runtime, environment: [:])
+            == #"sync.jobs[0].destination: the destination "\#(testWorkingDirectory)" contains the control socket "\#(testWorkingDirectory)/run/control.sock""#)
+        let socket = #"{"control": {"socket": "\#(testWorkingDirectory)/.weavedi/run/control.sock"}, "sync": {"jobs": [{"name": "a", "source": "/srv", "destination": "\#(testWorkingDirectory)"}]}}"#
+        #expect(errorText(socket, environment: [:])
+            == #"sync.jobs[0].destination: the destination "\#(testWorkingDirectory)" contains the control socket "\#(testWorkingDirectory)/.weavedi/run/control.sock""#)
+    }
+
     /// A destination that is or holds the state directory would delete or overwrite the
     /// daemon's lock file and the jobs' state file; one inside it is fine, but not at those files.
     @Test func stateDirectoryInsideADestination_isRejected() throws {

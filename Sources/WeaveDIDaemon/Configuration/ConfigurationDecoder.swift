@@ -42,7 +42,9 @@ struct ConfigurationDecoder {
         for (name, value) in members {
             let path = try fields.knownMember(name, of: "", accepted: Self.topLevelFields)
             switch name {
-            case "runtimeDirectory": configuration.runtimeDirectory = try fields.absolutePath(value, at: path)
+            case "runtimeDirectory":
+                configuration.runtimeDirectory = try fields.absolutePath(value, at: path)
+                configuration.socketIsWorkingDirectoryDefault = false
             case "stateDirectory": configuration.stateDirectory = try fields.absolutePath(value, at: path)
             case "shutdownTimeout":
                 configuration.shutdownTimeout = try fields.seconds(value, at: path, in: .positive(upTo: 3600))
@@ -63,6 +65,7 @@ struct ConfigurationDecoder {
                 let socket = try fields.absolutePath(value, at: path)
                 try checkSocketLength(socket, at: path, isDefault: false)
                 configuration.control.socket = socket
+                configuration.socketIsWorkingDirectoryDefault = false
                 socketIsExplicit = true
             case "socketMode":
                 configuration.control.socketMode = try socketMode(value, at: path)

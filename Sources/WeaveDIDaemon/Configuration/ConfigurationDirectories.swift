@@ -7,11 +7,14 @@
 enum ConfigurationDirectories {
     /// The runtime directory the environment selects.
     static func runtime(environment: [String: String], workingDirectory: String) -> String {
+        runtime(environment: environment) ?? join(workingDirectory, ".weavedi/run")
+    }
+
+    /// The runtime directory `RUNTIME_DIRECTORY` or `XDG_RUNTIME_DIR` selects; nil when neither
+    /// does, and the working directory's is used.
+    static func runtime(environment: [String: String]) -> String? {
         if let directory = firstAbsoluteEntry(environment["RUNTIME_DIRECTORY"]) { return directory }
-        if let base = firstAbsoluteEntry(environment["XDG_RUNTIME_DIR"], splitting: false) {
-            return join(base, "weavedi")
-        }
-        return join(workingDirectory, ".weavedi/run")
+        return firstAbsoluteEntry(environment["XDG_RUNTIME_DIR"], splitting: false).map { join($0, "weavedi") }
     }
 
     /// The state directory the environment selects.

@@ -33,6 +33,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var health: Health
     /// The sync jobs and how many may run at once.
     public var sync: Sync
+    /// Whether `control.socket` is the default below the working directory
+    /// (`.weavedi/run/control.sock`): neither the configuration (`control.socket`,
+    /// `runtimeDirectory`) nor the environment (`RUNTIME_DIRECTORY`, `XDG_RUNTIME_DIR`) put it
+    /// elsewhere. A message about it then says so (`ReservedPath.controlSocket`).
+    var socketIsWorkingDirectoryDefault: Bool
 
     /// The path the daemon reads when no `--config` is given: `/etc/weavedi/weavedid.json`.
     public static let defaultPath = "/etc/weavedi/weavedid.json"
@@ -56,6 +61,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         control = Control(socket: ConfigurationDirectories.join(runtime, "control.sock"))
         health = Health()
         sync = Sync()
+        socketIsWorkingDirectoryDefault = ConfigurationDirectories.runtime(environment: environment) == nil
     }
 
     /// The configuration used when there is no file: environment-derived directories and one

@@ -56,7 +56,8 @@ struct ReservedPath: Sendable, Equatable {
     let path: String
     /// The relations of a destination to it that are refused.
     let refused: [MirrorTreeOverlap.Relation]
-    /// Why, after the refusal; empty for the configured control socket.
+    /// Why, after the refusal; for the control socket, empty, or where its default path comes
+    /// from when that is the working directory.
     let consequence: String
 
     /// The field that sets it: `control.socket`, `stateDirectory` or `sync.metricsFile`; nil
@@ -78,11 +79,18 @@ struct ReservedPath: Sendable, Equatable {
             + metricsFile(of: configuration)
     }
 
-    /// The control socket.
+    /// The control socket. When it is the default below the working directory, the message
+    /// says so: that a destination such as the project's own directory holds it follows from
+    /// where weavedid was started, which the configuration does not show.
     static func controlSocket(of configuration: DaemonConfiguration) -> ReservedPath {
-        ReservedPath(
+        let origin = configuration.socketIsWorkingDirectoryDefault
+            ? "; that is its default path, in the working directory (.weavedi/run/control.sock), as no configuration "
+                + "file sets control.socket or runtimeDirectory and neither RUNTIME_DIRECTORY nor XDG_RUNTIME_DIR is set: "
+                + "set control.socket, or start weavedid in another directory"
+            : ""
+        return ReservedPath(
             kind: .controlSocket, name: "the control socket", path: configuration.control.socket,
-            refused: [.same, .contains], consequence: "")
+            refused: [.same, .contains], consequence: origin)
     }
 
     /// The socket systemd passed, bound at `path` (`DaemonContext.passedControlSocketPath`);
