@@ -321,9 +321,9 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
         let expected = [
             #"warning daemon: WEAVEDID_LOG="loud" is not valid (unknown level "loud"); using info everywhere"#,
-            #"warning weavedi.configuration: WEAVEDI_REGISTRY_AUTO_FIX="maybe" is not valid (accepted: 1, true, yes, on, 0, false, no or off (any case)); using the default (on)"#,
+            #"warning weavedi.configuration: WEAVEDI_REGISTRY_AUTO_FIX="maybe" is not valid (accepted: 1, true, yes, on, 0, false, no or off (any case)); using the current setting (on)"#,
             #"warning weavedi.configuration: WEAVEDI_INJECTED_ENV="prod\n" is not valid (accepted: live, test, preview or automatic); using automatic detection"#,
-            #"warning weavedi.configuration: WEAVEDI_LOG_LEVEL="loud" is not valid (accepted: all, registration, optimization, errors, off); using the default (all)"#,
+            #"warning weavedi.configuration: WEAVEDI_LOG_LEVEL="loud" is not valid (accepted: all, registration, optimization, errors, off); using the current level (all)"#,
         ]
         for line in expected { #expect(daemon.log.contains(line), "\(line)\n\(daemon.log)") }
         #expect(!daemon.log.contains("error   weavedi.configuration"), "\(daemon.log)")
