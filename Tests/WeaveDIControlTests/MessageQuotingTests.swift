@@ -18,4 +18,12 @@ import WeaveDI
         let quoted = JSONValue.quotedForMessage(long)
         #expect(quoted == "\"" + String(repeating: #"\u202e"#, count: 57) + "...\" (100 characters)")
     }
+
+    @Test func aPath_isShownWhole_upToPATH_MAX_andEscapedAlike() {
+        let deep = "/srv/" + String(repeating: "d/", count: 100) + "a\"b\n"
+        #expect(JSONValue.quotedPathForMessage(deep) == "\"/srv/" + String(repeating: "d/", count: 100) + #"a\"b\n""#)
+        let huge = String(repeating: "x", count: 5000)
+        #expect(JSONValue.quotedPathForMessage(huge) == "\"" + String(repeating: "x", count: 4093) + "...\" (5000 characters)")
+        #expect(JSONValue.quotedPathForMessage(String(repeating: "x", count: 4096)) == "\"" + String(repeating: "x", count: 4096) + "\"")
+    }
 }

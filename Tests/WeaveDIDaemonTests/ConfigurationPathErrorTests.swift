@@ -45,7 +45,7 @@ import WeaveDIPosix
         #expect(try loadConfiguration(#"{"control": {"socket": "\#(fits)"}}"#).control.socket == fits)
         let runtime = "/run/" + String(repeating: "r", count: 100)
         #expect(errorText(#"{"runtimeDirectory": "\#(runtime)"}"#)
-            == "control.socket: the default socket path \"\(runtime.prefix(57))...\" (118 characters) is 118 bytes long, but a Unix socket path may have at most 107 bytes (sun_path); set control.socket or a shorter runtimeDirectory")
+            == "control.socket: the default socket path \"\(runtime)/control.sock\" is 118 bytes long, but a Unix socket path may have at most 107 bytes (sun_path); set control.socket or a shorter runtimeDirectory")
     }
 
     @Test func badSocketModes_areRejected() throws {

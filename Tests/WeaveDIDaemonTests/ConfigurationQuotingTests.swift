@@ -3,8 +3,9 @@ import Testing
 @testable import WeaveDIDaemon
 import WeaveDIPosix
 
-/// Every message about the configuration quotes a value from outside (a path, an account's
-/// name) one way, `JSONValue.quotedForMessage`: a quote in it cannot end the quoting early,
+/// Every message about the configuration quotes a value from outside one way (an account's
+/// name with `JSONValue.quotedForMessage`, a path with `quotedPathForMessage`, which shortens
+/// it only past PATH_MAX): a quote in it cannot end the quoting early,
 /// nor a newline start a line of its own. Each message is made here with a value holding a
 /// quote and a newline.
 @Suite struct ConfigurationQuotingTests {
@@ -32,7 +33,13 @@ import WeaveDIPosix
         let runtime = "/run/" + String(repeating: "r", count: 40) + w + String(repeating: "r", count: 60)
         cases.append(("a default socket path too long",
             errorText(#"{"runtimeDirectory": "\#(runtime)"}"#),
-            #"control.socket: the default socket path "/run/\#(String(repeating: "r", count: 40))\#(w)\#(String(repeating: "r", count: 8))..." (122 characters) is 122 bytes long, but a Unix socket path may have at most 107 bytes (sun_path); set control.socket or a shorter runtimeDirectory"#))
+            #"control.socket: the default socket path "\#(runtime)/control.sock" is 122 bytes long, but a Unix socket path may have at most 107 bytes (sun_path); set control.socket or a shorter runtimeDirectory"#))
+        // A path is shown whole, however long (up to PATH_MAX): two long paths often differ
+        // only at their end, which a value's 60-character cut would hide.
+        let deep = "/srv/" + String(repeating: "long-directory-name/", count: 10) + w
+        cases.append(("long paths, shown whole",
+            errorText(#"{"sync": {"jobs": [{"name": "a", "source": "\#(deep)", "destination": "\#(deep)/copy"}]}}"#),
+            #"sync.jobs[0].destination: the destination "\#(deep)/copy" is inside the source "\#(deep)""#))
 
         // Checks on the file system, through symbolic links.
         let tree = TemporaryDirectory("weavedi-quoting")

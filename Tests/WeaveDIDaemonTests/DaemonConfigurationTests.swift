@@ -125,7 +125,7 @@ import WeaveDIPosix
             #expect(daemon.wait() == .exited(78), "\(arguments): \(daemon.log)")
             let path = daemon.directory.path + socket
             #expect(daemon.log.contains(
-                "built-in default: control.socket: the default socket path \"\(path.prefix(57))...\" (\(path.count) characters) is \(path.utf8.count) bytes long, but a Unix socket path may have at most 107 bytes (sun_path); start weavedid in a shorter working directory"),
+                "built-in default: control.socket: the default socket path \"\(path)\" is \(path.utf8.count) bytes long, but a Unix socket path may have at most 107 bytes (sun_path); start weavedid in a shorter working directory"),
                 "\(arguments): \(daemon.log)")
         }
     }

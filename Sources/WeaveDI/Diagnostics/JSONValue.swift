@@ -104,10 +104,22 @@ public enum JSONValue: Sendable, Equatable {
     /// number of scalars. Every value from outside that a message quotes, the library's and
     /// the daemon's alike, is quoted so.
     package static func quotedForMessage(_ text: String) -> String {
+        quotedForMessage(text, shortenedPast: 60)
+    }
+
+    /// A path from outside (a configuration's, a command line's), quoted as
+    /// `quotedForMessage` quotes a value but shortened only past 4,096 Unicode scalars (Linux's
+    /// `PATH_MAX`): a path is told apart from another by any of its parts, often the last, so
+    /// the whole of any path the system could take is shown.
+    package static func quotedPathForMessage(_ path: String) -> String {
+        quotedForMessage(path, shortenedPast: 4096)
+    }
+
+    private static func quotedForMessage(_ text: String, shortenedPast limit: Int) -> String {
         let scalars = text.unicodeScalars
-        guard scalars.count > 60 else { return quotedForDisplay(text) }
+        guard scalars.count > limit else { return quotedForDisplay(text) }
         var shown = String.UnicodeScalarView()
-        shown.append(contentsOf: scalars.prefix(57))
+        shown.append(contentsOf: scalars.prefix(limit - 3))
         return quotedForDisplay(String(shown) + "...") + " (\(scalars.count) characters)"
     }
 }

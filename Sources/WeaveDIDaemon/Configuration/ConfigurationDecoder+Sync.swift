@@ -138,8 +138,8 @@ extension ConfigurationDecoder {
             if let overlap = MirrorTreeOverlap.first(components, otherRoots.map(ConfigurationDirectories.normalizedComponents)) {
                 throw fields.fail(
                     "\(parent).\(overlap.field)",
-                    "the \(overlap.field) \(JSONValue.quotedForMessage(roots[overlap.field])) \(overlap.relation.phrase) \(overlap.otherField) "
-                        + "\(JSONValue.quotedForMessage(otherRoots[overlap.otherField])) of job \"\(other.name)\" (\(list)[\(index)]); "
+                    "the \(overlap.field) \(JSONValue.quotedPathForMessage(roots[overlap.field])) \(overlap.relation.phrase) \(overlap.otherField) "
+                        + "\(JSONValue.quotedPathForMessage(otherRoots[overlap.otherField])) of job \"\(other.name)\" (\(list)[\(index)]); "
                         + "the jobs would overwrite or delete each other's files")
             }
             assertionFailure("the index of mirror trees named job \(index), which does not meet job \(earlier.count)")
@@ -150,8 +150,8 @@ extension ConfigurationDecoder {
     /// Source and destination must differ and neither may contain the other.
     private func checkMirrorPaths(_ mirror: DaemonConfiguration.Mirror, at parent: String) throws(ConfigurationError) {
         let path = "\(parent).destination"
-        let source = JSONValue.quotedForMessage(mirror.source)
-        let destination = JSONValue.quotedForMessage(mirror.destination)
+        let source = JSONValue.quotedPathForMessage(mirror.source)
+        let destination = JSONValue.quotedPathForMessage(mirror.destination)
         switch ConfigurationDirectories.relation(of: mirror.destination, to: mirror.source) {
         case .same: throw fields.fail(path, "the destination \(destination) is the same directory as the source \(source)")
         case .inside: throw fields.fail(path, "the destination \(destination) is inside the source \(source)")

@@ -153,7 +153,7 @@ struct ConfigurationDecoder {
                 guard let relation = MirrorTreeOverlap.relation(of: destinationComponents, to: pathComponents),
                       path.refuses(relation)
                 else { continue }
-                throw fields.fail("sync.jobs[\(index)].destination", path.problem("the destination \(JSONValue.quotedForMessage(destination))", relation))
+                throw fields.fail("sync.jobs[\(index)].destination", path.problem("the destination \(JSONValue.quotedPathForMessage(destination))", relation))
             }
         }
     }

@@ -65,10 +65,10 @@ extension DaemonConfiguration {
             for field in ["source", "destination"] {
                 let anchor = located[field].anchor
                 if let kind = located[field].anchorKind, kind != .directory {
-                    let part = anchor.hasSameBytes(as: resolved[field]) ? "" : " (\(JSONValue.quotedForMessage(anchor)), the part of it that exists)"
+                    let part = anchor.hasSameBytes(as: resolved[field]) ? "" : " (\(JSONValue.quotedPathForMessage(anchor)), the part of it that exists)"
                     throw ConfigurationError(
                         file: file, fieldPath: "\(parent).\(field)",
-                        problem: "the \(field) \(JSONValue.quotedForMessage(configured[field])) of job \"\(job.name)\" is "
+                        problem: "the \(field) \(JSONValue.quotedPathForMessage(configured[field])) of job \"\(job.name)\" is "
                             + "\(Self.describe(kind))\(part), \(Self.mirrorRootsAreDirectories)")
                 }
             }
@@ -78,17 +78,17 @@ extension DaemonConfiguration {
             if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
                 throw ConfigurationError(
                     file: file, fieldPath: "\(parent).destination",
-                    problem: "the destination \(JSONValue.quotedForMessage(configured.destination)) of job \"\(job.name)\" \(relation.verb) its source "
-                        + "\(JSONValue.quotedForMessage(configured.source)) through symbolic links "
+                    problem: "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \"\(job.name)\" \(relation.verb) its source "
+                        + "\(JSONValue.quotedPathForMessage(configured.source)) through symbolic links "
                         + Self.resolutions(configured.destination, resolved.destination, configured.source, resolved.source))
             }
             if let overlap = located.destination.relation(to: located.source) {
                 throw ConfigurationError(
                     file: file, fieldPath: "\(parent).destination",
-                    problem: "the destination \(JSONValue.quotedForMessage(configured.destination)) of job \"\(job.name)\" \(overlap.relation.verb) its source "
-                        + "\(JSONValue.quotedForMessage(configured.source)) through a mount: \(overlap.explanation(quoted: true))")
+                    problem: "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \"\(job.name)\" \(overlap.relation.verb) its source "
+                        + "\(JSONValue.quotedPathForMessage(configured.source)) through a mount: \(overlap.explanation(quoted: true))")
             }
-            let destination = "the destination \(JSONValue.quotedForMessage(configured.destination)) of job \"\(job.name)\""
+            let destination = "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \"\(job.name)\""
             for path in reserved {
                 if let problem = path.problem(
                     destination, configured: configured.destination, resolved: resolved.destination, located: located.destination,
@@ -109,8 +109,8 @@ extension DaemonConfiguration {
                     let theirs = other.configured[overlap.otherField]
                     throw ConfigurationError(
                         file: file, fieldPath: "\(parent).\(overlap.field)",
-                        problem: "the \(overlap.field) \(JSONValue.quotedForMessage(mine)) of job \"\(job.name)\" \(overlap.relation.phrase) "
-                            + "\(overlap.otherField) \(JSONValue.quotedForMessage(theirs)) of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
+                        problem: "the \(overlap.field) \(JSONValue.quotedPathForMessage(mine)) of job \"\(job.name)\" \(overlap.relation.phrase) "
+                            + "\(overlap.otherField) \(JSONValue.quotedPathForMessage(theirs)) of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
                             + "through symbolic links "
                             + Self.resolutions(mine, resolved[overlap.field], theirs, other.resolved[overlap.otherField])
                             + "; the jobs would overwrite or delete each other's files")
@@ -118,8 +118,8 @@ extension DaemonConfiguration {
                 if let (field, otherField, overlap) = MountedLocation.first(located, other.located) {
                     throw ConfigurationError(
                         file: file, fieldPath: "\(parent).\(field)",
-                        problem: "the \(field) \(JSONValue.quotedForMessage(configured[field])) of job \"\(job.name)\" \(overlap.relation.phrase) "
-                            + "\(otherField) \(JSONValue.quotedForMessage(other.configured[otherField])) of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
+                        problem: "the \(field) \(JSONValue.quotedPathForMessage(configured[field])) of job \"\(job.name)\" \(overlap.relation.phrase) "
+                            + "\(otherField) \(JSONValue.quotedPathForMessage(other.configured[otherField])) of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
                             + "through a mount: \(overlap.explanation(quoted: true)); "
                             + "the jobs would overwrite or delete each other's files")
                 }
@@ -132,10 +132,10 @@ extension DaemonConfiguration {
     }
 
     /// `("/srv/link" resolves to "/srv/backup", "/srv/backup" to "/srv/backup")`, the paths
-    /// quoted as every message quotes a value from outside (`JSONValue.quotedForMessage`);
+    /// quoted as every message quotes a path from outside (`JSONValue.quotedPathForMessage`);
     /// bare when `quoted` is false (a run's messages).
     static func resolutions(_ path: String, _ resolved: String, _ other: String, _ otherResolved: String, quoted: Bool = true) -> String {
-        func show(_ path: String) -> String { quoted ? JSONValue.quotedForMessage(path) : path }
+        func show(_ path: String) -> String { quoted ? JSONValue.quotedPathForMessage(path) : path }
         return "(\(show(path)) resolves to \(show(resolved)), \(show(other)) to \(show(otherResolved)))"
     }
 }

@@ -156,7 +156,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         let length = socket.utf8.count
         let maximum = UnixSocketAddress.maximumPathLength
         guard length > maximum else { return nil }
-        let subject = isDefault ? "the default socket path \(JSONValue.quotedForMessage(socket))" : "the path"
+        let subject = isDefault ? "the default socket path \(JSONValue.quotedPathForMessage(socket))" : "the path"
         return "\(subject) is \(length) bytes long, but a Unix socket path may have at most \(maximum) bytes (sun_path)"
     }
 

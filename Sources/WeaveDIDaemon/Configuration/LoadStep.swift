@@ -40,7 +40,7 @@ extension LoadStep: DeadlineStep {
 
     /// `resolving "/mnt/nfs/backup"`, or `reading the file` for the configuration file itself.
     var subject: String {
-        fieldPath == nil && path == file ? "\(action) the file" : "\(action) \(JSONValue.quotedForMessage(path))"
+        fieldPath == nil && path == file ? "\(action) the file" : "\(action) \(JSONValue.quotedPathForMessage(path))"
     }
 
     /// The error at the step's file and field.

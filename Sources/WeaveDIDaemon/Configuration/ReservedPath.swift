@@ -144,7 +144,7 @@ struct ReservedPath: Sendable, Equatable {
     /// the consequence. A destination that is the socket's own path is said to contain it.
     func problem(_ subject: String, _ relation: MirrorTreeOverlap.Relation, how: String = "") -> String {
         let verb = kind == .controlSocket || kind == .passedSocket ? "contains" : relation.verb
-        return "\(subject) \(verb) \(name) \(JSONValue.quotedForMessage(path))\(how)\(consequence)"
+        return "\(subject) \(verb) \(name) \(JSONValue.quotedPathForMessage(path))\(how)\(consequence)"
     }
 }
 

@@ -90,7 +90,8 @@ struct ArgumentReader {
     mutating func onceValue(of option: String, inline: String?) throws(UsageError) -> String {
         let value = try value(of: option, inline: inline)
         if let first = given[option] {
-            throw error("\(option) given twice (\(JSONValue.quotedForMessage(first)), then \(JSONValue.quotedForMessage(value))); "
+            // Shortened only as paths are: two long socket paths may differ in their last part.
+            throw error("\(option) given twice (\(JSONValue.quotedPathForMessage(first)), then \(JSONValue.quotedPathForMessage(value))); "
                 + "give it once")
         }
         given[option] = value
