@@ -302,6 +302,9 @@ import WeaveDIPosix
         var daemon = try start()
         #expect(try detachedRun(daemon) == "docs-1")
         try #require(daemon.waitForLog("docs: run docs-1 started"), "\(daemon.log)")
+        // The number is written in the background as the run starts (within milliseconds; a
+        // kill inside them is the one case left): killed once it is, during the run.
+        try #require(fixture.directory.read("state/jobs.json", once: #""lastRunNumber":1"#) != nil, "\(daemon.log)")
         daemon.send(.kill)
         #expect(daemon.wait() == .signaled(.kill), "\(daemon.log)")
         #expect(!daemon.log.contains("run docs-1 success"), "the run ended before the kill: \(daemon.log)")

@@ -38,9 +38,9 @@ extension SyncScheduler {
             if jobs[name]?.running?.id == runID { jobs[name]?.running?.started = .now }
             listeners.sendStarted()
         }
-        // The run starts once the state file holds its number (`launch`), or its write failed
-        // (`sync.stateFile` says so): each write is done or given up within the step limit.
-        await stateStore.flush()
+        // The state file's write of this run's number, asked for at `launch`, is not waited
+        // for: it lands within milliseconds, and a state directory that stops answering must
+        // hold no run (the write is given up after the step limit; `sync.stateFile` says so).
         let startWall = SystemClock.realtimeSeconds()
         let start = ContinuousClock.now
         var outcome: SyncOutcome
