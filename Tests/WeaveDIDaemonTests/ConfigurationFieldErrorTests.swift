@@ -89,6 +89,8 @@ import WeaveDIDaemon
             (jobDocument(#""failureThreshold": 9007199254740993.0"#),
                 "sync.jobs[0].failureThreshold: expected an integer of at least 1, got 9007199254740992.0 "
                 + "(past 2^53, a number with a fraction or an exponent is not read exactly: write the integer's digits)"),
+            // Out of range however it is written: nothing said of digits.
+            (#"{"sync": {"maxConcurrentRuns": 1e20}}"#, "sync.maxConcurrentRuns: expected an integer from 1 to 64, got 1e+20"),
             (#"{"control": {"adminUsers": [1000.5]}}"#, "control.adminUsers[0]: expected a user name or uid, got 1000.5"),
             (#"{"control": {"socketGroup": -1.0}}"#, "control.socketGroup: expected a group name or a gid from 0 to 4294967294, got -1.0"),
         ]

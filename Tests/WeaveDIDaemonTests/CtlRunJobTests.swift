@@ -233,6 +233,7 @@ import WeaveDIPosix
         let fix = try CtlRun.run(["--socket", daemon.defaultSocket, "fix", "job.little"])
         #expect(fix.code == 0, "\(fix.all)\n\(daemon.log)")
         #expect(!fix.output.contains("stuck"), "\(fix.all)")
+        #expect(fix.output.contains("run little-2 waits for a slot (1 run going, maxConcurrentRuns 1)"), "\(fix.all)")
         let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
         let big = try #require(jobs.first { $0[member: "name"] == .string("big") })
         #expect(big[member: "running"] == .bool(true), "the long run ended before the fix: the test proves nothing: \(daemon.log)")

@@ -78,7 +78,10 @@ struct FieldReader {
         guard let integer = value.wholeNumber, range.contains(integer) else {
             // A whole number is shown as the integer it is (`5e3` as 5000, not 5000.0).
             var shown = value.wholeNumber.map { String($0) } ?? Self.describe(value)
-            if case let .double(double) = value, value.wholeNumber == nil, double.rounded(.towardZero) == double {
+            // Said only of a number the range could hold: digits would not help 1e20 for a
+            // field up to 64.
+            if case let .double(double) = value, value.wholeNumber == nil, double.rounded(.towardZero) == double,
+               double >= Double(range.lowerBound), double <= Double(range.upperBound) {
                 shown += " (past 2^53, a number with a fraction or an exponent is not read exactly: write the integer's digits)"
             }
             throw fail(path, "expected \(expected), got \(shown)")

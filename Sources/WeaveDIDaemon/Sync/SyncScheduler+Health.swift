@@ -82,7 +82,7 @@ extension SyncScheduler {
             if wait > .zero, let record = await withTimeout(wait, clock: SystemHealthClock(), { await task.value }) {
                 actions.append("ran: \(record.result.rawValue)" + (record.message.map { " (\($0))" } ?? ""))
             } else if jobs[name]?.running?.id == run.id, jobs[name]?.running?.started == nil {
-                actions.append("started run \(run.id), which waits for a slot (\(slotsInUse) runs going, maxConcurrentRuns \(maxRuns))")
+                actions.append("started run \(run.id), which waits for a slot (\(slotsGoing))")
                 remedyInProgress(name, run: run)
             } else {
                 let waited = SecondsRange.format((seconds(wait) * 10).rounded() / 10)
@@ -95,7 +95,7 @@ extension SyncScheduler {
             if let started = run.started {
                 actions.append("run \(run.id) is going (for \(Int(seconds(ContinuousClock.now - started))) s): no other starts beside it")
             } else {
-                actions.append("run \(run.id) waits for a slot (\(slotsInUse) runs going, maxConcurrentRuns \(maxRuns)): "
+                actions.append("run \(run.id) waits for a slot (\(slotsGoing)): "
                     + "no other starts beside it")
             }
             remedyInProgress(name, run: run)
@@ -165,5 +165,10 @@ extension SyncScheduler {
     /// The fix of the metrics file's check, or of the state file's, could not write the file.
     struct FileWriteFailure: Error, CustomStringConvertible {
         var description: String
+    }
+
+    /// `1 run going, maxConcurrentRuns 1`: why a run waits for a slot, as the job's fix says it.
+    private var slotsGoing: String {
+        "\(slotsInUse) run\(slotsInUse == 1 ? "" : "s") going, maxConcurrentRuns \(maxRuns)"
     }
 }
