@@ -216,6 +216,40 @@ import WeaveDIPosix
         #expect(after.first { $0[member: "name"] == .string("little") }?[member: "queued"] == .null, "\(after)")
     }
 
+    /// A run waiting for a slot whose job a reload removes leaves the line at once, while the
+    /// run holding the slot goes on: it ends cancelled, saying why, and the job added back by
+    /// the next reload runs (queued again), instead of being refused while the old run waited.
+    @Test func aQueuedRunOfAJobAReloadRemoves_endsAtOnce_andTheJobAddedBackRuns() throws {
+        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        let ctl = try Background([CtlRun.binary, "--socket", daemon.defaultSocket, "run-job", "little", "--wait"])
+        try #require(ctl.waitForOutput("job little: run little-2 queued"), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
+
+        let config = try #require(directory.read("weavedid.json"))
+        directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "little""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(ctl.wait(timeout: .seconds(30)) == .exited(1), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
+        #expect(ctl.output.contains("job little: cancelled"), "\(ctl.output)")
+        #expect(ctl.output.contains(": the job was removed from the configuration by a reload; cancelled while it waited for a slot"),
+            "\(ctl.output)")
+        let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
+        let big = try #require(jobs.first { $0[member: "name"] == .string("big") })
+        #expect(big[member: "running"] == .bool(true), "the long run ended first: the test proves nothing: \(daemon.log)")
+
+        directory.write("weavedid.json", config)
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let again = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
+        #expect(again.parameter("runId") == .string("little-3"), "\(again)\n\(daemon.log)")
+        #expect(again.parameter("queued") == .object([("runsGoing", .int(1)), ("maxConcurrentRuns", .int(1))]), "\(again)")
+
+        directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(daemon.waitForLog("little: run little-3 success", timeout: .seconds(60)), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// The job's fix cancels a run stuck for more than `staleAfterIntervals` intervals, timed
     /// from when the run got its slot: a run waiting in line for one (`maxConcurrentRuns`
     /// reached) has not started, and is left to start when a slot frees, however long it

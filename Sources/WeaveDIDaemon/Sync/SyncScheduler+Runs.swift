@@ -31,12 +31,14 @@ extension SyncScheduler {
     private func execute(
         _ name: String, runID: String, job: any SyncJob, listeners: ProgressListeners, holdsSlot: Bool
     ) async -> SyncRunRecord {
-        // In line for a slot first, in the order the runs were launched.
+        // In line for a slot first, in the order the runs were launched; a run cancelled there
+        // ends at once, and takes none.
+        var holdsSlot = holdsSlot
         if !holdsSlot {
-            await acquireSlot()
+            holdsSlot = await acquireSlot(for: runID)
             // Its time starts now: the job's fix counts a run stuck from here, not from its launch.
-            if jobs[name]?.running?.id == runID { jobs[name]?.running?.started = .now }
-            listeners.sendStarted()
+            if holdsSlot, jobs[name]?.running?.id == runID { jobs[name]?.running?.started = .now }
+            if holdsSlot { listeners.sendStarted() }
         }
         // The state file's write of this run's number, asked for at `launch`, is not waited
         // for: it lands within milliseconds, and a state directory that stops answering must
@@ -44,7 +46,9 @@ extension SyncScheduler {
         let startWall = SystemClock.realtimeSeconds()
         let start = ContinuousClock.now
         var outcome: SyncOutcome
-        if stopping || Task.isCancelled {
+        if !holdsSlot {
+            outcome = SyncOutcome(result: .cancelled, message: "cancelled while it waited for a slot")
+        } else if stopping || Task.isCancelled {
             outcome = SyncOutcome(result: .cancelled, message: "cancelled before it started")
         } else {
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
@@ -56,7 +60,7 @@ extension SyncScheduler {
             outcome = await session.withCurrent { await job.run(context) }
             await session.close()
         }
-        releaseSlot()
+        if holdsSlot { releaseSlot() }
         // A run the daemon cancelled says why (its job removed by a reload, the daemon stopping).
         if let reason = cancelReasons.removeValue(forKey: runID), outcome.result == .cancelled {
             outcome.message = reason + (outcome.message.map { "; " + $0 } ?? "")

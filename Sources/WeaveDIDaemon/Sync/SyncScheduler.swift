@@ -31,7 +31,9 @@ public actor SyncScheduler: DaemonService {
     /// `sync.maxConcurrentRuns` of the configuration in effect (a reload changes it before the
     /// configuration store does).
     var maxRuns: Int
-    var slotWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Runs waiting for a slot, in the order they were launched, by run id: resumed with true
+    /// when given one, with false when cancelled first (`acquireSlot`).
+    var slotWaiters: [(runID: String, continuation: CheckedContinuation<Bool, Never>)] = []
     /// The number of the last run started (`NAME-N`), of any job; continued from the state
     /// file's at start.
     var runCounter = 0
@@ -168,7 +170,7 @@ public actor SyncScheduler: DaemonService {
         let running = jobs.values.compactMap(\.running?.task) + orphans.values.map(\.task)
         for run in running { run.cancel() }
         for run in running { _ = await run.value }
-        for waiter in slotWaiters { waiter.resume() }
+        for waiter in slotWaiters { waiter.continuation.resume(returning: false) }
         slotWaiters = []
         saveState()
         await stateStore.flush()
@@ -284,12 +286,27 @@ public actor SyncScheduler: DaemonService {
         return true
     }
 
-    func acquireSlot() async {
-        if slotsInUse < maxRuns {
+    /// Waits in line for a slot for the run `runID`, behind the runs launched before it:
+    /// true once it holds one. A run cancelled while it waits (its job removed by a reload, the
+    /// daemon stopping) leaves the line at once: false, and no slot taken.
+    func acquireSlot(for runID: String) async -> Bool {
+        if Task.isCancelled { return false }
+        if slotsInUse < maxRuns, slotWaiters.isEmpty {
             slotsInUse += 1
-            return
+            return true
         }
-        await withCheckedContinuation { slotWaiters.append($0) }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { slotWaiters.append((runID, $0)) }
+        } onCancel: {
+            Task { await self.leaveLine(runID) }
+        }
+    }
+
+    /// Takes the run `runID`, cancelled, out of the line for a slot; nothing when it is no
+    /// longer in it (it was given a slot first, and stops before it starts).
+    private func leaveLine(_ runID: String) {
+        guard let index = slotWaiters.firstIndex(where: { $0.runID == runID }) else { return }
+        slotWaiters.remove(at: index).continuation.resume(returning: false)
     }
 
     func releaseSlot() {
@@ -302,7 +319,7 @@ public actor SyncScheduler: DaemonService {
     private func admitWaiters() {
         while slotsInUse < maxRuns, !slotWaiters.isEmpty {
             slotsInUse += 1
-            slotWaiters.removeFirst().resume()
+            slotWaiters.removeFirst().continuation.resume(returning: true)
         }
     }
 }
