@@ -250,6 +250,38 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// The metrics tell a run waiting for a slot from one going: `weavedi_sync_running` is 1
+    /// only for the job whose run holds the slot, `weavedi_sync_queued` 1 for the job whose run
+    /// waits for it; once that run has had its slot and ended, both are 0 for it.
+    @Test func metrics_tellARunWaitingForASlot_fromOneGoing() throws {
+        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
+        try #require(queued.parameter("queued") != nil, "\(queued)")
+        func metrics() throws -> [Substring] {
+            let text = try client.call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue ?? ""
+            return text.split(separator: "\n")
+        }
+
+        let during = try metrics()
+        for line in [#"weavedi_sync_running{job="big"} 1"#, #"weavedi_sync_running{job="little"} 0"#,
+                     #"weavedi_sync_queued{job="big"} 0"#, #"weavedi_sync_queued{job="little"} 1"#,
+                     #"weavedi_sync_queued{job="other"} 0"#] {
+            #expect(during.contains(Substring(line)), "\(line) missing: \(during.filter { $0.hasPrefix("weavedi_sync_") })")
+        }
+        #expect(during.contains("# TYPE weavedi_sync_queued gauge"), "\(during)")
+
+        let config = try #require(directory.read("weavedid.json"))
+        directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
+        let after = try metrics()
+        for line in [#"weavedi_sync_running{job="little"} 0"#, #"weavedi_sync_queued{job="little"} 0"#] {
+            #expect(after.contains(Substring(line)), "\(line) missing: \(after.filter { $0.hasPrefix("weavedi_sync_") })")
+        }
+    }
+
     /// The job's fix cancels a run stuck for more than `staleAfterIntervals` intervals, timed
     /// from when the run got its slot: a run waiting in line for one (`maxConcurrentRuns`
     /// reached) has not started, and is left to start when a slot frees, however long it

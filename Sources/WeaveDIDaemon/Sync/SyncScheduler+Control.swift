@@ -63,8 +63,15 @@ extension SyncScheduler: JobControl {
         for name in order { out.sample("weavedi_sync_last_success_timestamp_seconds", [("job", name)], jobs[name]?.lastSuccess ?? 0) }
         out.header("weavedi_sync_last_run_duration_seconds", "How long the last run took.", type: "gauge")
         for name in order { out.sample("weavedi_sync_last_run_duration_seconds", [("job", name)], jobs[name]?.recent.last?.duration ?? 0) }
-        out.header("weavedi_sync_running", "1 while a run is going.", type: "gauge")
-        for name in order { out.sample("weavedi_sync_running", [("job", name)], jobs[name]?.running == nil ? 0 : 1) }
+        // A run waiting for a slot (`sync.maxConcurrentRuns`) is queued, not running: running
+        // counts the runs that hold a slot.
+        out.header("weavedi_sync_running", "1 while a run is going (holding one of sync.maxConcurrentRuns' slots).", type: "gauge")
+        for name in order { out.sample("weavedi_sync_running", [("job", name)], jobs[name]?.running?.started == nil ? 0 : 1) }
+        out.header("weavedi_sync_queued", "1 while a run waits for a slot (sync.maxConcurrentRuns runs going).", type: "gauge")
+        for name in order {
+            let queued = jobs[name]?.running.map { $0.started == nil } ?? false
+            out.sample("weavedi_sync_queued", [("job", name)], queued ? 1 : 0)
+        }
         out.header("weavedi_sync_skipped_runs_total", "Runs skipped because the previous one was still going.", type: "counter")
         for name in order { out.sample("weavedi_sync_skipped_runs_total", [("job", name)], Double(jobs[name]?.skippedRuns ?? 0)) }
         return out.text

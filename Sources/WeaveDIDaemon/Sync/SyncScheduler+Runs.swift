@@ -35,9 +35,7 @@ extension SyncScheduler {
         // ends at once, and takes none.
         var holdsSlot = holdsSlot
         if !holdsSlot {
-            holdsSlot = await acquireSlot(for: runID)
-            // Its time starts now: the job's fix counts a run stuck from here, not from its launch.
-            if holdsSlot, jobs[name]?.running?.id == runID { jobs[name]?.running?.started = .now }
+            holdsSlot = await acquireSlot(for: runID, of: name)
             if holdsSlot { listeners.sendStarted() }
         }
         // The state file's write of this run's number, asked for at `launch`, is not waited

@@ -31,9 +31,9 @@ public actor SyncScheduler: DaemonService {
     /// `sync.maxConcurrentRuns` of the configuration in effect (a reload changes it before the
     /// configuration store does).
     var maxRuns: Int
-    /// Runs waiting for a slot, in the order they were launched, by run id: resumed with true
-    /// when given one, with false when cancelled first (`acquireSlot`).
-    var slotWaiters: [(runID: String, continuation: CheckedContinuation<Bool, Never>)] = []
+    /// Runs waiting for a slot, in the order they were launched, by job and run id: resumed
+    /// with true when given one, with false when cancelled first (`acquireSlot`).
+    var slotWaiters: [(job: String, runID: String, continuation: CheckedContinuation<Bool, Never>)] = []
     /// The number of the last run started (`NAME-N`), of any job; continued from the state
     /// file's at start.
     var runCounter = 0
@@ -286,17 +286,19 @@ public actor SyncScheduler: DaemonService {
         return true
     }
 
-    /// Waits in line for a slot for the run `runID`, behind the runs launched before it:
-    /// true once it holds one. A run cancelled while it waits (its job removed by a reload, the
-    /// daemon stopping) leaves the line at once: false, and no slot taken.
-    func acquireSlot(for runID: String) async -> Bool {
+    /// Waits in line for a slot for the run `runID` of `job`, behind the runs launched before
+    /// it: true once it holds one (its `started` set then). A run cancelled while it waits (its
+    /// job removed by a reload, the daemon stopping) leaves the line at once: false, and no
+    /// slot taken.
+    func acquireSlot(for runID: String, of job: String) async -> Bool {
         if Task.isCancelled { return false }
         if slotsInUse < maxRuns, slotWaiters.isEmpty {
             slotsInUse += 1
+            markStarted(runID, of: job)
             return true
         }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { slotWaiters.append((runID, $0)) }
+            await withCheckedContinuation { slotWaiters.append((job, runID, $0)) }
         } onCancel: {
             Task { await self.leaveLine(runID) }
         }
@@ -319,7 +321,15 @@ public actor SyncScheduler: DaemonService {
     private func admitWaiters() {
         while slotsInUse < maxRuns, !slotWaiters.isEmpty {
             slotsInUse += 1
-            slotWaiters.removeFirst().continuation.resume(returning: true)
+            let waiter = slotWaiters.removeFirst()
+            markStarted(waiter.runID, of: waiter.job)
+            waiter.continuation.resume(returning: true)
         }
+    }
+
+    /// The run `runID` of `job` holds a slot from now: it is no longer queued (`ListJobs`, the
+    /// metrics), and the job's fix counts it stuck from here, not from its launch.
+    private func markStarted(_ runID: String, of job: String) {
+        if jobs[job]?.running?.id == runID { jobs[job]?.running?.started = .now }
     }
 }
