@@ -282,6 +282,32 @@ import WeaveDIPosix
         }
     }
 
+    /// A disabled job runs by hand: `weavedictl jobs` shows its run, waiting for a slot
+    /// (`queued (1 going, maxConcurrentRuns 1)`) or going (`running`), rather than `disabled`,
+    /// which it shows again once the run has ended.
+    @Test func jobs_showTheRunOfADisabledJob() throws {
+        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1, little: #""interval": 3600, "enabled": false"#)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
+        try #require(queued.parameter("queued") != nil, "\(queued)")
+        func littleRow() throws -> String {
+            let table = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs"])
+            return table.output.split(separator: "\n").first { $0.hasPrefix("little ") }.map(String.init) ?? table.all
+        }
+
+        let during = try littleRow()
+        #expect(during.contains(" queued (1 going, maxConcurrentRuns 1) "), "\(during)")
+        #expect(!during.contains("disabled"), "\(during)")
+
+        let config = try #require(directory.read("weavedid.json"))
+        directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
+        let after = try littleRow()
+        #expect(after.contains(" disabled "), "\(after)")
+    }
+
     /// The job's fix cancels a run stuck for more than `staleAfterIntervals` intervals, timed
     /// from when the run got its slot: a run waiting in line for one (`maxConcurrentRuns`
     /// reached) has not started, and is left to start when a slot frees, however long it

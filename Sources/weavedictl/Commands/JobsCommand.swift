@@ -45,14 +45,16 @@ struct JobsCommand: CtlCommand {
         return ExitStatus.ok
     }
 
-    /// `disabled`, `running`, `queued (2 going, maxConcurrentRuns 2)`, `paused` or `scheduled`.
+    /// `running`, `queued (2 going, maxConcurrentRuns 2)`, `disabled`, `paused` or `scheduled`:
+    /// a run going or waiting for a slot is shown whatever the job's schedule (a disabled job
+    /// runs by hand).
     static func state(_ job: JSONValue) -> String {
-        if !job.flag("enabled") { return "disabled" }
         if job.flag("running") {
             // A daemon before `queued` sends none: its runs waiting for a slot read as running.
             guard let queued = job[member: "queued"], queued.objectMembers != nil else { return "running" }
             return "queued (\(queued.intText("runsGoing")) going, maxConcurrentRuns \(queued.intText("maxConcurrentRuns")))"
         }
+        if !job.flag("enabled") { return "disabled" }
         return job.flag("paused") ? "paused" : "scheduled"
     }
 }
