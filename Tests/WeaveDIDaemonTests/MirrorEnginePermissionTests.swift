@@ -15,6 +15,8 @@ private let ownerUnreadableChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREAD
 private let deepReadOnlyChildRootVariable = "WEAVEDI_MIRROR_TEST_DEEP_READ_ONLY_ROOT"
 /// Where the child process of the unreadable-files-of-its-own test finds its fixture.
 private let ownerUnreadableFilesChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_UNREADABLE_FILES_ROOT"
+/// Where the child process of the set-group-ID-cleared test finds its fixture.
+private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SETGID_ROOT"
 
 /// Permission errors. The tests run as root, which permission bits do not stop, so the engine
 /// runs in a child process as `nobody` (uid 65534, through `setpriv`): the child is this test
@@ -420,5 +422,58 @@ private let ownerUnreadableFilesChildRootVariable = "WEAVEDI_MIRROR_TEST_OWNER_U
         for path in directories { try cwd.setPermissions(at: destination + path, 0o755) }  // for the parent's clean-up
         for path in directories { try cwd.setPermissions(at: source + path, 0o755) }
         try write(root + "/done", "uid \(getuid())")
+    }
+
+    /// The kernel clears set-group-ID, without an error, from a mode given to a file whose group
+    /// the process is not in: here, copies made by `nobody` in a set-group-ID destination of
+    /// group 1, which they inherit (a `chmod g+s` source directory; a set-group-ID file of group
+    /// 1, whose copy has its source's group). The run reads the mode back: both copies count as
+    /// not keeping the bit, and the next run neither updates them nor says less.
+    @Test func setGroupIDTheKernelClears_isReportedNotKept_andNotFixedEveryRun() throws {
+        guard canRunAsNobody() else { return }
+        let fixture = try MirrorFixture()
+        #expect(chmod(fixture.root, 0o755) == 0)
+        try fixture.write("src/shared/a.txt", "a")
+        try fixture.write("src/tool", "#!/bin/sh\n")
+        // Owner and group first: a chown clears set-group-ID from a file.
+        #expect(chown(fixture.root + "/src/tool", 0, 1) == 0)
+        #expect(chmod(fixture.root + "/src/tool", 0o2755) == 0)
+        #expect(chmod(fixture.root + "/src/shared", 0o2775) == 0)
+        for directory in ["dst", "out"] {
+            try fixture.makeDirectory(directory)
+            #expect(chown(fixture.root + "/" + directory, 65534, directory == "dst" ? 1 : 65534) == 0)
+        }
+        #expect(chmod(fixture.root + "/dst", 0o2775) == 0)
+
+        let child = try asNobody(
+            "childRuns_whereTheKernelClearsSetGroupID", clearedSetGroupIDChildRootVariable, root: fixture.root)
+        #expect(child.status == .exited(0), "\(child.standardOutputText)\(child.standardErrorText)")
+        let lines = (fixture.read("out/report.txt") ?? "").split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "uid 65534",
+            "first success copied 2 updated 0 setIDBitsNotKept 2",
+            "second success copied 0 updated 0 setIDBitsNotKept 2",
+            "shared 775 group 1", "tool 755 group 1",
+        ], "\(child.standardOutputText)\(child.standardErrorText)")
+    }
+
+    /// The child's half: mirrors the parent's fixture twice as whoever runs it and writes what
+    /// each run counted, and the copies' modes.
+    @Test(.enabled(if: CurrentProcess.environmentValue(clearedSetGroupIDChildRootVariable) != nil))
+    func childRuns_whereTheKernelClearsSetGroupID() async throws {
+        let root = try #require(CurrentProcess.environmentValue(clearedSetGroupIDChildRootVariable))
+        var lines = ["uid \(getuid())"]
+        for run in ["first", "second"] {
+            let report = await MirrorEngine(
+                settings: MirrorSettings(source: root + "/src", destination: root + "/dst"), container: .mirrorWorkers()
+            ).run()
+            lines.append("\(run) \(report.result) copied \(report.copied) updated \(report.updated) "
+                + "setIDBitsNotKept \(report.setIDBitsNotKept)" + report.errors.map { " error \($0)" }.joined())
+        }
+        for name in ["shared", "tool"] {
+            let status = try FileDescriptor.currentWorkingDirectory.status(at: root + "/dst/" + name, followSymlinks: false)
+            lines.append("\(name) \(String(status.permissions.rawValue, radix: 8)) group \(status.groupID)")
+        }
+        Self.writeReport(lines, root: root)
     }
 }

@@ -138,8 +138,9 @@ import WeaveDIPosix
             try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))]).parameter("run")
         }
         let notice = "set-user/group-ID bits not kept on 2 item(s) (first: "
-        let reason = "): this process may not set them (RestrictSUIDSGID=yes in the unit?); the rest of their modes is "
-            + "the source's (to keep the bits too, set RestrictSUIDSGID=no in a drop-in)"
+        let reason = "): this process may not set them (RestrictSUIDSGID=yes in the unit?; and the kernel clears set-group-ID "
+            + "on a copy whose group the daemon's user is not in); the rest of their modes is the source's (to keep the bits "
+            + "too, set RestrictSUIDSGID=no in a drop-in, or add the daemon's user to the copy's group)"
 
         var daemon = try start()
         let first = try run(daemon)

@@ -77,8 +77,9 @@ struct MirrorJob: SyncJob {
         guard report.setIDBitsNotKept > 0 else { return nil }
         let first = report.firstSetIDBitsNotKept.map { " (first: \($0))" } ?? ""
         return "set-user/group-ID bits not kept on \(report.setIDBitsNotKept) item(s)\(first): this process may not set "
-            + "them (RestrictSUIDSGID=yes in the unit?); the rest of their modes is the source's (to keep the bits too, "
-            + "set RestrictSUIDSGID=no in a drop-in)"
+            + "them (RestrictSUIDSGID=yes in the unit?; and the kernel clears set-group-ID on a copy whose group the daemon's "
+            + "user is not in); the rest of their modes is the source's (to keep the bits too, set RestrictSUIDSGID=no in a "
+            + "drop-in, or add the daemon's user to the copy's group)"
     }
 
     /// The daemon's configuration in effect, nil without it in the container.

@@ -172,7 +172,10 @@ struct DestinationRemover {
             // A read-only directory is emptied as its owner may: made writable first (it goes;
             // a set-group-ID bit the process may not set with it goes at once: `SetIDBits`).
             _ = try MirrorFailure.attempt("fchmod") {
-                try SetIDBits.set(writable, current: status.permissions, on: status.device) { (mode) throws(Errno) in
+                try SetIDBits.set(
+                    writable, current: status.permissions, group: status.groupID, on: status.device,
+                    readBack: { () throws(Errno) in try directory.descriptor.status().permissions }
+                ) { (mode) throws(Errno) in
                     try directory.descriptor.setPermissions(mode)
                 }
             }

@@ -260,10 +260,12 @@ struct DirectoryScanner {
         if source.size != destination.size || source.modificationTime != destination.modificationTime {
             return .copy
         }
-        // Less the set-ID bits this process was refused on the destination's file system
-        // (`SetIDBits`): a copy without them is as good as it gets, not fixed on every run.
+        // Less the set-ID bits this process was refused on the destination's file system, or
+        // set-group-ID the kernel cleared on a copy of its group (`SetIDBits`): a copy without
+        // them is as good as it gets, not fixed on every run.
         let wanted = SetIDBits.attainable(
-            source.permissionsOfCopy(ownedBy: destination.userID, group: destination.groupID), on: destination.device)
+            source.permissionsOfCopy(ownedBy: destination.userID, group: destination.groupID), on: destination.device,
+            group: destination.groupID)
         return destination.permissions == wanted ? nil : .fixAttributes
     }
 

@@ -71,7 +71,10 @@ public final class FileCopier {
                 let made = try MirrorFailure.attempt("fstat") { try copy.file.descriptor.status() }
                 let permissions = before.permissionsOfCopy(ownedBy: made.userID, group: made.groupID)
                 let given = try MirrorFailure.attempt("fchmod") {
-                    try SetIDBits.set(permissions, current: made.permissions, on: made.device) { (mode) throws(Errno) in
+                    try SetIDBits.set(
+                        permissions, current: made.permissions, group: made.groupID, on: made.device,
+                        readBack: { () throws(Errno) in try copy.file.descriptor.status().permissions }
+                    ) { (mode) throws(Errno) in
                         try copy.file.descriptor.setPermissions(mode)
                     }
                 }
@@ -204,7 +207,7 @@ public final class FileCopier {
         if try MirrorFailure.attempt("statx", { try file.isMountRoot() }) { throw .mountPoint }
         if current.linkCount > 1 { throw .replaced(.regular) }
         let permissions = wanted.permissionsOfCopy(ownedBy: current.userID, group: current.groupID)
-        var modeChanges = current.permissions != SetIDBits.attainable(permissions, on: current.device)
+        var modeChanges = current.permissions != SetIDBits.attainable(permissions, on: current.device, group: current.groupID)
         let timeChanges = current.modificationTime != wanted.modificationTime
         guard modeChanges || timeChanges else {
             setIDBitsNotKept = SetIDBits.areMissing(permissions, in: current.permissions)
@@ -216,7 +219,10 @@ public final class FileCopier {
         var given = current.permissions
         if modeChanges {
             given = try MirrorFailure.attempt(pathOnly ? "chmod (/proc/self/fd)" : "fchmod") {
-                try SetIDBits.set(permissions, current: current.permissions, on: current.device) { (mode) throws(Errno) in
+                try SetIDBits.set(
+                    permissions, current: current.permissions, group: current.groupID, on: current.device,
+                    readBack: { () throws(Errno) in try file.status().permissions }
+                ) { (mode) throws(Errno) in
                     if pathOnly { try file.setPermissionsOfPathHandle(mode) } else { try file.setPermissions(mode) }
                 }
             }

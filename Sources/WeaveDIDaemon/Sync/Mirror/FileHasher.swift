@@ -62,7 +62,10 @@ public final class FileHasher {
         // it only where the process may set it.
         let file = handle.descriptor
         func setMode(_ mode: FilePermissions, _ current: FilePermissions) throws(Errno) -> FilePermissions {
-            try SetIDBits.set(mode, current: current, on: status.device) { (mode) throws(Errno) in
+            try SetIDBits.set(
+                mode, current: current, group: status.groupID, on: status.device,
+                readBack: { () throws(Errno) in try file.status().permissions }
+            ) { (mode) throws(Errno) in
                 try file.setPermissionsOfPathHandle(mode)
             }
         }

@@ -39,6 +39,8 @@ final class MirrorDirectory: Sendable {
     private let openedMode: FilePermissions
     /// The destination directory's file system (`st_dev`), for `SetIDBits`.
     private let destinationDevice: UInt64
+    /// The destination directory's group, as opened: whether the kernel keeps its set-group-ID.
+    private let destinationGroup: UInt32
     /// Whether `makeWritable` changed the mode; held through the change, as several batches of
     /// a checksum run may ask at once.
     private let madeWritable: Mutex<Bool>
@@ -58,6 +60,7 @@ final class MirrorDirectory: Sendable {
         writableMode = destinationStatus.modeOpenToItsOwner(isPrivileged: isPrivileged)
         openedMode = destinationStatus.permissions
         destinationDevice = destinationStatus.device
+        destinationGroup = destinationStatus.groupID
         self.madeWritable = Mutex(madeWritable && writableMode != nil)
     }
 
@@ -176,7 +179,10 @@ final class MirrorDirectory: Sendable {
     /// that less its set-ID bits where the process may not set them (`SetIDBits`); returns
     /// the mode it has now.
     private func setPermissions(_ permissions: FilePermissions, current: FilePermissions) throws(Errno) -> FilePermissions {
-        try SetIDBits.set(permissions, current: current, on: destinationDevice) { (mode) throws(Errno) in
+        try SetIDBits.set(
+            permissions, current: current, group: destinationGroup, on: destinationDevice,
+            readBack: { () throws(Errno) in try destination.descriptor.status().permissions }
+        ) { (mode) throws(Errno) in
             try destination.descriptor.setPermissions(mode)
         }
     }

@@ -41,7 +41,10 @@ struct MirrorRoots: ~Copyable {
     static func giveBack(_ found: FileStatus, to directory: FileDescriptor, _ path: String, into report: inout MirrorReport) {
         do throws(Errno) {
             let current = try directory.status().permissions
-            let given = try SetIDBits.set(found.permissions, current: current, on: found.device) { (mode) throws(Errno) in
+            let given = try SetIDBits.set(
+                found.permissions, current: current, group: found.groupID, on: found.device,
+                readBack: { () throws(Errno) in try directory.status().permissions }
+            ) { (mode) throws(Errno) in
                 try directory.setPermissions(mode)
             }
             if SetIDBits.areMissing(found.permissions, in: given) { report.noteSetIDBitsNotKept(".") }

@@ -30,14 +30,14 @@ enum OwnerOpening {
         // Less a set-group-ID bit the process may not set (`SetIDBits`): the caller gives the
         // directory its mode when done, and reports that bit not kept.
         let opened = try MirrorFailure.attempt("chmod (/proc/self/fd)") {
-            try setPermissions(open, of: handle.descriptor, current: status.permissions, on: status.device)
+            try setPermissions(open, of: handle.descriptor, current: status.permissions, group: status.groupID, on: status.device)
         }
         do {
             let directory = try handle.descriptor.openDirectory(at: ".", noFollow: true)
             found = status
             return directory
         } catch {
-            _ = try? setPermissions(status.permissions, of: handle.descriptor, current: opened, on: status.device)
+            _ = try? setPermissions(status.permissions, of: handle.descriptor, current: opened, group: status.groupID, on: status.device)
             throw .system("open", error)
         }
     }
@@ -45,9 +45,11 @@ enum OwnerOpening {
     /// Gives the directory of `handle`, whose mode is `current`, the mode `permissions`
     /// (`SetIDBits.set`); returns the mode it has now.
     private static func setPermissions(
-        _ permissions: FilePermissions, of handle: FileDescriptor, current: FilePermissions, on device: UInt64
+        _ permissions: FilePermissions, of handle: FileDescriptor, current: FilePermissions, group: UInt32, on device: UInt64
     ) throws(Errno) -> FilePermissions {
-        try SetIDBits.set(permissions, current: current, on: device) { (mode) throws(Errno) in
+        try SetIDBits.set(
+            permissions, current: current, group: group, on: device, readBack: { () throws(Errno) in try handle.status().permissions }
+        ) { (mode) throws(Errno) in
             try handle.setPermissionsOfPathHandle(mode)
         }
     }

@@ -15,9 +15,20 @@ import WeaveDIPosix
 /// remembered, per file system (`st_dev`), for the process's lifetime: the next runs compare
 /// copies with the mode they can have (`attainable`) and fix nothing again, and a new copy gets
 /// it with one call, not a refused one first.
+///
+/// The kernel also clears set-group-ID without a word: a `chmod` that sets it on a file whose
+/// group the process is not in (and that lacks `CAP_FSETID`) succeeds, and the file has the
+/// mode without it (a copy made in a set-group-ID destination directory of another group gets
+/// that group). So after a mode with set-ID bits is set, it is read back; a bit missing there
+/// counts as not kept, like a refused one, and a dropped set-group-ID is remembered for the
+/// group (group membership lasts as long as the process too), so that the next runs compare
+/// such copies with the mode they can have as well.
 enum SetIDBits {
     /// The file systems (`st_dev`) on which setting a set-ID bit was refused.
     private static let refusedDevices = Mutex<Set<UInt64>>([])
+    /// The groups on whose files the kernel cleared the set-group-ID bit that a mode set here
+    /// had (the process is not in them).
+    private static let droppedGroups = Mutex<Set<UInt32>>([])
 
     /// Both bits.
     static let both: FilePermissions = [.setUserID, .setGroupID]
@@ -27,11 +38,14 @@ enum SetIDBits {
         refusedDevices.withLock { $0.contains(device) }
     }
 
-    /// The mode a copy on `device` can have when it should have `wanted`: `wanted`, less its
-    /// set-ID bits where they were refused there.
-    static func attainable(_ wanted: FilePermissions, on device: UInt64) -> FilePermissions {
-        guard !wanted.isDisjoint(with: both), areRefused(on: device) else { return wanted }
-        return wanted.subtracting(both)
+    /// The mode a copy of `group` on `device` can have when it should have `wanted`: `wanted`,
+    /// less its set-ID bits where they were refused there, and less set-group-ID where the
+    /// kernel cleared it from a file of `group`.
+    static func attainable(_ wanted: FilePermissions, on device: UInt64, group: UInt32) -> FilePermissions {
+        guard !wanted.isDisjoint(with: both) else { return wanted }
+        if areRefused(on: device) { return wanted.subtracting(both) }
+        if wanted.contains(.setGroupID), droppedGroups.withLock({ $0.contains(group) }) { return wanted.subtracting(.setGroupID) }
+        return wanted
     }
 
     /// Whether a copy whose mode is `actual` lacks set-ID bits of `wanted`.
@@ -39,21 +53,28 @@ enum SetIDBits {
         !wanted.intersection(both).isSubset(of: actual)
     }
 
-    /// Gives a file whose mode is `current`, on `device`, the mode `wanted` with `set` (an
-    /// `fchmod` or the like); returns the mode it has now. Where that fails with `EPERM`, and
-    /// `wanted` has set-ID bits, it is given `wanted` less them, and when that is allowed the
-    /// refusal is remembered for `device`; when it is not either (a file not the process's to
-    /// change), the first error is thrown. Where the refusal is known already, only the mode
-    /// without them is tried. Nothing is called when `current` is the mode to give.
+    /// Gives a file of `group` whose mode is `current`, on `device`, the mode `wanted` with
+    /// `set` (an `fchmod` or the like); returns the mode it has now. Where that fails with
+    /// `EPERM`, and `wanted` has set-ID bits, it is given `wanted` less them, and when that is
+    /// allowed the refusal is remembered for `device`; when it is not either (a file not the
+    /// process's to change), the first error is thrown. Where the refusal is known already,
+    /// only the mode without them is tried. A mode with set-ID bits that was set is read back
+    /// with `readBack` (an `fstat`): the kernel may have cleared set-group-ID, which is then
+    /// remembered for `group`, and the mode read is returned. Nothing is called when `current`
+    /// is the mode to give.
     static func set(
-        _ wanted: FilePermissions, current: FilePermissions, on device: UInt64,
-        _ set: (FilePermissions) throws(Errno) -> Void
+        _ wanted: FilePermissions, current: FilePermissions, group: UInt32, on device: UInt64,
+        readBack: () throws(Errno) -> FilePermissions, _ set: (FilePermissions) throws(Errno) -> Void
     ) throws(Errno) -> FilePermissions {
-        let first = attainable(wanted, on: device)
+        let first = attainable(wanted, on: device, group: group)
         guard first != current else { return current }
         do {
             try set(first)
-            return first
+            guard !first.isDisjoint(with: both) else { return first }
+            // Set, but maybe not kept; a failed read leaves the mode as set, as before it.
+            guard let kept = try? readBack(), areMissing(first, in: kept) else { return first }
+            if first.contains(.setGroupID), !kept.contains(.setGroupID) { droppedGroups.withLock { _ = $0.insert(group) } }
+            return kept
         } catch .notPermitted where !first.isDisjoint(with: both) {
             // Tried even when it is the current mode: only its success shows that the bits
             // were what was refused.
