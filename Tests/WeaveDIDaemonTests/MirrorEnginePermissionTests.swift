@@ -22,24 +22,8 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
 /// runs in a child process as `nobody` (uid 65534, through `setpriv`): the child is this test
 /// binary, filtered to one of the `child…` tests, each enabled only there.
 @Suite struct MirrorEnginePermissionTests {
-    /// Runs this test binary as `nobody`, filtered to the child test `name`, which finds its
-    /// fixture at `root` through the environment variable `variable`.
     private func asNobody(_ name: String, _ variable: String, root: String) throws -> SubprocessResult {
-        try Subprocess.run(
-            "/usr/bin/setpriv",
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0],
-                        "--testing-library", "swift-testing", "--filter", "MirrorEnginePermissionTests/\(name)"],
-            environment: ["PATH": "/usr/bin:/bin", variable: root])
-    }
-
-    /// Whether the child tests can run as `nobody` (this test binary runs as root, and
-    /// `setpriv` is there); when not, says that `test` is skipped.
-    private func canRunAsNobody(_ test: String = #function) -> Bool {
-        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            print("SKIPPED \(test): needs root and setpriv")
-            return false
-        }
-        return true
+        try ChildAsNobody.run("MirrorEnginePermissionTests", name, variable, root: root)
     }
 
     /// The child's report to its parent: `lines` in `out/report.txt` under `root`.
@@ -50,7 +34,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     }
 
     @Test func unreadableFilesAndDirectories_areReported_andTheRunGoesOn() throws {
-        guard canRunAsNobody() else { return }
+        guard ChildAsNobody.canRun() else { return }
         let fixture = try MirrorFixture()
         let cwd = FileDescriptor.currentWorkingDirectory
         try cwd.setPermissions(at: fixture.root, 0o755)
@@ -116,7 +100,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// Permission denied`, or for the root `the destination cannot be opened`), every run; and
     /// it removes such a directory that the source no longer has (`delete`).
     @Test func destinationDirectoriesTheirOwnerMayNotRead_areMirroredAgain() throws {
-        guard canRunAsNobody() else { return }
+        guard ChildAsNobody.canRun() else { return }
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("src/shared/inside.txt", "first")
@@ -190,7 +174,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// "others" (mode 0004), which the run may not read to compare: copied afresh (its
     /// checksum failed on every run).
     @Test func destinationFilesTheirOwnerMayNotRead_areFixed_orCopiedAfresh() throws {
-        guard canRunAsNobody() else { return }
+        guard ChildAsNobody.canRun() else { return }
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("others/visible.txt", "read as others", mode: 0o004)
@@ -261,7 +245,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// each made writable (opened as its owner may) as it is emptied, and opened again through
     /// `..` when the removal comes back up to it.
     @Test func aDeepReadOnlyTree_goesWhole() throws {
-        guard canRunAsNobody() else { return }
+        guard ChildAsNobody.canRun() else { return }
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("src/keep.txt", "kept")
@@ -302,7 +286,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// changes something in one and gives the mode back afterwards; a run with nothing to do
     /// changes no directory, not even its ctime.
     @Test func readOnlyDirectories_areWrittenIn_whenSomethingChanges_andOnlyThen() throws {
-        guard canRunAsNobody() else { return }
+        guard ChildAsNobody.canRun() else { return }
         let fixture = try MirrorFixture()
         for path in [fixture.root, fixture.source] {
             #expect(chmod(path, 0o755) == 0 && chown(path, 65534, 65534) == 0)
@@ -430,7 +414,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// 1, whose copy has its source's group). The run reads the mode back: both copies count as
     /// not keeping the bit, and the next run neither updates them nor says less.
     @Test func setGroupIDTheKernelClears_isReportedNotKept_andNotFixedEveryRun() throws {
-        guard canRunAsNobody() else { return }
+        guard ChildAsNobody.canRun() else { return }
         let fixture = try MirrorFixture()
         #expect(chmod(fixture.root, 0o755) == 0)
         try fixture.write("src/shared/a.txt", "a")

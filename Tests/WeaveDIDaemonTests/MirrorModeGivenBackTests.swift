@@ -18,25 +18,8 @@ private let cancelledRunChildRootVariable = "WEAVEDI_MIRROR_TEST_CANCELLED_RUN_R
 /// `nobody` (uid 65534, through `setpriv`), the filter in between: the child is this test
 /// binary, filtered to one of the `child…` tests, each enabled only there.
 @Suite struct MirrorModeGivenBackTests {
-    /// Runs this test binary as `nobody`, under the set-ID `filter` if given, filtered to the
-    /// child test `name`, which finds its fixture at `root` through the environment variable
-    /// `variable`.
     private func asNobody(_ name: String, _ variable: String, root: String, filter: String?) throws -> SubprocessResult {
-        try Subprocess.run(
-            "/usr/bin/setpriv",
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups"] + (filter.map { [$0] } ?? [])
-                + [CommandLine.arguments[0], "--testing-library", "swift-testing", "--filter", "MirrorModeGivenBackTests/\(name)"],
-            environment: ["PATH": "/usr/bin:/bin", variable: root])
-    }
-
-    /// Whether the child tests can run as `nobody` (this test binary runs as root, and
-    /// `setpriv` is there); when not, says that `test` is skipped.
-    private func canRunAsNobody(_ test: String = #function) -> Bool {
-        guard CurrentProcess.effectiveUserID == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            print("SKIPPED \(test): needs root and setpriv")
-            return false
-        }
-        return true
+        try ChildAsNobody.run("MirrorModeGivenBackTests", name, variable, root: root, wrapper: filter)
     }
 
     /// The set-ID filter, built in `directory` (which `nobody` may enter); nil, saying why for
@@ -69,7 +52,7 @@ private let cancelledRunChildRootVariable = "WEAVEDI_MIRROR_TEST_CANCELLED_RUN_R
     /// says so. It was left 0755, its owner's `rwx` added, the refusal of the bit swallowed.
     @Test func aRefusedStart_givesTheDestinationRootItsModeBack_lessTheSetIDBitsItMayNotSet() throws {
         let tools = TemporaryDirectory()
-        guard canRunAsNobody(), let filter = try filter(in: tools) else { return }
+        guard ChildAsNobody.canRun(), let filter = try filter(in: tools) else { return }
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.makeDirectory("empty")
@@ -131,7 +114,7 @@ private let cancelledRunChildRootVariable = "WEAVEDI_MIRROR_TEST_CANCELLED_RUN_R
     /// the filter, where it cannot be built, the root gets its bit back too.)
     @Test func aCancelledRun_givesTheDirectoriesItMadeWritableTheirModesBack() throws {
         let tools = TemporaryDirectory()
-        guard canRunAsNobody() else { return }
+        guard ChildAsNobody.canRun() else { return }
         let filter = try filter(in: tools)
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
