@@ -250,6 +250,35 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// A run waiting for a slot starts under its job's settings as they are when it gets the
+    /// slot: a reload that gave the job another destination meanwhile is heeded, and the
+    /// destination the configuration no longer names is left alone.
+    @Test func aQueuedRun_startsUnderTheSettingsAReloadGaveItsJobMeanwhile() throws {
+        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        try FileManager.default.createDirectory(atPath: directory.path + "/little-mirror-new", withIntermediateDirectories: true)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
+        try #require(queued.parameter("queued") != nil, "\(queued)")
+
+        let config = try #require(directory.read("weavedid.json"))
+        let moved = config.replacingOccurrences(of: "\(directory.path)/little-mirror\"", with: "\(directory.path)/little-mirror-new\"")
+        try #require(moved != config)
+        directory.write("weavedid.json", moved)
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
+        let little = try #require(jobs.first { $0[member: "name"] == .string("little") })
+        #expect(little[member: "queued"] != .null, "the run got its slot before the reload: the test proves nothing: \(little)")
+
+        directory.write("weavedid.json", moved.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
+        #expect(directory.read("little-mirror-new/a.txt") == "a\n", "\(daemon.log)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/little-mirror")) == [], "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// The metrics tell a run waiting for a slot from one going: `weavedi_sync_running` is 1
     /// only for the job whose run holds the slot, `weavedi_sync_queued` 1 for the job whose run
     /// waits for it; once that run has had its slot and ended, both are 0 for it.

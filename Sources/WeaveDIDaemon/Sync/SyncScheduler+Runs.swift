@@ -49,6 +49,10 @@ extension SyncScheduler {
         } else if stopping || Task.isCancelled {
             outcome = SyncOutcome(result: .cancelled, message: "cancelled before it started")
         } else {
+            // The job as it is now, not as it was at the launch: a reload while the run waited
+            // for its slot changed what it copies, and where (only a run going keeps its
+            // settings). Its session, opened below, serves that job.
+            let job = jobs[name].flatMap { $0.running?.id == runID ? $0.job : nil } ?? job
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
             let context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
                 listeners.send(progress)

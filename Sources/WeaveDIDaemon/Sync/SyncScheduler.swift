@@ -178,8 +178,8 @@ public actor SyncScheduler: DaemonService {
     }
 
     /// Applies new job settings: jobs added, removed or changed take effect now (a running run
-    /// of a changed job finishes under its old settings), and a raised cap on runs at once
-    /// starts runs waiting for a slot.
+    /// of a changed job finishes under its old settings, one waiting for a slot starts under
+    /// the new ones), and a raised cap on runs at once starts runs waiting for a slot.
     public func reload(_ configuration: DaemonConfiguration) async throws {
         maxRuns = configuration.sync.maxConcurrentRuns
         defer { admitWaiters() }
