@@ -224,6 +224,31 @@ struct ScriptedJob: SyncJob {
         #expect(stopped.withLock { $0 })
     }
 
+    /// A run waiting for a slot that is given one as the scheduler stops (before it is back on
+    /// the scheduler to start) ends cancelled before it started: whoever follows it is not told
+    /// it started.
+    @Test func aRunGivenItsSlotAsTheSchedulerStops_isNotSaidStarted() async throws {
+        let big = JobScript(open: false)
+        let little = JobScript()
+        let (scheduler, _, _) = scheduler([("big", big, { _ in }), ("little", little, { _ in })], maxConcurrent: 1)
+        try await scheduler.start()
+        _ = try await scheduler.startNow("big")
+        #expect(await eventually { big.runs == 1 })
+        let heard = Locked<[JobStart]>([])
+        let follower = Task { try await scheduler.runNow("little", started: { start in heard.withLock { $0.append(start) } }) { _ in } }
+        #expect(await eventually { !heard.withLock { $0.isEmpty } })
+        try #require(heard.withLock { $0 }.first.map { if case .queued = $0 { true } else { false } } == true, "\(heard.withLock { $0 })")
+
+        var raised = await scheduler.store.current
+        raised.sync.maxConcurrentRuns = 2
+        try await scheduler.reloadThenStop(raised)
+        let record = try await follower.value
+        #expect(record.result == .cancelled, "\(record)")
+        #expect(record.message?.hasSuffix("cancelled before it started") == true, "\(record)")
+        #expect(!heard.withLock { $0 }.contains { if case .started = $0 { true } else { false } }, "\(heard.withLock { $0 })")
+        #expect(little.runs == 0)
+    }
+
     @Test func failures_backOffExponentially_withFullJitter_upToTheCap() async throws {
         let (scheduler, _, _) = scheduler([("f", JobScript([.failed]), { $0.interval = .seconds(10); $0.backoffCap = .seconds(60) })])
         var job = DaemonConfiguration.Job(name: "f")
@@ -365,5 +390,14 @@ extension Sequence {
         var result: [T] = []
         for element in self { result.append(await transform(element)) }
         return result
+    }
+}
+
+extension SyncScheduler {
+    /// Applies `configuration` and stops, with no other work on the scheduler between: the
+    /// runs the reload gave a slot have not started yet as the stop begins.
+    func reloadThenStop(_ configuration: DaemonConfiguration) async throws {
+        try await reload(configuration)
+        await stop()
     }
 }

@@ -33,11 +33,9 @@ extension SyncScheduler {
     ) async -> SyncRunRecord {
         // In line for a slot first, in the order the runs were launched; a run cancelled there
         // ends at once, and takes none.
+        let waited = !holdsSlot
         var holdsSlot = holdsSlot
-        if !holdsSlot {
-            holdsSlot = await acquireSlot(for: runID, of: name)
-            if holdsSlot { listeners.sendStarted() }
-        }
+        if waited { holdsSlot = await acquireSlot(for: runID, of: name) }
         // The state file's write of this run's number, asked for at `launch`, is not waited
         // for: it lands within milliseconds, and a state directory that stops answering must
         // hold no run (the write is given up after the step limit; `sync.stateFile` says so).
@@ -53,6 +51,9 @@ extension SyncScheduler {
             // for its slot changed what it copies, and where (only a run going keeps its
             // settings). Its session, opened below, serves that job.
             let job = jobs[name].flatMap { $0.running?.id == runID ? $0.job : nil } ?? job
+            // Who follows a run that waited hears it started now, not once it had its slot: a
+            // run given one as the daemon stops ends above, without starting.
+            if waited { listeners.sendStarted() }
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
             let context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
                 listeners.send(progress)

@@ -63,7 +63,7 @@ public actor SyncScheduler: DaemonService {
             for listener in listeners.withLock({ Array($0.values) }) { listener.progress(progress) }
         }
 
-        /// A run that waited for a slot has it now.
+        /// A run that waited for a slot starts now (it has its slot, and is not stopped before).
         func sendStarted() {
             for listener in listeners.withLock({ Array($0.values) }) { listener.started() }
         }
