@@ -249,6 +249,31 @@ struct ScriptedJob: SyncJob {
         #expect(little.runs == 0)
     }
 
+    /// Runs get slots in the order they were launched: a slot that frees before a queued run's
+    /// task first runs is that run's, not taken by a run launched after it.
+    @Test func aSlotFreedBeforeAQueuedRunWaitsForIt_isItsNotALaterRunsOne() async throws {
+        let big = JobScript(open: false)
+        let little = JobScript(open: false)
+        let other = JobScript(open: false)
+        let (scheduler, _, _) = scheduler([("big", big, { _ in }), ("little", little, { _ in }), ("other", other, { _ in })], maxConcurrent: 1)
+        try await scheduler.start()
+        _ = try await scheduler.startNow("big")
+        #expect(await eventually { big.runs == 1 })
+
+        var raised = await scheduler.store.current
+        raised.sync.maxConcurrentRuns = 2
+        try await scheduler.launchThenReloadThenLaunch("little", raised, "other")
+        let jobs = await scheduler.jobs()
+        let queued = { (name: String) in jobs.first { $0[member: "name"] == .string(name) }?[member: "queued"] }
+        #expect(queued("little") == .null, "\(jobs)")
+        #expect(queued("other") == .object([("runsGoing", .int(2)), ("maxConcurrentRuns", .int(2))]), "\(jobs)")
+        #expect(await eventually { little.runs == 1 })
+        #expect(other.runs == 0)
+        [big, little, other].forEach { $0.release() }
+        #expect(await eventually { other.runs == 1 })
+        await scheduler.stop()
+    }
+
     @Test func failures_backOffExponentially_withFullJitter_upToTheCap() async throws {
         let (scheduler, _, _) = scheduler([("f", JobScript([.failed]), { $0.interval = .seconds(10); $0.backoffCap = .seconds(60) })])
         var job = DaemonConfiguration.Job(name: "f")
@@ -399,5 +424,16 @@ extension SyncScheduler {
     func reloadThenStop(_ configuration: DaemonConfiguration) async throws {
         try await reload(configuration)
         await stop()
+    }
+}
+
+extension SyncScheduler {
+    /// Launches a run of `first` (which waits for a slot), applies `configuration`, and launches
+    /// a run of `second`, with no other work on the scheduler between: the first run's task has
+    /// not run yet.
+    func launchThenReloadThenLaunch(_ first: String, _ configuration: DaemonConfiguration, _ second: String) async throws {
+        _ = launch(first)
+        try await reload(configuration)
+        _ = launch(second)
     }
 }

@@ -16,6 +16,7 @@ extension SyncScheduler {
         let listeners = state.listeners
         let runsGoing = slotsInUse
         let holdsSlot = takeFreeSlot()
+        if !holdsSlot { joinLine(runID, of: name) }
         // A run a fix starts is not part of the fix: who asked for that does not follow it.
         let task = Task {
             await FixRecord.Trigger.$current.withValue(nil) {
@@ -35,7 +36,7 @@ extension SyncScheduler {
         // ends at once, and takes none.
         let waited = !holdsSlot
         var holdsSlot = holdsSlot
-        if waited { holdsSlot = await acquireSlot(for: runID, of: name) }
+        if waited { holdsSlot = await acquireSlot(for: runID) }
         // The state file's write of this run's number, asked for at `launch`, is not waited
         // for: it lands within milliseconds, and a state directory that stops answering must
         // hold no run (the write is given up after the step limit; `sync.stateFile` says so).

@@ -31,9 +31,11 @@ public actor SyncScheduler: DaemonService {
     /// `sync.maxConcurrentRuns` of the configuration in effect (a reload changes it before the
     /// configuration store does).
     var maxRuns: Int
-    /// Runs waiting for a slot, in the order they were launched, by job and run id: resumed
-    /// with true when given one, with false when cancelled first (`acquireSlot`).
-    var slotWaiters: [(job: String, runID: String, continuation: CheckedContinuation<Bool, Never>)] = []
+    /// Runs waiting for a slot, in the order they were launched (`launch` puts them in line):
+    /// see `SlotWaiter`.
+    var slotWaiters: [SlotWaiter] = []
+    /// Runs given a slot before their task asked for it (`acquireSlot`), by run id.
+    var slotsGiven: Set<String> = []
     /// The number of the last run started (`NAME-N`), of any job; continued from the state
     /// file's at start.
     var runCounter = 0
@@ -88,6 +90,15 @@ public actor SyncScheduler: DaemonService {
         /// Launched while every slot was taken: it waits for one (see `SlotWait`); nil for a
         /// run that had one at once.
         let queued: SlotWait?
+    }
+
+    /// A run in line for a slot, by job and run id. Its task, once it asks (`acquireSlot`),
+    /// waits on `continuation`: resumed with true when given a slot, with false when cancelled
+    /// first. nil until then: a slot given before goes to `slotsGiven`.
+    struct SlotWaiter {
+        let job: String
+        let runID: String
+        var continuation: CheckedContinuation<Bool, Never>?
     }
 
     /// Why a run launched waits before it starts: the runs going then (holding a slot), and
@@ -168,10 +179,11 @@ public actor SyncScheduler: DaemonService {
         loops = [:]
         for run in jobs.values.compactMap(\.running) { cancelReasons[run.id] = "the daemon is stopping" }
         let running = jobs.values.compactMap(\.running?.task) + orphans.values.map(\.task)
+        // The runs in line leave it now: a slot freed by a run stopping goes to none of them.
+        for waiter in slotWaiters { waiter.continuation?.resume(returning: false) }
+        slotWaiters = []
         for run in running { run.cancel() }
         for run in running { _ = await run.value }
-        for waiter in slotWaiters { waiter.continuation.resume(returning: false) }
-        slotWaiters = []
         saveState()
         await stateStore.flush()
         await metricsWriter.flush()
@@ -194,6 +206,7 @@ public actor SyncScheduler: DaemonService {
             if let run = jobs[name]?.running {
                 cancelReasons[run.id] = "the job was removed from the configuration by a reload"
                 run.task.cancel()
+                leaveLine(run.id)
                 orphans[run.id] = (name, run.task)
             }
             jobs.removeValue(forKey: name)
@@ -286,19 +299,33 @@ public actor SyncScheduler: DaemonService {
         return true
     }
 
-    /// Waits in line for a slot for the run `runID` of `job`, behind the runs launched before
-    /// it: true once it holds one (its `started` set then). A run cancelled while it waits (its
-    /// job removed by a reload, the daemon stopping) leaves the line at once: false, and no
-    /// slot taken.
-    func acquireSlot(for runID: String, of job: String) async -> Bool {
-        if Task.isCancelled { return false }
-        if slotsInUse < maxRuns, slotWaiters.isEmpty {
-            slotsInUse += 1
-            markStarted(runID, of: job)
-            return true
+    /// Puts the run `runID` of `job`, being launched without a slot, in line for one, behind
+    /// the runs launched before it. On the actor, as it is launched: a slot that frees before
+    /// the run's task first runs is its, not a run's launched after it (`takeFreeSlot` takes
+    /// none while a run waits).
+    func joinLine(_ runID: String, of job: String) {
+        slotWaiters.append(SlotWaiter(job: job, runID: runID))
+    }
+
+    /// Waits in its place in line (`joinLine`) for a slot for the run `runID`: true once it
+    /// holds one (its `started` set then). A run cancelled while it waits (its job removed by a
+    /// reload, the daemon stopping) leaves the line at once: false, and no slot taken.
+    func acquireSlot(for runID: String) async -> Bool {
+        if slotsGiven.remove(runID) != nil { return true }
+        if Task.isCancelled {
+            leaveLine(runID)
+            return false
         }
+        guard slotWaiters.contains(where: { $0.runID == runID }) else { return false }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { slotWaiters.append((job, runID, $0)) }
+            await withCheckedContinuation { continuation in
+                if let index = slotWaiters.firstIndex(where: { $0.runID == runID }) {
+                    slotWaiters[index].continuation = continuation
+                } else {
+                    // Out of line meanwhile: given a slot, or taken out as cancelled.
+                    continuation.resume(returning: slotsGiven.remove(runID) != nil)
+                }
+            }
         } onCancel: {
             Task { await self.leaveLine(runID) }
         }
@@ -306,9 +333,9 @@ public actor SyncScheduler: DaemonService {
 
     /// Takes the run `runID`, cancelled, out of the line for a slot; nothing when it is no
     /// longer in it (it was given a slot first, and stops before it starts).
-    private func leaveLine(_ runID: String) {
+    func leaveLine(_ runID: String) {
         guard let index = slotWaiters.firstIndex(where: { $0.runID == runID }) else { return }
-        slotWaiters.remove(at: index).continuation.resume(returning: false)
+        slotWaiters.remove(at: index).continuation?.resume(returning: false)
     }
 
     func releaseSlot() {
@@ -323,7 +350,11 @@ public actor SyncScheduler: DaemonService {
             slotsInUse += 1
             let waiter = slotWaiters.removeFirst()
             markStarted(waiter.runID, of: waiter.job)
-            waiter.continuation.resume(returning: true)
+            if let continuation = waiter.continuation {
+                continuation.resume(returning: true)
+            } else {
+                slotsGiven.insert(waiter.runID)
+            }
         }
     }
 
