@@ -7,7 +7,7 @@ import WeaveDIPosix
 
 /// A job kind whose runs do what the test says: wait at a gate, return scripted outcomes.
 final class JobScript: Sendable {
-    private let state = Locked((outcomes: [SyncResult](), runs: 0, concurrent: 0, maxConcurrent: 0, prepared: 0, open: true))
+    private let state = Locked((outcomes: [SyncResult](), runs: 0, concurrent: 0, maxConcurrent: 0, prepared: 0, insideAFix: 0, open: true))
     private let gate = Locked<[CheckedContinuation<Void, Never>]>([])
     /// Whether a cancelled run goes on waiting at the gate (a run stuck in a step).
     private let deaf: Bool
@@ -20,6 +20,8 @@ final class JobScript: Sendable {
     var runs: Int { state.withLock { $0.runs } }
     var maxConcurrent: Int { state.withLock { $0.maxConcurrent } }
     var prepared: Int { state.withLock { $0.prepared } }
+    /// The runs that found themselves inside a fix's attempt (`FixRecord.attemptTimeLeft`).
+    var runsInsideAFix: Int { state.withLock { $0.insideAFix } }
 
     func release() {
         state.withLock { $0.open = true }
@@ -29,6 +31,7 @@ final class JobScript: Sendable {
     func run(_ context: SyncRunContext) async -> SyncOutcome {
         let result: SyncResult = state.withLock { state in
             state.runs += 1
+            if FixRecord.attemptTimeLeft != nil { state.insideAFix += 1 }
             state.concurrent += 1
             state.maxConcurrent = max(state.maxConcurrent, state.concurrent)
             return state.outcomes.count > 1 ? state.outcomes.removeFirst() : state.outcomes[0]
@@ -299,6 +302,7 @@ struct ScriptedJob: SyncJob {
         // The fix waits for the run it starts: the check run again after it sees the job healed.
         #expect(fix.outcome == .succeeded && fix.message.contains("prepared") && fix.message.hasSuffix("ran: success"), "\(fix.message)")
         #expect(script.prepared == 1)
+        #expect(script.runsInsideAFix == 0)  // the run the fix started is not part of the fix
         #expect(await scheduler.health(of: "f").status == .healthy)
         await scheduler.stop()
     }

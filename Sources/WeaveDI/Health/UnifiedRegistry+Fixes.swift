@@ -258,6 +258,17 @@ extension FixRecord {
         attempt?.setRemedy(FixAttemptContext.Probe(isGoing))
     }
 
+    /// Runs `operation` outside any fix: neither the attempt (`attemptTimeLeft`,
+    /// `remedyInProgress`) nor who asked for it (`Trigger.current`) follows it, nor the tasks
+    /// it starts. For work a fix starts that goes on as its own (a task, a timer).
+    public static func outsideAnyFix<R: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, _ operation: () async -> R
+    ) async -> R {
+        await $attempt.withValue(nil) {
+            await Trigger.$current.withValue(nil) { await operation() }
+        }
+    }
+
     /// Inside a fix, the time left before its attempt times out (`AutoFixPolicy.attemptTimeout`),
     /// never negative; nil outside a fix. A fix that waits for something can wait for no longer.
     public static var attemptTimeLeft: Duration? {

@@ -17,9 +17,10 @@ extension SyncScheduler {
         let runsGoing = slotsInUse
         let holdsSlot = takeFreeSlot()
         if !holdsSlot { joinLine(runID, of: name) }
-        // A run a fix starts is not part of the fix: who asked for that does not follow it.
+        // A run a fix starts is not part of the fix: neither the fix's attempt (its time
+        // left) nor who asked for it follows it.
         let task = Task {
-            await FixRecord.Trigger.$current.withValue(nil) {
+            await FixRecord.outsideAnyFix {
                 await self.execute(name, runID: runID, job: job, listeners: listeners, holdsSlot: holdsSlot)
             }
         }

@@ -248,9 +248,10 @@ public actor SyncScheduler: DaemonService {
         loops.removeValue(forKey: name)?.cancel()
         guard !stopping else { return }
         jobs[name]?.nextRun = ContinuousClock.now + delay
-        // A timer a fix (re)starts is not part of the fix: who asked for that does not follow it.
+        // A timer a fix (re)starts is not part of the fix: neither the fix's attempt nor who
+        // asked for it follows it.
         loops[name] = Task { [weak self] in
-            await FixRecord.Trigger.$current.withValue(nil) {
+            await FixRecord.outsideAnyFix {
                 var wait = delay
                 while !Task.isCancelled {
                     do { try await Task.sleep(for: wait) } catch { return }
