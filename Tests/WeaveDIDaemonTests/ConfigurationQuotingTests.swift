@@ -40,6 +40,13 @@ import WeaveDIPosix
         cases.append(("long paths, shown whole",
             errorText(#"{"sync": {"jobs": [{"name": "a", "source": "\#(deep)", "destination": "\#(deep)/copy"}]}}"#),
             #"sync.jobs[0].destination: the destination "\#(deep)/copy" is inside the source "\#(deep)""#))
+        let relative = String(deep.dropFirst())
+        cases.append(("a long relative path, shown whole",
+            errorText(#"{"stateDirectory": "\#(relative)"}"#),
+            #"stateDirectory: expected an absolute path, got "\#(relative)""#))
+        cases.append(("a long metrics file path whose end is wrong, shown whole",
+            errorText(#"{"sync": {"metricsFile": "\#(deep)/m.txt/"}}"#),
+            #"sync.metricsFile: expected a file name ending in ".prom" (the only files node_exporter's textfile collector reads), got "\#(deep)/m.txt/""#))
 
         // Checks on the file system, through symbolic links.
         let tree = TemporaryDirectory("weavedi-quoting")

@@ -40,7 +40,7 @@ extension ConfigurationDecoder {
     private func metricsFile(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
         let file = try fields.absolutePath(value, at: path)
         let name = file.split(separator: "/").last ?? ""
-        let expected = "expected a file name ending in \".prom\" (the only files node_exporter's textfile collector reads), got \(FieldReader.describe(value))"
+        let expected = "expected a file name ending in \".prom\" (the only files node_exporter's textfile collector reads), got \(JSONValue.quotedPathForMessage(file))"
         guard name.hasSuffix(".prom"), name.utf8.count > 5 else { throw fields.fail(path, expected) }
         guard !file.hasSuffix("/") else { throw fields.fail(path, expected + " (a path ending in '/' names a directory)") }
         return file

@@ -105,7 +105,7 @@ struct FieldReader {
     /// An absolute path without NUL bytes.
     func absolutePath(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
         let string = try string(value, at: path, expected: "an absolute path")
-        guard string.hasPrefix("/") else { throw fail(path, "expected an absolute path, got \(Self.describe(value))") }
+        guard string.hasPrefix("/") else { throw fail(path, "expected an absolute path, got \(JSONValue.quotedPathForMessage(string))") }
         guard !string.utf8.contains(0) else { throw fail(path, "the path contains a NUL byte") }
         return string
     }
