@@ -251,6 +251,36 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// A state file that is there but cannot be read at the start (a directory in its place)
+    /// costs the jobs' last results and the run count: the log says ids start again, and
+    /// `sync.stateFile` is degraded from the start, not "not written yet", until a write
+    /// replaces the file.
+    @Test func aStateFileUnreadableAtTheStart_degradesItsCheck_untilAWriteReplacesIt() throws {
+        let fixture = Fixture()
+        try FileManager.default.createDirectory(atPath: fixture.stateFile, withIntermediateDirectories: true)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains("warning sync: \(fixture.stateFile): ") && daemon.log.contains(
+            "; starting without the jobs' previous results, and run ids start again at NAME-1 (they may repeat ids in older "
+                + "logs); the file is replaced at the next run's start"), "\(daemon.log)")
+        var check = try stateFileCheck(daemon)
+        #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
+        let message = check?[member: "message"]?.stringValue ?? ""
+        #expect(message.hasPrefix("could not read the jobs' state file \(fixture.stateFile) at the start: "), "\(message)")
+        #expect(message.hasSuffix("run ids started again at NAME-1 (they may repeat ids in older logs): move away what stands "
+            + "in the file's place, or mend its directory's permissions; a write replaces the file (at the next run's start, "
+            + "or now: weavedictl fix sync.stateFile)"), "\(message)")
+
+        try FileManager.default.removeItem(atPath: fixture.stateFile)
+        let fix = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Fix", [("check", .string("sync.stateFile"))])
+            .parameter("fixes")?.arrayValue?.first
+        #expect(fix?[member: "outcome"]?.stringValue == "succeeded", "\(fix.map { "\($0)" } ?? "no fix")")
+        check = try stateFileCheck(daemon)
+        #expect(check?[member: "status"]?.stringValue == "healthy", "\(check.map { "\($0)" } ?? "no check")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// The id of the job's run by hand.
     func runID(_ daemon: DaemonProcess) throws -> String? {
         try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])

@@ -6,7 +6,8 @@ extension SyncScheduler {
 
     /// `sync.stateFile`: degraded while the last write of the jobs' state file (`jobs.json`)
     /// failed (its directory not writable, its file system full, a directory in its place), for
-    /// a restart then loses the jobs' last results and the run count. Its fix writes the file
+    /// a restart then loses the jobs' last results and the run count; before any write, while
+    /// the file could not be read at the start (`stateFileUnreadable`). Its fix writes the file
     /// again, at once, and fails while that write does.
     func registerStateFileCheck() {
         registry.register(HealthCheck(name: Self.stateFileCheck, tags: ["sync"]) { [weak self] in
@@ -20,6 +21,14 @@ extension SyncScheduler {
     func stateFileHealth() -> HealthCheckResult {
         let path = stateStore.path
         guard let last = stateStore.lastWriteProblem else {
+            if let problem = stateFileUnreadable {
+                return .degraded(
+                    "could not read the jobs' state file \(path) at the start: \(problem); the jobs started without their last "
+                        + "results, and run ids started again at NAME-1 (they may repeat ids in older logs): move away what "
+                        + "stands in the file's place, or mend its directory's permissions; a write replaces the file (at the next "
+                        + "run's start, or now: weavedictl fix \(Self.stateFileCheck))",
+                    data: ["path": path])
+            }
             return .healthy("not written yet (it is written as each run starts and ends)", data: ["path": path])
         }
         if let problem = last {

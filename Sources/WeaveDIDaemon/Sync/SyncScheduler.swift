@@ -39,6 +39,9 @@ public actor SyncScheduler: DaemonService {
     /// The number of the last run started (`NAME-N`), of any job; continued from the state
     /// file's at start.
     var runCounter = 0
+    /// Why the jobs' state file could not be read at the start (nil if it was, or there was
+    /// none): `sync.stateFile` says so until a write replaces the file.
+    var stateFileUnreadable: String?
     var stopping = false
     var persisted: [String: PersistedJobState] = [:]
 
@@ -151,6 +154,7 @@ public actor SyncScheduler: DaemonService {
         persisted = saved.jobs
         // Run ids go on from the last one started before: one id, one run, across restarts.
         runCounter = saved.lastRunNumber
+        stateFileUnreadable = saved.unreadable
         for config in configuration.sync.jobs { add(config) }
         registerStateFileCheck()
         if configuration.sync.metricsFile != nil { registerMetricsFileCheck() }

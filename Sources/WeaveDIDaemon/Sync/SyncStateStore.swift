@@ -37,6 +37,9 @@ struct SyncStateStore: Sendable {
         /// `lastRunNumber`, or, from a file without it (written before it was kept), the
         /// highest number in the ids of its jobs' last runs; 0 for neither.
         var lastRunNumber = 0
+        /// Why a file that is there could not be read (nil when it was, or there is none):
+        /// the daemon then starts without the jobs' last results, and run ids start again at 1.
+        var unreadable: String?
     }
 
     /// The highest run number the file may say: far beyond any number of runs, and an integer
@@ -64,8 +67,7 @@ struct SyncStateStore: Sendable {
                 try Self.read(path, step: step)
             }
         } catch {
-            log.warning("sync", "\(path): \(error.problem); starting without the jobs' previous results")
-            return Contents()
+            return unreadable(error.problem)
         }
         guard let bytes else { return Contents() }
         do {
@@ -102,9 +104,18 @@ struct SyncStateStore: Sendable {
             }
             return contents
         } catch {
-            log.warning("sync", "\(path): \(error); starting without the jobs' previous results")
-            return Contents()
+            return unreadable("\(error)")
         }
+    }
+
+    /// The contents of a file that is there but could not be read, or is damaged: none, with
+    /// `problem` said (and kept for the `sync.stateFile` check).
+    private func unreadable(_ problem: String) -> Contents {
+        log.warning("sync", "\(path): \(problem); starting without the jobs' previous results, and run ids start again "
+            + "at NAME-1 (they may repeat ids in older logs); the file is replaced at the next run's start")
+        var contents = Contents()
+        contents.unreadable = problem
+        return contents
     }
 
     /// The number N of the run id `JOB-N` of `job`; nil for an id of another form, or a
