@@ -142,6 +142,9 @@ import WeaveDIPosix
             + "and goes on in the daemon (`weavedictl jobs` shows how it ends)\n", "\(queued.all)\n\(daemon.log)")
         let json = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "run-job", "little"])
         #expect(json.output.contains(#""result":"skipped""#), "\(json.all)")  // the queued run counts as going
+        #expect(json.output.contains("run little-2 of little waits for a slot; a job has one run at a time"), "\(json.all)")
+        #expect(daemon.log.contains("info    sync: little: run little-2 waits for a slot (1 run going, maxConcurrentRuns 1)"),
+            "\(daemon.log)")
         let other = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("other")), ("detach", .bool(true))])
         #expect(other.parameter("runId") == .string("other-3"), "\(other)")
         #expect(other.parameter("queued") == .object([("runsGoing", .int(1)), ("maxConcurrentRuns", .int(1))]), "\(other)")

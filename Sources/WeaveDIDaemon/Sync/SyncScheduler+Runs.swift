@@ -25,6 +25,10 @@ extension SyncScheduler {
             }
         }
         let queued = holdsSlot ? nil : SlotWait(runsGoing: runsGoing, maxConcurrentRuns: maxRuns)
+        if let queued {
+            log.info("sync", "\(name): run \(runID) waits for a slot (\(queued.runsGoing) run\(queued.runsGoing == 1 ? "" : "s") going, "
+                + "maxConcurrentRuns \(queued.maxConcurrentRuns))")
+        }
         jobs[name]?.running = ActiveRun(task: task, id: runID, started: holdsSlot ? .now : nil, queued: queued)
         jobs[name]?.progress = SyncProgress()
         return task
@@ -171,7 +175,11 @@ extension SyncScheduler {
             let now = SystemClock.realtimeSeconds()
             let reason = stopping ? "the daemon is stopping"
                 : hasOrphanRun(name) ? "a run of the job \(name) that a reload removed is still stopping"
-                : "a run of \(name) is already going"
+                : jobs[name]?.running.map { running in
+                    running.started == nil
+                        ? "run \(running.id) of \(name) waits for a slot; a job has one run at a time"
+                        : "run \(running.id) of \(name) is already going"
+                } ?? "a run of \(name) is already going"
             return .skipped(SyncRunRecord(
                 id: "\(name)-skipped", job: name,
                 outcome: SyncOutcome(result: .skipped, message: reason),
