@@ -17,7 +17,7 @@ import WeaveDIControl
         #expect(run.output == """
             progress: 1/4 files, 1.0 KiB / 4.0 KiB (25%)
             progress: 3/4 files, 3.0 KiB / 4.0 KiB (75%)
-            job docs: success in 2.5 s (copied 4, updated 0, deleted 1, skipped 0, errors 0, 4.0 KiB)
+            job docs: run run-1 success in 2.5 s (copied 4, updated 0, deleted 1, skipped 0, errors 0, 4.0 KiB)
 
             """)
         let call = try #require(fake.calls.first)
@@ -34,7 +34,7 @@ import WeaveDIControl
         #expect(run.output == """
             progress: 1/4 files, 1.0 KiB / 4.0 KiB (25%)
             progress: 4/4 files, 4.0 KiB / 4.0 KiB (100%)
-            job docs: success in 2.5 s (copied 4, updated 0, deleted 1, skipped 0, errors 0, 4.0 KiB)
+            job docs: run run-1 success in 2.5 s (copied 4, updated 0, deleted 1, skipped 0, errors 0, 4.0 KiB)
 
             """, "\(run.output)")
     }
@@ -43,7 +43,7 @@ import WeaveDIControl
         let fake = try FakeDaemon(["RunJob": [.jobRun("docs", result: "success")]])
         let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])
         #expect(run.code == 0, "\(run.all)")
-        #expect(run.output.hasPrefix("job docs: success"))
+        #expect(run.output.hasPrefix("job docs: run run-1 success"))
         #expect(fake.calls.first?.more == false)
     }
 
@@ -54,7 +54,7 @@ import WeaveDIControl
         let fake = try FakeDaemon(perCall: ["RunJob": [[refused], [.jobRun("docs", result: "success")]]])
         let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])
         #expect(run.code == 0, "\(run.all)")
-        #expect(run.output.hasPrefix("job docs: success in 2.5 s"), "\(run.all)")
+        #expect(run.output.hasPrefix("job docs: run run-1 success in 2.5 s"), "\(run.all)")
         #expect(run.error.isEmpty, "\(run.error)")
         let calls = fake.calls
         #expect(calls.count == 2, "\(calls)")
@@ -108,7 +108,7 @@ import WeaveDIControl
         let fake = try FakeDaemon(["RunJob": [.jobRun("docs", result: "failed")]])
         let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs"])
         #expect(run.code == 1)
-        #expect(run.output.contains("job docs: failed in 2.5 s") && run.output.contains(": 2 files could not be read"))
+        #expect(run.output.contains("job docs: run run-1 failed in 2.5 s") && run.output.contains(": 2 files could not be read"))
     }
 
     @Test(arguments: ["degraded", "unhealthy"])

@@ -182,7 +182,7 @@ import WeaveDIPosix
         #expect(ctl.wait(timeout: .seconds(60)) == .exited(0), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
         let lines = ctl.output.split(separator: "\n")
         #expect(lines.count >= 3 && lines[1] == "job little: run little-2 started", "\(ctl.output)")
-        #expect(lines.last?.hasPrefix("job little: success") == true, "\(ctl.output)")
+        #expect(lines.last?.hasPrefix("job little: run little-2 success") == true, "\(ctl.output)")
         var replies = [first]
         while replies.last?.continues == true { replies.append(try follower.receive()) }
         #expect(replies.dropFirst().dropLast().contains { $0.parameter("runId") == .string("other-3") && $0.parameter("queued") == nil },
@@ -233,7 +233,7 @@ import WeaveDIPosix
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "little""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
         #expect(ctl.wait(timeout: .seconds(30)) == .exited(1), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
-        #expect(ctl.output.contains("job little: cancelled"), "\(ctl.output)")
+        #expect(ctl.output.contains("job little: run little-2 cancelled"), "\(ctl.output)")
         #expect(ctl.output.contains(": the job was removed from the configuration by a reload; cancelled while it waited for a slot"),
             "\(ctl.output)")
         let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
@@ -407,7 +407,7 @@ import WeaveDIPosix
         directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)
         daemon.send(.hangup)
         #expect(ctl.wait(timeout: .seconds(60)) == .exited(1), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
-        #expect(ctl.output.contains("job big: cancelled"), "\(ctl.output)")
+        #expect(ctl.output.contains("job big: run big-1 cancelled"), "\(ctl.output)")
         #expect(ctl.output.contains(": the job was removed from the configuration by a reload; stopped at a safe point"), "\(ctl.output)")
     }
 }

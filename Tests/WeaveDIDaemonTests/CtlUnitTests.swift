@@ -118,10 +118,10 @@ import WeaveDI
 
     @Test func runJob_summary_namesTheResultAndFigures() {
         let run = JSONValue.object([
-            ("result", .string("success")), ("duration", .double(1.5)), ("filesCopied", .int(3)), ("filesUpdated", .int(1)),
+            ("id", .string("docs-3")), ("result", .string("success")), ("duration", .double(1.5)), ("filesCopied", .int(3)), ("filesUpdated", .int(1)),
             ("filesDeleted", .int(0)), ("filesSkipped", .int(9)), ("errors", .int(0)), ("bytes", .int(2048)), ("message", .null),
         ])
         #expect(RunJobCommand.summary(run, job: "docs", on: Terminal(isTerminal: false, colors: false))
-            == "job docs: success in 1.5 s (copied 3, updated 1, deleted 0, skipped 9, errors 0, 2.0 KiB)")
+            == "job docs: run docs-3 success in 1.5 s (copied 3, updated 1, deleted 0, skipped 9, errors 0, 2.0 KiB)")
     }
 }

@@ -178,10 +178,13 @@ struct RunJobCommand: CtlCommand {
         return failure.parameters.first { $0.0 == "parameter" }?.1 == .string("detach")
     }
 
-    /// `job NAME: RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`.
+    /// `job NAME: run NAME-3 RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`.
     static func summary(_ run: JSONValue, job: String, on terminal: Terminal) -> String {
         let result = (run.string("result") ?? "unknown").escapingControlCharacters
-        var text = "job \(job.escapingControlCharacters): " + terminal.styled(result, Terminal.Style.status(result))
+        var text = "job \(job.escapingControlCharacters): "
+        // The run by its id, as its start was said (a skipped run is none: its id is a placeholder).
+        if let id = run.string("id"), result != "skipped" { text += "run \(id.escapingControlCharacters) " }
+        text += terminal.styled(result, Terminal.Style.status(result))
         if let duration = run.number("duration") { text += " in " + Format.duration(duration) }
         text += " (copied \(run.intText("filesCopied")), updated \(run.intText("filesUpdated")), "
             + "deleted \(run.intText("filesDeleted")), skipped \(run.intText("filesSkipped")), "
