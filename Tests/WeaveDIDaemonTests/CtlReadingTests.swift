@@ -184,7 +184,7 @@ extension CtlReadingTests {
         #expect(run.code == 69, "\(run.all)")
         #expect(run.output.isEmpty, "\(run.all)")
         #expect(run.error.contains(#"io.weavedi.Daemon.LimitExceeded {"limit":"clients","value":1}"#), "\(run.error)")
-        #expect(run.error.contains("(control.maxClients: 1; the last places are kept for administrators). Try again once some have closed."),
+        #expect(run.error.contains("(control.maxClients: 1; one place in eight, if any, is kept for administrators). Try again once some have closed."),
             "\(run.error)")
     }
 

@@ -274,7 +274,8 @@ import WeaveDIPosix
         let client = try VarlinkClient(path: daemon.defaultSocket)
         let fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
         #expect(fix?[member: "outcome"]?.stringValue == "succeeded")
-        #expect(fix?[member: "message"]?.stringValue?.contains("recreated the destination root \(fixture.destination)") == true)
+        #expect(fix?[member: "message"]?.stringValue?.hasPrefix("created the destination root \(fixture.destination); ") == true,
+                "\(fix.map { "\($0)" } ?? "no fix")")  // it did not exist: created, not "recreated"
         // The fix waits a while for the run it starts, so the check run again after it judges
         // the run: it succeeded, and the fix healed the job.
         #expect(fix?[member: "message"]?.stringValue?.hasSuffix("reset the backoff; ran: success") == true, "\(fix.map { "\($0)" } ?? "no fix")")

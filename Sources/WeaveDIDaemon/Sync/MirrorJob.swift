@@ -127,7 +127,7 @@ struct MirrorJob: SyncJob {
             }
             try note(MirrorRootStep("creating the destination", destination))
             try Self.createDestination(destination)
-            return "recreated the destination root \(destination)"
+            return "created the destination root \(destination)"
         }
     }
 

@@ -45,7 +45,7 @@ enum FailureHint {
         switch limit {
         case "clients":
             return "The daemon refused the connection: it has as many clients connected as it takes "
-                + "(control.maxClients\(value); the last places are kept for administrators). Try again once some have closed."
+                + "(control.maxClients\(value); one place in eight, if any, is kept for administrators). Try again once some have closed."
         case "clients per user":
             return "The daemon refused the connection: your user has as many connections open as one user who is no "
                 + "administrator may have (control.maxClientsPerUser\(value)). Try again once some have closed."
