@@ -30,10 +30,30 @@ public actor Supervisor {
     /// Why the last reload was refused; nil once a reload succeeds.
     public private(set) var reloadProblem: String?
 
+    /// The services to start, taken from the bootstrapped container (`DaemonModules.services`).
+    private let services: @Sendable (WeaveDI.Container) throws(ResolutionError) -> [any DaemonService]
+    /// Whether `start()` makes `container` the process's `WeaveDI.Container.live`.
+    private let makesContainerLive: Bool
+
     /// A supervisor for `configuration`; `container` becomes the daemon's container.
     public init(context: DaemonContext, configuration: DaemonConfiguration, container: WeaveDI.Container = WeaveDI.Container()) {
+        self.init(
+            context: context, configuration: configuration, container: container, services: DaemonModules.services(in:),
+            makesContainerLive: true)
+    }
+
+    /// A supervisor that starts `services` instead of the daemon's own and, unless told,
+    /// leaves `WeaveDI.Container.live` as it is: tests drive its lifecycle in-process, with
+    /// services of theirs, beside other tests that read the live container.
+    init(
+        context: DaemonContext, configuration: DaemonConfiguration, container: WeaveDI.Container,
+        services: @escaping @Sendable (WeaveDI.Container) throws(ResolutionError) -> [any DaemonService],
+        makesContainerLive: Bool = false
+    ) {
         self.context = context
         self.container = container
+        self.services = services
+        self.makesContainerLive = makesContainerLive
         store = ConfigurationStore(configuration)
     }
 
@@ -44,11 +64,11 @@ public actor Supervisor {
     /// stops what started; a failure finishes the daemon with status 1.
     public func start() async {
         notifier.status("starting")
-        WeaveDI.Container.live = container
+        if makesContainerLive { WeaveDI.Container.live = container }
         await container.bootstrap(modules: DaemonModules.all(context: context, store: store, supervisor: self))
         let services: [any DaemonService]
         do {
-            services = try DaemonModules.services(in: container)
+            services = try self.services(container)
         } catch {
             return fail("cannot assemble the daemon's services: \(error)")
         }
@@ -213,11 +233,13 @@ public actor Supervisor {
                     + "restart the daemon to move it")
             }
             try await group?.reload(configuration)
+            // The services' reload may have waited: a shutdown begun meanwhile has sent
+            // STOPPING=1, which no READY=1 may follow, and works with the configuration in
+            // effect when it began (the control socket's drain, the metrics of the runs that
+            // end meanwhile): the new one does not replace it.
+            guard phase == .running else { return stoppedDuringReload() }
             store.replace(with: configuration)
             reloadProblem = nil
-            // The services' reload may have waited: a shutdown begun meanwhile has sent
-            // STOPPING=1, which no READY=1 may follow.
-            guard phase == .running else { return stoppedDuringReload() }
             notifier.notify("READY=1", "STATUS=running; configuration reloaded")
             log.notice("daemon", "configuration reloaded")
             return .reloaded
