@@ -304,6 +304,9 @@ case "health-misuse":
     // A check and a loop interval the registry cannot use: logged errors, not a crash.
     let registry = UnifiedRegistry(clock: ManualHealthClock())
     registry.register(HealthCheck(name: "", timeout: .zero, failureThreshold: 0, successThreshold: -3) { .healthy() })
+    // Names the report shows blank or garbled, that fix(name) can hardly be given.
+    registry.register(HealthCheck(name: " \t ") { .healthy() })
+    registry.register(HealthCheck(name: "db\u{1B}[2J\nforged") { .healthy() })
     registry.start(interval: .seconds(-5))
     registry.stop()
     print("registered \(registry.checkNames.count)")

@@ -238,12 +238,16 @@ final class RecordingClock: HealthClock {
 
     @Test func unusableValues_areLoggedAsErrors_namingThem() throws {
         let result = try ChildProcess.run("weavedi-probe", ["health-misuse"])
-        #expect(result.status == 0 && result.stdout == "registered 1\n", "\(result.stdout)\(result.stderr)")
+        #expect(result.status == 0 && result.stdout == "registered 3\n", "\(result.stdout)\(result.stderr)")
         for line in [
-            "[WeaveDI] error: health check '': the name is empty; give the check a name, so that the report and fix(name) can tell it apart",
-            "[WeaveDI] error: health check '': failureThreshold 0 is below 1; using 1",
-            "[WeaveDI] error: health check '': successThreshold -3 is below 1; using 1",
-            "[WeaveDI] error: health check '': timeout 0.0 seconds is not positive; using the default, 2 s",
+            #"[WeaveDI] error: health check "": the name is empty; give the check a name, so that the report and fix(name) can tell it apart"#,
+            #"[WeaveDI] error: health check "": failureThreshold 0 is below 1; using 1"#,
+            #"[WeaveDI] error: health check "": successThreshold -3 is below 1; using 1"#,
+            #"[WeaveDI] error: health check "": timeout 0.0 seconds is not positive; using the default, 2 s"#,
+            #"[WeaveDI] error: health check " \t ": the name is only white space; give the check a visible name, "#
+                + "so that the report and fix(name) can tell it apart",
+            #"[WeaveDI] error: health check "db\u001b[2J\nforged": the name has control characters, "#
+                + "which the report and a terminal cannot show as they are; give the check a name without them",
             "[WeaveDI] error: health loop interval -5.0 seconds is not positive, which would run its rounds back to back; using the default, 30 s (pass a positive interval)",
         ] {
             #expect(result.stderr.contains(line + "\n"), "\(result.stderr)")

@@ -132,7 +132,9 @@ public final class UnifiedRegistry: Sendable {
 
     /// Adds `check`, replacing one of the same name (its history is kept). A value it cannot
     /// use is logged as an error naming it, and replaced: a threshold below 1 by 1, a timeout
-    /// that is not positive by the default 2 s. An empty name is logged and kept.
+    /// that is not positive by the default 2 s. A name that is empty, only white space or has
+    /// control characters (which `fix(name)` can hardly be given, and the report shows blank
+    /// or garbled) is logged and kept.
     public func register(_ check: HealthCheck) {
         let check = Self.usable(check)
         state.withLock { state in
@@ -151,6 +153,11 @@ public final class UnifiedRegistry: Sendable {
         var problems: [String] = []
         if check.name.isEmpty {
             problems.append("the name is empty; give the check a name, so that the report and fix(name) can tell it apart")
+        } else if check.name.unicodeScalars.allSatisfy(\.properties.isWhitespace) {
+            problems.append("the name is only white space; give the check a visible name, so that the report and fix(name) can tell it apart")
+        }
+        if check.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            problems.append("the name has control characters, which the report and a terminal cannot show as they are; give the check a name without them")
         }
         if check.failureThreshold < 1 {
             problems.append("failureThreshold \(check.failureThreshold) is below 1; using 1")
@@ -165,7 +172,7 @@ public final class UnifiedRegistry: Sendable {
             check.timeout = .seconds(2)
         }
         for problem in problems {
-            WeaveDILog.log(.error, subsystem: "health", "health check '\(check.name)': \(problem)")
+            WeaveDILog.log(.error, subsystem: "health", "health check \(JSONValue.quotedForMessage(check.name)): \(problem)")
         }
         return check
     }
