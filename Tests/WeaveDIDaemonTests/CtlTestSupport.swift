@@ -30,7 +30,7 @@ struct CtlRun {
     }
 
     /// Runs `weavedictl arguments…` in `directory` with `environment` added to a minimal one
-    /// (only PATH), behind `wrapper` (e.g. `setpriv …`), killed after `timeout`.
+    /// (PATH, and the sanitizers' settings of the test process: `SanitizerOptions`), behind `wrapper` (e.g. `setpriv …`), killed after `timeout`.
     static func run(
         _ arguments: [String], environment: [String: String] = [:], in directory: TemporaryDirectory = TemporaryDirectory("weavedictl"),
         wrapper: [String] = [], timeout: Duration = .seconds(30)
@@ -45,6 +45,7 @@ struct CtlRun {
     ) throws -> CtlRun {
         let capture = TemporaryDirectory("weavedictl-output")
         var env = ["PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"]
+        env.merge(SanitizerOptions.passed()) { $1 }
         for (key, value) in environment { env[key] = value }
         let child = try Subprocess.spawn(
             argv[0], arguments: Array(argv.dropFirst()), environment: env,

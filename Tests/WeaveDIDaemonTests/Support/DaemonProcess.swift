@@ -21,21 +21,14 @@ final class DaemonProcess: @unchecked Sendable {  // used from one test at a tim
     var defaultSocket: String { directory.path + "/run/control.sock" }
 
     /// Starts `weavedid arguments…` in `directory` with `environment` added to a minimal one
-    /// (PATH, RUNTIME_DIRECTORY and STATE_DIRECTORY inside `directory`). `prefix` is shell code
-    /// run before exec (e.g. `LISTEN_PID=$$`).
+    /// (`childEnvironment`). `prefix` is shell code run before exec (e.g. `LISTEN_PID=$$`).
     init(
         _ arguments: [String] = [], environment: [String: String] = [:], directory: TemporaryDirectory = TemporaryDirectory(),
         notify: NotifyListener? = nil, prefix: String = "", wrapper: [String] = [], logFile: String? = nil
     ) throws {
         self.directory = directory
         logPath = logFile ?? directory.path + "/stderr-\(DaemonProcess.counter.add(1, ordering: .relaxed).newValue).log"
-        var env = [
-            "PATH": "/usr/local/bin:/usr/bin:/bin", "RUNTIME_DIRECTORY": directory.path + "/run",
-            "STATE_DIRECTORY": directory.path + "/state", "WEAVEDI_REGISTRY_AUTO_HEALTH": "0",
-        ]
-        if let notify { env["NOTIFY_SOCKET"] = notify.address }
-        for (key, value) in environment { env[key] = value }
-        env = env.filter { !$0.value.isEmpty }
+        let env = Self.childEnvironment(environment, directory: directory.path, notify: notify?.address)
         let process: Subprocess
         if prefix.isEmpty, wrapper.isEmpty {
             process = try Subprocess.spawn(
@@ -49,6 +42,24 @@ final class DaemonProcess: @unchecked Sendable {  // used from one test at a tim
         }
         pid = process.pid
         self.process = consume process
+    }
+
+    /// The daemon's environment: PATH, RUNTIME_DIRECTORY and STATE_DIRECTORY inside
+    /// `directory`, NOTIFY_SOCKET when `notify` is given, the sanitizers' settings `parent` (by
+    /// default the test process's environment) has (`SanitizerOptions`), then `environment`; a
+    /// variable set to "" is left out.
+    static func childEnvironment(
+        _ environment: [String: String], directory: String, notify: String? = nil,
+        parent: [String: String] = ProcessInfo.processInfo.environment
+    ) -> [String: String] {
+        var env = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "RUNTIME_DIRECTORY": directory + "/run",
+            "STATE_DIRECTORY": directory + "/state", "WEAVEDI_REGISTRY_AUTO_HEALTH": "0",
+        ]
+        if let notify { env["NOTIFY_SOCKET"] = notify }
+        env.merge(SanitizerOptions.passed(from: parent)) { $1 }
+        for (key, value) in environment { env[key] = value }
+        return env.filter { !$0.value.isEmpty }
     }
 
     deinit {
