@@ -43,6 +43,12 @@ import WeaveDIPosix
         (#"{"consecutiveFailures": 0, "lastSuccess": 1e308}"#, "lastSuccess: expected a time in seconds since 1970, got 1e+308"),
         (#"{"consecutiveFailures": 0, "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "startedAt": 1, "endedAt": 2, "errors": -1}}"#,
          "lastRun.errors: expected an integer from 0, got -1"),
+        (#"{"consecutiveFailures": 0, "runGoing": "docs-3"}"#, #"runGoing: expected an object or null, got "docs-3""#),
+        (#"{"consecutiveFailures": 0, "runGoing": {"id": "other-3", "startedAt": 1}}"#,
+         #"runGoing.id: expected a run id of the job (NAME-N), got "other-3""#),
+        (#"{"consecutiveFailures": 0, "runGoing": {"id": "docs-3", "startedAt": -1}}"#,
+         "runGoing.startedAt: expected a time in seconds since 1970, got -1"),
+        (#"{"consecutiveFailures": 0, "runGoing": {"startedAt": 1}}"#, "runGoing.id: expected a string, got nothing"),
     ])
     func valuesOutOfRange_areReported_andLeftBehind(entry: String, problem: String) throws {
         let fixture = Fixture()
@@ -341,6 +347,88 @@ import WeaveDIPosix
 
         daemon = try start()
         #expect(try detachedRun(daemon) == "docs-2", "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A daemon, with the job `docs` whose source holds an 8 GiB sparse file (seconds of
+    /// copying), and that job's run started by hand and going, its id written in the state file
+    /// as going (`runGoing`).
+    func startWithARunGoing(_ fixture: Fixture) throws -> (daemon: DaemonProcess, restart: () throws -> DaemonProcess) {
+        let d = fixture.directory.path
+        let big = fixture.directory.write("source/big.bin", "")
+        try #require(truncate(big, 8 << 30) == 0, "truncate: \(Errno.current)")  // sparse: seconds of copying
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: true)
+        let config = fixture.directory.write("weavedid.json", """
+            {"stateDirectory": "\(fixture.state)", "sync": {"jobs": [{"name": "docs", "source": "\(d)/source",
+              "destination": "\(d)/mirror", "interval": 3600}]}}
+            """)
+        func start() throws -> DaemonProcess {
+            let daemon = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: fixture.directory)
+            try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+            return daemon
+        }
+        let daemon = try start()
+        let id = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))])
+            .parameter("runId")?.stringValue
+        try #require(id == "docs-1", "\(daemon.log)")
+        try #require(daemon.waitForLog("docs: run docs-1 started"), "\(daemon.log)")
+        try #require(fixture.directory.read("state/jobs.json", once: #""runGoing":{"id":"docs-1","startedAt":"#) != nil,
+                     "\(fixture.directory.read("state/jobs.json") ?? "no state file")")
+        return (daemon, start)
+    }
+
+    /// A daemon killed during a run (SIGKILL: no shutdown, no write at the run's end) leaves the
+    /// run said going in the state file: at the next start the log says it never ended, and it
+    /// is the job's last run, failed with the same message (`ListJobs`, the job's check), one
+    /// failure in a row.
+    @Test func aRunTheDaemonNeverEnded_isLoggedAndFailed_atTheNextStart() throws {
+        let fixture = Fixture()
+        var (daemon, start) = try startWithARunGoing(fixture)
+        daemon.send(.kill)
+        #expect(daemon.wait() == .signaled(.kill), "\(daemon.log)")
+        try #require(!daemon.log.contains("run docs-1 success"), "the run ended before the kill: \(daemon.log)")
+
+        daemon = try start()
+        let tail = ", never ended: the daemon stopped without ending it (killed, crashed, the power); its destination may "
+            + "hold part of that run's changes until the next run"
+        let line = try #require(daemon.log.split(separator: "\n").first { $0.contains("never ended") }, "\(daemon.log)")
+        #expect(line.contains("warning sync: docs: run docs-1, started at 20") && line.hasSuffix("Z" + tail), "\(line)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let job = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        let last = job?[member: "lastRun"]
+        #expect(last?[member: "id"]?.stringValue == "docs-1", "\(job.map { "\($0)" } ?? "no job")")
+        #expect(last?[member: "result"]?.stringValue == "failed", "\(job.map { "\($0)" } ?? "no job")")
+        let message = last?[member: "message"]?.stringValue ?? ""
+        #expect(message.hasPrefix("run docs-1, started at 20") && message.hasSuffix(tail), "\(message)")
+        #expect(line.hasSuffix("sync: docs: " + message), "\(line)")
+        #expect(job?[member: "consecutiveFailures"]?.intValue == 1, "\(job.map { "\($0)" } ?? "no job")")
+        let health = try client.call("io.weavedi.Daemon.RunChecks", [("tags", .array([.string("sync")]))])
+            .parameter("health")?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "job.docs" }
+        #expect(health?[member: "status"]?.stringValue == "degraded", "\(health.map { "\($0)" } ?? "no check")")
+        #expect(health?[member: "message"]?.stringValue == "last run failed: " + message, "\(health.map { "\($0)" } ?? "no check")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        // Said once: the file no longer says the run is going.
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        #expect(saved[member: "jobs"]?[member: "docs"]?[member: "runGoing"]?.isNull == true)
+        #expect(saved[member: "jobs"]?[member: "docs"]?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-1")
+    }
+
+    /// A clean shutdown during a run ends it (cancelled): the next start says nothing of it.
+    @Test func aRunEndedByACleanShutdown_isNotSaidNeverEnded() throws {
+        let fixture = Fixture()
+        var (daemon, start) = try startWithARunGoing(fixture)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        #expect(saved[member: "jobs"]?[member: "docs"]?[member: "runGoing"]?.isNull == true, "\(saved)")
+
+        daemon = try start()
+        #expect(!daemon.log.contains("never ended"), "\(daemon.log)")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(job?[member: "lastRun"]?.isNull == true, "\(job.map { "\($0)" } ?? "no job")")
+        #expect(job?[member: "consecutiveFailures"]?.intValue == 0, "\(job.map { "\($0)" } ?? "no job")")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

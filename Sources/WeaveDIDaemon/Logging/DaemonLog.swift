@@ -98,9 +98,8 @@ public final class DaemonLog: Sendable {
         return UInt64(status.device) == device && UInt64(status.inode) == inode
     }
 
-    /// `2026-11-21T07:30:00.123Z`, from the realtime clock.
-    static func timestamp() -> String {
-        let now = SystemClock.realtime()
+    /// `2026-11-21T07:30:00.123Z`: `now`, by default from the realtime clock.
+    static func timestamp(_ now: TimeSpec = SystemClock.realtime()) -> String {
         let days = Int(now.seconds) / 86_400
         let secondsOfDay = Int(now.seconds) % 86_400
         // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

@@ -60,6 +60,12 @@ extension SyncScheduler {
             // Who follows a run that waited hears it started now, not once it had its slot: a
             // run given one as the daemon stops ends above, without starting.
             if waited { listeners.sendStarted() }
+            // The state file says the run is going until it ends: a daemon that stops without
+            // ending it (killed, crashed, the power) is told so at its next start.
+            if jobs[name]?.running?.id == runID {
+                jobs[name]?.running?.startedAt = startWall
+                saveState()
+            }
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
             let context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
                 listeners.send(progress)
@@ -103,6 +109,8 @@ extension SyncScheduler {
         guard var state = jobs[name], state.running?.id == record.id else {
             orphans.removeValue(forKey: record.id)
             log.info("sync", "\(name): run \(record.id) of a job removed by a reload \(record.result.rawValue)")
+            // The state file no longer says it is going.
+            if persisted[name]?.runGoing?.id == record.id { saveState() }
             return
         }
         state.running = nil
@@ -142,9 +150,17 @@ extension SyncScheduler {
     /// most `removedJobEntryLimit` jobs that are not (any more), those that ran last.
     func saveState() {
         var states: [String: PersistedJobState] = [:]
+        // A run going of a job that a reload removed (and maybe added back since) is said
+        // going until it ends, as the job's own.
+        func orphanGoing(_ name: String) -> PersistedJobState.RunGoing? {
+            persisted[name]?.runGoing.flatMap { orphans[$0.id] == nil ? nil : $0 }
+        }
         for (name, state) in jobs {
             let last = state.recent.last { $0.result != .skipped && $0.result != .cancelled } ?? persisted[name]?.lastRun
-            states[name] = PersistedJobState(lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures)
+            let going = state.running.flatMap { run in run.startedAt.map { PersistedJobState.RunGoing(id: run.id, startedAt: $0) } }
+            states[name] = PersistedJobState(
+                lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
+                runGoing: going ?? orphanGoing(name))
         }
         // A job removed and added back keeps its last result (health knows how old its last
         // success is); but a configuration churned through many names must not grow the file
@@ -155,7 +171,10 @@ extension SyncScheduler {
             removed.sort { ($0.state.lastActivity, $1.name) > ($1.state.lastActivity, $0.name) }
             removed.removeLast(removed.count - Self.removedJobEntryLimit)
         }
-        for (name, state) in removed { states[name] = state }
+        for (name, state) in removed {
+            states[name] = state
+            states[name]?.runGoing = orphanGoing(name)
+        }
         persisted = states
         stateStore.save(states, lastRunNumber: runCounter)
     }

@@ -90,6 +90,9 @@ public actor SyncScheduler: DaemonService {
         /// one. A run in line is not stuck, however long it waits: the job's fix times a run
         /// from here.
         var started: ContinuousClock.Instant?
+        /// When its work started, in seconds since 1970 (its record's `startedAt`); nil until
+        /// then. The state file keeps it (`runGoing`) until the run ends.
+        var startedAt: Double?
         /// Launched while every slot was taken: it waits for one (see `SlotWait`); nil for a
         /// run that had one at once.
         let queued: SlotWait?

@@ -76,7 +76,7 @@ struct SyncStateStore: Sendable {
             var refused = 0
             for (name, member) in value[member: "jobs"]?.objectMembers ?? [] {
                 do {
-                    states[name] = try PersistedJobState(json: member)
+                    states[name] = try PersistedJobState(json: member, job: name)
                 } catch {
                     // Values no run writes (a count that would overflow at the next failure, a
                     // time whose age is no number of seconds) are not carried into the daemon.
@@ -89,6 +89,7 @@ struct SyncStateStore: Sendable {
                 log.warning("sync", "\(path): \(refused - Self.refusalsLogged) more jobs' entries refused likewise; "
                     + "those jobs start without their previous results")
             }
+            endRunsNeverEnded(&states)
             var contents = Contents(jobs: states)
             for (name, state) in states {
                 if let number = state.lastRun.flatMap({ Self.runNumber(of: $0.id, job: name) }) {
@@ -105,6 +106,56 @@ struct SyncStateStore: Sendable {
             return contents
         } catch {
             return unreadable("\(error)")
+        }
+    }
+
+    /// Ends the runs the file says were going (`runGoing`): the daemon stopped during them
+    /// without ending them (killed, crashed, the power), so none ended, and none will. Each
+    /// becomes its job's last run, `failed` with a message saying so (shown by `ListJobs` and
+    /// the job's health check), and counts as a failure in a row; the log says so, for the
+    /// first `refusalsLogged` jobs one line each, the others counted in one line.
+    private func endRunsNeverEnded(_ states: inout [String: PersistedJobState]) {
+        var ended = 0
+        for name in states.keys.sorted() {
+            guard var state = states[name], let going = state.runGoing else { continue }
+            let time = DaemonLog.timestamp(TimeSpec(
+                seconds: Int64(going.startedAt.rounded(.down)),
+                nanoseconds: Int64((going.startedAt - going.startedAt.rounded(.down)) * 1e9)))
+            func message(_ id: String) -> String {
+                "run \(id), started at \(time), never ended: the daemon stopped without ending it (killed, crashed, the "
+                    + "power); its destination may hold part of that run's changes until the next run"
+            }
+            // When it stopped is not known: its end is given as its start.
+            state.lastRun = SyncRunRecord(
+                id: going.id, job: name, outcome: SyncOutcome(result: .failed, message: message(going.id)),
+                startedAt: going.startedAt, endedAt: going.startedAt, duration: 0)
+            state.consecutiveFailures = min(state.consecutiveFailures + 1, PersistedJobState.maximumFailures)
+            state.runGoing = nil
+            states[name] = state
+            ended += 1
+            guard ended <= Self.refusalsLogged else { continue }
+            // The id is NAME-N of this job (checked as it was read): a name no configuration
+            // allows, from a damaged file, is quoted and shortened, as in the other lines.
+            if Self.isPlainJobName(name) {
+                log.warning("sync", "\(name): \(message(going.id))")
+            } else {
+                let shown = PersistedStateProblem.quoted(name)
+                log.warning("sync", "\(shown): \(message("\(shown)-\(Self.runNumber(of: going.id, job: name) ?? 0)"))")
+            }
+        }
+        if ended > Self.refusalsLogged {
+            log.warning("sync", "\(path): \(ended - Self.refusalsLogged) more jobs' runs never ended likewise; each is the "
+                + "job's last run now, failed")
+        }
+    }
+
+    /// Whether `name` is a job name a configuration allows (1 to 64 characters from `A-Z a-z
+    /// 0-9 . _ -`), said as it is in the log.
+    static func isPlainJobName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+                || byte == UInt8(ascii: "-")
         }
     }
 
@@ -233,16 +284,31 @@ struct SyncStateStore: Sendable {
     }
 }
 
-/// What survives a restart of one job: its last run, last success and failures in a row.
+/// What survives a restart of one job: its last run, last success and failures in a row, and
+/// the run going when the file was written.
 struct PersistedJobState: Sendable, Equatable {
     var lastRun: SyncRunRecord?
     var lastSuccess: Double?
     var consecutiveFailures: Int
+    /// The run going (it had its slot and started) when the file was written; nil once it
+    /// ended, and after a clean shutdown. One still there at the start never ended: the daemon
+    /// was killed, crashed or lost the power during it (`SyncStateStore.endRunsNeverEnded`).
+    /// `runGoing` in the file, absent in files written before it was kept.
+    var runGoing: RunGoing?
 
-    init(lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int) {
+    /// A run that started and has not ended: `runGoing` of the state file.
+    struct RunGoing: Sendable, Equatable {
+        /// `JOB-N`.
+        var id: String
+        /// When it started, in seconds since 1970.
+        var startedAt: Double
+    }
+
+    init(lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil) {
         self.lastRun = lastRun
         self.lastSuccess = lastSuccess
         self.consecutiveFailures = consecutiveFailures
+        self.runGoing = runGoing
     }
 
     var json: JSONValue {
@@ -250,6 +316,7 @@ struct PersistedJobState: Sendable, Equatable {
             ("lastRun", lastRun.map(SyncRunEncoding.record) ?? .null),
             ("lastSuccess", lastSuccess.map(JSONValue.double) ?? .null),
             ("consecutiveFailures", .int(consecutiveFailures)),
+            ("runGoing", runGoing.map { .object([("id", .string($0.id)), ("startedAt", .double($0.startedAt))]) } ?? .null),
         ])
     }
 
@@ -257,14 +324,30 @@ struct PersistedJobState: Sendable, Equatable {
     /// overflowing as more are counted.
     static let maximumFailures = Int(Int32.max)
 
-    /// Reads one job's entry; a value missing, of the wrong type or out of range is refused.
-    init(json: JSONValue) throws(PersistedStateProblem) {
+    /// Reads the entry of the job `job`; a value missing, of the wrong type or out of range is
+    /// refused, and so is a `runGoing` whose id is no run id of `job` (`JOB-N`).
+    init(json: JSONValue, job: String) throws(PersistedStateProblem) {
         consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
         lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
         if let run = json[member: "lastRun"], !run.isNull {
             lastRun = try SyncRunEncoding.record(from: run)
         } else {
             lastRun = nil
+        }
+        if let going = json[member: "runGoing"], !going.isNull {
+            let prefix = "runGoing."
+            guard going.objectMembers != nil else {
+                throw PersistedStateProblem(description: "runGoing: expected an object or null, got \(PersistedStateProblem.describe(going))")
+            }
+            let id = try PersistedStateProblem.string(going, "id", prefix: prefix)
+            guard SyncStateStore.runNumber(of: id, job: job) != nil else {
+                throw PersistedStateProblem(
+                    description: "runGoing.id: expected a run id of the job (NAME-N), got \(PersistedStateProblem.describe(.string(id)))")
+            }
+            let startedAt = try PersistedStateProblem.time(going, "startedAt", prefix: prefix) ?? 0
+            runGoing = RunGoing(id: id, startedAt: startedAt)
+        } else {
+            runGoing = nil
         }
     }
 }
