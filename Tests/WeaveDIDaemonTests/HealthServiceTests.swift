@@ -51,8 +51,19 @@ import WeaveDIPosix
             directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         let socket = daemon.defaultSocket
-        try FileDescriptor.currentWorkingDirectory.unlink(at: socket)
-        directory.write("run/control.sock", "x")
+        // A first round has judged the socket healthy (not logged), so the next change is
+        // healthy -> unhealthy; then the file is replaced at once (a rename over it), so that
+        // no round can see the socket missing in between.
+        let client = try VarlinkClient(path: socket)
+        var healthy = false
+        for _ in 0..<500 where !healthy {
+            let checks = try client.call("io.weavedi.Daemon.GetHealth").parameter("health")?[member: "checks"]?.arrayValue ?? []
+            healthy = checks.contains { $0[member: "name"] == .string("control.socket") && $0[member: "status"] == .string("healthy") }
+            if !healthy { usleep(20_000) }
+        }
+        try #require(healthy, "\(daemon.log)")
+        directory.write("run/replacement", "x")
+        try FileDescriptor.currentWorkingDirectory.rename(at: directory.path + "/run/replacement", to: socket)
         #expect(daemon.waitForLog("warning health: control.socket: healthy -> unhealthy: the socket file \(socket) was replaced"), "\(daemon.log)")
         #expect(
             daemon.waitForLog("warning health: fix of control.socket (automatic) failed: \(socket) exists and is not a socket"), "\(daemon.log)")
