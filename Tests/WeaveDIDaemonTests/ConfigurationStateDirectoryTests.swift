@@ -62,7 +62,7 @@ import WeaveDIPosix
         let run = daemon.sendCallReply("RunJob", #"{"name": "docs"}"#)?.parameter("run")
         #expect(run?[member: "result"]?.stringValue == "success", "\(daemon.log)")
         // Written as the run starts and again as it ends: the snapshot is of the second write.
-        try #require(directory.read("var/state/jobs.json", once: "\"docs-1\"") != nil, "\(daemon.log)")
+        try #require(directory.read("var/state/jobs.json", once: #""lastRun":{"id":"docs-1""#) != nil, "\(daemon.log)")
         let before = try DaemonStateDirectoryLockTests.snapshot(d + "/var/state")
 
         _ = Self.config(directory, withWipe: true)

@@ -50,7 +50,7 @@ import WeaveDIPosix
         let run = try VarlinkClient(path: d + "/one.sock").call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))]).parameter("run")
         #expect(run?[member: "result"]?.stringValue == "success", "\(first.log)")
         // Written as the run starts and again as it ends: the snapshot is of the second write.
-        try #require(directory.read("shared/state/jobs.json", once: "\"docs-1\"") != nil, "\(first.log)")
+        try #require(directory.read("shared/state/jobs.json", once: #""lastRun":{"id":"docs-1""#) != nil, "\(first.log)")
         // As a write of the first daemon's in progress would look to the second.
         directory.write("shared/state/.jobs.json.tmp.123", "{\"jobs\"")
         let before = try Self.snapshot(state)

@@ -42,9 +42,6 @@ extension SyncScheduler {
         let waited = !holdsSlot
         var holdsSlot = holdsSlot
         if waited { holdsSlot = await acquireSlot(for: runID) }
-        // The state file's write of this run's number, asked for at `launch`, is not waited
-        // for: it lands within milliseconds, and a state directory that stops answering must
-        // hold no run (the write is given up after the step limit; `sync.stateFile` says so).
         let startWall = SystemClock.realtimeSeconds()
         let start = ContinuousClock.now
         var outcome: SyncOutcome
@@ -66,6 +63,11 @@ extension SyncScheduler {
                 jobs[name]?.running?.startedAt = startWall
                 saveState()
             }
+            // A write of the state file makes a temporary file in the state directory, which a
+            // job may mirror (a backup of /var/lib): the run's walk would meet it vanishing. The
+            // writes asked for so far are waited for, up to `stateWriteWait`, so that a state
+            // directory that stops answering holds a run no longer than that.
+            _ = await withTimeout(Self.stateWriteWait, clock: SystemHealthClock()) { [stateStore] in await stateStore.flush() }
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
             let context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
                 listeners.send(progress)

@@ -39,6 +39,10 @@ public actor SyncScheduler: DaemonService {
     /// The number of the last run started (`NAME-N`), of any job; continued from the state
     /// file's at start.
     var runCounter = 0
+    /// How long a run waits, before its work, for the state file's writes asked for so far
+    /// (its number, that it is going): they take milliseconds; a state directory that stopped
+    /// answering takes the step limit (5 s) to give one up, and holds a run this long at most.
+    static let stateWriteWait: Duration = .seconds(1)
     /// Why the jobs' state file could not be read at the start (nil if it was, or there was
     /// none): `sync.stateFile` says so until a write replaces the file.
     var stateFileUnreadable: String?
