@@ -318,35 +318,17 @@ import WeaveDIPosix
     /// shutdown, no write at the run's end) gives the next run a higher id, not the killed one's.
     @Test func runIDs_areNotGivenAgain_afterTheDaemonIsKilledDuringARun() throws {
         let fixture = Fixture()
-        let d = fixture.directory.path
-        let big = fixture.directory.write("source/big.bin", "")
-        try #require(truncate(big, 8 << 30) == 0, "truncate: \(Errno.current)")  // sparse: seconds of copying
-        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: true)
-        let config = fixture.directory.write("weavedid.json", """
-            {"stateDirectory": "\(fixture.state)", "sync": {"jobs": [{"name": "docs", "source": "\(d)/source",
-              "destination": "\(d)/mirror", "interval": 3600}]}}
-            """)
-        func start() throws -> DaemonProcess {
-            let daemon = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: fixture.directory)
-            try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
-            return daemon
-        }
-        func detachedRun(_ daemon: DaemonProcess) throws -> String? {
-            try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))])
-                .parameter("runId")?.stringValue
-        }
-        var daemon = try start()
-        #expect(try detachedRun(daemon) == "docs-1")
-        try #require(daemon.waitForLog("docs: run docs-1 started"), "\(daemon.log)")
-        // The number is written in the background as the run starts (within milliseconds; a
-        // kill inside them is the one case left): killed once it is, during the run.
-        try #require(fixture.directory.read("state/jobs.json", once: #""lastRunNumber":1"#) != nil, "\(daemon.log)")
+        // Killed once the state file says the run is going (its number is written with it).
+        var (daemon, restart) = try startWithARunGoing(fixture)
+        #expect(fixture.directory.read("state/jobs.json")?.contains(#""lastRunNumber":1"#) == true)
         daemon.send(.kill)
         #expect(daemon.wait() == .signaled(.kill), "\(daemon.log)")
         #expect(!daemon.log.contains("run docs-1 success"), "the run ended before the kill: \(daemon.log)")
 
-        daemon = try start()
-        #expect(try detachedRun(daemon) == "docs-2", "\(daemon.log)")
+        daemon = try restart()
+        let id = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))])
+            .parameter("runId")?.stringValue
+        #expect(id == "docs-2", "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
