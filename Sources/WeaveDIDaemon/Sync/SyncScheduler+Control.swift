@@ -4,7 +4,7 @@ import WeaveDIPosix
 
 extension SyncScheduler: JobControl {
     public func jobs() async -> [JSONValue] {
-        let slotWait = JSONValue.object([("runsGoing", .int(slotsInUse)), ("maxConcurrentRuns", .int(maxRuns))])
+        let slotWait = JobStart.slotWait(runsGoing: slotsInUse, maxConcurrentRuns: maxRuns)
         return order.compactMap { name in
             guard let state = jobs[name] else { return nil }
             let next = state.nextRun.map { max(0, seconds($0 - ContinuousClock.now)) }
@@ -14,7 +14,7 @@ extension SyncScheduler: JobControl {
                 // (the job's run is going: a tick, or `RunJob`, is skipped); `queued` tells them
                 // apart, with the runs going and the cap as they stand.
                 ("paused", .bool(state.paused)), ("running", .bool(state.running != nil)),
-                ("queued", state.running.map { $0.started == nil } == true ? slotWait : .null),
+                ("queued", state.running?.isQueued == true ? slotWait : .null),
                 ("interval", .double(seconds(state.config.interval))),
                 ("consecutiveFailures", .int(state.consecutiveFailures)), ("skippedRuns", .int(state.skippedRuns)),
                 ("nextRunIn", state.config.enabled && !state.paused ? next.map(JSONValue.double) ?? .null : .null),
@@ -66,11 +66,10 @@ extension SyncScheduler: JobControl {
         // A run waiting for a slot (`sync.maxConcurrentRuns`) is queued, not running: running
         // counts the runs that hold a slot.
         out.header("weavedi_sync_running", "1 while a run is going (holding one of sync.maxConcurrentRuns' slots).", type: "gauge")
-        for name in order { out.sample("weavedi_sync_running", [("job", name)], jobs[name]?.running?.started == nil ? 0 : 1) }
+        for name in order { out.sample("weavedi_sync_running", [("job", name)], jobs[name]?.running.map { $0.isQueued ? 0 : 1 } ?? 0) }
         out.header("weavedi_sync_queued", "1 while a run waits for a slot (sync.maxConcurrentRuns runs going).", type: "gauge")
         for name in order {
-            let queued = jobs[name]?.running.map { $0.started == nil } ?? false
-            out.sample("weavedi_sync_queued", [("job", name)], queued ? 1 : 0)
+            out.sample("weavedi_sync_queued", [("job", name)], jobs[name]?.running?.isQueued == true ? 1 : 0)
         }
         out.header("weavedi_sync_skipped_runs_total", "Runs skipped because the previous one was still going.", type: "counter")
         for name in order { out.sample("weavedi_sync_skipped_runs_total", [("job", name)], Double(jobs[name]?.skippedRuns ?? 0)) }

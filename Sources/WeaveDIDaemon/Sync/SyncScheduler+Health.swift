@@ -81,7 +81,7 @@ extension SyncScheduler {
             let wait = min(Self.fixRunWait, (FixRecord.attemptTimeLeft ?? Self.fixRunWait) - Self.fixReturnMargin)
             if wait > .zero, let record = await withTimeout(wait, clock: SystemHealthClock(), { await task.value }) {
                 actions.append("ran: \(record.result.rawValue)" + (record.message.map { " (\($0))" } ?? ""))
-            } else if jobs[name]?.running?.id == run.id, jobs[name]?.running?.started == nil {
+            } else if jobs[name]?.running?.id == run.id, jobs[name]?.running?.isQueued == true {
                 actions.append("started run \(run.id), which waits for a slot (\(slotsGoing))")
                 remedyInProgress(name, run: run)
             } else {
@@ -168,7 +168,5 @@ extension SyncScheduler {
     }
 
     /// `1 run going, maxConcurrentRuns 1`: why a run waits for a slot, as the job's fix says it.
-    private var slotsGoing: String {
-        "\(slotsInUse) run\(slotsInUse == 1 ? "" : "s") going, maxConcurrentRuns \(maxRuns)"
-    }
+    private var slotsGoing: SlotWait { SlotWait(runsGoing: slotsInUse, maxConcurrentRuns: maxRuns) }
 }

@@ -26,8 +26,7 @@ extension SyncScheduler {
         }
         let queued = holdsSlot ? nil : SlotWait(runsGoing: runsGoing, maxConcurrentRuns: maxRuns)
         if let queued {
-            log.info("sync", "\(name): run \(runID) waits for a slot (\(queued.runsGoing) run\(queued.runsGoing == 1 ? "" : "s") going, "
-                + "maxConcurrentRuns \(queued.maxConcurrentRuns))")
+            log.info("sync", "\(name): run \(runID) waits for a slot (\(queued))")
         }
         jobs[name]?.running = ActiveRun(task: task, id: runID, started: holdsSlot ? .now : nil, queued: queued)
         jobs[name]?.progress = SyncProgress()
@@ -197,7 +196,7 @@ extension SyncScheduler {
             let reason = stopping ? "the daemon is stopping"
                 : hasOrphanRun(name) ? "a run of the job \(name) that a reload removed is still stopping"
                 : jobs[name]?.running.map { running in
-                    running.started == nil
+                    running.isQueued
                         ? "run \(running.id) of \(name) waits for a slot; a job has one run at a time"
                         : "run \(running.id) of \(name) is already going"
                 } ?? "a run of \(name) is already going"

@@ -100,6 +100,9 @@ public actor SyncScheduler: DaemonService {
         /// Launched while every slot was taken: it waits for one (see `SlotWait`); nil for a
         /// run that had one at once.
         let queued: SlotWait?
+
+        /// Whether it waits for a slot still.
+        var isQueued: Bool { started == nil }
     }
 
     /// A run in line for a slot, by job and run id. Its task, once it asks (`acquireSlot`),
@@ -113,9 +116,14 @@ public actor SyncScheduler: DaemonService {
 
     /// Why a run launched waits before it starts: the runs going then (holding a slot), and
     /// `sync.maxConcurrentRuns` in effect.
-    struct SlotWait: Sendable, Equatable {
+    struct SlotWait: Sendable, Equatable, CustomStringConvertible {
         let runsGoing: Int
         let maxConcurrentRuns: Int
+
+        /// `1 run going, maxConcurrentRuns 1`, as the log and the job's fix say it.
+        var description: String {
+            "\(runsGoing) run\(runsGoing == 1 ? "" : "s") going, maxConcurrentRuns \(maxConcurrentRuns)"
+        }
     }
 
     struct JobState {

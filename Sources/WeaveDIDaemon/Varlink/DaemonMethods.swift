@@ -224,7 +224,7 @@ final class DaemonMethods: Sendable {
         switch start {
         case let .started(id): return [("run", .null), ("progress", .null), ("runId", .string(id))]
         case let .queued(id, runsGoing, maxConcurrentRuns):
-            let queued = JSONValue.object([("runsGoing", .int(runsGoing)), ("maxConcurrentRuns", .int(maxConcurrentRuns))])
+            let queued = JobStart.slotWait(runsGoing: runsGoing, maxConcurrentRuns: maxConcurrentRuns)
             return [("run", .null), ("progress", .null), ("runId", .string(id)), ("queued", queued)]
         case let .notStarted(run): return [("run", run), ("progress", .null)]
         }

@@ -29,6 +29,12 @@ public enum JobStart: Sendable, Equatable {
     /// No run started: the `skipped` `JobRun` object says why (a run already going, the
     /// daemon stopping).
     case notStarted(JSONValue)
+
+    /// The interface's `SlotWait` object (`RunJob`'s and `ListJobs`' `queued`): the runs going
+    /// and the cap.
+    static func slotWait(runsGoing: Int, maxConcurrentRuns: Int) -> JSONValue {
+        .object([("runsGoing", .int(runsGoing)), ("maxConcurrentRuns", .int(maxConcurrentRuns))])
+    }
 }
 
 extension VarlinkFailure {
