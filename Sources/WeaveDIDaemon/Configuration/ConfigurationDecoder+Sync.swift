@@ -102,15 +102,7 @@ extension ConfigurationDecoder {
     private mutating func jobName(_ value: JSONValue, at path: String, index: Int) throws(ConfigurationError) -> String {
         let expected = "a job name of 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-'"
         let name = try fields.string(value, at: path, expected: expected)
-        let valid = name.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default: false
-            }
-        }
-        guard valid, (1...64).contains(name.utf8.count) else {
+        guard DaemonConfiguration.Job.hasNameCharacters(name) else {
             throw fields.fail(path, "expected \(expected), got \(FieldReader.describe(value))")
         }
         guard name != ".", name != ".." else { throw fields.fail(path, "a job may not be named \"\(name)\"") }

@@ -16,8 +16,22 @@ extension DaemonConfiguration {
     /// `kind` stays an open string so that kinds can be added in code; the only kind the
     /// configuration accepts today is `"mirror"`, whose settings are in `mirror`.
     public struct Job: Sendable, Equatable {
-        /// The unique name: 1 to 64 characters from `A-Z a-z 0-9 . _ -`.
+        /// The unique name: 1 to 64 characters from `A-Z a-z 0-9 . _ -` (`hasNameCharacters`),
+        /// not `.` or `..`.
         public var name: String
+
+        /// Whether `name` has the length and characters of a job name: 1 to 64 of `A-Z a-z
+        /// 0-9 . _ -`.
+        static func hasNameCharacters(_ name: String) -> Bool {
+            (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                     UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                    true
+                default: false
+                }
+            }
+        }
         /// What the job does; default and only known kind: `"mirror"`.
         public var kind = "mirror"
         /// The time between runs; default 300 seconds, at least 1.

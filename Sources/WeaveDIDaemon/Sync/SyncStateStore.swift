@@ -136,7 +136,7 @@ struct SyncStateStore: Sendable {
             guard ended <= Self.refusalsLogged else { continue }
             // The id is NAME-N of this job (checked as it was read): a name no configuration
             // allows, from a damaged file, is quoted and shortened, as in the other lines.
-            if Self.isPlainJobName(name) {
+            if DaemonConfiguration.Job.hasNameCharacters(name) {
                 log.warning("sync", "\(name): \(message(going.id))")
             } else {
                 let shown = PersistedStateProblem.quoted(name)
@@ -146,16 +146,6 @@ struct SyncStateStore: Sendable {
         if ended > Self.refusalsLogged {
             log.warning("sync", "\(path): \(ended - Self.refusalsLogged) more jobs' runs never ended likewise; each is the "
                 + "job's last run now, failed")
-        }
-    }
-
-    /// Whether `name` is a job name a configuration allows (1 to 64 characters from `A-Z a-z
-    /// 0-9 . _ -`), said as it is in the log.
-    static func isPlainJobName(_ name: String) -> Bool {
-        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
-                || byte == UInt8(ascii: "-")
         }
     }
 
