@@ -1,15 +1,19 @@
 /// An immutable heap cell for a value of any type, so that it can be published through an atomic
 /// reference.
 ///
-/// `@unchecked Sendable`: the box is immutable; whether `Value` may cross threads is the
-/// registering code's contract, exactly as with the container that hands the value out.
+/// `Sendable` when `Value` is, as the compiler checks: the container shares what it holds between
+/// threads, so its public API takes only `Sendable` types (`register`, `resolve`, `require`,
+/// `makeFresh`, `@Factory`, `@Injected` by type, `@Provide`), and a box of anything else cannot
+/// be captured by the `@Sendable` factories it is kept in.
 @usableFromInline
-final class Box<Value>: @unchecked Sendable {
+final class Box<Value> {
     @usableFromInline let value: Value
 
     @usableFromInline
     init(_ value: Value) { self.value = value }
 }
+
+extension Box: Sendable where Value: Sendable {}
 
 /// Where the value of the `Box` at `raw` lives, read as a `T` (the box's value type, or a type
 /// with the same layout): a class instance's stored properties follow its two-word header, at

@@ -71,7 +71,7 @@ extension WeaveDI.Component {
 /// when an instance is needed (once for a singleton). Reading the property resolves its type
 /// from `Container.live`, as `@Injected var x: T` does.
 @propertyWrapper
-public struct Provide<Value>: Sendable {
+public struct Provide<Value: Sendable>: Sendable {
     /// The scope it is registered in.
     public let scope: WeaveDI.Scope
     let factory: @Sendable (_ resolver: any Resolver) throws -> Value

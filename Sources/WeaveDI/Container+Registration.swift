@@ -1,7 +1,10 @@
 extension WeaveDI.Container {
     /// Registers how to build `type` in `scope` (default: singleton). Registering a type again
     /// replaces the earlier registration (its cached singleton is dropped) and logs it.
-    public func register<T>(
+    ///
+    /// `T` is `Sendable`, here and wherever the container takes or hands out a type: one instance
+    /// is shared by every thread that resolves it.
+    public func register<T: Sendable>(
         _ type: T.Type, scope: WeaveDI.Scope = .singleton,
         factory: @escaping @Sendable () throws -> T
     ) {
@@ -11,7 +14,7 @@ extension WeaveDI.Container {
 
     /// Registers `type` with a factory that resolves its dependencies through `resolver`
     /// (constructor injection): `container.register(A.self) { r in A(b: try r.require(B.self)) }`.
-    public func register<T>(
+    public func register<T: Sendable>(
         _ type: T.Type, scope: WeaveDI.Scope = .singleton,
         factory: @escaping @Sendable (_ resolver: any Resolver) throws -> T
     ) {
@@ -21,7 +24,7 @@ extension WeaveDI.Container {
 
     /// Registers an existing instance as the singleton for `type`. The container hands it out
     /// as it is and never disposes it.
-    public func register<T>(_ type: T.Type, instance: T) {
+    public func register<T: Sendable>(_ type: T.Type, instance: T) {
         let slot = TypeSlots.shared.slot(for: type)
         install(Entry(type, slot: slot, module: ModuleContext.current, instance: instance))
     }
@@ -33,6 +36,7 @@ extension WeaveDI.Container {
         let removed: Bool = state.withLock { state in
             guard let entry = state.entries.removeValue(forKey: slot) else { return false }
             state.order.removeAll { $0 == slot }
+            state.registrationChanges += 1
             state.retired.append(entry)
             _ = table.remove(slot)
             return true
@@ -54,6 +58,7 @@ extension WeaveDI.Container {
             let old = table.store(entry, at: entry.slot)
             if let old { state.retired.append(old) } else { state.order.append(entry.slot) }
             state.entries[entry.slot] = entry
+            state.registrationChanges += 1
             let record = RegistrationRecord(module: entry.module, scope: entry.scope)
             state.history[entry.slot, default: []].removeAll { $0 == record }
             state.history[entry.slot, default: []].append(record)

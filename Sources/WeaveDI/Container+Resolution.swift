@@ -2,7 +2,7 @@ extension WeaveDI.Container {
     /// The instance for `type`, or nil when it cannot be resolved (the reason is logged as an
     /// error: not registered, a cycle, a scope mismatch, no active scope, a failed factory).
     @inlinable
-    public func resolve<T>(_ type: T.Type) -> T? {
+    public func resolve<T: Sendable>(_ type: T.Type) -> T? {
         let slot = TypeSlots.shared.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         // Wrapped in the optional here, where `T` is known, rather than in generic code.
@@ -16,10 +16,28 @@ extension WeaveDI.Container {
 
     /// The instance for `type`; throws `ResolutionError` saying why it cannot be resolved.
     @inlinable @inline(__always)
-    public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
+    public func require<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
+        try requireSendable(type)
+    }
+
+    /// `require` for internal callers whose `T` is `Sendable` where the compiler cannot see it
+    /// (a lookup made by `Injected.init()`, whose `Value` is `Sendable`, for `Value` or the
+    /// `Wrapped` of `Value`), and `require`'s body. Never call it with any other type.
+    @inlinable @inline(__always)
+    func requireSendable<T>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         return try requireSlow(type, slot: slot, explicit: nil)
+    }
+
+    /// Logs a singleton built by a `dispose()` that `releaseAll` runs: it outlives the release.
+    @inline(never)
+    func builtWhileReleasing(_ entry: Entry) {
+        WeaveDILog.log(
+            .error,
+            "\(entry.messageName) was built by a dispose() during releaseAll(), after the singletons were released: "
+                + "it stays built and this releaseAll() does not dispose it; let dispose() use what its instance holds "
+                + "instead of resolving \(entry.messageName)")
     }
 
     /// Logs why `resolve` returns nil.
@@ -87,6 +105,7 @@ extension WeaveDI.Container {
                 } else {
                     entry.publish(value)
                 }
+                if ReleaseContext.disposing == id { builtWhileReleasing(entry) }
                 return value
             }
         case .session, .request:
@@ -128,8 +147,9 @@ extension WeaveDI.Container {
         return owner
     }
 
-    /// The session or request that holds instances of `entry`, from the owner in effect.
-    private func scopeTarget(for entry: Entry, owner: ScopeOwner?) throws(ResolutionError) -> ScopeOwner {
+    /// The session or request that holds instances of `entry`, from the owner in effect
+    /// (`makeFresh` asks it too, for the same `noActiveScope`).
+    func scopeTarget(for entry: Entry, owner: ScopeOwner?) throws(ResolutionError) -> ScopeOwner {
         guard let owner, owner.container === self else {
             throw .noActiveScope(type: entry.messageName, scope: entry.scope)
         }
@@ -225,12 +245,12 @@ final class EdgeRecorder: Resolver {
         self.parent = parent
     }
 
-    func resolve<T>(_ type: T.Type) -> T? {
+    func resolve<T: Sendable>(_ type: T.Type) -> T? {
         record(type)
         return base.resolve(type)
     }
 
-    func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
+    func require<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
         record(type)
         return try base.require(type)
     }

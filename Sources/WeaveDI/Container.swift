@@ -42,6 +42,9 @@ extension WeaveDI {
             var disposables: [(entry: ObjectIdentifier, disposable: any Disposable)] = []
             /// Open sessions by identity.
             var sessions: [ObjectIdentifier: Session] = [:]
+            /// How many times a registration was added, replaced or removed: what the
+            /// `container.graph` health check compares to know whether to build again.
+            var registrationChanges: UInt64 = 0
             /// Set for good by `UnifiedRegistry.enableOptimization()`.
             var optimized = false
             /// In an optimized container, the slots registered since the last optimization pass,
@@ -143,6 +146,12 @@ extension WeaveDI {
         ///
         /// A released instance's memory is reclaimed when the container itself goes away:
         /// lock-free readers may still be holding its cell.
+        ///
+        /// A singleton that a `dispose()` run here (a singleton's, or a closed session's
+        /// instance's) resolves, directly or through what it builds, is built anew after the
+        /// release: it stays built and this `releaseAll` does not dispose it;
+        /// each such build is logged as an error naming the type. A singleton whose build started
+        /// before the call and ends after it stays cached too.
         public func releaseAll() async {
             let (disposables, sessions): ([any Disposable], [Session]) = state.withLock { state in
                 for slot in state.order {
@@ -156,8 +165,12 @@ extension WeaveDI {
                 return taken
             }
             Generation.bump()
-            for session in sessions { await session.close() }
-            for disposable in disposables.reversed() { await disposable.dispose() }
+            // A singleton a dispose() resolves (a session's instance's too) is built again, after
+            // the release: `produce` says so.
+            await ReleaseContext.$disposing.withValue(id) {
+                for session in sessions { await session.close() }
+                for disposable in disposables.reversed() { await disposable.dispose() }
+            }
             WeaveDILog.log(.diagnostic, "released \(disposables.count) disposable singleton(s) and \(sessions.count) session(s)")
         }
 
@@ -189,6 +202,12 @@ extension WeaveDI {
 /// The module whose `register(in:)` is running, so that registrations know who made them.
 enum ModuleContext {
     @TaskLocal static var current: String = "main"
+}
+
+/// The container whose `releaseAll` is disposing, in the task that runs the disposals: a
+/// singleton built there was released already, and is built again for good.
+enum ReleaseContext {
+    @TaskLocal static var disposing: UInt64?
 }
 
 /// Whether a `bootstrap` is running: in an optimized container its end warms what it registered.

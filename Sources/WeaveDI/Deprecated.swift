@@ -3,9 +3,7 @@
 /// be resolved; `@Inject var x: T` stops the program with a message naming the type.
 @available(*, deprecated, message: "@Inject is deprecated: use @Injected(\\.key) with an InjectedKey, or @Injected var value: T (or T?) for a registered type")
 @propertyWrapper
-public struct Inject<Value>: @unchecked Sendable {
-    // `@unchecked`: `Injected.init()` only ever looks up by type (shared, immutable lookups);
-    // it holds no value of its own.
+public struct Inject<Value: Sendable>: Sendable {
     let injected: Injected<Value>
 
     /// Resolves the property's type.
@@ -18,7 +16,7 @@ public struct Inject<Value>: @unchecked Sendable {
 /// Resolves `T` from `WeaveDI.Container.live`; `getValue()` throws the reason it cannot.
 @available(*, deprecated, message: "@SafeInject is deprecated: use @Injected(\\.key) with an InjectedKey, or try container.require(T.self) for a registered type")
 @propertyWrapper
-public struct SafeInject<T>: Sendable {
+public struct SafeInject<T: Sendable>: Sendable {
     /// Resolves the property's type.
     public init() {}
 

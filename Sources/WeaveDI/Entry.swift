@@ -60,7 +60,7 @@ final class Entry: @unchecked Sendable {
     }
 
     /// A registration of `T` built by `factory`.
-    convenience init<T>(
+    convenience init<T: Sendable>(
         _ type: T.Type, slot: Int, scope: WeaveDI.Scope, module: String,
         factory: @escaping @Sendable (any Resolver) throws -> T
     ) {
@@ -70,7 +70,7 @@ final class Entry: @unchecked Sendable {
     }
 
     /// A registration of `T` built by `factory`, which needs no resolver.
-    convenience init<T>(
+    convenience init<T: Sendable>(
         _ type: T.Type, slot: Int, scope: WeaveDI.Scope, module: String, factory: @escaping @Sendable () throws -> T
     ) {
         self.init(
@@ -79,7 +79,7 @@ final class Entry: @unchecked Sendable {
     }
 
     /// The singleton `value`, given as it is (`register(_:instance:)`).
-    convenience init<T>(_ type: T.Type, slot: Int, module: String, instance value: T) {
+    convenience init<T: Sendable>(_ type: T.Type, slot: Int, module: String, instance value: T) {
         let box = Box(value)
         self.init(
             slot: slot, scope: .singleton, module: module, isProvidedInstance: true,

@@ -11,12 +11,12 @@
 /// current session or request (if any) as its resolver. A read cannot throw, so a read that
 /// cannot build stops the program with the `ResolutionError` `makeFresh` would throw, which
 /// names the types and what to do: the type is not registered; it is session- or
-/// request-scoped and read inside the build of a longer-lived service (see
-/// `Container.makeFresh`); it is part of a cycle (A's initializer reads `@Factory var b: B`, and
+/// request-scoped and read inside the build of a longer-lived service, or where no such scope
+/// is active (see `Container.makeFresh`); it is part of a cycle (A's initializer reads `@Factory var b: B`, and
 /// B's reads `@Factory var a: A`); its factory threw. Call `try container.makeFresh(T.self)`
 /// where such a failure must be handled.
 @propertyWrapper
-public struct Factory<Value>: Sendable {
+public struct Factory<Value: Sendable>: Sendable {
     /// A factory for the wrapped property's type.
     public init() {}
 
@@ -41,18 +41,24 @@ public struct Factory<Value>: Sendable {
 extension WeaveDI.Container {
     /// Builds a new instance of `type` with its registered factory, bypassing any cache.
     ///
-    /// Whatever the registration's scope, with one exception: inside the build of a
-    /// longer-lived service (a singleton's factory or an `InjectedKey`'s default, directly or
-    /// through transients, or a session-scoped one's), a session- or request-scoped `type`
-    /// throws `scopeMismatch`, as `require` does: the longer-lived instance would keep what the
-    /// shorter scope built.
-    public func makeFresh<T>(_ type: T.Type) throws(ResolutionError) -> T {
+    /// Whatever the registration's scope, with two exceptions, as `require`: inside the build
+    /// of a longer-lived service (a singleton's factory or an `InjectedKey`'s default, directly
+    /// or through transients, or a session-scoped one's), a session- or request-scoped `type`
+    /// throws `scopeMismatch`: the longer-lived instance would keep what the shorter scope
+    /// built; and where no such scope is active (no session or request current or building),
+    /// it throws `noActiveScope` (`scopeClosed` for a closed one), never an instance nothing owns.
+    public func makeFresh<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
         let stack = ResolutionStack.current
         let scope = unmanaged._withUnsafeGuaranteedRef { $0.scope }
-        if scope == .session || scope == .request, !stack.isEmpty { try checkCapture(of: unmanaged, scope: scope, stack: stack) }
-        return try build(unmanaged, as: type, owner: owner(in: stack), stack: stack)
+        let owner = owner(in: stack)
+        if scope == .session || scope == .request {
+            if !stack.isEmpty { try checkCapture(of: unmanaged, scope: scope, stack: stack) }
+            // As `resolve`: no instance of a scope that is not active (nothing would own it).
+            _ = try scopeTarget(for: unmanaged.takeUnretainedValue(), owner: owner)
+        }
+        return try build(unmanaged, as: type, owner: owner, stack: stack)
     }
 
     /// Throws `scopeMismatch` when the innermost build with a lifetime of its own outlives `scope`.

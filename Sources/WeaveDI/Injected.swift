@@ -12,7 +12,7 @@ import Synchronization
 @propertyWrapper
 public struct Injected<Value> {
     @usableFromInline
-    enum Storage: Sendable {
+    enum Storage {
         /// The shared, never freed cache of a key path: unmanaged, so that copying the wrapper
         /// out of the enclosing object (which every read does) retains nothing.
         case key(Unmanaged<InjectedCache<Value>>)
@@ -47,7 +47,7 @@ public struct Injected<Value> {
     /// For an optional `T?` a read is nil when `T` cannot be resolved. For any other type a read
     /// that cannot resolve it stops the program with a message that names the type and the
     /// reason (not registered: how to register it), as `@Factory` does.
-    public init() {
+    public init() where Value: Sendable {
         if let optional = Value.self as? any OptionalLookup.Type {
             storage = .type(.passUnretained(unsafeDowncast(optional.typeLookup(), to: TypeLookup<Value>.self)))
         } else {
@@ -79,11 +79,12 @@ public struct Injected<Value> {
         }
     }
 
-    /// Why a non-optional by-type read found nothing, as the program's last words.
+    /// Why a non-optional by-type read found nothing, as the program's last words. (Reached only
+    /// from `.required`, which `init()` makes for a `Sendable` `Value`.)
     @inline(never)
     static func unresolved() -> Value {
         do {
-            return try WeaveDI.Container.live.require(Value.self)
+            return try WeaveDI.Container.live.requireSendable(Value.self)
         } catch {
             fatalError(
                 "@Injected var ...: \(Value.self): \(error) (a non-optional @Injected read cannot throw; "
@@ -94,6 +95,7 @@ public struct Injected<Value> {
 }
 
 extension Injected: Sendable where Value: Sendable {}
+extension Injected.Storage: Sendable where Value: Sendable {}
 
 /// What `@Injected(\.key)` learns on a key path's first read: whether the key path is a key's
 /// own accessor, and if so that key's reader, so later reads skip key-path application. One per
@@ -219,6 +221,10 @@ class TypeLookup<Value>: @unchecked Sendable {
 
 /// Resolves `Wrapped` from `Container.live`, and remembers its built singleton while the
 /// generation stays. One per type, shared and never freed.
+///
+/// Made only for a `Sendable` `Wrapped` (by `Injected.init()`, where `Value` is `Sendable`, and
+/// `SafeInject`), though the compiler cannot follow that through the dynamic cast to
+/// `OptionalLookup`: hence `requireSendable`.
 final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
     let slot = TypeSlots.shared.slot(for: Wrapped.self)
 
@@ -250,7 +256,7 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
         // (its "did you mean" suggestions compare the name with every registered type's).
         if absenceLogged.load(ordering: .relaxed), container.table.load(slot) == nil { return nil }
         do {
-            let value = try container.require(Wrapped.self)
+            let value = try container.requireSendable(Wrapped.self)
             cache.store(singletonOf: slot, in: container, at: generation)
             return value
         } catch {

@@ -17,7 +17,7 @@ public final class Request: Resolver, Sendable {
     public var isClosed: Bool { instances.isClosed }
 
     /// The instance for `type` in this request, or nil (the reason is logged).
-    public func resolve<T>(_ type: T.Type) -> T? {
+    public func resolve<T: Sendable>(_ type: T.Type) -> T? {
         do { return try require(type) } catch {
             WeaveDILog.log(.error, "request '\(id)': resolve(\(type)) returned nil: \(error)")
             return nil
@@ -26,7 +26,7 @@ public final class Request: Resolver, Sendable {
 
     /// The instance for `type` in this request (session-scoped ones from its session); throws
     /// `scopeClosed` once the request is closed.
-    public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
+    public func require<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
         try instances.ensureOpen(for: ResolutionStack.current.messageName(of: TypeSlots.shared.slot(for: type)))
         return try session.container.requireScoped(type, explicit: .request(self))
     }

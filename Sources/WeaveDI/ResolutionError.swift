@@ -46,8 +46,10 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
         switch self {
         case let .notRegistered(type, suggestions, path):
             let hint = suggestions.isEmpty ? "" : " (did you mean \(suggestions.joined(separator: ", "))?)"
+            // No read that throws this consults a key (a key's read falls back to its default):
+            // the fix is a registration.
             return Self.building(path) + "no registration for \(type)\(hint); register it in a module with "
-                + "container.register(\(type).self) { ... } or define an InjectedKey for it"
+                + "container.register(\(type).self) { ... }"
         case let .cycle(path):
             return "dependency cycle: \(path.joined(separator: " -> ")); break it by making one of these "
                 + "resolve the other lazily (at use, not in its factory) or by extracting what both need"

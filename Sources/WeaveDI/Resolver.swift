@@ -8,9 +8,9 @@
 /// in registers without being copied into a box and retained on every build.
 public protocol Resolver: AnyObject, Sendable {
     /// The instance for `type`, or nil (and a logged reason) when it cannot be resolved.
-    func resolve<T>(_ type: T.Type) -> T?
+    func resolve<T: Sendable>(_ type: T.Type) -> T?
     /// The instance for `type`; throws `ResolutionError` saying why it cannot be resolved.
-    func require<T>(_ type: T.Type) throws(ResolutionError) -> T
+    func require<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T
 }
 
 /// What a scoped instance adopts to be told that its scope has ended: a singleton when its

@@ -36,7 +36,7 @@ public final class Session: Resolver, Sendable {
     public var lastActiveAt: ContinuousClock.Instant { instances.state.withLock { $0.lastActivity } }
 
     /// The instance for `type` in this session, or nil (the reason is logged).
-    public func resolve<T>(_ type: T.Type) -> T? {
+    public func resolve<T: Sendable>(_ type: T.Type) -> T? {
         do { return try require(type) } catch {
             WeaveDILog.log(.error, "session '\(id)': resolve(\(type)) returned nil: \(error)")
             return nil
@@ -44,7 +44,7 @@ public final class Session: Resolver, Sendable {
     }
 
     /// The instance for `type` in this session; throws `scopeClosed` once the session is closed.
-    public func require<T>(_ type: T.Type) throws(ResolutionError) -> T {
+    public func require<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
         try instances.touch(at: .now, for: ResolutionStack.current.messageName(of: TypeSlots.shared.slot(for: type)))
         return try container.requireScoped(type, explicit: .session(self))
     }

@@ -18,7 +18,27 @@ extension InjectedKeys {
     var probeValue: ProbeKey.Type { ProbeKey.self }
 }
 
-final class Unregistered {}
+final class Unregistered: Sendable {}
+
+/// Its disposal resolves `ReleasedLedger`, built after it and so disposed before it.
+final class ReleasedPool: Disposable {
+    let container: WeaveDI.Container
+    init(container: WeaveDI.Container) { self.container = container }
+    func dispose() async { _ = container.resolve(ReleasedLedger.self) }
+}
+
+/// Session-scoped: its disposal, when releaseAll closes its session, resolves `ReleasedClock`.
+final class ReleasedCart: Disposable {
+    let container: WeaveDI.Container
+    init(container: WeaveDI.Container) { self.container = container }
+    func dispose() async { _ = container.resolve(ReleasedClock.self) }
+}
+
+final class ReleasedClock: Sendable {}
+
+final class ReleasedLedger: Disposable {
+    func dispose() async { print("ledger disposed") }
+}
 
 /// Two keys whose defaults need each other; each, once started, waits up to 2 s for the other
 /// to start, so that two threads compute them at once.
@@ -114,12 +134,12 @@ struct Reader {
 
 /// Two services whose initializers read each other through `@Factory`: a cycle that a
 /// `@Factory` read cannot throw.
-final class FactoryCycleA {
+struct FactoryCycleA: Sendable {
     @Factory var b: FactoryCycleB
     init() { _ = b }
 }
 
-final class FactoryCycleB {
+struct FactoryCycleB: Sendable {
     @Factory var a: FactoryCycleA
     init() { _ = a }
 }
@@ -129,10 +149,10 @@ final class InjectedReader {
     @Injected var unregistered: Unregistered
 }
 
-final class Clock {}
-final class Store {}
-final class Mailer {}
-final class Queue {}
+final class Clock: Sendable {}
+final class Store: Sendable {}
+final class Mailer: Sendable {}
+final class Queue: Sendable {}
 
 /// Fixture modules whose graphs have known problems.
 struct Scenario: WeaveDI.Module {
@@ -253,6 +273,18 @@ case "factory-cycle":
     WeaveDI.Container.live.register(FactoryCycleB.self, scope: .transient) { FactoryCycleB() }
     _ = try? WeaveDI.Container.live.require(FactoryCycleA.self)
     print("unreachable")
+case "release-rebuild":
+    // A dispose() that releaseAll runs resolves a singleton released (and disposed) already.
+    let container = WeaveDI.Container()
+    container.register(ReleasedPool.self) { ReleasedPool(container: container) }
+    container.register(ReleasedLedger.self) { ReleasedLedger() }
+    container.register(ReleasedClock.self) { ReleasedClock() }
+    _ = try container.require(ReleasedPool.self)
+    _ = try container.require(ReleasedLedger.self)
+    container.register(ReleasedCart.self, scope: .session) { ReleasedCart(container: container) }
+    _ = try container.openSession(id: "s").require(ReleasedCart.self)
+    await container.releaseAll()
+    print("ledger built after releaseAll: \(container.registrations.first { $0.type == "ReleasedLedger" }?.isBuilt == true)")
 case "key-cycle-threads":
     ProbeCycle.readOnTwoThreads()
     print("unreachable")
@@ -297,6 +329,8 @@ case "graph-check-logs":
     for _ in 0..<2 { await registry.runChecks() }
     print("quiet: \(lines.load(ordering: .relaxed)) line(s)")
     registry.healthLoggingEnabled = true
+    // A registration replaced: the next round builds everything again.
+    container.register(Clock.self) { Clock() }
     lines.store(0, ordering: .relaxed)
     await registry.runChecks()
     print("logged: \(lines.load(ordering: .relaxed)) line(s)")
@@ -310,6 +344,18 @@ case "health-misuse":
     registry.start(interval: .seconds(-5))
     registry.stop()
     print("registered \(registry.checkNames.count)")
+case "health-names-logged":
+    // With health logging on, a check whose name holds a newline and an escape sequence turns
+    // unhealthy and its fix fails, the check's message and the fix's error holding them too
+    // (text from outside: a path, a server's answer): the default sink's lines on standard error.
+    let registry = UnifiedRegistry(clock: ManualHealthClock())
+    registry.healthLoggingEnabled = true
+    struct Broken: Error, CustomStringConvertible { var description: String { "server said: busy\r\nforged fix" } }
+    registry.register(HealthCheck(
+        name: "db\u{1B}[2J\nforged", run: { .unhealthy("cannot read /srv/a\nforged check: \u{1B}[2Jgone") }, fix: { throw Broken() }))
+    await registry.runChecks()
+    _ = await registry.fix("db\u{1B}[2J\nforged")
+    print("done")
 case "stderr-flood":
     // More on standard error than a pipe holds (64 KiB), before standard output ends.
     let line = String(repeating: "x", count: 1_023) + "\n"
@@ -353,6 +399,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|health-misuse|stderr-flood|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|release-rebuild|health-misuse|stderr-flood|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

@@ -58,6 +58,11 @@ struct EmptyComponent: WeaveDI.Component {}
         #expect(ledger.buildCount == 1)
     }
 
+}
+
+// Replaces the process's log sink: among `InjectedTests`, which run one at a time, so that
+// another test replacing it meanwhile cannot take the line this one waits for.
+extension InjectedTests {
     @Test func aComponentWithoutProviders_saysSo() {
         let lines = Locked<[LogRecord]>([])
         UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }

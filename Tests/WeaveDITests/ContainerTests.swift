@@ -59,10 +59,10 @@ import Testing
     /// (This suite runs unoptimized; optimized code, where `register` or `require` may be
     /// specialized, goes through the same erasure in the benchmarks' release build.)
     @Test func factoriesOfEveryShape_registeredAndResolved_fromGenericAndConcreteCode() throws {
-        func registerGenerically<T>(_ container: WeaveDI.Container, _ make: @escaping @Sendable () -> T) {
+        func registerGenerically<T: Sendable>(_ container: WeaveDI.Container, _ make: @escaping @Sendable () -> T) {
             container.register(T.self, scope: .transient, factory: make)
         }
-        @Sendable func requireGenerically<T>(_ resolver: any Resolver, _ type: T.Type) throws -> T {
+        @Sendable func requireGenerically<T: Sendable>(_ resolver: any Resolver, _ type: T.Type) throws -> T {
             try resolver.require(type)
         }
         func check(_ container: WeaveDI.Container) throws {
@@ -191,8 +191,8 @@ import Testing
     }
 
     @Test func missingRegistration_throwsNotRegistered_withSimilarNames() {
-        final class UserServiceImpl {}
-        final class UserService {}
+        final class UserServiceImpl: Sendable {}
+        final class UserService: Sendable {}
         let container = WeaveDI.Container()
         container.register(UserServiceImpl.self) { UserServiceImpl() }
         container.register(Generator.self) { Generator() }

@@ -125,8 +125,9 @@ final class Moody: HealthReporting, Disposable {
         #expect(await registry.runChecks().checks[0].message == "all 2 registrations build")
     }
 
-    /// The container.graph check validates every round: without WEAVEDI_REGISTRY_HEALTH_LOGGING
-    /// that logs nothing (no probe session opened and closed, no summary).
+    /// The container.graph check validates (on its first round and after a registration
+    /// changes): without WEAVEDI_REGISTRY_HEALTH_LOGGING that logs nothing (no probe session
+    /// opened and closed, no summary).
     @Test func containerGraphCheck_isQuiet_unlessHealthLoggingIsOn() throws {
         let result = try ChildProcess.run("weavedi-probe", ["graph-check-logs"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -237,21 +238,6 @@ final class Moody: HealthReporting, Disposable {
         await container.bootstrap(modules: [TestModule(name: "late") { $0.register(NodeC.self, scope: .session) { NodeC() } }])
         #expect(container.registrations.first { $0.type == "NodeC" }?.dependencies == [])
         #expect(container.openSessions.isEmpty)  // the probe session is closed
-    }
-
-    /// A registration outside any bootstrap is said to wait, and is warmed by the next bootstrap.
-    @Test func enableOptimization_registrationOutsideBootstrap_isWarmedByTheNextOne() async {
-        final class Loose: Sendable {}
-        let lines = Locked<[String]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record.message) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        let container = WeaveDI.Container()
-        await UnifiedRegistry(clock: ManualHealthClock()).enableOptimization(container: container)
-        container.register(Loose.self) { Loose() }
-        #expect(container.registrations.first?.isBuilt == false)
-        #expect(lines.withLock { $0 }.contains { $0.contains("Loose registered outside bootstrap after enableOptimization()") })
-        await container.bootstrap { _ in }
-        #expect(container.registrations.first?.isBuilt == true)
     }
 }
 
@@ -463,5 +449,24 @@ struct EdgeKey: InjectedKey {
         _ = container.resolve(NodeA.self)
         _ = container.resolve(NodeC.self)
         #expect(dependencies(of: "NodeC", in: container) == ["NodeB"])
+    }
+}
+
+// Replaces the process's log sink: among `InjectedTests`, which run one at a time, so that
+// another test replacing it meanwhile cannot take the line this one waits for.
+extension InjectedTests {
+    /// A registration outside any bootstrap is said to wait, and is warmed by the next bootstrap.
+    @Test func enableOptimization_registrationOutsideBootstrap_isWarmedByTheNextOne() async {
+        final class Loose: Sendable {}
+        let lines = Locked<[String]>([])
+        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record.message) } }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        let container = WeaveDI.Container()
+        await UnifiedRegistry(clock: ManualHealthClock()).enableOptimization(container: container)
+        container.register(Loose.self) { Loose() }
+        #expect(container.registrations.first?.isBuilt == false)
+        #expect(lines.withLock { $0 }.contains { $0.contains("Loose registered outside bootstrap after enableOptimization()") })
+        await container.bootstrap { _ in }
+        #expect(container.registrations.first?.isBuilt == true)
     }
 }

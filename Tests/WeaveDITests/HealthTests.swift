@@ -254,6 +254,22 @@ final class RecordingClock: HealthClock {
         }
     }
 
+    /// The default sink writes lines as they are: the health logging's lines quote a check's
+    /// name, and escape the control characters of the check's message and the fix's error as
+    /// the daemon's log does, so that none holding a newline or an escape sequence forges a line
+    /// or reaches a terminal.
+    @Test func healthLogging_quotesCheckNames_andEscapesMessagesAndErrors() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["health-names-logged"])
+        #expect(result.status == 0 && result.stdout == "done\n", "\(result.stdout)\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.contains(#"[WeaveDI] error: "db\u001b[2J\nforged": unknown -> unhealthy: cannot read /srv/a\nforged check: \u{1B}[2Jgone"#),
+                "\(result.stderr)")
+        #expect(lines.contains(#"[WeaveDI] error: fix of "db\u001b[2J\nforged" (manual) failed: server said: busy\r\nforged fix"#),
+                "\(result.stderr)")
+        #expect(!lines.contains { $0.hasPrefix("forged") }, "\(result.stderr)")
+        #expect(!result.stderr.contains("\u{1B}"), "\(result.stderr)")
+    }
+
     @Test func aFix_knowsWhoAskedForIt_andTheTasksItStartsDoToo() async {
         let registry = registry()
         let seen = Locked<[FixRecord.Trigger?]>([])
@@ -622,7 +638,7 @@ final class RecordingClock: HealthClock {
         let refused = await second.value
         #expect(started.load(ordering: .relaxed) == 1)
         #expect(refused.outcome == .refused)
-        #expect(refused.message == "the fix of x that timed out is still running 15 s after it started: none starts until it returns")
+        #expect(refused.message == #"the fix of "x" that timed out is still running 15 s after it started: none starts until it returns"#)
         guard started.load(ordering: .relaxed) == 1 else { return }
         // Auto-fix holds back too (shown in the report, without filling the history).
         await registry.runChecks()
@@ -671,12 +687,25 @@ final class RecordingClock: HealthClock {
         #expect(manual.outcome == .succeeded && manual.trigger == .manual && manual.message == "fixed")
         #expect(registry.report().checks[0].status == .healthy)  // re-run after the fix
         let refused = await registry.fix("plain")
-        #expect(refused.outcome == .refused && refused.message == "plain offers no fix")
+        #expect(refused.outcome == .refused && refused.message == #""plain" offers no fix"#)
         let history = registry.fixHistory()
         #expect(history.map(\.outcome) == [.failed, .succeeded, .refused])
         #expect(history[0].trigger == .automatic && history[0].error == "still broken")
         #expect(history.allSatisfy { $0.time == clock.wallTime })
         #expect(registry.report().checks[0].fixesTried == 2)
+    }
+
+    /// `fix(name)` takes any text (weavedictl fix NAME passes it on): a name no check has is
+    /// refused quoting it as every message quotes a value from outside, escaped and shortened.
+    @Test func aFixOfNoCheck_isRefused_quotingTheNameGiven() async {
+        let registry = registry()
+        registry.register(HealthCheck(name: "disk") { .healthy() })
+        let refused = await registry.fix("dsk\n'x")
+        #expect(refused.outcome == .refused && refused.check == "dsk\n'x")
+        #expect(refused.message == #"no health check named "dsk\n'x"; checkNames lists the checks registered"#)
+        let long = await registry.fix(String(repeating: "n", count: 1000))
+        #expect(long.message == #"no health check named ""# + String(repeating: "n", count: 57)
+            + #"..." (1000 characters); checkNames lists the checks registered"#)
     }
 
     @Test func aRoundCancelled_whileItsChecksRun_startsNoFix() async {

@@ -443,7 +443,7 @@ struct GroupedValues {
     }
 
     @Test func reRegistration_isLogged() {
-        final class Relogged {}
+        final class Relogged: Sendable {}
         let lines = Locked<[String]>([])
         UnifiedDI.setLogSink { record in lines.withLock { $0.append(record.message) } }
         defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }

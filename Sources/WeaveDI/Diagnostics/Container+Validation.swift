@@ -44,8 +44,50 @@ extension WeaveDI.Container {
     /// logging is on.
     func validate(logged: Bool) async -> WeaveDI.ValidationReport {
         let pass = validationPass(currentEntries(), logged: logged)
-        await pass.probe.close()
+        await pass.probe?.close()
         return finish(pass, logged: logged)
+    }
+
+    /// What the `container.graph` check remembers between its rounds: the registrations it
+    /// built and those that failed, as of a count of registration changes.
+    final class GraphCheckMemory: Sendable {
+        struct Validated {
+            var changes: UInt64
+            var built: Set<Int>
+            var failures: [(slot: Int, failure: WeaveDI.ValidationReport.Failure)]
+        }
+        let validated = Locked<Validated?>(nil)
+    }
+
+    /// The `container.graph` check's round: `validate(logged:)` the first time and whenever a
+    /// registration was added, replaced or removed since; otherwise it builds again only the
+    /// registrations that failed (to see them recover), and takes the others as they were.
+    /// The cycles and component issues are read afresh every round (they build nothing). So a
+    /// session-scoped service's factory does not run every round, nor a transient's.
+    func validateForHealth(_ memory: GraphCheckMemory, logged: Bool) async -> WeaveDI.ValidationReport {
+        let (changes, entries) = state.withLock { state in
+            (state.registrationChanges, state.order.compactMap { state.entries[$0] })
+        }
+        guard let known = memory.validated.withLock({ $0 }), known.changes == changes else {
+            let pass = validationPass(entries, logged: logged)
+            await pass.probe?.close()
+            memory.validated.withLock {
+                $0 = .init(changes: changes, built: Set(pass.built), failures: pass.failures)
+            }
+            return finish(pass, logged: logged)
+        }
+        let failed = Set(known.failures.map(\.slot))
+        var pass = validationPass(entries.filter { failed.contains($0.slot) }, logged: logged)
+        await pass.probe?.close()
+        let built = known.built.union(pass.built)
+        memory.validated.withLock { validated in
+            // Kept only if no registration changed meanwhile (a newer round would validate again).
+            guard validated?.changes == changes else { return }
+            validated = .init(changes: changes, built: built, failures: pass.failures)
+        }
+        pass.built = entries.map(\.slot).filter(built.contains)
+        pass.count = entries.count
+        return finish(pass, logged: logged, rebuilt: failed.count)
     }
 
     /// The registrations, in registration order.
@@ -60,12 +102,14 @@ extension WeaveDI.Container {
         var built: [Int] = []
         /// The registrations that failed, by slot; their names are filled in by `finish`.
         var failures: [(slot: Int, failure: WeaveDI.ValidationReport.Failure)] = []
-        let probe: Session
+        /// None when there was nothing to build.
+        let probe: Session?
     }
 
     /// Builds `entries` once each, in a probe session and request for the scoped ones; the
     /// caller closes `probe`.
     func validationPass(_ entries: [Entry], logged: Bool) -> ValidationPass {
+        if entries.isEmpty { return ValidationPass(count: 0, probe: nil) }
         let session = openSession(id: "weavedi-validation", attributes: ["purpose": "validation"], logged: logged)
         let request = session.openRequest(id: "weavedi-validation")
         var pass = ValidationPass(count: entries.count, probe: session)
@@ -91,7 +135,8 @@ extension WeaveDI.Container {
 
     /// The report of `pass`: its builds and failures, the cycles and component issues of the
     /// whole container.
-    func finish(_ pass: ValidationPass, logged: Bool) -> WeaveDI.ValidationReport {
+    /// `rebuilt`: how many of `pass.count` were built this time, when not all were.
+    func finish(_ pass: ValidationPass, logged: Bool, rebuilt: Int? = nil) -> WeaveDI.ValidationReport {
         let names = reportNames()
         func name(_ slot: Int) -> String { names[slot] ?? TypeSlots.shared.name(ofSlot: slot) }
         let failures = pass.failures.map { failed in
@@ -103,9 +148,11 @@ extension WeaveDI.Container {
             built: pass.built.map(name), failures: failures, cycles: checkCycles().cycles,
             componentIssues: diagnoseComponents().issues)
         if logged {
+            let what = rebuilt.map { "checked \(pass.count) registration(s), unchanged since validated (\($0) that failed built again)" }
+                ?? "validated \(pass.count) registration(s)"
             WeaveDILog.log(
                 .optimization,
-                "validated \(pass.count) registration(s): \(pass.built.count) built, \(pass.failures.count) failed, "
+                "\(what): \(pass.built.count) built, \(pass.failures.count) failed, "
                     + "\(report.cycles.count) cycle(s), \(report.componentIssues.count) component issue(s)")
         }
         return report

@@ -3,7 +3,9 @@ extension UnifiedRegistry {
     ///
     /// - `container.graph`: every registration builds in its own scope, no cycles, no scope
     ///   mismatches (unhealthy otherwise); duplicate providers or scope drift across modules
-    ///   make it degraded. Its validation logs nothing unless `healthLoggingEnabled`.
+    ///   make it degraded. Its validation logs nothing unless `healthLoggingEnabled`. It builds
+    ///   every registration on its first round and after any registration is added, replaced
+    ///   or removed; other rounds build only those that failed (see `validateForHealth`).
     /// - `container.singletons`: asks every built singleton that adopts `HealthReporting`; its
     ///   fix evicts the unhealthy ones (disposed, rebuilt on next resolve).
     /// - `container.sessions`: sessions idle (not in use) longer than `sessionIdleLimit`; its fix
@@ -11,9 +13,10 @@ extension UnifiedRegistry {
     public func registerContainerChecks(
         for container: WeaveDI.Container, sessionIdleLimit: Duration = .seconds(300)
     ) {
+        let memory = WeaveDI.Container.GraphCheckMemory()
         register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(5)) { [weak self] in
             // Quiet every round unless health logging is on (`WEAVEDI_REGISTRY_HEALTH_LOGGING`).
-            let report = await container.validate(logged: self?.healthLoggingEnabled ?? false)
+            let report = await container.validateForHealth(memory, logged: self?.healthLoggingEnabled ?? false)
             let data = [
                 "built": "\(report.built.count)", "failures": "\(report.failures.count)",
                 "cycles": "\(report.cycles.count)", "componentIssues": "\(report.componentIssues.count)",

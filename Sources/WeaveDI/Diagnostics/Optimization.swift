@@ -28,7 +28,7 @@ extension UnifiedRegistry {
     public func enableOptimization(container: WeaveDI.Container = .live) -> OptimizationReport {
         let start = ContinuousClock.now
         let pass = container.startOptimizing()
-        pass.probe.closeWithoutWaiting()
+        pass.probe?.closeWithoutWaiting()
         return container.finishOptimizing(pass, since: start, newOnly: false)
     }
 
@@ -37,7 +37,7 @@ extension UnifiedRegistry {
     public func enableOptimization(container: WeaveDI.Container) async -> OptimizationReport {
         let start = ContinuousClock.now
         let pass = container.startOptimizing()
-        await pass.probe.close()
+        await pass.probe?.close()
         return container.finishOptimizing(pass, since: start, newOnly: false)
     }
 }
@@ -67,7 +67,7 @@ extension WeaveDI.Container {
         }
         guard !entries.isEmpty else { return nil }
         let pass = validationPass(entries, logged: true)
-        await pass.probe.close()
+        await pass.probe?.close()
         return finishOptimizing(pass, since: start, newOnly: true)
     }
 

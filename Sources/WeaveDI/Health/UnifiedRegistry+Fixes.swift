@@ -55,13 +55,18 @@ extension UnifiedRegistry {
             case hold(String)
             case run(HealthCheck, AutoFixPolicy, UInt64)
         }
+        // The name quoted as every message quotes a value from outside: `fix(name)`'s caller
+        // (weavedictl fix NAME) may give any text.
+        let quoted = JSONValue.quotedForMessage(name)
         let plan: Plan = state.withLock { state in
-            guard var entry = state.checks[name] else { return .refuse("no health check named '\(name)'") }
-            guard let _ = entry.check.fix else { return .refuse("\(name) offers no fix") }
+            guard var entry = state.checks[name] else {
+                return .refuse("no health check named \(quoted); checkNames lists the checks registered")
+            }
+            guard let _ = entry.check.fix else { return .refuse("\(quoted) offers no fix") }
             if let running = entry.fixInFlight {
                 let reason = running.abandoned
-                    ? "the fix of \(name) that timed out is still running \(format(now - running.started)) after it started: none starts until it returns"
-                    : "a fix of \(name) is already running"
+                    ? "the fix of \(quoted) that timed out is still running \(format(now - running.started)) after it started: none starts until it returns"
+                    : "a fix of \(quoted) is already running"
                 guard trigger == .automatic else { return .refuse(reason) }
                 entry.heldBack = reason
                 state.checks[name] = entry
@@ -172,7 +177,8 @@ extension UnifiedRegistry {
         if logging {
             WeaveDILog.log(
                 record.outcome == .succeeded || record.outcome == .inProgress ? .health : .error, subsystem: "health",
-                "fix of \(check.name) (\(trigger.rawValue)) \(record.outcome.rawValue): \(record.error ?? record.message)")
+                "fix of \(JSONValue.quotedForMessage(check.name)) (\(trigger.rawValue)) \(record.outcome.rawValue): "
+                    + ControlCharacters.escaped(record.error ?? record.message))
         }
         tell(.fixed(record, healed: record.outcome == .succeeded && stillFailing == nil))
         return record

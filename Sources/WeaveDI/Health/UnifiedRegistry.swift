@@ -306,9 +306,14 @@ public final class UnifiedRegistry: Sendable {
         }
         guard transition.0 != transition.1, let new = transition.1 else { return }
         if transition.2 {
+            // The name quoted as the registration's complaints quote it, and the message (often
+            // an error from outside: a path, a server's answer) with its control characters
+            // escaped as the daemon's log escapes them: the default sink writes lines as they
+            // are, and a newline in either would forge one.
             WeaveDILog.log(
                 new == .healthy ? .health : .error, subsystem: "health",
-                "\(check.name): \(transition.0.map(\.rawValue) ?? "unknown") -> \(new.rawValue): \(result.message)")
+                "\(JSONValue.quotedForMessage(check.name)): \(transition.0.map(\.rawValue) ?? "unknown") -> \(new.rawValue): "
+                    + ControlCharacters.escaped(result.message))
         }
         tell(.transition(check: check.name, from: transition.0, to: new, message: result.message))
     }

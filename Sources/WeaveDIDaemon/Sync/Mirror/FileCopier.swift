@@ -1,4 +1,5 @@
 import Glibc
+import WeaveDI
 import WeaveDIPosix
 
 /// Copies files and links into the destination atomically: a worker of `MirrorEngine`.
@@ -18,9 +19,12 @@ import WeaveDIPosix
 /// batch before `publish`) and is renamed over the final name: the final name holds the old
 /// version or the whole new one, never a torn file. A source that changes during the copy
 /// (size, mtime or ctime moved, or a short read) is not published.
-public final class FileCopier {
+///
+/// `Sendable`, as everything the container hands out: the buffer is used under its lock (taken
+/// once per chunk, and never contended when, as the engine does, one task uses the instance).
+public final class FileCopier: Sendable {
     /// The read/write buffer for file systems without `copy_file_range`, made on first need.
-    private var buffer: UnsafeMutableRawBufferPointer?
+    private let buffer = Locked<UnsafeMutableRawBufferPointer?>(nil)
     /// Bytes moved by one `copy_file_range` call, between two cancellation checks.
     private static let chunk = 8 << 20
     /// The size of the fallback buffer.
@@ -30,7 +34,7 @@ public final class FileCopier {
     public init() {}
 
     deinit {
-        buffer?.deallocate()
+        buffer.withLock { $0?.deallocate() }
     }
 
     /// The first half of a copy of the regular file `name` of `source` to `name` in
@@ -295,16 +299,18 @@ public final class FileCopier {
     private func copyThroughBuffer(from input: FileDescriptor, to output: FileDescriptor, count: Int)
         throws(MirrorFailure) -> Int
     {
-        let buffer = self.buffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: FileCopier.bufferSize, alignment: 16)
-        self.buffer = buffer
-        let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(count, buffer.count)])
-        let read = try MirrorFailure.attempt("read") { try input.read(into: slice) }
-        if read > 0 {
-            try MirrorFailure.attempt("write") {
-                try output.writeAll(UnsafeRawBufferPointer(rebasing: slice[0..<read]))
+        try self.buffer.withLock { stored throws(MirrorFailure) -> Int in
+            let buffer = stored ?? UnsafeMutableRawBufferPointer.allocate(byteCount: FileCopier.bufferSize, alignment: 16)
+            stored = buffer
+            let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(count, buffer.count)])
+            let read = try MirrorFailure.attempt("read") { try input.read(into: slice) }
+            if read > 0 {
+                try MirrorFailure.attempt("write") {
+                    try output.writeAll(UnsafeRawBufferPointer(rebasing: slice[0..<read]))
+                }
             }
+            return read
         }
-        return read
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import WeaveDI
 import WeaveDIPosix
 
 /// Computes SHA-256 digests of files, for mirrors with `compare: checksum`: a worker of
@@ -7,16 +8,19 @@ import WeaveDIPosix
 /// ```swift
 /// container.register(FileHasher.self, scope: .transient) { FileHasher() }
 /// ```
-public final class FileHasher {
+///
+/// `Sendable`, as everything the container hands out: the buffer is used under its lock (taken
+/// once per file, and never contended when, as the engine does, one task uses the instance).
+public final class FileHasher: Sendable {
     /// The read buffer, made on first use and kept for the instance's files.
-    private var buffer: UnsafeMutableRawBufferPointer?
+    private let buffer = Locked<UnsafeMutableRawBufferPointer?>(nil)
     static let bufferSize = 256 << 10
 
     /// A hasher; the engine makes one per task.
     public init() {}
 
     deinit {
-        buffer?.deallocate()
+        buffer.withLock { $0?.deallocate() }
     }
 
     /// The SHA-256 digest of the regular file at `path` (symbolic links followed), as 64 hex
@@ -76,6 +80,10 @@ public final class FileHasher {
             try file.descriptor.setNonBlocking(false)
             return file.release()
         }
+        // A mode not given back needs no report of its own: the only caller (a checksum
+        // comparison, `FileBatch`) goes on to give this copy the source's mode
+        // (`FileCopier.fixAttributes`, which finds the owner's `r` still there) or to replace it
+        // with a fresh copy, and a failure of either is the item's error.
         _ = try? setMode(status.permissions, madeReadable)
         switch opened {
         case let .success(file):
@@ -88,15 +96,17 @@ public final class FileHasher {
 
     /// Reads `file` from its current position to the end; checks for cancellation per buffer.
     private func digest(of file: FileDescriptor) throws(MirrorFailure) -> [UInt8] {
-        let buffer = self.buffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: FileHasher.bufferSize, alignment: 16)
-        self.buffer = buffer
-        var hash = SHA256()
-        while true {
-            if Task.isCancelled { throw .cancelled }
-            WalkWatch.pulse()  // each buffer starts the step's limit again
-            let count = try MirrorFailure.attempt("read") { try file.read(into: buffer) }
-            if count == 0 { return hash.finalize() }
-            hash.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        try self.buffer.withLock { stored throws(MirrorFailure) -> [UInt8] in
+            let buffer = stored ?? UnsafeMutableRawBufferPointer.allocate(byteCount: FileHasher.bufferSize, alignment: 16)
+            stored = buffer
+            var hash = SHA256()
+            while true {
+                if Task.isCancelled { throw .cancelled }
+                WalkWatch.pulse()  // each buffer starts the step's limit again
+                let count = try MirrorFailure.attempt("read") { try file.read(into: buffer) }
+                if count == 0 { return hash.finalize() }
+                hash.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            }
         }
     }
 }
