@@ -72,6 +72,13 @@ import WeaveDIPosix
     @Test func duplicateJobName_namesTheSecondOccurrence() {
         let document = jobs(mirror("docs", "/a", "/b"), mirror("logs", "/c", "/d"), mirror("docs", "/e", "/f"))
         #expect(errorText(document) == #"sync.jobs[2].name: duplicate job name "docs" (also sync.jobs[0])"#)
+        // A name may hold 64 characters: messages show it whole, not cut as a longer value is.
+        let long = String(repeating: "n", count: 63) + "x"
+        #expect(errorText(jobs(mirror(long, "/a", "/b"), mirror(long, "/c", "/d")))
+            == #"sync.jobs[1].name: duplicate job name "\#(long)" (also sync.jobs[0])"#)
+        #expect(errorText(jobs(mirror(long, "/srv/a", "/srv/b"), mirror("other", "/srv/c", "/srv/b/x")))
+            == #"sync.jobs[1].destination: the destination "/srv/b/x" is inside the destination "/srv/b" of job "\#(long)" (sync.jobs[0]); "#
+                + "the jobs would overwrite or delete each other's files")
     }
 
     @Test func overlappingMirrorPaths_areRejected() {

@@ -71,7 +71,7 @@ import WeaveDIPosix
 
         // One directory at two paths through a mount, and the step a deadline names.
         let overlap = MountOverlap(relation: .same, directories: [.init(path: "/mnt/" + Self.name, otherPath: "/data/src")])
-        cases.append(("paths that a mount makes one directory", overlap.explanation(quoted: true),
+        cases.append(("paths that a mount makes one directory", overlap.explanation,
             #""/mnt/\#(w)" and "/data/src" are the same directory (same device and inode)"#))
         cases.append(("the step a deadline names",
             LoadStep("resolving", file: "/etc/weavedi/weavedid.json", fieldPath: "sync.jobs[0].source", path: "/mnt/" + Self.name).subject,

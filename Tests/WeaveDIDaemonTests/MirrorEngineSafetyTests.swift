@@ -190,7 +190,7 @@ import WeaveDIPosix
         let same = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
         #expect(same.result == .failed)
         #expect(same.errors.map(\.path) == [fixture.root + "/alias"])
-        #expect(same.errors.first?.reason == "the destination \(fixture.root)/a-dst is the destination \(fixture.root)/a-dst of job \"a\" (real paths; configured as \(fixture.root)/a-dst): the jobs would overwrite or delete each other's files")
+        #expect(same.errors.first?.reason == "the destination \"\(fixture.root)/a-dst\" is the destination \"\(fixture.root)/a-dst\" of job \"a\" (real paths; configured as \"\(fixture.root)/a-dst\"): the jobs would overwrite or delete each other's files")
         #expect(try fixture.snapshot("a-dst").keys.sorted() == ["a.txt"])
 
         settings = MirrorSettings(source: fixture.root + "/alias/sub", destination: fixture.destination, delete: true)
@@ -200,7 +200,7 @@ import WeaveDIPosix
         let inside = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
         #expect(inside.result == .failed)
         #expect(inside.errors.map(\.path) == [fixture.root + "/alias/sub"])
-        #expect(inside.errors.first?.reason.hasPrefix("the source \(fixture.root)/a-dst/sub is inside the destination \(fixture.root)/a-dst of job \"a\"") == true, "\(inside.errors)")
+        #expect(inside.errors.first?.reason.hasPrefix("the source \"\(fixture.root)/a-dst/sub\" is inside the destination \"\(fixture.root)/a-dst\" of job \"a\"") == true, "\(inside.errors)")
         #expect(try fixture.snapshot("dst").isEmpty)
 
         // Another job's destination that does not exist yet: a link to where it will be leads there.
@@ -209,7 +209,7 @@ import WeaveDIPosix
         settings.otherJobs = [MirrorSettings.OtherJob(name: "c", source: fixture.root + "/a-src", destination: fixture.root + "/c-dst")]
         let notYet = await MirrorEngine(settings: settings, container: .mirrorWorkers()).run()
         #expect(notYet.result == .failed)
-        #expect(notYet.errors.first?.reason.hasPrefix("the destination \(fixture.root)/dst contains the destination \(fixture.root)/dst/c of job \"c\" (real paths; configured as \(fixture.root)/c-dst)") == true, "\(notYet.errors)")
+        #expect(notYet.errors.first?.reason.hasPrefix("the destination \"\(fixture.root)/dst\" contains the destination \"\(fixture.root)/dst/c\" of job \"c\" (real paths; configured as \"\(fixture.root)/c-dst\")") == true, "\(notYet.errors)")
         #expect(try fixture.snapshot("dst").isEmpty)
 
         // Apart, through links or not, the run goes on.
@@ -453,8 +453,8 @@ import WeaveDIPosix
         let refused = await fixture.mirror(delete: true)
         #expect(refused.result == .failed)
         #expect(refused.errors.map(\.description) == [
-            "\(fixture.destination): the destination \(fixture.destination) is inside the source \(fixture.source) through a mount: "
-                + "\(fixture.destination) and \(fixture.source)/inner are the same directory (same device and inode)",
+            "\(fixture.destination): the destination \"\(fixture.destination)\" is inside the source \"\(fixture.source)\" through a mount: "
+                + "\"\(fixture.destination)\" and \"\(fixture.source)/inner\" are the same directory (same device and inode)",
         ])
         #expect(fixture.read("dst/a.txt") == nil)
 

@@ -14,18 +14,7 @@ import WeaveDIPosix
     /// `fchmodat`, `fchmodat2`, `mkdir`, `mkdirat` and `open`/`openat`/`creat` with `O_CREAT`
     /// whose mode has `06000` (as systemd's `RestrictSUIDSGID=yes` does), then runs its
     /// arguments.
-    static let filterSource = #"""
-        #include <linux/filter.h>
-        #include <linux/seccomp.h>
-        #include <sys/prctl.h>
-        #include <sys/syscall.h>
-        #include <stddef.h>
-        #include <errno.h>
-        #include <fcntl.h>
-        #include <stdio.h>
-        #include <unistd.h>
-        #define NR offsetof(struct seccomp_data, nr)
-        #define ARG(n) offsetof(struct seccomp_data, args[n])
+    static let filterSource = seccompWrapper("nosuid", macros: #"""
         /* Syscall NR whose mode is argument A: mode & 06000 fails with EPERM. */
         #define MODE(NR_, A) \
           BPF_JUMP(BPF_JMP|BPF_JEQ|BPF_K, NR_, 0, 3), \
@@ -42,30 +31,53 @@ import WeaveDIPosix
           BPF_JUMP(BPF_JMP|BPF_JSET|BPF_K, 06000, 0, 1), \
           BPF_STMT(BPF_RET|BPF_K, SECCOMP_RET_ERRNO|EPERM), \
           BPF_STMT(BPF_LD|BPF_W|BPF_ABS, NR)
-        #ifndef __NR_fchmodat2
-        #define __NR_fchmodat2 452
-        #endif
-        int main(int argc, char **argv) {
-          struct sock_filter filter[] = {
-            BPF_STMT(BPF_LD|BPF_W|BPF_ABS, NR),
+        """#, rules: #"""
             MODE(__NR_fchmod, 1), MODE(__NR_fchmodat, 2), MODE(__NR_fchmodat2, 2), MODE(__NR_mkdirat, 2),
             CREATE(__NR_openat, 2, 3),
         #ifdef __NR_chmod
             MODE(__NR_chmod, 1), MODE(__NR_mkdir, 1), CREATE(__NR_open, 1, 2), MODE(__NR_creat, 1),
         #endif
+        """#)
+
+    /// The C source of a program `name` that installs a seccomp filter of `rules` (BPF
+    /// statements over the call's number, loaded; `macros` may define rule makers over `NR`
+    /// and `ARG(n)`, the offsets of the number and of argument n), then runs its arguments:
+    /// exit 70 where seccomp cannot be installed, 127 where the program cannot be run.
+    static func seccompWrapper(_ name: String, macros: String, rules: String) -> String {
+        #"""
+        #include <linux/filter.h>
+        #include <linux/seccomp.h>
+        #include <sys/prctl.h>
+        #include <sys/syscall.h>
+        #include <stddef.h>
+        #include <errno.h>
+        #include <fcntl.h>
+        #include <stdio.h>
+        #include <unistd.h>
+        #define NR offsetof(struct seccomp_data, nr)
+        #define ARG(n) offsetof(struct seccomp_data, args[n])
+        #ifndef __NR_fchmodat2
+        #define __NR_fchmodat2 452
+        #endif
+        \#(macros)
+        int main(int argc, char **argv) {
+          struct sock_filter filter[] = {
+            BPF_STMT(BPF_LD|BPF_W|BPF_ABS, NR),
+        \#(rules)
             BPF_STMT(BPF_RET|BPF_K, SECCOMP_RET_ALLOW),
           };
           struct sock_fprog program = { sizeof(filter) / sizeof(filter[0]), filter };
-          if (argc < 2) { fprintf(stderr, "usage: nosuid PROGRAM [ARGUMENT...]\n"); return 64; }
+          if (argc < 2) { fprintf(stderr, "usage: \#(name) PROGRAM [ARGUMENT...]\n"); return 64; }
           if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program)) {
-            perror("nosuid: seccomp");
+            perror("\#(name): seccomp");
             return 70;
           }
           execv(argv[1], argv + 1);
-          perror("nosuid: exec");
+          perror("\#(name): exec");
           return 127;
         }
         """#
+    }
 
     /// The filter program, compiled into `directory`; a failure saying why where there is no
     /// C compiler or no seccomp.

@@ -121,13 +121,13 @@ import WeaveDIPosix
         // data holds data/src, which is mnt/alias.
         let inside = tree.locate("mnt/alias").relation(to: tree.locate("data"))
         #expect(inside == MountOverlap(relation: .inside, directories: [.init(path: t + "/mnt/alias", otherPath: t + "/data/src")]))
-        #expect(inside?.explanation(quoted: true)
+        #expect(inside?.explanation
             == #""\#(t)/mnt/alias" and "\#(t)/data/src" are the same directory (same device and inode)"#)
         #expect(tree.locate("data").relation(to: tree.locate("mnt/alias"))?.relation == .contains)
         // mnt holds mnt/alias, which is data/src.
         let mounted = tree.locate("data/src/x").relation(to: tree.locate("mnt"))
         #expect(mounted?.relation == .inside)
-        #expect(mounted?.explanation(quoted: false) == "\(t)/data/src and \(t)/mnt/alias are the same directory (same device and inode)")
+        #expect(mounted?.explanation == #""\#(t)/data/src" and "\#(t)/mnt/alias" are the same directory (same device and inode)"#)
         // Without the table, the check finds only what the paths' own directories show.
         #expect(tree.locate("mnt/alias", mounts: MountTable([])).relation(to: tree.locate("data", mounts: MountTable([]))) == nil)
     }
@@ -145,7 +145,7 @@ import WeaveDIPosix
             .init(path: "/mnt/alias", otherPath: "/data/src"), .init(path: "/data", otherPath: "/data"),
             .init(path: "/x", otherPath: "/y"),
         ])
-        #expect(overlap.explanation(quoted: false)
-            == "/mnt/alias and /data/src are the same directory, and so are /x and /y (same device and inode)")
+        #expect(overlap.explanation
+            == #""/mnt/alias" and "/data/src" are the same directory, and so are "/x" and "/y" (same device and inode)"#)
     }
 }

@@ -105,9 +105,9 @@ extension ConfigurationDecoder {
         guard DaemonConfiguration.Job.hasNameCharacters(name) else {
             throw fields.fail(path, "expected \(expected), got \(FieldReader.describe(value))")
         }
-        guard name != ".", name != ".." else { throw fields.fail(path, "a job may not be named \"\(name)\"") }
+        guard name != ".", name != ".." else { throw fields.fail(path, "a job may not be named \(DaemonConfiguration.Job.quoted(name))") }
         if let first = jobIndices[name] {
-            throw fields.fail(path, "duplicate job name \"\(name)\" (also sync.jobs[\(first)])")
+            throw fields.fail(path, "duplicate job name \(DaemonConfiguration.Job.quoted(name)) (also sync.jobs[\(first)])")
         }
         jobIndices[name] = index
         return name
@@ -131,7 +131,7 @@ extension ConfigurationDecoder {
                 throw fields.fail(
                     "\(parent).\(overlap.field)",
                     "the \(overlap.field) \(JSONValue.quotedPathForMessage(roots[overlap.field])) \(overlap.relation.phrase) \(overlap.otherField) "
-                        + "\(JSONValue.quotedPathForMessage(otherRoots[overlap.otherField])) of job \"\(other.name)\" (\(list)[\(index)]); "
+                        + "\(JSONValue.quotedPathForMessage(otherRoots[overlap.otherField])) of job \(DaemonConfiguration.Job.quoted(other.name)) (\(list)[\(index)]); "
                         + "the jobs would overwrite or delete each other's files")
             }
             assertionFailure("the index of mirror trees named job \(index), which does not meet job \(earlier.count)")

@@ -68,7 +68,7 @@ extension DaemonConfiguration {
                     let part = anchor.hasSameBytes(as: resolved[field]) ? "" : " (\(JSONValue.quotedPathForMessage(anchor)), the part of it that exists)"
                     throw ConfigurationError(
                         file: file, fieldPath: "\(parent).\(field)",
-                        problem: "the \(field) \(JSONValue.quotedPathForMessage(configured[field])) of job \"\(job.name)\" is "
+                        problem: "the \(field) \(JSONValue.quotedPathForMessage(configured[field])) of job \(DaemonConfiguration.Job.quoted(job.name)) is "
                             + "\(Self.describe(kind))\(part), \(Self.mirrorRootsAreDirectories)")
                 }
             }
@@ -78,21 +78,20 @@ extension DaemonConfiguration {
             if let relation = MirrorTreeOverlap.relation(of: resolved.destination, to: resolved.source) {
                 throw ConfigurationError(
                     file: file, fieldPath: "\(parent).destination",
-                    problem: "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \"\(job.name)\" \(relation.verb) its source "
+                    problem: "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \(DaemonConfiguration.Job.quoted(job.name)) \(relation.verb) its source "
                         + "\(JSONValue.quotedPathForMessage(configured.source)) through symbolic links "
                         + Self.resolutions(configured.destination, resolved.destination, configured.source, resolved.source))
             }
             if let overlap = located.destination.relation(to: located.source) {
                 throw ConfigurationError(
                     file: file, fieldPath: "\(parent).destination",
-                    problem: "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \"\(job.name)\" \(overlap.relation.verb) its source "
-                        + "\(JSONValue.quotedPathForMessage(configured.source)) through a mount: \(overlap.explanation(quoted: true))")
+                    problem: "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \(DaemonConfiguration.Job.quoted(job.name)) \(overlap.relation.verb) its source "
+                        + "\(JSONValue.quotedPathForMessage(configured.source)) through a mount: \(overlap.explanation)")
             }
-            let destination = "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \"\(job.name)\""
+            let destination = "the destination \(JSONValue.quotedPathForMessage(configured.destination)) of job \(DaemonConfiguration.Job.quoted(job.name))"
             for path in reserved {
                 if let problem = path.problem(
-                    destination, configured: configured.destination, resolved: resolved.destination, located: located.destination,
-                    quoted: true)
+                    destination, configured: configured.destination, resolved: resolved.destination, located: located.destination)
                 {
                     throw ConfigurationError(file: file, fieldPath: "\(parent).destination", problem: problem)
                 }
@@ -109,8 +108,8 @@ extension DaemonConfiguration {
                     let theirs = other.configured[overlap.otherField]
                     throw ConfigurationError(
                         file: file, fieldPath: "\(parent).\(overlap.field)",
-                        problem: "the \(overlap.field) \(JSONValue.quotedPathForMessage(mine)) of job \"\(job.name)\" \(overlap.relation.phrase) "
-                            + "\(overlap.otherField) \(JSONValue.quotedPathForMessage(theirs)) of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
+                        problem: "the \(overlap.field) \(JSONValue.quotedPathForMessage(mine)) of job \(DaemonConfiguration.Job.quoted(job.name)) \(overlap.relation.phrase) "
+                            + "\(overlap.otherField) \(JSONValue.quotedPathForMessage(theirs)) of job \(DaemonConfiguration.Job.quoted(other.name)) (sync.jobs[\(other.index)]) "
                             + "through symbolic links "
                             + Self.resolutions(mine, resolved[overlap.field], theirs, other.resolved[overlap.otherField])
                             + "; the jobs would overwrite or delete each other's files")
@@ -118,9 +117,9 @@ extension DaemonConfiguration {
                 if let (field, otherField, overlap) = MountedLocation.first(located, other.located) {
                     throw ConfigurationError(
                         file: file, fieldPath: "\(parent).\(field)",
-                        problem: "the \(field) \(JSONValue.quotedPathForMessage(configured[field])) of job \"\(job.name)\" \(overlap.relation.phrase) "
-                            + "\(otherField) \(JSONValue.quotedPathForMessage(other.configured[otherField])) of job \"\(other.name)\" (sync.jobs[\(other.index)]) "
-                            + "through a mount: \(overlap.explanation(quoted: true)); "
+                        problem: "the \(field) \(JSONValue.quotedPathForMessage(configured[field])) of job \(DaemonConfiguration.Job.quoted(job.name)) \(overlap.relation.phrase) "
+                            + "\(otherField) \(JSONValue.quotedPathForMessage(other.configured[otherField])) of job \(DaemonConfiguration.Job.quoted(other.name)) (sync.jobs[\(other.index)]) "
+                            + "through a mount: \(overlap.explanation); "
                             + "the jobs would overwrite or delete each other's files")
                 }
                 assertionFailure("the indexes of mirror trees named job \(first), which does not meet job \(earlier.count)")
@@ -132,10 +131,9 @@ extension DaemonConfiguration {
     }
 
     /// `("/srv/link" resolves to "/srv/backup", "/srv/backup" to "/srv/backup")`, the paths
-    /// quoted as every message quotes a path from outside (`JSONValue.quotedPathForMessage`);
-    /// bare when `quoted` is false (a run's messages).
-    static func resolutions(_ path: String, _ resolved: String, _ other: String, _ otherResolved: String, quoted: Bool = true) -> String {
-        func show(_ path: String) -> String { quoted ? JSONValue.quotedPathForMessage(path) : path }
+    /// quoted as every message quotes a path from outside (`JSONValue.quotedPathForMessage`).
+    static func resolutions(_ path: String, _ resolved: String, _ other: String, _ otherResolved: String) -> String {
+        func show(_ path: String) -> String { JSONValue.quotedPathForMessage(path) }
         return "(\(show(path)) resolves to \(show(resolved)), \(show(other)) to \(show(otherResolved)))"
     }
 }

@@ -32,6 +32,14 @@ extension DaemonConfiguration {
                 }
             }
         }
+
+        /// A job's name as messages quote it: `"docs"`, escaped as every value from outside
+        /// is (`JSONValue.quotedForDisplay`), and whole: a configured name holds up to 64
+        /// characters, which `JSONValue.quotedForMessage` would cut past 60.
+        static func quoted(_ name: String) -> String {
+            JSONValue.quotedForDisplay(name)
+        }
+
         /// What the job does; default and only known kind: `"mirror"`.
         public var kind = "mirror"
         /// The time between runs; default 300 seconds, at least 1.

@@ -68,25 +68,37 @@ struct FieldReader {
         return bool
     }
 
-    /// An integer within `range`: every integer field is read here. JSON has one number type,
-    /// so a whole number written with a fraction or an exponent (`5.0`, `5e0`) is that integer
-    /// (`JSONValue.wholeNumber`); `5.5` is refused with the field's path.
+    /// An integer within `range`: every integer field is read here, by `integer(_:in:)`'s rule.
     func integer(_ value: JSONValue, at path: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        switch Self.integer(value, in: range) {
+        case let .success(integer): return integer
+        case let .failure(mismatch): throw fail(path, mismatch.reason)
+        }
+    }
+
+    /// Why a value is not the integer asked for: "expected an integer from 1 to 500, got 5.5".
+    struct IntegerMismatch: Error {
+        var reason: String
+    }
+
+    /// An integer within `range`, by the one rule for every integer the daemon reads from
+    /// outside (the configuration's fields, the varlink methods' parameters). JSON has one
+    /// number type, so a whole number written with a fraction or an exponent (`5.0`, `5e0`) is
+    /// that integer (`JSONValue.wholeNumber`); `5.5` is refused, the reason saying the range.
+    static func integer(_ value: JSONValue, in range: ClosedRange<Int>) -> Result<Int, IntegerMismatch> {
+        if let integer = value.wholeNumber, range.contains(integer) { return .success(integer) }
         let expected = range.upperBound == .max
             ? "an integer of at least \(range.lowerBound)"
             : "an integer from \(range.lowerBound) to \(range.upperBound)"
-        guard let integer = value.wholeNumber, range.contains(integer) else {
-            // A whole number is shown as the integer it is (`5e3` as 5000, not 5000.0).
-            var shown = value.wholeNumber.map { String($0) } ?? Self.describe(value)
-            // Said only of a number the range could hold: digits would not help 1e20 for a
-            // field up to 64.
-            if case let .double(double) = value, value.wholeNumber == nil, double.rounded(.towardZero) == double,
-               double >= Double(range.lowerBound), double <= Double(range.upperBound) {
-                shown += " (past 2^53, a number with a fraction or an exponent is not read exactly: write the integer's digits)"
-            }
-            throw fail(path, "expected \(expected), got \(shown)")
+        // A whole number is shown as the integer it is (`5e3` as 5000, not 5000.0).
+        var shown = value.wholeNumber.map { String($0) } ?? describe(value)
+        // Said only of a number the range could hold: digits would not help 1e20 for a
+        // field up to 64.
+        if case let .double(double) = value, value.wholeNumber == nil, double.rounded(.towardZero) == double,
+           double >= Double(range.lowerBound), double <= Double(range.upperBound) {
+            shown += " (past 2^53, a number with a fraction or an exponent is not read exactly: write the integer's digits)"
         }
-        return integer
+        return .failure(IntegerMismatch(reason: "expected \(expected), got \(shown)"))
     }
 
     /// A number of seconds within `range`, as a `Duration` rounded to the nanosecond.

@@ -173,10 +173,9 @@ struct MountOverlap: Equatable {
 
     /// `"/mnt/alias" and "/data/src" are the same directory (same device and inode)`, and with
     /// more pairs `…, and so are "/x" and "/y" (same device and inode)`; the paths quoted as
-    /// every message quotes a path from outside (`JSONValue.quotedPathForMessage`), or bare when
-    /// `quoted` is false.
-    func explanation(quoted: Bool) -> String {
-        func show(_ path: String) -> String { quoted ? JSONValue.quotedPathForMessage(path) : path }
+    /// every message quotes a path from outside (`JSONValue.quotedPathForMessage`).
+    var explanation: String {
+        let show = JSONValue.quotedPathForMessage
         guard let first = directories.first else { return "the same directory (same device and inode)" }
         var text = "\(show(first.path)) and \(show(first.otherPath)) are the same directory"
         for pair in directories.dropFirst() {

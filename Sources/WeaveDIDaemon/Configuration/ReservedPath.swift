@@ -174,21 +174,21 @@ extension ReservedPath {
         /// through symbolic links or through a mount, and the consequence; as written, when the
         /// two paths stand so without links (the file's own check, which sees neither the
         /// built-in default's state directory nor anything but the file, did not refuse them).
-        /// `quoted` puts the paths in quotes, as the configuration's messages do.
+        /// Every path is quoted (`JSONValue.quotedPathForMessage`), as `subject`'s should be: the
+        /// load's messages and a run's say it alike.
         func problem(
-            _ subject: String, configured: String, resolved destination: String, located destinationLocation: MountedLocation,
-            quoted: Bool
+            _ subject: String, configured: String, resolved destination: String, located destinationLocation: MountedLocation
         ) -> String? {
             if let relation = MirrorTreeOverlap.relation(of: destination, to: resolved), reserved.refuses(relation) {
                 if MirrorTreeOverlap.relation(of: configured, to: reserved.path) == relation {
                     return reserved.problem(subject, relation)
                 }
                 let how = " through symbolic links "
-                    + DaemonConfiguration.resolutions(configured, destination, reserved.path, resolved, quoted: quoted)
+                    + DaemonConfiguration.resolutions(configured, destination, reserved.path, resolved)
                 return reserved.problem(subject, relation, how: how)
             }
             if let overlap = destinationLocation.relation(to: located), reserved.refuses(overlap.relation) {
-                return reserved.problem(subject, overlap.relation, how: " through a mount: \(overlap.explanation(quoted: quoted))")
+                return reserved.problem(subject, overlap.relation, how: " through a mount: \(overlap.explanation)")
             }
             return nil
         }

@@ -16,7 +16,7 @@ struct DirectoryScanner {
     func open(_ job: SubdirectoryJob, in parent: MirrorDirectory) -> ScanOutcome {
         var outcome = ScanOutcome()
         do {
-            let directory = try openPair(job, in: parent, parentModified: &outcome.parentModified)
+            let directory = try openPair(job, in: parent, parentModified: &outcome.parentModified, report: &outcome.report)
             scan(directory, into: &outcome)
         } catch {
             outcome.report.fail(parent.path(of: job.name), error.description)
@@ -31,7 +31,7 @@ struct DirectoryScanner {
         return outcome
     }
 
-    private func openPair(_ job: SubdirectoryJob, in parent: MirrorDirectory, parentModified: inout Bool)
+    private func openPair(_ job: SubdirectoryJob, in parent: MirrorDirectory, parentModified: inout Bool, report: inout MirrorReport)
         throws(MirrorFailure) -> MirrorDirectory
     {
         let name = job.name
@@ -59,7 +59,8 @@ struct DirectoryScanner {
             }
         }
         var ownerOpened: FileStatus?
-        let destination = try openDestinationDirectory(name, in: target, ownerOpened: &ownerOpened)
+        let destination = try openDestinationDirectory(
+            name, in: target, ownerOpened: &ownerOpened, report: &report, at: parent.path(of: name))
         let destinationStatus = try MirrorFailure.attempt("fstat") { try destination.descriptor.status() }
         if FileIdentity(destinationStatus) == context.sourceRoot { throw .otherRoot }
         // A mount inside the destination may hold any tree, the source's among them: the walk
@@ -75,14 +76,19 @@ struct DirectoryScanner {
 
     /// Opens the destination directory `name` (without following a link); one whose mode
     /// denies its owner `r` as its owner may (`OwnerOpening`), `ownerOpened` then its status as
-    /// found, whose mode `finish` (or the undo of a run that does not get there) gives back.
-    private func openDestinationDirectory(_ name: String, in parent: FileDescriptor, ownerOpened: inout FileStatus?)
-        throws(MirrorFailure) -> OwnedDescriptor
-    {
+    /// found, whose mode `finish` (or the undo of a run that does not get there) gives back;
+    /// what the opening cannot give back itself, should it fail after, goes into `report`, the
+    /// directory named as `path`.
+    private func openDestinationDirectory(
+        _ name: String, in parent: FileDescriptor, ownerOpened: inout FileStatus?, report: inout MirrorReport,
+        at path: @autoclosure () -> String
+    ) throws(MirrorFailure) -> OwnedDescriptor {
         do {
             return try parent.openDirectory(at: name, noFollow: true)
         } catch .permissionDenied where !context.isPrivileged {
-            return try OwnerOpening.open(name, in: parent, refusing: context.sourceRoot, found: &ownerOpened)
+            return try OwnerOpening.open(
+                name, in: parent, refusing: context.sourceRoot, found: &ownerOpened, report: &report, at: path(),
+                fullPath: settings.destinationPath(of: path()))
         } catch {
             throw .system("open", error)
         }
@@ -104,7 +110,7 @@ struct DirectoryScanner {
             outcome.report.fail(directory.reportPath, error.description)
             outcome.listingFailed = true
             outcome.finished = true  // nothing was mirrored: its mode and mtime stay as they were
-            directory.undoMakeWritable(report: &outcome.report)
+            directory.undoMakeWritable(report: &outcome.report, settings: settings)
             return
         }
         removeLeftovers(&destinationEntries, in: directory, outcome: &outcome)
@@ -113,6 +119,12 @@ struct DirectoryScanner {
 
         var sourceNames = Set<ExactName>(minimumCapacity: sourceEntries.count)
         for entry in sourceEntries {
+            // A run cancelled (or given up on) stops at the next entry: each `lstat` of a
+            // large directory would go on to its end, on a slow file system for long.
+            if WalkWatch.runIsStopping {
+                outcome.interrupted = true
+                break
+            }
             sourceNames.insert(ExactName(entry.name))
             // Paths are built for reports only (`MirrorDirectory.path`), never for each entry.
             guard entry.nameIsExact else {
@@ -149,13 +161,27 @@ struct DirectoryScanner {
                     // replaced by a fifo stayed for ever).
                     sourceNames.remove(ExactName(entry.name))
                 }
+            } catch .cancelled {
+                // A directory in its way whose removal the run's cancellation stopped.
+                outcome.interrupted = true
+                break
             } catch {
                 outcome.report.fail(directory.path(of: entry.name), error.description)
                 if status.kind != .directory { outcome.entriesSettled += 1 }
             }
         }
-        if settings.delete {
+        if settings.delete && !outcome.interrupted {
             deleteExtras(destinationEntries, keeping: sourceNames, in: directory, outcome: &outcome)
+        }
+        if outcome.interrupted {
+            // Cancelled (or given up on) part way: nothing more is done here, and the directory
+            // gets back the mode the scan changed to write in it (as found: the source's is
+            // given by the next whole run, which goes on where this one stopped).
+            outcome.jobs = []
+            outcome.subdirectories = []
+            outcome.finished = true
+            directory.undoMakeWritable(report: &outcome.report, settings: settings)
+            return
         }
         // Before the workers add names to it: copies and links, and subdirectories to make (a
         // checksum comparison makes it writable itself, only when the contents differ).
@@ -275,7 +301,7 @@ struct DirectoryScanner {
                          outcome: inout ScanOutcome) throws(MirrorFailure)
     {
         guard destination?.kind == .directory else { return }
-        let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged, tally: context.tally)
+        let remover = DestinationRemover(context)
         if !settings.delete {
             try WalkWatch.begin(.listing(.destination), name)
             guard try remover.isEmptyDirectory(name, in: directory.destination.descriptor) else { throw .directoryInTheWay }
@@ -284,7 +310,7 @@ struct DirectoryScanner {
         try WalkWatch.begin(.removing, name)
         outcome.modified = true
         if settings.delete {
-            try remover.remove(name, kind: .directory, in: directory.destination.descriptor)
+            try remover.remove(name, kind: .directory, in: directory.destination.descriptor, at: directory.path(of: name))
         } else {
             try remover.removeIfEmpty(name, in: directory.destination.descriptor)
         }
@@ -320,12 +346,17 @@ struct DirectoryScanner {
         }
     }
 
-    /// With `delete`, removes what the destination has and the source does not.
+    /// With `delete`, removes what the destination has and the source does not; a run
+    /// cancelled (or given up on) stops at the next entry, even inside a tree (`interrupted`).
     private func deleteExtras(_ entries: [DirectoryEntry], keeping names: Set<ExactName>, in directory: MirrorDirectory,
                               outcome: inout ScanOutcome)
     {
-        let remover = DestinationRemover(sourceRoot: context.sourceRoot, isPrivileged: context.isPrivileged, tally: context.tally)
+        let remover = DestinationRemover(context)
         for entry in entries where !names.contains(ExactName(entry.name)) {
+            if WalkWatch.runIsStopping {
+                outcome.interrupted = true
+                return
+            }
             guard entry.nameIsExact else {
                 outcome.report.fail(directory.path(of: entry.name), MirrorFailure.nameNotUTF8.description)
                 continue
@@ -335,12 +366,16 @@ struct DirectoryScanner {
                 try WalkWatch.begin(.removing, entry.name)
                 // Each entry removed is counted in the run's tally as it goes: a run given up
                 // on while deleting counts what went.
-                try remover.remove(entry.name, kind: entry.kind, in: directory.destination.descriptor)
+                try remover.remove(entry.name, kind: entry.kind, in: directory.destination.descriptor, at: directory.path(of: entry.name))
+            } catch .cancelled {
+                // Stopped at the next entry of the tree being removed: the rest stays.
+                outcome.interrupted = true
             } catch {
                 outcome.report.fail(directory.path(of: entry.name), error.description)
             }
             outcome.modified = true
             context.tally.handOver(&outcome.report)
+            if outcome.interrupted { return }
         }
     }
 }

@@ -76,11 +76,7 @@ public final class FileCopier: Sendable {
                 let permissions = before.permissionsOfCopy(ownedBy: made.userID, group: made.groupID)
                 let given = try MirrorFailure.attempt("fchmod") {
                     try SetIDBits.set(
-                        permissions, current: made.permissions, group: made.groupID, on: made.device,
-                        readBack: { () throws(Errno) in try copy.file.descriptor.status().permissions }
-                    ) { (mode) throws(Errno) in
-                        try copy.file.descriptor.setPermissions(mode)
-                    }
+                        permissions, on: copy.file.descriptor, current: made.permissions, group: made.groupID, device: made.device)
                 }
                 copy.setIDBitsNotKept = SetIDBits.areMissing(permissions, in: given)
             } else {
@@ -224,11 +220,8 @@ public final class FileCopier: Sendable {
         if modeChanges {
             given = try MirrorFailure.attempt(pathOnly ? "chmod (/proc/self/fd)" : "fchmod") {
                 try SetIDBits.set(
-                    permissions, current: current.permissions, group: current.groupID, on: current.device,
-                    readBack: { () throws(Errno) in try file.status().permissions }
-                ) { (mode) throws(Errno) in
-                    if pathOnly { try file.setPermissionsOfPathHandle(mode) } else { try file.setPermissions(mode) }
-                }
+                    permissions, on: file, pathOnly: pathOnly, current: current.permissions, group: current.groupID,
+                    device: current.device)
             }
             // The set-ID bits refused, the copy may have had the mode it gets already.
             modeChanges = given != current.permissions

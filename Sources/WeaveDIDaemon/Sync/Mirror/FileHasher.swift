@@ -66,12 +66,7 @@ public final class FileHasher: Sendable {
         // it only where the process may set it.
         let file = handle.descriptor
         func setMode(_ mode: FilePermissions, _ current: FilePermissions) throws(Errno) -> FilePermissions {
-            try SetIDBits.set(
-                mode, current: current, group: status.groupID, on: status.device,
-                readBack: { () throws(Errno) in try file.status().permissions }
-            ) { (mode) throws(Errno) in
-                try file.setPermissionsOfPathHandle(mode)
-            }
+            try SetIDBits.set(mode, on: file, pathOnly: true, current: current, group: status.groupID, device: status.device)
         }
         let madeReadable = try MirrorFailure.attempt("chmod (/proc/self/fd)") { try setMode(readable, status.permissions) }
         // Not waiting on a write lease of another process; the reads then wait as usual.

@@ -94,7 +94,7 @@ struct MirrorCoordinator {
             return .finished(report, directory)
         case let .giveBack(directories):
             var report = MirrorReport()
-            for directory in directories { directory.undoMakeWritable(report: &report) }
+            for directory in directories { directory.undoMakeWritable(report: &report, settings: context.settings) }
             return .gaveBack(report)
         }
     }
@@ -103,6 +103,7 @@ struct MirrorCoordinator {
         switch outcome {
         case let .scanned(scan, parent):
             tally.absorb(scan.report)
+            if scan.interrupted { books.interrupted = true }
             books.meter.found(
                 files: scan.entriesFound, settled: scan.entriesSettled,
                 bytes: scan.jobs.reduce(0) { $0 + $1.plannedBytes })

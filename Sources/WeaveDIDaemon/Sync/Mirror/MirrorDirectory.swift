@@ -133,9 +133,10 @@ final class MirrorDirectory: Sendable {
     /// Gives the mode `makeWritable` (or the opening as its owner may) changed back, for a
     /// directory that will not be finished (its listing failed, the run was cancelled): less
     /// set-ID bits this process may not set (`SetIDBits`), counted in `report` as not kept; a
-    /// failure (often the file system's, as the listing's may be) is in `report` too. Nothing
-    /// is done once the run is given up on (`WalkWatch`).
-    func undoMakeWritable(report: inout MirrorReport) {
+    /// failure (often the file system's, as the listing's may be) is in `report` too, with the
+    /// `chmod` that gives the mode back by hand, the directory's whole path found from the
+    /// destination root of `settings`. Nothing is done once the run is given up on (`WalkWatch`).
+    func undoMakeWritable(report: inout MirrorReport, settings: MirrorSettings) {
         madeWritable.withLock { made in
             guard made, (try? WalkWatch.begin(.settingAttributes, nil, in: self)) != nil else { return }
             do {
@@ -143,7 +144,10 @@ final class MirrorDirectory: Sendable {
                 made = false
                 if SetIDBits.areMissing(openedMode, in: given) { report.noteSetIDBitsNotKept(reportPath) }
             } catch {
-                report.fail(reportPath, "fchmod (giving back its mode \(openedMode), made writable by the run): \(error)")
+                report.failToGiveBack(
+                    reportPath, openedMode, after: "added its owner's rwx to work in it", "\(error)",
+                    fullPath: settings.destinationPath(of: path),
+                    subject: parent == nil ? "the destination root's mode" : "its mode")
             }
         }
     }
@@ -179,12 +183,7 @@ final class MirrorDirectory: Sendable {
     /// that less its set-ID bits where the process may not set them (`SetIDBits`); returns
     /// the mode it has now.
     private func setPermissions(_ permissions: FilePermissions, current: FilePermissions) throws(Errno) -> FilePermissions {
-        try SetIDBits.set(
-            permissions, current: current, group: destinationGroup, on: destinationDevice,
-            readBack: { () throws(Errno) in try destination.descriptor.status().permissions }
-        ) { (mode) throws(Errno) in
-            try destination.descriptor.setPermissions(mode)
-        }
+        try SetIDBits.set(permissions, on: destination.descriptor, current: current, group: destinationGroup, device: destinationDevice)
     }
 }
 

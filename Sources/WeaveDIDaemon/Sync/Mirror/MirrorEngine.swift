@@ -25,8 +25,9 @@ import WeaveDIPosix
 /// threads of its own, in tasks that each take a fresh `FileCopier` (and `FileHasher`) from the
 /// container. A worker whose step on the file system does not move on within its limit (5 s,
 /// more for steps that move data or flush) fails the run, naming its path; its thread is left
-/// behind (`WalkWatch`). Cancelling the calling task stops the run between files; a worker
-/// whose step does not move on within 2 s of it is not waited for.
+/// behind (`WalkWatch`). Cancelling the calling task stops the run between files (and between
+/// the entries of a directory it scans or of a tree `delete` removes); a worker whose step does not move on within 2 s of
+/// it is not waited for.
 public struct MirrorEngine: Sendable {
     /// What the engine mirrors, and how.
     public let settings: MirrorSettings
@@ -45,6 +46,8 @@ public struct MirrorEngine: Sendable {
         let clock = ContinuousClock()
         let start = clock.now
         var (report, last) = await mirror(progress: progress)
+        // What an earlier run's start could not give back after the run stopped waiting for it.
+        MirrorLateGiveBacks.report(for: settings, into: &report)
         report.duration = clock.now - start
         progress(last)
         return report

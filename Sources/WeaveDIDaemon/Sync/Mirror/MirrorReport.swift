@@ -1,3 +1,5 @@
+import WeaveDIPosix
+
 /// The outcome of one `MirrorEngine` run: what it did, what went wrong, and how long it took.
 public struct MirrorReport: Sendable, Equatable {
     /// How a run ended.
@@ -41,6 +43,11 @@ public struct MirrorReport: Sendable, Equatable {
     public var errors: [MirrorIssue] = []
     /// How many failures there were in all.
     public var errorCount = 0
+    /// The first `issueLimit` failures to give back a mode the run changed to do its work
+    /// (`failToGiveBack`), each also among `errors` while there is room: a directory left open
+    /// to its owner, which the operator must give its mode back by hand (the reason says the
+    /// `chmod`). Kept apart so that each reaches the log however many other errors the run has.
+    public var modesNotGivenBack: [MirrorIssue] = []
     /// The first `issueLimit` warnings (skipped entries).
     public var warnings: [MirrorIssue] = []
     /// Copies given the source's mode without its set-user-ID or set-group-ID bits, which this
@@ -78,6 +85,25 @@ public struct MirrorReport: Sendable, Equatable {
         if errors.count > MirrorReport.issueLimit { errors.removeLast() }
     }
 
+    /// Records a destination directory (or file) whose mode the run changed to do its work and
+    /// could not give back: at `path` (relative to the roots, or a root's configured path), the
+    /// mode `found` it is to have again, what the run did (`after`: `made it writable to remove
+    /// its entries`; `run`, which run did it), why not (`error`), and the `chmod` that gives it
+    /// back by hand, with its whole path `fullPath` as one shell word (`shellWord`: a space, a
+    /// `;` or a `$(…)` in it neither breaks the command nor runs when pasted). It would
+    /// otherwise stay open to its owner, unsaid.
+    mutating func failToGiveBack(
+        _ path: String, _ found: FilePermissions, after change: String, by run: String = "the run", _ error: String,
+        fullPath: String, subject: String = "its mode"
+    ) {
+        let issue = MirrorIssue(
+            path: path,
+            reason: "\(subject), \(found), could not be given back after \(run) \(change): \(error); "
+                + "give it back by hand: chmod \(found) \(fullPath.shellWord)")
+        fail(issue.path, issue.reason)
+        if modesNotGivenBack.count < MirrorReport.issueLimit { modesNotGivenBack.append(issue) }
+    }
+
     /// Records a skipped entry with its warning.
     mutating func skip(_ path: String, _ reason: String) {
         skipped += 1
@@ -103,6 +129,7 @@ public struct MirrorReport: Sendable, Equatable {
         linkFlushes += other.linkFlushes
         errorCount += other.errorCount
         errors.append(contentsOf: other.errors.prefix(MirrorReport.issueLimit - errors.count))
+        modesNotGivenBack.append(contentsOf: other.modesNotGivenBack.prefix(MirrorReport.issueLimit - modesNotGivenBack.count))
         skipped += other.skipped
         setIDBitsNotKept += other.setIDBitsNotKept
         if firstSetIDBitsNotKept == nil { firstSetIDBitsNotKept = other.firstSetIDBitsNotKept }
@@ -111,7 +138,7 @@ public struct MirrorReport: Sendable, Equatable {
 }
 
 /// One entry that failed or was skipped, and why.
-public struct MirrorIssue: Sendable, Equatable, CustomStringConvertible {
+public struct MirrorIssue: Sendable, Hashable, CustomStringConvertible {
     /// The entry's path relative to the roots (`docs/a.txt`); for a problem with a root itself,
     /// that root's configured path.
     public var path: String

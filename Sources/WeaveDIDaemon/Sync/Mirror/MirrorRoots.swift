@@ -1,4 +1,5 @@
 import Glibc
+import WeaveDI
 import WeaveDIPosix
 
 /// The two open roots of a run, checked: the source readable, the destination present (or
@@ -27,9 +28,10 @@ struct MirrorRoots: ~Copyable {
 
     /// Gives the destination root the mode it was found with, when it was opened as its owner
     /// may (`destinationMadeWritable`), for a run that will not walk it (`giveBack`): what it
-    /// could not give back goes into `report`, the root named as `path`.
-    func giveBackDestinationMode(_ path: String, into report: inout MirrorReport) {
-        if destinationMadeWritable { Self.giveBack(destinationStatus, to: destination.descriptor, path, into: &report) }
+    /// could not give back goes into `report`, the root named as `path`; `run` says which run
+    /// opened it.
+    func giveBackDestinationMode(_ path: String, into report: inout MirrorReport, by run: String = "the run") {
+        if destinationMadeWritable { Self.giveBack(destinationStatus, to: destination.descriptor, path, into: &report, by: run) }
     }
 
     /// Gives `directory`, a destination root opened as its owner may (`OwnerOpening`: its
@@ -38,21 +40,19 @@ struct MirrorRoots: ~Copyable {
     /// (at `.`, as the walk counts its roots). A mode that cannot be given back at all is a
     /// failure in `report`, naming the root at `path` and the mode to give it by hand: the root
     /// would otherwise stay open to its owner, unsaid.
-    static func giveBack(_ found: FileStatus, to directory: FileDescriptor, _ path: String, into report: inout MirrorReport) {
+    static func giveBack(
+        _ found: FileStatus, to directory: FileDescriptor, _ path: String, into report: inout MirrorReport,
+        by run: String = "the run"
+    ) {
         do throws(Errno) {
-            let current = try directory.status().permissions
             let given = try SetIDBits.set(
-                found.permissions, current: current, group: found.groupID, on: found.device,
-                readBack: { () throws(Errno) in try directory.status().permissions }
-            ) { (mode) throws(Errno) in
-                try directory.setPermissions(mode)
-            }
+                found.permissions, on: directory, current: try directory.status().permissions, group: found.groupID,
+                device: found.device)
             if SetIDBits.areMissing(found.permissions, in: given) { report.noteSetIDBitsNotKept(".") }
         } catch {
-            report.fail(
-                path,
-                "the destination root's mode, \(found.permissions), could not be given back after the run opened it as its "
-                    + "owner may (its owner's rwx added): \(error); give it back by hand: chmod \(found.permissions) \(path)")
+            report.failToGiveBack(
+                path, found.permissions, after: "opened it as its owner may (its owner's rwx added)", by: run, "\(error)",
+                fullPath: path, subject: "the destination root's mode")
         }
     }
 
@@ -120,7 +120,9 @@ struct MirrorRoots: ~Copyable {
         let opened = try await StepDeadline.run(
             limit: StepDeadline.stepLimit, first: MirrorRootStep("opening the source", settings.source), for: "a mirror run's start"
         ) { [unchecked] note throws(Failure) in
-            OpenedRoots(try open(settings, own, unchecked: unchecked, noting: note))
+            OpenedRoots(
+                try open(settings, own, unchecked: unchecked, noting: note), destination: settings.destination,
+                job: settings.jobName)
         }
         return opened.take()
     }
@@ -137,11 +139,11 @@ struct MirrorRoots: ~Copyable {
         let configured = MirrorTreeOverlap.Roots(source: other.source, destination: other.destination)
         do {
             let (resolved, located) = try await StepDeadline.run(
-                limit: StepDeadline.stepLimit, first: MirrorRootStep("resolving the source of job \"\(other.name)\"", other.source),
+                limit: StepDeadline.stepLimit, first: MirrorRootStep("resolving the source of job \(DaemonConfiguration.Job.quoted(other.name))", other.source),
                 for: "a mirror run's start"
             ) { note throws(Failure) in
                 try MountedLocation.resolveAndLocate(configured, mounts: mounts) { field, path throws(Failure) in
-                    try note(MirrorRootStep("resolving the \(field) of job \"\(other.name)\"", path))
+                    try note(MirrorRootStep("resolving the \(field) of job \(DaemonConfiguration.Job.quoted(other.name))", path))
                 }
             }
             return .success((configured, resolved, located))
@@ -203,17 +205,19 @@ struct MirrorRoots: ~Copyable {
         if settings.checksOwnRootsThroughMounts, let overlap = located.destination.relation(to: located.source) {
             throw Failure(
                 path: destinationPath,
-                reason: "the destination \(realDestination) \(overlap.relation.verb) the source \(realSource) through a mount: "
-                    + overlap.explanation(quoted: false))
+                reason: "the destination \(JSONValue.quotedPathForMessage(realDestination)) \(overlap.relation.verb) the source \(JSONValue.quotedPathForMessage(realSource)) through a mount: "
+                    + overlap.explanation)
         }
         // The daemon's own paths, which a link or mount made since the load may have put
-        // under the destination: the load's rule (`ReservedPath.Found`), applied again.
-        let subject = "the destination \(destinationPath)" + (settings.jobName.map { " of job \"\($0)\"" } ?? "")
+        // under the destination: the load's rule (`ReservedPath.Found`), applied again, and
+        // said in the load's words, every path quoted (the reserved path always is).
+        let subject = "the destination \(JSONValue.quotedPathForMessage(destinationPath))"
+            + (settings.jobName.map { " of job \"\($0)\"" } ?? "")
         for reserved in settings.reservedPaths {
             try note(MirrorRootStep("resolving \(reserved.name)", reserved.path))
             let found = ReservedPath.Found(reserved, mounts: mounts)
             if let problem = found.problem(
-                subject, configured: destinationPath, resolved: realDestination, located: located.destination, quoted: false)
+                subject, configured: destinationPath, resolved: realDestination, located: located.destination)
             {
                 throw Failure(path: destinationPath, reason: problem)
             }
@@ -313,16 +317,16 @@ struct MirrorRoots: ~Copyable {
         if let overlap = MirrorTreeOverlap.first(roots, theirs.resolved) {
             throw Failure(
                 path: overlap.field == "source" ? settings.source : settings.destination,
-                reason: "the \(overlap.field) \(roots[overlap.field]) \(overlap.relation.phrase) \(overlap.otherField) "
-                    + "\(theirs.resolved[overlap.otherField]) of job \"\(other.name)\" (real paths; configured as "
-                    + "\(configured[overlap.otherField])): the jobs would overwrite or delete each other's files")
+                reason: "the \(overlap.field) \(JSONValue.quotedPathForMessage(roots[overlap.field])) \(overlap.relation.phrase) \(overlap.otherField) "
+                    + "\(JSONValue.quotedPathForMessage(theirs.resolved[overlap.otherField])) of job \(DaemonConfiguration.Job.quoted(other.name)) (real paths; "
+                    + "configured as \(JSONValue.quotedPathForMessage(configured[overlap.otherField]))): the jobs would overwrite or delete each other's files")
         }
         if let (field, otherField, overlap) = MountedLocation.first(own.located, theirs.located) {
             throw Failure(
                 path: field == "source" ? settings.source : settings.destination,
-                reason: "the \(field) \(roots[field]) \(overlap.relation.phrase) \(otherField) \(theirs.resolved[otherField]) "
-                    + "of job \"\(other.name)\" (configured as \(configured[otherField])) through a mount: "
-                    + overlap.explanation(quoted: false) + "; the jobs would overwrite or delete each other's files")
+                reason: "the \(field) \(JSONValue.quotedPathForMessage(roots[field])) \(overlap.relation.phrase) \(otherField) \(JSONValue.quotedPathForMessage(theirs.resolved[otherField])) "
+                    + "of job \(DaemonConfiguration.Job.quoted(other.name)) (configured as \(JSONValue.quotedPathForMessage(configured[otherField]))) through a mount: "
+                    + overlap.explanation + "; the jobs would overwrite or delete each other's files")
         }
     }
 
@@ -405,15 +409,19 @@ struct MirrorRoots: ~Copyable {
             } catch {
                 throw Failure(path: path, reason: "the destination cannot be opened: \(explainOpening(error, existing))")
             }
+            // A mode the opening changed and could not give back, when it fails after.
+            var aside = MirrorReport()
             do {
-                return try OwnerOpening.open(lastComponent(existing), in: parent.descriptor, refusing: sourceRoot, found: &ownerOpened)
+                return try OwnerOpening.open(
+                    lastComponent(existing), in: parent.descriptor, refusing: sourceRoot, found: &ownerOpened, report: &aside,
+                    at: path, fullPath: path)
             } catch .otherRoot {
-                throw Failure(path: path, reason: "the destination is the source (the same directory)")
+                throw Failure(path: path, reason: "the destination is the source (the same directory)", aside: aside)
             } catch .system("open", .permissionDenied) {
                 // Not the run's user's: denied, as it was.
-                throw Failure(path: path, reason: "the destination cannot be opened: \(Errno.permissionDenied)")
+                throw Failure(path: path, reason: "the destination cannot be opened: \(Errno.permissionDenied)", aside: aside)
             } catch {
-                throw Failure(path: path, reason: "the destination cannot be opened: \(error)")
+                throw Failure(path: path, reason: "the destination cannot be opened: \(error)", aside: aside)
             }
         } catch {
             throw Failure(path: path, reason: "the destination cannot be opened: \(explainOpening(error, existing))")
@@ -556,21 +564,31 @@ struct MirrorRootStep: DeadlineStep, Equatable {
 
 /// Roots opened on the deadline's thread, handed over to the run that waits for them; freed
 /// (their descriptors closed) with the box when nobody waits any more.
-private final class OpenedRoots: @unchecked Sendable {
+final class OpenedRoots: @unchecked Sendable {
     // @unchecked: written before the opening thread hands the box over, taken once by the
     // caller after (the hand-over goes through the deadline's mutex).
     private var roots: MirrorRoots?
+    /// The destination root as configured.
+    private let destination: String
+    /// The daemon job whose run opened them, if any.
+    private let job: String?
 
-    init(_ roots: consuming MirrorRoots) {
+    init(_ roots: consuming MirrorRoots, destination: String, job: String? = nil) {
         self.roots = Optional(roots)
+        self.destination = destination
+        self.job = job
     }
 
     /// Roots nobody took (the run stopped waiting for them) give the destination root its mode
-    /// back. The run has ended (cancelled, or failed on a step that did not answer): its report
-    /// is made, and what could not be given back goes nowhere.
+    /// back. The run has ended (cancelled, or failed on a step that did not answer) and its
+    /// report is made: what could not be given back is kept for the next run into the same
+    /// destination to report (`MirrorLateGiveBacks`).
     deinit {
-        var unreported = MirrorReport()
-        roots?.giveBackDestinationMode("", into: &unreported)
+        var late = MirrorReport()
+        roots?.giveBackDestinationMode(
+            destination, into: &late,
+            by: "an earlier run that had stopped waiting for its start (cancelled, or a step that did not answer)")
+        if late.errorCount > 0 || late.setIDBitsNotKept > 0 { MirrorLateGiveBacks.keep(late, for: destination, job: job) }
     }
 
     func take() -> MirrorRoots {

@@ -91,6 +91,14 @@ public struct MirrorSettings: Sendable, Equatable {
         }
     }
 
+    /// The whole path of the destination entry at `relative` (a report's path, relative to the
+    /// roots; `.` or empty for the root), as the destination is configured: for the `chmod` a
+    /// message tells the operator to run.
+    func destinationPath(of relative: String) -> String {
+        guard !relative.isEmpty, relative != "." else { return destination }
+        return destination.hasSuffix("/") ? destination + relative : destination + "/" + relative
+    }
+
     /// The number of processors online, at least 1: the default for `workers`.
     public static var defaultWorkers: Int {
         max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))

@@ -55,6 +55,9 @@ struct ScanOutcome: Sendable {
     var finished = false
     /// Whether the source or destination listing failed: for the roots, the run fails.
     var listingFailed = false
+    /// Whether the run's cancellation (or its being given up on) stopped the scan part way,
+    /// a removal included: the run ends `cancelled`.
+    var interrupted = false
 }
 
 /// The result of one batch of files.

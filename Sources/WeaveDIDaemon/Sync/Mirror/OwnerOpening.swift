@@ -10,15 +10,19 @@ enum OwnerOpening {
     /// ordinary open failed with `EACCES` and the run is not root: through a handle that needs
     /// no permission (`O_PATH`), the owner's `rwx` added to its mode, then opened again. `found`
     /// is then its status as found, whose mode the caller gives back when done with it (or
-    /// when it does not get there).
+    /// when it does not get there). When the opening fails after the mode changed, the mode is
+    /// given back here: less a set-ID bit the process may not set, counted in `report` as not
+    /// kept (`SetIDBits`), and what cannot be given back at all is a failure in `report`,
+    /// naming the directory at `path` and the `chmod` that gives it back by hand (`fullPath`).
     ///
     /// The mode is changed on the handle's own directory (through `/proc/self/fd`), never on
     /// what the name leads to meanwhile; and never on `sourceRoot`'s (a bind mount of it in the
     /// destination: `.otherRoot`), nor on a directory that is not the run's user's, which stays
     /// `EACCES` as before.
-    static func open(_ name: String, in parent: FileDescriptor, refusing sourceRoot: FileIdentity, found: inout FileStatus?)
-        throws(MirrorFailure) -> OwnedDescriptor
-    {
+    static func open(
+        _ name: String, in parent: FileDescriptor, refusing sourceRoot: FileIdentity, found: inout FileStatus?,
+        report: inout MirrorReport, at path: @autoclosure () -> String, fullPath: @autoclosure () -> String
+    ) throws(MirrorFailure) -> OwnedDescriptor {
         // Gone or replaced since (`.vanished`, `.replaced`), as an ordinary open would say.
         let handle = try MirrorFailure.opening(name, in: parent) { try parent.open(at: name, .pathOnly, options: [.directory, .noFollow]) }
         let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
@@ -37,7 +41,14 @@ enum OwnerOpening {
             found = status
             return directory
         } catch {
-            _ = try? setPermissions(status.permissions, of: handle.descriptor, current: opened, group: status.groupID, on: status.device)
+            do throws(Errno) {
+                let given = try setPermissions(
+                    status.permissions, of: handle.descriptor, current: opened, group: status.groupID, on: status.device)
+                if SetIDBits.areMissing(status.permissions, in: given) { report.noteSetIDBitsNotKept(path()) }
+            } catch let giveBack {
+                report.failToGiveBack(
+                    path(), status.permissions, after: "added its owner's rwx to open it", "\(giveBack)", fullPath: fullPath())
+            }
             throw .system("open", error)
         }
     }
@@ -47,10 +58,6 @@ enum OwnerOpening {
     private static func setPermissions(
         _ permissions: FilePermissions, of handle: FileDescriptor, current: FilePermissions, group: UInt32, on device: UInt64
     ) throws(Errno) -> FilePermissions {
-        try SetIDBits.set(
-            permissions, current: current, group: group, on: device, readBack: { () throws(Errno) in try handle.status().permissions }
-        ) { (mode) throws(Errno) in
-            try handle.setPermissionsOfPathHandle(mode)
-        }
+        try SetIDBits.set(permissions, on: handle, pathOnly: true, current: current, group: group, device: device)
     }
 }

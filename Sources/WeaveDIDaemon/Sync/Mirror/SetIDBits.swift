@@ -84,4 +84,16 @@ enum SetIDBits {
             return without
         }
     }
+
+    /// `set` on the file of `file`, an open descriptor (`fchmod`) or, when `pathOnly`, an
+    /// `O_PATH` handle (`chmod` through `/proc/self/fd`), read back with its `fstat`.
+    static func set(
+        _ wanted: FilePermissions, on file: FileDescriptor, pathOnly: Bool = false, current: FilePermissions, group: UInt32,
+        device: UInt64
+    ) throws(Errno) -> FilePermissions {
+        try set(wanted, current: current, group: group, on: device, readBack: { () throws(Errno) in try file.status().permissions }) {
+            (mode) throws(Errno) in
+            if pathOnly { try file.setPermissionsOfPathHandle(mode) } else { try file.setPermissions(mode) }
+        }
+    }
 }

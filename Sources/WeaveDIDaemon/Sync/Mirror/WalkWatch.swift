@@ -241,6 +241,14 @@ final class WalkWatch: Sendable {
         currentSlot()?.pulse()
     }
 
+    /// Whether the calling worker's run wants no more of its work: its task is cancelled (a
+    /// reload removed the job, the daemon is stopping, the job's fix cancelled a stuck run) or
+    /// the watch gave its verdict. Asked at each entry by work that goes on entry after entry
+    /// within one step (a tree's removal, a directory's scan), which no `begin` would stop.
+    static var runIsStopping: Bool {
+        Task.isCancelled || currentSlot()?.watch.isUnwanted == true
+    }
+
     // MARK: The watch's thread
 
     private struct Seen {
