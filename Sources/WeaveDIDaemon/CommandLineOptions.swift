@@ -61,11 +61,12 @@ public struct CommandLineOptions: Sendable, Equatable {
         var options = CommandLineOptions()
         var index = 0
         // A second `--config` is refused rather than taken over the first: which file the
-        // daemon runs on must not depend on which of two a wrapper or a drop-in put last.
+        // daemon runs on must not depend on which of two a wrapper or a drop-in put last. Both
+        // are quoted as every path from outside is, and as weavedictl says a repeated option.
         func setConfigPath(_ path: String) -> UsageError? {
             if let first = options.configPath {
-                return UsageError(description: "--config given twice (\"\(first.escapingControlCharacters)\", then "
-                    + "\"\(path.escapingControlCharacters)\"); give it once")
+                return UsageError(description: "--config given twice (\(JSONValue.quotedPathForMessage(first)), then "
+                    + "\(JSONValue.quotedPathForMessage(path))); give it once")
             }
             options.configPath = path
             return nil

@@ -9,7 +9,8 @@ import WeaveDIDaemon
 precondition(weavedi_signals_blocked_early(), "weavedid: signals were not blocked before main")
 DaemonMain.prepareProcess()
 if let problem = CommandLineOptions.argumentNotUTF8(program: "weavedid") {
-    DaemonMain.printError(problem + "\n\n" + CommandLineOptions.usage)
+    // As any usage error: the synopsis and where the help is, not the whole help.
+    DaemonMain.printError(problem + "\n" + CommandLineOptions.usageHint)
     exit(DaemonMain.exitUsage)
 }
 exit(DaemonMain.run(arguments: CommandLine.arguments))

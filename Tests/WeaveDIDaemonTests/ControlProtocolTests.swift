@@ -66,6 +66,10 @@ import WeaveDIPosix
             (call("com.example.Other.Ping"), #"{"error":"org.varlink.service.InterfaceNotFound","parameters":{"interface":"com.example.Other"}}"#),
             (call("io.weavedi.Daemon.ListFixes", #"{"limit":"ten"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got \"ten\""}}"#),
             (call("io.weavedi.Daemon.ListFixes", #"{"limit":1000000}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 1000000"}}"#),
+            // Integer parameters follow the configuration's rule: a fraction is refused, a whole
+            // number written with an exponent is shown as the integer it is.
+            (call("io.weavedi.Daemon.ListFixes", #"{"limit":5.5}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 5.5"}}"#),
+            (call("io.weavedi.Daemon.ListFixes", #"{"limit":1e3}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 1000"}}"#),
             // Numbers neither Int nor Double holds are quoted as the client wrote them.
             (call("io.weavedi.Daemon.ListFixes", #"{"limit":123456789012345678901234567890}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 123456789012345678901234567890"}}"#),
             (call("io.weavedi.Daemon.ListFixes", #"{"limit":1e400}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","reason":"expected an integer from 1 to 500, got 1e400"}}"#),
@@ -95,6 +99,24 @@ import WeaveDIPosix
         for (request, expected) in cases {
             try client.send(request)
             #expect(client.reply() == expected, "\(request)")
+        }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    /// JSON has one number type: `5.0` and `5e0` are the integer 5 to a varlink parameter, as
+    /// to the configuration's integer fields.
+    @Test func anIntegerParameter_takesAWholeNumberWrittenWithAFractionOrAnExponent() throws {
+        let daemon = try started()
+        let client = try RawClient(daemon.defaultSocket)
+        for limit in ["5.0", "5e0", "-0.0e0 "] {
+            try client.send(call("io.weavedi.Daemon.ListFixes", #"{"limit":\#(limit)}"#))
+            let reply = client.reply() ?? ""
+            if limit.hasPrefix("-") {
+                #expect(reply.contains(#""reason":"expected an integer from 1 to 500, got 0""#), "\(reply)")
+            } else {
+                #expect(reply.hasPrefix(#"{"parameters":{"fixes":["#), "\(limit): \(reply)")
+            }
         }
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
@@ -257,16 +279,15 @@ import WeaveDIPosix
         try large.send(call("io.weavedi.Daemon.Ping", #"{"pad":"\#(String(repeating: "x", count: 2000))"}"#))
         #expect(large.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
         #expect(large.closedByPeer())
-        // Time per call.
+        // Time per call: answered while the run goes on, not once it has ended (and logged so).
         let slow = try RawClient(daemon.defaultSocket)
-        let start = ContinuousClock.now
         try slow.send(call("io.weavedi.Daemon.RunJob", #"{"name":"big"}"#))
         #expect(slow.reply() == #"{"error":"io.weavedi.Daemon.CallTimedOut","parameters":{"method":"io.weavedi.Daemon.RunJob","seconds":0.3}}"#)
-        #expect(ContinuousClock.now - start < .seconds(3))
-        // Idle time.
-        let idle = try RawClient(daemon.defaultSocket)
+        #expect(!["success", "partial", "failed", "cancelled"].contains { daemon.log.contains("big: run big-1 \($0) in ") }, "\(daemon.log)")
+        // Idle time, counted from the connection's accept, which follows `idleStart`.
         let idleStart = ContinuousClock.now
-        #expect(idle.reply(timeout: .seconds(5)) == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"idle","value":0}}"#)
+        let idle = try RawClient(daemon.defaultSocket)
+        #expect(idle.reply(timeout: .seconds(20)) == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"idle","value":0}}"#)
         #expect(ContinuousClock.now - idleStart >= .milliseconds(400))
         #expect(idle.closedByPeer())
         // Clients at once: four stay, the fifth is told and closed.
@@ -313,10 +334,10 @@ import WeaveDIPosix
             let gone = try RawClient(daemon.defaultSocket)
             try gone.send(String(repeating: call("io.weavedi.Daemon.ListRegistrations"), count: 20))
         }
-        let start = ContinuousClock.now
-        let other = try VarlinkClient(path: daemon.defaultSocket)
+        // Answered at all: the stalled client never reads, so a daemon it held would never answer
+        // (the limit only keeps a failing test from hanging; a busy machine may take seconds).
+        let other = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(20))
         #expect(try other.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
-        #expect(ContinuousClock.now - start < .seconds(2))
         _ = stalled
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
@@ -417,7 +438,7 @@ import WeaveDIPosix
         // In place: the fix (by hand) has nothing to do, and leaves the socket as it is.
         let idle = try client.call("io.weavedi.Daemon.Fix", [("check", .string("control.socket"))]).parameter("fixes")?.arrayValue?.first
         #expect(idle?[member: "outcome"]?.stringValue == "succeeded", "\(idle.map { "\($0)" } ?? "no fix")")
-        #expect(idle?[member: "message"]?.stringValue == "\(daemon.defaultSocket) is in place and listening: nothing to do")
+        #expect(idle?[member: "message"]?.stringValue == "\"\(daemon.defaultSocket)\" is in place and listening: nothing to do")
         #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
         // Deleted: nobody can connect, until the check's fix binds it again.
         try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)

@@ -85,6 +85,9 @@ import WeaveDIPosix
         #expect(result.standardErrorText.hasPrefix(
             #"weavedid: argument 3 ("c\u{FFFD}.json" as text) is not valid UTF-8, and text would turn it into another path"#),
             "\(result.standardErrorText)")
+        // As any usage error: the synopsis and where the help is, not the whole help.
+        #expect(result.standardErrorText.hasSuffix("directory, whose name is UTF-8\n" + CommandLineOptions.usageHint + "\n"),
+            "\(result.standardErrorText)")
         #expect(!result.standardOutputText.contains("configuration OK"))
     }
 
@@ -98,19 +101,29 @@ import WeaveDIPosix
             Issue.record("a second --config was taken")
             return
         }
-        #expect(twice.description == #"--config given twice ("/x.json", then "/y\u{1B}.json"); give it once"#)
+        // Quoted as weavedictl quotes a repeated option's values: a quote inside is escaped,
+        // so the two values are told apart.
+        #expect(twice.description == #"--config given twice ("/x.json", then "/y\u001b.json"); give it once"#)
+        guard case let .failure(quoted) = CommandLineOptions.parse(["--config=/a\", then \"/b.json", "--config", "/c.json"]) else {
+            Issue.record("a second --config was taken")
+            return
+        }
+        #expect(quoted.description == #"--config given twice ("/a\", then \"/b.json", then "/c.json"); give it once"#)
     }
 
-    /// The ready line's command works when pasted into a shell: a socket path with a space or
-    /// a quote is quoted.
-    @Test func readyLine_quotesTheSocketPathForAShell() throws {
+    /// The ready line names the socket quoted as every path from outside is (a space or a
+    /// quote in it cannot blur where it ends), and its command works when pasted into a shell:
+    /// a socket path with a space or a quote is quoted for one.
+    @Test func readyLine_quotesTheSocketPath_asAPathAndForAShell() throws {
         let directory = TemporaryDirectory()
-        let socket = directory.path + "/run dir's/control.sock"
-        let config = directory.write("weavedid.json", #"{"control": {"socket": "\#(socket)"}, "sync": {"jobs": []}}"#)
+        let socket = directory.path + "/run dir's \"q\"/control.sock"
+        let config = directory.write("weavedid.json", #"{"control": {"socket": "\#(directory.path)/run dir's \"q\"/control.sock"}, "sync": {"jobs": []}}"#)
         let daemon = try DaemonProcess(["--config", config], directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
-        let quoted = "'" + directory.path + "/run dir'\\''s/control.sock'"
-        #expect(daemon.log.contains("(talk to it: weavedictl --socket \(quoted) health)"), "\(daemon.log)")
+        let quoted = "'" + directory.path + "/run dir'\\''s \"q\"/control.sock'"
+        #expect(daemon.log.contains(#"ready; control socket "\#(directory.path)/run dir's \"q\"/control.sock" (talk to it: "#
+            + "weavedictl --socket \(quoted) health)"), "\(daemon.log)")
+        #expect(fileExists(socket))
     }
 
     @Test func shellWord_quotesOnlyWhatAShellWouldRead() {

@@ -12,7 +12,7 @@ import WeaveDIPosix
         let daemon = try DaemonProcess(directory: directory, notify: notify)
         #expect(notify.wait(forLine: "READY=1"))
         #expect(notify.lines.contains("STATUS=starting"))
-        #expect(notify.lines.contains("STATUS=running; control socket \(daemon.defaultSocket)"))
+        #expect(notify.lines.contains(#"STATUS=running; control socket "\#(daemon.defaultSocket)""#))
         let socket = try FileStatus(path: daemon.defaultSocket, followSymlinks: false)
         #expect(socket.kind == .socket)
         #expect(socket.permissions.rawValue & 0o777 == 0o660)
@@ -21,7 +21,7 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
         #expect(notify.wait(forLine: "STOPPING=1"))
         #expect(!fileExists(daemon.defaultSocket))
-        #expect(daemon.log.contains("ready; control socket \(daemon.defaultSocket)"))
+        #expect(daemon.log.contains(#"ready; control socket "\#(daemon.defaultSocket)""#))
     }
 
     /// The unit gives a stop 15 s (`TimeoutStopSec=`); a longer `shutdownTimeout` (here 60 s,
@@ -41,6 +41,23 @@ import WeaveDIPosix
         #expect(notify.wait { $0.hasPrefix("STOPPING=1\n") })
         let stopping = notify.received.first { $0.hasPrefix("STOPPING=1\n") }?.split(separator: "\n") ?? []
         #expect(stopping.contains("EXTEND_TIMEOUT_USEC=125000000"), "\(stopping)")
+    }
+
+    /// A reload that moves the control socket is refused, both paths quoted as every path from
+    /// outside is: one may hold a `;`, a quote or a newline.
+    @Test func aReloadThatMovesTheControlSocket_isRefused_namingBothPathsQuoted() throws {
+        let directory = TemporaryDirectory()
+        let socket = directory.path + "/run/control.sock"
+        let config = directory.write("weavedid.json", #"{"control": {"socket": "\#(socket)"}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        directory.write("weavedid.json", #"{"control": {"socket": "\#(directory.path)/run/a\"; b\n.sock"}}"#)
+        let refusal = try reloadFailure(socket)
+        #expect(refusal?.reply.parameter("reason")?.stringValue
+            == #"control.socket changed from "\#(socket)" to "\#(directory.path)/run/a\"; b\n.sock"; restart the daemon to move it"#,
+            "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     /// A SIGHUP sent by hand while the daemon starts (before `READY=1`) is not lost: once
@@ -259,7 +276,7 @@ import WeaveDIPosix
         // A state directory of its own: one the first daemon holds would refuse it before.
         let second = try DaemonProcess(environment: ["STATE_DIRECTORY": directory.path + "/state2"], directory: directory)
         #expect(second.wait() == .exited(1))
-        #expect(second.log.contains("another daemon is listening on \(stalePath)"))
+        #expect(second.log.contains("another daemon is listening on \"\(stalePath)\""))
         // Said once, naming the service: "control: …".
         #expect(second.log.components(separatedBy: "another daemon is listening on").count == 2, "\(second.log)")
         #expect(second.log.contains("daemon: control: another daemon is listening on"), "\(second.log)")

@@ -205,7 +205,7 @@ import WeaveDIPosix
         let refusal = try reloadFailure(daemon.defaultSocket)
         #expect(refusal?.name == "io.weavedi.Daemon.ReloadRefused", "\(daemon.log)")
         #expect(refusal?.reply.parameter("reason")?.stringValue
-            == "stateDirectory changed from \(fixture.state) to \(moved); restart the daemon to move it", "\(daemon.log)")
+            == #"stateDirectory changed from "\#(fixture.state)" to "\#(moved)"; restart the daemon to move it"#, "\(daemon.log)")
         #expect(try runAndCheck(daemon).run == "failed")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")

@@ -63,13 +63,13 @@ import WeaveDIPosix
         try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: d + "/later", pointingTo: "backup")
         let b = try run("b")
         #expect(b?[member: "result"]?.stringValue == "failed")
-        #expect(b?[member: "message"]?.stringValue == "\(d)/later: the destination \(d)/backup is the destination \(d)/backup of job \"a\" (real paths; configured as \(d)/backup): the jobs would overwrite or delete each other's files")
+        #expect(b?[member: "message"]?.stringValue == "\(d)/later: the destination \"\(d)/backup\" is the destination \"\(d)/backup\" of job \"a\" (real paths; configured as \"\(d)/backup\"): the jobs would overwrite or delete each other's files")
         #expect(directory.read("backup/a.txt") == "a")
         #expect(directory.read("backup/b.txt") == nil)
         // a, for its part, no longer runs into b's tree either.
         let a = try run("a")
         #expect(a?[member: "result"]?.stringValue == "failed")
-        #expect(a?[member: "message"]?.stringValue?.hasSuffix("of job \"b\" (real paths; configured as \(d)/later): the jobs would overwrite or delete each other's files") == true)
+        #expect(a?[member: "message"]?.stringValue?.hasSuffix("of job \"b\" (real paths; configured as \"\(d)/later\"): the jobs would overwrite or delete each other's files") == true)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
@@ -106,9 +106,9 @@ import WeaveDIPosix
         let (run, daemon, directory, state) = try runIntoTheDaemonsDirectory("STATE_DIRECTORY", "state")
         let d = directory.path
         #expect(run?[member: "result"]?.stringValue == "failed")
-        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \(d)/box/mirror of job \"docs\" "
-            + "contains the state directory \"\(state)\" through symbolic links (\(d)/box/mirror resolves to \(d)/other/mirror, "
-            + "\(state) to \(state)); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state "
+        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \"\(d)/box/mirror\" of job \"docs\" "
+            + "contains the state directory \"\(state)\" through symbolic links (\"\(d)/box/mirror\" resolves to "
+            + "\"\(d)/other/mirror\", \"\(state)\" to \"\(state)\"); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state "
             + "file (jobs.json) there")
         // Nothing was copied there, and the daemon's files are where they were.
         #expect(directory.read("other/mirror/a.txt") == nil)
@@ -123,9 +123,9 @@ import WeaveDIPosix
         let d = directory.path
         let socket = runtime + "/control.sock"
         #expect(run?[member: "result"]?.stringValue == "failed")
-        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \(d)/box/mirror of job \"docs\" "
-            + "contains the control socket \"\(socket)\" through symbolic links (\(d)/box/mirror resolves to \(d)/other/mirror, "
-            + "\(socket) to \(socket))")
+        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \"\(d)/box/mirror\" of job \"docs\" "
+            + "contains the control socket \"\(socket)\" through symbolic links (\"\(d)/box/mirror\" resolves to "
+            + "\"\(d)/other/mirror\", \"\(socket)\" to \"\(socket)\")")
         // Nothing was copied there, and the socket still answers.
         #expect(directory.read("other/mirror/a.txt") == nil)
         let client = try VarlinkClient(path: socket)

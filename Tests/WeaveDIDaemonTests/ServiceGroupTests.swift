@@ -6,15 +6,21 @@ import WeaveDI
 /// The services as a group: a reload and a stop that overlap.
 @Suite struct ServiceGroupTests {
     /// A service that records what it is asked; its reload, when `holdsReload`, waits until
-    /// `release()`.
+    /// `release()`, then, when `refusesReload`, throws.
     final class Recorder: DaemonService {
+        struct Refusal: Error, CustomStringConvertible {
+            var description: String { "the test's service refuses the configuration" }
+        }
+
         let name: String
         let holdsReload: Bool
+        let refusesReload: Bool
         private let lock = Mutex<(calls: [String], waiter: CheckedContinuation<Void, Never>?, released: Bool)>(([], nil, false))
 
-        init(_ name: String, holdsReload: Bool = false) {
+        init(_ name: String, holdsReload: Bool = false, refusesReload: Bool = false) {
             self.name = name
             self.holdsReload = holdsReload
+            self.refusesReload = refusesReload
         }
 
         var calls: [String] { lock.withLock { $0.calls } }
@@ -24,15 +30,17 @@ import WeaveDI
 
         func reload(_ configuration: DaemonConfiguration) async throws {
             lock.withLock { $0.calls.append("reload") }
-            guard holdsReload else { return }
-            await withCheckedContinuation { continuation in
-                let resume = lock.withLock { state -> Bool in
-                    if state.released { return true }
-                    state.waiter = continuation
-                    return false
+            if holdsReload {
+                await withCheckedContinuation { continuation in
+                    let resume = lock.withLock { state -> Bool in
+                        if state.released { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if resume { continuation.resume() }
                 }
-                if resume { continuation.resume() }
             }
+            if refusesReload { throw Refusal() }
         }
 
         func release() {

@@ -40,4 +40,17 @@ import WeaveDIPosix
         #expect(warning.contains(" and 991 more: their clients connect and wait for ever"), "\(warning.prefix(300))")
         #expect(warning.utf8.count < 2000, "a warning of \(warning.utf8.count) bytes")
     }
+
+    /// The address of a socket not served is quoted as a path from outside is: a quote, a
+    /// comma or a newline in it cannot blur the list or start a line of its own.
+    @Test func anUnservedSocketsAddress_isQuoted() throws {
+        let name = "weavedi-test-\(CurrentProcess.id)\n\", descriptor 9 (\"forged"
+        let other = try UnixSocket.listen(at: UnixSocketAddress(abstractName: name))
+        let control = try UnixSocket.make(.stream)
+        let activation = SocketActivation(sockets: [("other", other.descriptor), ("control", control.descriptor)])
+        let warning = try #require(activation.unservedWarning(serving: "control"))
+        #expect(warning.contains(#"not descriptor \#(other.descriptor.rawValue) ("other", "@weavedi-test-\#(CurrentProcess.id)\n\", descriptor 9 (\"forged"): "#),
+            "\(warning)")
+        #expect(!warning.contains("\n"), "\(warning)")
+    }
 }

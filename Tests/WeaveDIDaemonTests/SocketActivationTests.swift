@@ -73,7 +73,7 @@ import WeaveDIPosix
         }
         var found = try check()
         #expect(found?[member: "status"]?.stringValue == "healthy", "\(found.map { "\($0)" } ?? "no check")")
-        #expect(found?[member: "message"]?.stringValue == "listening on \(socketPath), passed by systemd")
+        #expect(found?[member: "message"]?.stringValue == "listening on \"\(socketPath)\", passed by systemd")
         #expect(found?[member: "fixable"]?.boolValue == false)
         let restart = "restart weavedid.socket and weavedid.service (systemctl restart weavedid.socket weavedid.service): "
             + "systemd made the socket, and only it can make it again"
@@ -82,11 +82,11 @@ import WeaveDIPosix
         found = try check()
         #expect(found?[member: "status"]?.stringValue == "unhealthy", "\(found.map { "\($0)" } ?? "no check")")
         #expect(found?[member: "message"]?.stringValue
-            == "the socket file \(socketPath) that systemd passed was replaced, so no new client reaches the daemon; \(restart)")
+            == "the socket file \"\(socketPath)\" that systemd passed was replaced, so no new client reaches the daemon; \(restart)")
         try FileDescriptor.currentWorkingDirectory.unlink(at: socketPath)
         found = try check()
         #expect(found?[member: "message"]?.stringValue
-            == "the socket file \(socketPath) that systemd passed is missing, so no new client can connect; \(restart)")
+            == "the socket file \"\(socketPath)\" that systemd passed is missing, so no new client can connect; \(restart)")
         try other.close()
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
@@ -141,7 +141,7 @@ import WeaveDIPosix
         #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
         #expect(daemon.log.contains(#"using the control socket passed by systemd (descriptor 4, "control")"#), "\(daemon.log)")
         #expect(daemon.log.contains(#"warning daemon: systemd passed 2 sockets; only descriptor 4 ("control") is served, "#
-            + #"not descriptor 3 ("other", \#(paths[0])): their clients connect and wait for ever"#), "\(daemon.log)")
+            + #"not descriptor 3 ("other", "\#(paths[0])"): their clients connect and wait for ever"#), "\(daemon.log)")
         #expect(!(try roundTrip(paths[1])).isEmpty)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
@@ -155,8 +155,8 @@ import WeaveDIPosix
         let socketPath = directory.path + "/activated.sock"
         let daemon = try DaemonProcess(directory: directory, notify: notify, wrapper: activationWrapper([socketPath], names: ["control"]))
         #expect(notify.wait(forLine: "READY=1"), "\(daemon.log)")
-        #expect(notify.lines.contains("STATUS=running; control socket \(socketPath) (passed by systemd)"), "\(notify.lines)")
-        #expect(daemon.waitForLog("ready; control socket \(socketPath) (passed by systemd) (talk to it: weavedictl --socket \(socketPath) health)"),
+        #expect(notify.lines.contains(#"STATUS=running; control socket "\#(socketPath)" (passed by systemd)"#), "\(notify.lines)")
+        #expect(daemon.waitForLog(#"ready; control socket "\#(socketPath)" (passed by systemd) (talk to it: weavedictl --socket \#(socketPath) health)"#),
                 "\(daemon.log)")
         #expect(!daemon.log.contains(daemon.defaultSocket), "\(daemon.log)")
         daemon.send(.terminate)

@@ -23,6 +23,11 @@ final class JobScript: Sendable {
     /// The runs that found themselves inside a fix's attempt (`FixRecord.attemptTimeLeft`).
     var runsInsideAFix: Int { state.withLock { $0.insideAFix } }
 
+    /// Makes the runs from now on wait at the gate, until `release()`.
+    func close() {
+        state.withLock { $0.open = false }
+    }
+
     func release() {
         state.withLock { $0.open = true }
         gate.withLock { waiters in waiters.forEach { $0.resume() }; waiters = [] }
@@ -74,6 +79,10 @@ struct ScriptedJob: SyncJob {
 
 @Suite(.serialized) struct SyncSchedulerTests {
     static let scripts = Locked<[String: JobScript]>([:])
+    /// The state directory of the test's scheduler, removed when the test ends. (A default
+    /// argument's would be removed as `scheduler` returns, and the scheduler's first write of
+    /// its state file would make it again, to be left in /tmp.)
+    let state = TemporaryDirectory()
 
     init() {
         SyncJobKinds.register("scripted") { job, _ in ScriptedJob(script: SyncSchedulerTests.scripts.withLock { $0[job.name]! }) }
@@ -81,8 +90,9 @@ struct ScriptedJob: SyncJob {
 
     func scheduler(
         _ jobs: [(String, JobScript, (inout DaemonConfiguration.Job) -> Void)], maxConcurrent: Int = 2,
-        state: TemporaryDirectory = TemporaryDirectory()
+        state: TemporaryDirectory? = nil
     ) -> (SyncScheduler, UnifiedRegistry, WeaveDI.Container) {
+        let state = state ?? self.state
         var configuration = DaemonConfiguration(source: .file(path: "/test.json"), environment: [:], workingDirectory: state.path)
         configuration.stateDirectory = state.path
         configuration.sync.maxConcurrentRuns = maxConcurrent
@@ -162,6 +172,30 @@ struct ScriptedJob: SyncJob {
         return (scheduler, scripts)
     }
 
+    /// `ListJobs` lists the jobs in the configuration's order, whatever reloads removed and
+    /// added them back meanwhile, or added between others.
+    @Test func jobs_areListedInTheConfigurationsOrder_afterReloads() async throws {
+        let (scheduler, _, _) = scheduler(["a", "b", "c"].map { ($0, JobScript(), { _ in }) })
+        try await scheduler.start()
+        let configuration = await scheduler.store.current
+        var withoutA = configuration
+        withoutA.sync.jobs.removeFirst()
+        try await scheduler.reload(withoutA)
+        #expect(await scheduler.jobs().map { $0[member: "name"]?.stringValue ?? "?" } == ["b", "c"])
+        try await scheduler.reload(configuration)
+        #expect(await scheduler.jobs().map { $0[member: "name"]?.stringValue ?? "?" } == ["a", "b", "c"])
+        var withD = configuration
+        var d = DaemonConfiguration.Job(name: "d")
+        d.kind = "scripted"
+        d.interval = .seconds(3600)
+        SyncSchedulerTests.scripts.withLock { $0["d"] = JobScript() }
+        withD.sync.jobs.insert(d, at: 1)
+        try await scheduler.reload(withD)
+        #expect(await scheduler.jobs().map { $0[member: "name"]?.stringValue ?? "?" } == ["a", "d", "b", "c"])
+        #expect(await scheduler.renderMetrics().contains(#"weavedi_sync_queued{job="a"} 0\#nweavedi_sync_queued{job="d"} 0"#))
+        await scheduler.stop()
+    }
+
     @Test func aReloadRaisingTheCap_startsRunsWaitingForASlot() async throws {
         let (scheduler, scripts) = try await threeWaitingJobs(cap: 1, reloadedTo: 3)
         #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 3 })  // not one at a time
@@ -203,6 +237,9 @@ struct ScriptedJob: SyncJob {
         var back = configuration
         back.sync.jobs[0].runAtStart = false  // its runs are the test's, by hand
         try await scheduler.reload(back)
+        // ListJobs says what keeps it waiting: not scheduled as though its ticks ran.
+        let waiting = try #require((await scheduler.jobs()).first)
+        #expect(waiting[member: "removedRunStopping"] == .string("r-1") && waiting[member: "running"] == .bool(false), "\(waiting)")
         let refused = try await scheduler.runNow("r") { _ in }
         #expect(refused.result == .skipped && refused.message?.contains("a reload removed is still stopping") == true)
         #expect(fresh.runs == 0)
@@ -211,6 +248,7 @@ struct ScriptedJob: SyncJob {
         #expect(await eventually { (await scheduler.orphans).isEmpty })
         let job = try #require((await scheduler.jobs()).first)
         #expect(job[member: "lastRun"] == .null)  // its end was not booked to the new job
+        #expect(job[member: "removedRunStopping"] == .null)
         let record = try await scheduler.runNow("r") { _ in }
         #expect(record.result == .success && record.id == "r-2" && fresh.runs == 1)
         await scheduler.stop()
@@ -290,6 +328,64 @@ struct ScriptedJob: SyncJob {
             #expect(samples.allSatisfy { $0 >= .zero && $0 <= .seconds(ceiling) }, "level \(level)")
             #expect(samples.contains { $0 > .seconds(ceiling) * 0.8 } && samples.contains { $0 < .seconds(ceiling) * 0.2 }, "level \(level) is jittered over its range")
         }
+    }
+
+    /// A job failed four times in a row: its timer waits out a backoff of up to 8 intervals
+    /// (the cap is far). `nextRunIn` in seconds.
+    func backedOff(_ script: JobScript) async throws -> SyncScheduler {
+        let (scheduler, _, _) = scheduler([("f", script, { $0.interval = .seconds(3600); $0.backoffCap = .seconds(3600 * 1000) })])
+        try await scheduler.start()
+        for _ in 0..<4 { #expect(try await scheduler.runNow("f") { _ in }.result == .failed) }
+        return scheduler
+    }
+
+    func nextRunIn(_ scheduler: SyncScheduler) async -> Double? {
+        await scheduler.jobs().first?[member: "nextRunIn"]?.numberValue
+    }
+
+    /// A success resets the backoff, and so the timer: the next run is an interval away, as
+    /// `ListJobs` says, not the old backoff's time (up to 8 intervals, at random).
+    @Test func aSuccess_putsTheTimerBackOnTheInterval() async throws {
+        let scheduler = try await backedOff(JobScript([.failed, .failed, .failed, .failed, .success]))
+        #expect(try await scheduler.runNow("f") { _ in }.result == .success)
+        let next = try #require(await nextRunIn(scheduler))
+        #expect(next > 3500 && next <= 3600, "\(next)")
+        await scheduler.stop()
+    }
+
+    /// A job a reload disabled while it waited out a backoff has no timer: a success by hand
+    /// (or its fix) resets the backoff without starting one, and the job runs only when asked.
+    @Test func aDisabledJobsSuccess_startsNoTimer() async throws {
+        let script = JobScript([.failed, .failed, .failed, .failed, .success])
+        let scheduler = try await backedOff(script)
+        var disabled = await scheduler.store.current
+        disabled.sync.jobs[0].enabled = false
+        disabled.sync.jobs[0].interval = .milliseconds(20)
+        disabled.sync.jobs[0].jitter = .zero
+        try await scheduler.reload(disabled)
+        #expect(try await scheduler.runNow("f") { _ in }.result == .success)
+        #expect(script.runs == 5)
+        // Twenty-five intervals: a timer started by the reset would have run the job by now.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(script.runs == 5)
+        #expect(await nextRunIn(scheduler) == nil)
+        await scheduler.stop()
+    }
+
+    /// The job's fix resets the backoff (`reset the backoff`): the timer goes back on the
+    /// interval at once, even while the run it leaves going (or starts) has not ended.
+    @Test func theFix_putsTheTimerBackOnTheInterval() async throws {
+        let script = JobScript([.failed, .failed, .failed, .failed, .success])
+        let scheduler = try await backedOff(script)
+        script.close()
+        guard case .started = try await scheduler.startNow("f") else { Issue.record("no run started"); return }
+        #expect(await eventually { script.runs == 5 })
+        let message = try await scheduler.fix("f")
+        #expect(message.contains("reset the backoff") && message.contains("no other starts beside it"), "\(message)")
+        let next = try #require(await nextRunIn(scheduler))
+        #expect(next > 3500 && next <= 3600, "\(next)")
+        script.release()
+        await scheduler.stop()
     }
 
     @Test func failedRuns_makeTheJobDegraded_thenUnhealthy_andTheFixRetries() async throws {

@@ -112,6 +112,9 @@ public enum DaemonInterface {
 
         # A configured sync job. running is true while a run of it is going or waits for a slot;
         # queued (null otherwise) says that it waits, with the runs going and the cap now.
+        # removedRunStopping is the id of a run of a job of the same name that a reload removed,
+        # while it stops (null otherwise): until it ends, this job's ticks are skipped and RunJob
+        # answers skipped.
         type Job (
           name: string,
           kind: string,
@@ -119,6 +122,7 @@ public enum DaemonInterface {
           paused: bool,
           running: bool,
           queued: ?SlotWait,
+          removedRunStopping: ?string,
           interval: float,
           consecutiveFailures: int,
           skippedRuns: int,

@@ -73,7 +73,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
             watchPassedFile(of: passed.descriptor)
         } else {
             listener = try bindSocket()
-            log.info("control", "listening on \(configuration.socket)")
+            log.info("control", "listening on \(JSONValue.quotedPathForMessage(configuration.socket))")
         }
         registerHealthCheck()
         thread = try PosixThread { [self] in
@@ -121,9 +121,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     private func socketFileProblem() -> String? {
         guard let bound = bound.withLock({ $0 }) else { return nil }
         guard let status = try? FileStatus(path: bound.path, followSymlinks: false) else {
-            return "the socket file \(bound.path) is missing"
+            return "the socket file \(JSONValue.quotedPathForMessage(bound.path)) is missing"
         }
-        guard status.kind == .socket, status.inode == bound.inode else { return "the socket file \(bound.path) was replaced" }
+        guard status.kind == .socket, status.inode == bound.inode else { return "the socket file \(JSONValue.quotedPathForMessage(bound.path)) was replaced" }
         return nil
     }
 
@@ -138,7 +138,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
                 file = BoundSocketFile(device: status.device, inodeLowBits: UInt32(truncatingIfNeeded: status.inode))
             }
             log.info("control", "the kernel cannot say which file the passed socket is bound to (\(error)): "
-                + "the control.socket check compares \(path) with the file there now")
+                + "the control.socket check compares \(JSONValue.quotedPathForMessage(path)) with the file there now")
         }
         passedFile.withLock { $0 = (path, file) }
     }
@@ -150,10 +150,10 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         let restart = "restart weavedid.socket and weavedid.service (systemctl restart weavedid.socket weavedid.service): "
             + "systemd made the socket, and only it can make it again"
         guard let status = try? FileStatus(path: passed.path, followSymlinks: false) else {
-            return "the socket file \(passed.path) that systemd passed is missing, so no new client can connect; \(restart)"
+            return "the socket file \(JSONValue.quotedPathForMessage(passed.path)) that systemd passed is missing, so no new client can connect; \(restart)"
         }
         if !(passed.file?.matches(status) ?? (status.kind == .socket)) {
-            return "the socket file \(passed.path) that systemd passed was replaced, so no new client reaches the daemon; \(restart)"
+            return "the socket file \(JSONValue.quotedPathForMessage(passed.path)) that systemd passed was replaced, so no new client reaches the daemon; \(restart)"
         }
         return nil
     }
@@ -170,21 +170,21 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
                     return .healthy("socket passed by systemd, bound to no path to watch")
                 }
                 if let problem = passedFileProblem() { return .unhealthy(problem, data: ["socket": path]) }
-                return .healthy("listening on \(path), passed by systemd", data: ["socket": path, "clients": "\(connectedClients)"])
+                return .healthy("listening on \(JSONValue.quotedPathForMessage(path)), passed by systemd", data: ["socket": path, "clients": "\(connectedClients)"])
             })
             return
         }
         registry.register(HealthCheck(name: "control.socket", tags: [HealthCheck.liveness, HealthCheck.readiness]) { [self] in
             guard let bound = bound.withLock({ $0 }) else { return .healthy("not listening yet") }
             if let problem = socketFileProblem() { return .unhealthy(problem, data: ["socket": bound.path]) }
-            return .healthy("listening on \(bound.path)", data: ["socket": bound.path, "clients": "\(connectedClients)"])
+            return .healthy("listening on \(JSONValue.quotedPathForMessage(bound.path))", data: ["socket": bound.path, "clients": "\(connectedClients)"])
         } fix: { [self] in
             let path = store.current.control.socket
-            guard socketFileProblem() != nil else { return "\(path) is in place and listening: nothing to do" }
+            guard socketFileProblem() != nil else { return "\(JSONValue.quotedPathForMessage(path)) is in place and listening: nothing to do" }
             let descriptor = try bindSocket()
             send(.replaceListener(descriptor))
-            log.notice("control", "bound \(path) again")
-            return "bound \(path) again"
+            log.notice("control", "bound \(JSONValue.quotedPathForMessage(path)) again")
+            return "bound \(JSONValue.quotedPathForMessage(path)) again"
         })
     }
 
@@ -199,7 +199,8 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         let current = store.current.control
         let wanted = configuration.control
         if wanted.socket != current.socket, activation == nil {
-            throw ReloadRefusal(description: "control.socket changed from \(current.socket) to \(wanted.socket); restart the daemon to move it")
+            throw ReloadRefusal(description: "control.socket changed from \(JSONValue.quotedPathForMessage(current.socket)) to "
+                + "\(JSONValue.quotedPathForMessage(wanted.socket)); restart the daemon to move it")
         }
         if let bound = bound.withLock({ $0 }) {
             let changed = wanted.socketMode != current.socketMode || wanted.socketGroup != current.socketGroup

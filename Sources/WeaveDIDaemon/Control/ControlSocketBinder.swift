@@ -27,10 +27,10 @@ enum ControlSocketBinder {
         if !madeDirectory { warnIfOthersCanReplace(path, log: log) }
         if let existing = try? FileStatus(path: path, followSymlinks: false) {
             guard existing.kind == .socket else {
-                throw Refusal(description: "\(path) exists and is not a socket; remove it or choose another control.socket")
+                throw Refusal(description: "\(JSONValue.quotedPathForMessage(path)) exists and is not a socket; remove it or choose another control.socket")
             }
             if (try? UnixSocket.connect(to: address)) != nil {
-                throw Refusal(description: "another daemon is listening on \(path); stop it first (or choose another control.socket)")
+                throw Refusal(description: "another daemon is listening on \(JSONValue.quotedPathForMessage(path)); stop it first (or choose another control.socket)")
             }
             do { try FileDescriptor.currentWorkingDirectory.unlink(at: path) } catch {
                 throw Refusal(description: "cannot remove the stale socket \(path): \(error)")

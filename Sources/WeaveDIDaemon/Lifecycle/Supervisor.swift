@@ -115,17 +115,21 @@ public actor Supervisor {
     /// The control socket the daemon serves, as the ready message names it: the configured
     /// `control.socket`, or under socket activation the socket systemd passed (the one the
     /// control service took: `DaemonContext.passedControlSocket`), by the address it is bound
-    /// to, which need not be the configured one. `path` is what `weavedictl --socket` takes;
-    /// nil for a passed socket bound to no path (abstract or unnamed).
+    /// to, which need not be the configured one. The path or address is quoted as every path
+    /// from outside is (`"/run/weavedi/control.sock"`), so that a space, a quote or a newline
+    /// in it cannot blur where it ends. `path` is what `weavedictl --socket` takes; nil for a
+    /// passed socket bound to no path (abstract or unnamed).
     func controlSocketInUse() -> (description: String, path: String?) {
         guard let passed = context.passedControlSocket else {
             let configured = store.current.control.socket
-            return (configured, configured)
+            return (JSONValue.quotedPathForMessage(configured), configured)
         }
         guard let address = passed.address, address.kind != .unnamed else {
             return ("descriptor \(passed.descriptor.rawValue) (passed by systemd, bound to no address)", nil)
         }
-        return ("\(address) (passed by systemd)", address.kind == .path ? address.description : nil)
+        return (
+            "\(JSONValue.quotedPathForMessage(address.description)) (passed by systemd)", address.kind == .path ? address.description : nil
+        )
     }
 
     /// Begins a graceful shutdown (`SIGTERM`, `SIGINT`): `STOPPING=1`, services stopped in
@@ -229,7 +233,8 @@ public actor Supervisor {
             // The jobs' state file is kept where the daemon started (`SyncStateStore`).
             let stateDirectory = store.current.stateDirectory
             if configuration.stateDirectory != stateDirectory {
-                throw ReloadRefusal(description: "stateDirectory changed from \(stateDirectory) to \(configuration.stateDirectory); "
+                throw ReloadRefusal(description: "stateDirectory changed from \(JSONValue.quotedPathForMessage(stateDirectory)) to "
+                    + "\(JSONValue.quotedPathForMessage(configuration.stateDirectory)); "
                     + "restart the daemon to move it")
             }
             try await group?.reload(configuration)
@@ -244,9 +249,11 @@ public actor Supervisor {
             log.notice("daemon", "configuration reloaded")
             return .reloaded
         } catch {
+            // A service's refusal that came after a shutdown began is no longer news: the
+            // daemon is stopping, and health keeps to what the last finished reload said.
+            guard phase == .running else { return stoppedDuringReload() }
             let problem = "reload refused: \(error); keeping the previous configuration"
             reloadProblem = problem
-            guard phase == .running else { return stoppedDuringReload() }
             notifier.notify("READY=1", "STATUS=running; \(problem)")
             log.error("daemon", problem)
             // The reply's reason is the reason alone: `ReloadRefused` already says the rest.

@@ -41,16 +41,21 @@ public final class HealthService: DaemonService {
     /// its recovery as a notice, a fix that failed, timed out or left its check failing as a
     /// warning and one that healed it, or started a remedy still going (`inProgress`), as a notice: what an operator must see, whatever
     /// `WEAVEDI_REGISTRY_HEALTH_LOGGING` says (that flag adds the library's own lines). A first
-    /// result that is healthy, and the rounds that change nothing, are not logged.
+    /// result that is healthy, and the rounds that change nothing, are not logged. The check's
+    /// name is quoted as the library's lines quote it (`"job.docs": healthy -> unhealthy: …`):
+    /// one shape for both.
     static func log(_ event: HealthEvent, to log: DaemonLog) {
         switch event {
         case let .transition(check, from, to, message):
             if from == nil, to == .healthy { return }
-            log.log(to == .healthy ? .notice : .warning, "health", "\(check): \(from?.rawValue ?? "unknown") -> \(to.rawValue): \(message)")
+            log.log(
+                to == .healthy ? .notice : .warning, "health",
+                "\(JSONValue.quotedForMessage(check)): \(from?.rawValue ?? "unknown") -> \(to.rawValue): \(message)")
         case let .fixed(record, healed):
             log.log(
                 healed || record.outcome == .inProgress ? .notice : .warning, "health",
-                "fix of \(record.check) (\(record.trigger.rawValue)) \(record.outcome.rawValue): \(record.error ?? record.message)")
+                "fix of \(JSONValue.quotedForMessage(record.check)) (\(record.trigger.rawValue)) \(record.outcome.rawValue): "
+                    + (record.error ?? record.message))
         }
     }
 

@@ -43,6 +43,15 @@ struct MirrorJob: SyncJob {
             context.log.warning("sync", "\(context.job): skipped \(warning.path): \(warning.reason)")
         }
         if report.warnings.count > 20 { context.log.warning("sync", "\(context.job): \(report.warnings.count - 20) more skipped") }
+        // A mode the run changed and left changed is for the operator to give back by hand:
+        // each its own line, whatever else failed (they are rare).
+        for issue in report.modesNotGivenBack.prefix(Self.modesLogged) {
+            context.log.warning("sync", "\(context.job): \(issue.path): \(issue.reason)")
+        }
+        if report.modesNotGivenBack.count > Self.modesLogged {
+            context.log.warning(
+                "sync", "\(context.job): \(report.modesNotGivenBack.count - Self.modesLogged) more modes not given back")
+        }
         let leftovers = report.leftoversRemoved > 0
             ? "removed \(report.leftoversRemoved) unfinished cop\(report.leftoversRemoved == 1 ? "y" : "ies") (.weavedi-tmp.*) "
                 + "left by an interrupted run"
@@ -56,7 +65,10 @@ struct MirrorJob: SyncJob {
         outcome.deleted = report.deleted
         outcome.skipped = report.skipped
         outcome.bytes = Int(report.bytes)
-        outcome.errors = report.errors.prefix(20).map { SyncItemError(path: $0.path, reason: $0.reason) }
+        // The modes not given back first: the record keeps 20 errors.
+        let modes = Set(report.modesNotGivenBack)
+        let listed = report.modesNotGivenBack + report.errors.filter { !modes.contains($0) }
+        outcome.errors = listed.prefix(20).map { SyncItemError(path: $0.path, reason: $0.reason) }
         outcome.errorCount = report.errorCount
         if let first = report.errors.first {
             outcome.message = report.result == .failed
@@ -65,11 +77,21 @@ struct MirrorJob: SyncJob {
         } else if report.result == .cancelled {
             outcome.message = "stopped at a safe point"
         }
-        for notice in [leftovers, setIDBits].compactMap({ $0 }) {
+        // ... and in the message, when the first error is not one of them.
+        var modeNotice: String?
+        if let mode = report.modesNotGivenBack.first, report.errors.first != mode {
+            let more = report.modesNotGivenBack.count - 1
+            modeNotice = "mode not given back: \(mode.path): \(mode.reason)" + (more > 0 ? " (and \(more) more, in the log)" : "")
+        }
+        for notice in [modeNotice, leftovers, setIDBits].compactMap({ $0 }) {
             outcome.message = outcome.message.map { $0 + "; " + notice } ?? notice
         }
         return outcome
     }
+
+    /// How many modes not given back a run logs one by one (`MirrorReport.modesNotGivenBack`);
+    /// the rest are counted in one line.
+    static let modesLogged = 20
 
     /// What a run says, once, of the copies that did not get the set-ID bits of their source's
     /// mode (`SetIDBits`); nil when there were none.

@@ -15,6 +15,10 @@ extension SyncScheduler: JobControl {
                 // apart, with the runs going and the cap as they stand.
                 ("paused", .bool(state.paused)), ("running", .bool(state.running != nil)),
                 ("queued", state.running?.isQueued == true ? slotWait : .null),
+                // A run of the job of this name that a reload removed, still stopping: until it
+                // ends, this job's ticks are skipped and `RunJob` answers `skipped`. Not a run of
+                // this job (`running` stays false), but what keeps it from running.
+                ("removedRunStopping", orphanRunID(of: name).map(JSONValue.string) ?? .null),
                 ("interval", .double(seconds(state.config.interval))),
                 ("consecutiveFailures", .int(state.consecutiveFailures)), ("skippedRuns", .int(state.skippedRuns)),
                 ("nextRunIn", state.config.enabled && !state.paused ? next.map(JSONValue.double) ?? .null : .null),

@@ -70,7 +70,7 @@ extension SyncScheduler {
         // Prepared first: a fix that fails there (a destination auto-fix does not recreate)
         // leaves the backoff as it is, so the job does not retry at its full rate meanwhile.
         if let prepared = try await current.job.prepareForRetry() { actions.append(prepared) }
-        jobs[name]?.backoffLevel = 0
+        resetBackoff(name)
         actions.append("reset the backoff")
         if let task = launch(name), let run = jobs[name]?.running {
             // The check runs again as soon as the fix returns, and judges it: the run is waited

@@ -98,6 +98,12 @@ extension SyncScheduler {
         orphans.values.contains { $0.job == name }
     }
 
+    /// The id of the run of a removed job named `name` that is still stopping, if any (the
+    /// first by id, should there be more than one).
+    func orphanRunID(of name: String) -> String? {
+        orphans.filter { $0.value.job == name }.keys.min()
+    }
+
     /// Keeps the latest progress for `ListJobs`.
     private func note(_ progress: SyncProgress, for name: String, runID: String) {
         guard jobs[name]?.running?.id == runID else { return }
@@ -109,7 +115,11 @@ extension SyncScheduler {
     private func finish(_ name: String, _ record: SyncRunRecord) {
         guard var state = jobs[name], state.running?.id == record.id else {
             orphans.removeValue(forKey: record.id)
-            log.info("sync", "\(name): run \(record.id) of a job removed by a reload \(record.result.rawValue)")
+            // Its end in the line of every run's end, with its counts and message.
+            var summary = SyncRunSummary(record)
+            summary.id = nil
+            let line = "\(name): run \(record.id) of a job removed by a reload " + summary.text()
+            if record.result == .failed { log.error("sync", line) } else { log.info("sync", line) }
             // The state file no longer says it is going.
             if persisted[name]?.runGoing?.id == record.id { saveState() }
             return
@@ -124,7 +134,6 @@ extension SyncScheduler {
         switch record.result {
         case .success, .partial:
             state.consecutiveFailures = 0
-            state.backoffLevel = 0
             state.lastSuccess = record.endedAt
             state.lastSuccessInstant = ContinuousClock.now
         case .failed:
@@ -134,14 +143,17 @@ extension SyncScheduler {
             break
         }
         jobs[name] = state
-        let message = record.message.map { ": \($0)" } ?? ""
-        let line = "\(name): run \(record.id) \(record.result.rawValue) in \(String(format2: record.duration)) s "
-            + "(\(record.copied) copied, \(record.updated) updated, \(record.deleted) deleted, \(record.errorCount) error(s))\(message)"
+        if record.result == .success || record.result == .partial { resetBackoff(name) }
+        // The line weavedictl shows for the run's end too (`run-job --wait`).
+        let line = "\(name): " + SyncRunSummary(record).text()
         if record.result == .failed { log.error("sync", line) } else { log.info("sync", line) }
         if record.result == .failed, !stopping, state.config.enabled, !state.paused {
             let wait = backoff(state.config, level: state.backoffLevel)
-            log.notice("sync", "\(name): retrying in \(String(format2: seconds(wait))) s (backoff after \(state.consecutiveFailures) failure(s))")
+            let failures = state.consecutiveFailures == 1 ? "1 failed run" : "\(state.consecutiveFailures) failed runs in a row"
+            // Durations as in the run's line just above (`failed in 16 ms`).
+            log.notice("sync", "\(name): retrying in \(Format.duration(seconds(wait))) (backoff after \(failures))")
             schedule(name, after: wait)
+            jobs[name]?.inBackoff = true
         }
         saveState()
         writeMetricsFile()

@@ -136,6 +136,10 @@ public actor SyncScheduler: DaemonService {
         let listeners = ProgressListeners()
         var consecutiveFailures = 0
         var backoffLevel = 0
+        /// Whether the timer's next tick waits out a backoff (after a failed run), rather than
+        /// the interval: a reset of the backoff (a success, the job's fix) puts it back on the
+        /// interval, so that `nextRun`, which `ListJobs` shows, is the time the timer really uses.
+        var inBackoff = false
         var lastSuccess: Double?
         /// When `lastSuccess` was, on the monotonic clock: set by a success in this process.
         var lastSuccessInstant: ContinuousClock.Instant?
@@ -231,7 +235,6 @@ public actor SyncScheduler: DaemonService {
             jobs.removeValue(forKey: name)
             registry.unregister("job.\(name)")
         }
-        order.removeAll { wanted[$0] == nil }
         for config in configuration.sync.jobs {
             guard var state = jobs[config.name] else {
                 add(config)
@@ -242,9 +245,16 @@ public actor SyncScheduler: DaemonService {
                 state.config = config
                 jobs[config.name] = state
                 loops.removeValue(forKey: config.name)?.cancel()
+                // No timer, no backoff being waited out: a reset (a success, the fix) must not
+                // start a timer for a job disabled here.
+                jobs[config.name]?.inBackoff = false
                 if config.enabled { schedule(config.name, after: config.interval + jitter(config.jitter)) }
             }
         }
+        // The jobs in the configuration's order (`ListJobs`, the metrics), not in the order they
+        // came: a job added back by a later reload, or added between two, stands where it is
+        // configured.
+        order = configuration.sync.jobs.map(\.name)
     }
 
     /// The job for `config`; one that cannot be made fails every run with the reason, so
@@ -267,6 +277,7 @@ public actor SyncScheduler: DaemonService {
         loops.removeValue(forKey: name)?.cancel()
         guard !stopping else { return }
         jobs[name]?.nextRun = ContinuousClock.now + delay
+        jobs[name]?.inBackoff = false
         // A timer a fix (re)starts is not part of the fix: neither the fix's attempt nor who
         // asked for it follows it.
         loops[name] = Task { [weak self] in
@@ -286,6 +297,7 @@ public actor SyncScheduler: DaemonService {
         guard var state = jobs[name], !stopping else { return nil }
         let next = state.config.interval + jitter(state.config.jitter)
         state.nextRun = ContinuousClock.now + next
+        state.inBackoff = false
         jobs[name] = state
         if state.paused { return next }
         if state.running != nil || hasOrphanRun(name) {
@@ -295,6 +307,14 @@ public actor SyncScheduler: DaemonService {
         }
         _ = launch(name)
         return next
+    }
+
+    /// Resets `name`'s backoff (a success, the job's fix): a timer waiting out a backoff is
+    /// started again on the interval, as after a run that did not fail.
+    func resetBackoff(_ name: String) {
+        jobs[name]?.backoffLevel = 0
+        guard let state = jobs[name], state.inBackoff, state.config.enabled else { return }
+        schedule(name, after: state.config.interval + jitter(state.config.jitter))
     }
 
     /// The wait after `failures` failed runs in a row: full jitter over an exponential backoff

@@ -114,7 +114,11 @@ public struct SocketActivation: Sendable {
         let unserved = sockets.filter { $0.descriptor != served.descriptor }
         guard !unserved.isEmpty else { return nil }
         let named = unserved.prefix(Self.namedAtMost).map { socket in
-            let address = (try? socket.descriptor.localAddress()).map { $0.kind == .unnamed ? "" : ", \($0)" } ?? ""
+            // Quoted as every path from outside is: an address may hold a space, a comma, a
+            // quote or a newline, which would blur or forge the list.
+            let address = (try? socket.descriptor.localAddress()).map {
+                $0.kind == .unnamed ? "" : ", \(JSONValue.quotedPathForMessage($0.description))"
+            } ?? ""
             return "descriptor \(socket.descriptor.rawValue) (\(Self.shown(socket.name))\(address))"
         }
         return "systemd passed \(sockets.count) sockets; only descriptor \(served.descriptor.rawValue) (\(Self.shown(served.name))) is served, "

@@ -259,15 +259,14 @@ extension VarlinkCall {
         return string
     }
 
-    /// The integer parameter `name`, if given; out of `range`, the error says the range, as the
-    /// configuration's errors do.
+    /// The integer parameter `name`, if given, read as the configuration's integer fields are
+    /// (`FieldReader.integer(_:in:)`: `5.0` is 5, `5.5` is refused, the error saying the range).
     func int(_ name: String, in range: ClosedRange<Int>) throws(VarlinkFailure) -> Int? {
         guard let value = parameter(name) else { return nil }
-        guard let int = value.intValue, range.contains(int) else {
-            throw .invalidParameter(
-                name, reason: "expected an integer from \(range.lowerBound) to \(range.upperBound), got \(FieldReader.describe(value))")
+        switch FieldReader.integer(value, in: range) {
+        case let .success(integer): return integer
+        case let .failure(mismatch): throw .invalidParameter(name, reason: mismatch.reason)
         }
-        return int
     }
 
     func bool(_ name: String) throws(VarlinkFailure) -> Bool? {

@@ -62,6 +62,39 @@ final class DeadMount {
         _ = try? holder.wait()
     }
 
+    /// The threads of process `pid` stuck on a dead mount: in an uninterruptible wait (state
+    /// `D`) inside FUSE, or behind a lookup of the same name that waits there
+    /// (`d_alloc_parallel`), once the count is `expected` in three samples in a row, or after
+    /// 10 s. A thread in such a wait elsewhere (flushing the state file to the local disk, or
+    /// paging in the daemon's own code on a busy machine) is not counted.
+    static func threadsWaiting(in pid: Int32, expected: Int) -> Int {
+        var count = threadsWaitingInFUSE(in: pid)
+        var agreeing = count == expected ? 1 : 0
+        // Three samples in a row, 50 ms apart: a thread on its way to the mount, or back from
+        // it, does not make the count.
+        for _ in 0..<200 where agreeing < 3 {
+            usleep(50_000)
+            count = threadsWaitingInFUSE(in: pid)
+            agreeing = count == expected ? agreeing + 1 : 0
+        }
+        return count
+    }
+
+    private static func threadsWaitingInFUSE(in pid: Int32) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.filter { task in
+            let directory = "/proc/\(pid)/task/\(task)"
+            let stat = (try? String(contentsOfFile: directory + "/stat", encoding: .utf8)) ?? ""
+            // `tid (name) STATE …`; the name may hold anything, so the state follows the last ')'.
+            guard stat.split(separator: ")").last?.split(separator: " ").first == "D" else { return false }
+            // Where in the kernel it waits: its stack where readable (root), else its wait channel.
+            let stack = (try? String(contentsOfFile: directory + "/stack", encoding: .utf8)) ?? ""
+            let channel = (try? String(contentsOfFile: directory + "/wchan", encoding: .utf8)) ?? ""
+            return ["fuse_", "d_alloc_parallel"].contains { stack.contains($0) }
+                || ["fuse", "d_alloc_parallel"].contains { channel.contains($0) }
+        }.count
+    }
+
     struct MountFailure: Error, CustomStringConvertible {
         let description: String
     }
