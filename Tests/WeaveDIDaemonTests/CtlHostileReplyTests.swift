@@ -1,6 +1,7 @@
 import Testing
 import WeaveDI
 import WeaveDIControl
+import WeaveDIDaemon
 import WeaveDIPosix
 @testable import weavedictl
 
@@ -26,7 +27,7 @@ import WeaveDIPosix
             ])]))])],
         ])
         let cases: [([String], String)] = [
-            (["ping"], "(pid 1, up -)"), (["health"], "taken - ago"), (["jobs"], "docs  mirror  scheduled  -         in -"),
+            (["ping"], "(pid 1, up -)"), (["health"], "checked - ago"), (["jobs"], "docs  mirror  scheduled  -         in -"),
             (["sessions"], "s1"), (["fixes"], "- ago"),
         ]
         for (arguments, expected) in cases {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WeaveDI
 import WeaveDIControl
@@ -90,6 +91,20 @@ import WeaveDIPosix
         }
     }
 
+    /// `health` says how old its results are, from when the checks last ran, not from when the
+    /// reply was made (which is always now): checked a while ago, the results are that old.
+    @Test func health_saysHowOldTheResultsAre() throws {
+        let daemon = try readyDaemon()
+        let checked = try CtlRun.run(["--socket", daemon.defaultSocket, "check", "--tag", "liveness"])
+        #expect(checked.code == 0, "\(checked.all)")
+        usleep(1_100_000)
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "health", "--tag", "liveness"])
+        let summary = try #require(run.output.split(separator: "\n").first.map(String.init), "\(run.all)")
+        #expect(summary.hasPrefix("Health: healthy (score 100, ") && summary.contains(" checks, checked "), "\(summary)")
+        // At least the 1.1 s since `check`: in seconds, not the milliseconds since the call.
+        #expect(summary.hasSuffix(" s ago)") && !summary.contains(" ms ") && !summary.contains("taken"), "\(summary)")
+    }
+
     @Test func check_runsTheChecksBeforeReporting() throws {
         let daemon = try readyDaemon()
         let run = try CtlRun.run(["--socket", daemon.defaultSocket, "check"])
@@ -111,6 +126,28 @@ import WeaveDIPosix
         let jobsJSON = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "--json"])
         let listed = try #require(jobsJSON.json()[member: "jobs"]?.arrayValue)
         #expect(jobsJSON.code == 0 && listed.map { $0[member: "name"]?.stringValue } == ["example"])
+    }
+
+    /// A word means one thing: the jobs' column counts failed runs in a row and says so, the
+    /// checks' column failed results in a row, and neither is the same "FAILURES"; the JSON
+    /// keys (`consecutiveFailures`, `running`) stay as scripts read them.
+    @Test func jobsAndHealth_nameWhatTheirFailureColumnsCount_andKeepTheirJSONKeys() throws {
+        let daemon = try readyDaemon()
+        func columns(_ header: Substring?) -> [String] {
+            (header ?? "").split(separator: "  ").map { String($0.drop { $0 == " " }) }
+        }
+        let jobs = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs"])
+        #expect(columns(jobs.output.split(separator: "\n").first)
+            == ["JOB", "KIND", "STATE", "INTERVAL", "NEXT RUN", "LAST RESULT", "FAILED RUNS"], "\(jobs.all)")
+        let health = try CtlRun.run(["--socket", daemon.defaultSocket, "health"])
+        #expect(columns(health.output.split(separator: "\n").first { $0.hasPrefix("CHECK ") })
+            == ["CHECK", "STATUS", "LAST RUN", "FAILED RESULTS", "FIX", "MESSAGE"], "\(health.all)")
+        // The example job may be running (it runs at start): the keys are there, whatever their values.
+        let job = try #require(CtlRun.run(["--socket", daemon.defaultSocket, "--json", "jobs"]).json()[member: "jobs"]?.arrayValue?.first)
+        #expect(job[member: "running"]?.boolValue != nil && job[member: "consecutiveFailures"]?.intValue != nil, "\(job)")
+        let check = try #require(CtlRun.run(["--socket", daemon.defaultSocket, "--json", "health"]).json()[member: "health"]?[member: "checks"]?
+            .arrayValue?.first)
+        #expect(check[member: "consecutiveFailures"]?.intValue != nil, "\(check)")
     }
 
     @Test func fixes_limitAboveTheHistory_isRefusedWithTheAllowedRange() throws {

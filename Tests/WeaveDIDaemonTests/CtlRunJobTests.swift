@@ -95,6 +95,56 @@ import WeaveDIPosix
         #expect(daemon.waitForLog("big: run big-1 success", timeout: .seconds(180)), "\(daemon.log)")
     }
 
+    /// A run that fails before it walks its source (here the source is missing) made no
+    /// progress: `run-job --wait` says nothing of progress, rather than `0/0 files` as for an
+    /// empty tree walked, and then how the run ended.
+    @Test func runJob_wait_aRunThatNeverWalked_showsNoProgress() throws {
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", """
+            {"sync": {"jobs": [{"name": "lost", "source": "\(directory.path)/missing", "destination": "\(directory.path)/mirror",
+              "interval": 3600}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "lost", "--wait"])
+        #expect(run.code == 1, "\(run.all)")
+        let lines = run.output.split(separator: "\n")
+        #expect(lines.count == 2 && lines.first == "job lost: run lost-1 started", "\(run.all)")
+        #expect(lines.last?.hasPrefix("job lost: run lost-1 failed in ") == true, "\(run.all)")
+        #expect(!run.output.contains("progress") && !run.output.contains("0/0"), "\(run.all)")
+    }
+
+    /// `run-job --wait` ends with the line the daemon logs for the run's end, the same facts in
+    /// the same order and formats, after the job's name: one shape for the operator to read,
+    /// for a success as for a failure with its message.
+    @Test func runJob_wait_summary_isTheLogsLineForTheRun() throws {
+        let directory = TemporaryDirectory()
+        directory.write("source/a.txt", "a\n")
+        directory.write("source/b.txt", "bb\n")
+        let config = directory.write("weavedid.json", """
+            {"sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source", "destination": "\(directory.path)/mirror",
+              "interval": 3600}, {"name": "lost", "source": "\(directory.path)/missing", "destination": "\(directory.path)/mirror2",
+              "interval": 3600}]}}
+            """)
+        try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        for (job, code) in [("docs", Int32(0)), ("lost", 1)] {
+            let run = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", job, "--wait"])
+            #expect(run.code == code, "\(run.all)")
+            let summary = try #require(run.output.split(separator: "\n").last.map(String.init), "\(run.all)")
+            try #require(summary.hasPrefix("job \(job): run \(job)-"), "\(run.all)")
+            // `job docs: run docs-1 success in 3 ms (copied 2, …)` is logged `sync: docs: run docs-1 success in 3 ms (copied 2, …)`.
+            let logged = "sync: " + summary.dropFirst("job ".count)
+            #expect(daemon.waitForLog(logged), "\(logged)\n\(daemon.log)")
+        }
+        #expect(daemon.log.contains("(copied 2, updated 0, deleted 0, skipped 0, errors 0, 5 B)"), "\(daemon.log)")
+        // The retry after the failure gives its wait (up to the interval, 3600 s) in the run
+        // line's duration format.
+        let retry = /sync: lost: retrying in (\d+ ms|\d+\.\d s|\d+m \d\ds|1h 00m) \(backoff after 1 failed run\)\n/
+        #expect(daemon.log.contains(retry), "\(daemon.log)")
+    }
+
     /// The varlink side: with `more`, the first reply names the run as soon as it has started;
     /// `detach` answers with the run's id in `runId` while the run goes on; a job already
     /// running is a `skipped` run, as without it; `detach` with `more` is refused.
@@ -192,7 +242,8 @@ import WeaveDIPosix
 
     /// `ListJobs` tells a run waiting for a slot from one going: both are `running` (as
     /// older clients read it), the waiting one also `queued`, with the runs going and the cap;
-    /// `weavedictl jobs` says `queued (1 going, maxConcurrentRuns 1)`, not `running`.
+    /// `weavedictl jobs` says `queued (1 going, maxConcurrentRuns 1)` for it, and `going`
+    /// for the run holding the slot: the word the queue line uses.
     @Test func jobs_tellARunWaitingForASlot_fromOneGoing() throws {
         let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
@@ -208,7 +259,7 @@ import WeaveDIPosix
         #expect(little[member: "queued"] == .object([("runsGoing", .int(1)), ("maxConcurrentRuns", .int(1))]), "\(little)")
         let table = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs"])
         let rows = table.output.split(separator: "\n")
-        #expect(rows.first { $0.hasPrefix("big ") }?.contains(" running ") == true, "\(table.all)")
+        #expect(rows.first { $0.hasPrefix("big ") }?.contains(" going ") == true, "\(table.all)")
         #expect(rows.first { $0.hasPrefix("little ") }?.contains(" queued (1 going, maxConcurrentRuns 1) ") == true, "\(table.all)")
 
         let config = try #require(directory.read("weavedid.json"))
@@ -315,8 +366,8 @@ import WeaveDIPosix
     }
 
     /// A disabled job runs by hand: `weavedictl jobs` shows its run, waiting for a slot
-    /// (`queued (1 going, maxConcurrentRuns 1)`) or going (`running`), rather than `disabled`,
-    /// which it shows again once the run has ended.
+    /// (`queued (1 going, maxConcurrentRuns 1)`) or going (`going`), after `disabled`,
+    /// which it shows alone again once the run has ended.
     @Test func jobs_showTheRunOfADisabledJob() throws {
         let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1, little: #""interval": 3600, "enabled": false"#)
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
@@ -329,8 +380,7 @@ import WeaveDIPosix
         }
 
         let during = try littleRow()
-        #expect(during.contains(" queued (1 going, maxConcurrentRuns 1) "), "\(during)")
-        #expect(!during.contains("disabled"), "\(during)")
+        #expect(during.contains(" disabled, queued (1 going, maxConcurrentRuns 1) "), "\(during)")
 
         let config = try #require(directory.read("weavedid.json"))
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
@@ -338,6 +388,24 @@ import WeaveDIPosix
         #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         let after = try littleRow()
         #expect(after.contains(" disabled "), "\(after)")
+    }
+
+    /// A paused job runs by hand: `weavedictl jobs` says both that it is paused and that its
+    /// run waits for a slot, or is going, instead of the run alone (which hid that no timer
+    /// runs the job after it).
+    @Test func jobs_showThatAJobIsPaused_andItsRun() throws {
+        let (daemon, _) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        for name in ["big", "little"] { _ = try client.call("io.weavedi.Daemon.PauseJob", [("name", .string(name))]) }
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
+        try #require(queued.parameter("queued") != nil, "\(queued)")
+        let table = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs"])
+        let rows = table.output.split(separator: "\n")
+        #expect(rows.first { $0.hasPrefix("big ") }?.contains(" paused, going ") == true, "\(table.all)")
+        #expect(rows.first { $0.hasPrefix("little ") }?.contains(" paused, queued (1 going, maxConcurrentRuns 1) ") == true,
+            "\(table.all)")
+        #expect(rows.first { $0.hasPrefix("other ") }?.contains(" scheduled ") == true, "\(table.all)")
     }
 
     /// The job's fix cancels a run stuck for more than `staleAfterIntervals` intervals, timed

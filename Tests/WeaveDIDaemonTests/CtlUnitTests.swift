@@ -1,5 +1,6 @@
 import Testing
 import WeaveDI
+import WeaveDIDaemon
 @testable import weavedictl
 
 /// weavedictl's parts that need no daemon: socket discovery, tables, formats, the progress bar.
@@ -15,6 +16,17 @@ import WeaveDI
         #expect(none.path == "/run/weavedi/control.sock")
         let relative = SocketLocation.candidates(environment: ["RUNTIME_DIRECTORY": "run", "XDG_RUNTIME_DIR": ""], workingDirectory: "/w")
         #expect(relative == ["/w/.weavedi/run/control.sock", "/run/weavedi/control.sock"])
+    }
+
+    /// The health summary's age of the results: from the checks' last runs, the oldest and the
+    /// newest, and how many never ran.
+    @Test func healthAge_spansTheChecksLastRuns() {
+        func check(_ lastRun: Double?) -> JSONValue { .object([("name", .string("c")), ("lastRun", lastRun.map(JSONValue.double) ?? .null)]) }
+        #expect(HealthTable.age(of: [check(990), check(960)], now: 1000) == ", checked 10.0 s to 40.0 s ago")
+        #expect(HealthTable.age(of: [check(990), check(990)], now: 1000) == ", checked 10.0 s ago")
+        #expect(HealthTable.age(of: [check(990), check(nil), check(nil)], now: 1000) == ", 1 checked 10.0 s ago, 2 not yet")
+        #expect(HealthTable.age(of: [check(nil)], now: 1000) == ", none checked yet")
+        #expect(HealthTable.age(of: [], now: 1000) == "")
     }
 
     @Test func socketDiscovery_optionBeatsEnvironmentBeatsDiscovery() {

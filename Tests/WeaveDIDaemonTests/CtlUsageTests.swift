@@ -123,7 +123,7 @@ import WeaveDIPosix
         (["ping", "--help=yes"], "weavedictl ping: --help takes no value", "ping"),
         (["--help=yes"], "weavedictl: --help takes no value", "SUBCOMMAND [ARGS]"),
         (["--version=1"], "weavedictl: --version takes no value", "SUBCOMMAND [ARGS]"),
-        (["ping", "--version"], "weavedictl ping: --version is weavedictl's own option: give it before any subcommand", "ping"),
+        (["ping", "--version"], "weavedictl: --version is weavedictl's own option: give it before any subcommand", "SUBCOMMAND [ARGS]"),
     ])
     func usageMistakes_exit64WithTheProblemThenTheUsage(arguments: [String], problem: String, usage: String) throws {
         let run = try CtlRun.run(arguments)
@@ -157,7 +157,7 @@ import WeaveDIPosix
         (["fixes", "--limit", "--json"], "weavedictl fixes: --limit needs a value, but '--json' follows it"),
         (["check-cycles", "--offline", "--config", "--json"], "weavedictl check-cycles: --config needs a value, but '--json' follows it"),
         (["--socket", "--json", "ping"], "weavedictl: --socket needs a value, but '--json' follows it"),
-        (["ping", "--timeout", "--json"], "weavedictl ping: --timeout needs a value, but '--json' follows it"),
+        (["ping", "--timeout", "--json"], "weavedictl: --timeout needs a value, but '--json' follows it"),
     ])
     func anOptionFollowedByAnotherOption_hasNoValue_andExits64(arguments: [String], problem: String) throws {
         let run = try CtlRun.run(arguments + ["--socket=/nonexistent/control.sock"])
@@ -171,9 +171,9 @@ import WeaveDIPosix
     /// socket a command talks to must not depend on which of two a script put last. `--tag`,
     /// which adds a tag each time, and a flag given twice are taken.
     @Test(arguments: [
-        (["--socket", "/a.sock", "ping", "--socket=/b\u{1B}.sock"], #"weavedictl ping: --socket given twice ("/a.sock", then "/b\u001b.sock"); give it once"#),
+        (["--socket", "/a.sock", "ping", "--socket=/b\u{1B}.sock"], #"weavedictl: --socket given twice ("/a.sock", then "/b\u001b.sock"); give it once"#),
         (["--socket=/a.sock", "--socket", "/a.sock", "ping"], #"weavedictl: --socket given twice ("/a.sock", then "/a.sock"); give it once"#),
-        (["ping", "--timeout", "1", "--timeout=2"], #"weavedictl ping: --timeout given twice ("1", then "2"); give it once"#),
+        (["ping", "--timeout", "1", "--timeout=2"], #"weavedictl: --timeout given twice ("1", then "2"); give it once"#),
         (["fixes", "--limit", "3", "--limit", "4"], #"weavedictl fixes: --limit given twice ("3", then "4"); give it once"#),
         (["log-level", "--filter", "info", "--filter", "debug"], #"weavedictl log-level: --filter given twice ("info", then "debug"); give it once"#),
         (["check-cycles", "--offline", "--config", "a.json", "--config", "b.json"],
@@ -184,6 +184,28 @@ import WeaveDIPosix
         #expect(run.code == 64, "\(run.all)")
         #expect(run.error.hasPrefix(problem + "\nusage: weavedictl "), "\(run.all)")
         #expect(run.output.isEmpty, "\(run.all)")
+    }
+
+    /// A mistake in a global option is weavedictl's own: one prefix, one message and the
+    /// root's usage, wherever the option stands (before the subcommand, after it, or both).
+    @Test(arguments: [
+        [["--socket", "/a.sock", "--socket", "/b.sock", "ping"], ["--socket", "/a.sock", "ping", "--socket", "/b.sock"],
+         ["ping", "--socket", "/a.sock", "--socket", "/b.sock"]],
+        [["--timeout", "x", "ping"], ["ping", "--timeout", "x"]],
+        [["--json=1", "ping"], ["ping", "--json=1"]],
+        [["--version=1", "ping"], ["ping", "--version=1"]],
+    ])
+    func aGlobalOptionsMistake_isSaidTheSameWayWhereverItStands(commandLines: [[String]]) throws {
+        var errors: [String] = []
+        for arguments in commandLines {
+            let run = try CtlRun.run(arguments)
+            #expect(run.code == 64, "\(arguments): \(run.all)")
+            #expect(run.error.hasPrefix("weavedictl: "), "\(arguments): \(run.error)")
+            #expect(run.error.contains("usage: weavedictl [--socket PATH] [--timeout SECONDS] [--json] [--no-color] SUBCOMMAND"),
+                "\(arguments): \(run.error)")
+            errors.append(run.error)
+        }
+        #expect(Set(errors).count == 1, "\(errors)")
     }
 
     @Test func repeatedTags_andRepeatedFlags_areTaken() throws {

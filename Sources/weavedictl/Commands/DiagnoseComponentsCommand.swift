@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIDaemon
 
 /// `weavedictl diagnose-components [--offline [--config PATH]]`: duplicate providers and
 /// scope drift among the daemon's registrations.

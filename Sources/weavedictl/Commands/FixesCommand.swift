@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIDaemon
 
 /// `weavedictl fixes [--limit N]`: the fix attempts the daemon recorded.
 struct FixesCommand: CtlCommand {

@@ -11,8 +11,9 @@ struct HealthCommand: CtlCommand {
 
             Prints the overall status and score, then one row per check: its status (green
             healthy, yellow degraded, red unhealthy on a colour terminal; "pending" before its
-            first run), when it last ran, its consecutive failures, whether it has a fix, and its
-            message. `weavedictl check` runs the checks first.
+            first run), when it last ran, its FAILED RESULTS in a row (degraded or unhealthy; a
+            healthy one ends them), whether it has a fix, and its message. `weavedictl check`
+            runs the checks first.
 
             Exit status: 0 when healthy, 1 when degraded or unhealthy, or when the tags select
             no check (said on standard error, with nothing on standard output but the reply for

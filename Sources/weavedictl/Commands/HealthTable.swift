@@ -1,5 +1,6 @@
 import WeaveDI
 import WeaveDIControl
+import WeaveDIDaemon
 
 /// Prints an `io.weavedi.Daemon.Health` object for `health` and `check`, and decides their
 /// exit status: 1 when the overall status is anything but healthy, or when the tags given
@@ -54,10 +55,10 @@ struct HealthTable {
         let status = health.text("status").escapingControlCharacters
         let checks = health.array("checks")
         let text = "Health: " + terminal.styled(status, Terminal.Style.status(status))
-            + " (score \(health.intText("score")), \(checks.count) check\(checks.count == 1 ? "" : "s"), "
-            + "taken \(Format.ago(health.number("takenAt"))))\n"
+            + " (score \(health.intText("score")), \(checks.count) check\(checks.count == 1 ? "" : "s")"
+            + Self.age(of: checks) + ")\n"
         guard !checks.isEmpty else { return text + "No checks match.\n" }
-        var table = Table(["CHECK", "STATUS", "LAST RUN", "FAILURES", "FIX", "MESSAGE"], rightAligned: [3])
+        var table = Table(["CHECK", "STATUS", "LAST RUN", "FAILED RESULTS", "FIX", "MESSAGE"], rightAligned: [3])
         for check in checks {
             let checkStatus = check.string("status") ?? "pending"
             table.append([
@@ -67,6 +68,19 @@ struct HealthTable {
             ])
         }
         return text + "\n" + table.render(on: terminal)
+    }
+
+    /// How old the results are, from when the checks last ran (the reply's `takenAt` is only
+    /// when it was made): `, checked 3.1 s to 40 s ago`; `, 6 checked 3.1 s to 40 s ago, 2 not
+    /// yet` when some never ran; `, none checked yet`; nothing without checks.
+    static func age(of checks: [JSONValue], now: Double = Format.now()) -> String {
+        guard !checks.isEmpty else { return "" }
+        let runs = checks.compactMap { $0.number("lastRun") }
+        guard let oldest = runs.min(), let newest = runs.max() else { return ", none checked yet" }
+        let (from, to) = (Format.ago(newest, now: now), Format.ago(oldest, now: now))
+        let span = from == to ? to : String(from.dropLast(" ago".count)) + " to " + to
+        let notYet = checks.count - runs.count
+        return notYet == 0 ? ", checked " + span : ", \(runs.count) checked \(span), \(notYet) not yet"
     }
 
     /// `-`, `yes`, `in progress`, `held back` or `breaker open`.

@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIDaemon
 
 /// `weavedictl jobs`: the configured sync jobs and their last runs.
 struct JobsCommand: CtlCommand {
@@ -6,10 +7,15 @@ struct JobsCommand: CtlCommand {
         name: "jobs",
         abstract: "List the configured sync jobs and their last runs.",
         discussion: """
-            One row per job: its kind, its state (scheduled, paused, running, queued or
-            disabled), its interval, when it runs next, the result of its last run and its
-            consecutive failures. A queued run waits for a slot: sync.maxConcurrentRuns runs are
-            going (`queued (2 going, maxConcurrentRuns 2)`); it starts when one ends.
+            One row per job: its kind, its state, its interval, when it runs next, the result of
+            its last run and its FAILED RUNS in a row (a success, or a partial run, ends them).
+            The state is scheduled, paused or disabled; a run going or queued shows instead of
+            scheduled, and after paused or disabled (`paused, going`: the job runs by hand, its
+            timer stays stopped). A going run holds one of sync.maxConcurrentRuns' slots; a
+            queued run waits for one, as that many runs are going (`queued (2 going,
+            maxConcurrentRuns 2)`), and starts when one ends. A job a reload removed while its
+            run went, and a later reload added back, waits for that run to stop (`waits for run
+            docs-3 of the removed job to stop`): its ticks are skipped until then.
             Jobs are configured in sync.jobs of the daemon's configuration; run one now with
             `weavedictl run-job NAME --wait`.
             """,
@@ -30,7 +36,7 @@ struct JobsCommand: CtlCommand {
             context.terminal.line("No jobs configured.")
             return ExitStatus.ok
         }
-        var table = Table(["JOB", "KIND", "STATE", "INTERVAL", "NEXT RUN", "LAST RESULT", "FAILURES"], rightAligned: [6])
+        var table = Table(["JOB", "KIND", "STATE", "INTERVAL", "NEXT RUN", "LAST RESULT", "FAILED RUNS"], rightAligned: [6])
         for job in jobs {
             let last = job[member: "lastRun"]
             let result = last?.string("result") ?? "-"
@@ -45,16 +51,26 @@ struct JobsCommand: CtlCommand {
         return ExitStatus.ok
     }
 
-    /// `running`, `queued (2 going, maxConcurrentRuns 2)`, `disabled`, `paused` or `scheduled`:
-    /// a run going or waiting for a slot is shown whatever the job's schedule (a disabled job
-    /// runs by hand).
+    /// `scheduled`, `paused` or `disabled` (the job's schedule); a run going (`going`) or
+    /// waiting for a slot (`queued (2 going, maxConcurrentRuns 2)`) instead of `scheduled`, and
+    /// after `paused` or `disabled` (`paused, queued (…)`: a paused or disabled job runs by
+    /// hand, and its timer stays stopped after that run). A run of the job a reload removed,
+    /// still stopping, shows the same way (`waits for run docs-3 of the removed job to stop`):
+    /// the job added back does not run until it ends.
     static func state(_ job: JSONValue) -> String {
-        if job.flag("running") {
-            // A daemon before `queued` sends none: its runs waiting for a slot read as running.
-            guard let queued = job[member: "queued"], queued.objectMembers != nil else { return "running" }
-            return "queued (\(queued.intText("runsGoing")) going, maxConcurrentRuns \(queued.intText("maxConcurrentRuns")))"
+        let schedule = !job.flag("enabled") ? "disabled" : job.flag("paused") ? "paused" : nil
+        guard job.flag("running") else {
+            guard let stopping = job.string("removedRunStopping") else { return schedule ?? "scheduled" }
+            let wait = "waits for run \(stopping) of the removed job to stop"
+            return schedule.map { $0 + ", " + wait } ?? wait
         }
-        if !job.flag("enabled") { return "disabled" }
-        return job.flag("paused") ? "paused" : "scheduled"
+        let run: String
+        if let queued = job[member: "queued"], queued.objectMembers != nil {
+            run = "queued (\(queued.intText("runsGoing")) going, maxConcurrentRuns \(queued.intText("maxConcurrentRuns")))"
+        } else {
+            // A daemon before `queued` sends none: its runs waiting for a slot read as going.
+            run = "going"
+        }
+        return schedule.map { $0 + ", " + run } ?? run
     }
 }

@@ -1,5 +1,6 @@
 import WeaveDI
 import WeaveDIControl
+import WeaveDIDaemon
 
 /// `weavedictl ping`: whether the daemon answers, with its version, pid and uptime.
 struct PingCommand: CtlCommand {

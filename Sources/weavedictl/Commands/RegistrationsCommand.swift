@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIDaemon
 
 /// `weavedictl registrations`: the daemon container's registrations, its dependency graph.
 struct RegistrationsCommand: CtlCommand {

@@ -1,5 +1,6 @@
 import WeaveDI
 import WeaveDIControl
+import WeaveDIDaemon
 
 /// `weavedictl run-job NAME [--wait]`: starts a run of a sync job and reports how it ended.
 struct RunJobCommand: CtlCommand {
@@ -106,7 +107,10 @@ struct RunJobCommand: CtlCommand {
                 }
                 if context.options.json {
                     context.printJSON(reply.object)
-                } else if let progress = reply.parameter("progress"), progress != .null, progress != shown {
+                } else if let progress = reply.parameter("progress"), progress != .null, progress != shown,
+                    !ProgressBar.countsNothing(progress) {
+                    // A run that stopped before its walk (a source that cannot be opened) sends
+                    // counts of nothing: no `0/0 files` as though it had walked an empty tree.
                     context.terminal.write(bar.update(progress, isTerminal: context.terminal.isTerminal))
                     shown = progress
                     drawn = true
@@ -178,19 +182,18 @@ struct RunJobCommand: CtlCommand {
         return failure.parameters.first { $0.0 == "parameter" }?.1 == .string("detach")
     }
 
-    /// `job NAME: run NAME-3 RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`.
+    /// `job NAME: run NAME-3 RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`:
+    /// the daemon log's line for the run's end (`SyncRunSummary`), after the job's name.
     static func summary(_ run: JSONValue, job: String, on terminal: Terminal) -> String {
-        let result = (run.string("result") ?? "unknown").escapingControlCharacters
-        var text = "job \(job.escapingControlCharacters): "
+        let result = run.string("result") ?? "unknown"
+        let shown = result.escapingControlCharacters
         // The run by its id, as its start was said (a skipped run is none: its id is a placeholder).
-        if let id = run.string("id"), result != "skipped" { text += "run \(id.escapingControlCharacters) " }
-        text += terminal.styled(result, Terminal.Style.status(result))
-        if let duration = run.number("duration") { text += " in " + Format.duration(duration) }
-        text += " (copied \(run.intText("filesCopied")), updated \(run.intText("filesUpdated")), "
-            + "deleted \(run.intText("filesDeleted")), skipped \(run.intText("filesSkipped")), "
-            + "errors \(run.intText("errors")), \(Format.bytes(run.int("bytes") ?? 0)))"
-        // The message may quote a file name: its control characters are escaped.
-        if let message = run.string("message"), !message.isEmpty { text += ": " + message.escapingControlCharacters }
-        return text
+        let summary = SyncRunSummary(
+            id: result == "skipped" ? nil : run.string("id"), result: result, duration: run.number("duration"),
+            copied: run.int("filesCopied"), updated: run.int("filesUpdated"), deleted: run.int("filesDeleted"),
+            skipped: run.int("filesSkipped"), errors: run.int("errors"), bytes: run.int("bytes"), message: run.string("message"))
+        // What the reply says (the message may quote a file name) has its control characters escaped.
+        return "job \(job.escapingControlCharacters): "
+            + summary.text(shownResult: terminal.styled(shown, Terminal.Style.status(shown)), escaping: \.escapingControlCharacters)
     }
 }

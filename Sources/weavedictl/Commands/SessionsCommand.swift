@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIDaemon
 
 /// `weavedictl sessions`: the open WeaveDI sessions (one per control connection and job run).
 struct SessionsCommand: CtlCommand {

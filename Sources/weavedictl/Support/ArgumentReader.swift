@@ -104,7 +104,31 @@ struct ArgumentReader {
     }
 
     /// Handles an option the subcommand does not define itself: a global option, or an error.
+    /// A mistake in a global option is weavedictl's, not the subcommand's: it is said under
+    /// `weavedictl:` with the root's usage wherever the option stands, before or after the
+    /// subcommand, so that one mistake gets one message.
     mutating func shared(_ option: String, inline: String?) throws(UsageError) {
+        if GlobalOptions.names.contains(option) {
+            do { try global(option, inline: inline) } catch { throw UsageError(message: error.message, command: nil) }
+            return
+        }
+        switch option {
+        // Known, but not here: said so, rather than "unknown" for an option the help names.
+        // `--version` is weavedictl's alone (each subcommand has its `--help`): a mistake in it
+        // is said as one before the subcommand is, as a global option's.
+        case "--help" where inline != nil:
+            throw error("\(option) takes no value")
+        case "--version" where inline != nil:
+            throw UsageError(message: "--version takes no value", command: nil)
+        case "--version":
+            throw UsageError(message: "--version is weavedictl's own option: give it before any subcommand (weavedictl --version)", command: nil)
+        default:
+            throw error("unknown option '\(option)'")
+        }
+    }
+
+    /// Reads the global option `option` (one of `GlobalOptions.names`).
+    private mutating func global(_ option: String, inline: String?) throws(UsageError) {
         switch option {
         case "--socket": options.socket = try onceValue(of: option, inline: inline)
         case "--timeout":
@@ -125,11 +149,6 @@ struct ArgumentReader {
         case "--no-color":
             try flag(option, inline: inline)
             options.noColor = true
-        // Known, but not here: said so, rather than "unknown" for an option the help names.
-        case "--help" where inline != nil, "--version" where inline != nil:
-            throw error("\(option) takes no value")
-        case "--version":
-            throw error("--version is weavedictl's own option: give it before any subcommand (weavedictl --version)")
         default:
             throw error("unknown option '\(option)'")
         }

@@ -23,6 +23,9 @@ struct GlobalOptions: Equatable {
         return timeout == .zero ? nil : timeout
     }
 
+    /// The global options' names, as `ArgumentReader.shared(_:inline:)` reads them.
+    static let names: Set<String> = ["--socket", "--timeout", "--json", "--no-color"]
+
     /// The synopsis of the global options.
     static let synopsis = "[--socket PATH] [--timeout SECONDS] [--json] [--no-color]"
 

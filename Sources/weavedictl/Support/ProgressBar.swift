@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIDaemon
 
 /// Shows `io.weavedi.Daemon.Progress` replies: on a terminal one bar redrawn in place with
 /// `\r`, otherwise one line per update (so logs and pipes get readable text).
@@ -24,6 +25,12 @@ struct ProgressBar {
     /// else a line.
     func update(_ progress: JSONValue, isTerminal: Bool) -> String {
         isTerminal ? "\r" + bar(progress) + "\u{1B}[K" : line(progress) + "\n"
+    }
+
+    /// Whether `progress` counts nothing at all, done or to do, in files or bytes: the run has
+    /// not walked its tree (or stopped before it did), so there is no progress to show.
+    static func countsNothing(_ progress: JSONValue) -> Bool {
+        ["filesDone", "filesTotal", "bytesDone", "bytesTotal"].allSatisfy { (progress.int($0) ?? 0) == 0 }
     }
 
     /// Done over total, by bytes when the total is known, else by files; 0 to 1.
