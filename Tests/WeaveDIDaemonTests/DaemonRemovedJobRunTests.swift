@@ -20,7 +20,8 @@ import WeaveDIPosix
 
     /// Until the removed job's run has ended, the job added back says so (`ListJobs`'
     /// `removedRunStopping`, `weavedictl jobs`' state), instead of `scheduled` for a job whose
-    /// ticks are skipped; once it has ended, the job's timer runs it.
+    /// ticks are skipped; once it has ended, the run its first tick (`runAtStart`) skipped
+    /// starts, not an interval (an hour) later.
     ///
     /// What is seen while the run stops must be seen within its `cancelGrace`: an attempt whose
     /// run ended (by the log's time) before both views were taken proves nothing, and is made
@@ -45,8 +46,10 @@ import WeaveDIPosix
         directory.write("src/a.txt", "a")
         directory.write("src/z/dead/inside.txt", "inside")
         try FileManager.default.createDirectory(atPath: "\(d)/dst/z/dead", withIntermediateDirectories: true)
-        func configuration(interval: Int?) -> String {
-            let job = interval.map { #"{"name": "walk", "source": "\#(d)/src", "destination": "\#(d)/dst", "interval": \#($0)}"# }
+        func configuration(interval: Int?, runAtStart: Bool = false) -> String {
+            let job = interval.map {
+                #"{"name": "walk", "source": "\#(d)/src", "destination": "\#(d)/dst", "interval": \#($0), "runAtStart": \#(runAtStart)}"#
+            }
             return #"{"sync": {"jobs": [\#(job ?? "")]}}"#
         }
         let config = directory.write("weavedid.json", configuration(interval: 3600))
@@ -61,20 +64,21 @@ import WeaveDIPosix
         // Removed: its run is cancelled, and waits the grace for its step on the mount.
         directory.write("weavedid.json", configuration(interval: nil))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
-        // Added back, its timer ticking every second: its ticks are skipped while walk-1 stops.
-        directory.write("weavedid.json", configuration(interval: 1))
+        // Added back, to run at once and then hourly: its first tick is skipped while walk-1 stops.
+        directory.write("weavedid.json", configuration(interval: 3600, runAtStart: true))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
         let client = try VarlinkClient(path: daemon.defaultSocket)
         let waiting = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
         let table = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs"])
         let seen = Date()
-        // walk-1 ends, and the job added back runs at its next tick.
+        // walk-1 ends, and the run the job's first tick skipped starts then.
         let ended = "walk: run walk-1 of a job removed by a reload cancelled"
         #expect(daemon.waitForLog(ended), "\(daemon.log)")
         guard let endedAt = Self.loggedAt(ended, in: daemon.log), endedAt > seen else { return false }
         #expect(waiting?[member: "removedRunStopping"] == .string("walk-1"), "\(String(describing: waiting)) \(daemon.log)")
         #expect(waiting?[member: "running"] == .bool(false), "\(String(describing: waiting))")
         #expect(table.output.contains(" waits for run walk-1 of the removed job to stop "), "\(table.all) \(daemon.log)")
+        #expect(daemon.log.contains("walk: run walk-1 of the removed job of this name is still stopping; this run starts once it has"))
         #expect(daemon.waitForLog("walk: run walk-2 started"), "\(daemon.log)")
         let after = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
         #expect(after?[member: "removedRunStopping"] == .null, "\(String(describing: after))")

@@ -254,6 +254,32 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    /// A job added back with `runAtStart` while the removed job's run stops: its first tick is
+    /// skipped, and the run it skipped starts once that run has ended (it waited an interval),
+    /// unless the job was paused meanwhile.
+    @Test(arguments: [false, true])
+    func aJobAddedBackWithRunAtStart_runsOnceTheRemovedJobsRunHasEnded_unlessPaused(pausedMeanwhile: Bool) async throws {
+        let name = pausedMeanwhile ? "q" : "a"
+        let (scheduler, container, stuck, configuration) = try await removedWhileItsRunIsStuck(name)
+        let fresh = JobScript()
+        SyncSchedulerTests.scripts.withLock { $0[name] = fresh }
+        try await scheduler.reload(configuration)  // runAtStart, interval an hour
+        #expect(await eventually { (await scheduler.jobs()).first?[member: "skippedRuns"] == .int(1) })
+        if pausedMeanwhile { try await scheduler.setPaused(name, true) }
+        #expect(fresh.runs == 0)
+        stuck.release()  // the removed job's run ends now
+        #expect(await eventually { !container.openSessions.contains { $0.id == "job-\(name)-1" } })
+        #expect(await eventually { (await scheduler.orphans).isEmpty })
+        if pausedMeanwhile {
+            try? await Task.sleep(for: .milliseconds(200))
+            #expect(fresh.runs == 0)
+        } else {
+            #expect(await eventually { fresh.runs == 1 })
+            #expect(await eventually { (await scheduler.jobs()).first?[member: "lastRun"]?[member: "id"] == .string("\(name)-2") })
+        }
+        await scheduler.stop()
+    }
+
     @Test func stop_waitsForTheRunOfARemovedJob() async throws {
         let (scheduler, _, stuck, _) = try await removedWhileItsRunIsStuck("o")
         let stopped = Locked(false)

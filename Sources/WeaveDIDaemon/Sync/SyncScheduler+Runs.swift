@@ -93,6 +93,17 @@ extension SyncScheduler {
         return record
     }
 
+    /// Starts the run of `name` a tick skipped while the run of the removed job of that name
+    /// stopped, now that it (the last of them) has ended, unless the job was paused, disabled
+    /// or removed since, or already runs (by hand).
+    private func startRunSkippedForRemovedRun(_ name: String) {
+        guard let state = jobs[name], state.runsAfterRemovedRun, !hasOrphanRun(name) else { return }
+        jobs[name]?.runsAfterRemovedRun = false
+        guard state.config.enabled, !state.paused, state.running == nil, !stopping else { return }
+        log.info("sync", "\(name): the removed job's run has ended; the run its timer skipped starts now")
+        _ = launch(name)
+    }
+
     /// Whether a run of a removed job named `name` is still stopping.
     func hasOrphanRun(_ name: String) -> Bool {
         orphans.values.contains { $0.job == name }
@@ -122,6 +133,7 @@ extension SyncScheduler {
             if record.result == .failed { log.error("sync", line) } else { log.info("sync", line) }
             // The state file no longer says it is going.
             if persisted[name]?.runGoing?.id == record.id { saveState() }
+            startRunSkippedForRemovedRun(name)
             return
         }
         state.running = nil

@@ -145,6 +145,10 @@ public actor SyncScheduler: DaemonService {
         var lastSuccessInstant: ContinuousClock.Instant?
         var recent: [SyncRunRecord] = []
         var skippedRuns = 0
+        /// Whether a tick met the run of a removed job of this name still stopping: the run
+        /// it skipped starts as soon as that run ends, not an interval later (a job added back
+        /// with `runAtStart` ran an interval late).
+        var runsAfterRemovedRun = false
         var nextRun: ContinuousClock.Instant?
         var runsByResult: [SyncResult: Int] = [:]
         var filesCopied = 0
@@ -300,7 +304,13 @@ public actor SyncScheduler: DaemonService {
         state.inBackoff = false
         jobs[name] = state
         if state.paused { return next }
-        if state.running != nil || hasOrphanRun(name) {
+        if let removed = orphanRunID(of: name) {
+            jobs[name]?.skippedRuns += 1
+            jobs[name]?.runsAfterRemovedRun = true
+            log.notice("sync", "\(name): run \(removed) of the removed job of this name is still stopping; this run starts once it has")
+            return next
+        }
+        if state.running != nil {
             jobs[name]?.skippedRuns += 1
             log.notice("sync", "\(name): the previous run is still going; this run is skipped")
             return next

@@ -15,7 +15,8 @@ struct JobsCommand: CtlCommand {
             queued run waits for one, as that many runs are going (`queued (2 going,
             maxConcurrentRuns 2)`), and starts when one ends. A job a reload removed while its
             run went, and a later reload added back, waits for that run to stop (`waits for run
-            docs-3 of the removed job to stop`): its ticks are skipped until then.
+            docs-3 of the removed job to stop`); a tick of its timer meanwhile starts its run
+            once that run has stopped.
             Jobs are configured in sync.jobs of the daemon's configuration; run one now with
             `weavedictl run-job NAME --wait`.
             """,
