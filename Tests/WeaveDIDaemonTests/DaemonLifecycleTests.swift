@@ -44,13 +44,17 @@ import WeaveDIPosix
     }
 
     /// A reload that moves the control socket is refused, both paths quoted as every path from
-    /// outside is: one may hold a `;`, a quote or a newline.
+    /// outside is: one may hold a `;`, a quote or a newline. The same path spelled with a
+    /// doubled slash or a `.` is no move.
     @Test func aReloadThatMovesTheControlSocket_isRefused_namingBothPathsQuoted() throws {
         let directory = TemporaryDirectory()
         let socket = directory.path + "/run/control.sock"
         let config = directory.write("weavedid.json", #"{"control": {"socket": "\#(socket)"}}"#)
         let daemon = try DaemonProcess(["--config", config], directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        // The same path spelled otherwise is no move.
+        directory.write("weavedid.json", #"{"control": {"socket": "\#(directory.path)//run/./control.sock"}}"#)
+        #expect(try reloadFailure(socket) == nil, "\(daemon.log)")
         directory.write("weavedid.json", #"{"control": {"socket": "\#(directory.path)/run/a\"; b\n.sock"}}"#)
         let refusal = try reloadFailure(socket)
         #expect(refusal?.reply.parameter("reason")?.stringValue

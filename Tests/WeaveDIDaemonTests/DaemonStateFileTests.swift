@@ -194,12 +194,16 @@ import WeaveDIPosix
 
     /// The state file stays where the daemon started with it: a reload that moves
     /// `stateDirectory` is refused (a restart moves it), rather than said to be in effect while
-    /// the state goes on being written to the old directory.
+    /// the state goes on being written to the old directory. The same directory spelled
+    /// otherwise (a trailing slash, a doubled one) is no move.
     @Test func aReloadThatMovesTheStateDirectory_isRefused() throws {
         let fixture = Fixture()
         let daemon = try fixture.start()
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         let config = try String(contentsOfFile: fixture.directory.path + "/weavedid.json", encoding: .utf8)
+        // The same directory spelled with a trailing slash and a doubled one is no move.
+        fixture.directory.write("weavedid.json", config.replacingOccurrences(of: fixture.state, with: fixture.state.replacingOccurrences(of: "/", with: "//") + "/"))
+        #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
         let moved = fixture.directory.path + "/moved"
         fixture.directory.write("weavedid.json", config.replacingOccurrences(of: fixture.state, with: moved))
         let refusal = try reloadFailure(daemon.defaultSocket)

@@ -50,6 +50,14 @@ enum ConfigurationDirectories {
         return components
     }
 
+    /// Whether the absolute paths `a` and `b` name the same place spelled differently only by
+    /// doubled slashes, `.` components and a trailing slash (`/srv/state/`, `/srv//./state`);
+    /// a `..` is compared as it is written, as it may go up from a symbolic link.
+    static func sameSpelling(_ a: String, _ b: String) -> Bool {
+        func components(_ path: String) -> [Substring] { path.split(separator: "/").filter { $0 != "." } }
+        return components(a).elementsEqual(components(b)) { $0.utf8.elementsEqual($1.utf8) }
+    }
+
     /// The lexically normalized form of the absolute `path`, such as `/a/c` for `/a//b/../c/`.
     static func normalized(_ path: String) -> String {
         "/" + normalizedComponents(path).joined(separator: "/")

@@ -229,9 +229,17 @@ public actor Supervisor {
             return .notRunning("the daemon is \(phase.rawValue)")
         }
         do {
-            let configuration = try loaded.get()
-            // The jobs' state file is kept where the daemon started (`SyncStateStore`).
+            var configuration = try loaded.get()
+            // The jobs' state file is kept where the daemon started (`SyncStateStore`), and the
+            // socket where it was bound: only a move is refused. The same path written with a
+            // trailing slash, a doubled one or a `.` is no move, and stays as it was spelled.
             let stateDirectory = store.current.stateDirectory
+            if ConfigurationDirectories.sameSpelling(configuration.stateDirectory, stateDirectory) {
+                configuration.stateDirectory = stateDirectory
+            }
+            if ConfigurationDirectories.sameSpelling(configuration.control.socket, store.current.control.socket) {
+                configuration.control.socket = store.current.control.socket
+            }
             if configuration.stateDirectory != stateDirectory {
                 throw ReloadRefusal(description: "stateDirectory changed from \(JSONValue.quotedPathForMessage(stateDirectory)) to "
                     + "\(JSONValue.quotedPathForMessage(configuration.stateDirectory)); "
