@@ -254,6 +254,36 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// `daemon.configuration` as `GetHealth` gives it (the last round's results, not run for
+    /// the call) says how the reload just finished went, refused or in effect, not what the
+    /// round before it found: the check runs again as each reload ends. The health loop's
+    /// rounds are an hour apart here, so only that can change it.
+    @Test func getHealth_rightAfterAReload_saysHowThatReloadWent() throws {
+        let directory = TemporaryDirectory()
+        let good = #"{"health": {"interval": 3600}}"#
+        let path = directory.write("weavedid.json", good)
+        let daemon = try DaemonProcess(["--config", path], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func configurationCheck() throws -> (status: String?, message: String?) {
+            let checks = try client.call("io.weavedi.Daemon.GetHealth").parameter("health")?[member: "checks"]?.arrayValue ?? []
+            let check = checks.first { $0[member: "name"]?.stringValue == "daemon.configuration" }
+            return (check?[member: "status"]?.stringValue, check?[member: "message"]?.stringValue)
+        }
+        #expect(try configurationCheck().status != "degraded", "\(daemon.log)")
+        directory.write("weavedid.json", #"{"health": {"interval": "soon"}}"#)
+        #expect(throws: VarlinkFailure.self) { try client.call("io.weavedi.Daemon.Reload") }
+        let refused = try configurationCheck()
+        #expect(refused.status == "degraded", "\(refused) \(daemon.log)")
+        #expect(refused.message?.contains("health.interval: expected a number of seconds") == true, "\(refused)")
+        directory.write("weavedid.json", good)
+        #expect(try client.call("io.weavedi.Daemon.Reload").parameter("status")?.stringValue == "configuration reloaded")
+        let reloaded = try configurationCheck()
+        #expect(reloaded.status == "healthy" && reloaded.message == "configuration in effect", "\(reloaded)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// `systemctl reload weavedid` runs the unit's `ExecReload=`: the control socket's `Reload`
     /// call (here with the test daemon's socket for `%t/weavedi/control.sock`), not a signal. It
     /// returns when the new configuration is in effect, and fails, saying why, when the daemon

@@ -29,6 +29,15 @@ public actor Supervisor {
     private var reloadWaiters: [CheckedContinuation<ReloadOutcome, Never>] = []
     /// Why the last reload was refused; nil once a reload succeeds.
     public private(set) var reloadProblem: String?
+    /// Called as each reload ends, refused or in effect, before systemd and the caller hear
+    /// of it: `HealthService` runs `daemon.configuration` again, so that health said right
+    /// after `systemctl reload` says how it went, not how the reload before went.
+    private var reloadEnded: (@Sendable () async -> Void)?
+
+    /// Sets what is called as each reload ends (`reloadEnded`).
+    func onReloadEnded(_ body: (@Sendable () async -> Void)?) {
+        reloadEnded = body
+    }
 
     /// The services to start, taken from the bootstrapped container (`DaemonModules.services`).
     private let services: @Sendable (WeaveDI.Container) throws(ResolutionError) -> [any DaemonService]
@@ -253,6 +262,8 @@ public actor Supervisor {
             guard phase == .running else { return stoppedDuringReload() }
             store.replace(with: configuration)
             reloadProblem = nil
+            await reloadEnded?()
+            guard phase == .running else { return stoppedDuringReload() }
             notifier.notify("READY=1", "STATUS=running; configuration reloaded")
             log.notice("daemon", "configuration reloaded")
             return .reloaded
@@ -262,6 +273,8 @@ public actor Supervisor {
             guard phase == .running else { return stoppedDuringReload() }
             let problem = "reload refused: \(error); keeping the previous configuration"
             reloadProblem = problem
+            await reloadEnded?()
+            guard phase == .running else { return stoppedDuringReload() }
             notifier.notify("READY=1", "STATUS=running; \(problem)")
             log.error("daemon", problem)
             // The reply's reason is the reason alone: `ReloadRefused` already says the rest.

@@ -1,8 +1,8 @@
 import WeaveDI
 
 /// Runs the health registry's loop with the daemon's checks: the container's built-in checks
-/// and `daemon.configuration` (degraded while a reload is refused); logs the checks' changes of
-/// state and the fixes that ran.
+/// and `daemon.configuration` (degraded while a reload is refused, run again as each reload
+/// ends); logs the checks' changes of state and the fixes that ran.
 public final class HealthService: DaemonService {
     public let name = "health"
     let registry: UnifiedRegistry
@@ -27,12 +27,14 @@ public final class HealthService: DaemonService {
             if let problem = await supervisor.reloadProblem { return .degraded(problem) }
             return .healthy("configuration in effect")
         })
+        await supervisor.onReloadEnded { [registry] in _ = await registry.runCheck("daemon.configuration") }
         registry.setEventObserver { [log] event in Self.log(event, to: log) }
         registry.start(interval: health.interval)
         log.info("health", registry.isRunning ? "health loop every \(health.interval)" : "health loop off (WEAVEDI_REGISTRY_AUTO_HEALTH)")
     }
 
     public func stop() async {
+        await supervisor.onReloadEnded(nil)
         registry.stop()
         registry.setEventObserver(nil)
     }
