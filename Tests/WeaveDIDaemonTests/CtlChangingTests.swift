@@ -38,6 +38,10 @@ import WeaveDIControl
         #expect(run.code == 1)
         #expect(run.error.contains(#"org.varlink.service.InvalidParameter {"parameter":"level","reason":"expected one of all, "#))
         #expect(run.error.contains("levels: all, registration, optimization, errors, off"))
+        // A daemon level given as LEVEL: the hint says where those go.
+        let debug = try CtlRun.run(["--socket", daemon.defaultSocket, "log-level", "debug"])
+        #expect(debug.code == 1)
+        #expect(debug.error.contains("follow its filter: weavedictl log-level --filter debug"), "\(debug.error)")
         let unchanged = try CtlRun.run(["--socket", daemon.defaultSocket, "log-level"])
         #expect(unchanged.output.hasPrefix("level:  all\n"))
     }

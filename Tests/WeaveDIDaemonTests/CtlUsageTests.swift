@@ -234,7 +234,7 @@ import WeaveDIPosix
         let run = try CtlRun.run(["--socket", socket, "health"], in: directory)
         #expect(run.code == 69)
         #expect(run.error.hasPrefix("weavedictl: cannot connect to \(socket): No such file or directory (ENOENT)\n"))
-        #expect(run.error.contains("Is weavedid running? Start it with `swift run weavedid` (or `systemctl start weavedid`), or pass --socket PATH."))
+        #expect(run.error.contains("Is weavedid running? Start it with `systemctl start weavedid` (or `swift run weavedid` in its source tree), or pass --socket PATH."))
         #expect(run.output.isEmpty)
     }
 

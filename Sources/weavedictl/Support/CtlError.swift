@@ -85,7 +85,7 @@ enum CtlError: Error {
             return "weavedictl\(error.command.map { " " + $0.name } ?? ""): \(error.message.escapingControlCharacters)"
         case let .unreachable(socket, reason):
             return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n" + socket.searchNote
-                + "Is weavedid running? Start it with `swift run weavedid` (or `systemctl start weavedid`), or pass --socket PATH."
+                + "Is weavedid running? Start it with `systemctl start weavedid` (or `swift run weavedid` in its source tree), or pass --socket PATH."
         case let .notASocket(socket, kind, reason):
             let advice = switch socket.origin {
             case .option: "Pass the path of weavedid's control socket with --socket PATH (control.socket in its configuration)."

@@ -60,7 +60,9 @@ enum FailureHint {
         switch name {
         case "level":
             return "The daemon does not know that log level; levels: "
-                + LogLevel.allCases.map(\.rawValue).joined(separator: ", ") + "."
+                + LogLevel.allCases.map(\.rawValue).joined(separator: ", ") + " (the WeaveDI library's). "
+                + "The daemon's own lines (trace, debug, info, notice, warning, error) follow its filter: "
+                + "weavedictl log-level --filter debug, or --filter info,sync=debug for one subsystem."
         case "filter":
             return "The daemon could not parse that filter; it looks like WEAVEDID_LOG: "
                 + "a level, then subsystem=level pairs (info,sync=debug)."
