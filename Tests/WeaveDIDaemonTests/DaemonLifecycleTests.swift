@@ -268,6 +268,40 @@ import WeaveDIPosix
         }
     }
 
+    /// A control socket directory that cannot be made refuses the start naming what put the
+    /// socket there: a configuration field, systemd's `RUNTIME_DIRECTORY`, or an
+    /// `XDG_RUNTIME_DIR` inherited from a login session (no setting of the daemon's at all).
+    @Test(arguments: [
+        ("runtimeDirectory", "from runtimeDirectory", "set control.socket (or runtimeDirectory)"),
+        ("control.socket", "from control.socket", "set control.socket to a path"),
+        ("RUNTIME_DIRECTORY", "from RUNTIME_DIRECTORY in the environment", "set control.socket (or runtimeDirectory)"),
+        ("XDG_RUNTIME_DIR", "from XDG_RUNTIME_DIR in the environment", "set control.socket (or runtimeDirectory)"),
+    ])
+    func aSocketDirectoryThatCannotBeMade_refusesTheStart_namingWhatPutItThere(origin: String, named: String, remedy: String) throws {
+        let directory = TemporaryDirectory()
+        // A regular file where the directory's parent would be: ENOTDIR.
+        let file = directory.write("file", "not a directory")
+        var environment: [String: String] = [:]
+        var config = "{}"
+        var socketDirectory = file + "/run"
+        switch origin {
+        case "runtimeDirectory": config = #"{"runtimeDirectory": "\#(file)/run"}"#
+        case "control.socket": config = #"{"control": {"socket": "\#(file)/run/control.sock"}}"#
+        case "RUNTIME_DIRECTORY": environment["RUNTIME_DIRECTORY"] = file + "/run"
+        default:
+            environment["RUNTIME_DIRECTORY"] = ""
+            environment["XDG_RUNTIME_DIR"] = file
+            socketDirectory = file + "/weavedi"
+        }
+        let path = directory.write("weavedid.json", config)
+        let daemon = try DaemonProcess(["--config", path], environment: environment, directory: directory)
+        #expect(daemon.wait() == .exited(1), "\(daemon.log)")
+        #expect(
+            daemon.log.contains(#"cannot create "\#(socketDirectory)", the control socket's directory (\#(named)): "#),
+            "\(daemon.log)")
+        #expect(daemon.log.contains("Not a directory (ENOTDIR); create it, or \(remedy)"), "\(daemon.log)")
+    }
+
     @Test func staleSocket_isReplaced_butALiveOneRefusesTheStart() throws {
         let directory = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory.path + "/run", withIntermediateDirectories: true)

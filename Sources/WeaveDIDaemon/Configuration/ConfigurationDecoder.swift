@@ -44,7 +44,7 @@ struct ConfigurationDecoder {
             switch name {
             case "runtimeDirectory":
                 configuration.runtimeDirectory = try fields.absolutePath(value, at: path)
-                configuration.socketIsWorkingDirectoryDefault = false
+                if configuration.socketOrigin != .controlSocket { configuration.socketOrigin = .runtimeDirectory }
             case "stateDirectory": configuration.stateDirectory = try fields.absolutePath(value, at: path)
             case "shutdownTimeout":
                 configuration.shutdownTimeout = try fields.seconds(value, at: path, in: .positive(upTo: 3600))
@@ -65,7 +65,7 @@ struct ConfigurationDecoder {
                 let socket = try fields.absolutePath(value, at: path)
                 try checkSocketLength(socket, at: path, isDefault: false)
                 configuration.control.socket = socket
-                configuration.socketIsWorkingDirectoryDefault = false
+                configuration.socketOrigin = .controlSocket
                 socketIsExplicit = true
             case "socketMode":
                 configuration.control.socketMode = try socketMode(value, at: path)

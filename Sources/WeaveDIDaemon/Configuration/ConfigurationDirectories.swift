@@ -23,7 +23,7 @@ enum ConfigurationDirectories {
     }
 
     /// The first colon-separated entry of `value` (or all of it), if it is a non-empty absolute path.
-    private static func firstAbsoluteEntry(_ value: String?, splitting: Bool = true) -> String? {
+    static func firstAbsoluteEntry(_ value: String?, splitting: Bool = true) -> String? {
         guard let value else { return nil }
         let entry = splitting ? String(value.split(separator: ":", omittingEmptySubsequences: false)[0]) : value
         return entry.hasPrefix("/") ? entry : nil

@@ -33,11 +33,32 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var health: Health
     /// The sync jobs and how many may run at once.
     public var sync: Sync
+    /// What put `control.socket` where it is, for a message about it.
+    var socketOrigin: SocketOrigin
+
     /// Whether `control.socket` is the default below the working directory
     /// (`.weavedi/run/control.sock`): neither the configuration (`control.socket`,
     /// `runtimeDirectory`) nor the environment (`RUNTIME_DIRECTORY`, `XDG_RUNTIME_DIR`) put it
     /// elsewhere. A message about it then says so (`ReservedPath.controlSocket`).
-    var socketIsWorkingDirectoryDefault: Bool
+    var socketIsWorkingDirectoryDefault: Bool { socketOrigin == .workingDirectory }
+
+    /// What put `control.socket` where it is: the field itself, `runtimeDirectory`, the
+    /// environment (systemd's `RUNTIME_DIRECTORY`, or an `XDG_RUNTIME_DIR` the daemon may
+    /// have inherited from a login session), or the default below the working directory.
+    enum SocketOrigin: Equatable, Sendable, CustomStringConvertible {
+        case controlSocket, runtimeDirectory, runtimeDirectoryVariable, xdgRuntimeDirectory, workingDirectory
+
+        /// `control.socket`, `RUNTIME_DIRECTORY in the environment`, …
+        var description: String {
+            switch self {
+            case .controlSocket: "control.socket"
+            case .runtimeDirectory: "runtimeDirectory"
+            case .runtimeDirectoryVariable: "RUNTIME_DIRECTORY in the environment"
+            case .xdgRuntimeDirectory: "XDG_RUNTIME_DIR in the environment"
+            case .workingDirectory: "the default below the working directory"
+            }
+        }
+    }
 
     /// The path the daemon reads when no `--config` is given: `/etc/weavedi/weavedid.json`.
     public static let defaultPath = "/etc/weavedi/weavedid.json"
@@ -61,7 +82,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         control = Control(socket: ConfigurationDirectories.join(runtime, "control.sock"))
         health = Health()
         sync = Sync()
-        socketIsWorkingDirectoryDefault = ConfigurationDirectories.runtime(environment: environment) == nil
+        socketOrigin = ConfigurationDirectories.firstAbsoluteEntry(environment["RUNTIME_DIRECTORY"]) != nil ? .runtimeDirectoryVariable
+            : ConfigurationDirectories.runtime(environment: environment) != nil ? .xdgRuntimeDirectory : .workingDirectory
     }
 
     /// The configuration used when there is no file: environment-derived directories and one

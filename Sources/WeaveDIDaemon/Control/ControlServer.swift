@@ -104,11 +104,12 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
 
     /// Binds the configured socket and remembers its inode.
     private func bindSocket() throws -> FileDescriptor {
+        let origin = store.current.socketOrigin
         let configuration = store.current.control
         var madeDirectory = false
         let owned = try ControlSocketBinder.bind(
-            path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, log: log,
-            madeDirectory: &madeDirectory)
+            path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, origin: origin,
+            log: log, madeDirectory: &madeDirectory)
         let inode = (try? FileStatus(path: configuration.socket, followSymlinks: false))?.inode ?? 0
         // A rebind (the health fix) into the directory made at start keeps it as the socket's.
         let carried = madeDirectory || bound.withLock { $0?.madeDirectory == true && $0?.path == configuration.socket }

@@ -13,8 +13,10 @@ enum ControlSocketBinder {
 
     /// Binds and listens at `path` with `mode`; returns the non-blocking listener.
     /// `madeDirectory` says whether the socket's directory was made here (and carries its group).
+    /// `origin`, what put the socket there, is named when its directory cannot be made.
     static func bind(
-        path: String, mode: UInt32, group: DaemonConfiguration.AccountReference?, log: DaemonLog, madeDirectory: inout Bool
+        path: String, mode: UInt32, group: DaemonConfiguration.AccountReference?, origin: DaemonConfiguration.SocketOrigin,
+        log: DaemonLog, madeDirectory: inout Bool
     ) throws(Refusal) -> OwnedDescriptor {
         let address: UnixSocketAddress
         do { address = try UnixSocketAddress(path: path) } catch {
@@ -23,7 +25,7 @@ enum ControlSocketBinder {
         // Resolved first: a group that does not exist must not cost the old socket file.
         let gid = try group.map { (group) throws(Refusal) in try groupID(group) }
         let directory = parent(of: path)
-        madeDirectory = try makeDirectory(directory)
+        madeDirectory = try makeDirectory(directory, origin: origin)
         if !madeDirectory { warnIfOthersCanReplace(path, log: log) }
         if let existing = try? FileStatus(path: path, followSymlinks: false) {
             guard existing.kind == .socket else {
@@ -161,8 +163,13 @@ enum ControlSocketBinder {
 
     /// Creates `directory` 0750 (its missing parents 0755); returns whether it was made here.
     /// One that exists keeps its mode and group: it may be shared (`/tmp`, `/run`, `/`), and
-    /// narrowing it would lock others out of it for good.
-    static func makeDirectory(_ directory: String) throws(Refusal) -> Bool {
+    /// narrowing it would lock others out of it for good. A refusal says what put the socket
+    /// there (`origin`): an `XDG_RUNTIME_DIR` inherited from a login session is no setting of
+    /// the daemon's.
+    static func makeDirectory(_ directory: String, origin: DaemonConfiguration.SocketOrigin) throws(Refusal) -> Bool {
+        let which = "\(JSONValue.quotedPathForMessage(directory)), the control socket's directory (from \(origin))"
+        let remedy = origin == .controlSocket ? "create it, or set control.socket to a path in a directory the daemon may write"
+            : "create it, or set control.socket (or runtimeDirectory) to a place the daemon may write"
         let cwd = FileDescriptor.currentWorkingDirectory
         var made = false
         do {
@@ -172,10 +179,10 @@ enum ControlSocketBinder {
         } catch .fileExists {
             // There already (or made meanwhile by someone else): left as it is.
         } catch {
-            throw Refusal(description: "cannot create \(directory): \(error)")
+            throw Refusal(description: "cannot create \(which): \(error); \(remedy)")
         }
         guard let status = try? FileStatus(path: directory, followSymlinks: true), status.kind == .directory else {
-            throw Refusal(description: "\(directory) is not a directory")
+            throw Refusal(description: "\(which) is not a directory; \(remedy)")
         }
         if made { try? cwd.setPermissions(at: directory, 0o750) }  // exactly, whatever the umask
         return made
