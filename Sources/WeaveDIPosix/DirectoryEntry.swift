@@ -32,9 +32,35 @@ extension FileDescriptor {
     ///
     /// Works on a duplicate of the descriptor through `fdopendir(3)`, so this
     /// descriptor stays open and owned by the caller. The duplicate shares the
-    /// file offset, so the listing always starts with `rewinddir(3)`. `progress` hears how many
-    /// entries were read, every 1,024 (for a watchdog over a long listing).
-    public func directoryEntries(progress: (Int) -> Void = { _ in }) throws(Errno) -> [DirectoryEntry] {
+    /// file offset, so the listing always starts with `rewinddir(3)`.
+    public func directoryEntries() throws(Errno) -> [DirectoryEntry] {
+        // `goingOn` never stops it: the listing is whole.
+        try directoryEntries(every: .max) { _ in true } ?? []
+    }
+
+    /// Lists the entries of this open directory as `directoryEntries()` does, asking `goingOn`
+    /// every `interval` entries read (with how many were read) whether to go on: a listing of
+    /// a huge directory (a `getdents64` of 32 KiB holds some hundreds of names) can so be
+    /// watched, and stopped before its next read; nil when `goingOn` stopped it.
+    public func directoryEntries(every interval: Int, while goingOn: (Int) -> Bool) throws(Errno) -> [DirectoryEntry]? {
+        precondition(interval > 0, "a listing's interval must be positive")
+        var entries: [DirectoryEntry] = []
+        let whole = try readEntries { entry in
+            entries.append(entry)
+            return entries.count % interval != 0 || goingOn(entries.count)
+        }
+        return whole ? entries : nil
+    }
+
+    /// Whether this directory has an entry (besides `.` and `..`) that `matches`: the listing
+    /// stops at the first one, and holds no names (a huge directory costs one `getdents64`).
+    public func hasEntry(where matches: (DirectoryEntry) -> Bool = { _ in true }) throws(Errno) -> Bool {
+        try !readEntries { !matches($0) }
+    }
+
+    /// Reads the entries, excluding `.` and `..`, handing each to `body` until it returns false;
+    /// whether all were read.
+    private func readEntries(_ body: (DirectoryEntry) -> Bool) throws(Errno) -> Bool {
         let duplicate = try duplicate(closeOnExec: true).release()
         guard let stream = fdopendir(duplicate.rawValue) else {
             let error = Errno.current
@@ -44,12 +70,11 @@ extension FileDescriptor {
         defer { closedir(stream) }
         rewinddir(stream)
         let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
-        var entries: [DirectoryEntry] = []
         while true {
             errno = 0
             guard let entry = readdir(stream) else {
                 let error = errno
-                if error == 0 { return entries }
+                if error == 0 { return true }
                 if error == EINTR { continue }
                 throw Errno(rawValue: error)
             }
@@ -58,12 +83,12 @@ extension FileDescriptor {
             let exact = String(validatingCString: namePointer)
             let name = exact ?? String(cString: namePointer)
             if name == "." || name == ".." { continue }
-            if entries.count & 1023 == 1023 { progress(entries.count + 1) }
-            entries.append(DirectoryEntry(
+            let listed = DirectoryEntry(
                 name: name,
                 kind: FileKind(directoryEntryType: entry.pointee.d_type),
                 inode: UInt64(entry.pointee.d_ino),
-                nameIsExact: exact != nil))
+                nameIsExact: exact != nil)
+            if !body(listed) { return false }
         }
     }
 

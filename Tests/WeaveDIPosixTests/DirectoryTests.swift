@@ -3,14 +3,42 @@ import Testing
 import WeaveDIPosix
 
 @Suite struct DirectoryTests {
-    @Test func directoryEntries_tellTheirProgress_every1024() throws {
+    @Test func directoryEntries_askWhetherToGoOn_everyInterval() throws {
         let directory = try TemporaryDirectory()
         let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
         for n in 0..<2_500 { try dir.descriptor.makeDirectory(at: "d\(n)") }
         var heard: [Int] = []
-        let entries = try dir.descriptor.directoryEntries { heard.append($0) }
-        #expect(entries.count == 2_500)
+        let entries = try dir.descriptor.directoryEntries(every: 1_024) { heard.append($0); return true }
+        #expect(entries?.count == 2_500)
         #expect(heard == [1_024, 2_048])
+    }
+
+    /// A listing told to stop stops there (nil), before reading the rest; the descriptor stays
+    /// usable and a listing after it is whole.
+    @Test func directoryEntries_stopWhenTold() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        for n in 0..<500 { try dir.descriptor.makeDirectory(at: "d\(n)") }
+        var heard: [Int] = []
+        let stopped = try dir.descriptor.directoryEntries(every: 64) { heard.append($0); return $0 < 192 }
+        #expect(stopped == nil)
+        #expect(heard == [64, 128, 192])
+        #expect(try dir.descriptor.directoryEntries().count == 500)
+    }
+
+    /// `hasEntry` says whether a directory has an entry (that matches), reading no further.
+    @Test func hasEntry_saysWhetherADirectoryHasOne() throws {
+        let directory = try TemporaryDirectory()
+        let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)
+        #expect(try !dir.descriptor.hasEntry())
+        try dir.descriptor.makeDirectory(at: ".tmp-1")
+        #expect(try dir.descriptor.hasEntry())
+        #expect(try !dir.descriptor.hasEntry { !$0.name.hasPrefix(".tmp-") })
+        for n in 0..<100 { try dir.descriptor.makeDirectory(at: "d\(n)") }
+        var seen = 0
+        #expect(try dir.descriptor.hasEntry { _ in seen += 1; return true })
+        #expect(seen == 1)
+        #expect(try dir.descriptor.hasEntry { $0.name == "d57" })
     }
 
     @Test func directoryEntries_listNamesAndTypes() throws {

@@ -49,9 +49,7 @@ struct DestinationRemover {
     func isEmptyDirectory(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> Bool {
         do {
             let directory = try MirrorFailure.opening(name, in: parent) { try parent.openDirectory(at: name, noFollow: true) }
-            return try MirrorFailure.attempt("readdir") {
-                try directory.descriptor.directoryEntries { _ in WalkWatch.pulse() }
-            }.isEmpty
+            return try !MirrorFailure.attempt("readdir") { try directory.descriptor.hasEntry() }
         } catch .vanished, .replaced, .system("open", .permissionDenied) {
             // Nothing in the way now, or a directory that cannot be read (no `r`): `rmdir`,
             // which needs no `r`, says what is there.
@@ -303,9 +301,8 @@ struct DestinationRemover {
                 }
                 if found == nil { found = status }
             }
-            let entries = try MirrorFailure.attempt("readdir") {
-                try directory.descriptor.directoryEntries { _ in WalkWatch.pulse() }
-            }
+            // A run cancelled while it lists stops there (`cancelled`): the mode goes back below.
+            let entries = try WalkWatch.list(directory.descriptor)
             return Level(name: name, identity: FileIdentity(status), handle: directory, entries: entries, found: found)
         } catch {
             if let found {

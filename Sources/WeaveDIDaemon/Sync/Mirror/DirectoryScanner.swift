@@ -100,12 +100,17 @@ struct DirectoryScanner {
         var destinationEntries: [DirectoryEntry]
         do {
             try WalkWatch.begin(.listing(.source), nil, in: directory)
-            sourceEntries = try MirrorFailure.attempt("readdir") { try directory.source.directoryEntries { _ in WalkWatch.pulse() } }
+            sourceEntries = try WalkWatch.list(directory.source)
             if directory.deniesListing { try directory.makeWritable() }
             try WalkWatch.begin(.listing(.destination), nil, in: directory)
-            destinationEntries = try MirrorFailure.attempt("readdir (destination)") {
-                try directory.destination.descriptor.directoryEntries { _ in WalkWatch.pulse() }
-            }
+            destinationEntries = try WalkWatch.list(directory.destination.descriptor, "readdir (destination)")
+        } catch .cancelled {
+            // Cancelled (or given up on) while listing, however many names the directory has:
+            // nothing was done in it, and it gets back the mode given to list it.
+            outcome.interrupted = true
+            outcome.finished = true
+            directory.undoMakeWritable(report: &outcome.report, settings: settings)
+            return
         } catch {
             outcome.report.fail(directory.reportPath, error.description)
             outcome.listingFailed = true

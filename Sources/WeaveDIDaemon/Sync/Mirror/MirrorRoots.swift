@@ -293,10 +293,11 @@ struct MirrorRoots: ~Copyable {
         let (sourcePath, destinationPath) = (settings.source, settings.destination)
         if settings.delete {
             try note(MirrorRootStep("reading the source", sourcePath))
-            if (try? source.directoryEntries())?.isEmpty == true {
+            // Each listing stops at its first name that says (a source of a million names is not
+            // read, nor held, for this).
+            if (try? source.hasEntry()) == false {
                 try note(MirrorRootStep("reading the destination", destinationPath))
-                let entries = try? destination.directoryEntries()
-                if entries?.contains(where: { !MirrorTemporaryName.isTemporary($0.name) }) == true {
+                if (try? destination.hasEntry { !MirrorTemporaryName.isTemporary($0.name) }) == true {
                     throw Failure(
                         path: sourcePath,
                         reason: "the source is empty and delete is on: refusing to delete everything in the destination "

@@ -244,9 +244,29 @@ final class WalkWatch: Sendable {
     /// Whether the calling worker's run wants no more of its work: its task is cancelled (a
     /// reload removed the job, the daemon is stopping, the job's fix cancelled a stuck run) or
     /// the watch gave its verdict. Asked at each entry by work that goes on entry after entry
-    /// within one step (a tree's removal, a directory's scan), which no `begin` would stop.
+    /// within one step (a tree's removal, a directory's scan, its listing: `list`), which no
+    /// `begin` would stop.
     static var runIsStopping: Bool {
         Task.isCancelled || currentSlot()?.watch.isUnwanted == true
+    }
+
+    /// How many entries a worker lists between two looks at its run (`list`): fewer than a
+    /// `getdents64` of 32 KiB holds (some hundreds of names).
+    static let listingInterval = 64
+
+    /// The calling worker lists `directory` (a failure said as `operation`): every
+    /// `listingInterval` entries read start its step's limit again, and a run cancelled or given
+    /// up on (`runIsStopping`) stops the listing there (`cancelled`), before its next read,
+    /// rather than at the end of a directory of a million names.
+    static func list(_ directory: FileDescriptor, _ operation: String = "readdir") throws(MirrorFailure) -> [DirectoryEntry] {
+        let entries = try MirrorFailure.attempt(operation) {
+            try directory.directoryEntries(every: listingInterval) { _ in
+                pulse()
+                return !runIsStopping
+            }
+        }
+        guard let entries else { throw .cancelled }
+        return entries
     }
 
     // MARK: The watch's thread
