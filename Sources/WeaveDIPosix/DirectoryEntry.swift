@@ -2,13 +2,15 @@ import Glibc
 
 /// One name in a directory listing, with the type hint from `d_type`.
 public struct DirectoryEntry: Hashable, Sendable, CustomStringConvertible {
+    // The two one-byte fields last: 32 bytes an entry, not 40 (a listing of a million names
+    // holds a million of them).
     /// The entry's name within its directory (never `.` or `..`).
     public var name: String
+    /// The inode number (`d_ino`).
+    public var inode: UInt64
     /// The kind reported by `d_type`; `.unknown` when the file system does not say,
     /// in which case callers should fall back to `status(at:followSymlinks: false)`.
     public var kind: FileKind
-    /// The inode number (`d_ino`).
-    public var inode: UInt64
     /// False when the name on disk is not valid UTF-8: `name` then holds a repaired copy (with
     /// U+FFFD), which names a different file or none, and must not be used to open or remove it.
     public var nameIsExact: Bool

@@ -41,6 +41,12 @@ import WeaveDIPosix
         #expect(try dir.descriptor.hasEntry { $0.name == "d57" })
     }
 
+    /// A listing of a million names holds a million entries: 32 bytes each (the name's bytes
+    /// inline up to 15), not the 40 of a one-byte field between the name and the inode.
+    @Test func directoryEntry_takes32Bytes() {
+        #expect(MemoryLayout<DirectoryEntry>.stride == 32)
+    }
+
     @Test func directoryEntries_listNamesAndTypes() throws {
         let directory = try TemporaryDirectory()
         let dir = try FileDescriptor.currentWorkingDirectory.openDirectory(at: directory.path)

@@ -121,8 +121,12 @@ struct DirectoryScanner {
         removeLeftovers(&destinationEntries, in: directory, outcome: &outcome)
         var destinationNames = Set<ExactName>(minimumCapacity: destinationEntries.count)
         for entry in destinationEntries where entry.nameIsExact { destinationNames.insert(ExactName(entry.name)) }
+        // Without `delete`, neither the destination's listing nor the source's names are needed
+        // past this point: not held while the source's entries are looked at (a million names
+        // of each side, 32 MB for the listing and as much for the set of names).
+        if !settings.delete { destinationEntries = [] }
 
-        var sourceNames = Set<ExactName>(minimumCapacity: sourceEntries.count)
+        var sourceNames = Set<ExactName>(minimumCapacity: settings.delete ? sourceEntries.count : 0)
         for entry in sourceEntries {
             // A run cancelled (or given up on) stops at the next entry: each `lstat` of a
             // large directory would go on to its end, on a slow file system for long.
@@ -130,7 +134,7 @@ struct DirectoryScanner {
                 outcome.interrupted = true
                 break
             }
-            sourceNames.insert(ExactName(entry.name))
+            if settings.delete { sourceNames.insert(ExactName(entry.name)) }
             // Paths are built for reports only (`MirrorDirectory.path`), never for each entry.
             guard entry.nameIsExact else {
                 outcome.entriesFound += 1
