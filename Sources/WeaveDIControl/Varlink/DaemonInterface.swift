@@ -100,8 +100,13 @@ public enum DaemonInterface {
           filesSkipped: int,
           errors: int,
           bytes: int,
-          message: ?string
+          message: ?string,
+          failedItems: ?[]FailedItem
         )
+
+        # An item of a run that failed, its path relative to the job's root; a run keeps its
+        # first 20 (JobRun.errors counts them all).
+        type FailedItem (path: string, reason: string)
 
         # Why a run asked for waits before it starts: the runs going (sync.maxConcurrentRuns of them,
         # or more after a reload lowered it), and the cap.

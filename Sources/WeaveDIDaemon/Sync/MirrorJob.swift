@@ -52,6 +52,17 @@ struct MirrorJob: SyncJob {
             context.log.warning(
                 "sync", "\(context.job): \(report.modesNotGivenBack.count - Self.modesLogged) more modes not given back")
         }
+        // Each failed item its own line too, up to the 20 the run's record keeps (`failedItems`),
+        // when there are several: the run's end says the first only.
+        let modes = Set(report.modesNotGivenBack)
+        let failed = report.errorCount > 1 ? report.errors.filter { !modes.contains($0) } : []
+        for issue in failed.prefix(Self.failuresLogged) {
+            context.log.warning("sync", "\(context.job): \(context.runID): \(issue.path): \(issue.reason)")
+        }
+        let unlogged = report.errorCount - report.modesNotGivenBack.count - min(failed.count, Self.failuresLogged)
+        if !failed.isEmpty, unlogged > 0 {
+            context.log.warning("sync", "\(context.job): \(context.runID): \(unlogged) more item(s) failed")
+        }
         let leftovers = report.leftoversRemoved > 0
             ? "removed \(report.leftoversRemoved) unfinished cop\(report.leftoversRemoved == 1 ? "y" : "ies") (.weavedi-tmp.*) "
                 + "left by an interrupted run"
@@ -66,7 +77,6 @@ struct MirrorJob: SyncJob {
         outcome.skipped = report.skipped
         outcome.bytes = Int(report.bytes)
         // The modes not given back first: the record keeps 20 errors.
-        let modes = Set(report.modesNotGivenBack)
         let listed = report.modesNotGivenBack + report.errors.filter { !modes.contains($0) }
         outcome.errors = listed.prefix(20).map { SyncItemError(path: $0.path, reason: $0.reason) }
         outcome.errorCount = report.errorCount
@@ -92,6 +102,9 @@ struct MirrorJob: SyncJob {
     /// How many modes not given back a run logs one by one (`MirrorReport.modesNotGivenBack`);
     /// the rest are counted in one line.
     static let modesLogged = 20
+
+    /// How many other failed items a run logs one by one; the rest are counted in one line.
+    static let failuresLogged = 20
 
     /// What a run says, once, of the copies that did not get the set-ID bits of their source's
     /// mode (`SetIDBits`); nil when there were none.

@@ -11,6 +11,7 @@ enum SyncRunEncoding {
             ("filesCopied", .int(run.copied)), ("filesUpdated", .int(run.updated)), ("filesDeleted", .int(run.deleted)),
             ("filesSkipped", .int(run.skipped)), ("errors", .int(run.errorCount)), ("bytes", .int(run.bytes)),
             ("message", run.message.map(JSONValue.string) ?? .null),
+            ("failedItems", .array(run.errors.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) })),
         ])
     }
 
@@ -35,6 +36,17 @@ enum SyncRunEncoding {
         outcome.errorCount = try Check.count(json, "errors", prefix: prefix, required: false)
         outcome.bytes = try Check.count(json, "bytes", prefix: prefix, required: false)
         let duration = try Check.time(json, "duration", prefix: prefix, optional: true) ?? max(0, ended - started)
+        // The failed items (a file of an older daemon has none); at most the 20 a run keeps.
+        if let items = json[member: "failedItems"], !items.isNull {
+            guard let list = items.arrayValue else {
+                throw Check(description: "\(prefix)failedItems: expected an array, got \(Check.describe(items))")
+            }
+            for (index, item) in list.prefix(20).enumerated() {
+                let at = "\(prefix)failedItems[\(index)]."
+                outcome.errors.append(SyncItemError(
+                    path: try Check.string(item, "path", prefix: at), reason: try Check.string(item, "reason", prefix: at)))
+            }
+        }
         return SyncRunRecord(id: id, job: job, outcome: outcome, startedAt: started, endedAt: ended, duration: duration)
     }
 

@@ -131,8 +131,23 @@ struct RunJobCommand: CtlCommand {
             context.printJSON(final?.object ?? .object([]))
         } else {
             context.terminal.line(Self.summary(run, job: name, on: context.terminal))
+            for line in Self.failedItems(run) { context.terminal.line(line) }
         }
         return run.string("result") == "success" ? ExitStatus.ok : ExitStatus.failure
+    }
+
+    /// The run's failed items, one line each below its summary (`  docs/a.txt: open: Permission
+    /// denied (EACCES)`), then how many more failed than the daemon keeps (20); none for a run
+    /// with one, which its summary says already.
+    static func failedItems(_ run: JSONValue) -> [String] {
+        guard (run.int("errors") ?? 0) > 1 else { return [] }
+        let items = run[member: "failedItems"]?.arrayValue ?? []
+        var lines = items.map { item in
+            "  " + (item.string("path") ?? "?").escapingControlCharacters + ": " + (item.string("reason") ?? "?").escapingControlCharacters
+        }
+        let more = (run.int("errors") ?? 0) - items.count
+        if !items.isEmpty, more > 0 { lines.append("  … and \(more) more (the daemon keeps the first \(items.count))") }
+        return lines
     }
 
     /// Without --wait: asks for a run and returns once it has started (`detach`), so that a run
