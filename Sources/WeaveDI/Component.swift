@@ -75,23 +75,35 @@ public struct Provide<Value: Sendable>: Sendable {
     /// The scope it is registered in.
     public let scope: WeaveDI.Scope
     let factory: @Sendable (_ resolver: any Resolver) throws -> Value
+    /// Where the property is declared, for the message of a read that stops the program.
+    let site: DeclarationSite
 
-    /// Registers the initial value's expression as the factory of `Value`, in `scope`.
-    public init(wrappedValue: @autoclosure @escaping @Sendable () -> Value, scope: WeaveDI.Scope = .singleton) {
+    /// Registers the initial value's expression as the factory of `Value`, in `scope`. `fileID`
+    /// and `line` default to the property's declaration, which a read that stops the program names.
+    public init(
+        wrappedValue: @autoclosure @escaping @Sendable () -> Value, scope: WeaveDI.Scope = .singleton,
+        fileID: StaticString = #fileID, line: UInt = #line
+    ) {
         self.scope = scope
+        site = DeclarationSite(fileID: fileID, line: line)
         factory = { _ in wrappedValue() }
     }
 
     /// Registers `factory` for `Value`, in `scope`; it resolves its dependencies through the
-    /// resolver it is given (and records them for `checkCycles()`).
-    public init(scope: WeaveDI.Scope = .singleton, _ factory: @escaping @Sendable (_ resolver: any Resolver) throws -> Value) {
+    /// resolver it is given (and records them for `checkCycles()`). `fileID` and `line` default to
+    /// the property's declaration, which a read that stops the program names.
+    public init(
+        scope: WeaveDI.Scope = .singleton, fileID: StaticString = #fileID, line: UInt = #line,
+        _ factory: @escaping @Sendable (_ resolver: any Resolver) throws -> Value
+    ) {
         self.scope = scope
+        site = DeclarationSite(fileID: fileID, line: line)
         self.factory = factory
     }
 
     /// The provided service, resolved from `Container.live` (a read that cannot resolve it stops
     /// the program with a message naming the type).
-    public var wrappedValue: Value { Injected<Value>().wrappedValue }
+    public var wrappedValue: Value { Injected<Value>(declaredAt: site).wrappedValue }
 }
 
 /// What `Component` finds by reflection: a provider that registers itself.

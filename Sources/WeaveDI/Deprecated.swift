@@ -6,8 +6,11 @@
 public struct Inject<Value: Sendable>: Sendable {
     let injected: Injected<Value>
 
-    /// Resolves the property's type.
-    public init() { injected = Injected() }
+    /// Resolves the property's type. `fileID` and `line` default to the property's declaration,
+    /// which a read that stops the program names.
+    public init(fileID: StaticString = #fileID, line: UInt = #line) {
+        injected = Injected(declaredAt: DeclarationSite(fileID: fileID, line: line))
+    }
 
     /// The resolved instance (nil for an optional property when it cannot be resolved).
     public var wrappedValue: Value { injected.wrappedValue }

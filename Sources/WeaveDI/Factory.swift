@@ -14,27 +14,56 @@
 /// request-scoped and read inside the build of a longer-lived service, or where no such scope
 /// is active (see `Container.makeFresh`); it is part of a cycle (A's initializer reads `@Factory var b: B`, and
 /// B's reads `@Factory var a: A`); its factory threw. Call `try container.makeFresh(T.self)`
-/// where such a failure must be handled.
+/// where such a failure must be handled. The stop's message names the property's declaration
+/// (`@Factory var ...: PDFGenerator (declared at App/DocumentService.swift:2): ...`): the
+/// initializers take `#fileID` and `#line` as defaults, which Swift evaluates where the property
+/// is declared. Leave them out.
 @propertyWrapper
 public struct Factory<Value: Sendable>: Sendable {
-    /// A factory for the wrapped property's type.
-    public init() {}
+    /// Where the property is declared, for a stop's message (read by nothing else).
+    let site: DeclarationSite
 
-    /// A factory for `type`.
-    public init(_ type: Value.Type) {}
+    /// A factory for the wrapped property's type. `fileID` and `line` default to the property's
+    /// declaration, which a read that stops the program names.
+    public init(fileID: StaticString = #fileID, line: UInt = #line) {
+        site = DeclarationSite(fileID: fileID, line: line)
+    }
+
+    /// A factory for `type`. `fileID` and `line` default to the property's declaration, which a
+    /// read that stops the program names.
+    public init(_ type: Value.Type, fileID: StaticString = #fileID, line: UInt = #line) {
+        site = DeclarationSite(fileID: fileID, line: line)
+    }
 
     /// A freshly built instance.
     public var wrappedValue: Value {
-        // The live container is never freed: borrowed, not retained.
-        WeaveDI.Container.liveRef._withUnsafeGuaranteedRef { container in
-            do {
-                return try container.makeFresh(Value.self)
-            } catch {
-                fatalError(
-                    "@Factory var ...: \(Value.self): \(error) (a @Factory read cannot throw; "
-                        + "try WeaveDI.Container.live.makeFresh(\(Value.self).self) throws this error instead)")
-            }
+        do {
+            return try Self.fresh()
+        } catch {
+            Self.unbuilt(error, declaredAt: site)
         }
+    }
+
+    /// A freshly built instance; the site stays out of the build (only the failure path reads it).
+    @inline(__always)
+    static func fresh() throws(ResolutionError) -> Value {
+        // The live container is never freed: borrowed, not retained. (`_withUnsafeGuaranteedRef`
+        // rethrows untyped errors; the body throws only `ResolutionError`.)
+        do {
+            return try WeaveDI.Container.liveRef._withUnsafeGuaranteedRef { container throws(ResolutionError) in
+                try container.makeFresh(Value.self)
+            }
+        } catch {
+            throw error as! ResolutionError
+        }
+    }
+
+    /// Why a read could not build, as the program's last words.
+    @inline(never)
+    static func unbuilt(_ error: ResolutionError, declaredAt site: DeclarationSite) -> Never {
+        fatalError(
+            "@Factory var ...: \(Value.self)\(site.declaredAt): \(error) (a @Factory read cannot throw; "
+                + "try WeaveDI.Container.live.makeFresh(\(Value.self).self) throws this error instead)")
     }
 }
 

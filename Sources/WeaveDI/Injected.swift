@@ -19,8 +19,9 @@ public struct Injected<Value> {
         case pinned(Box<Value>)
         /// The shared, never freed lookup of a type (unmanaged, like `key`).
         case type(Unmanaged<TypeLookup<Value>>)
-        /// The same lookup for a non-optional `Value`: nil stops the program.
-        case required(Unmanaged<TypeLookup<Value?>>)
+        /// The same lookup for a non-optional `Value`, with the property's declaration: nil
+        /// stops the program with a message that names it. (Shared and never freed, like `type`.)
+        case required(Unmanaged<RequiredLookup<Value>>)
     }
 
     @usableFromInline
@@ -46,13 +47,28 @@ public struct Injected<Value> {
     ///
     /// For an optional `T?` a read is nil when `T` cannot be resolved. For any other type a read
     /// that cannot resolve it stops the program with a message that names the type and the
-    /// reason (not registered: how to register it), as `@Factory` does.
-    public init() where Value: Sendable {
+    /// reason (not registered: how to register it), and the property's declaration, as `@Factory`
+    /// does: `fileID` and `line` default to it (Swift evaluates them where the property is
+    /// declared). Leave them out. (The declaration is kept once per declaration, not in the
+    /// wrapper, which stays one word: see `RequiredLookup`.)
+    public init(fileID: StaticString = #fileID, line: UInt = #line) where Value: Sendable {
+        self.init(declaredAt: DeclarationSite(fileID: fileID, line: line))
+    }
+
+    /// `init()` for a property declared at `site` (`@Provide`, `@Inject`, which take their own).
+    init(declaredAt site: DeclarationSite) where Value: Sendable {
         if let optional = Value.self as? any OptionalLookup.Type {
             storage = .type(.passUnretained(unsafeDowncast(optional.typeLookup(), to: TypeLookup<Value>.self)))
         } else {
-            storage = .required(.passUnretained(LiveTypeLookup<Value>.shared()))
+            storage = .required(.passUnretained(RequiredLookup.shared(LiveTypeLookup<Value>.shared(), declaredAt: site)))
         }
+    }
+
+    /// Where the property is declared, for a non-optional `@Injected var x: T` (the only one
+    /// whose read can stop the program); nil for the others.
+    var site: DeclarationSite? {
+        guard case let .required(lookup) = storage else { return nil }
+        return lookup._withUnsafeGuaranteedRef { $0.site }
     }
 
     /// The dependency, looked up now.
@@ -75,19 +91,22 @@ public struct Injected<Value> {
         case let .key(cache): cache._withUnsafeGuaranteedRef { $0.read() }
         case let .pinned(box): box.value
         case let .type(lookup): lookup._withUnsafeGuaranteedRef { $0.read() }
-        case let .required(lookup): lookup._withUnsafeGuaranteedRef { $0.readRequired() } ?? Self.unresolved()
+        case let .required(required):
+            required._withUnsafeGuaranteedRef { required in
+                required.lookup._withUnsafeGuaranteedRef { $0.readRequired() } ?? Self.unresolved(required.site)
+            }
         }
     }
 
     /// Why a non-optional by-type read found nothing, as the program's last words. (Reached only
     /// from `.required`, which `init()` makes for a `Sendable` `Value`.)
     @inline(never)
-    static func unresolved() -> Value {
+    static func unresolved(_ site: DeclarationSite) -> Value {
         do {
             return try WeaveDI.Container.live.requireSendable(Value.self)
         } catch {
             fatalError(
-                "@Injected var ...: \(Value.self): \(error) (a non-optional @Injected read cannot throw; "
+                "@Injected var ...: \(Value.self)\(site.declaredAt): \(error) (a non-optional @Injected read cannot throw; "
                     + "@Injected var x: \(Value.self)? reads nil instead, try WeaveDI.Container.live.require(\(Value.self).self) "
                     + "throws this error)")
         }
@@ -158,6 +177,46 @@ final class InjectedCache<Value>: @unchecked Sendable {
         }
         return value
     }
+}
+
+/// What a non-optional `@Injected var x: T` reads through: the lookup of `T` and where the
+/// property is declared. One per type and declaration, made by the first wrapper initialized
+/// there, shared by the others and never freed: there are as many as declarations in the
+/// program. It keeps the declaration out of the wrapper (one word; with the declaration in it,
+/// three, and every read, of any kind, loaded them all), at the cost of a lookup in a locked
+/// table when a wrapper of this kind is made.
+///
+/// `@unchecked Sendable`: immutable; the lookup is permanent.
+@usableFromInline
+final class RequiredLookup<Value>: @unchecked Sendable {
+    let lookup: Unmanaged<TypeLookup<Value?>>
+    let site: DeclarationSite
+
+    private init(_ lookup: TypeLookup<Value?>, site: DeclarationSite) {
+        self.lookup = .passUnretained(lookup)
+        self.site = site
+    }
+
+    /// The one for `lookup` (a permanent `LiveTypeLookup`) declared at `site`.
+    static func shared(_ lookup: TypeLookup<Value?>, declaredAt site: DeclarationSite) -> RequiredLookup {
+        let key = RequiredLookups.Key(lookup: ObjectIdentifier(lookup), site: site)
+        return RequiredLookups.table.withLock { table in
+            if let existing = table[key] { return unsafeDowncast(existing, to: RequiredLookup.self) }
+            let made = RequiredLookup(lookup, site: site)
+            table[key] = made
+            return made
+        }
+    }
+}
+
+/// Every `RequiredLookup`, by lookup and declaration.
+enum RequiredLookups {
+    struct Key: Hashable {
+        let lookup: ObjectIdentifier
+        let site: DeclarationSite
+    }
+
+    static let table = Locked<[Key: AnyObject]>([:])
 }
 
 /// Every key path's `InjectedCache`, by key path.

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 @testable import WeaveDI
 
 /// Runs a program built alongside the tests and collects what it printed.
@@ -45,4 +46,14 @@ enum ChildProcess {
             status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
             stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
     }
+}
+
+/// The line of the probe's source (Sources/WeaveDIProbe/main.swift) that is `text`, counted from 1.
+func probeLine(of text: String, filePath: String = #filePath) throws -> Int {
+    let root = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let source = try String(contentsOf: root.appendingPathComponent("Sources/WeaveDIProbe/main.swift"), encoding: .utf8)
+    let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
+    let matches = lines.indices.filter { lines[$0] == text }
+    try #require(matches.count == 1, "\(matches.count) lines of the probe are \(text)")
+    return matches[0] + 1
 }

@@ -535,6 +535,10 @@ struct GroupedValues {
         #expect(!result.stdout.contains("unreachable"))
         #expect(result.stderr.contains("no registration for Unregistered"))
         #expect(result.stderr.contains("container.register(Unregistered.self)"))
+        // Where the property is declared, not where the library stops.
+        let line = try probeLine(of: "    @Factory var unregistered: Unregistered")
+        #expect(result.stderr.contains("@Factory var ...: Unregistered (declared at weavedi_probe/main.swift:\(line)): "),
+            "\(result.stderr)")
     }
 
     /// A cycle through `@Factory` properties read in initializers is a stop (a `@Factory` read
@@ -543,7 +547,11 @@ struct GroupedValues {
         let result = try ChildProcess.run("weavedi-probe", ["factory-cycle"])
         #expect(result.signaled || result.status != 0)
         #expect(!result.stdout.contains("unreachable"))
-        #expect(result.stderr.contains("@Factory var ...: FactoryCycleA: dependency cycle: FactoryCycleA -> FactoryCycleB -> FactoryCycleA"))
+        // The read that closed the cycle: B's property.
+        let line = try probeLine(of: "    @Factory var a: FactoryCycleA")
+        #expect(result.stderr.contains(
+            "@Factory var ...: FactoryCycleA (declared at weavedi_probe/main.swift:\(line)): "
+                + "dependency cycle: FactoryCycleA -> FactoryCycleB -> FactoryCycleA"), "\(result.stderr)")
         #expect(result.stderr.contains("try WeaveDI.Container.live.makeFresh(FactoryCycleA.self)"))
     }
 
@@ -551,7 +559,9 @@ struct GroupedValues {
         let result = try ChildProcess.run("weavedi-probe", ["injected-missing"])
         #expect(result.signaled || result.status != 0)
         #expect(!result.stdout.contains("unreachable"))
-        #expect(result.stderr.contains("@Injected var ...: Unregistered"))
+        let line = try probeLine(of: "    @Injected var unregistered: Unregistered")
+        #expect(result.stderr.contains("@Injected var ...: Unregistered (declared at weavedi_probe/main.swift:\(line)): "),
+            "\(result.stderr)")
         #expect(result.stderr.contains("no registration for Unregistered"))
         #expect(result.stderr.contains("container.register(Unregistered.self)"))
         // The stop says it all: no line first about `Unregistered?`, which the program never wrote.
@@ -559,3 +569,4 @@ struct GroupedValues {
         #expect(!result.stderr.contains("diagnostic:"), "\(result.stderr)")
     }
 }
+
