@@ -218,14 +218,26 @@ extension WeaveDI.Container {
         }
     }
 
-    /// The error for `type`, not registered here. A registered type of the same name is named
-    /// qualified in the suggestions (it may be the one meant), and so is `type` then.
+    /// The error for `type`, not registered here. Its suggestions are registered types of
+    /// similar names that could be what was meant: related to `type` (`TypeRelation`: a
+    /// protocol and a type that conforms to it, a class and a subclass), or where the run time
+    /// cannot tell; never an unrelated type, nor one being built on this thread (asking for it
+    /// there would be a cycle). A registered type of the same name is named qualified in the
+    /// suggestions, and so is `type` then.
     func notRegistered<T>(_ type: T.Type) -> ResolutionError {
         let slot = TypeSlots.shared.slot(for: type)
         let registered = state.withLock { Array($0.entries.keys) }
         let names = TypeSlots.shared.names(ofSlots: registered + [slot])
+        let building = Set(ResolutionStack.current.frames.lazy.filter { $0.containerID == self.id }.map(\.slot))
+        let candidates = registered.filter { !building.contains($0) }
+        var slotsByName: [String: Int] = [:]
+        for candidate in candidates { slotsByName[names[candidate]!] = candidate }
         let suggestions = NameSimilarity.suggestions(
-            for: TypeSlots.shared.name(ofSlot: slot), among: registered.map { names[$0]! })
+            for: TypeSlots.shared.name(ofSlot: slot), among: candidates.map { names[$0]! }
+        ) { name in
+            guard let other = slotsByName[name].flatMap(TypeSlots.shared.type(ofSlot:)) else { return true }
+            return TypeRelation.related(other, T.self) != false
+        }
         return .notRegistered(
             type: ResolutionStack.current.messageName(of: slot, among: registered), suggestions: suggestions)
     }

@@ -1,7 +1,10 @@
 /// Suggests registered type names close to a missing one ("did you mean UserServiceImpl?").
 enum NameSimilarity {
-    /// Up to three of `candidates` that resemble `name`, closest first.
-    static func suggestions(for name: String, among candidates: [String]) -> [String] {
+    /// Up to three of `candidates` that resemble `name` and that `keep` accepts, closest first
+    /// (`keep` is asked only about those that resemble `name`).
+    static func suggestions(
+        for name: String, among candidates: [String], keep: (String) -> Bool = { _ in true }
+    ) -> [String] {
         let target = normalized(name)
         var scored: [(String, Int)] = []
         for candidate in Set(candidates) where candidate != name {
@@ -12,7 +15,11 @@ enum NameSimilarity {
                 scored.append((candidate, related ? min(distance, 1) : distance))
             }
         }
-        return scored.sorted { ($0.1, $0.0) < ($1.1, $1.0) }.prefix(3).map(\.0)
+        var kept: [String] = []
+        for (candidate, _) in scored.sorted(by: { ($0.1, $0.0) < ($1.1, $1.0) }) where kept.count < 3 && keep(candidate) {
+            kept.append(candidate)
+        }
+        return kept
     }
 
     private static func normalized(_ name: String) -> String {

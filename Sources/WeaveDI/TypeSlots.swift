@@ -110,6 +110,11 @@ final class TypeSlots: Sendable {
         return name
     }
 
+    /// The type at `slot`, if one has it.
+    func type(ofSlot slot: Int) -> Any.Type? {
+        writer.withLock { state in slot < state.types.count ? state.types[slot] : nil }
+    }
+
     /// How many types have a slot.
     var count: Int { writer.withLock { $0.types.count } }
 

@@ -191,8 +191,9 @@ import Testing
     }
 
     @Test func missingRegistration_throwsNotRegistered_withSimilarNames() {
-        final class UserServiceImpl: Sendable {}
-        final class UserService: Sendable {}
+        // (@unchecked: a class with no state, open to its subclass.)
+        class UserService: @unchecked Sendable {}
+        final class UserServiceImpl: UserService, @unchecked Sendable {}
         let container = WeaveDI.Container()
         container.register(UserServiceImpl.self) { UserServiceImpl() }
         container.register(Generator.self) { Generator() }

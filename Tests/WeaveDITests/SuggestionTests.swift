@@ -1,0 +1,96 @@
+import Testing
+@testable import WeaveDI
+
+// Registered types whose names resemble the one asked for, related to it or not. The protocols
+// are internal: the run time cannot look a private protocol's conformances up by name, and a
+// type against a private protocol is a "cannot tell" (suggested).
+protocol Mailer: Sendable {}
+private final class MailerImpl: Mailer {}
+/// Not a `Mailer`, whatever its name.
+private final class MailerLog: Sendable {}
+protocol MailerSending: Sendable {}
+
+private class Store: @unchecked Sendable {}  // (@unchecked: no state, open to its subclass)
+private final class StoreImpl: Store, @unchecked Sendable {}
+private final class StoreCache: Sendable {}
+
+/// Whose factory needs `Store`, which is not registered: a subclass of it, but being built.
+private final class StoreMirror: Store, @unchecked Sendable {}
+
+protocol Figure {}
+protocol RoundFigure: Figure {}
+private struct Circle: RoundFigure {}
+private struct Square {}
+
+@Suite struct SuggestionTests {
+    private func notRegistered(_ body: () throws -> Void) -> (suggestions: [String], message: String)? {
+        do {
+            try body()
+        } catch let error as ResolutionError {
+            guard case let .notRegistered(_, suggestions, _) = error else { return nil }
+            return (suggestions, error.description)
+        } catch {
+            return nil
+        }
+        return nil
+    }
+
+    /// Asked for a protocol, a registered type of a similar name that conforms to it is
+    /// suggested; one that does not, never.
+    @Test func aProtocol_isSuggested_onlyTypesThatConformToIt() throws {
+        let container = WeaveDI.Container()
+        container.register(MailerImpl.self) { MailerImpl() }
+        container.register(MailerLog.self) { MailerLog() }
+        let error = try #require(notRegistered { _ = try container.require((any Mailer).self) })
+        #expect(error.suggestions == ["MailerImpl"])
+        #expect(error.message.contains("(did you mean MailerImpl?)"), "\(error.message)")
+        #expect(!error.message.contains("MailerLog"), "\(error.message)")
+    }
+
+    /// Asked for a type, a registered protocol it conforms to is suggested (registered as the
+    /// protocol, asked for as the implementation); an unrelated protocol is not.
+    @Test func aConformingType_isSuggested_theProtocolItIsRegisteredAs() throws {
+        let container = WeaveDI.Container()
+        container.register((any Mailer).self) { MailerImpl() }
+        container.register((any MailerSending).self) { MailerImplSending() }
+        let error = try #require(notRegistered { _ = try container.require(MailerImpl.self) })
+        #expect(error.suggestions == ["Mailer"])
+    }
+
+    /// Classes: a subclass is suggested for its superclass, an unrelated class never; and not
+    /// a type being built, which asking for would make a cycle.
+    @Test func aClass_isSuggested_itsSubclasses_butNotOneBeingBuilt() throws {
+        let container = WeaveDI.Container()
+        container.register(StoreImpl.self) { StoreImpl() }
+        container.register(StoreCache.self) { StoreCache() }
+        container.register(StoreMirror.self) { r in _ = try r.require(Store.self); return StoreMirror() }
+        let direct = try #require(notRegistered { _ = try container.require(Store.self) })
+        #expect(direct.suggestions == ["StoreImpl", "StoreMirror"])
+        let built = try #require(notRegistered { _ = try container.require(StoreMirror.self) })
+        #expect(built.suggestions == ["StoreImpl"])
+        #expect(built.message.hasPrefix("cannot build StoreMirror (StoreMirror -> Store): no registration for Store (did you mean StoreImpl?);"),
+            "\(built.message)")
+    }
+
+    @Test func typeRelation_saysWhatTheTypeSystemSays() {
+        // A private protocol cannot be looked up by name: cannot tell.
+        #expect(TypeRelation.related(PrivateFigured.self, (any PrivateFigure).self) == nil)
+        #expect(TypeRelation.related(Circle.self, (any Figure).self) == true)
+        #expect(TypeRelation.related((any Figure).self, Circle.self) == true)
+        #expect(TypeRelation.related(Square.self, (any Figure).self) == false)
+        #expect(TypeRelation.related(Square.self, Circle.self) == false)
+        #expect(TypeRelation.related(StoreImpl.self, Store.self) == true)
+        #expect(TypeRelation.related(StoreCache.self, Store.self) == false)
+        #expect(TypeRelation.related(Circle.self, Any.self) == true)
+        #expect(TypeRelation.related(Square.self, AnyObject.self) == false)
+        #expect(TypeRelation.related(StoreCache.self, AnyObject.self) == true)
+        // An existential against another, and a parameterized existential: cannot tell.
+        #expect(TypeRelation.related((any RoundFigure).self, (any Figure).self) == nil)
+        #expect(TypeRelation.related([Int].self, (any Sequence<Int>).self) == nil)
+    }
+}
+
+private final class MailerImplSending: Mailer, MailerSending {}
+
+private protocol PrivateFigure {}
+private struct PrivateFigured: PrivateFigure {}
