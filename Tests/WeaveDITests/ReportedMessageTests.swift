@@ -145,3 +145,52 @@ private final class FreshCall: Sendable {}
         #expect(!result.stderr.contains("ReleasedPool was built by"))
     }
 }
+
+/// A session-scoped service that holds what its factory resolved.
+private final class FreshSessionHolder: Sendable {
+    let cache: SessionCache
+    init(cache: SessionCache) { self.cache = cache }
+}
+
+@Suite struct MakeFreshInRequestTests {
+    /// `makeFresh` (what `@Factory` reads) of a session-scoped type inside a request of an open
+    /// session: a fresh instance, not the session's, built as the session's own would be: its
+    /// session-scoped dependencies are the session's, a request-scoped one is the session → request
+    /// scope mismatch, and a closed request resolves nothing, as for `require`.
+    @Test func makeFresh_ofASessionScopedType_inARequest_buildsAsTheSessionWould() async throws {
+        let container = WeaveDI.Container()
+        container.register(SessionCache.self, scope: .session) { SessionCache() }
+        container.register(CallScope.self, scope: .request) { CallScope() }
+        container.register(FreshSessionHolder.self, scope: .session) { r in FreshSessionHolder(cache: try r.require(SessionCache.self)) }
+        container.register(Holder<CallScope>.self, scope: .session) { r in Holder(try r.require(CallScope.self)) }
+        let ledger = Ledger()
+        container.register(Tracked.self, scope: .session) { Tracked("fresh", ledger) }
+        let session = container.openSession(id: "s")
+        let request = session.openRequest(id: "r")
+        let kept = try session.require(FreshSessionHolder.self)
+        let (a, b) = try request.withCurrent {
+            (try container.makeFresh(FreshSessionHolder.self), try container.makeFresh(FreshSessionHolder.self))
+        }
+        #expect(a !== b && a !== kept && b !== kept)
+        #expect(try session.require(FreshSessionHolder.self) === kept)
+        #expect(a.cache === kept.cache && b.cache === kept.cache)
+        #expect {
+            try request.withCurrent { try container.makeFresh(Holder<CallScope>.self) }
+        } throws: { error in
+            guard case let .scopeMismatch(outer, outerScope, inner, innerScope, _) = error as? ResolutionError else { return false }
+            return outer == "Holder<CallScope>" && outerScope == .session && inner == "CallScope" && innerScope == .request
+        }
+        // A fresh instance is its reader's: neither the request nor the session disposes it.
+        _ = try request.withCurrent { try container.makeFresh(Tracked.self) }
+        await request.close()
+        #expect {
+            try request.withCurrent { try container.makeFresh(FreshSessionHolder.self) }
+        } throws: { error in
+            guard case let .scopeClosed(type, scope, id, _) = error as? ResolutionError else { return false }
+            return type == "FreshSessionHolder" && scope == .request && id == "r"
+        }
+        await session.close()
+        #expect(ledger.buildCount == 1)
+        #expect(ledger.disposals.isEmpty)
+    }
+}
