@@ -24,6 +24,12 @@ private final class SiteClass {
     }
 }
 
+/// `@Provide` reads as `@Injected var x: T` does, naming its own declaration.
+private struct SiteComponent: WeaveDI.Component {
+    @Provide var made: SiteThing = SiteThing(); static let madeLine = #line
+    @Provide(scope: .transient, { _ in SiteThing() }) var built: SiteThing; static let builtLine = #line
+}
+
 private struct GenericSite<T: Sendable> {
     @Factory var factory: T; static var factoryLine: Int { (#line) }
 }
@@ -59,6 +65,16 @@ private func site(of property: String, in value: Any) -> DeclarationSite? {
         expect(site(of: "split", in: value), line: SiteStruct.splitLine)
         expect(site(of: "required", in: SiteClass(number: 1)), line: SiteClass.requiredLine)
         expect(site(of: "factory", in: GenericSite<SiteThing>()), line: GenericSite<SiteThing>.factoryLine)
+    }
+
+    @Test func aProvideProperty_isDeclaredWhereItIs() {
+        let component = SiteComponent()
+        for (label, line) in [("_made", SiteComponent.madeLine), ("_built", SiteComponent.builtLine)] {
+            let provide = Mirror(reflecting: component).children.first { $0.label == label }?.value as? Provide<SiteThing>
+            expect(provide?.site, line: line)
+            // What its read goes through.
+            expect(provide.flatMap { Injected<SiteThing>(declaredAt: $0.site).site }, line: line)
+        }
     }
 
     @Test func aLocalProperty_isDeclaredWhereItIs() {
