@@ -405,7 +405,8 @@ final class RecordingClock: HealthClock {
         await registry.runChecks()  // t=0: the first fix; backing off 10 s
         #expect(fix.runs == 1)
         let record = registry.fixHistory().last
-        #expect(record?.outcome == .succeeded)
+        #expect(record?.outcome == .failed)  // judged by the check, not by what the fix said
+        #expect(record?.error == nil)
         #expect(record?.message == "fixed; the check still fails after it: down")
         clock.advance(by: .seconds(5))
         await registry.runChecks()  // t=5: within the backoff: not run every round
@@ -419,7 +420,53 @@ final class RecordingClock: HealthClock {
         #expect(registry.report().checks[0].breaker == .open(untilSeconds: clock.wallTime + 300))
         // By hand it still runs (past the breaker), and says what it found.
         let manual = await registry.fix("x")
+        #expect(manual.outcome == .failed)
         #expect(manual.message == "fixed; the check still fails after it: down")
+    }
+
+    /// A fix with nothing to do throws `FixNotApplicable`: run automatically, round after
+    /// round, it is neither recorded, told nor counted (no failure toward the breaker, no place
+    /// among the attempts the window allows), and the check says why auto-fix did nothing; by
+    /// hand, it is recorded as `notApplicable`, neither a success nor a failure.
+    @Test func aFixWithNothingToDo_isNotApplicable_silentWhenAutomatic() async {
+        var policy = AutoFixPolicy()
+        policy.breakerThreshold = 1
+        policy.maxAttemptsPerWindow = 2
+        let registry = registry(policy)
+        let events = Locked<[HealthEvent]>([])
+        registry.setEventObserver { event in events.withLock { $0.append(event) } }
+        defer { registry.setEventObserver(nil) }
+        let runs = Locked(0)
+        let nothing = Locked(true)
+        registry.register(HealthCheck(name: "x", run: { .degraded("behind") }, fix: {
+            runs.withLock { $0 += 1 }
+            if nothing.withLock({ $0 }) { throw FixNotApplicable("the schedule retries it") }
+            return "did something"
+        }))
+        for _ in 0..<5 {
+            await registry.runChecks()
+            clock.advance(by: .seconds(10))
+        }
+        #expect(runs.withLock { $0 } == 5)  // asked every round: the fix decides
+        #expect(registry.fixHistory().isEmpty)
+        #expect(!events.withLock { $0 }.contains { if case .fixed = $0 { true } else { false } })
+        var check = registry.report().checks[0]
+        #expect(check.breaker == .closed)
+        #expect(check.fixesTried == 0 && check.lastFix == nil)
+        #expect(check.fixHeldBack == "its fix has nothing to do: the schedule retries it")
+        let manual = await registry.fix("x")
+        #expect(manual.outcome == .notApplicable && manual.trigger == .manual && manual.message == "the schedule retries it")
+        #expect(manual.error == nil)
+        #expect(registry.fixHistory() == [manual])
+        check = registry.report().checks[0]
+        #expect(check.breaker == .closed && check.fixesTried == 1)
+        // None of the six took a place in the window (two per 600 s): the fix runs when it has
+        // something to do.
+        nothing.withLock { $0 = false }
+        await registry.runChecks()
+        #expect(runs.withLock { $0 } == 7)
+        #expect(registry.fixHistory().last?.outcome == .failed)  // did something; the check still fails
+        #expect(registry.fixHistory().last?.trigger == .automatic)
     }
 
     /// A fix that starts a remedy going on after it (a long run) and says so is `inProgress`
@@ -466,7 +513,7 @@ final class RecordingClock: HealthClock {
         #expect(runs.withLock { $0 } == 2)
         check = registry.report().checks[0]
         #expect(check.fixInProgress == nil)
-        #expect(registry.fixHistory().last?.outcome == .succeeded)  // returned, left the check failing: a failure
+        #expect(registry.fixHistory().last?.outcome == .failed)  // returned, left the check failing: a failure
         #expect(check.breaker != .closed)
     }
 
@@ -651,7 +698,8 @@ final class RecordingClock: HealthClock {
             clock.advance(by: .seconds(10))
         }
         #expect(started.load(ordering: .relaxed) == 2)
-        #expect(registry.fixHistory().last?.outcome == .succeeded)
+        // It ran and returned; the check stays down, so it failed.
+        #expect(registry.fixHistory().last?.outcome == .failed && registry.fixHistory().last?.error == nil)
     }
 
     @Test func fixAttempt_isBoundedByTheAttemptTimeout() async {

@@ -76,6 +76,12 @@ struct FixGovernor: Sendable {
         return nil
     }
 
+    /// Forgets the attempt admitted at `time`, which had nothing to do (`FixNotApplicable`): it
+    /// takes no place among those `maxAttemptsPerWindow` allows.
+    mutating func giveBack(attemptAt time: Duration) {
+        if let index = attempts.lastIndex(of: time) { attempts.remove(at: index) }
+    }
+
     /// Records an attempt's outcome; `jitter` maps the full backoff to the one used. A fix that
     /// returned but left its check failing is recorded as failed: counted as a success, it
     /// would reset the backoff and the breaker, and auto-fix would run it every round.

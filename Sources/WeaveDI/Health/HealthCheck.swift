@@ -21,7 +21,8 @@ public struct HealthCheck: Sendable {
     /// The check itself.
     public var run: @Sendable () async -> HealthCheckResult
     /// What to do when the check fails, if anything can be done: throw when it did not work,
-    /// return a line saying what was done.
+    /// return a line saying what was done, throw `FixNotApplicable` when there is nothing to
+    /// do now (see `FixRecord.Outcome.notApplicable`).
     public var fix: (@Sendable () async throws -> String)?
 
     /// Creates a check. Values the registry cannot use (an empty name, a threshold below 1, a
@@ -41,4 +42,21 @@ public struct HealthCheck: Sendable {
         self.run = run
         self.fix = fix
     }
+}
+
+/// Thrown by a fix that has nothing to do now (what it remedies is not the matter, or only
+/// time, a schedule or a person can help): the attempt is `FixRecord.Outcome.notApplicable`,
+/// neither a success nor a failure. An automatic attempt so ends silently (no record, no log
+/// line, no event; the check's `fixHeldBack` says `reason`), so that a check that stays failing
+/// does not log a fix every round; one asked for by hand is recorded with `reason`.
+public struct FixNotApplicable: Error, Sendable, CustomStringConvertible {
+    /// Why there is nothing to do, in a few words.
+    public var reason: String
+
+    /// A fix's "nothing to do", and why.
+    public init(_ reason: String) {
+        self.reason = reason
+    }
+
+    public var description: String { reason }
 }

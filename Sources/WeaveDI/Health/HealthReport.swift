@@ -15,9 +15,10 @@ public struct FixRecord: Sendable, Codable, Equatable {
 
     /// How it went.
     public enum Outcome: String, Sendable, Codable {
-        /// The fix ran and did not throw.
+        /// The fix ran, did not throw, and its check, run again at once, no longer fails.
         case succeeded
-        /// The fix threw.
+        /// The fix threw (`error` says why), or it returned but its check, run again at once,
+        /// still fails (`error` is nil; the message ends with what the check says).
         case failed
         /// The fix ran past the policy's attempt timeout and was cancelled.
         case timedOut
@@ -28,6 +29,12 @@ public struct FixRecord: Sendable, Codable, Equatable {
         /// a success nor a failure for the backoff and the breaker, and auto-fix does not run the
         /// fix again while the remedy goes on.
         case inProgress
+        /// The fix had nothing to do (it threw `FixNotApplicable`; the message says why): neither
+        /// a success nor a failure for the backoff and the breaker, and not counted among the
+        /// attempts `maxAttemptsPerWindow` allows. Only a fix asked for by hand is recorded so:
+        /// an automatic one with nothing to do is neither recorded, logged nor told to the event
+        /// observer (it would be, every round), and the check's `fixHeldBack` says why instead.
+        case notApplicable
     }
 
     /// When it happened, in seconds since the Unix epoch.
@@ -40,7 +47,8 @@ public struct FixRecord: Sendable, Codable, Equatable {
     public var outcome: Outcome
     /// What the fix said it did, or why it was refused.
     public var message: String
-    /// The error, for failed and timed-out fixes.
+    /// The error, for fixes that threw or timed out; nil for one that returned but left its
+    /// check failing (its message says so).
     public var error: String?
     /// How long it ran, in seconds.
     public var duration: Double
@@ -74,7 +82,8 @@ public struct CheckReport: Sendable, Codable, Equatable {
     public var fixesTried: Int
     /// The last fix tried, if any.
     public var lastFix: FixRecord?
-    /// Why auto-fix last held back, if it did (backoff, breaker, limit, a remedy in progress);
+    /// Why auto-fix last held back, if it did (backoff, breaker, limit, a remedy in progress,
+    /// a fix that had nothing to do);
     /// nil again once the check is healthy.
     public var fixHeldBack: String?
     /// What the last fix said, while the remedy it started goes on (its outcome is

@@ -104,13 +104,16 @@ extension UnifiedRegistry {
         enum Outcome: Sendable {
             case done(String)
             case failed(String)
+            case notApplicable(String)
         }
         let fix = check.fix!
         let context = FixAttemptContext(deadline: startedAt + policy.attemptTimeout, clock: clock)
         let outcome = await withTimeout(policy.attemptTimeout, clock: clock) { () -> Outcome in
             let outcome: Outcome = await FixRecord.$attempt.withValue(context) {
                 await FixRecord.Trigger.$current.withValue(trigger) {
-                    do { return .done(try await fix()) } catch { return .failed(String(describing: error)) }
+                    do { return .done(try await fix()) } catch let nothing as FixNotApplicable {
+                        return .notApplicable(nothing.reason)
+                    } catch { return .failed(String(describing: error)) }
                 }
             }
             self.fixReturned(check.name, id: id)
@@ -142,12 +145,16 @@ extension UnifiedRegistry {
                 message: message + "; the check still fails while it goes on: \(stillFailing ?? "")", error: nil,
                 duration: seconds(end - startedAt))
         case let .done(message)?:
+            // Judged by the check: one it leaves failing failed, whatever the fix said it did.
             let note = stillFailing.map { "; the check still fails after it: \($0)" } ?? ""
             record = FixRecord(
-                time: wall, check: check.name, trigger: trigger, outcome: .succeeded, message: message + note, error: nil,
-                duration: seconds(end - startedAt))
+                time: wall, check: check.name, trigger: trigger, outcome: stillFailing == nil ? .succeeded : .failed,
+                message: message + note, error: nil, duration: seconds(end - startedAt))
         case let .failed(error)?:
             record = FixRecord(time: wall, check: check.name, trigger: trigger, outcome: .failed, message: "fix failed", error: error, duration: seconds(end - startedAt))
+        case let .notApplicable(reason)?:
+            // Nothing done: the check is not run again, and nothing counts.
+            return notApplicable(check.name, reason: reason, trigger: trigger, id: id, startedAt: startedAt, wall: wall, end: end)
         case nil:
             record = FixRecord(
                 time: wall, check: check.name, trigger: trigger, outcome: .timedOut, message: "fix timed out",
@@ -181,6 +188,42 @@ extension UnifiedRegistry {
                     + ControlCharacters.escaped(record.error ?? record.message))
         }
         tell(.fixed(record, healed: record.outcome == .succeeded && stillFailing == nil))
+        return record
+    }
+
+    /// Books a fix that had nothing to do (`FixNotApplicable`): neither a success nor a failure
+    /// for the backoff and the breaker, and its place among the attempts the window allows given
+    /// back. One asked for by hand is recorded, logged and told as any; an automatic one only
+    /// says why in the check's `fixHeldBack`: it would otherwise log a line every round.
+    private func notApplicable(
+        _ name: String, reason: String, trigger: FixRecord.Trigger, id: UInt64, startedAt: Duration, wall: Double, end: Duration
+    ) -> FixRecord {
+        let record = FixRecord(
+            time: wall, check: name, trigger: trigger, outcome: .notApplicable, message: reason, error: nil,
+            duration: seconds(end - startedAt))
+        let logging: Bool = state.withLock { state in
+            if var entry = state.checks[name] {
+                if entry.fixInFlight?.id == id { entry.fixInFlight = nil }
+                entry.governor.giveBack(attemptAt: startedAt)
+                if trigger == .automatic {
+                    entry.heldBack = "its fix has nothing to do: \(reason)"
+                } else {
+                    entry.fixesTried += 1
+                    entry.lastFix = record
+                }
+                state.checks[name] = entry
+            }
+            return state.healthLogging
+        }
+        guard trigger == .manual else { return record }
+        remember(record)
+        if logging {
+            WeaveDILog.log(
+                .health, subsystem: "health",
+                "fix of \(JSONValue.quotedForMessage(name)) (\(trigger.rawValue)) \(record.outcome.rawValue): "
+                    + ControlCharacters.escaped(record.message))
+        }
+        tell(.fixed(record, healed: false))
         return record
     }
 

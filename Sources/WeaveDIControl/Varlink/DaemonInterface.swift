@@ -55,9 +55,12 @@ public enum DaemonInterface {
         # Overall health: the worst status and a score from 0 to 100.
         type Health (status: string, score: int, takenAt: float, checks: []Check)
 
-        # One fix attempt. outcome: succeeded, failed, timedOut, refused, or inProgress (the fix
-        # started a remedy, such as a job's run, that goes on while the check still fails; the
-        # Check's fixInProgress says so until it ends); a client should show any other as it is.
+        # One fix attempt. outcome: succeeded (the check, run again at once, passes), failed
+        # (the fix threw, or the check still fails after it), timedOut, refused, inProgress (the
+        # fix started a remedy, such as a job's run, that goes on while the check still fails;
+        # the Check's fixInProgress says so until it ends), or notApplicable (the fix had nothing
+        # to do; only by hand: an automatic one is not recorded, the Check's fixHeldBack says
+        # why); a client should show any other as it is.
         type Fix (
           time: float,
           check: string,

@@ -41,7 +41,8 @@ public final class HealthService: DaemonService {
 
     /// Logs a check turning degraded or unhealthy (also as its first result) as a warning and
     /// its recovery as a notice, a fix that failed, timed out or left its check failing as a
-    /// warning and one that healed it, or started a remedy still going (`inProgress`), as a notice: what an operator must see, whatever
+    /// warning and one that healed it, started a remedy still going (`inProgress`) or had nothing
+    /// to do (`notApplicable`, asked by hand: the library tells no automatic one) as a notice: what an operator must see, whatever
     /// `WEAVEDI_REGISTRY_HEALTH_LOGGING` says (that flag adds the library's own lines). A first
     /// result that is healthy, and the rounds that change nothing, are not logged. The check's
     /// name is quoted as the library's lines quote it (`"job.docs": healthy -> unhealthy: …`):
@@ -55,7 +56,7 @@ public final class HealthService: DaemonService {
                 "\(JSONValue.quotedForMessage(check)): \(from?.rawValue ?? "unknown") -> \(to.rawValue): \(message)")
         case let .fixed(record, healed):
             log.log(
-                healed || record.outcome == .inProgress ? .notice : .warning, "health",
+                healed || record.outcome == .inProgress || record.outcome == .notApplicable ? .notice : .warning, "health",
                 "fix of \(JSONValue.quotedForMessage(record.check)) (\(record.trigger.rawValue)) \(record.outcome.rawValue): "
                     + (record.error ?? record.message))
         }

@@ -27,7 +27,7 @@ struct Terminal {
         static func status(_ status: String) -> Style? {
             switch status {
             case "healthy", "succeeded", "success", "ok": .green
-            case "degraded", "refused", "timedOut", "inProgress", "pending", "partial", "skipped", "cancelled": .yellow
+            case "degraded", "refused", "timedOut", "inProgress", "notApplicable", "pending", "partial", "skipped", "cancelled": .yellow
             case "unhealthy", "failed": .red
             default: nil
             }
