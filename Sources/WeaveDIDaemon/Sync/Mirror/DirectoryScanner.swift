@@ -19,7 +19,7 @@ struct DirectoryScanner {
             let directory = try openPair(job, in: parent, parentModified: &outcome.parentModified, report: &outcome.report)
             scan(directory, into: &outcome)
         } catch {
-            outcome.report.fail(parent.path(of: job.name), error.description)
+            outcome.report.fail(parent.path(of: job.name), error)
         }
         return outcome
     }
@@ -157,7 +157,7 @@ struct DirectoryScanner {
             } catch {
                 outcome.entriesFound += 1
                 outcome.entriesSettled += 1
-                outcome.report.fail(directory.path(of: entry.name), error.description)
+                outcome.report.fail(directory.path(of: entry.name), error)
                 continue
             }
             if status.kind != .directory { outcome.entriesFound += 1 }
@@ -175,7 +175,7 @@ struct DirectoryScanner {
                 outcome.interrupted = true
                 break
             } catch {
-                outcome.report.fail(directory.path(of: entry.name), error.description)
+                outcome.report.fail(directory.path(of: entry.name), error)
                 if status.kind != .directory { outcome.entriesSettled += 1 }
             }
         }

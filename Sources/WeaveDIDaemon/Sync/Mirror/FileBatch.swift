@@ -141,7 +141,7 @@ extension FileBatch {
                 outcome.interrupted = true
                 break
             } catch {
-                outcome.report.fail(directory.path(of: job.name), error.description)
+                outcome.report.fail(directory.path(of: job.name), error)
             }
             settle(job, in: &outcome, context)
         }
@@ -173,7 +173,7 @@ extension FileBatch {
             do {
                 try publish(copy, of: job, copier: copier, durable: !flushed, outcome: &outcome)
             } catch {
-                outcome.report.fail(directory.path(of: job.name), error.description)
+                outcome.report.fail(directory.path(of: job.name), error)
             }
             settle(job, in: &outcome, context)
         }
