@@ -432,6 +432,31 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    /// A partial run is no success: it leaves `lastSuccess` (and the metrics' last success
+    /// time) as it was, so a job whose runs are all partial turns unhealthy once no success
+    /// came for `staleAfterIntervals` intervals; it ends the failures in a row and the backoff.
+    @Test func partialRuns_areNoSuccess_andTheJobGoesStale() async throws {
+        let script = JobScript([.failed, .partial])
+        let (scheduler, _, _) = scheduler([("p", script, {
+            $0.interval = .seconds(1)
+            $0.jitter = .zero
+            $0.staleAfterIntervals = 1
+        })])
+        try await scheduler.start()
+        #expect(try await scheduler.runNow("p") { _ in }.result == .failed)
+        // The timer's runs, partial from now on, every second: two of them, so more than an
+        // interval since the start. Looked at as the second ends, a partial run taken for a
+        // success would be a success of just now.
+        #expect(await eventually { await scheduler.jobs["p"]?.runsByResult[.partial] ?? 0 >= 2 })
+        #expect(await scheduler.jobs["p"]?.lastSuccess == nil)
+        #expect(await scheduler.jobs["p"]?.consecutiveFailures == 0)
+        #expect(await scheduler.jobs["p"]?.backoffLevel == 0)
+        let health = await scheduler.health(of: "p")
+        #expect(health.status == .unhealthy && health.message.hasPrefix("no successful run for "), "\(health.message)")
+        #expect(await scheduler.metrics().contains(#"weavedi_sync_last_success_timestamp_seconds{job="p"} 0"#))
+        await scheduler.stop()
+    }
+
     @Test func theFix_preparesTheJobAsConfiguredAfterTheStuckRunItCancelled() async throws {
         let stuck = JobScript(open: false, deafToCancellation: true)
         let (scheduler, registry, _) = scheduler([("p", stuck, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })])

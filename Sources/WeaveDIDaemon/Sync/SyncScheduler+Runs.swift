@@ -143,11 +143,19 @@ extension SyncScheduler {
         state.runsByResult[record.result, default: 0] += 1
         state.filesCopied += record.copied + record.updated
         state.bytesCopied += record.bytes
+        // Only a success is a success (`lastSuccess`, which `staleAfterIntervals` and the metrics
+        // file's last success time go by): a partial run, some items failed (every one, on a
+        // destination that turned read-only), is not one. But it went through the tree, so it is
+        // no failed run either: it ends the failures in a row and the backoff, which wait for a
+        // source or a destination to come back; the job runs at its interval, degraded, and
+        // turns unhealthy once no success came for `staleAfterIntervals` intervals.
         switch record.result {
-        case .success, .partial:
+        case .success:
             state.consecutiveFailures = 0
             state.lastSuccess = record.endedAt
             state.lastSuccessInstant = ContinuousClock.now
+        case .partial:
+            state.consecutiveFailures = 0
         case .failed:
             state.consecutiveFailures += 1
             state.backoffLevel += 1
