@@ -11,9 +11,12 @@ final class JobScript: Sendable {
     private let gate = Locked<[CheckedContinuation<Void, Never>]>([])
     /// Whether a cancelled run goes on waiting at the gate (a run stuck in a step).
     private let deaf: Bool
+    /// Whether its job's `prepareForRetry` prepares something (says "prepared"), or nothing.
+    let prepares: Bool
 
-    init(_ outcomes: [SyncResult] = [.success], open: Bool = true, deafToCancellation: Bool = false) {
+    init(_ outcomes: [SyncResult] = [.success], open: Bool = true, deafToCancellation: Bool = false, prepares: Bool = true) {
         deaf = deafToCancellation
+        self.prepares = prepares
         state.withLock { $0.outcomes = outcomes; $0.open = open }
     }
 
@@ -73,7 +76,7 @@ struct ScriptedJob: SyncJob {
     func run(_ context: SyncRunContext) async -> SyncOutcome { await script.run(context) }
     func prepareForRetry() async throws -> String? {
         script.prepare()
-        return "prepared"
+        return script.prepares ? "prepared" : nil
     }
 }
 
@@ -425,10 +428,56 @@ struct ScriptedJob: SyncJob {
         #expect(unhealthy.status == .unhealthy && unhealthy.message.hasPrefix("2 failed runs in a row"))
         let fix = await registry.fix("job.f")
         // The fix waits for the run it starts: the check run again after it sees the job healed.
-        #expect(fix.outcome == .succeeded && fix.message.contains("prepared") && fix.message.hasSuffix("ran: success"), "\(fix.message)")
+        #expect(fix.outcome == .succeeded && fix.message.contains("prepared") && fix.message.hasSuffix("run f-3 succeeded"), "\(fix.message)")
         #expect(script.prepared == 1)
         #expect(script.runsInsideAFix == 0)  // the run the fix started is not part of the fix
         #expect(await scheduler.health(of: "f").status == .healthy)
+        await scheduler.stop()
+    }
+
+    /// Auto-fix of a job whose run failed, round after round, with no run stuck and nothing to
+    /// prepare, has nothing to do: no run starts (the backoff holds the next), the backoff is not
+    /// reset, and nothing is recorded, counted or logged; the check says why. By hand, the fix
+    /// resets the backoff and runs the job, and a run that fails leaves the fix failed.
+    @Test func anAutomaticFix_startsNoRunTheScheduleWouldNot_andAFixWhoseRunFailed_failed() async throws {
+        let script = JobScript([.failed], prepares: false)
+        let (scheduler, registry, _) = scheduler([("f", script, { $0.interval = .seconds(3600) })])
+        try await scheduler.start()
+        #expect(try await scheduler.runNow("f") { _ in }.result == .failed)
+        let backoff = try #require(await nextRunIn(scheduler))
+        for _ in 0..<5 { await registry.runChecks() }
+        #expect(script.runs == 1)
+        #expect(registry.fixHistory().isEmpty)
+        let check = try #require(registry.report().checks.first { $0.name == "job.f" })
+        #expect(check.status == .degraded && check.breaker == .closed && check.fixesTried == 0)
+        #expect(check.fixHeldBack?.hasPrefix("its fix has nothing to do: no run stuck, nothing to prepare") == true,
+            "\(String(describing: check.fixHeldBack))")
+        #expect(await scheduler.jobs["f"]?.backoffLevel == 1)
+        let stillBackingOff = try #require(await nextRunIn(scheduler))
+        #expect(stillBackingOff <= backoff)  // the same timer, not one restarted on the interval
+
+        let byHand = await registry.fix("job.f")
+        #expect(script.runs == 2)
+        #expect(byHand.outcome == .failed, "\(byHand)")
+        #expect(byHand.message.hasPrefix("reset the backoff; run f-2 failed: scripted failure; the check still fails after it: "),
+            "\(byHand.message)")
+        await scheduler.stop()
+    }
+
+    /// An automatic fix that prepared something starts a run (what the failed runs met has
+    /// changed), but does not reset the backoff: the run that fails again backs off further.
+    @Test func anAutomaticFixThatPrepared_runsTheJob_withoutResettingTheBackoff() async throws {
+        let script = JobScript([.failed], prepares: true)
+        let (scheduler, registry, _) = scheduler([("f", script, { $0.interval = .seconds(3600) })])
+        try await scheduler.start()
+        #expect(try await scheduler.runNow("f") { _ in }.result == .failed)
+        await registry.runChecks()
+        #expect(script.prepared == 1 && script.runs == 2)
+        let fix = try #require(registry.fixHistory().last)
+        #expect(fix.trigger == .automatic && fix.outcome == .failed, "\(fix)")
+        #expect(fix.message.hasPrefix("prepared; run f-2 failed: scripted failure"), "\(fix.message)")
+        #expect(await scheduler.jobs["f"]?.backoffLevel == 2)
+        #expect(await scheduler.jobs["f"]?.consecutiveFailures == 2)
         await scheduler.stop()
     }
 

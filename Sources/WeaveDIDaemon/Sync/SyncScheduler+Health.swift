@@ -3,10 +3,9 @@ import WeaveDIPosix
 
 extension SyncScheduler {
     /// `job.NAME`: degraded after a failed (or partial) run, unhealthy after `failureThreshold`
-    /// failed runs in a row or no success within `staleAfterIntervals` intervals. Its fix
-    /// cancels a stuck run, resets the backoff, lets the job prepare (a mirror recreates a
-    /// missing destination root) and starts a run; while that run, or one going already, goes
-    /// on, the fix is in progress.
+    /// failed runs in a row or no success within `staleAfterIntervals` intervals. Its fix does
+    /// what the job's schedule cannot do itself, and, asked by hand, runs the job now (see
+    /// `fix(_:)`).
     func registerHealthCheck(_ name: String) {
         registry.register(HealthCheck(name: "job.\(name)", tags: [HealthCheck.readiness, "sync"]) { [weak self] in
             await self?.health(of: name) ?? .healthy("job removed")
@@ -50,10 +49,25 @@ extension SyncScheduler {
         return .healthy(last.map { "last run \($0.result.rawValue)" } ?? "not run yet", data: data)
     }
 
-    /// The job's fix: cancel a stuck run, reset the backoff, prepare, run again.
+    /// The job's fix. It cancels a run stuck for longer than `staleAfterSeconds` and lets the
+    /// job prepare (a mirror, asked by hand, recreates a missing destination root). Then:
+    ///
+    /// - Asked by hand (`weavedictl fix job.NAME`, or called outside the registry), it resets
+    ///   the backoff and runs the job now, whatever its schedule says.
+    /// - Automatic (`FixRecord.Trigger.current`), it never resets the backoff, and starts a run
+    ///   only in place of the stuck run it cancelled, or after the job prepared something (what
+    ///   the failed runs met has changed: the backoff waits for no more); never for a job paused
+    ///   or disabled. Otherwise it has nothing to do (`FixNotApplicable`): the runs, and their
+    ///   retries after a failure, are the schedule's (interval, backoff, `runAtStart`), and a
+    ///   fix run every health round would run the job every round.
+    ///
+    /// The run it starts is waited for a while; the registry judges the fix by the check run
+    /// again after it, so a run that failed leaves the fix failed.
     func fix(_ name: String) async throws -> String {
         guard let state = jobs[name] else { return "job removed" }
+        let automatic = FixRecord.Trigger.current == .automatic
         var actions: [String] = []
+        var cancelledStuck = false
         let stuckAfter = state.config.staleAfterSeconds
         // Timed from when the run got its slot: one waiting in line for a slot is not stuck.
         if let run = state.running, let started = run.started, seconds(ContinuousClock.now - started) > stuckAfter {
@@ -63,15 +77,30 @@ extension SyncScheduler {
             run.task.cancel()
             _ = await run.task.value
             actions.append("cancelled a run stuck for more than \(SecondsRange.format(stuckAfter)) s")
+            cancelledStuck = true
         }
         // Waiting for the run, a reload may have changed or removed the job: prepare what is
         // configured now, not what was (a mirror would recreate a destination no longer wanted).
         guard let current = jobs[name] else { return (actions + ["job removed"]).joined(separator: "; ") }
+        // An automatic fix leaves a job that does not run on its own (paused, disabled) as it is.
+        let scheduled = current.config.enabled && !current.paused
+        var prepared = false
         // Prepared first: a fix that fails there (a destination auto-fix does not recreate)
         // leaves the backoff as it is, so the job does not retry at its full rate meanwhile.
-        if let prepared = try await current.job.prepareForRetry() { actions.append(prepared) }
-        resetBackoff(name)
-        actions.append("reset the backoff")
+        if !automatic || scheduled, let preparation = try await current.job.prepareForRetry() {
+            actions.append(preparation)
+            prepared = true
+        }
+        if automatic {
+            guard cancelledStuck || prepared else { throw FixNotApplicable(nothingToDo(name)) }
+            guard let now = jobs[name], now.config.enabled, !now.paused else {
+                return (actions + ["no run started: the job is \(jobs[name]?.paused == true ? "paused" : "disabled")"])
+                    .joined(separator: "; ")
+            }
+        } else {
+            resetBackoff(name)
+            actions.append("reset the backoff")
+        }
         if let task = launch(name), let run = jobs[name]?.running {
             // The check runs again as soon as the fix returns, and judges it: the run is waited
             // for a while, so that one that heals the job in that time counts, but not past
@@ -80,7 +109,7 @@ extension SyncScheduler {
             // is in progress, and auto-fix leaves the run alone.
             let wait = min(Self.fixRunWait, (FixRecord.attemptTimeLeft ?? Self.fixRunWait) - Self.fixReturnMargin)
             if wait > .zero, let record = await withTimeout(wait, clock: SystemHealthClock(), { await task.value }) {
-                actions.append("ran: \(record.result.rawValue)" + (record.message.map { " (\($0))" } ?? ""))
+                actions.append(Self.howItWent(record))
             } else if jobs[name]?.running?.id == run.id, jobs[name]?.running?.isQueued == true {
                 actions.append("started run \(run.id), which waits for a slot (\(slotsGoing))")
                 remedyInProgress(name, run: run)
@@ -101,6 +130,34 @@ extension SyncScheduler {
             remedyInProgress(name, run: run)
         }
         return actions.joined(separator: "; ")
+    }
+
+    /// Why an automatic fix of `name` has nothing to do: the same words round after round, so
+    /// that the check's `fixHeldBack` does not change while nothing does.
+    private func nothingToDo(_ name: String) -> String {
+        guard let state = jobs[name] else { return "the job was removed" }
+        let byHand = "`weavedictl fix job.\(name)` resets the backoff and runs it now"
+        if !state.config.enabled { return "the job is disabled: no run starts but by hand (\(byHand))" }
+        if state.paused { return "the job is paused: no run starts until it is resumed, or by hand (\(byHand))" }
+        if let run = state.running {
+            return "run \(run.id) is going, not stuck (for less than \(SecondsRange.format(state.config.staleAfterSeconds)) s): "
+                + "the check heals when a run succeeds"
+        }
+        return "no run stuck, nothing to prepare: the job's schedule starts its next run (at its interval, or after its backoff "
+            + "while runs fail); an automatic fix starts none (\(byHand))"
+    }
+
+    /// `run docs-3 failed: the source does not exist`: how the run a fix started went.
+    static func howItWent(_ record: SyncRunRecord) -> String {
+        let how = switch record.result {
+        case .success: "succeeded"
+        case .partial: "was partial"
+        case .failed: "failed"
+        case .cancelled: "was cancelled"
+        case .skipped: "was skipped"
+        }
+        let detail = record.message ?? (record.errorCount > 0 ? "\(record.errorCount) error(s)" : nil)
+        return "run \(record.id) \(how)" + (detail.map { ": \($0)" } ?? "")
     }
 
     /// Tells the registry that the fix's remedy, `run`, goes on: auto-fix does not run the fix

@@ -15,8 +15,12 @@ struct FixCommand: CtlCommand {
             (circuit breaker open, too many attempts). Needs administrator rights: uid 0, the
             daemon's user, or a user or group in control.adminUsers / control.adminGroups.
 
-            An attempt whose fix started a remedy that goes on (a job's run that lasts) is
-            inProgress: the check heals when the remedy does its work.
+            An attempt is judged by the check, run again after it: succeeded when it passes,
+            failed when it still fails (a job's fix whose run failed: "run docs-2 failed: ...;
+            the check still fails after it: ..."). One whose fix started a remedy that goes on
+            (a job's run that lasts) is inProgress: the check heals when the remedy does its
+            work. One whose fix had nothing to do is notApplicable. A job's fix asked here
+            resets the job's backoff and runs it now; auto-fix never does either.
 
             Exit status: 0 when every attempt succeeded or is in progress (or nothing needed
             fixing), 1 when one did not or the check does not exist, 77 without the rights.

@@ -13,10 +13,12 @@ struct FixesCommand: CtlCommand {
                           \(UnifiedRegistry.historyLimit); a larger N is its InvalidParameter error, which says the range)
 
             Automatic fixes (run by the health loop) and manual ones (weavedictl fix) are listed
-            with their outcome: succeeded, failed, timedOut, refused (held back by the fix policy
-            or an open circuit breaker) or inProgress (the fix started a remedy, such as a job's
-            run, that goes on while the check still fails: auto-fix waits for it to end, and
-            counts it neither as a success nor as a failure).
+            with their outcome: succeeded, failed (the fix failed, or the check still fails after
+            it), timedOut, refused (held back by the fix policy or an open circuit breaker),
+            inProgress (the fix started a remedy, such as a job's run, that goes on while the
+            check still fails: auto-fix waits for it to end, and counts it neither as a success
+            nor as a failure) or notApplicable (a fix by hand that had nothing to do; an
+            automatic one is not recorded: `weavedictl health --json` says why auto-fix held back).
             """,
         method: "ListFixes")
 
