@@ -129,13 +129,21 @@ extension FileDescriptor {
     /// file system (whose device number is its parent's). False where the kernel does not say
     /// (before Linux 5.8).
     public func isMountRoot() throws(Errno) -> Bool {
+        try mountRoot() ?? false
+    }
+
+    /// Whether the open file is the root of a mount, as `isMountRoot` says, or nil where the
+    /// kernel does not say (`STATX_ATTR_MOUNT_ROOT` missing from `stx_attributes_mask`: before
+    /// Linux 5.8), for a caller that must not take "not said" for "no".
+    public func mountRoot() throws(Errno) -> Bool? {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: LinuxSymbols.statxSize, alignment: 8)
         defer { buffer.deallocate() }
         buffer.initializeMemory(as: UInt8.self, repeating: 0, count: LinuxSymbols.statxSize)
         try nothingOrErrno { LinuxSymbols.statx(rawValue, "", LinuxSymbols.atEmptyPath, 0, buffer) }
         let attributes = buffer.load(fromByteOffset: LinuxSymbols.statxAttributesOffset, as: UInt64.self)
         let known = buffer.load(fromByteOffset: LinuxSymbols.statxAttributesMaskOffset, as: UInt64.self)
-        return known & attributes & LinuxSymbols.statxAttributeMountRoot != 0
+        guard known & LinuxSymbols.statxAttributeMountRoot != 0 else { return nil }
+        return attributes & LinuxSymbols.statxAttributeMountRoot != 0
     }
 
     /// Reads the status of `path` relative to this directory (`fstatat(2)`),

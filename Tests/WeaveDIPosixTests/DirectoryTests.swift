@@ -78,6 +78,10 @@ import WeaveDIPosix
         defer { try? FileDescriptor.currentWorkingDirectory.removeDirectory(at: scratch) }
         let plain = try FileDescriptor.currentWorkingDirectory.openDirectory(at: scratch)
         #expect(try !plain.descriptor.isMountRoot())
+        // Said, on a kernel that says (5.8 and later): a path-only handle (`O_PATH`) too.
+        let handle = try FileDescriptor.currentWorkingDirectory.open(at: "/proc", .pathOnly, options: [.directory])
+        #expect(try handle.descriptor.mountRoot() == true)
+        #expect(try plain.descriptor.mountRoot() == false)
     }
 
     /// A path-only handle (`O_PATH`) on a directory whose mode denies everything: it opens,
