@@ -42,7 +42,7 @@ import WeaveDIDaemon
         #expect(errorText(#"{"sync": {"job": []}}"#)
             == #"sync.job: unknown field "job" (accepted: maxConcurrentRuns, metricsFile, jobs)"#)
         #expect(errorText(jobDocument(#""intervall": 5"#))
-            == #"sync.jobs[0].intervall: unknown field "intervall" (accepted: name, kind, source, destination, interval, jitter, runAtStart, enabled, compare, delete, durable, workers, failureThreshold, staleAfterIntervals, backoffCap)"#)
+            == #"sync.jobs[0].intervall: unknown field "intervall" (accepted: name, kind, source, destination, interval, jitter, runAtStart, enabled, compare, delete, durable, workers, destinationMountPoint, failureThreshold, staleAfterIntervals, backoffCap)"#)
     }
 
     @Test func wrongTypes_sayWhatWasExpectedAndWhatCame() {

@@ -170,5 +170,6 @@ import WeaveDIPosix
         let job = try #require(configuration.sync.jobs.first)
         #expect(job.mirror?.source == "/srv/docs")
         #expect(job.mirror?.destination == "/var/lib/weavedi/mirror/docs")
+        #expect(job.mirror?.destinationMountPoint == false)
     }
 }

@@ -6,13 +6,16 @@ extension ConfigurationDecoder {
     static let syncFields = ["maxConcurrentRuns", "metricsFile", "jobs"]
     static let jobFields = [
         "name", "kind", "source", "destination", "interval", "jitter", "runAtStart", "enabled",
-        "compare", "delete", "durable", "workers", "failureThreshold", "staleAfterIntervals", "backoffCap",
+        "compare", "delete", "durable", "workers", "destinationMountPoint", "failureThreshold", "staleAfterIntervals",
+        "backoffCap",
     ]
     /// The job kinds the configuration accepts: `mirror` and any kind added with
     /// `SyncJobKinds.register` before the configuration is read.
     static var knownJobKinds: [String] { (["mirror"] + SyncJobKinds.registeredNames).sorted() }
     /// The fields only a mirror job has.
-    static let mirrorFields: Set<String> = ["source", "destination", "compare", "delete", "durable", "workers"]
+    static let mirrorFields: Set<String> = [
+        "source", "destination", "compare", "delete", "durable", "workers", "destinationMountPoint",
+    ]
 
     mutating func decodeSync(_ value: JSONValue, at parent: String) throws(ConfigurationError) {
         for (name, value) in try fields.members(of: value, at: parent) {
@@ -75,6 +78,7 @@ extension ConfigurationDecoder {
             case "delete": mirror.delete = try fields.bool(value, at: path)
             case "durable": mirror.durable = try fields.bool(value, at: path)
             case "workers": mirror.workers = try value.isNull ? nil : fields.integer(value, at: path, in: 1...256)
+            case "destinationMountPoint": mirror.destinationMountPoint = try fields.bool(value, at: path)
             case "failureThreshold": job.failureThreshold = try fields.integer(value, at: path, in: 1...Int.max)
             case "staleAfterIntervals": job.staleAfterIntervals = try fields.integer(value, at: path, in: 1...1_000_000)
             default: job.backoffCap = try fields.seconds(value, at: path, in: .from(1))

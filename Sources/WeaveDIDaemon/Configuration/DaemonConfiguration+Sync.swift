@@ -81,6 +81,10 @@ extension DaemonConfiguration {
         public var durable = true
         /// How many files are copied in parallel, 1 to 256; nil (the default) means the number of cores.
         public var workers: Int?
+        /// Whether the destination root must be the root of a mount (a backup disk mounted
+        /// there) for a run to start; default false. Without it, a disk not mounted leaves its
+        /// empty mount point, which the runs would fill on the file system underneath.
+        public var destinationMountPoint = false
 
         init(source: String, destination: String) {
             self.source = source

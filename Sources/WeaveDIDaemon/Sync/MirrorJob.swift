@@ -1,3 +1,4 @@
+import Synchronization
 import WeaveDI
 import WeaveDIPosix
 
@@ -35,6 +36,9 @@ struct MirrorJob: SyncJob {
             context.progress(SyncProgress(
                 filesDone: progress.filesDone, filesTotal: progress.filesTotal,
                 bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal)))
+        }
+        if report.destinationIsMountRoot == true, !settings.destinationMountPoint, Self.firstMountPointNotice(for: name) {
+            context.log.notice("sync", "\(context.job): \(Self.mountPointNotice(settings.destination))")
         }
         for issue in report.unchecked {
             context.log.warning("sync", "\(context.job): \(issue.path): \(issue.reason)")
@@ -99,6 +103,25 @@ struct MirrorJob: SyncJob {
         return outcome
     }
 
+    /// The jobs whose runs have said, in this process, that their destination root is a mount
+    /// point they do not require (`mountPointNotice`): each says it once.
+    private static let mountPointNoticed = Mutex<Set<String>>([])
+
+    /// Whether the job `name` has not said `mountPointNotice` yet in this process; it has now.
+    static func firstMountPointNotice(for name: String) -> Bool {
+        mountPointNoticed.withLock { $0.insert(name).inserted }
+    }
+
+    /// What a run whose destination root is a mount point says (once per job and process) when
+    /// the job does not require it (`destinationMountPoint`): unmounted, its empty mount point
+    /// would be filled, as a missing root never is.
+    static func mountPointNotice(_ destination: String) -> String {
+        "the destination root \(JSONValue.quotedPathForMessage(destination)) is a mount point, which the job does not "
+            + "require: were its file system unmounted, runs would fill the empty mount point on the file system "
+            + "underneath; set \"destinationMountPoint\": true in the job, or make its destination a directory below "
+            + "the mount point (runs never create a missing destination root)"
+    }
+
     /// How many modes not given back a run logs one by one (`MirrorReport.modesNotGivenBack`);
     /// the rest are counted in one line.
     static let modesLogged = 20
@@ -149,10 +172,16 @@ struct MirrorJob: SyncJob {
         let destination = settings.destination
         let byHand = FixRecord.Trigger.current == .manual
         let job = name
+        let mountPoint = settings
         return try await StepDeadline.run(
             limit: StepDeadline.stepLimit, first: MirrorRootStep("checking the destination", destination),
             for: "a mirror job's fix"
         ) { note throws(MirrorRoots.Failure) -> String? in
+            if mountPoint.destinationMountPoint {
+                // Never created, nor run into unmounted: only a mount there mends it.
+                try Self.checkMountPoint(mountPoint)
+                return nil
+            }
             guard (try? FileStatus(path: destination, followSymlinks: true)) == nil else { return nil }
             guard byHand else {
                 throw MirrorRoots.Failure(
@@ -164,6 +193,23 @@ struct MirrorJob: SyncJob {
             try Self.createDestination(destination)
             return "created the destination root \(destination)"
         }
+    }
+
+    /// The fix of a job whose destination root must be a mount point (`destinationMountPoint`):
+    /// a missing root is not created (a directory made there would be no mount), and one that
+    /// is not the root of a mount fails the fix with the run's reason, instead of starting a
+    /// run that would fail on it: only mounting its file system mends either.
+    private static func checkMountPoint(_ settings: MirrorSettings) throws(MirrorRoots.Failure) {
+        let destination = settings.destination
+        let root: OwnedDescriptor
+        do {
+            root = try FileDescriptor.currentWorkingDirectory.open(at: destination, .pathOnly, options: [.directory])
+        } catch .noSuchFileOrDirectory {
+            throw MirrorRoots.Failure(path: destination, reason: MirrorRoots.mountPointMissing)
+        } catch {
+            throw MirrorRoots.Failure(path: destination, reason: "the destination root cannot be opened: \(DescriptorLimit.explain(error))")
+        }
+        _ = try MirrorRoots.checkMountPoint(settings, root.descriptor)
     }
 
     /// Makes the missing directories of `destination` along its path as configured, one

@@ -46,6 +46,15 @@ enum MountNamespace {
         return result.status == .exited(0) ? nil : result.standardErrorText
     }
 
+    /// Runs `command` (`mount -t tmpfs tmpfs /x`, `umount /x`) in the mount namespace of the
+    /// running process `pid` (one started through `wrapper`); its output when it fails.
+    static func run(_ command: [String], inNamespaceOf pid: Int32) throws -> String? {
+        guard case let .success(tools) = support else { return "no mount namespaces here" }
+        let result = try Subprocess.run(
+            tools.nsenter[0], arguments: Array(tools.nsenter.dropFirst()) + ["-t", "\(pid)"] + command, environment: environment)
+        return result.status == .exited(0) ? nil : result.standardErrorText
+    }
+
     private static func probe() -> Result<(unshare: [String], nsenter: [String]), Unsupported> {
         guard let unshare = executable("unshare"), let nsenter = executable("nsenter") else {
             return .failure(Unsupported(description: "needs unshare and nsenter (util-linux)"))

@@ -78,9 +78,10 @@ public struct MirrorEngine: Sendable {
             }
             return (stopped, MirrorProgress())
         }
-        let unchecked = roots.unchecked
+        let (unchecked, destinationIsMountRoot) = (roots.unchecked, roots.destinationIsMountRoot)
         var (report, last) = await walk(roots, progress: progress)
         report.unchecked = unchecked
+        report.destinationIsMountRoot = destinationIsMountRoot
         return (report, last)
     }
 

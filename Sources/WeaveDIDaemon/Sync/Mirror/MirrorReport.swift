@@ -60,6 +60,9 @@ public struct MirrorReport: Sendable, Equatable {
     /// The other jobs' roots that did not answer as the run started, left out of its overlap
     /// check (`MirrorRoots.open`).
     public var unchecked: [MirrorIssue] = []
+    /// Whether the destination root was the root of a mount as the run started (`statx`'s
+    /// `STATX_ATTR_MOUNT_ROOT`); nil when the run did not get that far, or the kernel did not say.
+    public var destinationIsMountRoot: Bool?
     /// How long the run took.
     public var duration: Duration = .zero
     /// How the copies were made durable: `syncfs` calls, one per batch of copies, `fsync`s of

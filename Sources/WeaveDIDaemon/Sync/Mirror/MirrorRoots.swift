@@ -25,6 +25,10 @@ struct MirrorRoots: ~Copyable {
     /// The other jobs' roots that did not answer, left out of the overlap check: the path, and
     /// why (for the run's log).
     let unchecked: [MirrorIssue]
+    /// Whether the destination root is the root of a mount (`statx`'s `STATX_ATTR_MOUNT_ROOT`);
+    /// nil where the kernel does not say, or `statx` failed (a run that requires it,
+    /// `MirrorSettings.destinationMountPoint`, does not start then).
+    var destinationIsMountRoot: Bool? = nil
 
     /// Gives the destination root the mode it was found with, when it was opened as its owner
     /// may (`destinationMadeWritable`), for a run that will not walk it (`giveBack`): what it
@@ -241,6 +245,10 @@ struct MirrorRoots: ~Copyable {
         } catch {
             throw Failure(path: sourcePath, reason: "the source cannot be opened: \(explainOpening(error, realSource))")
         }
+        if !missing.isEmpty && settings.destinationMountPoint {
+            // Not even a settings' `createsDestination`: a directory made here is no mount.
+            throw Failure(path: destinationPath, reason: Self.mountPointMissing)
+        }
         if !missing.isEmpty && !settings.createsDestination {
             // The automatic fix does not create it either, for the same reason: only a fix by hand.
             let byHand = settings.jobName.map { ", or have the job's fix create it: weavedictl fix job.\($0)" } ?? ""
@@ -259,6 +267,7 @@ struct MirrorRoots: ~Copyable {
         let sourceIdentity = FileIdentity(statuses.source)
         try note(MirrorRootStep("opening the destination", destinationPath))
         var ownerOpened: FileStatus?
+        let destinationIsMountRoot: Bool?
         let destination = try openDestination(
             existing: existing, missing: missing, settings: settings, refusing: sourceIdentity, ownerOpened: &ownerOpened)
         // From here on, a failure gives a root opened as its owner may its mode back.
@@ -272,6 +281,8 @@ struct MirrorRoots: ~Copyable {
             if sourceIdentity == FileIdentity(statuses.destination) {
                 throw Failure(path: destinationPath, reason: "the destination is the source (the same directory)")
             }
+            try note(MirrorRootStep("reading the destination", destinationPath))
+            destinationIsMountRoot = try checkMountPoint(settings, destination.descriptor)
             try refuseEmptySource(settings, source: source.descriptor, destination: destination.descriptor, noting: note)
         } catch {
             var failure = error
@@ -281,8 +292,51 @@ struct MirrorRoots: ~Copyable {
         return MirrorRoots(
             source: source, destination: destination, sourceStatus: statuses.source, destinationStatus: statuses.destination,
             destinationMadeWritable: ownerOpened != nil, sourceIdentity: sourceIdentity,
-            destinationIdentity: FileIdentity(statuses.destination), unchecked: unchecked)
+            destinationIdentity: FileIdentity(statuses.destination), unchecked: unchecked,
+            destinationIsMountRoot: destinationIsMountRoot)
     }
+
+    /// Whether the opened `destination` root is the root of a mount; nil where the kernel does
+    /// not say (before Linux 5.8) or `statx` fails. With `destinationMountPoint`, a root that
+    /// is not, or of which that cannot be said, fails the run, before anything is written.
+    static func checkMountPoint(_ settings: MirrorSettings, _ destination: FileDescriptor) throws(Failure) -> Bool? {
+        let found: Result<Bool?, Errno>
+        do throws(Errno) {
+            found = .success(try destination.mountRoot())
+        } catch {
+            found = .failure(error)
+        }
+        guard settings.destinationMountPoint else { return try? found.get() }
+        switch found {
+        case .success(true):
+            return true
+        case .success(false):
+            throw Failure(path: settings.destination, reason: notAMountPoint)
+        case .success(nil):
+            throw Failure(
+                path: settings.destination,
+                reason: "whether the destination root is a mount point cannot be told: this kernel does not say "
+                    + "(statx's STATX_ATTR_MOUNT_ROOT, Linux 5.8 and later); with destinationMountPoint a run starts only "
+                    + "where it can be told: remove the field (and make the destination a directory below the mount "
+                    + "point, which a run never creates), or run a newer kernel")
+        case let .failure(error):
+            throw Failure(
+                path: settings.destination,
+                reason: "whether the destination root is a mount point cannot be told (statx: \(error)); with "
+                    + "destinationMountPoint a run starts only where it can be told")
+        }
+    }
+
+    /// Why a run (or the job's fix) refuses a destination root that is not the root of a mount,
+    /// with `destinationMountPoint`.
+    static let notAMountPoint = "the destination root is not a mount point (destinationMountPoint): is its file system "
+        + "mounted? Mount it there; a run would write into the file system underneath"
+
+    /// Why a run (or the job's fix) refuses a missing destination root with
+    /// `destinationMountPoint`, and creates none.
+    static let mountPointMissing = "the destination root does not exist, and must be a mount point "
+        + "(destinationMountPoint): nothing creates it (a directory made there would be no mount, on the file system "
+        + "underneath): create the mount point and mount its file system there"
 
     /// With `delete`, refuses an empty source over a destination with files in it: the
     /// source's disk is most likely not mounted.

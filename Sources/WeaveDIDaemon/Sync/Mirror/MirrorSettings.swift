@@ -20,6 +20,12 @@ public struct MirrorSettings: Sendable, Equatable {
     /// Whether a missing destination root is created (with missing parents); when false, a
     /// missing root fails the run, which guards against filling the disk under an unmounted one.
     public var createsDestination: Bool
+    /// Whether the destination root must be the root of a mount (`statx`'s
+    /// `STATX_ATTR_MOUNT_ROOT`) for a run to start: a backup disk not mounted leaves its empty
+    /// mount point, which a run would fill on the file system underneath. A run refuses
+    /// otherwise, as it does where the kernel cannot say (before Linux 5.8), and never creates
+    /// such a root, missing. Default false.
+    public var destinationMountPoint = false
     /// The daemon job these settings are for, if any: messages say how to act on it.
     public var jobName: String? = nil
     /// The daemon's other mirror jobs, with their roots as configured. A run does not start when
@@ -72,6 +78,7 @@ public struct MirrorSettings: Sendable, Equatable {
             delete: mirror.delete,
             durable: mirror.durable,
             workers: mirror.workers ?? MirrorSettings.defaultWorkers)
+        destinationMountPoint = mirror.destinationMountPoint
     }
 
     /// Another mirror job: its name and its roots as configured.
