@@ -173,7 +173,7 @@ import WeaveDIPosix
         try setup.mount()
         let fixed = try setup.fix()
         #expect(fixed?[member: "outcome"]?.stringValue == "succeeded", "\(String(describing: fixed))")
-        #expect(fixed?[member: "message"]?.stringValue == "reset the backoff; ran: success", "\(String(describing: fixed))")
+        #expect(fixed?[member: "message"]?.stringValue == "reset the backoff; run m-3 succeeded", "\(String(describing: fixed))")
         setup.stop()
     }
 }
