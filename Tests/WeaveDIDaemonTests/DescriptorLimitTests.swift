@@ -124,7 +124,7 @@ import WeaveDIPosix
         var (daemon, clients) = try flooded(limit: limit, directory: directory, notify: notify, environment: ["WATCHDOG_USEC": "400000"])
         let reserve = DescriptorReserve.recommendedSize(forSoftLimit: UInt64(limit))
         var full = false
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !full, ContinuousClock.now < deadline {
             full = openDescriptors(daemon.pid, below: limit) >= limit - reserve
             if !full { usleep(10_000) }
@@ -144,7 +144,7 @@ import WeaveDIPosix
         #expect(warnings.first?.contains("Too many open files (EMFILE): the descriptor limit is \(limit) (RLIMIT_NOFILE; hard limit \(limit)), "
             + "and every descriptor is in use but the last \(reserve), kept free for the Swift runtime") == true, "\(warnings)")
         // The runtime's descriptors were left alone: no connection was taken into the reserve.
-        let taken = sockets(daemon.pid, from: limit - reserve, below: limit)
+        let taken = socketsKept(daemon.pid, from: limit - reserve, below: limit)
         #expect(taken.isEmpty, "connections in the reserve: \(taken)")
         // No client waiting was accepted into the reserve, to be closed unanswered.
         let dropped = clients.filter { $0.closedByPeer(timeout: .milliseconds(1)) }.count
@@ -158,7 +158,7 @@ import WeaveDIPosix
             return
         }
         try client.send(call("io.weavedi.Daemon.Ping"))
-        #expect(client.reply(timeout: .seconds(10))?.contains(#""version":"#) == true)
+        #expect(client.reply()?.contains(#""version":"#) == true)
         #expect(daemon.waitForLog("control: accepting connections again"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
@@ -183,13 +183,13 @@ import WeaveDIPosix
         var rounds = 0
         while ContinuousClock.now < deadline {
             for client in connected { try? client.send(call("io.weavedi.Daemon.RunChecks")) }
-            let answered = connected.filter { $0.reply(timeout: .seconds(5)) != nil }.count
+            let answered = connected.filter { $0.reply() != nil }.count
             try #require(answered == connected.count, "round \(rounds + 1): \(answered) of \(connected.count) calls answered\n\(daemon.log)")
             rounds += 1
             // The reserve holds what the runtime makes of its own (timers' descriptors, the
             // monitor's look into /proc; how many depends on the machine's load), never a
             // connection.
-            let taken = sockets(daemon.pid, from: ceiling, below: limit)
+            let taken = socketsKept(daemon.pid, from: ceiling, below: limit)
             if !taken.isEmpty {
                 Issue.record("round \(rounds): connections in the reserve: \(taken)")
                 break
@@ -199,7 +199,7 @@ import WeaveDIPosix
         clients.removeAll()
         let client = try RawClient(daemon.defaultSocket)
         try client.send(call("io.weavedi.Daemon.Ping"))
-        #expect(client.reply(timeout: .seconds(10))?.contains(#""version":"#) == true, "\(daemon.log)")
+        #expect(client.reply()?.contains(#""version":"#) == true, "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
@@ -234,6 +234,20 @@ import WeaveDIPosix
             else { return nil }
             return "\(number)=\(target)"
         }
+    }
+
+    /// The sockets of `sockets(_:from:below:)` that stay there: in each of five samples, 100 ms
+    /// apart. A call that makes a descriptor can be given one in the reserve by the kernel
+    /// (the lowest number free), which it closes at once (`DescriptorReserve.admit`) or moves
+    /// below the reserve (`acceptOutsideReserve`): a single sample may catch it in between, the
+    /// more so on a busy machine. A connection kept in the reserve stays as long as its client.
+    func socketsKept(_ pid: Int32, from lowest: Int, below limit: Int) -> [String] {
+        var kept = Set(sockets(pid, from: lowest, below: limit))
+        for _ in 0..<4 where !kept.isEmpty {
+            usleep(100_000)
+            kept.formIntersection(sockets(pid, from: lowest, below: limit))
+        }
+        return kept.sorted()
     }
 
     func openDescriptors(_ pid: Int32, below limit: Int = .max) -> Int {
