@@ -7,7 +7,8 @@ import WeaveDIPosix
 
 /// A job kind whose runs do what the test says: wait at a gate, return scripted outcomes.
 final class JobScript: Sendable {
-    private let state = Locked((outcomes: [SyncResult](), runs: 0, concurrent: 0, maxConcurrent: 0, prepared: 0, insideAFix: 0, open: true))
+    private let state = Locked((
+        outcomes: [SyncResult](), runs: 0, concurrent: 0, maxConcurrent: 0, prepared: 0, insideAFix: 0, cancelled: 0, open: true))
     private let gate = Locked<[CheckedContinuation<Void, Never>]>([])
     /// Whether a cancelled run goes on waiting at the gate (a run stuck in a step).
     private let deaf: Bool
@@ -25,6 +26,8 @@ final class JobScript: Sendable {
     var prepared: Int { state.withLock { $0.prepared } }
     /// The runs that found themselves inside a fix's attempt (`FixRecord.attemptTimeLeft`).
     var runsInsideAFix: Int { state.withLock { $0.insideAFix } }
+    /// The runs cancelled while they waited at the gate.
+    var cancelledAtTheGate: Int { state.withLock { $0.cancelled } }
 
     /// Makes the runs from now on wait at the gate, until `release()`.
     func close() {
@@ -53,7 +56,10 @@ final class JobScript: Sendable {
                     let resumeNow = state.withLock { $0.open }
                     if resumeNow { continuation.resume() } else { gate.withLock { $0.append(continuation) } }
                 }
-            } onCancel: { if !self.deaf { self.release() } }
+            } onCancel: {
+                self.state.withLock { $0.cancelled += 1 }
+                if !self.deaf { self.release() }
+            }
         }
         if Task.isCancelled { return SyncOutcome(result: .cancelled, message: "stopped at a safe point") }
         var outcome = SyncOutcome(result: result, message: result == .failed ? "scripted failure" : nil)
@@ -114,12 +120,15 @@ struct ScriptedJob: SyncJob {
         return (SyncScheduler(store: ConfigurationStore(configuration), container: container, log: log, registry: registry), registry, container)
     }
 
+    /// Whether `condition` holds within 30 s: it ends as soon as it does (a busy machine can
+    /// take seconds).
     func eventually(_ condition: () async -> Bool) async -> Bool {
-        for _ in 0..<500 {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
             if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return false
+        return await condition()
     }
 
     @Test func runAtStart_runsOnce_inItsOwnSession_whichIsClosedAfter() async throws {
@@ -514,7 +523,7 @@ struct ScriptedJob: SyncJob {
         try? await Task.sleep(for: .milliseconds(50))  // stuck for longer than one interval
         let fixing = Task { await registry.fix("job.p") }
         #expect(await eventually { (await scheduler.jobs()).first?[member: "running"]?.boolValue == true })
-        try? await Task.sleep(for: .milliseconds(100))  // the fix waits for the cancelled run
+        #expect(await eventually { stuck.cancelledAtTheGate == 1 })  // the fix waits for the run it cancelled
         let replacement = JobScript()
         SyncSchedulerTests.scripts.withLock { $0["p"] = replacement }
         var changed = await scheduler.store.current

@@ -10,7 +10,7 @@ import Testing
 @Suite struct BuildGateTests {
     /// Runs `bodies` on threads of their own; false if they have not all returned within
     /// `seconds` (they are then left running: the test has failed).
-    func finishTogether(within seconds: Int = 20, _ bodies: [@Sendable () -> Void]) -> Bool {
+    func finishTogether(within seconds: Int = 60, _ bodies: [@Sendable () -> Void]) -> Bool {
         let finished = DispatchSemaphore(value: 0)
         for body in bodies {
             Thread.detach {
@@ -152,7 +152,10 @@ import Testing
             waiterResult.withLock { $0 = mine }
         }
         waiter.start()
-        usleep(180_000)  // three reports' worth of waiting
+        // Two reports' worth of waiting (0.05 s, then 0.1 s more): until they are in, however
+        // long a busy machine takes to run the waiter.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while reports.withLock({ $0.count }) < 2, ContinuousClock.now < deadline { usleep(10_000) }
         #expect(waiterResult.withLock { $0 } == nil, "the waiter did not wait for the build")
         published.store(true, ordering: .relaxed)
         gates.leave(key)
@@ -185,7 +188,7 @@ import Testing
     }
 }
 
-/// Two first calls that each wait (up to 5 s) until the other has arrived, so that two builds
+/// Two first calls that each wait (up to 30 s) until the other has arrived, so that two builds
 /// are under way at once; later calls go straight through.
 final class FirstCallsBarrier: Sendable {
     private let arrived = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
@@ -196,7 +199,7 @@ final class FirstCallsBarrier: Sendable {
         let calls = side == 0 ? callsOf0.add(1, ordering: .relaxed).newValue : callsOf1.add(1, ordering: .relaxed).newValue
         guard calls == 1 else { return }
         arrived[side].signal()
-        if arrived[1 - side].wait(timeout: .now() + .seconds(5)) == .success { metCount.add(1, ordering: .relaxed) }
+        if arrived[1 - side].wait(timeout: .now() + .seconds(30)) == .success { metCount.add(1, ordering: .relaxed) }
     }
 
     /// Whether both first calls found the other under way.
@@ -232,7 +235,7 @@ final class LockOrderRoot: Sendable {
 
 final class WaitingLeaf: Sendable {}
 
-/// Builds `WaitingLeaf` on another thread and waits (up to 5 s) for it. (Not joined: if that
+/// Builds `WaitingLeaf` on another thread and waits (up to 30 s) for it. (Not joined: if that
 /// thread cannot build, it stays blocked until this build ends.)
 final class WaitingRoot: Sendable {
     let leafFromOtherThread: Bool
@@ -242,7 +245,7 @@ final class WaitingRoot: Sendable {
             _ = container.resolve(WaitingLeaf.self)
             finished.signal()
         }
-        leafFromOtherThread = finished.wait(timeout: .now() + .seconds(5)) == .success
+        leafFromOtherThread = finished.wait(timeout: .now() + .seconds(30)) == .success
     }
 }
 
