@@ -216,7 +216,7 @@ struct ControlAuthorizationTests {
                     ping, "read", "touch:\(flags)/held\(index)", "wait:\(flags)/release",
                 ]).dropFirst()),
                 environment: ["PATH": "/usr/bin:/bin"], standardOutput: .file(flags + "/out\(index)"), standardError: .file(flags + "/out\(index)"))
-            let deadline = ContinuousClock.now + .seconds(15)
+            let deadline = ContinuousClock.now + .seconds(30)
             while !fileExists(flags + "/held\(index)"), ContinuousClock.now < deadline { usleep(20_000) }
             return holder
         }
@@ -261,7 +261,7 @@ struct ControlAuthorizationTests {
             #expect(reply.parameter("status")?.stringValue == "configuration reloaded", "\(daemon.log)")
         }
         func waitFor(_ flag: String) -> Bool {
-            let deadline = ContinuousClock.now + .seconds(15)
+            let deadline = ContinuousClock.now + .seconds(30)
             while !fileExists(flag), ContinuousClock.now < deadline { usleep(20_000) }
             return fileExists(flag)
         }

@@ -48,7 +48,7 @@ import WeaveDIPosix
         let before = threadTicks(daemon.pid)[ioThread] ?? 0
         var closed = false
         // Ends as soon as it is closed: a busy machine may take seconds past its 1.5 s.
-        let deadline = ContinuousClock.now + .seconds(15)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !closed, ContinuousClock.now < deadline {
             usleep(100_000)
             let sessions = try observer.call("io.weavedi.Daemon.ListSessions").parameter("sessions")?.arrayValue ?? []
@@ -68,7 +68,7 @@ import WeaveDIPosix
     @Test func aClientSendingOneByteAtATime_isIdle_andClosedAtItsDeadline() throws {
         let daemon = try started(config: #"{"control": {"idleTimeout": 2}, "sync": {"jobs": []}}"#)
         let trickle = try RawClient(daemon.defaultSocket)
-        let deadline = ContinuousClock.now + .seconds(12)
+        let deadline = ContinuousClock.now + .seconds(30)
         var refused = false
         while ContinuousClock.now < deadline {
             guard (try? trickle.send(" ")) != nil else { break }  // closed by the daemon
@@ -78,7 +78,7 @@ import WeaveDIPosix
                 break
             }
         }
-        #expect(refused, "the trickling client was not closed in 12 s")
+        #expect(refused, "the trickling client was not closed in 30 s")
         #expect(trickle.reply(timeout: .seconds(2))?.contains(#"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"idle""#) == true)
         // A client sending whole messages is not idle: 3 s of them, past the 2 s, each 300 ms
         // after the last (a busy machine may make that a second, not 2 s).
@@ -140,7 +140,7 @@ import WeaveDIPosix
             "/usr/bin/setpriv",
             arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.defaultSocket, flag],
             environment: ["PATH": "/usr/bin:/bin"], standardOutput: .file(output), standardError: .file(output))
-        let waitUntil = ContinuousClock.now + .seconds(15)
+        let waitUntil = ContinuousClock.now + .seconds(30)
         while !FileManager.default.fileExists(atPath: flag + ".holding"), ContinuousClock.now < waitUntil { usleep(20_000) }
         // Root takes the place kept for administrators.
         let root = try VarlinkClient(path: daemon.defaultSocket)
@@ -165,7 +165,7 @@ import WeaveDIPosix
         let daemon = try started(config: #"{"control": {"maxMessageBytes": 1024}, "sync": {"jobs": []}}"#)
         let client = try RawClient(daemon.defaultSocket)
         try client.send(#"{"method":"io.weavedi.Daemon.Ping","parameters":{"x":""# + String(repeating: "a", count: 2_000_000) + "\"}}\0")
-        #expect(client.reply(timeout: .seconds(5)) == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
+        #expect(client.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
         #expect(client.closedByPeer())
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
@@ -189,10 +189,10 @@ import WeaveDIPosix
         let refused = try RawClient(daemon.defaultSocket)
         try refused.send(#"{"method":"io.weavedi.Daemon.Ping"}"# + "\0")
         daemon.send(.continue)
-        #expect(refused.reply(timeout: .seconds(5)) == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"clients","value":1}}"#)
+        #expect(refused.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"clients","value":1}}"#)
         // Then an orderly end of file: its call was read, not left to reset the connection.
         var end = [PollDescriptor(refused.descriptor, events: .readable)]
-        _ = try PollDescriptor.poll(&end, timeout: .seconds(5))
+        _ = try PollDescriptor.poll(&end, timeout: .seconds(30))
         let rest = Result { try refused.descriptor.receive(upToCount: 16) }
         #expect((try? rest.get())?.isEmpty == true, "\(rest)")
         daemon.send(.terminate)

@@ -66,7 +66,7 @@ import WeaveDIPosix
         var error: String { capture.read("err") ?? "" }
 
         /// Waits until standard output contains `text`.
-        func waitForOutput(_ text: String, timeout: Duration = .seconds(20)) -> Bool {
+        func waitForOutput(_ text: String, timeout: Duration = .seconds(30)) -> Bool {
             let deadline = ContinuousClock.now + timeout
             while ContinuousClock.now < deadline, status == nil {
                 if output.contains(text) { return true }
@@ -75,7 +75,7 @@ import WeaveDIPosix
             return output.contains(text)
         }
 
-        func wait(timeout: Duration = .seconds(20)) -> TerminationStatus? {
+        func wait(timeout: Duration = .seconds(30)) -> TerminationStatus? {
             let deadline = ContinuousClock.now + timeout
             while status == nil, ContinuousClock.now < deadline {
                 status = try? process?.waitIfExited()

@@ -113,7 +113,7 @@ import WeaveDIPosix
         #expect(check?[member: "message"]?.stringValue
             == "last run failed: \(d)/nfs/two: resolving the destination did not answer within 5 s (is its file system responding?)")
         setup.daemon.send(.terminate)
-        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+        #expect(setup.daemon.wait() == .exited(0), "\(setup.daemon.log)")
     }
 
     @Test func aJobOffTheMount_runs_leavingTheJobsWhoseRootsDoNotAnswerOutOfItsOverlapCheck() throws {
@@ -143,7 +143,7 @@ import WeaveDIPosix
         #expect(setup.daemon.log.components(separatedBy: mountedAt).count == 3, "\(setup.daemon.log)")
         #expect(setup.threadsWaitingOnTheMount(expected: 1) == 1, "\(setup.daemon.log)")
         setup.daemon.send(.terminate)
-        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+        #expect(setup.daemon.wait() == .exited(0), "\(setup.daemon.log)")
     }
 
     @Test func aShutdownDuringARunWhoseDestinationDoesNotAnswer_stopsTheRunAtOnce() throws {
@@ -242,7 +242,7 @@ import WeaveDIPosix
                 == "\(d)/nfs/\(name): checking the destination did not answer within 5 s (is its file system responding?)")
         }
         setup.daemon.send(.terminate)
-        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+        #expect(setup.daemon.wait() == .exited(0), "\(setup.daemon.log)")
     }
 
     @Test func reloadsAndRunsThatMeetADeadMount_leaveOneThreadStuckOnIt_whoseReturnIsLogged() throws {
@@ -281,6 +281,6 @@ import WeaveDIPosix
         let reloaded = setup.reply(try setup.send("Reload"))
         #expect(reloaded?.error == nil && reloaded?.parameter("status")?.stringValue == "configuration reloaded", "\(setup.daemon.log)")
         setup.daemon.send(.terminate)
-        #expect(setup.daemon.wait(timeout: .seconds(8)) == .exited(0), "\(setup.daemon.log)")
+        #expect(setup.daemon.wait() == .exited(0), "\(setup.daemon.log)")
     }
 }

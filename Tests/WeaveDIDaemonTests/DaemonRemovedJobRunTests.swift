@@ -58,7 +58,7 @@ import WeaveDIPosix
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         let mount = try DeadMount(at: "\(d)/src/z/dead", inNamespaceOf: daemon.pid, scratch: directory)
         defer { mount.revive() }
-        let started = try daemon.sendCall("RunJob", #"{"name": "walk", "detach": true}"#).varlinkReply(timeout: .seconds(5))
+        let started = try daemon.sendCall("RunJob", #"{"name": "walk", "detach": true}"#).varlinkReply()
         #expect(started?.parameter("runId") == .string("walk-1"), "\(daemon.log)")
         try #require(DeadMount.threadsWaiting(in: daemon.pid, expected: 1) == 1, "\(daemon.log)")
         // Removed: its run is cancelled, and waits the grace for its step on the mount.
@@ -86,7 +86,7 @@ import WeaveDIPosix
         #expect(!shown.output.contains("removed job"), "\(shown.all)")
         mount.revive()
         daemon.send(.terminate)
-        #expect(daemon.wait(timeout: .seconds(10)) == .exited(0), "\(daemon.log)")
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         return true
     }
 }

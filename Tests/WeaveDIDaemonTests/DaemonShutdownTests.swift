@@ -105,7 +105,7 @@ import WeaveDIPosix
         // The call behind it was read before the shutdown, and is answered in its turn.
         let ping = decoded(pipelined.reply())
         #expect(ping != nil && ping?.error == nil, "\(ping as Any)\n\(daemon.log)")
-        for client in [plain, streaming, pipelined] { #expect(client.closedByPeer(timeout: .seconds(5))) }
+        for client in [plain, streaming, pipelined] { #expect(client.closedByPeer()) }
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 }

@@ -28,7 +28,7 @@ import WeaveDIPosix
     }
 
     /// Waits until `path` exists.
-    static func waitForFile(_ path: String, timeout: Duration = .seconds(10)) -> Bool {
+    static func waitForFile(_ path: String, timeout: Duration = .seconds(30)) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if fileExists(path) { return true }

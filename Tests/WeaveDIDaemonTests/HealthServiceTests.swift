@@ -56,7 +56,8 @@ import WeaveDIPosix
         // no round can see the socket missing in between.
         let client = try VarlinkClient(path: socket)
         var healthy = false
-        for _ in 0..<500 where !healthy {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !healthy, ContinuousClock.now < deadline {
             let checks = try client.call("io.weavedi.Daemon.GetHealth").parameter("health")?[member: "checks"]?.arrayValue ?? []
             healthy = checks.contains { $0[member: "name"] == .string("control.socket") && $0[member: "status"] == .string("healthy") }
             if !healthy { usleep(20_000) }

@@ -38,7 +38,7 @@ import WeaveDIPosix
         #expect(daemon.waitForLog("removed 2 temporary files left by an interrupted write of the metrics file"), "\(daemon.log)")
         #expect(daemon.log.contains("\(d)/textfile/weavedi.prom: removed 2 temporary files left by an interrupted write of the metrics file "
             + "(.weavedi.prom.weavedid-tmp.12345, .weavedi.prom.weavedid-tmp.4294967295)"), "\(daemon.log)")
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !FileManager.default.fileExists(atPath: d + "/textfile/weavedi.prom"), ContinuousClock.now < deadline { usleep(10_000) }
         #expect(directory.read("textfile/weavedi.prom")?.contains("weavedi_sync") == true, "\(daemon.log)")
         let names = try FileManager.default.contentsOfDirectory(atPath: d + "/textfile").sorted()
@@ -58,7 +58,7 @@ import WeaveDIPosix
         let client = try VarlinkClient(path: daemon.defaultSocket)
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
         #expect(daemon.waitForLog("removed 1 temporary file left by an interrupted write of the metrics file"), "\(daemon.log)")
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !FileManager.default.fileExists(atPath: d + "/textfile/weavedi.prom"), ContinuousClock.now < deadline { usleep(10_000) }
         #expect(try FileManager.default.contentsOfDirectory(atPath: d + "/textfile") == ["weavedi.prom"])
         daemon.send(.terminate)

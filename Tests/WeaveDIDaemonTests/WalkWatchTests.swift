@@ -33,9 +33,9 @@ import WeaveDI
 
         deinit { gate.open() }
 
-        /// Waits up to 10 s for the watch's verdict.
+        /// Waits up to 30 s for the watch's verdict.
         func waitForVerdict() async throws -> WalkVerdict? {
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(30)
             while verdict.withLock({ $0 == nil }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             return verdict.withLock { $0 }
         }
@@ -82,7 +82,7 @@ import WeaveDI
 
         // The call returns at last: the thread is forgotten, and the report names both paths.
         await worker.release()
-        let returned = ContinuousClock.now + .seconds(10)
+        let returned = ContinuousClock.now + .seconds(30)
         while stuck.count != 0, ContinuousClock.now < returned { try await Task.sleep(for: .milliseconds(10)) }
         #expect(stuck.count == 0)
         #expect(try await events.waitForReturned())

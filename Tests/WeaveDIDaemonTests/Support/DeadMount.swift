@@ -37,7 +37,7 @@ final class DeadMount {
             tools.nsenter[0],
             arguments: Array(tools.nsenter.dropFirst()) + ["-t", "\(pid)", "/bin/sh", "-c", script, "sh", path, marker],
             environment: MountNamespace.environment, standardOutput: .file(marker + ".log"), standardError: .file(marker + ".log"))
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while access(marker, F_OK) != 0 {
             if let status = try? holder.waitIfExited() {
                 let output = (try? String(contentsOfFile: marker + ".log", encoding: .utf8)) ?? ""
@@ -46,7 +46,7 @@ final class DeadMount {
             if ContinuousClock.now > deadline {
                 try? holder.kill(.kill)
                 _ = try? holder.wait()
-                throw MountFailure(description: "the dead mount on \(path) was not made within 10 s")
+                throw MountFailure(description: "the dead mount on \(path) was not made within 30 s")
             }
             usleep(10_000)
         }

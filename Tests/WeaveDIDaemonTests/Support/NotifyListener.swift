@@ -18,7 +18,7 @@ final class NotifyListener: @unchecked Sendable {  // used from one test at a ti
     /// Every datagram that arrives within `timeout`, until one satisfies `done`; returns
     /// whether one did.
     @discardableResult
-    func wait(timeout: Duration = .seconds(15), until done: (String) -> Bool) -> Bool {
+    func wait(timeout: Duration = .seconds(30), until done: (String) -> Bool) -> Bool {
         let deadline = ContinuousClock.now + timeout
         if received.contains(where: done) { return true }
         while ContinuousClock.now < deadline {
@@ -35,7 +35,7 @@ final class NotifyListener: @unchecked Sendable {  // used from one test at a ti
 
     /// Waits for a datagram containing the line `line`.
     @discardableResult
-    func wait(forLine line: String, timeout: Duration = .seconds(15)) -> Bool {
+    func wait(forLine line: String, timeout: Duration = .seconds(30)) -> Bool {
         wait(timeout: timeout) { $0.split(separator: "\n").contains { $0 == line } }
     }
 

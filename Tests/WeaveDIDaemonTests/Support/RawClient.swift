@@ -16,8 +16,9 @@ final class RawClient {
     func send(_ text: String) throws { try descriptor.sendAll(Array(text.utf8)) }
     func send(bytes: [UInt8]) throws { try descriptor.sendAll(bytes) }
 
-    /// The next reply (without NUL), or nil at end of file or after `timeout`.
-    func reply(timeout: Duration = .seconds(10)) -> String? {
+    /// The next reply (without NUL), or nil at end of file or after `timeout`: generous by
+    /// default, as the wait ends with the reply, and a slow, busy machine can take seconds.
+    func reply(timeout: Duration = .seconds(30)) -> String? {
         let deadline = ContinuousClock.now + timeout
         while true {
             if let end = buffer.firstIndex(of: 0) {
@@ -36,8 +37,9 @@ final class RawClient {
         }
     }
 
-    /// Whether the daemon closed the connection within `timeout`.
-    func closedByPeer(timeout: Duration = .seconds(10)) -> Bool {
+    /// Whether the daemon closed the connection within `timeout` (generous by default: the
+    /// wait ends at the close).
+    func closedByPeer(timeout: Duration = .seconds(30)) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             var entries = [PollDescriptor(descriptor, events: .readable)]
@@ -57,7 +59,7 @@ func call(_ method: String, _ parameters: String = "{}", extra: String = "") -> 
 
 extension RawClient {
     /// The next reply, decoded; nil at end of file, after `timeout`, or when it is no varlink reply.
-    func varlinkReply(timeout: Duration = .seconds(10)) -> VarlinkReply? {
+    func varlinkReply(timeout: Duration = .seconds(30)) -> VarlinkReply? {
         reply(timeout: timeout).flatMap { try? VarlinkReply.decode(Array($0.utf8)) }
     }
 }

@@ -28,7 +28,7 @@ final class TemporaryDirectory: @unchecked Sendable {  // immutable after init
     /// The content of `name` once it holds `text`, or nil if it does not within `limit`: for a
     /// file the daemon writes in the background, as `jobs.json` after a run (the run's reply
     /// can come before the write).
-    func read(_ name: String, once text: String, within limit: Duration = .seconds(10)) -> String? {
+    func read(_ name: String, once text: String, within limit: Duration = .seconds(30)) -> String? {
         let deadline = ContinuousClock.now + limit
         while true {
             if let content = read(name), content.contains(text) { return content }
