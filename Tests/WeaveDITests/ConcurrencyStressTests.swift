@@ -93,8 +93,9 @@ enum RequestTag {}
         // Closing without waiting, and an instance stored into a scope closed meanwhile, dispose
         // in tasks of their own.
         func undisposed() -> [Int] { built.withLock { $0.map { $0.value.load(ordering: .relaxed) } }.filter { $0 != 1 } }
-        let deadline = ContinuousClock.now + .seconds(30)  // ends once they are: a busy machine may take seconds
-        while !undisposed().isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        // Up to 6,000 polls (30 s at least), as many as the tasks may need on a busy machine;
+        // polls, not a time, as the tasks and the polls wait alike for a thread of the pool.
+        for _ in 0..<6_000 where !undisposed().isEmpty { try await Task.sleep(for: .milliseconds(5)) }
         #expect(built.withLock { $0.count } > 0)
         #expect(undisposed().isEmpty, "disposals per instance not disposed once: \(undisposed())")
         #expect(container.openSessions.isEmpty)
