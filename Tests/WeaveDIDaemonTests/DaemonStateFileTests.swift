@@ -25,6 +25,39 @@ import WeaveDIPosix
         }
     }
 
+    /// A pause outlives a restart (a crash, the watchdog, a reboot): the state file keeps it,
+    /// the restarted daemon says so, and only `ResumeJob` ends it. Before, a restart quietly
+    /// resumed a job paused for maintenance.
+    @Test func aPausedJob_staysPausedAcrossARestart_untilResumed() throws {
+        let fixture = Fixture()
+        func paused(_ daemon: DaemonProcess) throws -> JSONValue? {
+            try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?
+                .arrayValue?.first?[member: "paused"]
+        }
+        let first = try fixture.start()
+        try #require(first.waitForLog("ready;"), "\(first.log)")
+        _ = try VarlinkClient(path: first.defaultSocket).call("io.weavedi.Daemon.PauseJob", [("name", .string("docs"))])
+        first.send(.terminate)
+        #expect(first.wait() == .exited(0), "\(first.log)")
+
+        let second = try fixture.start()
+        try #require(second.waitForLog("ready;"), "\(second.log)")
+        #expect(try paused(second) == .bool(true), "\(second.log)")
+        #expect(second.log.contains("sync: docs: paused, as it was when the daemon stopped (weavedictl resume-job docs resumes it)"),
+                "\(second.log)")
+        _ = try VarlinkClient(path: second.defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
+        #expect(try paused(second) == .bool(false))
+        second.send(.terminate)
+        #expect(second.wait() == .exited(0), "\(second.log)")
+
+        let third = try fixture.start()
+        try #require(third.waitForLog("ready;"), "\(third.log)")
+        #expect(try paused(third) == .bool(false), "\(third.log)")
+        #expect(!third.log.contains("paused, as it was"), "\(third.log)")
+        third.send(.terminate)
+        #expect(third.wait() == .exited(0), "\(third.log)")
+    }
+
     /// The job's run (by hand), then its health check.
     func runAndCheck(_ daemon: DaemonProcess) throws -> (run: String?, health: String?) {
         let client = try VarlinkClient(path: daemon.defaultSocket)
@@ -48,6 +81,7 @@ import WeaveDIPosix
         (#"{"consecutiveFailures": 0, "lastRun": {"id": "docs-1", "job": "docs", "result": "partial", "startedAt": 1, "endedAt": 2, "failedItems": [{"path": 1}]}}"#,
          "lastRun.failedItems[0].path: expected a string, got 1"),
         (#"{"consecutiveFailures": 0, "runGoing": "docs-3"}"#, #"runGoing: expected an object or null, got "docs-3""#),
+        (#"{"consecutiveFailures": 0, "paused": "yes"}"#, #"paused: expected true or false, got "yes""#),
         (#"{"consecutiveFailures": 0, "runGoing": {"id": "other-3", "startedAt": 1}}"#,
          #"runGoing.id: expected a run id of the job (NAME-N), got "other-3""#),
         (#"{"consecutiveFailures": 0, "runGoing": {"id": "docs-3", "startedAt": -1}}"#,

@@ -193,7 +193,7 @@ extension SyncScheduler {
             let going = state.running.flatMap { run in run.startedAt.map { PersistedJobState.RunGoing(id: run.id, startedAt: $0) } }
             states[name] = PersistedJobState(
                 lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
-                runGoing: going ?? orphanGoing(name))
+                runGoing: going ?? orphanGoing(name), paused: state.paused)
         }
         // A job removed and added back keeps its last result (health knows how old its last
         // success is); but a configuration churned through many names must not grow the file
@@ -271,6 +271,9 @@ extension SyncScheduler {
             schedule(name, after: state.config.interval + jitter(state.config.jitter))
         }
         log.notice("sync", "\(name) \(paused ? "paused" : "resumed")")
+        // Kept in the state file: a restart (a crash, the watchdog, a reboot) does not resume
+        // a job paused for maintenance.
+        if paused != state.paused { saveState() }
     }
 }
 

@@ -178,18 +178,25 @@ public actor SyncScheduler: DaemonService {
         // Run ids go on from the last one started before: one id, one run, across restarts.
         runCounter = saved.lastRunNumber
         stateFileUnreadable = saved.unreadable
-        for config in configuration.sync.jobs { add(config) }
+        for config in configuration.sync.jobs { add(config, restoringPause: true) }
         registerStateFileCheck()
         if configuration.sync.metricsFile != nil { registerMetricsFileCheck() }
         log.info("sync", configuration.sync.jobs.isEmpty ? "no sync jobs configured" : "\(order.count) job(s): \(order.joined(separator: ", "))")
     }
 
-    private func add(_ config: DaemonConfiguration.Job) {
+    /// Adds the job `config`, with its last results from the state file; paused as the file
+    /// says when `restoringPause` (at the start: a pause outlives a restart, while a job a
+    /// reload adds back starts unpaused, as configured anew).
+    private func add(_ config: DaemonConfiguration.Job, restoringPause: Bool = false) {
         var state = JobState(config: config, job: make(config))
         if let saved = persisted[config.name] {
             state.consecutiveFailures = saved.consecutiveFailures
             state.lastSuccess = saved.lastSuccess
             if let last = saved.lastRun { state.recent = [last] }
+            if restoringPause, saved.paused {
+                state.paused = true
+                log.notice("sync", "\(config.name): paused, as it was when the daemon stopped (weavedictl resume-job \(config.name) resumes it)")
+            }
         }
         jobs[config.name] = state
         order.append(config.name)

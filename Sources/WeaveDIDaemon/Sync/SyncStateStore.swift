@@ -285,6 +285,9 @@ struct PersistedJobState: Sendable, Equatable {
     /// was killed, crashed or lost the power during it (`SyncStateStore.endRunsNeverEnded`).
     /// `runGoing` in the file, absent in files written before it was kept.
     var runGoing: RunGoing?
+    /// Whether the job was paused (`PauseJob`): a pause outlives a restart. `paused` in the
+    /// file, absent (false) in files written before it was kept.
+    var paused = false
 
     /// A run that started and has not ended: `runGoing` of the state file.
     struct RunGoing: Sendable, Equatable {
@@ -294,11 +297,12 @@ struct PersistedJobState: Sendable, Equatable {
         var startedAt: Double
     }
 
-    init(lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil) {
+    init(lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil, paused: Bool = false) {
         self.lastRun = lastRun
         self.lastSuccess = lastSuccess
         self.consecutiveFailures = consecutiveFailures
         self.runGoing = runGoing
+        self.paused = paused
     }
 
     var json: JSONValue {
@@ -307,6 +311,7 @@ struct PersistedJobState: Sendable, Equatable {
             ("lastSuccess", lastSuccess.map(JSONValue.double) ?? .null),
             ("consecutiveFailures", .int(consecutiveFailures)),
             ("runGoing", runGoing.map { .object([("id", .string($0.id)), ("startedAt", .double($0.startedAt))]) } ?? .null),
+            ("paused", .bool(paused)),
         ])
     }
 
@@ -338,6 +343,11 @@ struct PersistedJobState: Sendable, Equatable {
             runGoing = RunGoing(id: id, startedAt: startedAt)
         } else {
             runGoing = nil
+        }
+        switch json[member: "paused"] {
+        case nil, .null?: paused = false
+        case let .bool(value)?: paused = value
+        case let other?: throw PersistedStateProblem(description: "paused: expected true or false, got \(PersistedStateProblem.describe(other))")
         }
     }
 }
