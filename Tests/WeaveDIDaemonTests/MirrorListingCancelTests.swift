@@ -84,12 +84,8 @@ import WeaveDIPosix
 
     /// The fixture, with the shim built; nil, saying why, without a C compiler.
     private func setUp(test: String = #function) throws -> Setup? {
-        guard access("/usr/bin/cc", X_OK) == 0 else {
-            print("SKIPPED \(test): needs a C compiler (cc) to build the library that slows readdir")
-            return nil
-        }
         let directory = TemporaryDirectory()
-        let source = directory.write("slow.c", #"""
+        guard let shim = try PreloadLibrary.build(#"""
             #define _GNU_SOURCE
             #include <dirent.h>
             #include <dlfcn.h>
@@ -126,11 +122,7 @@ import WeaveDIPosix
               if (entry) slow(entry->d_name);
               return entry;
             }
-            """#)
-        let shim = directory.path + "/slow.so"
-        let build = try Subprocess.run(
-            "/usr/bin/cc", arguments: ["-O", "-shared", "-fPIC", "-o", shim, source, "-ldl"], environment: ["PATH": "/usr/bin:/bin"])
-        try #require(build.status == .exited(0), "\(build.standardErrorText)")
+            """#, in: directory, slowing: "readdir", test: test) else { return nil }
         return Setup(directory: directory, shim: shim)
     }
 

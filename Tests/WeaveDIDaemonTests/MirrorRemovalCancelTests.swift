@@ -98,12 +98,8 @@ import WeaveDIPosix
     /// compiler).
     private func setUp(_ layout: Layout = .tree, test: String = #function) throws -> Setup? {
         guard ChildAsNobody.canRun(test) else { return nil }
-        guard access("/usr/bin/cc", X_OK) == 0 else {
-            print("SKIPPED \(test): needs a C compiler (cc) to build the library that slows unlinkat")
-            return nil
-        }
         let directory = TemporaryDirectory()
-        let source = directory.write("slow.c", #"""
+        guard let shim = try PreloadLibrary.build(#"""
             #define _GNU_SOURCE
             #include <dlfcn.h>
             #include <string.h>
@@ -118,11 +114,7 @@ import WeaveDIPosix
               }
               return next(directory, path, flags);
             }
-            """#)
-        let shim = directory.path + "/slow.so"
-        let build = try Subprocess.run(
-            "/usr/bin/cc", arguments: ["-O", "-shared", "-fPIC", "-o", shim, source, "-ldl"], environment: ["PATH": "/usr/bin:/bin"])
-        try #require(build.status == .exited(0), "\(build.standardErrorText)")
+            """#, in: directory, slowing: "unlinkat", test: test) else { return nil }
         let setup = Setup(directory: directory, shim: shim, layout: layout)
         directory.write("source/keep.txt", "kept")
         if layout == .treeInTheWay { directory.write("source/extra", "a file where the destination has the tree") }

@@ -17,14 +17,8 @@ import WeaveDIPosix
     /// A reload that removes the job cancels its run while it scans the source's files: the
     /// run ends `cancelled`, without an error, having looked at fewer of the files than there are.
     @Test func aRunCancelledByAReload_whileScanning_stopsAtTheNextEntry() throws {
-        let test = #function
-        guard access("/usr/bin/cc", X_OK) == 0 else {
-            print("SKIPPED \(test): needs a C compiler (cc) to build the library that slows lstat")
-            return
-        }
         let directory = TemporaryDirectory()
-        let shim = directory.path + "/slow.so"
-        let source = directory.write("slow.c", #"""
+        guard let shim = try PreloadLibrary.build(#"""
             #define _GNU_SOURCE
             #include <dlfcn.h>
             #include <fcntl.h>
@@ -56,10 +50,7 @@ import WeaveDIPosix
               slow(path);
               return next(directory, path, status, flags);
             }
-            """#)
-        let build = try Subprocess.run(
-            "/usr/bin/cc", arguments: ["-O", "-shared", "-fPIC", "-o", shim, source, "-ldl"], environment: ["PATH": "/usr/bin:/bin"])
-        try #require(build.status == .exited(0), "\(build.standardErrorText)")
+            """#, in: directory, slowing: "lstat", test: #function) else { return }
         try FileManager.default.createDirectory(atPath: directory.path + "/source", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         for file in 0..<Self.files {
