@@ -58,6 +58,40 @@ import WeaveDIPosix
         #expect(third.wait() == .exited(0), "\(third.log)")
     }
 
+    /// A paused job a reload removes and a later one adds back starts unpaused, as configured
+    /// anew, and a restart then (after a crash, which writes nothing more) does not pause it
+    /// again from the state file.
+    @Test func aPausedJobAddedBackByAReload_isUnpaused_alsoAfterARestart() throws {
+        let fixture = Fixture()
+        let first = try fixture.start()
+        try #require(first.waitForLog("ready;"), "\(first.log)")
+        let client = try VarlinkClient(path: first.defaultSocket)
+        _ = try client.call("io.weavedi.Daemon.PauseJob", [("name", .string("docs"))])
+        let config = try String(contentsOfFile: fixture.directory.path + "/weavedid.json", encoding: .utf8)
+        fixture.directory.write("weavedid.json", #"{"stateDirectory": "\#(fixture.state)"}"#)
+        _ = try client.call("io.weavedi.Daemon.Reload")
+        fixture.directory.write("weavedid.json", config)
+        _ = try client.call("io.weavedi.Daemon.Reload")
+        let listed = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(listed?[member: "paused"] == .bool(false), "\(String(describing: listed))")
+        // Killed once the file says so (its writes are the daemon's own, asynchronous): a clean
+        // stop would write it anyway; a crash keeps what was last written.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while fixture.directory.read("state/jobs.json")?.contains(#""paused":false"#) != true, ContinuousClock.now < deadline {
+            usleep(20_000)
+        }
+        #expect(fixture.directory.read("state/jobs.json")?.contains(#""paused":false"#) == true)
+        first.send(.kill)
+        _ = first.wait()
+
+        let second = try fixture.start()
+        try #require(second.waitForLog("ready;"), "\(second.log)")
+        let after = try VarlinkClient(path: second.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(after?[member: "paused"] == .bool(false), "\(second.log)")
+        second.send(.terminate)
+        #expect(second.wait() == .exited(0), "\(second.log)")
+    }
+
     /// The job's run (by hand), then its health check.
     func runAndCheck(_ daemon: DaemonProcess) throws -> (run: String?, health: String?) {
         let client = try VarlinkClient(path: daemon.defaultSocket)

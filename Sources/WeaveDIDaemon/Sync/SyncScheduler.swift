@@ -25,6 +25,9 @@ public actor SyncScheduler: DaemonService {
     /// Runs of jobs that reloads removed, still stopping, by run id: a shutdown waits for them,
     /// and a job of the same name added back does not run until they are gone.
     var orphans: [String: (job: String, task: Task<SyncRunRecord, Never>)] = [:]
+    /// Whether the reload under way added back a job the state file says is paused: it starts
+    /// unpaused, and the file is written again so that a restart does not pause it.
+    private var pauseDropped = false
     /// Why the daemon cancelled a run, by run id: the run's message starts with it.
     var cancelReasons: [String: String] = [:]
     var slotsInUse = 0
@@ -196,6 +199,9 @@ public actor SyncScheduler: DaemonService {
             if restoringPause, saved.paused {
                 state.paused = true
                 log.notice("sync", "\(config.name): paused, as it was when the daemon stopped (weavedictl resume-job \(config.name) resumes it)")
+            } else if saved.paused {
+                // Added back by a reload, unpaused: the file must not pause it again at a restart.
+                pauseDropped = true
             }
         }
         jobs[config.name] = state
@@ -246,6 +252,8 @@ public actor SyncScheduler: DaemonService {
             jobs.removeValue(forKey: name)
             registry.unregister("job.\(name)")
         }
+        pauseDropped = false
+        defer { if pauseDropped { saveState() } }
         for config in configuration.sync.jobs {
             guard var state = jobs[config.name] else {
                 add(config)
