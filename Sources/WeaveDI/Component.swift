@@ -77,6 +77,9 @@ public struct Provide<Value: Sendable>: Sendable {
     let factory: @Sendable (_ resolver: any Resolver) throws -> Value
     /// Where the property is declared, for the message of a read that stops the program.
     let site: DeclarationSite
+    /// What a read reads through: made once, with the component (it takes a lock to find the
+    /// lookup for this declaration), so that a read takes none.
+    let injected: Injected<Value>
 
     /// Registers the initial value's expression as the factory of `Value`, in `scope`. `fileID`
     /// and `line` default to the property's declaration, which a read that stops the program names.
@@ -86,6 +89,7 @@ public struct Provide<Value: Sendable>: Sendable {
     ) {
         self.scope = scope
         site = DeclarationSite(fileID: fileID, line: line)
+        injected = Injected(declaredAt: site)
         factory = { _ in wrappedValue() }
     }
 
@@ -98,12 +102,13 @@ public struct Provide<Value: Sendable>: Sendable {
     ) {
         self.scope = scope
         site = DeclarationSite(fileID: fileID, line: line)
+        injected = Injected(declaredAt: site)
         self.factory = factory
     }
 
     /// The provided service, resolved from `Container.live` (a read that cannot resolve it stops
     /// the program with a message naming the type).
-    public var wrappedValue: Value { Injected<Value>(declaredAt: site).wrappedValue }
+    public var wrappedValue: Value { injected.wrappedValue }
 }
 
 /// What `Component` finds by reflection: a provider that registers itself.
