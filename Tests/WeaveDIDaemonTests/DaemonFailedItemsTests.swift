@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import WeaveDI
 import WeaveDIControl
+@testable import WeaveDIDaemon
 import WeaveDIPosix
 
 /// Every failed item of a run can be seen, not only the first: the log has a line for each
@@ -12,6 +13,17 @@ import WeaveDIPosix
 /// source files of mode 000 cannot be read.
 @Suite struct DaemonFailedItemsTests {
     static let unreadable = 25
+
+    /// A failed item's path and reason are kept to 1 KiB each (a path may be 4 KiB, and 20 of
+    /// them for every job go into `jobs.json`, which is not read past 16 MiB), cut at a character.
+    @Test func aFailedItemsPathAndReason_areKeptTo1KiB_cutAtACharacter() {
+        let long = SyncItemError(path: String(repeating: "é", count: 1000), reason: String(repeating: "r", count: 5000))
+        #expect(long.path.utf8.count <= 1024 && long.path.hasSuffix("…") && long.path.hasPrefix("éé"), "\(long.path.utf8.count)")
+        #expect(long.path.dropLast().allSatisfy { $0 == "é" })
+        #expect(long.reason.utf8.count <= 1024 && long.reason.hasSuffix("…"))
+        let short = SyncItemError(path: "a/b.txt", reason: "open: Permission denied (EACCES)")
+        #expect(short.path == "a/b.txt" && short.reason == "open: Permission denied (EACCES)")
+    }
 
     @Test func everyFailedItem_isInTheLog_theRunsFailedItems_andRunJobWait() throws {
         guard ChildAsNobody.canRun() else { return }

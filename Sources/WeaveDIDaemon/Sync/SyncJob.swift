@@ -71,10 +71,28 @@ public struct SyncItemError: Sendable, Equatable, Codable {
     /// Why.
     public var reason: String
 
-    /// An item error.
+    /// An item error; its path and reason kept to `byteLimit` bytes each.
     public init(path: String, reason: String) {
-        self.path = path
-        self.reason = reason
+        self.path = Self.capped(path)
+        self.reason = Self.capped(reason)
+    }
+
+    /// How many bytes of UTF-8 a path or a reason keeps: a path may be 4 KiB and a reason
+    /// repeats it, and a run keeps 20 of them in `jobs.json` (for every job, and for 100 removed
+    /// ones), which is not read past 16 MiB, and in the `ListJobs` reply.
+    static let byteLimit = 1024
+
+    /// `text` cut, at a character, to `byteLimit` bytes with `…` ending it.
+    static func capped(_ text: String) -> String {
+        guard text.utf8.count > byteLimit else { return text }
+        var kept = ""
+        var bytes = 0
+        for character in text {
+            bytes += character.utf8.count
+            if bytes > byteLimit - 3 { break }  // `…` takes 3
+            kept.append(character)
+        }
+        return kept + "…"
     }
 }
 
