@@ -263,7 +263,12 @@ public actor Supervisor {
             store.replace(with: configuration)
             reloadProblem = nil
             await reloadEnded?()
-            guard phase == .running else { return stoppedDuringReload() }
+            // In effect now: a shutdown begun meanwhile is told nothing (no READY=1 after
+            // STOPPING=1), but the caller is told the truth.
+            guard phase == .running else {
+                log.notice("daemon", "configuration reloaded while the daemon is \(phase.rawValue); not reported to systemd")
+                return .reloaded
+            }
             notifier.notify("READY=1", "STATUS=running; configuration reloaded")
             log.notice("daemon", "configuration reloaded")
             return .reloaded
