@@ -284,7 +284,9 @@ struct ScriptedJob: SyncJob {
         #expect(await eventually { !container.openSessions.contains { $0.id == "job-\(name)-1" } })
         #expect(await eventually { (await scheduler.orphans).isEmpty })
         if pausedMeanwhile {
-            try? await Task.sleep(for: .milliseconds(200))
+            // The run would have been launched in the same turn of the scheduler that ended
+            // the removed job's run: none is going now, and none ran.
+            #expect((await scheduler.jobs()).first?[member: "running"] == .bool(false))
             #expect(fresh.runs == 0)
         } else {
             #expect(await eventually { fresh.runs == 1 })

@@ -121,8 +121,8 @@ public enum DaemonInterface {
         # A configured sync job. running is true while a run of it is going or waits for a slot;
         # queued (null otherwise) says that it waits, with the runs going and the cap now.
         # removedRunStopping is the id of a run of a job of the same name that a reload removed,
-        # while it stops (null otherwise): until it ends, this job's ticks are skipped and RunJob
-        # answers skipped.
+        # while it stops (null otherwise): until it ends, RunJob answers skipped, and a tick of
+        # this job's timer is counted in skippedRuns, its run starting once that run has ended.
         type Job (
           name: string,
           kind: string,

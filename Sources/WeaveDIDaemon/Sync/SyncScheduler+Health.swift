@@ -139,6 +139,10 @@ extension SyncScheduler {
         let byHand = "`weavedictl fix job.\(name)` resets the backoff and runs it now"
         if !state.config.enabled { return "the job is disabled: no run starts but by hand (\(byHand))" }
         if state.paused { return "the job is paused: no run starts until it is resumed, or by hand (\(byHand))" }
+        if let run = state.running, run.isQueued {
+            return "run \(run.id) waits for a slot (sync.maxConcurrentRuns): it starts when a run going ends; the check heals "
+                + "when a run succeeds"
+        }
         if let run = state.running {
             return "run \(run.id) is going, not stuck (for less than \(SecondsRange.format(state.config.staleAfterSeconds)) s): "
                 + "the check heals when a run succeeds"

@@ -22,8 +22,10 @@ struct FixCommand: CtlCommand {
             work. One whose fix had nothing to do is notApplicable. A job's fix asked here
             resets the job's backoff and runs it now; auto-fix never does either.
 
-            Exit status: 0 when every attempt succeeded or is in progress (or nothing needed
-            fixing), 1 when one did not or the check does not exist, 77 without the rights.
+            Exit status: 0 when every attempt succeeded or is in progress (or no check was
+            failing), 1 when one did not (failed, timed out, or notApplicable: its fix had
+            nothing to do, so the check still fails) or the check does not exist, 77 without
+            the rights.
             """,
         method: "Fix")
 
