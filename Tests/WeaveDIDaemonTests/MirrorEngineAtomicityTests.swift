@@ -154,6 +154,45 @@ import WeaveDIPosix
         #expect(try fixture.temporaryFiles().isEmpty)
     }
 
+    /// Not so an entry of the destination that vanishes while the run works on it: something
+    /// else is changing the backup, the source's entry is not in it, and the run says so (an
+    /// error, the run partial), never blaming the source. A file whose mode is to be fixed, a
+    /// link whose mtime is, and a file to checksum, each removed from the destination after the
+    /// listing.
+    @Test(arguments: [DaemonConfiguration.CompareMode.sizeAndModificationTime, .checksum])
+    func destinationEntryVanishingDuringTheRun_isAnError_namingTheDestination(compare: DaemonConfiguration.CompareMode)
+        async throws
+    {
+        let fixture = try MirrorFixture()
+        // Same size and mtime, another mode: only the mode to fix (a checksum comparison reads
+        // the destination's copy first).
+        try fixture.write("src/mode.txt", "same", mode: 0o644, mtime: sampleTime())
+        try fixture.write("dst/mode.txt", "same", mode: 0o600, mtime: sampleTime())
+        // The same target, another mtime: only the link's mtime to fix.
+        try fixture.link("src/link", to: "target")
+        try fixture.link("dst/link", to: "target")
+        let cwd = FileDescriptor.currentWorkingDirectory
+        try cwd.setTimes(at: fixture.source + "/link", access: nil, modification: sampleTime(1), followSymlinks: false)
+        try cwd.setTimes(at: fixture.destination + "/link", access: nil, modification: sampleTime(2), followSymlinks: false)
+        try fixture.write("src/kept.txt", "kept")
+        let destination = fixture.destination
+        // The copier is made after the listing, in the task that works on the files.
+        let container = WeaveDI.Container.mirrorWorkers {
+            for name in ["mode.txt", "link"] { try? FileDescriptor.currentWorkingDirectory.unlink(at: destination + "/" + name) }
+        }
+
+        let report = await MirrorEngine(settings: fixture.settings(compare: compare), container: container).run()
+
+        let reason = "vanished from the destination during the run (something else is changing the destination)"
+        #expect(report.result == .partial)
+        #expect(Set(report.errors) == [MirrorIssue(path: "mode.txt", reason: reason), MirrorIssue(path: "link", reason: reason)])
+        #expect(report.errorCount == 2)
+        #expect(report.warnings.isEmpty && report.skipped == 0)
+        #expect(report.copied == 1)
+        #expect(fixture.read("dst/kept.txt") == "kept")
+        #expect(try fixture.temporaryFiles().isEmpty)
+    }
+
     /// Entries replaced between the listing and their copy (or the opening of a directory)
     /// are named by what they are now, in words: a directory swapped for a link (which
     /// `O_NOFOLLOW` with `O_DIRECTORY` refuses with `ENOTDIR`, and was reported as "replaced

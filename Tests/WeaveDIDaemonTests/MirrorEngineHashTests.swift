@@ -47,13 +47,20 @@ import WeaveDIPosix
         try fixture.link("src/link", to: "real")
         let directory = try FileDescriptor.currentWorkingDirectory.openDirectory(at: fixture.source)
         let hasher = FileHasher()
-        #expect(SHA256.hex(try hasher.digest(of: "real", in: directory.descriptor, noAccessTime: true))
+        #expect(SHA256.hex(try hasher.digest(of: "real", in: directory.descriptor, side: .source, noAccessTime: true))
             == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(throws: MirrorFailure.replaced(.symbolicLink)) {
-            _ = try hasher.digest(of: "link", in: directory.descriptor, noAccessTime: false)
+            _ = try hasher.digest(of: "link", in: directory.descriptor, side: .source, noAccessTime: false)
         }
         #expect(throws: MirrorFailure.vanished) {
-            _ = try hasher.digest(of: "missing", in: directory.descriptor, noAccessTime: true)
+            _ = try hasher.digest(of: "missing", in: directory.descriptor, side: .source, noAccessTime: true)
+        }
+        // Gone from the destination (the run's own copy) is said so: an error, not the source's doing.
+        #expect(throws: MirrorFailure.vanishedFromDestination) {
+            _ = try hasher.digest(of: "missing", in: directory.descriptor, side: .destination, noAccessTime: true)
+        }
+        #expect(throws: MirrorFailure.vanishedFromDestination) {
+            _ = try hasher.digest(ofOwnUnreadable: "missing", in: directory.descriptor)
         }
     }
 }

@@ -147,6 +147,23 @@ private let stoppedRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_STOPPED_REMOV
         #expect(reason.hasSuffix(#"give it back by hand: chmod 0355 '/backup/it'\''s my docs; $(touch x)'"#), "\(reason)")
     }
 
+    /// A destination directory gone by the time it is opened as its owner may is said to have
+    /// vanished from the destination (an error of the run), not from the source (a warning).
+    @Test func anOwnerOpeningOfADirectoryGoneMeanwhile_saysItVanishedFromTheDestination() throws {
+        let fixture = try MirrorFixture()
+        try fixture.makeDirectory("dst")
+        let parent = try FileDescriptor.currentWorkingDirectory.openDirectory(at: fixture.destination)
+        let sourceRoot = FileIdentity(try FileStatus(path: fixture.source, followSymlinks: false))
+        var found: FileStatus?
+        var report = MirrorReport()
+        #expect(throws: MirrorFailure.vanishedFromDestination) {
+            _ = try OwnerOpening.open(
+                "gone", in: parent.descriptor, refusing: sourceRoot, found: &found, report: &report, at: "gone",
+                fullPath: fixture.destination + "/gone")
+        }
+        #expect(found == nil && report.errors.isEmpty)
+    }
+
     /// A directory whose mode denies its owner `r` (0355), opened as its owner may (its
     /// owner's `rwx` added), whose opening then fails (no descriptor left: `EMFILE`), and whose
     /// mode cannot be given back (`EIO`, from a filter): a failure in the run's report, naming

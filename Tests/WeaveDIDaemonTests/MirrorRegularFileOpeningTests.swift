@@ -41,13 +41,13 @@ import WeaveDIPosix
         let source = directory.descriptor
 
         for noAccessTime in [false, true] {
-            let opened = try RegularFileOpening.open("file.txt", in: source, noAccessTime: noAccessTime)
+            let opened = try RegularFileOpening.open("file.txt", in: source, side: .source, noAccessTime: noAccessTime)
             #expect(opened.status.kind == .regular && opened.status.size == 7)
             #expect(try opened.file.descriptor.isNonBlocking() == false)
         }
         let pipe = try withoutBlocking(on: fixture.source + "/pipe") { () -> MirrorFailure? in
             do throws(MirrorFailure) {
-                _ = try RegularFileOpening.open("pipe", in: source, noAccessTime: false)
+                _ = try RegularFileOpening.open("pipe", in: source, side: .source, noAccessTime: false)
                 return nil
             } catch {
                 return error
@@ -55,11 +55,11 @@ import WeaveDIPosix
         }
         #expect(pipe == .replaced(.fifo))
         #expect(throws: MirrorFailure.replaced(.symbolicLink)) {
-            _ = try RegularFileOpening.open("link", in: source, noAccessTime: false)
+            _ = try RegularFileOpening.open("link", in: source, side: .source, noAccessTime: false)
         }
         let devices = try FileDescriptor.open("/dev", .readOnly, options: [.directory])
         #expect(throws: MirrorFailure.replaced(.characterDevice)) {
-            _ = try RegularFileOpening.open("null", in: devices.descriptor, noAccessTime: false)
+            _ = try RegularFileOpening.open("null", in: devices.descriptor, side: .source, noAccessTime: false)
         }
     }
 

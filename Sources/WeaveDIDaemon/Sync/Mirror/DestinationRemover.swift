@@ -48,9 +48,11 @@ struct DestinationRemover {
     /// the way for good is refused without touching its parent's mode (and ctime).
     func isEmptyDirectory(_ name: String, in parent: FileDescriptor) throws(MirrorFailure) -> Bool {
         do {
-            let directory = try MirrorFailure.opening(name, in: parent) { try parent.openDirectory(at: name, noFollow: true) }
+            let directory = try MirrorFailure.opening(name, in: parent, side: .destination) {
+                try parent.openDirectory(at: name, noFollow: true)
+            }
             return try !MirrorFailure.attempt("readdir") { try directory.descriptor.hasEntry() }
-        } catch .vanished, .replaced, .system("open", .permissionDenied) {
+        } catch .vanishedFromDestination, .replaced, .system("open", .permissionDenied) {
             // Nothing in the way now, or a directory that cannot be read (no `r`): `rmdir`,
             // which needs no `r`, says what is there.
             return true
@@ -275,7 +277,7 @@ struct DestinationRemover {
     /// system does not say (`DT_UNKNOWN`).
     private func kind(of name: String, listed: FileKind, in directory: FileDescriptor) throws(MirrorFailure) -> FileKind {
         guard listed == .unknown else { return listed }
-        return try MirrorFailure.attempt("lstat", missingMeansVanished: true) {
+        return try MirrorFailure.attempt("lstat", vanishingFrom: .destination) {
             try directory.status(at: name, followSymlinks: false)
         }.kind
     }
@@ -322,7 +324,9 @@ struct DestinationRemover {
     {
         do {
             do {
-                return try MirrorFailure.opening(name, in: parent) { try parent.openDirectory(at: name, noFollow: true) }
+                return try MirrorFailure.opening(name, in: parent, side: .destination) {
+                    try parent.openDirectory(at: name, noFollow: true)
+                }
             } catch .system("open", .permissionDenied) where !isPrivileged {
                 var report = MirrorReport()
                 defer { tally.absorb(report) }
@@ -330,7 +334,7 @@ struct DestinationRemover {
                     name, in: parent, refusing: sourceRoot, found: &found, report: &report, at: path(),
                     fullPath: settings.destinationPath(of: path()))
             }
-        } catch .vanished {
+        } catch .vanishedFromDestination {
             return nil
         } catch .replaced {
             try unlink(name, in: parent)

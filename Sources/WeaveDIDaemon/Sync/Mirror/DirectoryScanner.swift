@@ -36,7 +36,9 @@ struct DirectoryScanner {
     {
         let name = job.name
         try WalkWatch.begin(.openingDirectory(.source), name, in: parent)
-        let source = try MirrorFailure.opening(name, in: parent.source) { try parent.source.openDirectory(at: name, noFollow: true) }
+        let source = try MirrorFailure.opening(name, in: parent.source, side: .source) {
+            try parent.source.openDirectory(at: name, noFollow: true)
+        }
         let sourceStatus = try MirrorFailure.attempt("fstat") { try source.descriptor.status() }
         if FileIdentity(sourceStatus) == context.destinationRoot { throw .otherRoot }
 
@@ -151,7 +153,7 @@ struct DirectoryScanner {
             let status: FileStatus
             do {
                 try WalkWatch.begin(.lookingAt(.source), entry.name)
-                status = try MirrorFailure.attempt("lstat", missingMeansVanished: true) {
+                status = try MirrorFailure.attempt("lstat", vanishingFrom: .source) {
                     try directory.source.status(at: entry.name, followSymlinks: false)
                 }
             } catch {
@@ -257,7 +259,7 @@ struct DirectoryScanner {
             let target: String
             try WalkWatch.begin(.lookingAt(.source), name)
             do {
-                target = try MirrorFailure.attempt("readlink", missingMeansVanished: true) {
+                target = try MirrorFailure.attempt("readlink", vanishingFrom: .source) {
                     try directory.source.readSymbolicLink(at: name)
                 }
             } catch .system(_, .illegalByteSequence) {

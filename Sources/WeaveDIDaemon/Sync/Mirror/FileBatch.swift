@@ -234,11 +234,12 @@ extension FileBatch {
                 hasher = digester
             }
             try WalkWatch.begin(.checksumming(.source), job.name, bytes: Int64(FileHasher.bufferSize))
-            let sourceDigest = try digester.digest(of: job.name, in: source, noAccessTime: noAccessTime)
+            let sourceDigest = try digester.digest(of: job.name, in: source, side: .source, noAccessTime: noAccessTime)
             try WalkWatch.begin(.checksumming(.destination), job.name, bytes: Int64(FileHasher.bufferSize))
             let destinationDigest: [UInt8]?
             do {
-                destinationDigest = try digester.digest(of: job.name, in: destination, noAccessTime: context.isPrivileged)
+                destinationDigest = try digester.digest(
+                    of: job.name, in: destination, side: .destination, noAccessTime: context.isPrivileged)
             } catch .system("open", .permissionDenied) where !context.isPrivileged {
                 // A copy the run may not read (the copy of a source file it reads as "others",
                 // whose mode denies its owner `r`): read as its owner may; one that is not the

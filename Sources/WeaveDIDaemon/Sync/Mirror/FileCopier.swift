@@ -50,7 +50,7 @@ public final class FileCopier: Sendable {
     ) throws(MirrorFailure) -> PreparedCopy {
         try WalkWatch.begin(.openingFile, name)
         // Not waiting on a fifo swapped in after the listing; only a regular file is read.
-        let input = try RegularFileOpening.open(name, in: source, noAccessTime: noAccessTime)
+        let input = try RegularFileOpening.open(name, in: source, side: .source, noAccessTime: noAccessTime)
         let before = input.status
 
         let temporary = MirrorTemporaryName.make(for: name)
@@ -183,11 +183,11 @@ public final class FileCopier: Sendable {
         case .failure(.permissionDenied):
             break  // opened as its owner may, below
         case .failure(.noSuchFileOrDirectory):
-            throw .vanished
+            throw .vanishedFromDestination
         case let .failure(error):
             throw .system("open", error)
         }
-        let handle = try MirrorFailure.attempt("open (O_PATH)", missingMeansVanished: true) {
+        let handle = try MirrorFailure.attempt("open (O_PATH)", vanishingFrom: .destination) {
             try destination.open(at: name, .pathOnly, options: [.noFollow])
         }
         return try fixAttributes(
@@ -253,7 +253,7 @@ public final class FileCopier: Sendable {
     /// Sets the mtime of the link `name` itself (never its target).
     func fixLinkTime(_ name: String, to time: TimeSpec, in destination: FileDescriptor) throws(MirrorFailure) {
         try WalkWatch.begin(.settingAttributes, name)
-        try MirrorFailure.attempt("utimensat", missingMeansVanished: true) {
+        try MirrorFailure.attempt("utimensat", vanishingFrom: .destination) {
             try destination.setTimes(at: name, access: nil, modification: time, followSymlinks: false)
         }
     }

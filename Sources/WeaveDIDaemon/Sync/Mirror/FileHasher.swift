@@ -41,10 +41,12 @@ public final class FileHasher: Sendable {
         }
     }
 
-    /// The digest of the regular file `name` in `directory`, opened without following a link
-    /// nor waiting on what is no regular file (`RegularFileOpening`).
-    func digest(of name: String, in directory: FileDescriptor, noAccessTime: Bool) throws(MirrorFailure) -> [UInt8] {
-        let opened = try RegularFileOpening.open(name, in: directory, noAccessTime: noAccessTime)
+    /// The digest of the regular file `name` in `directory`, of the tree `side`, opened without
+    /// following a link nor waiting on what is no regular file (`RegularFileOpening`).
+    func digest(of name: String, in directory: FileDescriptor, side: WalkStepKind.Side, noAccessTime: Bool)
+        throws(MirrorFailure) -> [UInt8]
+    {
+        let opened = try RegularFileOpening.open(name, in: directory, side: side, noAccessTime: noAccessTime)
         return try digest(of: opened.file.descriptor)
     }
 
@@ -55,7 +57,9 @@ public final class FileHasher: Sendable {
     /// file of the run's user, with no other hard link and not mounted there, is opened so;
     /// any other stays `open: Permission denied`.
     func digest(ofOwnUnreadable name: String, in directory: FileDescriptor) throws(MirrorFailure) -> [UInt8] {
-        let handle = try MirrorFailure.opening(name, in: directory) { try directory.open(at: name, .pathOnly, options: [.noFollow]) }
+        let handle = try MirrorFailure.opening(name, in: directory, side: .destination) {
+            try directory.open(at: name, .pathOnly, options: [.noFollow])
+        }
         let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
         guard status.kind == .regular else { throw .replaced(status.kind) }
         guard status.userID == CurrentProcess.effectiveUserID, status.linkCount == 1,

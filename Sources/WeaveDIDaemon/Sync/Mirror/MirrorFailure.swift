@@ -7,8 +7,12 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
     case system(_ operation: String, Errno)
     /// The source file's size, mtime or ctime moved during the copy, or a read came up short.
     case changedWhileCopying
-    /// The entry disappeared between the listing and the copy.
+    /// The source entry disappeared between the listing and the copy: the source is in use
+    /// (a warning, `MirrorReport.fail(_:_:)`).
     case vanished
+    /// The destination entry the run was working on disappeared during the run: something else
+    /// is changing the destination, and the source's entry is not in the backup (an error).
+    case vanishedFromDestination
     /// The entry is no longer what the listing said (a file became a link or a directory).
     case replaced(FileKind)
     /// A directory is where a file or link should go, and `delete` is off.
@@ -40,6 +44,8 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
         case let .system(operation, errno): "\(operation): \(DescriptorLimit.explain(errno))"
         case .changedWhileCopying: "changed while being copied; the previous version is kept"
         case .vanished: "vanished before it could be copied"
+        case .vanishedFromDestination:
+            "vanished from the destination during the run (something else is changing the destination)"
         case let .replaced(kind): "replaced by a \(kind.phrase) while being mirrored"
         case .directoryInTheWay: "a directory is in the way and delete is off"
         case .nameNotUTF8: "the name is not valid UTF-8; left alone"
@@ -55,37 +61,47 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The failure saying that an entry of `side` vanished: `.vanished` for the source (in
+    /// use: a warning), `.vanishedFromDestination` for the destination (an error).
+    static func vanishing(from side: WalkStepKind.Side) -> MirrorFailure {
+        switch side {
+        case .source: .vanished
+        case .destination: .vanishedFromDestination
+        }
+    }
+
     /// Runs `body`, turning an `Errno` into `.system(operation, errno)`; `ENOENT` means the
-    /// entry vanished when `missingMeansVanished` is true.
+    /// entry vanished from `vanishingFrom` when that side is given (`vanishing(from:)`).
     static func attempt<T: ~Copyable>(
         _ operation: String,
-        missingMeansVanished: Bool = false,
+        vanishingFrom side: WalkStepKind.Side? = nil,
         _ body: () throws -> T
     ) throws(MirrorFailure) -> T {
         do {
             return try body()
         } catch let error as Errno {
-            if missingMeansVanished && error == .noSuchFileOrDirectory { throw .vanished }
+            if let side, error == .noSuchFileOrDirectory { throw vanishing(from: side) }
             throw .system(operation, error)
         } catch {
             // The bodies call WeaveDIPosix, which throws `Errno` only.
             throw .system(operation, Errno.ioError)
         }
     }
-    /// Opens the entry `name` of `directory` with `body`, naming the failures that mean it
-    /// changed since the listing: `ENOENT` is `.vanished`; `ELOOP` (`O_NOFOLLOW` met a link),
-    /// `ENOTDIR` (a directory was asked for) and `ENXIO` (a socket, or a device without its
-    /// driver) are `.replaced` by what `lstat` finds there now: `O_NOFOLLOW` with
-    /// `O_DIRECTORY` fails on a link with `ENOTDIR`, so the error alone does not say.
-    static func opening(_ name: String, in directory: FileDescriptor, _ body: () throws -> OwnedDescriptor)
-        throws(MirrorFailure) -> OwnedDescriptor
-    {
+    /// Opens the entry `name` of `directory`, of the tree `side`, with `body`, naming the
+    /// failures that mean it changed since the listing: `ENOENT` is `vanishing(from: side)`;
+    /// `ELOOP` (`O_NOFOLLOW` met a link), `ENOTDIR` (a directory was asked for) and `ENXIO` (a
+    /// socket, or a device without its driver) are `.replaced` by what `lstat` finds there now:
+    /// `O_NOFOLLOW` with `O_DIRECTORY` fails on a link with `ENOTDIR`, so the error alone does
+    /// not say.
+    static func opening(
+        _ name: String, in directory: FileDescriptor, side: WalkStepKind.Side, _ body: () throws -> OwnedDescriptor
+    ) throws(MirrorFailure) -> OwnedDescriptor {
         do {
             return try body()
         } catch let error as Errno {
             switch error {
             case .noSuchFileOrDirectory:
-                throw .vanished
+                throw vanishing(from: side)
             case .tooManySymbolicLinkLevels, .notDirectory, Errno(rawValue: ENXIO):
                 guard let now = try? directory.status(at: name, followSymlinks: false) else {
                     throw error == .tooManySymbolicLinkLevels ? .replaced(.symbolicLink) : .system("open", error)

@@ -30,8 +30,9 @@ public struct MirrorReport: Sendable, Equatable {
     /// directory counts once for itself and once for each entry inside it.
     public var deleted = 0
     /// Source entries not mirrored on purpose: special files (fifos, sockets, devices) and
-    /// unfinished temporary files of another mirror; and those that vanished, or changed while
-    /// being copied, during the run (`fail(_:_:)` with a `MirrorFailure`); each has a warning.
+    /// unfinished temporary files of another mirror; and those that vanished from the source, or
+    /// changed while being copied, during the run (`fail(_:_:)` with a `MirrorFailure`); each has
+    /// a warning.
     public var skipped = 0
     /// Files and links that were already up to date.
     public var unchanged = 0
@@ -109,10 +110,12 @@ public struct MirrorReport: Sendable, Equatable {
     }
 
     /// Records that the entry at `path` could not be mirrored because of `failure`. One that
-    /// only says the source is busy, the entry gone (`vanished`) or changed while being copied
-    /// (`changedWhileCopying`, the previous copy kept), is a warning and counts as skipped, not
-    /// as an error: a source in use (logs rotated, files written) would make every run partial,
-    /// never a success, and the job would turn unhealthy. The next run mirrors what is there then.
+    /// only says the source is busy, the source's entry gone (`vanished`) or changed while being
+    /// copied (`changedWhileCopying`, the previous copy kept), is a warning and counts as
+    /// skipped, not as an error: a source in use (logs rotated, files written) would make every
+    /// run partial, never a success, and the job would turn unhealthy. The next run mirrors what
+    /// is there then. An entry gone from the destination (`vanishedFromDestination`: something
+    /// else changes the backup) is an error, as any other: the source's entry is not in the backup.
     mutating func fail(_ path: String, _ failure: MirrorFailure) {
         switch failure {
         case .vanished, .changedWhileCopying: skip(path, failure.description + " (the source changed during the run; not an error)")

@@ -23,8 +23,11 @@ enum OwnerOpening {
         _ name: String, in parent: FileDescriptor, refusing sourceRoot: FileIdentity, found: inout FileStatus?,
         report: inout MirrorReport, at path: @autoclosure () -> String, fullPath: @autoclosure () -> String
     ) throws(MirrorFailure) -> OwnedDescriptor {
-        // Gone or replaced since (`.vanished`, `.replaced`), as an ordinary open would say.
-        let handle = try MirrorFailure.opening(name, in: parent) { try parent.open(at: name, .pathOnly, options: [.directory, .noFollow]) }
+        // Gone or replaced since (`.vanishedFromDestination`, `.replaced`), as an ordinary open
+        // would say.
+        let handle = try MirrorFailure.opening(name, in: parent, side: .destination) {
+            try parent.open(at: name, .pathOnly, options: [.directory, .noFollow])
+        }
         let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
         if try MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() }) { throw .mountPoint }

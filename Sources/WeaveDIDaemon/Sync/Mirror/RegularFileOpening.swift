@@ -17,13 +17,16 @@ enum RegularFileOpening {
         let status: FileStatus
     }
 
-    /// Opens the regular file `name` in `directory` to read; with `noAccessTime`, with
+    /// Opens the regular file `name` in `directory`, of the tree `side`, to read (one gone is
+    /// `MirrorFailure.vanishing(from: side)`); with `noAccessTime`, with
     /// `O_NOATIME` where allowed (a file that changed hands since is opened without). What is
     /// no regular file now is `.replaced` by what it is (a link, a socket: `MirrorFailure.opening`;
     /// a fifo, a device, a directory), without waiting on it.
-    static func open(_ name: String, in directory: FileDescriptor, noAccessTime: Bool) throws(MirrorFailure) -> Opened {
+    static func open(_ name: String, in directory: FileDescriptor, side: WalkStepKind.Side, noAccessTime: Bool)
+        throws(MirrorFailure) -> Opened
+    {
         let options: FileDescriptor.OpenOptions = [.noFollow, .nonBlocking]
-        let file = try MirrorFailure.opening(name, in: directory) {
+        let file = try MirrorFailure.opening(name, in: directory, side: side) {
             if noAccessTime {
                 do {
                     return try directory.open(at: name, .readOnly, options: options.union(.noAccessTime))
