@@ -53,7 +53,7 @@ import WeaveDIPosix
         let client: VarlinkClient
         var d: String { directory.path }
 
-        init?(requiring: Bool?, test: String = #function) throws {
+        init?(requiring: Bool?, autoFix: Bool = false, test: String = #function) throws {
             directory = TemporaryDirectory("weavedi-mount-point")
             let d = directory.path
             for name in ["a", "b", "c", "d"] { directory.write("src/\(name).txt", name) }
@@ -63,11 +63,14 @@ import WeaveDIPosix
                 return nil
             }
             let field = requiring.map { #", "destinationMountPoint": \#($0)"# } ?? ""
+            // With auto-fix, a health round every 0.1 s.
+            let health = autoFix ? #""health": {"interval": 0.1}, "# : ""
             let config = directory.write("weavedid.json", """
-                {"sync": {"jobs": [{"name": "m", "source": "\(d)/src", "destination": "\(d)/bk", "interval": 3600\(field)}]}}
+                {\(health)"sync": {"jobs": [{"name": "m", "source": "\(d)/src", "destination": "\(d)/bk", "interval": 3600\(field)}]}}
                 """)
-            daemon = try DaemonProcess(
-                ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory, wrapper: wrapper)
+            let environment = autoFix
+                ? ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1", "WEAVEDI_REGISTRY_AUTO_FIX": "1"] : ["WEAVEDI_REGISTRY_AUTO_FIX": "0"]
+            daemon = try DaemonProcess(["--config", config], environment: environment, directory: directory, wrapper: wrapper)
             try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
             client = try VarlinkClient(path: daemon.defaultSocket)
             try mount()
@@ -95,6 +98,17 @@ import WeaveDIPosix
         /// the daemon's namespace alone has.
         func underneath() throws -> [String] {
             try FileManager.default.contentsOfDirectory(atPath: d + "/bk").sorted()
+        }
+
+        /// The job's check as the daemon reports it.
+        func check() throws -> JSONValue? {
+            let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
+            return checks.first { $0[member: "name"]?.stringValue == "job.m" }
+        }
+
+        /// The fixes recorded.
+        func fixes() throws -> [JSONValue] {
+            try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue ?? []
         }
 
         func stop() {
@@ -173,7 +187,52 @@ import WeaveDIPosix
         try setup.mount()
         let fixed = try setup.fix()
         #expect(fixed?[member: "outcome"]?.stringValue == "succeeded", "\(String(describing: fixed))")
-        #expect(fixed?[member: "message"]?.stringValue == "reset the backoff; run m-3 succeeded", "\(String(describing: fixed))")
+        #expect(fixed?[member: "message"]?.stringValue == "the destination root is mounted again; reset the backoff; run m-3 succeeded",
+            "\(String(describing: fixed))")
+        setup.stop()
+    }
+
+    /// Auto-fix (a round every 0.1 s) of a job whose run failed on its mount point not mounted:
+    /// only a person can help, so the fix has nothing to do, round after round, silently (no
+    /// record, no line in the log, the breaker closed), the check saying why; nothing is
+    /// written underneath. Mounted again, the next automatic fix starts a run at once (the
+    /// backoff would wait for nothing), which succeeds.
+    @Test func withTheField_autoFix_waitsSilentlyForTheMount_thenRunsTheJob() throws {
+        guard let setup = try Setup(requiring: true, autoFix: true) else { return }
+        let d = setup.d
+        try setup.unmount()
+        let refused = try setup.run()
+        #expect(refused?[member: "result"]?.stringValue == "failed", "\(String(describing: refused))\n\(setup.daemon.log)")
+        var heldBack: String?
+        for _ in 0..<3000 where heldBack == nil {
+            heldBack = try setup.check()?[member: "fixHeldBack"]?.stringValue
+            if heldBack == nil { usleep(10_000) }
+        }
+        #expect(heldBack == "its fix has nothing to do: \(d)/bk: \(Self.notAMountPoint)", "\(String(describing: heldBack))\n\(setup.daemon.log)")
+        // Twenty rounds more, each of which runs the check again (and would have run the fix).
+        var rounds = Set<Double>()
+        for _ in 0..<6000 where rounds.count < 20 {
+            if let lastRun = try setup.check()?[member: "lastRun"]?.numberValue { rounds.insert(lastRun) }
+            usleep(10_000)
+        }
+        #expect(rounds.count == 20)
+        let recorded = try setup.fixes()
+        #expect(recorded.isEmpty, "\(recorded)")
+        #expect(!setup.daemon.log.contains("fix of"), "\(setup.daemon.log)")
+        #expect(try setup.check()?[member: "breaker"]?.stringValue == "closed")
+        #expect(!setup.daemon.log.contains("run m-2 started"), "\(setup.daemon.log)")
+        #expect(try setup.underneath().isEmpty)
+
+        try setup.mount()
+        var automatic: JSONValue?
+        for _ in 0..<3000 where automatic == nil {
+            automatic = try setup.fixes().first { $0[member: "trigger"]?.stringValue == "automatic" }
+            if automatic == nil { usleep(10_000) }
+        }
+        #expect(automatic?[member: "outcome"]?.stringValue == "succeeded", "\(String(describing: automatic))\n\(setup.daemon.log)")
+        #expect(automatic?[member: "message"]?.stringValue == "the destination root is mounted again; run m-2 succeeded",
+            "\(String(describing: automatic))")
+        #expect(try setup.underneath().isEmpty)  // written into the tmpfs
         setup.stop()
     }
 }

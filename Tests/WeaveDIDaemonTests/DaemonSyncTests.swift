@@ -349,6 +349,9 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// A missing destination root is most often a disk not mounted: auto-fix does not create
+    /// it, and, as only a person can help, has nothing to do, silently (no record, the breaker
+    /// closed), the check saying why. By hand, the fix creates it.
     @Test func missingDestinationRoot_isNotRecreatedByAnAutomaticFix() throws {
         let fixture = Fixture()
         try TreeFixture.make(at: fixture.source, count: 2)
@@ -360,15 +363,26 @@ import WeaveDIPosix
         try waitForReady(daemon)
         #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
         let client = try VarlinkClient(path: daemon.defaultSocket)
-        var automatic: JSONValue?
-        let deadline = ContinuousClock.now + .seconds(30)
-        while automatic == nil, ContinuousClock.now < deadline {  // the health loop runs every 0.1 s and auto-fixes the failed job
-            let fixes = try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue ?? []
-            automatic = fixes.first { $0[member: "check"]?.stringValue == "job.docs" && $0[member: "trigger"]?.stringValue == "automatic" }
-            if automatic == nil { usleep(10_000) }
+        func check() throws -> JSONValue? {
+            let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
+            return checks.first { $0[member: "name"]?.stringValue == "job.docs" }
         }
-        #expect(automatic?[member: "outcome"]?.stringValue == "failed")
-        #expect(automatic?[member: "error"]?.stringValue?.contains("an automatic fix does not create it") == true)
+        var heldBack: String?
+        for _ in 0..<3000 where heldBack == nil {  // the health loop runs every 0.1 s and auto-fixes the failed job
+            heldBack = try check()?[member: "fixHeldBack"]?.stringValue
+            if heldBack == nil { usleep(10_000) }
+        }
+        #expect(heldBack == "its fix has nothing to do: \(fixture.destination): the destination root does not exist; an automatic "
+            + "fix does not create it (a disk not mounted must not be filled underneath): mount its file system, or create it "
+            + "with `weavedictl fix job.docs`", "\(String(describing: heldBack))\n\(daemon.log)")
+        var rounds = Set<Double>()
+        for _ in 0..<6000 where rounds.count < 10 {
+            if let lastRun = try check()?[member: "lastRun"]?.numberValue { rounds.insert(lastRun) }
+            usleep(10_000)
+        }
+        #expect(try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue?.isEmpty == true)
+        #expect(!daemon.log.contains("fix of"), "\(daemon.log)")
+        #expect(try check()?[member: "breaker"]?.stringValue == "closed")
         #expect(!fileExists(fixture.destination))
         let byHand = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
         #expect(byHand?[member: "outcome"]?.stringValue == "succeeded")

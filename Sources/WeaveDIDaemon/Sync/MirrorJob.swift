@@ -37,6 +37,7 @@ struct MirrorJob: SyncJob {
                 filesDone: progress.filesDone, filesTotal: progress.filesTotal,
                 bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal)))
         }
+        Self.noteRootUnavailable(name, settings, report)
         if report.destinationIsMountRoot == true, !settings.destinationMountPoint, Self.firstMountPointNotice(for: name) {
             context.log.notice("sync", "\(context.job): \(Self.mountPointNotice(settings.destination))")
         }
@@ -103,6 +104,28 @@ struct MirrorJob: SyncJob {
         return outcome
     }
 
+    /// The jobs whose last run failed because their destination root (the one in the map) was
+    /// missing, or not mounted (`destinationMountPoint`): only a person mends that, and once
+    /// the root is there again an automatic fix starts a run at once instead of the backoff's.
+    private static let rootUnavailable = Mutex<[String: String]>([:])
+
+    /// Remembers whether the run of `name` that `report` ends failed on its destination root
+    /// missing or not mounted (`rootUnavailable`), or not.
+    private static func noteRootUnavailable(_ name: String, _ settings: MirrorSettings, _ report: MirrorReport) {
+        let unavailable = report.result == .failed && report.errors.first.map { first in
+            first.path == settings.destination
+                && (first.reason == MirrorRoots.notAMountPoint || first.reason == MirrorRoots.mountPointMissing
+                    || first.reason.hasPrefix(MirrorRoots.destinationMissing))
+        } == true
+        rootUnavailable.withLock { $0[name] = unavailable ? settings.destination : nil }
+    }
+
+    /// Whether the last run of `name` failed because `destination`, its root, was missing or
+    /// not mounted.
+    private static func lastRunFoundNoRoot(_ name: String, _ destination: String) -> Bool {
+        rootUnavailable.withLock { $0[name] == destination }
+    }
+
     /// The jobs whose runs have said, in this process, that their destination root is a mount
     /// point they do not require (`mountPointNotice`): each says it once.
     private static let mountPointNoticed = Mutex<Set<String>>([])
@@ -163,36 +186,60 @@ struct MirrorJob: SyncJob {
         }
     }
 
-    /// Recreates a missing destination root, when asked by hand: an automatic fix fails
-    /// instead, as a missing root is most often a disk not mounted, which must not be filled
-    /// underneath. On a thread of its own, each step within `StepDeadline.stepLimit`, as a
-    /// run's start: a destination on a file system that does not answer fails the fix, named,
-    /// instead of holding a thread of Swift's pool for good.
+    /// Recreates a missing destination root, when asked by hand. An automatic fix does not:
+    /// a missing root is most often a disk not mounted, which must not be filled underneath,
+    /// and only a person mends it (mounts the disk, or asks the fix by hand): the automatic one
+    /// has nothing to do (`FixNotApplicable`, with the run's reason), as with a root that
+    /// must be a mount point (`destinationMountPoint`) and is not, or is missing; by hand, that
+    /// fails the fix with the reason. Once the root is there (mounted) again after runs failed
+    /// on it, the automatic fix says so, which starts a run at once. On a thread of its own,
+    /// each step within `StepDeadline.stepLimit`, as a run's start: a destination on a file
+    /// system that does not answer fails the fix, named, instead of holding a thread of
+    /// Swift's pool for good.
     func prepareForRetry() async throws -> String? {
         let destination = settings.destination
         let byHand = FixRecord.Trigger.current == .manual
         let job = name
         let mountPoint = settings
-        return try await StepDeadline.run(
+        let outcome = try await StepDeadline.run(
             limit: StepDeadline.stepLimit, first: MirrorRootStep("checking the destination", destination),
             for: "a mirror job's fix"
-        ) { note throws(MirrorRoots.Failure) -> String? in
+        ) { note throws(MirrorRoots.Failure) -> Preparation in
             if mountPoint.destinationMountPoint {
                 // Never created, nor run into unmounted: only a mount there mends it.
-                try Self.checkMountPoint(mountPoint)
-                return nil
+                do throws(MirrorRoots.Failure) {
+                    try Self.checkMountPoint(mountPoint)
+                } catch {
+                    let unmounted = error.reason == MirrorRoots.notAMountPoint || error.reason == MirrorRoots.mountPointMissing
+                    guard byHand || !unmounted else { return .heldBack("\(error)") }
+                    throw error
+                }
+                return Self.lastRunFoundNoRoot(job, destination) ? .done("the destination root is mounted again") : .done(nil)
             }
-            guard (try? FileStatus(path: destination, followSymlinks: true)) == nil else { return nil }
+            guard (try? FileStatus(path: destination, followSymlinks: true)) == nil else {
+                return Self.lastRunFoundNoRoot(job, destination) ? .done("the destination root exists again") : .done(nil)
+            }
             guard byHand else {
-                throw MirrorRoots.Failure(
-                    path: destination,
-                    reason: "the destination root does not exist; an automatic fix does not create it (a disk not mounted "
-                        + "must not be filled underneath): mount its file system, or create it with `weavedictl fix job.\(job)`")
+                return .heldBack(
+                    "\(destination): the destination root does not exist; an automatic fix does not create it (a disk not "
+                        + "mounted must not be filled underneath): mount its file system, or create it with "
+                        + "`weavedictl fix job.\(job)`")
             }
             try note(MirrorRootStep("creating the destination", destination))
             try Self.createDestination(destination)
-            return "created the destination root \(destination)"
+            return .done("created the destination root \(destination)")
         }
+        switch outcome {
+        case let .done(what): return what
+        case let .heldBack(reason): throw FixNotApplicable(reason)
+        }
+    }
+
+    /// What the fix's preparation came to: done (what it did, if anything), or nothing an
+    /// automatic fix can do (why).
+    private enum Preparation: Sendable {
+        case done(String?)
+        case heldBack(String)
     }
 
     /// The fix of a job whose destination root must be a mount point (`destinationMountPoint`):

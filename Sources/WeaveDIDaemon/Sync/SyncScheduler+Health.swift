@@ -50,7 +50,9 @@ extension SyncScheduler {
     }
 
     /// The job's fix. It cancels a run stuck for longer than `staleAfterSeconds` and lets the
-    /// job prepare (a mirror, asked by hand, recreates a missing destination root). Then:
+    /// job prepare (a mirror, asked by hand, recreates a missing destination root; an
+    /// automatic one has nothing to do while only a person can help, `FixNotApplicable`, and
+    /// a failure after the cancelling says both). Then:
     ///
     /// - Asked by hand (`weavedictl fix job.NAME`, or called outside the registry), it resets
     ///   the backoff and runs the job now, whatever its schedule says.
@@ -87,9 +89,24 @@ extension SyncScheduler {
         var prepared = false
         // Prepared first: a fix that fails there (a destination auto-fix does not recreate)
         // leaves the backoff as it is, so the job does not retry at its full rate meanwhile.
-        if !automatic || scheduled, let preparation = try await current.job.prepareForRetry() {
-            actions.append(preparation)
-            prepared = true
+        if !automatic || scheduled {
+            let preparation: String?
+            do {
+                preparation = try await current.job.prepareForRetry()
+            } catch let nothing as FixNotApplicable where automatic && cancelledStuck {
+                // Only a person can help (a disk to mount): no run in place of the stuck one,
+                // which would fail on it.
+                return (actions + ["no run started: \(nothing.reason)"]).joined(separator: "; ")
+            } catch let nothing as FixNotApplicable {
+                throw nothing
+            } catch where !actions.isEmpty {
+                // The record says what was done before it failed.
+                throw FixPreparationFailure(description: (actions + ["then: \(error)"]).joined(separator: "; "))
+            }
+            if let preparation {
+                actions.append(preparation)
+                prepared = true
+            }
         }
         if automatic {
             guard cancelledStuck || prepared else { throw FixNotApplicable(nothingToDo(name)) }
@@ -130,6 +147,12 @@ extension SyncScheduler {
             remedyInProgress(name, run: run)
         }
         return actions.joined(separator: "; ")
+    }
+
+    /// A job's preparation that failed after the fix had done something (cancelled a stuck
+    /// run): both said.
+    struct FixPreparationFailure: Error, CustomStringConvertible {
+        let description: String
     }
 
     /// Why an automatic fix of `name` has nothing to do: the same words round after round, so

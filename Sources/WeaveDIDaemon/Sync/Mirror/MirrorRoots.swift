@@ -252,10 +252,7 @@ struct MirrorRoots: ~Copyable {
         if !missing.isEmpty && !settings.createsDestination {
             // The automatic fix does not create it either, for the same reason: only a fix by hand.
             let byHand = settings.jobName.map { ", or have the job's fix create it: weavedictl fix job.\($0)" } ?? ""
-            throw Failure(
-                path: destinationPath,
-                reason: "the destination does not exist; runs never create a missing destination root (an unmounted "
-                    + "disk must not be filled underneath): mount its file system or create it\(byHand)")
+            throw Failure(path: destinationPath, reason: Self.destinationMissing + byHand)
         }
         let statuses: (source: FileStatus, destination: FileStatus)
         try note(MirrorRootStep("reading the source", sourcePath))
@@ -265,6 +262,20 @@ struct MirrorRoots: ~Copyable {
             throw Failure(path: sourcePath, reason: "fstat: \(error)")
         }
         let sourceIdentity = FileIdentity(statuses.source)
+        if settings.destinationMountPoint {
+            // Told on a handle (`O_PATH`), before the root is opened: one whose mode denies its
+            // owner `r` is opened as its owner may, with a `chmod`, which the directory under an
+            // unmounted mount point must not get either.
+            try note(MirrorRootStep("reading the destination", destinationPath))
+            let handle: OwnedDescriptor
+            do {
+                var opened = 0
+                handle = try openComponents(of: existing, opened: &opened)
+            } catch {
+                throw Failure(path: destinationPath, reason: "the destination cannot be opened: \(explainOpening(error, existing))")
+            }
+            _ = try checkMountPoint(settings, handle.descriptor)
+        }
         try note(MirrorRootStep("opening the destination", destinationPath))
         var ownerOpened: FileStatus?
         let destinationIsMountRoot: Bool?
@@ -331,6 +342,11 @@ struct MirrorRoots: ~Copyable {
     /// with `destinationMountPoint`.
     static let notAMountPoint = "the destination root is not a mount point (destinationMountPoint): is its file system "
         + "mounted? Mount it there; a run would write into the file system underneath"
+
+    /// Why a run fails on a missing destination root (without `destinationMountPoint`): the
+    /// beginning of it, which goes on with how to have the job's fix create it.
+    static let destinationMissing = "the destination does not exist; runs never create a missing destination root (an "
+        + "unmounted disk must not be filled underneath): mount its file system or create it"
 
     /// Why a run (or the job's fix) refuses a missing destination root with
     /// `destinationMountPoint`, and creates none.
@@ -469,7 +485,7 @@ struct MirrorRoots: ~Copyable {
             do {
                 return try OwnerOpening.open(
                     lastComponent(existing), in: parent.descriptor, refusing: sourceRoot, found: &ownerOpened, report: &aside,
-                    at: path, fullPath: path)
+                    at: path, fullPath: path, mountRoot: true)
             } catch .otherRoot {
                 throw Failure(path: path, reason: "the destination is the source (the same directory)", aside: aside)
             } catch .system("open", .permissionDenied) {

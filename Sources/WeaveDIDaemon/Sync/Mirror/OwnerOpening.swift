@@ -18,10 +18,13 @@ enum OwnerOpening {
     /// The mode is changed on the handle's own directory (through `/proc/self/fd`), never on
     /// what the name leads to meanwhile; and never on `sourceRoot`'s (a bind mount of it in the
     /// destination: `.otherRoot`), nor on a directory that is not the run's user's, which stays
-    /// `EACCES` as before.
+    /// `EACCES` as before. A directory that is the root of a mount is refused (`.mountPoint`: a
+    /// mount inside the destination), unless `mountRoot` says it may be one: the destination
+    /// root itself, which may be a mount point (`destinationMountPoint`).
     static func open(
         _ name: String, in parent: FileDescriptor, refusing sourceRoot: FileIdentity, found: inout FileStatus?,
-        report: inout MirrorReport, at path: @autoclosure () -> String, fullPath: @autoclosure () -> String
+        report: inout MirrorReport, at path: @autoclosure () -> String, fullPath: @autoclosure () -> String,
+        mountRoot: Bool = false
     ) throws(MirrorFailure) -> OwnedDescriptor {
         // Gone or replaced since (`.vanishedFromDestination`, `.replaced`), as an ordinary open
         // would say.
@@ -30,7 +33,7 @@ enum OwnerOpening {
         }
         let status = try MirrorFailure.attempt("fstat") { try handle.descriptor.status() }
         if FileIdentity(status) == sourceRoot { throw .otherRoot }
-        if try MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() }) { throw .mountPoint }
+        if !mountRoot, try MirrorFailure.attempt("statx", { try handle.descriptor.isMountRoot() }) { throw .mountPoint }
         guard status.userID == CurrentProcess.effectiveUserID, let open = status.modeOpenToItsOwner(isPrivileged: false) else {
             throw .system("open", .permissionDenied)  // not the run's to change
         }
