@@ -14,10 +14,16 @@ final class JobScript: Sendable {
     private let deaf: Bool
     /// Whether its job's `prepareForRetry` prepares something (says "prepared"), or nothing.
     let prepares: Bool
+    /// What its job's `prepareForRetry` throws, if anything.
+    let preparing: (any Error & Sendable)?
 
-    init(_ outcomes: [SyncResult] = [.success], open: Bool = true, deafToCancellation: Bool = false, prepares: Bool = true) {
+    init(
+        _ outcomes: [SyncResult] = [.success], open: Bool = true, deafToCancellation: Bool = false, prepares: Bool = true,
+        preparing: (any Error & Sendable)? = nil
+    ) {
         deaf = deafToCancellation
         self.prepares = prepares
+        self.preparing = preparing
         state.withLock { $0.outcomes = outcomes; $0.open = open }
     }
 
@@ -82,6 +88,7 @@ struct ScriptedJob: SyncJob {
     func run(_ context: SyncRunContext) async -> SyncOutcome { await script.run(context) }
     func prepareForRetry() async throws -> String? {
         script.prepare()
+        if let error = script.preparing { throw error }
         return script.prepares ? "prepared" : nil
     }
 }
@@ -543,6 +550,34 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    /// An automatic fix that cancelled a stuck run (the job stale) and then could not prepare:
+    /// its record says both. One whose job then has nothing an automatic fix can do (only a
+    /// person can help, `FixNotApplicable`) starts no run in place of the stuck one, and says
+    /// what it did and why no run.
+    @Test(arguments: [false, true])
+    func anAutomaticFixThatCancelledAStuckRun_thenCouldNotPrepare_saysBoth(heldBack: Bool) async throws {
+        let problem: any Error & Sendable = heldBack ? FixNotApplicable("mount the disk") : TestFailure(description: "cannot prepare")
+        let stuck = JobScript(open: false, deafToCancellation: true, preparing: problem)
+        let (scheduler, registry, _) = scheduler([("p", stuck, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })])
+        try await scheduler.start()
+        #expect(await eventually { stuck.runs == 1 })
+        try? await Task.sleep(for: .milliseconds(50))  // stuck for longer than one interval
+        let checking = Task { await registry.runChecks() }
+        #expect(await eventually { stuck.cancelledAtTheGate == 1 })  // the fix waits for the run it cancelled
+        stuck.close()  // a run started after it would wait: none may start
+        stuck.release()
+        await checking.value
+        let fix = try #require(registry.fixHistory().last)
+        #expect(fix.trigger == .automatic, "\(fix)")
+        let said = heldBack ? fix.message : fix.error ?? ""
+        #expect(said.hasPrefix("cancelled a run stuck for more than "), "\(fix)")
+        #expect(said.contains(heldBack ? "; no run started: mount the disk" : "; then: cannot prepare"), "\(fix)")
+        #expect(stuck.prepared == 1)
+        if heldBack { #expect(stuck.runs == 1) } else { #expect(fix.outcome == .failed) }
+        stuck.release()
+        await scheduler.stop()
+    }
+
     @Test func pausedJobs_doNotRun_untilResumed() async throws {
         let script = JobScript()
         let (scheduler, _, _) = scheduler([("p", script, { $0.interval = .milliseconds(30) })])
@@ -651,4 +686,9 @@ extension SyncScheduler {
         try await reload(configuration)
         _ = launch(second)
     }
+}
+
+/// An error a test's job throws, said as it is.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
 }
