@@ -566,7 +566,7 @@ struct ScriptedJob: SyncJob {
         #expect(await eventually { stuck.cancelledAtTheGate == 1 })  // the fix waits for the run it cancelled
         stuck.close()  // a run started after it would wait: none may start
         stuck.release()
-        await checking.value
+        _ = await checking.value
         let fix = try #require(registry.fixHistory().last)
         #expect(fix.trigger == .automatic, "\(fix)")
         let said = heldBack ? fix.message : fix.error ?? ""

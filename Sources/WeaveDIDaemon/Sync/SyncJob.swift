@@ -11,7 +11,9 @@ public protocol SyncJob: Sendable {
     func run(_ context: SyncRunContext) async -> SyncOutcome
 
     /// Prepares a retry after failures (the job's health-check fix calls it): for example,
-    /// recreates a missing destination root. Returns what it did, or nil if nothing.
+    /// recreates a missing destination root. Returns what it did, or nil if nothing. One that
+    /// finds that only a person can help, in an automatic fix (`FixRecord.Trigger.current`),
+    /// throws `FixNotApplicable` with why: the fix then has nothing to do, and starts no run.
     func prepareForRetry() async throws -> String?
 }
 
