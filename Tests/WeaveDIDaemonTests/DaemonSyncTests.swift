@@ -352,14 +352,17 @@ import WeaveDIPosix
     /// A missing destination root is most often a disk not mounted: auto-fix does not create
     /// it, and, as only a person can help, has nothing to do, silently (no record, the breaker
     /// closed), the check saying why. By hand, the fix creates it.
-    @Test func missingDestinationRoot_isNotRecreatedByAnAutomaticFix() throws {
-        let fixture = Fixture()
-        try TreeFixture.make(at: fixture.source, count: 2)
+    /// The daemon on `fixture` with its job `docs` (interval 3600 s), health rounds every 0.1 s
+    /// with auto-fix, once the job's first run (by hand) failed; the job's check as `GetHealth`
+    /// gives it; its `fixHeldBack` once auto-fix has asked the fix (nil if not within 30 s).
+    func autoFixingAFailedJob(_ fixture: Fixture) throws
+        -> (daemon: DaemonProcess, client: VarlinkClient, check: () throws -> JSONValue?, heldBack: String?)
+    {
         let config = #"{"health": {"interval": 0.1}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
             + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
         let daemon = try DaemonProcess(
-            ["--config", fixture.directory.write("weavedid.json", config)], environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1"],
-            directory: fixture.directory)
+            ["--config", fixture.directory.write("weavedid.json", config)],
+            environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1", "WEAVEDI_REGISTRY_AUTO_FIX": "1"], directory: fixture.directory)
         try waitForReady(daemon)
         #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
         let client = try VarlinkClient(path: daemon.defaultSocket)
@@ -368,18 +371,32 @@ import WeaveDIPosix
             return checks.first { $0[member: "name"]?.stringValue == "job.docs" }
         }
         var heldBack: String?
-        for _ in 0..<3000 where heldBack == nil {  // the health loop runs every 0.1 s and auto-fixes the failed job
+        for _ in 0..<3000 where heldBack == nil {
             heldBack = try check()?[member: "fixHeldBack"]?.stringValue
             if heldBack == nil { usleep(10_000) }
         }
-        #expect(heldBack == "its fix has nothing to do: \(fixture.destination): the destination root does not exist; an automatic "
-            + "fix does not create it (a disk not mounted must not be filled underneath): mount its file system, or create it "
-            + "with `weavedictl fix job.docs`", "\(String(describing: heldBack))\n\(daemon.log)")
+        return (daemon, client, check, heldBack)
+    }
+
+    /// How many distinct health rounds ran `check` (by its `lastRun`), waiting for `count` of
+    /// them (60 s at most).
+    func rounds(_ count: Int, of check: () throws -> JSONValue?) throws -> Int {
         var rounds = Set<Double>()
-        for _ in 0..<6000 where rounds.count < 10 {
+        for _ in 0..<6000 where rounds.count < count {
             if let lastRun = try check()?[member: "lastRun"]?.numberValue { rounds.insert(lastRun) }
             usleep(10_000)
         }
+        return rounds.count
+    }
+
+    @Test func missingDestinationRoot_isNotRecreatedByAnAutomaticFix() throws {
+        let fixture = Fixture()
+        try TreeFixture.make(at: fixture.source, count: 2)
+        let (daemon, client, check, heldBack) = try autoFixingAFailedJob(fixture)
+        #expect(heldBack == "its fix has nothing to do: \(fixture.destination): the destination root does not exist; an automatic "
+            + "fix does not create it (a disk not mounted must not be filled underneath): mount its file system, or create it "
+            + "with `weavedictl fix job.docs`", "\(String(describing: heldBack))\n\(daemon.log)")
+        _ = try rounds(10, of: check)
         #expect(try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue?.isEmpty == true)
         #expect(!daemon.log.contains("fix of"), "\(daemon.log)")
         #expect(try check()?[member: "breaker"]?.stringValue == "closed")
@@ -399,33 +416,12 @@ import WeaveDIPosix
     @Test func autoFix_ofAFailedJob_startsNoRun_andSaysNothing_butAFixByHandRunsIt() throws {
         let fixture = Fixture()
         try FileManager.default.createDirectory(atPath: fixture.destination, withIntermediateDirectories: true)
-        let config = #"{"health": {"interval": 0.1}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
-            + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
-        let daemon = try DaemonProcess(
-            ["--config", fixture.directory.write("weavedid.json", config)],
-            environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1", "WEAVEDI_REGISTRY_AUTO_FIX": "1"], directory: fixture.directory)
-        try waitForReady(daemon)
-        #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
-        let client = try VarlinkClient(path: daemon.defaultSocket)
-        func check() throws -> JSONValue? {
-            let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
-            return checks.first { $0[member: "name"]?.stringValue == "job.docs" }
-        }
         // Until auto-fix has asked the fix (which found nothing to do), then twenty rounds more,
         // each of which runs the check again: the daemon's own rounds, however slow the machine.
-        var heldBack: String?
-        for _ in 0..<3000 where heldBack == nil {
-            heldBack = try check()?[member: "fixHeldBack"]?.stringValue
-            if heldBack == nil { usleep(10_000) }
-        }
+        let (daemon, client, check, heldBack) = try autoFixingAFailedJob(fixture)
         #expect(heldBack?.hasPrefix("its fix has nothing to do: no run stuck, nothing to prepare") == true,
             "\(String(describing: heldBack))\n\(daemon.log)")
-        var rounds = Set<Double>()
-        for _ in 0..<6000 where rounds.count < 20 {
-            if let lastRun = try check()?[member: "lastRun"]?.numberValue { rounds.insert(lastRun) }
-            usleep(10_000)
-        }
-        #expect(rounds.count == 20)
+        #expect(try rounds(20, of: check) == 20)
         let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
         #expect(jobs.first?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-1", "\(jobs)\n\(daemon.log)")
         #expect(try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue?.isEmpty == true)
