@@ -128,6 +128,40 @@ import WeaveDIPosix
         #expect(jobsJSON.code == 0 && listed.map { $0[member: "name"]?.stringValue } == ["example"])
     }
 
+    /// `weavedictl jobs NAME`: one job in full, with what it copies where and how (the `mirror`
+    /// of `ListJobs`, which `--json` prints with the job), its state and its last run; a name no
+    /// job has is an error that lists the jobs; two names are a usage error.
+    @Test func jobs_name_showsOneJobInFull_withWhatItCopiesWhere() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try readyDaemon(directory: directory)
+        let example = directory.path + "/.weavedi/example"
+        #expect(daemon.waitForLog("example: run example-1 success", timeout: .seconds(60)), "\(daemon.log)")
+        let shown = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "example"], in: directory)
+        #expect(shown.code == 0, "\(shown.all)")
+        let lines = shown.output.split(separator: "\n").map(String.init)
+        #expect(lines.first == "Job:          example", "\(shown.all)")
+        #expect(lines.contains("Kind:         mirror") && lines.contains("State:        scheduled"), "\(shown.all)")
+        #expect(lines.contains("Source:       \(example)/source"), "\(shown.all)")
+        #expect(lines.contains("Destination:  \(example)/mirror"), "\(shown.all)")
+        #expect(lines.contains { $0.hasPrefix("Copies:       durable, compare size-mtime, keeps what the source no longer has, ") }, "\(shown.all)")
+        #expect(lines.contains { $0.hasPrefix("Last run:     run example-1 success in ") && $0.contains(" ago") }, "\(shown.all)")
+
+        let json = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "jobs", "example"], in: directory).json()
+        #expect(json[member: "name"]?.stringValue == "example", "\(json)")
+        let mirror = try #require(json[member: "mirror"])
+        #expect(mirror[member: "source"]?.stringValue == example + "/source", "\(mirror)")
+        #expect(mirror[member: "destination"]?.stringValue == example + "/mirror", "\(mirror)")
+        #expect(mirror[member: "compare"]?.stringValue == "size-mtime" && mirror[member: "delete"]?.boolValue == false)
+        #expect(mirror[member: "durable"]?.boolValue == true && mirror[member: "destinationMountPoint"]?.boolValue == false)
+        #expect((mirror[member: "workers"]?.intValue ?? 0) >= 1, "\(mirror)")
+
+        let unknown = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "exampel"], in: directory)
+        #expect(unknown.code == 1 && unknown.output.isEmpty, "\(unknown.all)")
+        #expect(unknown.error == "weavedictl jobs: no job is named \"exampel\"; the jobs: example\n", "\(unknown.all)")
+        let two = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "example", "other"], in: directory)
+        #expect(two.code == 64 && two.error.contains("unexpected argument 'other'"), "\(two.all)")
+    }
+
     /// A word means one thing: the jobs' column counts failed runs in a row and says so, the
     /// checks' column failed results in a row, and neither is the same "FAILURES"; the JSON
     /// keys (`consecutiveFailures`, `running`) stay as scripts read them.

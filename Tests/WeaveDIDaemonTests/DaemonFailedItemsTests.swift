@@ -50,6 +50,12 @@ import WeaveDIPosix
         #expect(items.allSatisfy { $0.hasSuffix(": open: Permission denied (EACCES)") }, "\(items)")
         #expect(lines.last == "  … and 5 more (the daemon keeps the first 20)", "\(shown.all)")
         #expect(directory.read("mirror/fine.txt") == "fine")
+        // `weavedictl jobs NAME` shows the last run with the same items.
+        let job = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "docs"], wrapper: asNobody)
+        let jobLines = job.output.split(separator: "\n").map(String.init)
+        #expect(jobLines.contains { $0.hasPrefix("Last run:     run docs-1 partial in ") }, "\(job.all)")
+        #expect(jobLines.filter { $0.hasPrefix("  closed-") } == items, "\(job.all)")
+        #expect(jobLines.last == "  … and 5 more (the daemon keeps the first 20)", "\(job.all)")
 
         // The log: a line for each of the first 20, then the count of the rest.
         let logged = daemon.log.split(separator: "\n").filter { $0.contains("sync: docs: docs-1: closed-") }

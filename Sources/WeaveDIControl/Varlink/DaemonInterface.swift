@@ -135,7 +135,19 @@ public enum DaemonInterface {
           consecutiveFailures: int,
           skippedRuns: int,
           nextRunIn: ?float,
-          lastRun: ?JobRun
+          lastRun: ?JobRun,
+          mirror: ?MirrorSettings
+        )
+
+        # A mirror job's settings (null for a job of another kind): workers as its runs use it.
+        type MirrorSettings (
+          source: string,
+          destination: string,
+          compare: string,
+          delete: bool,
+          durable: bool,
+          workers: int,
+          destinationMountPoint: bool
         )
 
         # Answers at once: the daemon is alive.

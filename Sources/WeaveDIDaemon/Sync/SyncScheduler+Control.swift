@@ -23,8 +23,20 @@ extension SyncScheduler: JobControl {
                 ("consecutiveFailures", .int(state.consecutiveFailures)), ("skippedRuns", .int(state.skippedRuns)),
                 ("nextRunIn", state.config.enabled && !state.paused ? next.map(JSONValue.double) ?? .null : .null),
                 ("lastRun", state.recent.last.map(SyncRunEncoding.record) ?? .null),
+                ("mirror", state.config.mirror.map(Self.mirrorSettings) ?? .null),
             ])
         }
+    }
+
+    /// A mirror job's settings as the `Job`'s `mirror` (`MirrorSettings` of the interface):
+    /// what it copies where, and how; `workers` as runs use it (one per core unless set).
+    static func mirrorSettings(_ mirror: DaemonConfiguration.Mirror) -> JSONValue {
+        .object([
+            ("source", .string(mirror.source)), ("destination", .string(mirror.destination)),
+            ("compare", .string(mirror.compare.rawValue)), ("delete", .bool(mirror.delete)), ("durable", .bool(mirror.durable)),
+            ("workers", .int(mirror.workers ?? MirrorSettings.defaultWorkers)),
+            ("destinationMountPoint", .bool(mirror.destinationMountPoint)),
+        ])
     }
 
     public func run(

@@ -1,12 +1,17 @@
 import WeaveDI
 import WeaveDIDaemon
 
-/// `weavedictl jobs`: the configured sync jobs and their last runs.
+/// `weavedictl jobs [NAME]`: the configured sync jobs and their last runs; one job in full.
 struct JobsCommand: CtlCommand {
     static let configuration = CommandConfiguration(
         name: "jobs",
-        abstract: "List the configured sync jobs and their last runs.",
+        abstract: "List the configured sync jobs and their last runs, or show one job in full.",
+        arguments: "[NAME]",
         discussion: """
+            Arguments:
+              NAME   show this job alone, in full: what it copies where and how, its state and
+                     schedule, and its last run with the items that failed in it
+
             One row per job: its kind, its state, its interval, when it runs next, the result of
             its last run and its FAILED RUNS in a row (a success, or a partial run, ends them).
             The state is scheduled, paused or disabled; a run going or queued shows instead of
@@ -19,20 +24,46 @@ struct JobsCommand: CtlCommand {
             once that run has stopped.
             Jobs are configured in sync.jobs of the daemon's configuration; run one now with
             `weavedictl run-job NAME --wait`.
+
+            Exit status: 0, or 1 when NAME is no configured job.
             """,
         method: "ListJobs")
 
+    /// The job to show in full, or nil for the table of all.
+    var name: String?
+
     init(parsing reader: inout ArgumentReader) throws(UsageError) {
-        try Self.parseNothing(&reader)
+        while let token = reader.next() {
+            switch token {
+            case let .option(option, value): try reader.shared(option, inline: value)
+            case let .argument(argument):
+                guard name == nil else { throw reader.unexpected(argument) }
+                name = argument
+            }
+        }
     }
 
     func run(in context: CtlContext) async throws(CtlError) -> Int32 {
         let reply = try context.call("ListJobs")
+        let jobs = reply.array("jobs")
+        if let name {
+            guard let job = jobs.first(where: { $0.string("name") == name }) else {
+                let known = jobs.compactMap { $0.string("name")?.escapingControlCharacters }
+                Terminal.error("weavedictl jobs: no job is named \(JSONValue.quotedForMessage(name).escapingControlCharacters)"
+                    + (known.isEmpty ? " (no jobs are configured)" : "; the jobs: " + known.joined(separator: ", ")))
+                return ExitStatus.failure
+            }
+            if context.options.json {
+                context.printJSON(job)
+            } else {
+                for line in Self.details(job, on: context.terminal) { context.terminal.line(line) }
+            }
+            return ExitStatus.ok
+        }
         if context.options.json {
             context.printJSON(reply.object)
             return ExitStatus.ok
         }
-        let jobs = reply.array("jobs")
         guard !jobs.isEmpty else {
             context.terminal.line("No jobs configured.")
             return ExitStatus.ok
@@ -50,6 +81,38 @@ struct JobsCommand: CtlCommand {
         }
         context.terminal.write(table.render(on: context.terminal))
         return ExitStatus.ok
+    }
+
+    /// One job in full, a line per fact (`Source:       /srv/docs`): what `weavedictl jobs NAME`
+    /// prints. Mirror settings only for a mirror job; the last run as the log's line for its end,
+    /// with its failed items below.
+    static func details(_ job: JSONValue, on terminal: Terminal, now: Double = Format.now()) -> [String] {
+        var rows: [(String, String)] = [
+            ("Job", job.text("name")), ("Kind", job.text("kind")), ("State", state(job)),
+            ("Interval", Format.duration(job.number("interval") ?? 0)),
+            ("Next run", job.number("nextRunIn").map { "in " + Format.duration($0) } ?? "-"),
+            ("Failed runs", job.intText("consecutiveFailures") + " in a row"),
+            ("Skipped runs", job.intText("skippedRuns") + " (ticks that came while a run went)"),
+        ]
+        if let mirror = job[member: "mirror"], mirror.objectMembers != nil {
+            let mount = mirror.flag("destinationMountPoint") ? " (must be a mount point)" : ""
+            rows.append(("Source", mirror.text("source")))
+            rows.append(("Destination", mirror.text("destination") + mount))
+            var how = [mirror.flag("durable") ? "durable" : "not durable", "compare " + mirror.text("compare")]
+            how.append(mirror.flag("delete") ? "deletes what the source no longer has" : "keeps what the source no longer has")
+            how.append(mirror.int("workers") == 1 ? "1 worker" : mirror.intText("workers") + " workers")
+            rows.append(("Copies", how.joined(separator: ", ")))
+        }
+        var lines = rows.map { label, value in
+            label + ":" + String(repeating: " ", count: max(1, 13 - label.count)) + value.escapingControlCharacters
+        }
+        guard let last = job[member: "lastRun"], last.objectMembers != nil else {
+            lines.append("Last run:     none yet")
+            return lines
+        }
+        lines.append("Last run:     " + RunJobCommand.outcome(last, on: terminal) + ", ended " + Format.ago(last.number("endedAt"), now: now))
+        lines += RunJobCommand.failedItems(last, all: true)
+        return lines
     }
 
     /// `scheduled`, `paused` or `disabled` (the job's schedule); a run going (`going`) or

@@ -138,9 +138,9 @@ struct RunJobCommand: CtlCommand {
 
     /// The run's failed items, one line each below its summary (`  docs/a.txt: open: Permission
     /// denied (EACCES)`), then how many more failed than the daemon keeps (20); none for a run
-    /// with one, which its summary says already.
-    static func failedItems(_ run: JSONValue) -> [String] {
-        guard (run.int("errors") ?? 0) > 1 else { return [] }
+    /// with one, which its summary says already, unless `all`.
+    static func failedItems(_ run: JSONValue, all: Bool = false) -> [String] {
+        guard (run.int("errors") ?? 0) > (all ? 0 : 1) else { return [] }
         let items = run[member: "failedItems"]?.arrayValue ?? []
         var lines = items.map { item in
             "  " + (item.string("path") ?? "?").escapingControlCharacters + ": " + (item.string("reason") ?? "?").escapingControlCharacters
@@ -200,6 +200,11 @@ struct RunJobCommand: CtlCommand {
     /// `job NAME: run NAME-3 RESULT in DURATION (copied 3, updated 1, deleted 0, skipped 9, errors 0, 1.5 MiB)`:
     /// the daemon log's line for the run's end (`SyncRunSummary`), after the job's name.
     static func summary(_ run: JSONValue, job: String, on terminal: Terminal) -> String {
+        "job \(job.escapingControlCharacters): " + outcome(run, on: terminal)
+    }
+
+    /// `run NAME-3 RESULT in DURATION (copied 3, …)`: `summary` without the job.
+    static func outcome(_ run: JSONValue, on terminal: Terminal) -> String {
         let result = run.string("result") ?? "unknown"
         let shown = result.escapingControlCharacters
         // The run by its id, as its start was said (a skipped run is none: its id is a placeholder).
@@ -208,7 +213,6 @@ struct RunJobCommand: CtlCommand {
             copied: run.int("filesCopied"), updated: run.int("filesUpdated"), deleted: run.int("filesDeleted"),
             skipped: run.int("filesSkipped"), errors: run.int("errors"), bytes: run.int("bytes"), message: run.string("message"))
         // What the reply says (the message may quote a file name) has its control characters escaped.
-        return "job \(job.escapingControlCharacters): "
-            + summary.text(shownResult: terminal.styled(shown, Terminal.Style.status(shown)), escaping: \.escapingControlCharacters)
+        return summary.text(shownResult: terminal.styled(shown, Terminal.Style.status(shown)), escaping: \.escapingControlCharacters)
     }
 }
