@@ -33,14 +33,7 @@ struct FixCommand: CtlCommand {
     var check: String?
 
     init(parsing reader: inout ArgumentReader) throws(UsageError) {
-        while let token = reader.next() {
-            switch token {
-            case let .option(name, value): try reader.shared(name, inline: value)
-            case let .argument(argument):
-                guard check == nil else { throw reader.unexpected(argument) }
-                check = argument
-            }
-        }
+        check = try Self.parseOptionalArgument(&reader)
     }
 
     func run(in context: CtlContext) async throws(CtlError) -> Int32 {

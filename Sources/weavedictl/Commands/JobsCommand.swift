@@ -33,14 +33,7 @@ struct JobsCommand: CtlCommand {
     var name: String?
 
     init(parsing reader: inout ArgumentReader) throws(UsageError) {
-        while let token = reader.next() {
-            switch token {
-            case let .option(option, value): try reader.shared(option, inline: value)
-            case let .argument(argument):
-                guard name == nil else { throw reader.unexpected(argument) }
-                name = argument
-            }
-        }
+        name = try Self.parseOptionalArgument(&reader)
     }
 
     func run(in context: CtlContext) async throws(CtlError) -> Int32 {

@@ -38,16 +38,21 @@ struct PauseJobCommand: CtlCommand {
 extension CtlCommand {
     /// Parses the single `NAME` argument of `pause-job` and `resume-job`.
     static func parseJobName(_ reader: inout ArgumentReader) throws(UsageError) -> String {
-        var name: String?
+        guard let name = try parseOptionalArgument(&reader) else { throw reader.error("missing argument NAME (the job)") }
+        return name
+    }
+
+    /// Parses at most one argument (`jobs [NAME]`, `fix [CHECK]`), and the global options.
+    static func parseOptionalArgument(_ reader: inout ArgumentReader) throws(UsageError) -> String? {
+        var found: String?
         while let token = reader.next() {
             switch token {
             case let .option(option, value): try reader.shared(option, inline: value)
             case let .argument(argument):
-                guard name == nil else { throw reader.unexpected(argument) }
-                name = argument
+                guard found == nil else { throw reader.unexpected(argument) }
+                found = argument
             }
         }
-        guard let name else { throw reader.error("missing argument NAME (the job)") }
-        return name
+        return found
     }
 }
