@@ -110,10 +110,6 @@ import WeaveDIPosix
         (#"{"consecutiveFailures": 0, "lastSuccess": 1e308}"#, "lastSuccess: expected a time in seconds since 1970, got 1e+308"),
         (#"{"consecutiveFailures": 0, "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "startedAt": 1, "endedAt": 2, "errors": -1}}"#,
          "lastRun.errors: expected an integer from 0, got -1"),
-        (#"{"consecutiveFailures": 0, "lastRun": {"id": "docs-1", "job": "docs", "result": "partial", "startedAt": 1, "endedAt": 2, "failedItems": 5}}"#,
-         "lastRun.failedItems: expected an array, got 5"),
-        (#"{"consecutiveFailures": 0, "lastRun": {"id": "docs-1", "job": "docs", "result": "partial", "startedAt": 1, "endedAt": 2, "failedItems": [{"path": 1}]}}"#,
-         "lastRun.failedItems[0].path: expected a string, got 1"),
         (#"{"consecutiveFailures": 0, "runGoing": "docs-3"}"#, #"runGoing: expected an object or null, got "docs-3""#),
         (#"{"consecutiveFailures": 0, "paused": "yes"}"#, #"paused: expected true or false, got "yes""#),
         (#"{"consecutiveFailures": 0, "runGoing": {"id": "other-3", "startedAt": 1}}"#,
@@ -136,6 +132,70 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1)
+    }
+
+    /// `count` failed items as `failedItems`, the first one's reason `reasonBytes` bytes long.
+    static func failedItems(_ count: Int, reasonBytes: Int = 6) -> String {
+        let items = (0..<count).map { #"{"path": "f\#($0)", "reason": "\#(String(repeating: "r", count: $0 == 0 ? reasonBytes : 6))"}"# }
+        return #""failedItems": [\#(items.joined(separator: ", "))]"#
+    }
+
+    /// What only tells about the last run, as no run writes it (`failedItems` of the wrong type,
+    /// too many, items of the wrong form or too long; a `message` that is no string), is
+    /// dropped alone and said in the log: the job keeps its pause, its failures in a row, its
+    /// last success and the last run's result and counts, in `ListJobs` and in the file the
+    /// daemon writes again. Before, the whole entry was refused: the job started unpaused, its
+    /// previous results gone. Items as a run writes them (20, a reason of 1024 bytes) are kept.
+    @Test(arguments: [
+        (#""failedItems": 5"#, "lastRun.failedItems: expected an array or null, got 5"),
+        (#""failedItems": {"path": "a"}"#, #"lastRun.failedItems: expected an array or null, got {"path":"a"}"#),
+        (Self.failedItems(21), "lastRun.failedItems: expected at most 20 items, got 21"),
+        (#""failedItems": ["a"]"#, #"lastRun.failedItems[0]: expected an object with a path and a reason, got "a""#),
+        (#""failedItems": [{"path": "a", "reason": "b"}, {"path": 1, "reason": "b"}]"#, "lastRun.failedItems[1].path: expected a string, got 1"),
+        (#""failedItems": [{"path": "a"}]"#, "lastRun.failedItems[0].reason: expected a string, got nothing"),
+        (Self.failedItems(1, reasonBytes: 1025), "lastRun.failedItems[0].reason: expected at most 1024 bytes, got 1025"),
+        (#""failedItems": [{"path": "\#(String(repeating: "é", count: 513))", "reason": "b"}]"#,
+         "lastRun.failedItems[0].path: expected at most 1024 bytes, got 1026"),
+        (#""message": ["no"]"#, #"lastRun.message: expected a string or null, got ["no"]"#),
+        (Self.failedItems(20, reasonBytes: 1024), nil),
+    ] as [(String, String?)])
+    func informationNoRunWrites_isDroppedAlone_theRestOfTheEntryKept(field: String, problem: String?) throws {
+        let fixture = Fixture()
+        let message = field.hasPrefix(#""message""#) ? "" : #""message": "4 item(s) failed", "#
+        fixture.directory.write("state/jobs.json", #"""
+            {"lastRunNumber": 7, "jobs": {"docs": {"consecutiveFailures": 2, "lastSuccess": 1700000000, "paused": true,
+              "lastRun": {"id": "docs-7", "job": "docs", "result": "partial", "startedAt": 1700000100, "endedAt": 1700000160,
+                          "filesCopied": 3, "errors": 4, \#(message)\#(field)}}}}
+            """#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let dropped = "; that field is dropped, the job keeps the rest of its previous results"
+        if let problem {
+            #expect(daemon.log.contains(#"warning sync: \#(fixture.stateFile): job "docs": \#(problem)\#(dropped)"#), "\(daemon.log)")
+        } else {
+            #expect(!daemon.log.contains(fixture.stateFile), "\(daemon.log)")
+        }
+        #expect(!daemon.log.contains("starting without"), "\(daemon.log)")
+        let kept = problem == nil ? 20 : 0
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(job?[member: "paused"] == .bool(true), "\(String(describing: job))")
+        let listed = job?[member: "lastRun"]
+        #expect(listed?[member: "id"]?.stringValue == "docs-7", "\(String(describing: job))")
+        #expect(listed?[member: "result"]?.stringValue == "partial")
+        #expect(listed?[member: "filesCopied"]?.intValue == 3)
+        #expect(listed?[member: "errors"]?.intValue == 4)
+        #expect(listed?[member: "failedItems"]?.arrayValue?.count == kept)
+        #expect(listed?[member: "message"]?.stringValue == (message.isEmpty ? nil : "4 item(s) failed"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
+        let entry = saved[member: "jobs"]?[member: "docs"]
+        #expect(entry?[member: "paused"] == .bool(true), "\(saved.serialized.prefix(2000))")
+        #expect(entry?[member: "consecutiveFailures"]?.intValue == 2)
+        #expect(entry?[member: "lastSuccess"]?.numberValue == 1_700_000_000)
+        #expect(entry?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-7")
+        #expect(entry?[member: "lastRun"]?[member: "filesCopied"]?.intValue == 3)
+        #expect(entry?[member: "lastRun"]?[member: "failedItems"]?.arrayValue?.count == kept)
     }
 
     /// A damaged file's names and values of any length, and entries by the thousand: each is

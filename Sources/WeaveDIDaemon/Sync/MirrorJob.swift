@@ -83,7 +83,7 @@ struct MirrorJob: SyncJob {
         outcome.bytes = Int(report.bytes)
         // The modes not given back first: the record keeps 20 errors.
         let listed = report.modesNotGivenBack + report.errors.filter { !modes.contains($0) }
-        outcome.errors = listed.prefix(20).map { SyncItemError(path: $0.path, reason: $0.reason) }
+        outcome.errors = listed.prefix(SyncRunRecord.failedItemsKept).map { SyncItemError(path: $0.path, reason: $0.reason) }
         outcome.errorCount = report.errorCount
         if let first = report.errors.first {
             outcome.message = report.result == .failed

@@ -16,8 +16,11 @@ enum SyncRunEncoding {
     }
 
     /// A run as `jobs.json` keeps it; a value missing, of the wrong type or out of range is
-    /// refused (named `lastRun.…`).
-    static func record(from json: JSONValue) throws(PersistedStateProblem) -> SyncRunRecord {
+    /// refused (named `lastRun.…`). But what only tells about the run, and decides nothing
+    /// (`failedItems`, `message`), is dropped instead when it is no value a run writes, and
+    /// `dropped` says why: the run is kept without it, and with it the job's entry (its
+    /// pause, its failures in a row), which a refusal would lose.
+    static func record(from json: JSONValue, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) -> SyncRunRecord {
         typealias Check = PersistedStateProblem
         let prefix = "lastRun."
         let id = try Check.string(json, "id", prefix: prefix)
@@ -28,7 +31,12 @@ enum SyncRunEncoding {
         }
         let started = try Check.time(json, "startedAt", prefix: prefix) ?? 0
         let ended = try Check.time(json, "endedAt", prefix: prefix) ?? 0
-        var outcome = SyncOutcome(result: result, message: json[member: "message"]?.stringValue)
+        var outcome = SyncOutcome(result: result)
+        switch json[member: "message"] {
+        case nil, .null?: break
+        case let .string(message)?: outcome.message = message
+        case let other?: dropped.append(Check(description: "\(prefix)message: expected a string or null, got \(Check.describe(other))"))
+        }
         outcome.copied = try Check.count(json, "filesCopied", prefix: prefix, required: false)
         outcome.updated = try Check.count(json, "filesUpdated", prefix: prefix, required: false)
         outcome.deleted = try Check.count(json, "filesDeleted", prefix: prefix, required: false)
@@ -36,18 +44,41 @@ enum SyncRunEncoding {
         outcome.errorCount = try Check.count(json, "errors", prefix: prefix, required: false)
         outcome.bytes = try Check.count(json, "bytes", prefix: prefix, required: false)
         let duration = try Check.time(json, "duration", prefix: prefix, optional: true) ?? max(0, ended - started)
-        // The failed items (a file of an older daemon has none); at most the 20 a run keeps.
-        if let items = json[member: "failedItems"], !items.isNull {
-            guard let list = items.arrayValue else {
-                throw Check(description: "\(prefix)failedItems: expected an array, got \(Check.describe(items))")
-            }
-            for (index, item) in list.prefix(20).enumerated() {
-                let at = "\(prefix)failedItems[\(index)]."
-                outcome.errors.append(SyncItemError(
-                    path: try Check.string(item, "path", prefix: at), reason: try Check.string(item, "reason", prefix: at)))
-            }
+        do {
+            outcome.errors = try failedItems(json[member: "failedItems"], prefix: prefix)
+        } catch {
+            dropped.append(error)
         }
         return SyncRunRecord(id: id, job: job, outcome: outcome, startedAt: started, endedAt: ended, duration: duration)
+    }
+
+    /// The failed items of a run as the file keeps them (none in a file of an older daemon, or
+    /// for `null`): as a run writes them, at most `SyncRunRecord.failedItemsKept`, each a path
+    /// and a reason of at most `SyncItemError.byteLimit` bytes. Anything else is no list a run
+    /// wrote, and none of it is taken.
+    static func failedItems(_ value: JSONValue?, prefix: String) throws(PersistedStateProblem) -> [SyncItemError] {
+        typealias Check = PersistedStateProblem
+        guard let value, !value.isNull else { return [] }
+        guard let list = value.arrayValue else {
+            throw Check(description: "\(prefix)failedItems: expected an array or null, got \(Check.describe(value))")
+        }
+        guard list.count <= SyncRunRecord.failedItemsKept else {
+            throw Check(description: "\(prefix)failedItems: expected at most \(SyncRunRecord.failedItemsKept) items, got \(list.count)")
+        }
+        var items: [SyncItemError] = []
+        for (index, item) in list.enumerated() {
+            let at = "\(prefix)failedItems[\(index)]"
+            guard item.objectMembers != nil else {
+                throw Check(description: "\(at): expected an object with a path and a reason, got \(Check.describe(item))")
+            }
+            let path = try Check.string(item, "path", prefix: at + ".")
+            let reason = try Check.string(item, "reason", prefix: at + ".")
+            for (name, text) in [("path", path), ("reason", reason)] where text.utf8.count > SyncItemError.byteLimit {
+                throw Check(description: "\(at).\(name): expected at most \(SyncItemError.byteLimit) bytes, got \(text.utf8.count)")
+            }
+            items.append(SyncItemError(path: path, reason: reason))
+        }
+        return items
     }
 
     static func progress(_ progress: SyncProgress) -> JSONValue {

@@ -21,6 +21,9 @@ public struct SyncRunRecord: Sendable, Equatable, Codable {
     /// One line about the run.
     public var message: String?
 
+    /// How many failed items a run's record keeps (`failedItems`); `errorCount` counts them all.
+    static let failedItemsKept = 20
+
     init(id: String, job: String, outcome: SyncOutcome, startedAt: Double, endedAt: Double, duration: Double) {
         self.id = id
         self.job = job
@@ -34,7 +37,7 @@ public struct SyncRunRecord: Sendable, Equatable, Codable {
         skipped = outcome.skipped
         bytes = outcome.bytes
         errorCount = outcome.errorCount
-        errors = Array(outcome.errors.prefix(20))
+        errors = Array(outcome.errors.prefix(Self.failedItemsKept))
         message = outcome.message
     }
 }

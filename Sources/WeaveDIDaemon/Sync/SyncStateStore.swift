@@ -18,8 +18,8 @@ struct SyncStateStore: Sendable {
     static let maximumBytes = 16 << 20
     /// How many names of removed temporary files the log lists.
     static let namesListed = 10
-    /// How many jobs' entries refused at start the log names, one line each; the rest are
-    /// counted in one line (a damaged file may hold a million).
+    /// How many jobs' entries refused at start the log names, one line each, and how many whose
+    /// fields were dropped; the rest are counted in one line (a damaged file may hold a million).
     static let refusalsLogged = 10
 
     init(stateDirectory: String, log: DaemonLog) {
@@ -49,7 +49,8 @@ struct SyncStateStore: Sendable {
     /// The persisted last runs, by job; empty when there is no file yet. A file that cannot be
     /// read (within the step limit: see `LatestFileWriter`), is no regular file, is larger than
     /// `maximumBytes` or is damaged is reported and ignored (it is rewritten after the next
-    /// run); so is a job's entry with values out of range.
+    /// run); so is a job's entry with values out of range, but for what only tells about its
+    /// last run (`failedItems`, `message`), which is dropped alone, the rest of the entry kept.
     ///
     /// Blocks the calling thread meanwhile (the read is on a thread of its own): the scheduler
     /// calls it as it starts, and a call that suspended would let control calls into the
@@ -74,9 +75,19 @@ struct SyncStateStore: Sendable {
             let value = try JSONValue.parse(bytes)
             var states: [String: PersistedJobState] = [:]
             var refused = 0
+            var trimmed = 0
             for (name, member) in value[member: "jobs"]?.objectMembers ?? [] {
                 do {
-                    states[name] = try PersistedJobState(json: member, job: name)
+                    var dropped: [PersistedStateProblem] = []
+                    states[name] = try PersistedJobState(json: member, job: name, dropped: &dropped)
+                    guard !dropped.isEmpty else { continue }
+                    // What only tells about the last run: the entry is kept without it.
+                    trimmed += 1
+                    guard trimmed <= Self.refusalsLogged else { continue }
+                    for problem in dropped {
+                        log.warning("sync", "\(path): job \(PersistedStateProblem.quoted(name)): \(problem); that field is dropped, "
+                            + "the job keeps the rest of its previous results")
+                    }
                 } catch {
                     // Values no run writes (a count that would overflow at the next failure, a
                     // time whose age is no number of seconds) are not carried into the daemon.
@@ -88,6 +99,10 @@ struct SyncStateStore: Sendable {
             if refused > Self.refusalsLogged {
                 log.warning("sync", "\(path): \(refused - Self.refusalsLogged) more jobs' entries refused likewise; "
                     + "those jobs start without their previous results")
+            }
+            if trimmed > Self.refusalsLogged {
+                log.warning("sync", "\(path): \(trimmed - Self.refusalsLogged) more jobs' entries had fields dropped likewise; "
+                    + "those jobs keep the rest of their previous results")
             }
             endRunsNeverEnded(&states)
             var contents = Contents(jobs: states)
@@ -320,12 +335,14 @@ struct PersistedJobState: Sendable, Equatable {
     static let maximumFailures = Int(Int32.max)
 
     /// Reads the entry of the job `job`; a value missing, of the wrong type or out of range is
-    /// refused, and so is a `runGoing` whose id is no run id of `job` (`JOB-N`).
-    init(json: JSONValue, job: String) throws(PersistedStateProblem) {
+    /// refused, and so is a `runGoing` whose id is no run id of `job` (`JOB-N`). What only
+    /// tells about the last run is dropped instead, said in `dropped`
+    /// (`SyncRunEncoding.record(from:dropped:)`).
+    init(json: JSONValue, job: String, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) {
         consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
         lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
         if let run = json[member: "lastRun"], !run.isNull {
-            lastRun = try SyncRunEncoding.record(from: run)
+            lastRun = try SyncRunEncoding.record(from: run, dropped: &dropped)
         } else {
             lastRun = nil
         }
