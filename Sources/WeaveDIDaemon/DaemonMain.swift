@@ -126,7 +126,21 @@ public enum DaemonMain {
                     return exitConfigurationError
                 }
             }
-            let warnings = AdminAccounts(configuration.control).warnings
+            // Paths the daemon starts without, but whose absence fails runs or writes until they
+            // are there: warnings, looked at within the step limit, as the load's paths.
+            let onDisk: [String]
+            do {
+                onDisk = try StepDeadline.run(
+                    limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.filePath ?? "built-in default"),
+                    for: "a check of the configuration's paths"
+                ) { note throws(ConfigurationError) in
+                    try configuration.fileSystemWarnings(noting: note)
+                }
+            } catch {
+                printError("weavedid: \("\(error)".escapingControlCharacters)")
+                return exitStatus(for: error)
+            }
+            let warnings = AdminAccounts(configuration.control).warnings + onDisk
             for warning in warnings { printError("weavedid: warning: \(source): \(warning.escapingControlCharacters)") }
             let noted = warnings.isEmpty ? "" : warnings.count == 1 ? ", with 1 warning" : ", with \(warnings.count) warnings"
             return printOutput("weavedid: configuration OK\(noted) (\(source))")

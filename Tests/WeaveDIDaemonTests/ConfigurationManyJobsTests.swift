@@ -31,8 +31,9 @@ import WeaveDIPosix
         try FileManager.default.createDirectory(atPath: "\(d)/dst", withIntermediateDirectories: true)
         let config = directory.write("weavedid.json", Self.document(d, count: 2000))
         let checked = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
-        #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
-        #expect(checked.standardOutputText == "weavedid: configuration OK (\(config))\n")
+        #expect(checked.status == .exited(0), "\(checked.standardErrorText.prefix(2000))")
+        // Each missing destination is a warning (its runs fail until it is made).
+        #expect(checked.standardOutputText == "weavedid: configuration OK, with 2000 warnings (\(config))\n")
     }
 
     @Test func amongThousandsOfJobs_theFirstThatMeetsALaterOne_isNamed() throws {

@@ -80,7 +80,7 @@ import WeaveDIPosix
             problem: #"sync.jobs[0].destination: the destination "@/alias/jobs.json" of job "a" is the jobs' state file "@/state/jobs.json" through a mount: "@/alias" and "@/state" are the same directory (same device and inode); a destination may lie inside the state directory, but not at the daemon's own files there"#),
         Case(
             name: "a destination inside the state directory, beside the daemon's files",
-            directories: ["a-src", "state", "alias"], binds: [("state", "alias")],
+            directories: ["a-src", "state/mirror", "alias"], binds: [("state", "alias")],
             jobs: [("a", "a-src", "alias/mirror")], stateDirectory: "state",
             problem: nil),
         Case(

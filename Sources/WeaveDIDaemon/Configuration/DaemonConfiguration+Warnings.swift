@@ -1,0 +1,86 @@
+import Glibc
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+extension DaemonConfiguration {
+    /// What `weavedid --check-config` warns about on this machine, beyond what the start
+    /// refuses: paths that the daemon starts without, and copes with at run time, but whose
+    /// absence fails what needs them until they are there. One line each, led by its field path:
+    ///
+    /// - a mirror job's source that is not there: each run of the job fails;
+    /// - a mirror job's destination root that is not there (and whether its parent is not
+    ///   either): runs never create it, so each fails; `weavedictl fix job.NAME` creates it
+    ///   with its parents, except with `destinationMountPoint`, where only a mount mends it;
+    /// - the directory of `sync.metricsFile` that is not there, or is no directory: each write
+    ///   of the metrics file fails (its check `sync.metricsFile` is degraded).
+    ///
+    /// A path that cannot be looked at (`EACCES` as a user that may not search a directory on
+    /// the way) is said with the error. The paths are looked at as the user running the check,
+    /// which need not be the daemon's: as root, every path is reachable.
+    ///
+    /// Before each path it looks at, it tells `note` (`StepDeadline`, which gives up on a path
+    /// that does not answer), whose error it throws.
+    func fileSystemWarnings(noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }) throws(ConfigurationError) -> [String] {
+        let file = filePath ?? "built-in default"
+        func look(_ fieldPath: String, _ path: String) throws(ConfigurationError) -> Result<FileKind, Errno> {
+            try note(LoadStep("looking at", file: file, fieldPath: fieldPath, path: path))
+            do {
+                return .success(try FileStatus(path: path, followSymlinks: true).kind)
+            } catch {
+                return .failure(error)
+            }
+        }
+        func isMissing(_ error: Errno) -> Bool { error == .noSuchFileOrDirectory || error == .notDirectory }
+        let fails = "the daemon starts, but each run of the job fails until"
+        var warnings: [String] = []
+        for (index, job) in sync.jobs.enumerated() {
+            guard let mirror = job.mirror else { continue }
+            let field = "sync.jobs[\(index)]"
+            let name = DaemonConfiguration.Job.quoted(job.name)
+            let source = "the source \(JSONValue.quotedPathForMessage(mirror.source)) of job \(name)"
+            if case let .failure(error) = try look("\(field).source", mirror.source) {
+                warnings.append(isMissing(error)
+                    ? "\(field).source: \(source) does not exist; \(fails) it does"
+                    : "\(field).source: cannot look at \(source): \(error); \(fails) the daemon's user may read it")
+            }
+            let destination = "the destination \(JSONValue.quotedPathForMessage(mirror.destination)) of job \(name)"
+            guard case let .failure(error) = try look("\(field).destination", mirror.destination) else { continue }
+            guard isMissing(error) else {
+                warnings.append("\(field).destination: cannot look at \(destination): \(error); \(fails) the daemon's user may write it")
+                continue
+            }
+            let parent = Self.parent(of: mirror.destination)
+            var missing = "does not exist"
+            if case let .failure(error) = try look("\(field).destination", parent), isMissing(error) {
+                missing += ", nor its parent \(JSONValue.quotedPathForMessage(parent))"
+            }
+            warnings.append(mirror.destinationMountPoint
+                ? "\(field).destination: \(destination) \(missing); \(fails) a file system is mounted there (nothing creates it, "
+                    + "as destinationMountPoint is set)"
+                : "\(field).destination: \(destination) \(missing); \(fails) it does: runs never create it (once the daemon runs, "
+                    + "`weavedictl fix job.\(job.name)` creates it, with its parents)")
+        }
+        if let metricsFile = sync.metricsFile {
+            let directory = Self.parent(of: metricsFile)
+            let shown = "the directory \(JSONValue.quotedPathForMessage(directory)) of the metrics file"
+            let fails = "the daemon starts, but each write of the metrics file fails (its check sync.metricsFile is degraded) until"
+            switch try look("sync.metricsFile", directory) {
+            case .success(.directory): break
+            case let .success(kind):
+                warnings.append("sync.metricsFile: \(shown) is \(Self.describe(kind)), not a directory; \(fails) it is one")
+            case let .failure(error) where isMissing(error):
+                warnings.append("sync.metricsFile: \(shown) does not exist; \(fails) it does: create it")
+            case let .failure(error):
+                warnings.append("sync.metricsFile: cannot look at \(shown): \(error); \(fails) the daemon's user may write there")
+            }
+        }
+        return warnings
+    }
+
+    /// The directory `path` (absolute, normalized or not) lies in: `/srv` for `/srv/docs/`.
+    static func parent(of path: String) -> String {
+        let components = ConfigurationDirectories.normalizedComponents(path)
+        return "/" + components.dropLast().joined(separator: "/")
+    }
+}

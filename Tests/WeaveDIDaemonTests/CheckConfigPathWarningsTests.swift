@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import WeaveDIControl
+import WeaveDIPosix
+
+/// `weavedid --check-config` warns about the paths the daemon starts without but whose absence
+/// fails runs or writes until they are there (a mirror job's source or destination root, the
+/// metrics file's directory), naming the field and the path; the check still passes, as the
+/// start does.
+@Suite struct CheckConfigPathWarningsTests {
+    /// A configuration of five mirror jobs and a metrics file, below `d`.
+    static func document(_ d: String) -> String {
+        func job(_ name: String, _ source: String, _ destination: String, mountPoint: Bool = false) -> String {
+            #"{"name": "\#(name)", "source": "\#(d)/\#(source)", "destination": "\#(d)/\#(destination)", "interval": 3600, "destinationMountPoint": \#(mountPoint)}"#
+        }
+        let jobs = [
+            job("here", "src/ok", "dst/here"), job("nosource", "src/none", "dst/x"), job("noroot", "src/ok", "dst/new"),
+            job("noparent", "src/ok", "gone/deeper/new"), job("disk", "src/ok", "mnt/disk", mountPoint: true),
+        ]
+        return #"""
+            {"stateDirectory": "\#(d)/state", "control": {"socket": "\#(d)/run/control.sock"},
+             "sync": {"metricsFile": "\#(d)/textfile/weavedi.prom", "jobs": [\#(jobs.joined(separator: ",\n"))]}}
+            """#
+    }
+
+    func check(_ config: String) throws -> SubprocessResult {
+        try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
+    }
+
+    @Test func missingSourcesDestinationsAndMetricsDirectory_areWarnings_andTheCheckPasses() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        for path in ["src/ok", "dst/here", "dst/x", "mnt"] {
+            try FileManager.default.createDirectory(atPath: "\(d)/\(path)", withIntermediateDirectories: true)
+        }
+        let config = directory.write("weavedid.json", Self.document(d))
+        let checked = try check(config)
+        #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+        let fails = "the daemon starts, but each run of the job fails until"
+        #expect(checked.standardErrorText == """
+            weavedid: warning: \(config): sync.jobs[1].source: the source "\(d)/src/none" of job "nosource" does not exist; \(fails) it does
+            weavedid: warning: \(config): sync.jobs[2].destination: the destination "\(d)/dst/new" of job "noroot" does not exist; \(fails) it does: runs never create it (once the daemon runs, `weavedictl fix job.noroot` creates it, with its parents)
+            weavedid: warning: \(config): sync.jobs[3].destination: the destination "\(d)/gone/deeper/new" of job "noparent" does not exist, nor its parent "\(d)/gone/deeper"; \(fails) it does: runs never create it (once the daemon runs, `weavedictl fix job.noparent` creates it, with its parents)
+            weavedid: warning: \(config): sync.jobs[4].destination: the destination "\(d)/mnt/disk" of job "disk" does not exist; \(fails) a file system is mounted there (nothing creates it, as destinationMountPoint is set)
+            weavedid: warning: \(config): sync.metricsFile: the directory "\(d)/textfile" of the metrics file does not exist; the daemon starts, but each write of the metrics file fails (its check sync.metricsFile is degraded) until it does: create it
+
+            """)
+        #expect(checked.standardOutputText == "weavedid: configuration OK, with 5 warnings (\(config))\n")
+
+        // The daemon starts with them, as the warnings say.
+        let daemon = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory)
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    @Test func aMetricsDirectoryThatIsAFile_isAWarning_andNoneOnceAllIsThere() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        for path in ["src/ok", "src/none", "dst/here", "dst/x", "dst/new", "gone/deeper/new", "mnt/disk"] {
+            try FileManager.default.createDirectory(atPath: "\(d)/\(path)", withIntermediateDirectories: true)
+        }
+        directory.write("textfile", "not a directory")
+        let config = directory.write("weavedid.json", Self.document(d))
+        let checked = try check(config)
+        #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+        #expect(checked.standardErrorText == """
+            weavedid: warning: \(config): sync.metricsFile: the directory "\(d)/textfile" of the metrics file is a regular file, not a directory; the daemon starts, but each write of the metrics file fails (its check sync.metricsFile is degraded) until it is one
+
+            """)
+        try FileManager.default.removeItem(atPath: "\(d)/textfile")
+        try FileManager.default.createDirectory(atPath: "\(d)/textfile", withIntermediateDirectories: false)
+        let clean = try check(config)
+        #expect(clean.status == .exited(0), "\(clean.standardErrorText)")
+        #expect(clean.standardErrorText == "")
+        #expect(clean.standardOutputText == "weavedid: configuration OK (\(config))\n")
+    }
+}
