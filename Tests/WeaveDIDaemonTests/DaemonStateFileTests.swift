@@ -198,6 +198,30 @@ import WeaveDIPosix
         #expect(entry?[member: "lastRun"]?[member: "failedItems"]?.arrayValue?.count == kept)
     }
 
+    /// Entries with fields dropped by the thousand make a few lines: the first 10 jobs named,
+    /// the others counted in one line; each keeps the rest of its entry.
+    @Test func manyEntriesWithFieldsDropped_makeFewLogLines() throws {
+        let fixture = Fixture()
+        let entries = (0..<1000).map {
+            #""j\#($0)": {"consecutiveFailures": 1, "lastRun": {"id": "j\#($0)-1", "job": "j\#($0)", "result": "failed", "startedAt": 1, "endedAt": 2, "failedItems": 5}}"#
+        }
+        fixture.directory.write("state/jobs.json", #"{"jobs": {\#(entries.joined(separator: ", "))}}"#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log.prefix(2000))")
+        let named = daemon.log.split(separator: "\n").filter { $0.contains("lastRun.failedItems: expected an array or null, got 5; that field is dropped") }
+        #expect(named.count == 10, "\(daemon.log.prefix(2000))")
+        #expect(daemon.log.contains(
+            "warning sync: \(fixture.stateFile): 990 more jobs' entries had fields dropped likewise; those jobs keep the rest of their previous results"),
+            "\(daemon.log.prefix(2000))")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log.prefix(2000))")
+        // Entries of jobs not configured: the 100 that ran last are kept, with their failures.
+        let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
+        let kept = saved[member: "jobs"]?.objectMembers ?? []
+        #expect(kept.count == 101, "\(kept.count) entries")
+        #expect(kept.filter { $0.0 != "docs" }.allSatisfy { $0.1[member: "consecutiveFailures"]?.intValue == 1 })
+    }
+
     /// A damaged file's names and values of any length, and entries by the thousand: each is
     /// quoted shortened (past 60 characters, with its length), the first 10 entries refused
     /// are named, the others counted in one line; the configured job keeps its good entry.
