@@ -75,4 +75,36 @@ import WeaveDIPosix
         #expect(clean.standardErrorText == "")
         #expect(clean.standardOutputText == "weavedid: configuration OK (\(config))\n")
     }
+
+    /// The paths are looked at as the user running the check: as root a source only root may
+    /// reach passes; as another user (`nobody` here, as the service's user would be) the check
+    /// says it cannot look at it, and why.
+    @Test func aPathTheUserRunningTheCheckCannotReach_isAWarning_withTheError() throws {
+        guard ChildAsNobody.canRun() else { return }
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        for path in ["locked/src", "open/dst", "open/textfile"] {
+            try FileManager.default.createDirectory(atPath: "\(d)/\(path)", withIntermediateDirectories: true)
+        }
+        chmod(d, 0o755)
+        chmod("\(d)/locked", 0o700)
+        let config = directory.write("weavedid.json", #"""
+            {"stateDirectory": "\#(d)/state", "control": {"socket": "\#(d)/run/control.sock"},
+             "sync": {"metricsFile": "\#(d)/open/textfile/weavedi.prom",
+                      "jobs": [{"name": "docs", "source": "\#(d)/locked/src", "destination": "\#(d)/open/dst", "interval": 3600}]}}
+            """#)
+        chmod(config, 0o644)
+        let asRoot = try check(config)
+        #expect(asRoot.status == .exited(0), "\(asRoot.standardErrorText)")
+        #expect(asRoot.standardErrorText == "")
+        let asNobody = try Subprocess.run(
+            "/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", DaemonProcess.binary, "--check-config", "--config", config],
+            environment: [:])
+        #expect(asNobody.status == .exited(0), "\(asNobody.standardErrorText)")
+        #expect(asNobody.standardErrorText == """
+            weavedid: warning: \(config): sync.jobs[0].source: cannot look at the source "\(d)/locked/src" of job "docs": Permission denied (EACCES); the daemon starts, but each run of the job fails until the daemon's user may read it
+
+            """)
+        #expect(asNobody.standardOutputText == "weavedid: configuration OK, with 1 warning (\(config))\n")
+    }
 }
