@@ -1,4 +1,3 @@
-import Glibc
 import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
