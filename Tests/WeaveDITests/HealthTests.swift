@@ -713,6 +713,7 @@ final class RecordingClock: HealthClock {
         clock.advance(by: .seconds(5))
         let record = await round.value
         #expect(record.outcome == .timedOut)
+        #expect(record.message == "fix timed out after 5 s")  // its limit, as a check's timeout says it
         #expect(record.error == "timed out after 5 s")
         #expect(record.duration == 5)
     }

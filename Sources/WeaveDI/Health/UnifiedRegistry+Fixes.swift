@@ -157,7 +157,8 @@ extension UnifiedRegistry {
             return notApplicable(check.name, reason: reason, trigger: trigger, id: id, startedAt: startedAt, wall: wall, end: end)
         case nil:
             record = FixRecord(
-                time: wall, check: check.name, trigger: trigger, outcome: .timedOut, message: "fix timed out",
+                time: wall, check: check.name, trigger: trigger, outcome: .timedOut,
+                message: "fix timed out after \(format(policy.attemptTimeout))",
                 error: "timed out after \(format(policy.attemptTimeout))", duration: seconds(end - startedAt))
         }
         let logging: Bool = state.withLock { state in
