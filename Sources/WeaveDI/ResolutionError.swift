@@ -49,7 +49,7 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
             // No read that throws this consults a key (a key's read falls back to its default):
             // the fix is a registration.
             return Self.building(path) + "no registration for \(type)\(hint); register it in a module with "
-                + "container.register(\(type).self) { ... }"
+                + "container.register(\(Self.metatype(named: type))) { ... }"
         case let .cycle(path):
             return "dependency cycle: \(path.joined(separator: " -> ")); break it by making one of these "
                 + "resolve the other lazily (at use, not in its factory) or by extracting what both need"
@@ -79,6 +79,14 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
     /// What follows a key's name where `scopeMismatch`'s `outer` is an `InjectedKey`'s default
     /// (`CartKey's default`): no type's name holds an apostrophe.
     static let keyDefaultSuffix = "'s default"
+
+    /// How Swift 6 source writes the metatype of the type named `type`: `(any P).self` for a
+    /// protocol's existential (which the run time names `P`, as the protocol), `T.self` for
+    /// any other (`Any` and `AnyObject` need no `any`).
+    static func metatype(named type: String) -> String {
+        guard type != "Any", type != "AnyObject", TypeSlots.shared.spellsExistential(type) else { return "\(type).self" }
+        return "(any \(type)).self"
+    }
 
     /// `cannot build A (A -> B -> C): ` for a path, nothing without one.
     private static func building(_ path: [String]) -> String {

@@ -110,6 +110,21 @@ final class TypeSlots: Sendable {
         return name
     }
 
+    /// Whether the types spelled `name` so far (by `name(ofSlot:)` or `qualifiedName(ofSlot:)`)
+    /// are existentials (`any P`, `any P & Q`), and there is one: a message that has a type only
+    /// by its name (a `ResolutionError`) learns so how to write its metatype. The run time
+    /// spells `any P` as `P`, the protocol's bare name.
+    func spellsExistential(_ name: String) -> Bool {
+        writer.withLock { state in
+            var found = false
+            for slot in state.types.indices where state.names[slot] == name || state.qualifiedNames[slot] == name {
+                guard TypeRelation.isExistential(state.types[slot]) else { return false }
+                found = true
+            }
+            return found
+        }
+    }
+
     /// The type at `slot`, if one has it.
     func type(ofSlot slot: Int) -> Any.Type? {
         writer.withLock { state in slot < state.types.count ? state.types[slot] : nil }

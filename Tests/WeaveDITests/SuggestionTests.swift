@@ -72,6 +72,21 @@ private struct Square {}
             "\(built.message)")
     }
 
+    /// The message says how to register what was asked for, as Swift 6 source writes its
+    /// metatype: `(any P).self` for a protocol's existential (the run time names it `P`), and
+    /// `(any P & Q).self` for a composition's, `T.self` for a class.
+    @Test func theRegistrationHint_writesAnExistentialAsAnyP() throws {
+        let container = WeaveDI.Container()
+        let existential = try #require(notRegistered { _ = try container.require((any Mailer).self) })
+        #expect(existential.message.hasSuffix("register it in a module with container.register((any Mailer).self) { ... }"),
+            "\(existential.message)")
+        let composition = try #require(notRegistered { _ = try container.require((any Mailer & Figure).self) })
+        #expect(composition.message.hasSuffix("container.register((any Figure & Mailer).self) { ... }")
+            || composition.message.hasSuffix("container.register((any Mailer & Figure).self) { ... }"), "\(composition.message)")
+        let concrete = try #require(notRegistered { _ = try container.require(StoreCache.self) })
+        #expect(concrete.message.hasSuffix("container.register(StoreCache.self) { ... }"), "\(concrete.message)")
+    }
+
     @Test func typeRelation_saysWhatTheTypeSystemSays() {
         // A private protocol cannot be looked up by name: cannot tell.
         #expect(TypeRelation.related(PrivateFigured.self, (any PrivateFigure).self) == nil)
