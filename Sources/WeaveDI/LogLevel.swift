@@ -61,7 +61,8 @@ public enum LogLevel: String, Sendable, CaseIterable, CustomStringConvertible {
 public enum LogCategory: String, Sendable, CaseIterable {
     /// A service was registered.
     case registration
-    /// A registration replaced an earlier one for the same type.
+    /// A registration replaced an earlier one for the same type, or a health check one of the
+    /// same name.
     case overwrite
     /// Graph validation and warm-up (`enableOptimization()`).
     case optimization

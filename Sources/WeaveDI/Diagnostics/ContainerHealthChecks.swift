@@ -10,6 +10,10 @@ extension UnifiedRegistry {
     ///   fix evicts the unhealthy ones (disposed, rebuilt on next resolve).
     /// - `container.sessions`: sessions idle (not in use) longer than `sessionIdleLimit`; its fix
     ///   closes them.
+    ///
+    /// Called again (with another `sessionIdleLimit`, as weavedid does on a reload), it replaces
+    /// the three checks, keeping their states, without the log line `register(_:)` writes for a
+    /// check registered again.
     public func registerContainerChecks(
         for container: WeaveDI.Container, sessionIdleLimit: Duration = .seconds(300)
     ) {
@@ -32,7 +36,7 @@ extension UnifiedRegistry {
             }
             let built = report.built.count
             return .healthy(built == 1 ? "the 1 registration builds" : built == 0 ? "no registrations" : "all \(built) registrations build", data: data)
-        })
+        }, replacing: true)
 
         register(HealthCheck(name: "container.singletons", tags: [HealthCheck.liveness]) {
             var worst = HealthStatus.healthy
@@ -52,7 +56,7 @@ extension UnifiedRegistry {
                 if await container.evict(slot: singleton.slot) { evicted.append(singleton.type) }
             }
             return evicted.isEmpty ? "nothing to evict" : "evicted \(evicted.joined(separator: ", "))"
-        })
+        }, replacing: true)
 
         register(HealthCheck(name: "container.sessions", tags: [HealthCheck.liveness]) {
             let idle = container.idleSessions(longerThan: sessionIdleLimit)
@@ -69,7 +73,7 @@ extension UnifiedRegistry {
                 closed += 1
             }
             return "closed \(closed) idle session(s)"
-        })
+        }, replacing: true)
     }
 }
 

@@ -130,20 +130,35 @@ public final class UnifiedRegistry: Sendable {
 
     // MARK: Checks
 
-    /// Adds `check`, replacing one of the same name (its history is kept). A value it cannot
-    /// use is logged as an error naming it, and replaced: a threshold below 1 by 1, a timeout
-    /// that is not positive by the default 2 s. A name that is empty, only white space or has
-    /// control characters (which `fix(name)` can hardly be given, and the report shows blank
-    /// or garbled) is logged and kept.
+    /// Adds `check`, replacing one of the same name (its history is kept): the replacement is
+    /// logged (`.overwrite`, as the container logs a type registered again), naming the check,
+    /// since two parts of a program that chose one name would otherwise lose one check without
+    /// a word. A value it cannot use is logged as an error naming it, and replaced: a threshold
+    /// below 1 by 1, a timeout that is not positive by the default 2 s. A name that is empty,
+    /// only white space or has control characters (which `fix(name)` can hardly be given, and
+    /// the report shows blank or garbled) is logged and kept.
     public func register(_ check: HealthCheck) {
+        register(check, replacing: false)
+    }
+
+    /// `register(_:)`; `replacing`: the caller means to replace a check of that name (the
+    /// built-in checks registered again with new settings), which is then not logged.
+    func register(_ check: HealthCheck, replacing: Bool) {
         let check = Self.usable(check)
-        state.withLock { state in
+        let replaced: Bool = state.withLock { state in
             if state.checks[check.name] != nil {
                 state.checks[check.name]!.check = check
-            } else {
-                state.checks[check.name] = CheckState(check: check)
-                state.order.append(check.name)
+                return true
             }
+            state.checks[check.name] = CheckState(check: check)
+            state.order.append(check.name)
+            return false
+        }
+        if replaced, !replacing {
+            WeaveDILog.log(
+                .overwrite, subsystem: "health",
+                "health check \(JSONValue.quotedForMessage(check.name)) registered again; it replaces the check "
+                    + "of that name (its state and fix history are kept)")
         }
     }
 
