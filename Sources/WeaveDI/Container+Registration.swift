@@ -66,12 +66,8 @@ extension WeaveDI.Container {
             return (old, state.optimized)
         }
         Generation.bump()
-        if optimized, !BootstrapContext.active {
-            WeaveDILog.log(
-                .optimization,
-                "\(entry.typeName) registered outside bootstrap after enableOptimization(): the next bootstrap "
-                    + "or enableOptimization() warms it")
-        }
+        // The registration first, then what becomes of it: a reader of the log sees the type
+        // registered before being told it waits to be warmed.
         if let previous {
             WeaveDILog.log(
                 .overwrite,
@@ -79,6 +75,12 @@ extension WeaveDI.Container {
                     + "the registration by module \(previous.module) (\(previous.scope))")
         } else {
             WeaveDILog.log(.registration, "registered \(entry.typeName) (\(entry.scope), module \(entry.module))")
+        }
+        if optimized, !BootstrapContext.active {
+            WeaveDILog.log(
+                .optimization,
+                "\(entry.typeName) registered outside bootstrap after enableOptimization(): the next bootstrap "
+                    + "or enableOptimization() warms it")
         }
     }
 }

@@ -85,7 +85,37 @@ extension WeaveDI.Container {
             "optimization \(newOnly ? "of \(pass.count) new registration(s) " : "")finished in \(format(report.duration)): "
                 + "\(report.registrations) registration(s), \(report.singletonsBuilt) singleton(s) built, "
                 + "\(report.edges) edge(s), \(validation.failures.count) failure(s), \(validation.cycles.count) cycle(s)")
+        logProblems(of: validation)
         return report
+    }
+
+    /// How many failures, and how many cycles, an optimization pass names in the log.
+    static let loggedProblems = 10
+
+    /// Names in the log, after an optimization pass's summary, what it found wrong: each
+    /// registration that failed to build, its scope and why (`ValidationReport.failures`), and
+    /// each cycle (`ValidationReport.cycles`, as `A -> B -> A`), the first `loggedProblems` of
+    /// each, then how many more. A `bootstrap` returns nothing: the log is all its caller gets.
+    /// A reason quotes errors from outside (a factory's), its control characters escaped.
+    func logProblems(of validation: WeaveDI.ValidationReport) {
+        let limit = Self.loggedProblems
+        for failure in validation.failures.prefix(limit) {
+            WeaveDILog.log(
+                .error, "\(failure.type) (\(failure.scope)) failed to build: \(ControlCharacters.escaped(failure.reason))")
+        }
+        if validation.failures.count > limit {
+            WeaveDILog.log(
+                .error, "and \(validation.failures.count - limit) more registration(s) failed to build "
+                    + "(the report's validation.failures lists them all)")
+        }
+        for cycle in validation.cycles.prefix(limit) where !cycle.isEmpty {
+            WeaveDILog.log(.error, "dependency cycle: \((cycle + [cycle[0]]).joined(separator: " -> "))")
+        }
+        if validation.cycles.count > limit {
+            WeaveDILog.log(
+                .error, "and \(validation.cycles.count - limit) more dependency cycle(s) "
+                    + "(the report's validation.cycles lists them all)")
+        }
     }
 
     /// Whether `UnifiedRegistry.enableOptimization()` was called for this container.
