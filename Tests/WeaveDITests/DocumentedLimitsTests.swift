@@ -1,0 +1,59 @@
+import Synchronization
+import Testing
+@testable import WeaveDI
+
+/// What the README says the library does not do, held to it: a replaced or unregistered
+/// singleton is disposed only by the next `releaseAll()`; a failed build is not remembered;
+/// `Task.detached` leaves the task-locals behind.
+@Suite struct DocumentedLimitsTests {
+    /// Registering a type again, or unregistering it, leaves its built `Disposable` singleton
+    /// undisposed; the next `releaseAll()` disposes it (and `evict` would at once).
+    @Test func aReplacedOrUnregisteredSingleton_isDisposedByTheNextReleaseAll() async throws {
+        let container = WeaveDI.Container()
+        let ledger = Ledger()
+        container.register(Tracked.self) { Tracked("first", ledger) }
+        _ = try container.require(Tracked.self)
+        container.register(Tracked.self) { Tracked("second", ledger) }
+        _ = try container.require(Tracked.self)
+        #expect(container.unregister(Tracked.self))
+        #expect(ledger.disposals == [])
+        await container.releaseAll()
+        #expect(ledger.disposals == ["second", "first"])
+    }
+
+    /// A factory that threw is run again by the next resolve: nothing remembers the failure.
+    @Test func aFailedBuild_isTriedAgain_byTheNextResolve() {
+        struct Refused: Error {}
+        let runs = Atomic<Int>(0)
+        let container = WeaveDI.Container()
+        container.register(Generator.self) { () throws -> Generator in
+            runs.add(1, ordering: .relaxed)
+            throw Refused()
+        }
+        #expect(container.resolve(Generator.self) == nil)
+        #expect(container.resolve(Generator.self) == nil)
+        #expect(runs.load(ordering: .relaxed) == 2)
+    }
+
+    /// A detached task sees neither the overrides of the `withInjectedValues` it was started in
+    /// nor the current session; a child task sees both.
+    @Test func aDetachedTask_seesNeitherOverridesNorTheCurrentSession() async throws {
+        let inherited = await withInjectedValues { $0.name = "overridden" } operation: {
+            (child: await Task { InjectedValues.current.name }.value,
+             detached: await Task.detached { InjectedValues.current.name }.value)
+        }
+        #expect(inherited.child == "overridden")
+        #expect(inherited.detached != "overridden")
+
+        let container = WeaveDI.Container()
+        container.register(SessionCache.self, scope: .session) { SessionCache() }
+        let session = container.openSession(id: "documented-limits")
+        let found = await session.withCurrent {
+            (child: await Task { container.resolve(SessionCache.self) != nil }.value,
+             detached: await Task.detached { container.resolve(SessionCache.self) != nil }.value)
+        }
+        await session.close()
+        #expect(found.child)
+        #expect(!found.detached)
+    }
+}
