@@ -14,6 +14,8 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     let container: WeaveDI.Container
     let handler: any ControlMessageHandler
     let registry: UnifiedRegistry
+    /// Where the socket file bound is noted, for an exit that does not wait for `stop()`.
+    let socketFiles: BoundSocketFiles
 
     enum Command {
         case replaceListener(FileDescriptor)
@@ -47,9 +49,10 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     /// A server for the daemon's `container`, answering with `handler`.
     public init(
         store: ConfigurationStore, log: DaemonLog, activation: SocketActivation?, container: WeaveDI.Container,
-        handler: any ControlMessageHandler, registry: UnifiedRegistry
+        handler: any ControlMessageHandler, registry: UnifiedRegistry, socketFiles: BoundSocketFiles = BoundSocketFiles()
     ) throws(Errno) {
         self.registry = registry
+        self.socketFiles = socketFiles
         self.store = store
         self.log = log
         self.activation = activation
@@ -94,12 +97,10 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         thread.join()
         self.thread = nil
         for session in sessions { await session.close() }
-        if let bound = bound.withLock({ $0 }),
-            (try? FileStatus(path: bound.path, followSymlinks: false))?.inode == bound.inode
-        {
-            try? FileDescriptor.currentWorkingDirectory.unlink(at: bound.path)
+        if let bound = bound.withLock({ $0 }), BoundSocketFiles.remove(bound.path, ifInode: bound.inode) {
             log.info("control", "removed \(bound.path)")
         }
+        socketFiles.forget(self)
     }
 
     /// Binds the configured socket and remembers its inode.
@@ -114,6 +115,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         // A rebind (the health fix) into the directory made at start keeps it as the socket's.
         let carried = madeDirectory || bound.withLock { $0?.madeDirectory == true && $0?.path == configuration.socket }
         bound.withLock { $0 = (configuration.socket, inode, carried) }
+        socketFiles.note(self, path: configuration.socket, inode: inode)
         return owned.release()
     }
 

@@ -18,6 +18,9 @@ public final class DaemonContext: Sendable {
     public let activation: SocketActivation?
     /// Wakes the main loop when the daemon is done.
     public let waker: Waker
+    /// The control socket files bound (and not removed yet), which an exit past
+    /// `shutdownTimeout` removes.
+    public let socketFiles = BoundSocketFiles()
 
     /// Creates the context.
     public init(

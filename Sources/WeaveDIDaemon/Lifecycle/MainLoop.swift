@@ -1,4 +1,5 @@
 import Synchronization
+import WeaveDI
 import WeaveDIPosix
 
 /// The main thread's loop: waits for signals (through a signalfd, the signals having been
@@ -23,6 +24,8 @@ final class MainLoop {
     /// The signals read only to be ignored (SIGUSR1, SIGUSR2), said at most 10 times a minute:
     /// a sender in a loop must not flood the log.
     private let ignoredSignals = LogThrottle(interval: .seconds(60), burst: 10)
+    /// The stop signals that come while the daemon stops, said at most 10 times a minute.
+    private let repeatedStops = LogThrottle(interval: .seconds(60), burst: 10)
 
     init(signals: consuming SignalReader, context: DaemonContext, supervisor: Supervisor, watchdog: WatchdogSettings?) {
         self.signals = signals
@@ -48,6 +51,8 @@ final class MainLoop {
                 {
                     return overran()
                 }
+                // Lines of threads still going (a stuck one's) would come after `stopped`.
+                context.log.close()
                 return code
             }
             var timeout: Duration? = nil
@@ -67,8 +72,14 @@ final class MainLoop {
                     switch received.signal {
                     case .terminate, .interrupt:
                         if shutdownDeadline != nil {
-                            context.log.warning("daemon", "second \(received.signal.name); exiting at once")
-                            return 128 + received.signal.rawValue
+                            // Asked again (timeout(1) and a kill of the process group send
+                            // two): the shutdown under way is the answer, bounded by its
+                            // deadline; it is not cut short, which would leave the socket
+                            // file and the runs' last writes behind.
+                            repeatedStops.notice(context.log, "daemon", "\(received.signal.name) from pid \(received.senderPID) "
+                                + "while stopping: the shutdown goes on (within shutdownTimeout, \(shutdownTimeout)); "
+                                + "SIGKILL ends the daemon at once, without its cleanup")
+                            continue
                         }
                         shutdownTimeout = supervisor.store.beginShutdown()
                         shutdownDeadline = now() + shutdownTimeout
@@ -103,9 +114,13 @@ final class MainLoop {
     /// is tried again.
     static let resendInterval: Duration = .seconds(1)
 
-    /// Exit status 1, said in the log: the shutdown took longer than `shutdownTimeout`.
+    /// Exit status 1, said in the log as its last line: the shutdown took longer than
+    /// `shutdownTimeout`. The services are left as they are, but the control socket file
+    /// goes: a file no process listens on would refuse every client until the next start.
     private func overran() -> Int32 {
-        context.log.error("daemon", "shutdown did not finish within \(shutdownTimeout); exiting")
+        let removed = context.socketFiles.removeAll()
+        let noted = removed.isEmpty ? "" : " (removed \(removed.map(JSONValue.quotedPathForMessage).joined(separator: ", ")))"
+        context.log.last(.error, "daemon", "shutdown did not finish within \(shutdownTimeout); exiting\(noted)")
         return 1
     }
 

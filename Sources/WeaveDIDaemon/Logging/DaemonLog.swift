@@ -50,9 +50,26 @@ public final class DaemonLog: Sendable {
     /// See `info`.
     public func debug(_ subsystem: String, _ message: @autoclosure () -> String) { log(.debug, subsystem, message()) }
 
-    private func write(_ level: DaemonLogLevel, _ subsystem: String, _ message: String) {
-        let line = Array(format(level, subsystem, message).utf8)
+    /// Writes `message` as the log's last line (the filter admitting it or not), and nothing
+    /// after it: the process exits with lines of other threads perhaps still coming (a
+    /// shutdown that overran), which would otherwise follow the line that says it exits.
+    public func last(_ level: DaemonLogLevel, _ subsystem: String, _ message: String) {
+        write(level, subsystem, message, closing: true)
+    }
+
+    /// Writes no more lines: the process is about to exit.
+    public func close() {
+        output.withLock { $0.close() }
+    }
+
+    /// Takes the line's timestamp under the lock, so that lines are written in the order of
+    /// their timestamps, whichever threads write them.
+    private func write(_ level: DaemonLogLevel, _ subsystem: String, _ message: String, closing: Bool = false) {
+        let body = message.escapingControlCharacters + "\n"
         output.withLock { output in
+            guard !output.isClosed else { return }
+            defer { if closing { output.close() } }
+            let line = Array((prefix(level, subsystem) + body).utf8)
             output.write(line) { dropped in
                 Array(format(.warning, "daemon", "\(dropped) log line(s) dropped: standard error took nothing for "
                     + "\(LogOutput.stallLimit) (whatever reads it, a pipe or journald, stopped reading)").utf8)
@@ -62,12 +79,18 @@ public final class DaemonLog: Sendable {
 
     /// `message` as a line of the log, newline included.
     private func format(_ level: DaemonLogLevel, _ subsystem: String, _ message: String) -> String {
-        var line = journald
-            ? "<\(level.syslogPriority)>\(subsystem): "
-            : "\(DaemonLog.timestamp()) \(level.rawValue.padding(7)) \(subsystem): "
+        var line = prefix(level, subsystem)
         line += message.escapingControlCharacters
         line += "\n"
         return line
+    }
+
+    /// What a line starts with: its journald priority, or its timestamp (now) and level; then
+    /// `subsystem`.
+    private func prefix(_ level: DaemonLogLevel, _ subsystem: String) -> String {
+        journald
+            ? "<\(level.syslogPriority)>\(subsystem): "
+            : "\(DaemonLog.timestamp()) \(level.rawValue.padding(7)) \(subsystem): "
     }
 
     /// Sends the WeaveDI library's own log lines here, under subsystem `weavedi`.

@@ -22,6 +22,8 @@ struct LogOutput {
     private(set) var dropped = 0
     /// Whether the last line was cut short (the output took part of it).
     private var cut = false
+    /// Whether the log wrote its last line (`close()`): the process is exiting.
+    private(set) var isClosed = false
 
     /// How long one line may wait for the output to take it.
     static let stallLimit: Duration = .seconds(1)
@@ -32,6 +34,12 @@ struct LogOutput {
     init(_ descriptor: FileDescriptor) {
         self.descriptor = descriptor
         isSocket = (try? descriptor.status())?.kind == .socket
+    }
+
+    /// Takes no more lines: the process is exiting, and nothing may follow the line that
+    /// says so.
+    mutating func close() {
+        isClosed = true
     }
 
     /// Writes `line` (one or more whole lines); `droppedWarning(count)` is the line said

@@ -71,7 +71,8 @@ struct ControlModule: WeaveDI.Module {
             let context = try r.require(DaemonContext.self)
             return try ControlServer(
                 store: try r.require(ConfigurationStore.self), log: context.log, activation: context.activation,
-                container: container, handler: try r.require(VarlinkService.self), registry: try r.require(UnifiedRegistry.self))
+                container: container, handler: try r.require(VarlinkService.self), registry: try r.require(UnifiedRegistry.self),
+                socketFiles: context.socketFiles)
         }
     }
 }
