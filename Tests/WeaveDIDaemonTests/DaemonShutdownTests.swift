@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
-/// A second signal during a shutdown exits at once; a shutdown longer than `shutdownTimeout`
-/// is cut short. Both need a shutdown in progress when something else happens, made
-/// deterministic by stopping the daemon (SIGSTOP) while the signals are sent.
+/// A second stop signal during a shutdown does not cut it short; a shutdown longer than
+/// `shutdownTimeout` is, and removes the socket file all the same. Both need a shutdown in
+/// progress when something else happens.
 @Suite struct DaemonShutdownTests {
     /// The size of the file whose copy is under way when the shutdown comes: sparse, so it
     /// takes no disk space, and large enough that no disk copies it (zeros written out in
@@ -30,18 +31,111 @@ import WeaveDIPosix
         return (daemon, directory)
     }
 
-    @Test func secondSignal_exitsAtOnce() throws {
-        let (daemon, directory) = try busyDaemon()
-        // Stopped, the daemon cannot act on the first signal before the second arrives: both
-        // are pending when it continues, and it reads them in one go, lowest number first
-        // (signalfd's order): SIGINT starts the shutdown, SIGTERM is the second signal.
-        daemon.send(.stop)
+    /// Where the second stop signal of `secondStopSignal_doesNotCutTheShutdownShort` goes.
+    enum SecondSignal: String, CaseIterable, Sendable {
+        /// SIGTERM again, to the daemon (`kill PID` twice).
+        case terminateToProcess
+        /// SIGTERM again, to the daemon's process group, as `timeout(1)` sends it after the one
+        /// to its child.
+        case terminateToGroup
+        /// SIGINT after the SIGTERM (Ctrl-C in a terminal while it stops).
+        case interruptToProcess
+    }
+
+    /// A stop signal while the daemon stops does not cut the shutdown short: it is said, and
+    /// the shutdown goes on to its end: the run is cancelled and its end written to the state
+    /// file, the socket file removed, exit 0, with the log in time order and `stopped` its last
+    /// line. The shutdown is held (the run's scan waits in `lstat` on a preloaded library,
+    /// until the run is given up on) while the second signal is sent with the daemon stopped
+    /// (SIGSTOP): it is read once the first was, during the shutdown.
+    @Test(arguments: SecondSignal.allCases) func secondStopSignal_doesNotCutTheShutdownShort(second: SecondSignal) throws {
+        let directory = TemporaryDirectory()
+        guard let shim = try PreloadLibrary.build(#"""
+            #define _GNU_SOURCE
+            #include <dlfcn.h>
+            #include <fcntl.h>
+            #include <stdlib.h>
+            #include <string.h>
+            #include <sys/stat.h>
+            #include <time.h>
+            #include <unistd.h>
+            /* An lstat of a name starting with "hold-" says so in WEAVEDI_TEST_HELD, then waits
+               while the file WEAVEDI_TEST_HOLD exists. */
+            static void hold(const char *path) {
+              const char *name = strrchr(path, '/');
+              if (strncmp(name ? name + 1 : path, "hold-", 5) != 0) return;
+              const char *held = getenv("WEAVEDI_TEST_HELD"), *until = getenv("WEAVEDI_TEST_HOLD");
+              if (!held || !until) return;
+              close(open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+              struct timespec pause = {0, 10000000};
+              while (access(until, F_OK) == 0) nanosleep(&pause, NULL);
+            }
+            int fstatat(int directory, const char *path, struct stat *status, int flags) {
+              static int (*next)(int, const char *, struct stat *, int);
+              if (!next) next = (int (*)(int, const char *, struct stat *, int))dlsym(RTLD_NEXT, "fstatat");
+              hold(path);
+              return next(directory, path, status, flags);
+            }
+            int fstatat64(int directory, const char *path, struct stat64 *status, int flags) {
+              static int (*next)(int, const char *, struct stat64 *, int);
+              if (!next) next = (int (*)(int, const char *, struct stat64 *, int))dlsym(RTLD_NEXT, "fstatat64");
+              hold(path);
+              return next(directory, path, status, flags);
+            }
+            """#, in: directory, slowing: "lstat", test: #function) else { return }
+        directory.write("source/hold-1", "x")
+        try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
+        let (held, hold) = (directory.path + "/held", directory.write("hold", ""))
+        let config = directory.write("weavedid.json", """
+            {"shutdownTimeout": 600, "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
+              "destination": "\(directory.path)/mirror", "interval": 3600, "runAtStart": true}]}}
+            """)
+        // setsid: the daemon leads a process group of its own, which the test may signal.
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["LD_PRELOAD": shim, "WEAVEDI_TEST_HELD": held, "WEAVEDI_TEST_HOLD": hold],
+            directory: directory, wrapper: ["setsid"])
+        defer { try? FileManager.default.removeItem(atPath: hold) }
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !fileExists(held), ContinuousClock.now < deadline { usleep(10_000) }
+        try #require(fileExists(held), "the run's scan was not seen under way\n\(daemon.log)")
+        #expect(fileExists(daemon.defaultSocket))
+
         daemon.send(.terminate)
-        daemon.send(.interrupt)
+        try #require(daemon.waitUntilSignalTaken(.terminate), "\(daemon.log)")
+        daemon.send(.stop)
+        switch second {
+        case .terminateToProcess: daemon.send(.terminate)
+        case .terminateToGroup: try Signal.terminate.send(to: -daemon.pid)
+        case .interruptToProcess: daemon.send(.interrupt)
+        }
         daemon.send(.continue)
-        #expect(daemon.wait() == .exited(128 + 15))
-        #expect(daemon.log.contains("second SIGTERM; exiting at once"))
-        #expect(!fileExists(directory.path + "/mirror/big.bin"))  // the copy was never published
+        let name = second == .interruptToProcess ? "SIGINT" : "SIGTERM"
+        let said = "\(name) from pid \(getpid()) while stopping: the shutdown goes on (within shutdownTimeout, 600.0 seconds); "
+            + "SIGKILL ends the daemon at once, without its cleanup"
+        let waitDeadline = ContinuousClock.now + .seconds(30)
+        while !daemon.log.contains(said), daemon.wait(timeout: .milliseconds(20)) == nil, ContinuousClock.now < waitDeadline {}
+        #expect(daemon.log.contains(said), "\(daemon.log)")
+        try? FileManager.default.removeItem(atPath: hold)
+
+        #expect(daemon.wait(timeout: .seconds(120)) == .exited(0), "\(daemon.log)")
+        #expect(!fileExists(daemon.defaultSocket), "the socket file was left behind\n\(daemon.log)")
+        let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: directory.path + "/state/jobs.json") ?? Data()))
+        // The run's end was written: a clean shutdown leaves no run said going (a cut one
+        // would leave docs-1 going, and the next start would call it a crash).
+        #expect(saved[member: "lastRunNumber"]?.intValue == 1, "\(saved)")
+        #expect(saved[member: "jobs"]?[member: "docs"]?[member: "runGoing"]?.isNull == true, "\(saved)")
+        Self.expectInTimeOrder(daemon.log, lastLine: "notice  daemon: stopped")
+    }
+
+    /// Each line of `log` starts with a timestamp no earlier than the line before's, and the last
+    /// line ends with `lastLine`.
+    static func expectInTimeOrder(_ log: String, lastLine: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let lines = log.split(separator: "\n")
+        let stamps = lines.map { $0.prefix(while: { $0 != " " }) }
+        #expect(stamps.allSatisfy { $0.count == 24 && $0.hasSuffix("Z") }, "\(log)", sourceLocation: sourceLocation)
+        #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 <= $1 }, "lines out of time order:\n\(log)", sourceLocation: sourceLocation)
+        #expect(lines.last?.hasSuffix(lastLine) == true, "\(log)", sourceLocation: sourceLocation)
     }
 
     @Test func shutdownOverrunningItsTimeout_isCutShort() throws {
@@ -49,7 +143,10 @@ import WeaveDIPosix
         let (daemon, _) = try busyDaemon(shutdownTimeout: 0.001)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(1))
-        #expect(daemon.log.contains("shutdown did not finish within 0.001 seconds; exiting"), "\(daemon.log)")
+        // The socket file goes all the same, and nothing is written after the line that says so.
+        let socket = JSONValue.quotedPathForMessage(daemon.defaultSocket)
+        Self.expectInTimeOrder(daemon.log, lastLine: "error   daemon: shutdown did not finish within 0.001 seconds; exiting (removed \(socket))")
+        #expect(!fileExists(daemon.defaultSocket), "the socket file was left behind\n\(daemon.log)")
     }
 
     /// `shutdownTimeout` is one of the fields a reload applies: the shutdown after it keeps to
