@@ -115,7 +115,8 @@ public enum DaemonInterface {
         # or more after a reload lowered it), and the cap.
         type SlotWait (runsGoing: int, maxConcurrentRuns: int)
 
-        # Progress of a running job.
+        # Progress of a running job. Done counts what was done (copied, checked, skipped with a
+        # warning), not the items that failed: a run with errors ends short of its totals.
         type Progress (filesDone: int, filesTotal: int, bytesDone: int, bytesTotal: int)
 
         # A configured sync job. running is true while a run of it is going or waits for a slot;

@@ -139,8 +139,7 @@ struct DirectoryScanner {
             if settings.delete { sourceNames.insert(ExactName(entry.name)) }
             // Paths are built for reports only (`MirrorDirectory.path`), never for each entry.
             guard entry.nameIsExact else {
-                outcome.entriesFound += 1
-                outcome.entriesSettled += 1
+                outcome.entriesFound += 1  // an error: handled, not done (not settled)
                 outcome.report.fail(directory.path(of: entry.name), MirrorFailure.nameNotUTF8.description)
                 continue
             }
@@ -158,8 +157,7 @@ struct DirectoryScanner {
                 }
             } catch {
                 outcome.entriesFound += 1
-                outcome.entriesSettled += 1
-                outcome.report.fail(directory.path(of: entry.name), error)
+                if !outcome.report.failIsError(directory.path(of: entry.name), error) { outcome.entriesSettled += 1 }
                 continue
             }
             if status.kind != .directory { outcome.entriesFound += 1 }
@@ -177,8 +175,8 @@ struct DirectoryScanner {
                 outcome.interrupted = true
                 break
             } catch {
-                outcome.report.fail(directory.path(of: entry.name), error)
-                if status.kind != .directory { outcome.entriesSettled += 1 }
+                let isError = outcome.report.failIsError(directory.path(of: entry.name), error)
+                if status.kind != .directory, !isError { outcome.entriesSettled += 1 }
             }
         }
         if settings.delete && !outcome.interrupted {

@@ -109,7 +109,7 @@ extension FileBatch {
         } catch {
             for job in jobs {
                 outcome.report.fail(directory.path(of: job.name), MirrorFailure.noWorker("\(error)").description)
-                settle(job, in: &outcome, context)
+                settle(job, done: false, in: &outcome, context)
             }
             return outcome
         }
@@ -129,6 +129,7 @@ extension FileBatch {
                 outcome.interrupted = true
                 break
             }
+            var done = true
             do {
                 if let copy = try perform(job, copier: copier, hasher: &hasher, context: context, outcome: &outcome) {
                     if durable {
@@ -141,9 +142,9 @@ extension FileBatch {
                 outcome.interrupted = true
                 break
             } catch {
-                outcome.report.fail(directory.path(of: job.name), error)
+                done = !fail(job, error, in: &outcome)
             }
-            settle(job, in: &outcome, context)
+            settle(job, done: done, in: &outcome, context)
         }
         // Whole copies, checked: published even after a cancellation, which stops between files.
         var flushed = false
@@ -164,28 +165,39 @@ extension FileBatch {
                 for (job, copy) in prepared {
                     discard(copy, copier: copier)
                     outcome.report.fail(directory.path(of: job.name), error.description)
-                    settle(job, in: &outcome, context)
+                    settle(job, done: false, in: &outcome, context)
                 }
                 return outcome
             }
         }
         for (job, copy) in prepared {
+            var done = true
             do {
                 try publish(copy, of: job, copier: copier, durable: !flushed, outcome: &outcome)
             } catch {
-                outcome.report.fail(directory.path(of: job.name), error)
+                done = !fail(job, error, in: &outcome)
             }
-            settle(job, in: &outcome, context)
+            settle(job, done: done, in: &outcome, context)
         }
         return outcome
     }
 
-    /// Counts `job` done, and hands what the batch did so far over to the run's tally (a run
-    /// given up on while the batch is under way counts it).
-    private func settle(_ job: FileJob, in outcome: inout BatchOutcome, _ context: MirrorContext) {
-        outcome.settledFiles += 1
-        outcome.settledBytes += job.plannedBytes
+    /// Counts `job` handled, and done unless it failed (`done`: the progress counts only what
+    /// was done, so that a run whose writes fail, a full disk, ends short of its totals, not at
+    /// 100 %), and hands what the batch did so far over to the run's tally (a run given up on
+    /// while the batch is under way counts it).
+    private func settle(_ job: FileJob, done: Bool, in outcome: inout BatchOutcome, _ context: MirrorContext) {
+        if done {
+            outcome.doneFiles += 1
+            outcome.doneBytes += job.plannedBytes
+        }
         context.tally.handOver(&outcome.report)
+    }
+
+    /// Records why `job` could not be done; whether that is an error (not a warning: a source
+    /// that changed under the run skips the file, `MirrorReport.fail(_:_:)`, which counts done).
+    private func fail(_ job: FileJob, _ failure: MirrorFailure, in outcome: inout BatchOutcome) -> Bool {
+        outcome.report.failIsError(directory.path(of: job.name), failure)
     }
 
     private func publish(

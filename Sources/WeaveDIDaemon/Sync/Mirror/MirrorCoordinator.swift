@@ -127,7 +127,7 @@ struct MirrorCoordinator {
             for batch in batches.reversed() { books.stack.append(.files(batch)) }
         case let .files(batch, directory):
             tally.absorb(batch.report)
-            books.meter.settled(files: batch.settledFiles, bytes: batch.settledBytes)
+            books.meter.settled(files: batch.doneFiles, bytes: batch.doneBytes)
             if batch.modified { books.directories[ObjectIdentifier(directory)]?.modified = true }
             if batch.interrupted { books.interrupted = true }
             sourceUserDone(directory, &books)

@@ -1,13 +1,17 @@
 /// How far a run has got: files handled and bytes copied, out of what the walk found so far.
 ///
 /// The totals grow while the engine discovers the tree; they are final in the last report,
-/// which every run sends when it ends.
+/// which every run sends when it ends. Done means done: an entry that failed (a write refused
+/// by a full disk, say) is not, so a run with errors, or one cut short, ends short of its
+/// totals rather than at 100 %.
 public struct MirrorProgress: Sendable, Equatable {
-    /// Source entries (files, links, special files) handled: copied, checked, skipped or failed.
+    /// Source entries (files, links, special files) done: copied, checked, or skipped with a
+    /// warning (a special file, a source entry that changed during the run); not those that
+    /// failed.
     public var filesDone: Int
     /// Source entries found so far.
     public var filesTotal: Int
-    /// Bytes of the files to copy or verify that were handled.
+    /// Bytes of the files to copy or verify that were done (copied or verified).
     public var bytesDone: Int64
     /// Bytes of the files found so far that need copying or verifying.
     public var bytesTotal: Int64

@@ -123,6 +123,14 @@ public struct MirrorReport: Sendable, Equatable {
         }
     }
 
+    /// `fail(path, failure)`; whether it was recorded as an error (not a warning: the entry
+    /// then counts as done in the run's progress).
+    mutating func failIsError(_ path: String, _ failure: MirrorFailure) -> Bool {
+        let errors = errorCount
+        fail(path, failure)
+        return errorCount > errors
+    }
+
     /// Records a skipped entry with its warning.
     mutating func skip(_ path: String, _ reason: String) {
         skipped += 1

@@ -44,7 +44,8 @@ struct ScanOutcome: Sendable {
     var subdirectories: [SubdirectoryJob] = []
     /// Counts (unchanged, skipped, deleted) and failures found while scanning.
     var report = MirrorReport()
-    /// Source entries found (not directories), and how many of them the scan already settled.
+    /// Source entries found (not directories), and how many of them the scan already settled
+    /// (done: one that failed, an error, is not, and so the progress does not count it).
     var entriesFound = 0
     var entriesSettled = 0
     /// Whether the scan changed the parent's destination directory (created this one in it).
@@ -63,9 +64,10 @@ struct ScanOutcome: Sendable {
 /// The result of one batch of files.
 struct BatchOutcome: Sendable {
     var report = MirrorReport()
-    /// Jobs handled, and their planned bytes, for progress.
-    var settledFiles = 0
-    var settledBytes: Int64 = 0
+    /// Jobs done, and their planned bytes, for progress: a job that failed (an error, not a
+    /// warning) is handled but not done.
+    var doneFiles = 0
+    var doneBytes: Int64 = 0
     /// Whether anything was renamed into or changed in the destination directory.
     var modified = false
     /// Whether cancellation stopped the batch before its last job.
