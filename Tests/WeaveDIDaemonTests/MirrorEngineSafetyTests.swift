@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import WeaveDI
 @testable import WeaveDIDaemon
 import WeaveDIPosix
 
@@ -132,6 +133,20 @@ import WeaveDIPosix
         #expect(report.errors.first?.reason == "the link's target is not valid UTF-8; left alone")
         #expect(fixture.status("dst/bad-link") == nil, "a link to a repaired (other) target was made")
         #expect(fixture.read("dst/a.txt") == "a")
+    }
+
+    /// An entry that fails while the source is scanned is not done: the run's last progress
+    /// counts the file copied, not the link that could not be mirrored.
+    @Test func anEntryThatFailsInTheScan_isNotCountedDone() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        try fixture.link("src/bad-link", toBytes: Array("target".utf8) + [0xFF, 0xFE])
+        let last = Locked(MirrorProgress())
+        let report = await MirrorEngine(settings: fixture.settings(), container: .mirrorWorkers()).run { progress in
+            last.withLock { $0 = progress }
+        }
+        #expect(report.result == .partial && report.copied == 1 && report.errorCount == 1)
+        #expect(last.withLock { $0 } == MirrorProgress(filesDone: 1, filesTotal: 2, bytesDone: 1, bytesTotal: 1))
     }
 
     @Test func linkThatCannotBeMirrored_leavesTheDirectoryInItsWay() async throws {
