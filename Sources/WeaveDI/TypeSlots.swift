@@ -221,7 +221,8 @@ final class SlotTable: @unchecked Sendable {
     }
 }
 
-/// A type's name as `String(describing:)` spells it (`Holder<any NetworkService>`), without the
+/// A type's name as `String(describing:)` spells it (`Holder<NetworkService>`: the runtime writes
+/// an existential without `any`), without the
 /// protocol-conformance lookups that `String(describing:)` makes first: for a type the runtime
 /// has not seen before, those scan every conformance record of the process.
 func typeName(_ type: Any.Type) -> String {

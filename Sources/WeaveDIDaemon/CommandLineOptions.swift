@@ -39,7 +39,9 @@ public struct CommandLineOptions: Sendable, Equatable {
           --check-config   validate the configuration, print the verdict and exit
                            (0 when valid, 78 when not, 75 when a file system it names
                            did not answer within 5 s; 74 when the verdict
-                           cannot be written to standard output)
+                           cannot be written to standard output); warns of what runs
+                           would meet (a missing source, destination root or metrics
+                           directory, as the user running the check sees them)
           --version        print the version and exit
           --help           print this help and exit
 
