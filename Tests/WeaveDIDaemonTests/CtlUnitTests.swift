@@ -5,6 +5,23 @@ import WeaveDIDaemon
 
 /// weavedictl's parts that need no daemon: socket discovery, tables, formats, the progress bar.
 @Suite struct CtlUnitTests {
+    /// `weavedictl fixes` shows a fix's message and its error, the error once when the message
+    /// ends with it (a timed-out fix: `fix timed out after 5 s`, error `timed out after 5 s`).
+    @Test func fixes_showTheErrorOnce() {
+        func fix(_ outcome: String, _ message: String, _ error: String?) -> JSONValue {
+            .object([
+                ("time", .double(990)), ("check", .string("disk")), ("trigger", .string("manual")), ("outcome", .string(outcome)),
+                ("duration", .double(5)), ("message", .string(message)), ("error", error.map(JSONValue.string) ?? .null),
+            ])
+        }
+        let rendered = FixesCommand.render(
+            [fix("timedOut", "fix timed out after 5 s", "timed out after 5 s"), fix("failed", "fix failed", "EACCES"),
+             fix("succeeded", "cleaned", nil)],
+            on: Terminal(isTerminal: false, colors: false), now: 1000)
+        let messages = rendered.split(separator: "\n").dropFirst().map { $0.split(separator: "  ").last.map(String.init) ?? "" }
+        #expect(messages == ["fix timed out after 5 s", "fix failed: EACCES", "cleaned"], "\(rendered)")
+    }
+
     @Test func socketDiscovery_followsTheDaemonsOrder() {
         let environment = ["RUNTIME_DIRECTORY": "/r/one:/r/two", "XDG_RUNTIME_DIR": "/x"]
         #expect(SocketLocation.candidates(environment: environment, workingDirectory: "/w") == [

@@ -61,7 +61,9 @@ struct FixesCommand: CtlCommand {
         for fix in fixes {
             let outcome = fix.text("outcome")
             var message = fix.string("message") ?? ""
-            if let error = fix.string("error") { message += message.isEmpty ? error : ": " + error }
+            // The error after the message, unless the message says it already (`fix timed out
+            // after 5 s`, error `timed out after 5 s`).
+            if let error = fix.string("error"), !message.hasSuffix(error) { message += message.isEmpty ? error : ": " + error }
             table.append([
                 Table.Cell(Format.ago(fix.number("time"), now: now)), Table.Cell(fix.text("check")),
                 Table.Cell(fix.text("trigger")), Table.Cell(outcome, Terminal.Style.status(outcome)),
