@@ -21,6 +21,11 @@ public final class UnifiedRegistry: Sendable {
         var lastFailure: Double?
         var consecutiveFailures = 0
         var consecutiveSuccesses = 0
+        /// The number (`State.serial`) of the run whose result was recorded last: a run started
+        /// before it that returns after it is not recorded, as its result is older. A program
+        /// that changes what a check looks at and then runs it (`runCheck`) has the last word,
+        /// whatever a round that looked just before returns after it.
+        var lastRecordedRun: UInt64 = 0
         /// The failing results in a row that rounds which may fix (`runChecks()`, the loop's)
         /// saw: what auto-fix's threshold counts. Runs that only look (`fixing: false`, which
         /// anyone who may connect to weavedid can ask for) and the run after a fix leave it as
@@ -280,27 +285,30 @@ public final class UnifiedRegistry: Sendable {
         let start = clock.now
         enum Admission {
             case run(UInt64)
-            case stillRunning(Duration)
+            case stillRunning(UInt64, Duration)
             case removed
         }
         let admission: Admission = state.withLock { state in
             guard state.checks[check.name] != nil else { return .removed }
+            state.serial &+= 1
             let runs = state.runsInFlight[check.name, default: [:]]
             if let oldest = runs.values.filter({ $0.deadline <= start }).map(\.started).min() {
-                return .stillRunning(start - oldest)
+                return .stillRunning(state.serial, start - oldest)
             }
-            state.serial &+= 1
             state.runsInFlight[check.name, default: [:]][state.serial] = RunInFlight(started: start, deadline: start + check.timeout)
             return .run(state.serial)
         }
         let result: HealthCheckResult
+        let run: UInt64
         switch admission {
         case .removed:
             return
-        case let .stillRunning(age):
+        case let .stillRunning(id, age):
+            run = id
             result = .unhealthy(
                 "timed out after \(format(check.timeout)), and still running \(format(age)) after it started: not run again until it returns")
         case let .run(id):
+            run = id
             result = await withTimeout(check.timeout, clock: clock) {
                 let result = await check.run()
                 self.state.withLock { state in
@@ -313,7 +321,9 @@ public final class UnifiedRegistry: Sendable {
         let duration = clock.now - start
         let wall = clock.wallTime
         let transition: (HealthStatus?, HealthStatus?, Bool) = state.withLock { state in
-            guard var entry = state.checks[check.name] else { return (nil, nil, false) }
+            // A run that started after this one has been recorded: its result is newer.
+            guard var entry = state.checks[check.name], entry.lastRecordedRun < run else { return (nil, nil, false) }
+            entry.lastRecordedRun = run
             let old = entry.status
             entry.apply(result, duration: duration, at: wall, fixingRound: fixingRound)
             state.checks[check.name] = entry
