@@ -417,6 +417,41 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// `GetHealth`, which runs no check (`weavedictl health`), says how the last write of the
+    /// state file went as soon as that write ended: degraded once one failed, by the time the
+    /// log says so, and healthy once one succeeded again; not at the health loop's next round
+    /// (the loop is off here, as in the tests that do not turn it on).
+    @Test func theStateFileCheck_followsEachWrite_atOnce() throws {
+        let fixture = Fixture()
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func lastKnown() throws -> JSONValue? {
+            try client.call("io.weavedi.Daemon.GetHealth", [("tags", .array([.string("sync")]))])
+                .parameter("health")?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "sync.stateFile" }
+        }
+        var check = try lastKnown()
+        try #require(check?[member: "status"] == .null, "\(check.map { "\($0)" } ?? "no check")")  // not run yet
+
+        try FileManager.default.createDirectory(atPath: fixture.stateFile + "/in-the-way", withIntermediateDirectories: true)
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
+        try #require(daemon.waitForLog("cannot write the jobs' state file \(fixture.stateFile): "), "\(daemon.log)")
+        check = try lastKnown()
+        #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
+        #expect(check?[member: "message"]?.stringValue?.hasPrefix("cannot write the jobs' state file \(fixture.stateFile): ") == true)
+        #expect(daemon.log.contains(#"warning health: "sync.stateFile": unknown -> degraded: cannot write the jobs' state file"#),
+                "\(daemon.log)")
+
+        try FileManager.default.removeItem(atPath: fixture.stateFile)
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
+        #expect(daemon.waitForLog(#"notice  health: "sync.stateFile": degraded -> healthy: the last write succeeded"#), "\(daemon.log)")
+        check = try lastKnown()
+        #expect(check?[member: "status"]?.stringValue == "healthy", "\(check.map { "\($0)" } ?? "no check")")
+        #expect(check?[member: "message"]?.stringValue == "the last write succeeded")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A state file that is there but cannot be read at the start (a directory in its place)
     /// costs the jobs' last results and the run count: the log says ids start again, and
     /// `sync.stateFile` is degraded from the start, not "not written yet", until a write

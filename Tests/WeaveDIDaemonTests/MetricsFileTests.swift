@@ -95,6 +95,44 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// `GetHealth`, which runs no check (`weavedictl health`), says how the last write of the
+    /// metrics file went as soon as that write ended: degraded once one failed (its directory
+    /// missing), by the time the log says so, and healthy once one succeeded again; not at the
+    /// health loop's next round (the loop is off here, as in the tests that do not turn it on).
+    @Test func theMetricsFileCheck_followsEachWrite_atOnce() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: false)
+        let config = directory.write("weavedid.json", """
+            {"sync": {"metricsFile": "\(d)/textfile/weavedi.prom", "jobs": [{"name": "docs",
+              "source": "\(d)/source", "destination": "\(d)/mirror", "interval": 3600}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        func lastKnown() throws -> JSONValue? {
+            try client.call("io.weavedi.Daemon.GetHealth").parameter("health")?[member: "checks"]?.arrayValue?
+                .first { $0[member: "name"]?.stringValue == "sync.metricsFile" }
+        }
+        var check = try lastKnown()
+        try #require(check?[member: "status"] == .null, "\(check.map { "\($0)" } ?? "no check")")  // not run yet
+
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
+        try #require(daemon.waitForLog("cannot write the metrics file \(d)/textfile/weavedi.prom: "), "\(daemon.log)")
+        check = try lastKnown()
+        #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
+        #expect(check?[member: "message"]?.stringValue?.hasPrefix("cannot write the metrics file \(d)/textfile/weavedi.prom: ") == true)
+
+        try FileManager.default.createDirectory(atPath: d + "/textfile", withIntermediateDirectories: false)
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
+        #expect(daemon.waitForLog(#"notice  health: "sync.metricsFile": degraded -> healthy: the last write succeeded"#), "\(daemon.log)")
+        check = try lastKnown()
+        #expect(check?[member: "status"]?.stringValue == "healthy", "\(check.map { "\($0)" } ?? "no check")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// The collector reads `*.prom` files: a temporary file, half written, never ends so.
     @Test func temporaryNames_neverEndInProm_andCarryTheTargetAndTheMarker() {
         for number: UInt32 in [0, 7, .max] {

@@ -28,6 +28,12 @@ final class LatestFileWriter: Sendable {
     /// default name (`.name.tmp.N`) and no such cleanup here.
     let temporaryMarker: String?
     let log: DaemonLog
+    /// Told, and awaited, when a write ends otherwise than the one before it (the first write,
+    /// a failure after a success or another failure, a success after a failure), before the
+    /// failure is logged: the file's health check runs there, so that the check (and
+    /// `GetHealth`) follows the write at once, not the health loop's next round, and says so
+    /// by the time the log line is there.
+    let outcomeChanged: (@Sendable () async -> Void)?
     private let state = Locked<State>(State())
 
     private struct State {
@@ -43,7 +49,7 @@ final class LatestFileWriter: Sendable {
 
     init(
         purpose: String, permissions: FilePermissions, durable: Bool, makesDirectory: Bool = false, temporaryMarker: String? = nil,
-        log: DaemonLog
+        log: DaemonLog, outcomeChanged: (@Sendable () async -> Void)? = nil
     ) {
         self.purpose = purpose
         self.permissions = permissions
@@ -51,6 +57,7 @@ final class LatestFileWriter: Sendable {
         self.makesDirectory = makesDirectory
         self.temporaryMarker = temporaryMarker
         self.log = log
+        self.outcomeChanged = outcomeChanged
     }
 
     /// Asks for `bytes` to become the content of `path`; returns at once.
@@ -81,13 +88,18 @@ final class LatestFileWriter: Sendable {
             state.waiting = nil
             return next
         }) {
+            var problem: String?
             do {
                 try await write(next.bytes, to: next.path)
-                state.withLock { $0.lastWrite = (next.path, nil) }
             } catch {
-                state.withLock { $0.lastWrite = (next.path, error.problem) }
-                log.error("sync", "cannot write \(purpose) \(next.path): \(error.problem)")
+                problem = error.problem
             }
+            let changed = state.withLock { state in
+                defer { state.lastWrite = (next.path, problem) }
+                return state.lastWrite.map { $0.path != next.path || $0.problem != problem } ?? true
+            }
+            if changed, let outcomeChanged { await outcomeChanged() }
+            if let problem { log.error("sync", "cannot write \(purpose) \(next.path): \(problem)") }
         }
     }
 

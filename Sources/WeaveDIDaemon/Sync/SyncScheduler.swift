@@ -163,11 +163,18 @@ public actor SyncScheduler: DaemonService {
         self.container = container
         self.log = log
         self.registry = registry
-        stateStore = SyncStateStore(stateDirectory: store.current.stateDirectory, log: log)
+        // A write that ends otherwise than the one before runs the file's check at once: health
+        // says how the last write went as soon as it ended, not at the loop's next round.
+        stateStore = SyncStateStore(stateDirectory: store.current.stateDirectory, log: log) { [registry] in
+            _ = await registry.runCheck(Self.stateFileCheck)
+        }
         // Its directory is shared (node_exporter's textfile collector): its temporary files carry
         // a marker of their own, by which those a crash left are known to be the daemon's.
         metricsWriter = LatestFileWriter(
-            purpose: "the metrics file", permissions: 0o644, durable: false, temporaryMarker: Self.metricsTemporaryMarker, log: log)
+            purpose: "the metrics file", permissions: 0o644, durable: false, temporaryMarker: Self.metricsTemporaryMarker, log: log
+        ) { [registry] in
+            _ = await registry.runCheck(Self.metricsFileCheck)
+        }
         maxRuns = store.current.sync.maxConcurrentRuns
     }
 

@@ -22,11 +22,14 @@ struct SyncStateStore: Sendable {
     /// fields were dropped; the rest are counted in one line (a damaged file may hold a million).
     static let refusalsLogged = 10
 
-    init(stateDirectory: String, log: DaemonLog) {
+    /// `outcomeChanged`: see `LatestFileWriter.outcomeChanged`.
+    init(stateDirectory: String, log: DaemonLog, outcomeChanged: (@Sendable () async -> Void)? = nil) {
         directory = stateDirectory
         path = stateDirectory + "/" + Self.fileName
         self.log = log
-        writer = LatestFileWriter(purpose: "the jobs' state file", permissions: 0o640, durable: true, makesDirectory: true, log: log)
+        writer = LatestFileWriter(
+            purpose: "the jobs' state file", permissions: 0o640, durable: true, makesDirectory: true, log: log,
+            outcomeChanged: outcomeChanged)
     }
 
     /// What the file holds: the jobs' last runs, and the number of the last run started.
