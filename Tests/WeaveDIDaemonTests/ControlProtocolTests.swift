@@ -80,6 +80,12 @@ import WeaveDIPosix
             (call("io.weavedi.Daemon.ListFixes", #"{"limit":1,"loud":true}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"loud","reason":"unknown parameter (accepted: limit)"}}"#),
             (call("io.weavedi.Daemon.RunJob", #"{"name":7}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"name","reason":"expected a string, got 7"}}"#),
             (call("io.weavedi.Daemon.Fix", #"{"check":"nope"}"#), #"{"error":"io.weavedi.Daemon.NoSuchCheck","parameters":{"name":"nope"}}"#),
+            // A tag no check has (alone, or beside one that some have; each named once) would
+            // leave checks out unseen, and an empty list all of them: a probe would pass.
+            (call("io.weavedi.Daemon.GetHealth", #"{"tags":["readyness"]}"#), #"{"error":"io.weavedi.Daemon.NoSuchTag","parameters":{"tags":["readyness"],"known":["liveness","readiness","sync"]}}"#),
+            (call("io.weavedi.Daemon.RunChecks", #"{"tags":["x","sync","y","x"]}"#), #"{"error":"io.weavedi.Daemon.NoSuchTag","parameters":{"tags":["x","y"],"known":["liveness","readiness","sync"]}}"#),
+            (call("io.weavedi.Daemon.GetHealth", #"{"tags":[]}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"tags","reason":"an empty list selects no check; leave tags out to select every check"}}"#),
+            (call("io.weavedi.Daemon.RunChecks", #"{"tags":[]}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"tags","reason":"an empty list selects no check; leave tags out to select every check"}}"#),
             (call("io.weavedi.Daemon.RunJob", #"{"name":"nope"}"#), #"{"error":"io.weavedi.Daemon.NoSuchJob","parameters":{"name":"nope"}}"#),
             (call("io.weavedi.Daemon.SetLogLevel", #"{"level":"loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"level","reason":"expected one of all, registration, optimization, errors, off, got \"loud\""}}"#),
             (call("io.weavedi.Daemon.SetLogLevel", #"{"filter":"info,sync=loud"}"#), #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"filter","reason":"\"sync=loud\": unknown level \"loud\" (expected a default level and subsystem=level entries, such as \"info,sync=debug\")"}}"#),

@@ -67,14 +67,24 @@ import WeaveDIPosix
         #expect(!checks.contains { $0[member: "name"]?.stringValue == "daemon.configuration" })
     }
 
-    /// A misspelt tag selects no check: the probe checked nothing, which is no pass (exit 1,
-    /// said on standard error), as a table, as JSON, for `health` and for `check`.
-    @Test(arguments: [["health"], ["check"], ["--json", "health"]])
-    func aTagThatSelectsNoCheck_exits1(command: [String]) throws {
+    /// A misspelt tag, alone or beside a good one, is refused by the daemon: the probe would
+    /// check less than it means to, or nothing, which is no pass. Exit 1, the tag and the tags
+    /// the checks have on standard error, nothing on standard output (no `Health: healthy`, no
+    /// reply whose score is 100), as a table, as JSON, for `health` and for `check`.
+    @Test(arguments: [["health"], ["check"], ["--json", "health"], ["--json", "check"]])
+    func aTagNoCheckHas_isRefused_namingTheTagsThereAre(command: [String]) throws {
         let daemon = try readyDaemon()
-        let run = try CtlRun.run(["--socket", daemon.defaultSocket] + command + ["--tag", "readyness"])
-        #expect(run.code == 1, "\(run.all)")
-        #expect(run.error.contains("no health check has the tag 'readyness': nothing was checked"), "\(run.error)")
+        let method = command.last == "check" ? "RunChecks" : "GetHealth"
+        for tags in [["readyness"], ["sync", "readyness"]] {
+            let run = try CtlRun.run(["--socket", daemon.defaultSocket] + command + tags.flatMap { ["--tag", $0] })
+            #expect(run.code == 1, "\(run.all)")
+            #expect(run.output == "", "\(run.all)")
+            #expect(run.error == """
+                weavedictl: io.weavedi.Daemon.\(method) failed: io.weavedi.Daemon.NoSuchTag {"tags":["readyness"],"known":["liveness","readiness","sync"]}
+                No health check has the tag "readyness"; the daemon's checks have the tags "liveness", "readiness", "sync".
+
+                """, "\(run.all)")
+        }
     }
 
     /// `health --help` and `check --help` name every tag the daemon's checks carry, so that
@@ -259,15 +269,32 @@ extension CtlReadingTests {
             "\(run.error)")
     }
 
-    /// `--tag` that selects no check: nothing on standard output (no `Health: healthy` line for
-    /// a probe that checked nothing), the reason on standard error, exit 1.
-    @Test func health_tagThatSelectsNothing_printsOnlyTheError() throws {
+    /// A daemon older than `NoSuchTag` answers a tag no check has with no check, healthy, score
+    /// 100: weavedictl says nothing was checked, exit 1, and prints nothing on standard output,
+    /// as for the refusal (with `--json` neither: that reply would pass a probe that reads it).
+    @Test(arguments: [["health"], ["--json", "health"], ["--json", "check"]])
+    func aTagThatSelectsNoCheck_onAnOlderDaemon_printsOnlyTheError(command: [String]) throws {
+        let nothing = VarlinkReply(parameters: [("health", .object([
+            ("status", .string("healthy")), ("score", .int(100)), ("takenAt", .double(1)), ("checks", .array([])),
+        ]))])
+        let fake = try FakeDaemon(["GetHealth": [nothing], "RunChecks": [nothing]])
+        let run = try CtlRun.run(["--socket", fake.socket] + command + ["--tag", "readyness"])
+        #expect(run.code == 1, "\(run.all)")
+        #expect(run.output == "", "\(run.all)")
+        #expect(run.error.hasPrefix(#"weavedictl: no health check has the tag "readyness": nothing was checked"#), "\(run.all)")
+    }
+
+    /// Tags the daemon refuses come back shortened, each as a name weavedictl was given is
+    /// (its first 57 characters and its length), their control characters escaped.
+    @Test func aLongOrHostileTagNoCheckHas_isShortenedAndEscaped() throws {
         let daemon = try readyDaemon()
-        for command in ["health", "check"] {
-            let run = try CtlRun.run(["--socket", daemon.defaultSocket, command, "--tag", "readyness"])
-            #expect(run.code == 1, "\(run.all)")
-            #expect(run.output == "", "\(run.all)")
-            #expect(run.error.hasPrefix("weavedictl: no health check has the tag 'readyness': nothing was checked"), "\(run.all)")
-        }
+        let long = String(repeating: "t", count: 1000)
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "health", "--tag", long, "--tag", "a\u{1B}[2Jb"])
+        #expect(run.code == 1, "\(run.all)")
+        #expect(run.output == "", "\(run.all)")
+        let shown = "\"" + String(repeating: "t", count: 57) + "...\" (1000 characters)"
+        #expect(run.error.contains(#"NoSuchTag {"tags":[\#(shown),"a\u001b[2Jb"],"known":["liveness","readiness","sync"]}"#), "\(run.error)")
+        #expect(run.error.contains(#"No health check has the tags \#(shown), "a\u001b[2Jb"; "#), "\(run.error)")
+        #expect(run.error.count < 1000, "\(run.error.count)")
     }
 }

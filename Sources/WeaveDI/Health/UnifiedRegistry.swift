@@ -213,6 +213,11 @@ public final class UnifiedRegistry: Sendable {
     /// The names of the registered checks, in registration order.
     public var checkNames: [String] { state.withLock { $0.order } }
 
+    /// The tags the registered checks have: a tag not among them selects no check.
+    public var checkTags: Set<String> {
+        state.withLock { state in state.checks.values.reduce(into: Set<String>()) { $0.formUnion($1.check.tags) } }
+    }
+
     /// Runs the selected checks (all, or those with any of `tags`) concurrently, updates their
     /// states, runs due fixes when auto-fix is on (and `fixing`, as the loop's rounds are), and
     /// returns the report. A round whose task is cancelled (the loop's, by `stop()`) still

@@ -154,10 +154,12 @@ public enum DaemonInterface {
         # Answers at once: the daemon is alive.
         method Ping() -> (version: string, pid: int, uptime: float)
 
-        # The last known health, without running the checks.
+        # The last known health, without running the checks (all, or those with any of the
+        # tags; a tag no check has is refused, NoSuchTag).
         method GetHealth(tags: ?[]string) -> (health: Health)
 
-        # Runs the checks now (all, or those with any of the tags); starts no fix.
+        # Runs the checks now (all, or those with any of the tags, refused as for GetHealth);
+        # starts no fix.
         method RunChecks(tags: ?[]string) -> (health: Health)
 
         # Runs the fix of one check, or of every failing check with a fix.
@@ -216,6 +218,10 @@ public enum DaemonInterface {
 
         # No job has this name.
         error NoSuchJob (name: string)
+
+        # No health check has these tags (the first 10 given so), of GetHealth's or RunChecks';
+        # known: the tags the checks have.
+        error NoSuchTag (tags: []string, known: []string)
 
         # The new configuration was refused; the previous one stays in effect.
         error ReloadRefused (reason: string)

@@ -61,7 +61,7 @@ final class DaemonMethods: Sendable {
         if method == "GetHealth" {
             do {
                 try call.accept(["tags"])
-                let tags = try call.stringArray("tags").map(Set.init)
+                let tags = try healthTags(call)
                 healthReplies.write(registry, tags: tags, into: &out)
                 return nil
             } catch {
@@ -98,7 +98,7 @@ final class DaemonMethods: Sendable {
             ])
         case "GetHealth":
             try call.accept(["tags"])
-            let tags = try call.stringArray("tags").map(Set.init)
+            let tags = try healthTags(call)
             return VarlinkReply(parameters: [("health", ReportEncoding.health(registry.report(tags: tags)))])
         case "ListFixes":
             try call.accept(["limit"])
@@ -128,13 +128,35 @@ final class DaemonMethods: Sendable {
         }
     }
 
+    /// The `tags` of a `GetHealth` or `RunChecks` call, nil for none given. A tag no check has
+    /// is refused (`NoSuchTag`, naming the first `unknownTagsNamed` such tags and every tag the
+    /// checks have), and so is an empty list: either would leave checks out unseen, and a probe
+    /// with a misspelt tag (`readyness`) would check less than it means to, or nothing, and pass.
+    func healthTags(_ call: VarlinkCall) throws(VarlinkFailure) -> Set<String>? {
+        guard let tags = try call.stringArray("tags") else { return nil }
+        guard !tags.isEmpty else {
+            throw .invalidParameter("tags", reason: "an empty list selects no check; leave tags out to select every check")
+        }
+        let known = registry.checkTags
+        var unknown: [String] = []
+        for tag in tags where !known.contains(tag) && !unknown.contains(tag) {
+            unknown.append(tag)
+            if unknown.count == Self.unknownTagsNamed { break }
+        }
+        guard unknown.isEmpty else { throw .noSuchTag(unknown, known: known.sorted()) }
+        return Set(tags)
+    }
+
+    /// How many unknown tags a `NoSuchTag` names at most.
+    static let unknownTagsNamed = 10
+
     /// Runs `method` (its short name) for `call`; `stream` sends a `continues` reply early.
     func invoke(_ method: String, _ call: VarlinkCall, stream: @escaping @Sendable (VarlinkReply) -> Void) async throws(VarlinkFailure) -> VarlinkReply {
         if Self.isInline(method) { return try invokeInline(method, call) }
         switch method {
         case "RunChecks":
             try call.accept(["tags"])
-            let tags = try call.stringArray("tags").map(Set.init)
+            let tags = try healthTags(call)
             // Checks only: fixes change things, which is for the loop's auto-fix and for `Fix`,
             // an administrator's call; this one is open to anyone who can connect.
             return VarlinkReply(parameters: [("health", ReportEncoding.health(await registry.runChecks(tags: tags, fixing: false)))])

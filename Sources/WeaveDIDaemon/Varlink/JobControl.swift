@@ -48,6 +48,14 @@ extension VarlinkFailure {
         VarlinkFailure("io.weavedi.Daemon.NoSuchCheck", [("name", .string(name))])
     }
 
+    /// `io.weavedi.Daemon.NoSuchTag`: `tags`, given, that no check has; `known`, those the
+    /// checks have.
+    static func noSuchTag(_ tags: [String], known: [String]) -> VarlinkFailure {
+        VarlinkFailure("io.weavedi.Daemon.NoSuchTag", [
+            ("tags", .array(tags.map(JSONValue.string))), ("known", .array(known.map(JSONValue.string))),
+        ])
+    }
+
     /// `io.weavedi.Daemon.PermissionDenied`.
     static func permissionDenied(_ method: String, uid: UInt32) -> VarlinkFailure {
         VarlinkFailure("io.weavedi.Daemon.PermissionDenied", [("method", .string(method)), ("uid", .int(Int(uid)))])

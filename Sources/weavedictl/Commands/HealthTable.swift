@@ -3,8 +3,8 @@ import WeaveDIControl
 import WeaveDIDaemon
 
 /// Prints an `io.weavedi.Daemon.Health` object for `health` and `check`, and decides their
-/// exit status: 1 when the overall status is anything but healthy, or when the tags given
-/// select no check.
+/// exit status: 1 when the overall status is anything but healthy, or when a tag given is one no
+/// check has (the daemon's `NoSuchTag`).
 struct HealthTable {
     /// The `health` reply parameter.
     let health: JSONValue
@@ -31,18 +31,19 @@ struct HealthTable {
     static func run(_ method: String, tags: [String], in context: CtlContext) throws(CtlError) -> Int32 {
         let reply = try context.call(method, parameters(tags: tags))
         let health = HealthTable(health: reply.parameter("health") ?? .object([]))
-        let selectsNothing = !tags.isEmpty && health.health.array("checks").isEmpty
-        if context.options.json {
-            context.printJSON(reply.object)
-        } else if !selectsNothing {
-            // With nothing checked, a `Health: healthy` line would contradict the exit status.
-            context.terminal.write(health.render(on: context.terminal))
-        }
-        if selectsNothing {
-            // A probe whose tag is misspelt (`--tag readyness`) checks nothing: that is no pass.
-            let named = tags.map { "'\($0.escapingControlCharacters)'" }.joined(separator: ", ")
+        // The daemon refuses a tag no check has (`NoSuchTag`, an error reply: exit 1, nothing on
+        // standard output); one older than that answers with no check for tags that select none.
+        if !tags.isEmpty && health.health.array("checks").isEmpty {
+            // A probe whose tag is misspelt (`--tag readyness`) checks nothing: that is no pass,
+            // and a `Health: healthy` line or the reply's score of 100 would say otherwise.
+            let named = tags.map { JSONValue.quotedForMessage($0).escapingControlCharacters }.joined(separator: ", ")
             Terminal.error("weavedictl: no health check has the tag \(named): nothing was checked; the daemon's tags are liveness, readiness and sync")
             return ExitStatus.failure
+        }
+        if context.options.json {
+            context.printJSON(reply.object)
+        } else {
+            context.terminal.write(health.render(on: context.terminal))
         }
         return health.isHealthy ? ExitStatus.ok : ExitStatus.failure
     }

@@ -13,6 +13,11 @@ enum FailureHint {
             return "No health check is named \(quotedName(of: failure)); `weavedictl health` lists them."
         case "NoSuchJob":
             return "No job is named \(quotedName(of: failure)); `weavedictl jobs` lists them."
+        case "NoSuchTag":
+            let tags = quotedList("tags", of: failure)
+            let known = quotedList("known", of: failure)
+            return "No health check has the tag\(tags.count == 1 ? "" : "s") \(tags.joined(separator: ", ")); the daemon's "
+                + "checks have the tags \(known.isEmpty ? "(none)" : known.joined(separator: ", "))."
         case "InvalidParameter":
             return invalidParameter(parameter("parameter", of: failure), reason: optionalParameter("reason", of: failure), method: method)
         case "ReloadRefused":
@@ -92,6 +97,9 @@ enum FailureHint {
             let shown = switch (name, value) {
             case ("reason", _), ("message", _): value.serialized
             case let (_, .string(text)): JSONValue.quotedForMessage(text)
+            case let (_, .array(items)) where items.allSatisfy({ $0.stringValue != nil }):
+                // The tags weavedictl was given come back in `NoSuchTag`: shortened likewise.
+                "[" + items.compactMap(\.stringValue).map(JSONValue.quotedForMessage).joined(separator: ",") + "]"
             default: value.serialized
             }
             return JSONValue.string(name).serialized + ":" + shown
@@ -104,6 +112,13 @@ enum FailureHint {
     private static func quotedName(of failure: VarlinkFailure) -> String {
         guard let value = failure.parameters.first(where: { $0.0 == "name" })?.1 else { return "?" }
         return (value.stringValue.map(JSONValue.quotedForMessage) ?? value.serialized).escapingControlCharacters
+    }
+
+    /// The strings of the array parameter `name` of `failure`, each quoted and shortened as
+    /// `quotedName` does; what is no string is shown as JSON.
+    private static func quotedList(_ name: String, of failure: VarlinkFailure) -> [String] {
+        let items = failure.parameters.first(where: { $0.0 == name })?.1.arrayValue ?? []
+        return items.map { ($0.stringValue.map(JSONValue.quotedForMessage) ?? $0.serialized).escapingControlCharacters }
     }
 
     /// The string parameter `name` of `failure`, or its JSON text, or "?", with its control
