@@ -76,4 +76,48 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
+
+    /// A job that never ran has no health yet: its check is pending (`not run yet`) however
+    /// many rounds run it, so that how its first run went is the check's first result, logged
+    /// from no state, `unknown -> degraded`, on a first start as after a restart (where the
+    /// state file tells the first round how the job last went). Never `healthy -> degraded`
+    /// for a job that was never seen healthy.
+    @Test func aJobsFirstFinding_isLoggedFromUnknown_onAFirstStartAsAfterARestart() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", """
+            {"stateDirectory": "\(directory.path)/state", "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
+              "destination": "\(directory.path)/mirror", "interval": 3600}]}}
+            """)
+        let environment = ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1", "WEAVEDI_REGISTRY_AUTO_FIX": "0"]
+        let line = #"warning health: "job.docs": unknown -> degraded: last run failed: "#
+
+        let first = try DaemonProcess(["--config", config], environment: environment, directory: directory)
+        try #require(first.waitForLog("ready;"), "\(first.log)")
+        let client = try VarlinkClient(path: first.defaultSocket)
+        func job() throws -> JSONValue? {
+            try client.call("io.weavedi.Daemon.GetHealth").parameter("health")?[member: "checks"]?.arrayValue?
+                .first { $0[member: "name"]?.stringValue == "job.docs" }
+        }
+        // The loop's first round, at the start, has run the check, before any run of the job.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try job()?[member: "lastRun"]?.numberValue == nil, ContinuousClock.now < deadline { usleep(10_000) }
+        let before = try job()
+        #expect(before?[member: "lastRun"]?.numberValue != nil, "\(first.log)")
+        #expect(before?[member: "status"] == .null, "\(before.map { "\($0)" } ?? "no check")")
+        #expect(before?[member: "message"]?.stringValue == "not run yet")
+        _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
+        #expect(first.waitForLog(line), "\(first.log)")
+        #expect(try job()?[member: "status"]?.stringValue == "degraded")
+        first.send(.terminate)
+        #expect(first.wait() == .exited(0), "\(first.log)")
+
+        let second = try DaemonProcess(["--config", config], environment: environment, directory: directory)
+        #expect(second.waitForLog(line), "\(second.log)")
+        second.send(.terminate)
+        #expect(second.wait() == .exited(0), "\(second.log)")
+        for log in [first.log, second.log] {
+            #expect(!log.contains(#""job.docs": healthy -> "#), "\(log)")
+        }
+    }
 }

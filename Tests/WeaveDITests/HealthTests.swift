@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Testing
 @testable import WeaveDI
@@ -178,6 +179,36 @@ final class RecordingClock: HealthClock {
         #expect(report.status == .degraded)
         #expect(report.message == "cannot write")
         #expect(report.consecutiveFailures == 1)
+    }
+
+    /// A pending result (no finding yet) leaves the state unknown and the counts as they were;
+    /// the first finding after it is the check's first result, told from no state.
+    @Test func aPendingResult_leavesTheStateUnknown_untilAFinding() async {
+        let registry = registry()
+        let events = Locked<[HealthEvent]>([])
+        registry.setEventObserver { event in events.withLock { $0.append(event) } }
+        let ran = Atomic<Bool>(false)
+        registry.register(HealthCheck(name: "job") {
+            ran.load(ordering: .relaxed) ? .degraded("last run failed") : .pending("not run yet")
+        })
+        var report = await registry.runChecks(fixing: false)
+        report = await registry.runChecks(fixing: false)
+        #expect(report.checks[0].status == nil)
+        #expect(report.checks[0].message == "not run yet")
+        #expect(report.checks[0].lastRun != nil)
+        #expect(report.checks[0].lastSuccess == nil && report.checks[0].consecutiveFailures == 0)
+        #expect(report.status == .healthy && report.score == 100)  // as a check not run yet counts
+        ran.store(true, ordering: .relaxed)
+        #expect(await registry.runCheck("job")?.status == .degraded)
+        #expect(events.withLock { $0 } == [.transition(check: "job", from: nil, to: .degraded, message: "last run failed")])
+    }
+
+    /// A result encoded before `isPending` was kept decodes as a finding.
+    @Test func aResultEncodedWithoutIsPending_decodesAsAFinding() throws {
+        let old = try JSONDecoder().decode(HealthCheckResult.self, from: Data(#"{"status":"degraded","message":"m","data":{}}"#.utf8))
+        #expect(old == .degraded("m"))
+        let pending = HealthCheckResult.pending("not run yet")
+        #expect(try JSONDecoder().decode(HealthCheckResult.self, from: JSONEncoder().encode(pending)) == pending)
     }
 
     @Test func report_holdsPerCheckFacts_andAScore() async {

@@ -36,12 +36,39 @@ public struct HealthCheckResult: Sendable, Codable, Equatable {
     public var message: String
     /// Figures behind the finding (counts, paths, ages), for machines.
     public var data: [String: String]
+    /// Whether there is no finding yet (`pending`): what the check looks at has not happened
+    /// (a job that never ran). The registry keeps the check's state as it was, unknown before
+    /// any finding, and counts nothing; `status` is healthy, as a check not run yet counts in
+    /// the score.
+    public var isPending: Bool
 
     /// Creates a result.
     public init(status: HealthStatus, message: String, data: [String: String] = [:]) {
         self.status = status
         self.message = message
         self.data = data
+        isPending = false
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case status, message, data, isPending
+    }
+
+    /// Decodes a result; one encoded before `isPending` was kept is a finding.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        status = try container.decode(HealthStatus.self, forKey: .status)
+        message = try container.decode(String.self, forKey: .message)
+        data = try container.decode([String: String].self, forKey: .data)
+        isPending = try container.decodeIfPresent(Bool.self, forKey: .isPending) ?? false
+    }
+
+    /// No finding yet, and why (`not run yet`): the check's state stays as it was (see
+    /// `isPending`), so that its first finding is its first result, from no state.
+    public static func pending(_ message: String, data: [String: String] = [:]) -> HealthCheckResult {
+        var result = HealthCheckResult(status: .healthy, message: message, data: data)
+        result.isPending = true
+        return result
     }
 
     /// A healthy result.

@@ -405,6 +405,8 @@ extension UnifiedRegistry.CheckState {
         self.result = result
         self.duration = duration
         lastRun = wall
+        // No finding yet: the state, and the counts in a row, stay as they were.
+        if result.isPending { return }
         if result.status == .healthy {
             consecutiveSuccesses += 1
             consecutiveFailures = 0

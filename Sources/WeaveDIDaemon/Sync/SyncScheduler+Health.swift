@@ -46,7 +46,11 @@ extension SyncScheduler {
             return .degraded("last run \(last.result.rawValue): \(last.message ?? "\(last.errorCount) error(s)")", data: data)
         }
         if state.paused { return .healthy("paused", data: data) }
-        return .healthy(last.map { "last run \($0.result.rawValue)" } ?? "not run yet", data: data)
+        // A job that never ran (in this process, or before it as the state file says) has no
+        // health yet: its first finding, how its first run went, is its check's first result
+        // (`unknown -> degraded` in the log), on a first start as after a restart.
+        guard let last else { return .pending("not run yet", data: data) }
+        return .healthy("last run \(last.result.rawValue)", data: data)
     }
 
     /// The job's fix. It cancels a run stuck for longer than `staleAfterSeconds` and lets the
