@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import WeaveDIDaemon
 import WeaveDIPosix
@@ -51,6 +52,31 @@ import WeaveDIPosix
         writer.write(Array("y".utf8), to: directory.path + "/state.json")
         await writer.flush()
         #expect(directory.read("state.json") == "y")
+        try output.close()
+    }
+
+    /// `outcomeChanged` is awaited when a write ends otherwise than the one before (the first,
+    /// a failure after a success, another failure, a success after a failure, another path),
+    /// before the failure is logged, and `flush` waits for it; not after a write that ends as
+    /// the one before (a check run, and the health reply made again, for every run's write).
+    @Test func outcomeChanged_isAwaited_whenAWriteEndsOtherwiseThanTheOneBefore() async throws {
+        let directory = TemporaryDirectory()
+        let output = try FileDescriptor.open(directory.path + "/log.txt", .writeOnly, options: [.create, .append]).release()
+        let log = DaemonLog(filter: LogFilter(defaultLevel: .info, overrides: [:]), journald: false, output: output)
+        let told = Mutex<[String]>([])
+        let writer = LatestFileWriter(purpose: "the test file", permissions: 0o640, durable: false, log: log) { [directory] in
+            // What the log holds when told: a failure is logged after it.
+            let logged = (directory.read("log.txt") ?? "").split(separator: "\n").count
+            told.withLock { $0.append("\(logged) lines logged") }
+        }
+        directory.write("plain", "not a directory")
+        let good = directory.path + "/state.json", bad = directory.path + "/plain/state.json", bad2 = directory.path + "/plain/other.json"
+        for (path, outcomes) in [(good, 1), (good, 1), (bad, 2), (bad, 2), (bad2, 3), (good, 4), (good, 4)] {
+            writer.write(Array("x".utf8), to: path)
+            await writer.flush()
+            #expect(told.withLock { $0.count } == outcomes, "\(path)")
+        }
+        #expect(told.withLock { $0 } == ["0 lines logged", "0 lines logged", "2 lines logged", "3 lines logged"])
         try output.close()
     }
 }

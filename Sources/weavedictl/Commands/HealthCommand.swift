@@ -11,7 +11,8 @@ struct HealthCommand: CtlCommand {
 
             Prints the overall status and score, then one row per check: its status (green
             healthy, yellow degraded, red unhealthy on a colour terminal; "pending" before its
-            first run), when it last ran, its FAILED RESULTS in a row (degraded or unhealthy; a
+            first finding: not run yet, or a job's check while the job never ran), when it last
+            ran, its FAILED RESULTS in a row (degraded or unhealthy; a
             healthy one ends them), whether it has a fix, and its message. `weavedictl check`
             runs the checks first.
 
