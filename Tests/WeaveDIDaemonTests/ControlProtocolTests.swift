@@ -135,11 +135,18 @@ import WeaveDIPosix
         func lastRuns(_ health: JSONValue?) -> [Double] {
             health?[member: "checks"]?.arrayValue?.compactMap { $0[member: "lastRun"]?.numberValue } ?? []
         }
-        // The example job's run at start ends by running its check: once that is in, nothing
-        // runs a check until RunChecks below (the health loop is off in tests).
+        // The example job's run at start ends by running its check, and the first write of the
+        // state file (as that run starts) runs sync.stateFile's: once both are in, nothing runs a
+        // check until RunChecks below (the health loop is off in tests, and the writes after the
+        // first end as it did).
+        func ranBoth(_ health: JSONValue?) -> Bool {
+            let ran = health?[member: "checks"]?.arrayValue?.filter { $0[member: "lastRun"]?.numberValue != nil }
+                .compactMap { $0[member: "name"]?.stringValue } ?? []
+            return ran.contains("job.example") && ran.contains("sync.stateFile")
+        }
         let deadline = ContinuousClock.now + .seconds(30)
         var first = try client.call(d + "GetHealth").parameter("health")
-        while lastRuns(first).isEmpty, ContinuousClock.now < deadline {
+        while !ranBoth(first), ContinuousClock.now < deadline {
             usleep(10_000)
             first = try client.call(d + "GetHealth").parameter("health")
         }
