@@ -181,6 +181,21 @@ final class RecordingClock: HealthClock {
         #expect(report.consecutiveFailures == 1)
     }
 
+    /// `checkTags` follows the checks registered, replaced and removed.
+    @Test func checkTags_areTheTagsOfTheChecksRegistered() {
+        let registry = registry()
+        #expect(registry.checkTags.isEmpty)
+        registry.register(HealthCheck(name: "a", tags: ["x", "y"]) { .healthy() })
+        registry.register(HealthCheck(name: "b", tags: ["y"]) { .healthy() })
+        #expect(registry.checkTags == ["x", "y"])
+        registry.register(HealthCheck(name: "a", tags: ["z"]) { .healthy() })  // replaced
+        #expect(registry.checkTags == ["y", "z"])
+        registry.unregister("b")
+        #expect(registry.checkTags == ["z"])
+        registry.unregister("a")
+        #expect(registry.checkTags.isEmpty)
+    }
+
     /// A pending result (no finding yet) leaves the state unknown and the counts as they were;
     /// the first finding after it is the check's first result, told from no state.
     @Test func aPendingResult_leavesTheStateUnknown_untilAFinding() async {

@@ -70,6 +70,9 @@ public final class UnifiedRegistry: Sendable {
         var changes: UInt64 = 0
         var checks: [String: CheckState] = [:] { didSet { changes &+= 1 } }
         var order: [String] = [] { didSet { changes &+= 1 } }
+        /// How many registered checks have each tag (`checkTags`, asked on every `GetHealth`
+        /// with tags: kept as checks come and go rather than gathered from every check).
+        var tagCounts: [String: Int] = [:]
         var history: [FixRecord] = []
         /// The runs of each check that have not returned yet (by run number): when it started
         /// and when it timed out or will. Kept apart from `checks`, which the report describes.
@@ -151,7 +154,9 @@ public final class UnifiedRegistry: Sendable {
     func register(_ check: HealthCheck, replacing: Bool) {
         let check = Self.usable(check)
         let replaced: Bool = state.withLock { state in
-            if state.checks[check.name] != nil {
+            for tag in check.tags { state.tagCounts[tag, default: 0] += 1 }
+            if let old = state.checks[check.name]?.check {
+                state.untag(old)
                 state.checks[check.name]!.check = check
                 return true
             }
@@ -201,7 +206,8 @@ public final class UnifiedRegistry: Sendable {
     @discardableResult
     public func unregister(_ name: String) -> Bool {
         state.withLock { state in
-            guard state.checks.removeValue(forKey: name) != nil else { return false }
+            guard let removed = state.checks.removeValue(forKey: name) else { return false }
+            state.untag(removed.check)
             state.order.removeAll { $0 == name }
             // A run of the removed check still going must not hold back a check registered
             // later under the same name (a job removed and added back by reloads).
@@ -214,9 +220,7 @@ public final class UnifiedRegistry: Sendable {
     public var checkNames: [String] { state.withLock { $0.order } }
 
     /// The tags the registered checks have: a tag not among them selects no check.
-    public var checkTags: Set<String> {
-        state.withLock { state in state.checks.values.reduce(into: Set<String>()) { $0.formUnion($1.check.tags) } }
-    }
+    public var checkTags: Set<String> { state.withLock { Set($0.tagCounts.keys) } }
 
     /// Runs the selected checks (all, or those with any of `tags`) concurrently, updates their
     /// states, runs due fixes when auto-fix is on (and `fixing`, as the loop's rounds are), and
@@ -396,6 +400,16 @@ public final class UnifiedRegistry: Sendable {
 
     /// Whether the loop is running.
     public var isRunning: Bool { state.withLock { $0.loop != nil } }
+}
+
+extension UnifiedRegistry.State {
+    /// Takes the tags of `check`, removed or replaced, out of `tagCounts`.
+    mutating func untag(_ check: HealthCheck) {
+        for tag in check.tags {
+            let count = tagCounts[tag, default: 0] - 1
+            tagCounts[tag] = count > 0 ? count : nil
+        }
+    }
 }
 
 extension UnifiedRegistry.CheckState {

@@ -11,10 +11,10 @@ struct HealthCommand: CtlCommand {
 
             Prints the overall status and score, then one row per check: its status (green
             healthy, yellow degraded, red unhealthy on a colour terminal; "pending" before its
-            first finding: not run yet, or a job's check while the job never ran), when it last
-            ran, its FAILED RESULTS in a row (degraded or unhealthy; a
-            healthy one ends them), whether it has a fix, and its message. `weavedictl check`
-            runs the checks first.
+            first finding: not run yet, or a job's check while the job never ran), when it
+            last ran, its FAILED RESULTS in a row (degraded or unhealthy; a healthy one ends
+            them), whether it has a fix, and its message. `weavedictl check` runs the checks
+            first.
 
             Exit status: 0 when healthy, 1 when degraded or unhealthy, or when a tag given is
             one no check has: the daemon refuses it (NoSuchTag), and standard error names it
