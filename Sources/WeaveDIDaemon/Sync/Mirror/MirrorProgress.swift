@@ -11,7 +11,8 @@ public struct MirrorProgress: Sendable, Equatable {
     public var filesDone: Int
     /// Source entries found so far.
     public var filesTotal: Int
-    /// Bytes of the files to copy or verify that were done (copied or verified).
+    /// Bytes of the files to copy or verify that were done: copied, verified, or skipped with a
+    /// warning (their planned bytes); not those of files that failed.
     public var bytesDone: Int64
     /// Bytes of the files found so far that need copying or verifying.
     public var bytesTotal: Int64
