@@ -154,7 +154,7 @@ import WeaveDIPosix
         #expect(lines.contains("Source:       \(example)/source"), "\(shown.all)")
         #expect(lines.contains("Destination:  \(example)/mirror"), "\(shown.all)")
         #expect(lines.contains { $0.hasPrefix("Copies:       durable, compare size-mtime, keeps what the source no longer has, ") }, "\(shown.all)")
-        #expect(lines.contains { $0.hasPrefix("Last run:     run example-1 success in ") && $0.contains(" ago") }, "\(shown.all)")
+        #expect(lines.contains { $0.hasPrefix("Last run:     ended ") && $0.contains(" ago: run example-1 success in ") }, "\(shown.all)")
 
         let json = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "jobs", "example"], in: directory).json()
         #expect(json[member: "name"]?.stringValue == "example", "\(json)")
@@ -167,7 +167,7 @@ import WeaveDIPosix
 
         let unknown = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "exampel"], in: directory)
         #expect(unknown.code == 1 && unknown.output.isEmpty, "\(unknown.all)")
-        #expect(unknown.error == "weavedictl jobs: no job is named \"exampel\"; the jobs: example\n", "\(unknown.all)")
+        #expect(unknown.error == "weavedictl: no job is named \"exampel\"; the jobs: \"example\".\n", "\(unknown.all)")
         let two = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "example", "other"], in: directory)
         #expect(two.code == 64 && two.error.contains("unexpected argument 'other'"), "\(two.all)")
     }

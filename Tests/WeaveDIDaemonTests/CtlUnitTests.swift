@@ -22,6 +22,17 @@ import WeaveDIDaemon
         #expect(messages == ["fix timed out after 5 s", "fix failed: EACCES", "cleaned"], "\(rendered)")
     }
 
+    /// `jobs NAME` with a name no job has lists the jobs there are: quoted, the first 10, each
+    /// shortened and escaped as a name weavedictl was given.
+    @Test func jobs_noSuchJob_listsTheFirstTenJobs() {
+        #expect(JobsCommand.noSuchJob("x", among: []) == #"weavedictl: no job is named "x"; no jobs are configured."#)
+        #expect(JobsCommand.noSuchJob("x", among: ["a", "b"]) == #"weavedictl: no job is named "x"; the jobs: "a", "b"."#)
+        let many = JobsCommand.noSuchJob("x", among: (1...12).map { "j\($0)" })
+        #expect(many.hasSuffix(#""j9", "j10" and 2 more."#), "\(many)")
+        let hostile = JobsCommand.noSuchJob("\u{1B}[31m", among: [String(repeating: "n", count: 5000)])
+        #expect(!hostile.contains("\u{1B}") && hostile.utf8.count < 300, "\(hostile)")
+    }
+
     @Test func socketDiscovery_followsTheDaemonsOrder() {
         let environment = ["RUNTIME_DIRECTORY": "/r/one:/r/two", "XDG_RUNTIME_DIR": "/x"]
         #expect(SocketLocation.candidates(environment: environment, workingDirectory: "/w") == [

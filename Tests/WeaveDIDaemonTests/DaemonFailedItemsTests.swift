@@ -53,7 +53,7 @@ import WeaveDIPosix
         // `weavedictl jobs NAME` shows the last run with the same items.
         let job = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "docs"], wrapper: asNobody)
         let jobLines = job.output.split(separator: "\n").map(String.init)
-        #expect(jobLines.contains { $0.hasPrefix("Last run:     run docs-1 partial in ") }, "\(job.all)")
+        #expect(jobLines.contains { $0.hasPrefix("Last run:     ended ") && $0.contains(" ago: run docs-1 partial in ") }, "\(job.all)")
         #expect(jobLines.filter { $0.hasPrefix("  closed-") } == items, "\(job.all)")
         #expect(jobLines.last == "  … and 5 more (the daemon keeps the first 20)", "\(job.all)")
 

@@ -25,7 +25,8 @@ struct JobsCommand: CtlCommand {
             Jobs are configured in sync.jobs of the daemon's configuration; run one now with
             `weavedictl run-job NAME --wait`.
 
-            Exit status: 0, or 1 when NAME is no configured job.
+            Exit status: 0, 1 when NAME is no configured job, 69 when the daemon cannot be
+            reached.
             """,
         method: "ListJobs")
 
@@ -41,9 +42,7 @@ struct JobsCommand: CtlCommand {
         let jobs = reply.array("jobs")
         if let name {
             guard let job = jobs.first(where: { $0.string("name") == name }) else {
-                let known = jobs.compactMap { $0.string("name")?.escapingControlCharacters }
-                Terminal.error("weavedictl jobs: no job is named \(JSONValue.quotedForMessage(name).escapingControlCharacters)"
-                    + (known.isEmpty ? " (no jobs are configured)" : "; the jobs: " + known.joined(separator: ", ")))
+                Terminal.error(Self.noSuchJob(name, among: jobs.compactMap { $0.string("name") }))
                 return ExitStatus.failure
             }
             if context.options.json {
@@ -76,6 +75,17 @@ struct JobsCommand: CtlCommand {
         return ExitStatus.ok
     }
 
+    /// What `jobs NAME` says of a name no job has, in the words of the daemon's `NoSuchJob` for
+    /// the other commands, with the jobs there are (the first 10, each quoted and shortened as
+    /// a name weavedictl was given, then how many more).
+    static func noSuchJob(_ name: String, among names: [String]) -> String {
+        let quote = { (name: String) in JSONValue.quotedForMessage(name).escapingControlCharacters }
+        var text = "weavedictl: no job is named \(quote(name))"
+        guard !names.isEmpty else { return text + "; no jobs are configured." }
+        text += "; the jobs: " + names.prefix(10).map(quote).joined(separator: ", ")
+        return text + (names.count > 10 ? " and \(names.count - 10) more." : ".")
+    }
+
     /// One job in full, a line per fact (`Source:       /srv/docs`): what `weavedictl jobs NAME`
     /// prints. Mirror settings only for a mirror job; the last run as the log's line for its end,
     /// with its failed items below.
@@ -103,8 +113,8 @@ struct JobsCommand: CtlCommand {
             lines.append("Last run:     none yet")
             return lines
         }
-        lines.append("Last run:     " + RunJobCommand.outcome(last, on: terminal) + ", ended " + Format.ago(last.number("endedAt"), now: now))
-        lines += RunJobCommand.failedItems(last, all: true)
+        lines.append("Last run:     ended " + Format.ago(last.number("endedAt"), now: now) + ": " + RunJobCommand.outcome(last, on: terminal))
+        lines += RunJobCommand.failedItems(last)
         return lines
     }
 

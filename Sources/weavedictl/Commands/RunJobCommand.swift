@@ -138,9 +138,9 @@ struct RunJobCommand: CtlCommand {
 
     /// The run's failed items, one line each below its summary (`  docs/a.txt: open: Permission
     /// denied (EACCES)`), then how many more failed than the daemon keeps (20); none for a run
-    /// with one, which its summary says already, unless `all`.
-    static func failedItems(_ run: JSONValue, all: Bool = false) -> [String] {
-        guard (run.int("errors") ?? 0) > (all ? 0 : 1) else { return [] }
+    /// with one, which its summary says already.
+    static func failedItems(_ run: JSONValue) -> [String] {
+        guard (run.int("errors") ?? 0) > 1 else { return [] }
         let items = run[member: "failedItems"]?.arrayValue ?? []
         var lines = items.map { item in
             "  " + (item.string("path") ?? "?").escapingControlCharacters + ": " + (item.string("reason") ?? "?").escapingControlCharacters
