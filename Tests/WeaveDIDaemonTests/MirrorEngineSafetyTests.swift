@@ -149,6 +149,22 @@ import WeaveDIPosix
         #expect(last.withLock { $0 } == MirrorProgress(filesDone: 1, filesTotal: 2, bytesDone: 1, bytesTotal: 1))
     }
 
+    /// The same for a source entry whose name is not UTF-8 (found, failed, not done).
+    @Test func anEntryWhoseNameIsNotUTF8_isNotCountedDone() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        let badName: [CChar] = Array(fixture.source.utf8CString.dropLast()) + [0x2F, 0x78, -1, 0]  // SOURCE/x\xFF
+        let made = open(badName, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
+        try #require(made >= 0)
+        close(made)
+        let last = Locked(MirrorProgress())
+        let report = await MirrorEngine(settings: fixture.settings(), container: .mirrorWorkers()).run { progress in
+            last.withLock { $0 = progress }
+        }
+        #expect(report.result == .partial && report.copied == 1 && report.errorCount == 1, "\(report.errors)")
+        #expect(last.withLock { $0 } == MirrorProgress(filesDone: 1, filesTotal: 2, bytesDone: 1, bytesTotal: 1))
+    }
+
     @Test func linkThatCannotBeMirrored_leavesTheDirectoryInItsWay() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("dst/bad-link/kept.txt", "kept")
