@@ -183,3 +183,27 @@ extension FileDescriptor {
         }
     }
 }
+
+/// What `FileDescriptor.checkAccess(at:_:)` asks about: `R_OK`, `W_OK`, `X_OK` (search, for a
+/// directory).
+public struct AccessCheck: OptionSet, Sendable {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+    /// `R_OK`.
+    public static let read = AccessCheck(rawValue: R_OK)
+    /// `W_OK`.
+    public static let write = AccessCheck(rawValue: W_OK)
+    /// `X_OK`: execute, or search a directory.
+    public static let execute = AccessCheck(rawValue: X_OK)
+}
+
+extension FileDescriptor {
+    /// Throws unless this process may access `path` (relative to this directory) as `check`
+    /// says (`faccessat(2)` with `AT_EACCESS`): asked of the kernel for the effective user and
+    /// groups, so ACLs, capabilities and a read-only file system (`EROFS`) count.
+    public func checkAccess(at path: String, _ check: AccessCheck) throws(Errno) {
+        try path.withCStringTyped { (cPath) throws(Errno) in
+            try nothingOrErrno { faccessat(rawValue, cPath, check.rawValue, AT_EACCESS) }
+        }
+    }
+}
