@@ -88,6 +88,8 @@ import WeaveDIPosix
         }
         chmod(d, 0o755)
         chmod("\(d)/locked", 0o700)
+        chmod("\(d)/open/dst", 0o777)
+        chmod("\(d)/open/textfile", 0o777)
         let config = directory.write("weavedid.json", #"""
             {"stateDirectory": "\#(d)/state", "control": {"socket": "\#(d)/run/control.sock"},
              "sync": {"metricsFile": "\#(d)/open/textfile/weavedi.prom",
@@ -106,5 +108,44 @@ import WeaveDIPosix
 
             """)
         #expect(asNobody.standardOutputText == "weavedid: configuration OK, with 1 warning (\(config))\n")
+    }
+
+    /// A source the user cannot read, a destination root and a metrics directory it cannot
+    /// write in are there to `stat`, but each run (or write) fails with EACCES: the check asks
+    /// the kernel what that user may do (`faccessat`, ACLs included), and says so.
+    @Test func pathsTheUserRunningTheCheckMayNotReadOrWrite_areWarnings_withTheError() throws {
+        guard ChildAsNobody.canRun() else { return }
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        for path in ["closed/src", "closed/dst", "open/src", "open/dst", "textfile"] {
+            try FileManager.default.createDirectory(atPath: "\(d)/\(path)", withIntermediateDirectories: true)
+        }
+        for path in ["", "/closed", "/open", "/open/src"] { chmod(d + path, 0o755) }
+        chmod("\(d)/closed/src", 0o700)
+        chmod("\(d)/closed/dst", 0o555)
+        chmod("\(d)/open/dst", 0o777)
+        chmod("\(d)/textfile", 0o755)
+        let config = directory.write("weavedid.json", #"""
+            {"stateDirectory": "\#(d)/state", "control": {"socket": "\#(d)/run/control.sock"},
+             "sync": {"metricsFile": "\#(d)/textfile/weavedi.prom",
+                      "jobs": [{"name": "closed", "source": "\#(d)/closed/src", "destination": "\#(d)/closed/dst", "interval": 3600},
+                               {"name": "open", "source": "\#(d)/open/src", "destination": "\#(d)/open/dst", "interval": 3600}]}}
+            """#)
+        chmod(config, 0o644)
+        let asRoot = try check(config)
+        #expect(asRoot.status == .exited(0), "\(asRoot.standardErrorText)")
+        #expect(asRoot.standardErrorText == "")
+        let asNobody = try Subprocess.run(
+            "/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", DaemonProcess.binary, "--check-config", "--config", config],
+            environment: [:])
+        #expect(asNobody.status == .exited(0), "\(asNobody.standardErrorText)")
+        let fails = "the daemon starts, but each run of the job fails until"
+        #expect(asNobody.standardErrorText == """
+            weavedid: warning: \(config): sync.jobs[0].source: cannot read the source "\(d)/closed/src" of job "closed" (read and search access): Permission denied (EACCES); \(fails) the daemon's user may read it
+            weavedid: warning: \(config): sync.jobs[0].destination: cannot write in the destination "\(d)/closed/dst" of job "closed" (write and search access): Permission denied (EACCES); \(fails) the daemon's user may write in it
+            weavedid: warning: \(config): sync.metricsFile: cannot write in the directory "\(d)/textfile" of the metrics file (write and search access): Permission denied (EACCES); the daemon starts, but each write of the metrics file fails (its check sync.metricsFile is degraded) until the daemon's user may write there
+
+            """)
+        #expect(asNobody.standardOutputText == "weavedid: configuration OK, with 3 warnings (\(config))\n")
     }
 }

@@ -15,8 +15,11 @@ extension DaemonConfiguration {
     ///   of the metrics file fails (its check `sync.metricsFile` is degraded).
     ///
     /// A path that cannot be looked at (`EACCES` as a user that may not search a directory on
-    /// the way) is said with the error. The paths are looked at as the user running the check,
-    /// which need not be the daemon's: as root, every path is reachable.
+    /// the way) is said with the error, and so is one that is there but may not be used as a
+    /// run needs (`faccessat` with `AT_EACCESS`, so ACLs count): a source to read and search, a
+    /// destination root and the metrics file's directory to write in and search. The paths are looked at
+    /// as the user running the check, which need not be the daemon's: as root, every path is
+    /// reachable.
     ///
     /// Before each path it looks at, it tells `note` (`StepDeadline`, which gives up on a path
     /// that does not answer), whose error it throws.
@@ -30,6 +33,17 @@ extension DaemonConfiguration {
                 return .failure(error)
             }
         }
+        /// The error of `faccessat(path, check, AT_EACCESS)`, or nil when the user running the
+        /// check may do it.
+        func refusal(_ fieldPath: String, _ path: String, _ check: AccessCheck) throws(ConfigurationError) -> Errno? {
+            try note(LoadStep("checking access to", file: file, fieldPath: fieldPath, path: path))
+            do {
+                try FileDescriptor.currentWorkingDirectory.checkAccess(at: path, check)
+                return nil
+            } catch {
+                return error
+            }
+        }
         func isMissing(_ error: Errno) -> Bool { error == .noSuchFileOrDirectory || error == .notDirectory }
         let fails = "the daemon starts, but each run of the job fails until"
         var warnings: [String] = []
@@ -38,13 +52,31 @@ extension DaemonConfiguration {
             let field = "sync.jobs[\(index)]"
             let name = DaemonConfiguration.Job.quoted(job.name)
             let source = "the source \(JSONValue.quotedPathForMessage(mirror.source)) of job \(name)"
-            if case let .failure(error) = try look("\(field).source", mirror.source) {
-                warnings.append(isMissing(error)
-                    ? "\(field).source: \(source) does not exist; \(fails) it does"
-                    : "\(field).source: cannot look at \(source): \(error); \(fails) the daemon's user may read it")
+            switch try look("\(field).source", mirror.source) {
+            case let .success(kind):
+                if let error = try refusal("\(field).source", mirror.source, kind == .directory ? [.read, .execute] : .read) {
+                    let access = kind == .directory ? "read and search access" : "read access"
+                    warnings.append("\(field).source: cannot read \(source) (\(access)): \(error); \(fails) the daemon's user may read it")
+                }
+            case let .failure(error) where isMissing(error):
+                warnings.append("\(field).source: \(source) does not exist; \(fails) it does")
+            case let .failure(error):
+                warnings.append("\(field).source: cannot look at \(source): \(error); \(fails) the daemon's user may read it")
             }
             let destination = "the destination \(JSONValue.quotedPathForMessage(mirror.destination)) of job \(name)"
-            guard case let .failure(error) = try look("\(field).destination", mirror.destination) else { continue }
+            let error: Errno
+            switch try look("\(field).destination", mirror.destination) {
+            case .success(.directory):
+                if let error = try refusal("\(field).destination", mirror.destination, [.write, .execute]) {
+                    warnings.append("\(field).destination: cannot write in \(destination) (write and search access): \(error); "
+                        + "\(fails) the daemon's user may write in it")
+                }
+                continue
+            case .success:
+                continue  // Not a directory: the load refuses it.
+            case let .failure(failure):
+                error = failure
+            }
             guard isMissing(error) else {
                 warnings.append("\(field).destination: cannot look at \(destination): \(error); \(fails) the daemon's user may write it")
                 continue
@@ -65,7 +97,10 @@ extension DaemonConfiguration {
             let shown = "the directory \(JSONValue.quotedPathForMessage(directory)) of the metrics file"
             let fails = "the daemon starts, but each write of the metrics file fails (its check sync.metricsFile is degraded) until"
             switch try look("sync.metricsFile", directory) {
-            case .success(.directory): break
+            case .success(.directory):
+                if let error = try refusal("sync.metricsFile", directory, [.write, .execute]) {
+                    warnings.append("sync.metricsFile: cannot write in \(shown) (write and search access): \(error); \(fails) the daemon's user may write there")
+                }
             case let .success(kind):
                 warnings.append("sync.metricsFile: \(shown) is \(Self.describe(kind)), not a directory; \(fails) it is one")
             case let .failure(error) where isMissing(error):
