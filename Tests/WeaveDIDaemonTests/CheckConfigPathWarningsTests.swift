@@ -148,4 +148,25 @@ import WeaveDIPosix
             """)
         #expect(asNobody.standardOutputText == "weavedid: configuration OK, with 3 warnings (\(config))\n")
     }
+
+    /// A destination that is a symbolic link to nothing is not said to be missing, with the
+    /// advice of `weavedictl fix` (which refuses to create a root through a link), but to be a
+    /// link, with advice that works.
+    @Test func aDestinationThatIsADanglingSymbolicLink_isSaidToBeOne() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        try FileManager.default.createDirectory(atPath: "\(d)/src", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: "\(d)/dst", withDestinationPath: "\(d)/disk/backup")
+        let config = directory.write("weavedid.json", #"""
+            {"stateDirectory": "\#(d)/state", "control": {"socket": "\#(d)/run/control.sock"},
+             "sync": {"jobs": [{"name": "docs", "source": "\#(d)/src", "destination": "\#(d)/dst", "interval": 3600}]}}
+            """#)
+        let checked = try check(config)
+        #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+        #expect(checked.standardErrorText == """
+            weavedid: warning: \(config): sync.jobs[0].destination: the destination "\(d)/dst" of job "docs" is a symbolic link to "\(d)/disk/backup", which does not exist; the daemon starts, but each run of the job fails until it does: create it by hand, or configure the real path as the destination (`weavedictl fix job.docs` does not create a destination through a symbolic link)
+
+            """)
+        #expect(checked.standardOutputText == "weavedid: configuration OK, with 1 warning (\(config))\n")
+    }
 }

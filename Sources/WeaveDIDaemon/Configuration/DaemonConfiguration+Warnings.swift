@@ -17,7 +17,9 @@ extension DaemonConfiguration {
     /// A path that cannot be looked at (`EACCES` as a user that may not search a directory on
     /// the way) is said with the error, and so is one that is there but may not be used as a
     /// run needs (`faccessat` with `AT_EACCESS`, so ACLs count): a source to read and search, a
-    /// destination root and the metrics file's directory to write in and search. The paths are looked at
+    /// destination root and the metrics file's directory to write in and search. A missing
+    /// destination that is a symbolic link to nothing is said to be one (the fix creates no
+    /// root through a link). The paths are looked at
     /// as the user running the check, which need not be the daemon's: as root, every path is
     /// reachable.
     ///
@@ -25,10 +27,10 @@ extension DaemonConfiguration {
     /// that does not answer), whose error it throws.
     func fileSystemWarnings(noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }) throws(ConfigurationError) -> [String] {
         let file = filePath ?? "built-in default"
-        func look(_ fieldPath: String, _ path: String) throws(ConfigurationError) -> Result<FileKind, Errno> {
+        func look(_ fieldPath: String, _ path: String, followSymlinks: Bool = true) throws(ConfigurationError) -> Result<FileKind, Errno> {
             try note(LoadStep("looking at", file: file, fieldPath: fieldPath, path: path))
             do {
-                return .success(try FileStatus(path: path, followSymlinks: true).kind)
+                return .success(try FileStatus(path: path, followSymlinks: followSymlinks).kind)
             } catch {
                 return .failure(error)
             }
@@ -79,6 +81,16 @@ extension DaemonConfiguration {
             }
             guard isMissing(error) else {
                 warnings.append("\(field).destination: cannot look at \(destination): \(error); \(fails) the daemon's user may write it")
+                continue
+            }
+            // A symbolic link to nothing: a run follows it (once it leads to a directory), but
+            // the job's fix creates no root through a link.
+            if case .success(.symbolicLink) = try look("\(field).destination", mirror.destination, followSymlinks: false) {
+                let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: mirror.destination))
+                    .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
+                warnings.append("\(field).destination: \(destination) is a symbolic link\(target), which does not exist; \(fails) it does: "
+                    + "create it by hand, or configure the real path as the destination (`weavedictl fix job.\(job.name)` does not "
+                    + "create a destination through a symbolic link)")
                 continue
             }
             let parent = Self.parent(of: mirror.destination)
