@@ -169,4 +169,18 @@ import WeaveDIPosix
             """)
         #expect(checked.standardOutputText == "weavedid: configuration OK, with 1 warning (\(config))\n")
     }
+
+    /// The built-in default's example job: its source and destination are not there in a new
+    /// directory, but the daemon creates both as it starts, and the first run succeeds.
+    @Test func theBuiltInDefault_inAnEmptyDirectory_hasNoWarnings() throws {
+        guard (try? FileStatus(path: "/etc/weavedi/weavedid.json")) == nil else {
+            print("SKIPPED \(#function): /etc/weavedi/weavedid.json exists, so the built-in default is not used")
+            return
+        }
+        let daemon = try DaemonProcess(["--check-config"])  // no HOME nor XDG_* (`childEnvironment`)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(daemon.log == "weavedid: configuration OK (built-in default)\n")
+        // The check creates nothing.
+        #expect((try? FileStatus(path: daemon.directory.path + "/.weavedi", followSymlinks: false)) == nil)
+    }
 }

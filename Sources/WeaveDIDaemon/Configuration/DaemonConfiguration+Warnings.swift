@@ -19,9 +19,10 @@ extension DaemonConfiguration {
     /// run needs (`faccessat` with `AT_EACCESS`, so ACLs count): a source to read and search, a
     /// destination root and the metrics file's directory to write in and search. A missing
     /// destination that is a symbolic link to nothing is said to be one (the fix creates no
-    /// root through a link). The paths are looked at
-    /// as the user running the check, which need not be the daemon's: as root, every path is
-    /// reachable.
+    /// root through a link). The built-in default's example job is not warned about as
+    /// missing: the daemon creates its source and destination at start (`ExampleJob`). The
+    /// paths are looked at as the user running the check, which need not be the daemon's: as
+    /// root, every path is reachable.
     ///
     /// Before each path it looks at, it tells `note` (`StepDeadline`, which gives up on a path
     /// that does not answer), whose error it throws.
@@ -51,6 +52,9 @@ extension DaemonConfiguration {
         var warnings: [String] = []
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
+            // The built-in default's example job: the daemon creates its source and destination
+            // as it starts (`ExampleJob.prepare`), so their absence is no warning.
+            let createdAtStart = isBuiltInDefault && job.name == "example"
             let field = "sync.jobs[\(index)]"
             let name = DaemonConfiguration.Job.quoted(job.name)
             let source = "the source \(JSONValue.quotedPathForMessage(mirror.source)) of job \(name)"
@@ -61,7 +65,7 @@ extension DaemonConfiguration {
                     warnings.append("\(field).source: cannot read \(source) (\(access)): \(error); \(fails) the daemon's user may read it")
                 }
             case let .failure(error) where isMissing(error):
-                warnings.append("\(field).source: \(source) does not exist; \(fails) it does")
+                if !createdAtStart { warnings.append("\(field).source: \(source) does not exist; \(fails) it does") }
             case let .failure(error):
                 warnings.append("\(field).source: cannot look at \(source): \(error); \(fails) the daemon's user may read it")
             }
@@ -83,6 +87,7 @@ extension DaemonConfiguration {
                 warnings.append("\(field).destination: cannot look at \(destination): \(error); \(fails) the daemon's user may write it")
                 continue
             }
+            if createdAtStart { continue }
             // A symbolic link to nothing: a run follows it (once it leads to a directory), but
             // the job's fix creates no root through a link.
             if case .success(.symbolicLink) = try look("\(field).destination", mirror.destination, followSymlinks: false) {
