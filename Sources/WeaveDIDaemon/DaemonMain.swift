@@ -140,9 +140,13 @@ public enum DaemonMain {
                 printError("weavedid: \("\(error)".escapingControlCharacters)")
                 return exitStatus(for: error)
             }
-            let warnings = AdminAccounts(configuration.control).warnings + onDisk
-            for warning in warnings { printError("weavedid: warning: \(source): \(warning.escapingControlCharacters)") }
-            let noted = warnings.isEmpty ? "" : warnings.count == 1 ? ", with 1 warning" : ", with \(warnings.count) warnings"
+            // Past the first few path warnings, one line counts the others; the verdict, all.
+            let accounts = AdminAccounts(configuration.control).warnings
+            for warning in accounts + DaemonConfiguration.shownPathWarnings(onDisk) {
+                printError("weavedid: warning: \(source): \(warning.escapingControlCharacters)")
+            }
+            let count = accounts.count + onDisk.count
+            let noted = count == 0 ? "" : count == 1 ? ", with 1 warning" : ", with \(count) warnings"
             return printOutput("weavedid: configuration OK\(noted) (\(source))")
         }
         let signals: SignalReader

@@ -32,8 +32,17 @@ import WeaveDIPosix
         let config = directory.write("weavedid.json", Self.document(d, count: 2000))
         let checked = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
         #expect(checked.status == .exited(0), "\(checked.standardErrorText.prefix(2000))")
-        // Each missing destination is a warning (its runs fail until it is made).
+        // Each missing destination is a warning (its runs fail until it is made), counted in
+        // the verdict; the first 10 are printed, the others counted in one line.
         #expect(checked.standardOutputText == "weavedid: configuration OK, with 2000 warnings (\(config))\n")
+        let lines = checked.standardErrorText.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 12, "\(checked.standardErrorText.prefix(4000))")
+        for index in 0..<10 {
+            #expect(lines[index].hasPrefix(
+                "weavedid: warning: \(config): sync.jobs[\(index)].destination: the destination \"\(d)/dst/j\(index)\" of job \"j\(index)\" does not exist;"),
+                "\(lines[index])")
+        }
+        #expect(lines.dropFirst(10).joined(separator: "\n") == "weavedid: warning: \(config): 1990 more path warnings like these, not shown\n")
     }
 
     @Test func amongThousandsOfJobs_theFirstThatMeetsALaterOne_isNamed() throws {

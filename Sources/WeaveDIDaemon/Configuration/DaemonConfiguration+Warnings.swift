@@ -129,6 +129,17 @@ extension DaemonConfiguration {
         return warnings
     }
 
+    /// How many of `fileSystemWarnings` `--check-config` prints; past them, one line counts the
+    /// others (the verdict counts them all), so that thousands of jobs make a few lines.
+    static let pathWarningsShown = 10
+
+    /// The lines `--check-config` prints of `warnings` (from `fileSystemWarnings`): the first
+    /// `pathWarningsShown`, then one counting the others.
+    static func shownPathWarnings(_ warnings: [String]) -> [String] {
+        guard warnings.count > pathWarningsShown else { return warnings }
+        return warnings.prefix(pathWarningsShown) + ["\(warnings.count - pathWarningsShown) more path warnings like these, not shown"]
+    }
+
     /// The directory `path` (absolute, normalized or not) lies in: `/srv` for `/srv/docs/`.
     static func parent(of path: String) -> String {
         let components = ConfigurationDirectories.normalizedComponents(path)
