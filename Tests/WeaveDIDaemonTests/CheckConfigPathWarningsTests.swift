@@ -27,6 +27,19 @@ import WeaveDIPosix
         try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
     }
 
+    /// The check of `config` as root, which must pass without a word (root may do anything
+    /// the test set up), then as `nobody`, which must pass: its result, for its warnings.
+    func checkAsRootThenNobody(_ config: String) throws -> SubprocessResult {
+        let asRoot = try check(config)
+        #expect(asRoot.status == .exited(0), "\(asRoot.standardErrorText)")
+        #expect(asRoot.standardErrorText == "")
+        let asNobody = try Subprocess.run(
+            "/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", DaemonProcess.binary, "--check-config", "--config", config],
+            environment: [:])
+        #expect(asNobody.status == .exited(0), "\(asNobody.standardErrorText)")
+        return asNobody
+    }
+
     @Test func missingSourcesDestinationsAndMetricsDirectory_areWarnings_andTheCheckPasses() throws {
         let directory = TemporaryDirectory()
         let d = directory.path
@@ -96,13 +109,7 @@ import WeaveDIPosix
                       "jobs": [{"name": "docs", "source": "\#(d)/locked/src", "destination": "\#(d)/open/dst", "interval": 3600}]}}
             """#)
         chmod(config, 0o644)
-        let asRoot = try check(config)
-        #expect(asRoot.status == .exited(0), "\(asRoot.standardErrorText)")
-        #expect(asRoot.standardErrorText == "")
-        let asNobody = try Subprocess.run(
-            "/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", DaemonProcess.binary, "--check-config", "--config", config],
-            environment: [:])
-        #expect(asNobody.status == .exited(0), "\(asNobody.standardErrorText)")
+        let asNobody = try checkAsRootThenNobody(config)
         #expect(asNobody.standardErrorText == """
             weavedid: warning: \(config): sync.jobs[0].source: cannot look at the source "\(d)/locked/src" of job "docs": Permission denied (EACCES); the daemon starts, but each run of the job fails until the daemon's user may read it
 
@@ -132,13 +139,7 @@ import WeaveDIPosix
                                {"name": "open", "source": "\#(d)/open/src", "destination": "\#(d)/open/dst", "interval": 3600}]}}
             """#)
         chmod(config, 0o644)
-        let asRoot = try check(config)
-        #expect(asRoot.status == .exited(0), "\(asRoot.standardErrorText)")
-        #expect(asRoot.standardErrorText == "")
-        let asNobody = try Subprocess.run(
-            "/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", DaemonProcess.binary, "--check-config", "--config", config],
-            environment: [:])
-        #expect(asNobody.status == .exited(0), "\(asNobody.standardErrorText)")
+        let asNobody = try checkAsRootThenNobody(config)
         let fails = "the daemon starts, but each run of the job fails until"
         #expect(asNobody.standardErrorText == """
             weavedid: warning: \(config): sync.jobs[0].source: cannot read the source "\(d)/closed/src" of job "closed" (read and search access): Permission denied (EACCES); \(fails) the daemon's user may read it
