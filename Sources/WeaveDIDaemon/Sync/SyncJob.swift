@@ -84,14 +84,14 @@ public struct SyncItemError: Sendable, Equatable, Codable {
     /// ones), which is not read past 16 MiB, and in the `ListJobs` reply.
     static let byteLimit = 1024
 
-    /// `text` cut, at a character, to `byteLimit` bytes with `…` ending it.
-    static func capped(_ text: String) -> String {
-        guard text.utf8.count > byteLimit else { return text }
+    /// `text` cut, at a character, to `limit` bytes with `…` ending it.
+    static func capped(_ text: String, to limit: Int = byteLimit) -> String {
+        guard text.utf8.count > limit else { return text }
         var kept = ""
         var bytes = 0
         for character in text {
             bytes += character.utf8.count
-            if bytes > byteLimit - 3 { break }  // `…` takes 3
+            if bytes > limit - 3 { break }  // `…` takes 3
             kept.append(character)
         }
         return kept + "…"

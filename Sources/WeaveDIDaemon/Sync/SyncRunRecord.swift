@@ -18,11 +18,16 @@ public struct SyncRunRecord: Sendable, Equatable, Codable {
     public var errorCount: Int
     /// See `errorCount`.
     public var errors: [SyncItemError]
-    /// One line about the run.
+    /// One line about the run, kept to `messageByteLimit` bytes.
     public var message: String?
 
     /// How many failed items a run's record keeps (`failedItems`); `errorCount` counts them all.
     static let failedItemsKept = 20
+
+    /// How many bytes of UTF-8 a run's message keeps (cut at a character, `…` ending it): a
+    /// job's message may be of any length, and it is kept in `jobs.json` for every job (and
+    /// read back from it, whoever wrote it), in the `ListJobs` reply and in the health check.
+    static let messageByteLimit = 4096
 
     init(id: String, job: String, outcome: SyncOutcome, startedAt: Double, endedAt: Double, duration: Double) {
         self.id = id
@@ -38,6 +43,6 @@ public struct SyncRunRecord: Sendable, Equatable, Codable {
         bytes = outcome.bytes
         errorCount = outcome.errorCount
         errors = Array(outcome.errors.prefix(Self.failedItemsKept))
-        message = outcome.message
+        message = outcome.message.map { SyncItemError.capped($0, to: Self.messageByteLimit) }
     }
 }
