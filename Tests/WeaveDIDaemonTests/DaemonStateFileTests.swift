@@ -108,8 +108,6 @@ import WeaveDIPosix
         (#"{"consecutiveFailures": -5}"#, "consecutiveFailures: expected an integer from 0 to 2147483647, got -5"),
         (#"{"consecutiveFailures": 0, "lastSuccess": -1e308}"#, "lastSuccess: expected a time in seconds since 1970, got -1e+308"),
         (#"{"consecutiveFailures": 0, "lastSuccess": 1e308}"#, "lastSuccess: expected a time in seconds since 1970, got 1e+308"),
-        (#"{"consecutiveFailures": 0, "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "startedAt": 1, "endedAt": 2, "errors": -1}}"#,
-         "lastRun.errors: expected an integer from 0, got -1"),
         (#"{"consecutiveFailures": 0, "runGoing": "docs-3"}"#, #"runGoing: expected an object or null, got "docs-3""#),
         (#"{"consecutiveFailures": 0, "paused": "yes"}"#, #"paused: expected true or false, got "yes""#),
         (#"{"consecutiveFailures": 0, "runGoing": {"id": "other-3", "startedAt": 1}}"#,
@@ -196,6 +194,78 @@ import WeaveDIPosix
         #expect(entry?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-7")
         #expect(entry?[member: "lastRun"]?[member: "filesCopied"]?.intValue == 3)
         #expect(entry?[member: "lastRun"]?[member: "failedItems"]?.arrayValue?.count == kept)
+    }
+
+    /// A last run no run writes (a count or a time out of range, an unknown result, no id,
+    /// something else than an object) is dropped whole and said in the log: the job keeps its
+    /// pause, its failures in a row and its last success, in `ListJobs` and in the file the
+    /// daemon writes again. Before, the whole entry was refused: the job started unpaused,
+    /// its previous results gone.
+    @Test(arguments: [
+        (#"{"id": "docs-7", "job": "docs", "result": "partial", "startedAt": 1700000100, "endedAt": 1700000160, "filesCopied": -1}"#,
+         "lastRun.filesCopied: expected an integer from 0, got -1"),
+        (#"{"id": "docs-7", "job": "docs", "result": "failed", "startedAt": 1700000100, "endedAt": 1700000160, "errors": -1}"#,
+         "lastRun.errors: expected an integer from 0, got -1"),
+        (#"{"id": "docs-7", "job": "docs", "result": "bogus", "startedAt": 1700000100, "endedAt": 1700000160}"#,
+         #"lastRun.result: unknown result "bogus""#),
+        (#"{"id": "docs-7", "job": "docs", "result": "failed", "startedAt": -1, "endedAt": 1700000160}"#,
+         "lastRun.startedAt: expected a time in seconds since 1970, got -1"),
+        (#"{"id": 7, "job": "docs", "result": "failed", "startedAt": 1700000100, "endedAt": 1700000160}"#,
+         "lastRun.id: expected a string, got 7"),
+        ("5", "lastRun: expected an object or null, got 5"),
+        (#""docs-7""#, #"lastRun: expected an object or null, got "docs-7""#),
+    ])
+    func aLastRunNoRunWrites_isDroppedWhole_theRestOfTheEntryKept(run: String, problem: String) throws {
+        let fixture = Fixture()
+        fixture.directory.write("state/jobs.json", #"""
+            {"lastRunNumber": 7, "jobs": {"docs": {"consecutiveFailures": 2, "lastSuccess": 1700000000, "paused": true,
+              "lastRun": \#(run)}}}
+            """#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"warning sync: \#(fixture.stateFile): job "docs": \#(problem); the whole lastRun is dropped, "#
+            + "the job keeps the rest of its previous results"), "\(daemon.log)")
+        #expect(!daemon.log.contains("starting without"), "\(daemon.log)")
+        #expect(daemon.log.contains("docs: paused, as it was when the daemon stopped"), "\(daemon.log)")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(job?[member: "paused"] == .bool(true), "\(String(describing: job))")
+        #expect(job?[member: "lastRun"] == .null, "\(String(describing: job))")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
+        let entry = saved[member: "jobs"]?[member: "docs"]
+        #expect(entry?[member: "paused"] == .bool(true), "\(saved.serialized)")
+        #expect(entry?[member: "consecutiveFailures"]?.intValue == 2)
+        #expect(entry?[member: "lastSuccess"]?.numberValue == 1_700_000_000)
+        #expect(entry?[member: "lastRun"] == .null, "\(saved.serialized)")
+        #expect(saved[member: "lastRunNumber"]?.intValue == 7)
+    }
+
+    /// A message longer than a run keeps (4096 bytes of UTF-8) is cut as a run cuts it, at a
+    /// character, with `…` ending it, in `ListJobs` and in the file written again: a damaged
+    /// or hostile file's megabytes of message go no further. One that fits is kept whole.
+    @Test(arguments: [(4096, false), (100_000, true)])
+    func aLongMessage_isCutWhenRead(bytes: Int, cut: Bool) throws {
+        let fixture = Fixture()
+        // `x`, then `é`s of 2 bytes each: 2046 of them fit before the 3 bytes of `…`.
+        let message = "x" + String(repeating: "é", count: (bytes - 2) / 2) + "x"
+        #expect(message.utf8.count == bytes)
+        fixture.directory.write("state/jobs.json", #"""
+            {"lastRunNumber": 7, "jobs": {"docs": {"consecutiveFailures": 1, "paused": true,
+              "lastRun": {"id": "docs-7", "job": "docs", "result": "failed", "startedAt": 1700000100, "endedAt": 1700000160,
+                          "message": "\#(message)"}}}}
+            """#)
+        let expected = cut ? "x" + String(repeating: "é", count: 2046) + "…" : message
+        #expect(expected.utf8.count == 4096)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log.prefix(2000))")
+        #expect(!daemon.log.contains(fixture.stateFile), "\(daemon.log.prefix(2000))")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(job?[member: "lastRun"]?[member: "message"]?.stringValue == expected)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log.prefix(2000))")
+        let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
+        #expect(saved[member: "jobs"]?[member: "docs"]?[member: "lastRun"]?[member: "message"]?.stringValue == expected)
     }
 
     /// Entries with fields dropped by the thousand make a few lines: the first 10 jobs named,

@@ -15,13 +15,17 @@ enum SyncRunEncoding {
         ])
     }
 
-    /// A run as `jobs.json` keeps it; a value missing, of the wrong type or out of range is
-    /// refused (named `lastRun.…`). But what only tells about the run, and decides nothing
-    /// (`failedItems`, `message`), is dropped instead when it is no value a run writes, and
-    /// `dropped` says why: the run is kept without it, and with it the job's entry (its
-    /// pause, its failures in a row), which a refusal would lose.
+    /// A run as `jobs.json` keeps it; something else than an object, or a value missing, of
+    /// the wrong type or out of range is refused (named `lastRun` or `lastRun.…`), and the
+    /// caller drops the whole run. But what only tells about the run, and decides nothing
+    /// else of it (`failedItems`, `message`), is dropped instead when it is no value a run
+    /// writes, and `dropped` says why: the run is kept without it. A message longer than a
+    /// run keeps is cut as a run cuts it (`SyncRunRecord.messageByteLimit`).
     static func record(from json: JSONValue, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) -> SyncRunRecord {
         typealias Check = PersistedStateProblem
+        guard json.objectMembers != nil else {
+            throw Check(description: "lastRun: expected an object or null, got \(Check.describe(json))")
+        }
         let prefix = "lastRun."
         let id = try Check.string(json, "id", prefix: prefix)
         let job = try Check.string(json, "job", prefix: prefix)

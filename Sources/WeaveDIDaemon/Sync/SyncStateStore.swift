@@ -53,7 +53,8 @@ struct SyncStateStore: Sendable {
     /// read (within the step limit: see `LatestFileWriter`), is no regular file, is larger than
     /// `maximumBytes` or is damaged is reported and ignored (it is rewritten after the next
     /// run); so is a job's entry with values out of range, but for what only tells about its
-    /// last run (`failedItems`, `message`), which is dropped alone, the rest of the entry kept.
+    /// last run, which is dropped alone, the rest of the entry kept: a bad `failedItems` or
+    /// `message` by itself, any other bad value of `lastRun` with the whole `lastRun`.
     ///
     /// Blocks the calling thread meanwhile (the read is on a thread of its own): the scheduler
     /// calls it as it starts, and a call that suspended would let control calls into the
@@ -88,7 +89,7 @@ struct SyncStateStore: Sendable {
                     trimmed += 1
                     guard trimmed <= Self.refusalsLogged else { continue }
                     for problem in dropped {
-                        log.warning("sync", "\(path): job \(PersistedStateProblem.quoted(name)): \(problem); that field is dropped, "
+                        log.warning("sync", "\(path): job \(PersistedStateProblem.quoted(name)): \(problem); \(problem.whatIsDropped) is dropped, "
                             + "the job keeps the rest of its previous results")
                     }
                 } catch {
@@ -339,13 +340,26 @@ struct PersistedJobState: Sendable, Equatable {
 
     /// Reads the entry of the job `job`; a value missing, of the wrong type or out of range is
     /// refused, and so is a `runGoing` whose id is no run id of `job` (`JOB-N`). What only
-    /// tells about the last run is dropped instead, said in `dropped`
-    /// (`SyncRunEncoding.record(from:dropped:)`).
+    /// tells about the last run is dropped instead, said in `dropped`: a `failedItems` or
+    /// `message` no run writes alone (`SyncRunEncoding.record(from:dropped:)`), any other
+    /// value of `lastRun` no run writes with the whole `lastRun`.
     init(json: JSONValue, job: String, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) {
         consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
         lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
         if let run = json[member: "lastRun"], !run.isNull {
-            lastRun = try SyncRunEncoding.record(from: run, dropped: &dropped)
+            // A last run no run wrote (not an object, a count or a time out of range, an
+            // unknown result) is dropped whole: what it would show is no run's, but the rest of
+            // the entry (the pause, the failures in a row, the last success) is kept.
+            var droppedFromRun: [PersistedStateProblem] = []
+            do {
+                lastRun = try SyncRunEncoding.record(from: run, dropped: &droppedFromRun)
+                dropped += droppedFromRun
+            } catch {
+                var problem = error
+                problem.whatIsDropped = "the whole lastRun"
+                dropped.append(problem)
+                lastRun = nil
+            }
         } else {
             lastRun = nil
         }
@@ -376,6 +390,9 @@ struct PersistedJobState: Sendable, Equatable {
 /// from 0 to 2147483647, got -5`.
 struct PersistedStateProblem: Error, CustomStringConvertible {
     var description: String
+    /// What is dropped for it, when only a part of the entry is (`that field`, `the whole
+    /// lastRun`), for the log line.
+    var whatIsDropped = "that field"
 
     /// The latest time a file may say, in seconds since 1970 (in the year 5138): later ones,
     /// and earlier ones than 1970, are no time a run of the daemon ended.
