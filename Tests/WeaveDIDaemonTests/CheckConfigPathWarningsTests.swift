@@ -171,6 +171,30 @@ import WeaveDIPosix
         #expect(checked.standardOutputText == "weavedid: configuration OK, with 1 warning (\(config))\n")
     }
 
+    /// A missing destination with a symbolic link on its way (`/mnt/disk` a link to a disk
+    /// not mounted, or to anything): `weavedictl fix` creates no directory through a link, so
+    /// the warning names the link and gives advice that works.
+    @Test func aMissingDestinationWithALinkOnItsWay_isSaidToHaveIt() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        for path in ["src", "real"] { try FileManager.default.createDirectory(atPath: "\(d)/\(path)", withIntermediateDirectories: true) }
+        try FileManager.default.createSymbolicLink(atPath: "\(d)/disk", withDestinationPath: "\(d)/unmounted")
+        try FileManager.default.createSymbolicLink(atPath: "\(d)/there", withDestinationPath: "\(d)/real")
+        let config = directory.write("weavedid.json", #"""
+            {"stateDirectory": "\#(d)/state", "control": {"socket": "\#(d)/run/control.sock"},
+             "sync": {"jobs": [{"name": "docs", "source": "\#(d)/src", "destination": "\#(d)/disk/backup", "interval": 3600},
+                               {"name": "logs", "source": "\#(d)/src", "destination": "\#(d)/there/logs", "interval": 3600}]}}
+            """#)
+        let checked = try check(config)
+        #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+        let fails = "the daemon starts, but each run of the job fails until it does: runs never create it, and"
+        #expect(checked.standardErrorText == """
+            weavedid: warning: \(config): sync.jobs[0].destination: the destination "\(d)/disk/backup" of job "docs" does not exist, nor its parent "\(d)/disk"; \(fails) `weavedictl fix job.docs` creates no destination through the symbolic link "\(d)/disk" on its way: create it by hand, or configure the destination by its real path
+            weavedid: warning: \(config): sync.jobs[1].destination: the destination "\(d)/there/logs" of job "logs" does not exist; \(fails) `weavedictl fix job.logs` creates no destination through the symbolic link "\(d)/there" on its way: create it by hand, or configure the destination by its real path
+
+            """)
+    }
+
     /// The built-in default's example job: its source and destination are not there in a new
     /// directory, but the daemon creates both as it starts, and the first run succeeds.
     @Test func theBuiltInDefault_inAnEmptyDirectory_hasNoWarnings() throws {

@@ -18,8 +18,8 @@ extension DaemonConfiguration {
     /// the way) is said with the error, and so is one that is there but may not be used as a
     /// run needs (`faccessat` with `AT_EACCESS`, so ACLs count): a source to read and search, a
     /// destination root and the metrics file's directory to write in and search. A missing
-    /// destination that is a symbolic link to nothing is said to be one (the fix creates no
-    /// root through a link). The built-in default's example job is not warned about as
+    /// destination that is a symbolic link to nothing is said to be one, and a missing one with
+    /// a symbolic link on its way is said to have it (the fix creates no root through a link). The built-in default's example job is not warned about as
     /// missing: the daemon creates its source and destination at start (`ExampleJob`). The
     /// paths are looked at as the user running the check, which need not be the daemon's: as
     /// root, every path is reachable.
@@ -48,6 +48,16 @@ extension DaemonConfiguration {
             }
         }
         func isMissing(_ error: Errno) -> Bool { error == .noSuchFileOrDirectory || error == .notDirectory }
+        /// The first directory on the way to `path` that is a symbolic link, among those there.
+        func linkOnTheWay(_ fieldPath: String, to path: String) throws(ConfigurationError) -> String? {
+            var part = ""
+            for component in ConfigurationDirectories.normalizedComponents(path).dropLast() {
+                part += "/" + component
+                guard case let .success(kind) = try look(fieldPath, part, followSymlinks: false) else { return nil }
+                if kind == .symbolicLink { return part }
+            }
+            return nil
+        }
         let fails = "the daemon starts, but each run of the job fails until"
         var warnings: [String] = []
         for (index, job) in sync.jobs.enumerated() {
@@ -103,11 +113,18 @@ extension DaemonConfiguration {
             if case let .failure(error) = try look("\(field).destination", parent), isMissing(error) {
                 missing += ", nor its parent \(JSONValue.quotedPathForMessage(parent))"
             }
-            warnings.append(mirror.destinationMountPoint
-                ? "\(field).destination: \(destination) \(missing); \(fails) a file system is mounted there (nothing creates it, "
-                    + "as destinationMountPoint is set)"
-                : "\(field).destination: \(destination) \(missing); \(fails) it does: runs never create it (once the daemon runs, "
-                    + "`weavedictl fix job.\(job.name)` creates it, with its parents)")
+            if mirror.destinationMountPoint {
+                warnings.append("\(field).destination: \(destination) \(missing); \(fails) a file system is mounted there (nothing "
+                    + "creates it, as destinationMountPoint is set)")
+            } else if let link = try linkOnTheWay("\(field).destination", to: mirror.destination) {
+                // The fix makes the missing directories without following a link on the way.
+                warnings.append("\(field).destination: \(destination) \(missing); \(fails) it does: runs never create it, and "
+                    + "`weavedictl fix job.\(job.name)` creates no destination through the symbolic link "
+                    + "\(JSONValue.quotedPathForMessage(link)) on its way: create it by hand, or configure the destination by its real path")
+            } else {
+                warnings.append("\(field).destination: \(destination) \(missing); \(fails) it does: runs never create it (once the "
+                    + "daemon runs, `weavedictl fix job.\(job.name)` creates it, with its parents)")
+            }
         }
         if let metricsFile = sync.metricsFile {
             let directory = Self.parent(of: metricsFile)
