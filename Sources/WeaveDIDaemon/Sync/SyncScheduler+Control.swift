@@ -34,7 +34,7 @@ extension SyncScheduler: JobControl {
         .object([
             ("source", .string(mirror.source)), ("destination", .string(mirror.destination)),
             ("compare", .string(mirror.compare.rawValue)), ("delete", .bool(mirror.delete)), ("durable", .bool(mirror.durable)),
-            ("workers", .int(mirror.workers ?? MirrorSettings.defaultWorkers)),
+            ("workers", .int(MirrorSettings(mirror).workers)),
             ("destinationMountPoint", .bool(mirror.destinationMountPoint)),
         ])
     }

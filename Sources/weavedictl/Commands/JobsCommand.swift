@@ -66,13 +66,22 @@ struct JobsCommand: CtlCommand {
             let result = last?.string("result") ?? "-"
             table.append([
                 Table.Cell(job.text("name")), Table.Cell(job.text("kind")), Table.Cell(Self.state(job)),
-                Table.Cell(Format.duration(job.number("interval") ?? 0)),
-                Table.Cell(job.number("nextRunIn").map { "in " + Format.duration($0) } ?? "-"),
+                Table.Cell(Self.interval(job)), Table.Cell(Self.nextRun(job)),
                 Table.Cell(result, Terminal.Style.status(result)), Table.Cell(job.intText("consecutiveFailures")),
             ])
         }
         context.terminal.write(table.render(on: context.terminal))
         return ExitStatus.ok
+    }
+
+    /// The job's interval (`5m 00s`), in the table and in `jobs NAME`.
+    static func interval(_ job: JSONValue) -> String {
+        Format.duration(job.number("interval") ?? 0)
+    }
+
+    /// When the job runs next (`in 4m 10s`), or `-` when no timer runs it (paused, disabled).
+    static func nextRun(_ job: JSONValue) -> String {
+        job.number("nextRunIn").map { "in " + Format.duration($0) } ?? "-"
     }
 
     /// What `jobs NAME` says of a name no job has, in the words of the daemon's `NoSuchJob` for
@@ -92,8 +101,7 @@ struct JobsCommand: CtlCommand {
     static func details(_ job: JSONValue, on terminal: Terminal, now: Double = Format.now()) -> [String] {
         var rows: [(String, String)] = [
             ("Job", job.text("name")), ("Kind", job.text("kind")), ("State", state(job)),
-            ("Interval", Format.duration(job.number("interval") ?? 0)),
-            ("Next run", job.number("nextRunIn").map { "in " + Format.duration($0) } ?? "-"),
+            ("Interval", interval(job)), ("Next run", nextRun(job)),
             ("Failed runs", job.intText("consecutiveFailures") + " in a row"),
             ("Skipped runs", job.intText("skippedRuns") + " (ticks that came while a run went)"),
         ]
