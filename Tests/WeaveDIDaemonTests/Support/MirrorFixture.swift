@@ -20,9 +20,13 @@ final class MirrorFixture: @unchecked Sendable {  // paths are immutable; files 
     deinit {
         try? FileManager.default.removeItem(atPath: root)
         // A tree whose paths are longer than PATH_MAX (`MirrorEngineDeepTreeTests`), which
-        // FileManager cannot remove: rm goes through descriptors.
+        // FileManager cannot remove: rm goes through descriptors. Run by a user other than
+        // root, a read-only directory of the tree (a sample tree's `locked`, mode 0555) keeps
+        // its entries until it is writable again.
         if FileManager.default.fileExists(atPath: root) {
-            _ = try? Subprocess.run("/bin/rm", arguments: ["-rf", "--", root], environment: ["PATH": "/usr/bin:/bin"])
+            let environment = ["PATH": "/usr/bin:/bin"]
+            _ = try? Subprocess.run("/bin/chmod", arguments: ["-R", "u+rwx", "--", root], environment: environment)
+            _ = try? Subprocess.run("/bin/rm", arguments: ["-rf", "--", root], environment: environment)
         }
     }
 
