@@ -78,9 +78,16 @@ public enum WeaveDILog {
         emit(LogRecord(category: category, message: message(), subsystem: subsystem))
     }
 
-    /// Sends a record to the sink, unfiltered.
+    /// True (a task-local) while a health check or a fix runs with health logging off: the
+    /// library's own lines written meanwhile, by the check's task and the tasks it starts (a
+    /// factory failing in the `container.graph` validation, the eviction of an unhealthy
+    /// singleton), are health logs, which `WEAVEDI_REGISTRY_HEALTH_LOGGING` keeps out.
+    @TaskLocal static var quieted = false
+
+    /// Sends a record to the sink, unless `quieted`.
     @usableFromInline
     static func emit(_ record: LogRecord) {
+        if quieted { return }
         let box = sinkStore.withLock { $0 }
         box.sink(record)
     }

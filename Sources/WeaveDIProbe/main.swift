@@ -151,6 +151,12 @@ final class InjectedReader {
 
 final class Clock: Sendable {}
 final class Store: Sendable {}
+/// Built by a factory that looks for a type nobody registered (a line the resolve logs).
+final class NeedsMissing: Sendable {}
+/// A singleton that says it is unhealthy, which `container.singletons`' fix evicts.
+final class Sick: HealthReporting {
+    func health() async -> HealthCheckResult { .unhealthy("sick") }
+}
 final class Mailer: Sendable {}
 final class Queue: Sendable {}
 
@@ -313,8 +319,9 @@ case "env", "env-preset":
     print("level=\(UnifiedDI.logLevel)")
     print("loop=\(UnifiedRegistry.shared.isRunning)")
 case "graph-check-logs":
-    // Two rounds of the container.graph check with health logging off, then one with it on:
-    // how many lines each phase logged.
+    // Two rounds of the container checks with health logging off (a factory the validation
+    // runs logs a failed resolve; the automatic fix evicts an unhealthy singleton), then one
+    // with it on and a manual fix: how many lines each phase logged.
     let lines = Atomic<Int>(0)
     UnifiedDI.setLogSink { record in
         lines.add(1, ordering: .relaxed)
@@ -323,16 +330,25 @@ case "graph-check-logs":
     let container = WeaveDI.Container()
     container.register(Clock.self) { Clock() }
     container.register(Store.self, scope: .session) { Store() }
+    container.register(NeedsMissing.self, scope: .transient) { r in
+        _ = r.resolve(Unregistered.self)
+        return NeedsMissing()
+    }
+    container.register(Sick.self) { Sick() }
     let registry = UnifiedRegistry(clock: ManualHealthClock())
     registry.registerContainerChecks(for: container)
+    _ = container.resolve(Sick.self)
     lines.store(0, ordering: .relaxed)
     for _ in 0..<2 { await registry.runChecks() }
     print("quiet: \(lines.load(ordering: .relaxed)) line(s)")
+    print("fixes: \(registry.fixHistory().map(\.message))")
     registry.healthLoggingEnabled = true
     // A registration replaced: the next round builds everything again.
     container.register(Clock.self) { Clock() }
     lines.store(0, ordering: .relaxed)
-    await registry.runChecks()
+    await registry.runChecks(fixing: false)
+    _ = container.resolve(Sick.self)
+    _ = await registry.fix("container.singletons")
     print("logged: \(lines.load(ordering: .relaxed)) line(s)")
 case "health-misuse":
     // A check and a loop interval the registry cannot use: logged errors, not a crash.
