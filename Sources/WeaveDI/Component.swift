@@ -89,7 +89,7 @@ public struct Provide<Value: Sendable>: Sendable {
     ) {
         self.scope = scope
         site = DeclarationSite(fileID: fileID, line: line)
-        injected = Injected(declaredAt: site)
+        injected = Injected(declaredAt: site, wrapper: "@Provide")
         factory = { _ in wrappedValue() }
     }
 
@@ -102,7 +102,7 @@ public struct Provide<Value: Sendable>: Sendable {
     ) {
         self.scope = scope
         site = DeclarationSite(fileID: fileID, line: line)
-        injected = Injected(declaredAt: site)
+        injected = Injected(declaredAt: site, wrapper: "@Provide")
         self.factory = factory
     }
 

@@ -9,7 +9,7 @@ public struct Inject<Value: Sendable>: Sendable {
     /// Resolves the property's type. `fileID` and `line` default to the property's declaration,
     /// which a read that stops the program names.
     public init(fileID: StaticString = #fileID, line: UInt = #line) {
-        injected = Injected(declaredAt: DeclarationSite(fileID: fileID, line: line))
+        injected = Injected(declaredAt: DeclarationSite(fileID: fileID, line: line), wrapper: "@Inject")
     }
 
     /// The resolved instance (nil for an optional property when it cannot be resolved).

@@ -55,12 +55,14 @@ public struct Injected<Value> {
         self.init(declaredAt: DeclarationSite(fileID: fileID, line: line))
     }
 
-    /// `init()` for a property declared at `site` (`@Provide`, `@Inject`, which take their own).
-    init(declaredAt site: DeclarationSite) where Value: Sendable {
+    /// `init()` for a property declared at `site` (`@Provide`, `@Inject`, which take their own),
+    /// whose read that stops the program names the property as `wrapper` does
+    /// (`@Inject var ...: T`).
+    init(declaredAt site: DeclarationSite, wrapper: StaticString = "@Injected") where Value: Sendable {
         if let optional = Value.self as? any OptionalLookup.Type {
             storage = .type(.passUnretained(unsafeDowncast(optional.typeLookup(), to: TypeLookup<Value>.self)))
         } else {
-            storage = .required(.passUnretained(RequiredLookup.shared(LiveTypeLookup<Value>.shared(), declaredAt: site)))
+            storage = .required(.passUnretained(RequiredLookup.shared(LiveTypeLookup<Value>.shared(), declaredAt: site, wrapper: wrapper)))
         }
     }
 
@@ -93,7 +95,7 @@ public struct Injected<Value> {
         case let .type(lookup): lookup._withUnsafeGuaranteedRef { $0.read() }
         case let .required(required):
             required._withUnsafeGuaranteedRef { required in
-                required.lookup._withUnsafeGuaranteedRef { $0.readRequired() } ?? Self.unresolved(required.site)
+                required.lookup._withUnsafeGuaranteedRef { $0.readRequired() } ?? Self.unresolved(required.site, wrapper: required.wrapper)
             }
         }
     }
@@ -101,12 +103,12 @@ public struct Injected<Value> {
     /// Why a non-optional by-type read found nothing, as the program's last words. (Reached only
     /// from `.required`, which `init()` makes for a `Sendable` `Value`.)
     @inline(never)
-    static func unresolved(_ site: DeclarationSite) -> Value {
+    static func unresolved(_ site: DeclarationSite, wrapper: StaticString) -> Value {
         do {
             return try WeaveDI.Container.live.requireSendable(Value.self)
         } catch {
             fatalError(
-                "@Injected var ...: \(Value.self)\(site.declaredAt): \(error) (a non-optional @Injected read cannot throw; "
+                "\(wrapper) var ...: \(Value.self)\(site.declaredAt): \(error) (a non-optional \(wrapper) read cannot throw; "
                     + "@Injected var x: \(Value.self)? reads nil instead, try WeaveDI.Container.live.require(\(Value.self).self) "
                     + "throws this error)")
         }
@@ -191,18 +193,22 @@ final class InjectedCache<Value>: @unchecked Sendable {
 final class RequiredLookup<Value>: @unchecked Sendable {
     let lookup: Unmanaged<TypeLookup<Value?>>
     let site: DeclarationSite
+    /// The property wrapper declared there (`@Injected`, `@Provide`, `@Inject`).
+    let wrapper: StaticString
 
-    private init(_ lookup: TypeLookup<Value?>, site: DeclarationSite) {
+    private init(_ lookup: TypeLookup<Value?>, site: DeclarationSite, wrapper: StaticString) {
         self.lookup = .passUnretained(lookup)
         self.site = site
+        self.wrapper = wrapper
     }
 
-    /// The one for `lookup` (a permanent `LiveTypeLookup`) declared at `site`.
-    static func shared(_ lookup: TypeLookup<Value?>, declaredAt site: DeclarationSite) -> RequiredLookup {
+    /// The one for `lookup` (a permanent `LiveTypeLookup`) declared at `site` with `wrapper`
+    /// (one wrapper per declaration, so the site alone tells them apart).
+    static func shared(_ lookup: TypeLookup<Value?>, declaredAt site: DeclarationSite, wrapper: StaticString) -> RequiredLookup {
         let key = RequiredLookups.Key(lookup: ObjectIdentifier(lookup), site: site)
         return RequiredLookups.table.withLock { table in
             if let existing = table[key] { return unsafeDowncast(existing, to: RequiredLookup.self) }
-            let made = RequiredLookup(lookup, site: site)
+            let made = RequiredLookup(lookup, site: site, wrapper: wrapper)
             table[key] = made
             return made
         }

@@ -149,6 +149,11 @@ final class InjectedReader {
     @Injected var unregistered: Unregistered
 }
 
+/// `@Provide`, read before its component is registered: the stop names `@Provide`.
+struct UnregisteredProviders: WeaveDI.Component {
+    @Provide var unregistered: Unregistered = Unregistered()
+}
+
 final class Clock: Sendable {}
 final class Store: Sendable {}
 /// Built by a factory that looks for a type nobody registered (a line the resolve logs).
@@ -299,6 +304,9 @@ case "key-too-deep":
     print("unreachable")
 case "injected-missing":
     _ = InjectedReader().unregistered
+    print("unreachable")
+case "provide-missing":
+    _ = UnregisteredProviders().unregistered
     print("unreachable")
 case "env", "env-preset":
     if arguments.first == "env-preset" {

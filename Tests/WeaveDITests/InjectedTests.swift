@@ -568,5 +568,18 @@ struct GroupedValues {
         #expect(!result.stderr.contains("Unregistered? reads nil:"), "\(result.stderr)")
         #expect(!result.stderr.contains("diagnostic:"), "\(result.stderr)")
     }
+
+    /// `@Provide` (and the deprecated `@Inject`) read through the same lookup: the stop names the
+    /// wrapper the property was declared with.
+    @Test func nonOptionalProvideWithoutRegistration_stops_namingItsWrapper() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["provide-missing"])
+        #expect(result.signaled || result.status != 0)
+        #expect(!result.stdout.contains("unreachable"))
+        let line = try probeLine(of: "    @Provide var unregistered: Unregistered = Unregistered()")
+        #expect(result.stderr.contains("@Provide var ...: Unregistered (declared at weavedi_probe/main.swift:\(line)): "),
+            "\(result.stderr)")
+        #expect(result.stderr.contains("(a non-optional @Provide read cannot throw; @Injected var x: Unregistered? reads nil instead"),
+            "\(result.stderr)")
+    }
 }
 
