@@ -35,6 +35,19 @@ import Testing
         #expect(runs.load(ordering: .relaxed) == 2)
     }
 
+    /// An object made inside `withInjectedValues` and read after the call reads the values in
+    /// effect at the read (TCA's `@Dependency` would keep the ones where it was made).
+    @Test func anObjectMadeUnderAnOverride_readsTheLiveValue_afterTheCall() {
+        struct Reader { @Injected(\.name) var name: String }
+        let reader = withInjectedValues { $0.name = "overridden" } operation: {
+            let made = Reader()
+            #expect(made.name == "overridden")
+            return made
+        }
+        #expect(reader.name != "overridden")
+        #expect(reader.name == InjectedValues.current.name)
+    }
+
     /// A detached task sees neither the overrides of the `withInjectedValues` it was started in
     /// nor the current session; a child task sees both.
     @Test func aDetachedTask_seesNeitherOverridesNorTheCurrentSession() async throws {
