@@ -43,7 +43,7 @@ extension WeaveDI.Container {
         }
         if removed {
             Generation.bump()
-            WeaveDILog.log(.registration, "unregistered \(type)")
+            WeaveDILog.log(.registration, "unregistered \(TypeSlots.shared.logName(ofSlot: slot))")
         }
         return removed
     }
@@ -71,15 +71,15 @@ extension WeaveDI.Container {
         if let previous {
             WeaveDILog.log(
                 .overwrite,
-                "\(entry.typeName) registered again by module \(entry.module) (\(entry.scope)); it replaces "
+                "\(entry.logName) registered again by module \(entry.module) (\(entry.scope)); it replaces "
                     + "the registration by module \(previous.module) (\(previous.scope))")
         } else {
-            WeaveDILog.log(.registration, "registered \(entry.typeName) (\(entry.scope), module \(entry.module))")
+            WeaveDILog.log(.registration, "registered \(entry.logName) (\(entry.scope), module \(entry.module))")
         }
         if optimized, !BootstrapContext.active {
             WeaveDILog.log(
                 .optimization,
-                "\(entry.typeName) registered outside bootstrap after enableOptimization(): the next bootstrap "
+                "\(entry.logName) registered outside bootstrap after enableOptimization(): the next bootstrap "
                     + "or enableOptimization() warms it")
         }
     }

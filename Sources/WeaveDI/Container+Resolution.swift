@@ -35,15 +35,15 @@ extension WeaveDI.Container {
     func builtWhileReleasing(_ entry: Entry) {
         WeaveDILog.log(
             .error,
-            "\(entry.messageName) was built by a dispose() during releaseAll(), after the singletons were released: "
+            "\(entry.logName) was built by a dispose() during releaseAll(), after the singletons were released: "
                 + "it stays built and this releaseAll() does not dispose it; let dispose() use what its instance holds "
-                + "instead of resolving \(entry.messageName)")
+                + "instead of resolving \(entry.logName)")
     }
 
     /// Logs why `resolve` returns nil.
     @usableFromInline
     func resolveFailed(_ type: Any.Type, _ error: ResolutionError) {
-        WeaveDILog.log(.error, "resolve(\(type)) returned nil: \(error)")
+        WeaveDILog.log(.error, "resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(error)")
     }
 
     @usableFromInline @inline(__always)

@@ -119,6 +119,10 @@ final class Entry: @unchecked Sendable {
     /// spelling a type is slow, registering is not.
     var typeName: String { TypeSlots.shared.name(ofSlot: slot) }
 
+    /// The registered type's name in a log line (`TypeSlots.logName(ofSlot:)`): qualified when
+    /// another type of the same name was named before.
+    var logName: String { TypeSlots.shared.logName(ofSlot: slot) }
+
     /// The registered type's name in an error made here (`ResolutionStack.messageName`):
     /// qualified when a build open on this thread is of another type of the same name.
     var messageName: String { ResolutionStack.current.messageName(of: slot) }

@@ -345,9 +345,9 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
             guard !absenceLogged.exchange(true, ordering: .relaxed) else { return }
             WeaveDILog.log(
                 .diagnostic, subsystem: "injected",
-                "@Injected var ...: \(Wrapped.self)? reads nil: \(error) (said once for this type)")
+                "@Injected var ...: \(TypeSlots.shared.logName(ofSlot: slot))? reads nil: \(error) (said once for this type)")
         default:
-            WeaveDILog.log(.error, subsystem: "injected", "@Injected var ...: \(Wrapped.self)? reads nil: \(error)")
+            WeaveDILog.log(.error, subsystem: "injected", "@Injected var ...: \(TypeSlots.shared.logName(ofSlot: slot))? reads nil: \(error)")
         }
     }
 }

@@ -19,7 +19,7 @@ public final class Request: Resolver, Sendable {
     /// The instance for `type` in this request, or nil (the reason is logged).
     public func resolve<T: Sendable>(_ type: T.Type) -> T? {
         do { return try require(type) } catch {
-            WeaveDILog.log(.error, "request '\(id)': resolve(\(type)) returned nil: \(error)")
+            WeaveDILog.log(.error, "request '\(id)': resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(error)")
             return nil
         }
     }

@@ -38,7 +38,7 @@ public final class Session: Resolver, Sendable {
     /// The instance for `type` in this session, or nil (the reason is logged).
     public func resolve<T: Sendable>(_ type: T.Type) -> T? {
         do { return try require(type) } catch {
-            WeaveDILog.log(.error, "session '\(id)': resolve(\(type)) returned nil: \(error)")
+            WeaveDILog.log(.error, "session '\(id)': resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(error)")
             return nil
         }
     }

@@ -21,6 +21,8 @@ final class TypeSlots: Sendable {
         var types: [Any.Type] = []
         /// Names spelled so far, by slot.
         var names: [String?] = []
+        /// The slots of each name spelled so far (more than one: types of one name).
+        var slotsByName: [String: [Int]] = [:]
         /// Qualified names (`Module.Outer.Name`) spelled so far, by slot.
         var qualifiedNames: [String?] = []
         /// The slot of each qualified name spelled so far.
@@ -55,8 +57,40 @@ final class TypeSlots: Sendable {
         if let name = known.name { return name }
         // Spelled outside the lock: printing a type may be slow the first time.
         let name = typeName(known.type)
-        writer.withLock { $0.names[slot] = name }
+        writer.withLock { state in
+            guard state.names[slot] == nil else { return }
+            state.names[slot] = name
+            state.slotsByName[name, default: []].append(slot)
+        }
         return name
+    }
+
+    /// The name of `slot` in a log line: as `name(ofSlot:)` spells it (`Repo`), but qualified
+    /// (`App.Users.Repo`) when another type of the same name was named before in this process
+    /// (in a log line, an error or a report: every registration logged names its type), so
+    /// that two types of one name are told apart in the log. Call it only where the line is
+    /// emitted (inside `WeaveDILog.log`'s message): it spells the name.
+    func logName(ofSlot slot: Int) -> String {
+        let name = name(ofSlot: slot)
+        let shared = writer.withLock { state in state.slotsByName[name].map { $0.count > 1 } ?? false }
+        return shared ? qualifiedName(ofSlot: slot) : name
+    }
+
+    /// `logName(ofSlot:)` of `type`.
+    func logName(of type: Any.Type) -> String {
+        logName(ofSlot: slot(forAny: type))
+    }
+
+    /// The slot of `type`, given as a metatype value.
+    func slot(forAny type: Any.Type) -> Int {
+        let key = UInt(bitPattern: ObjectIdentifier(type))
+        let found = table.load(ordering: .acquiring)._withUnsafeGuaranteedRef { $0.find(key) }
+        return found >= 0 ? found : insert(key: key, type: type)
+    }
+
+    /// Whether the name of `slot` was spelled (tests: a filtered-out log line spells nothing).
+    func hasSpelledName(ofSlot slot: Int) -> Bool {
+        writer.withLock { state in slot < state.names.count && state.names[slot] != nil }
     }
 
     /// The name of the type at `slot` with its module and enclosing types

@@ -108,3 +108,46 @@ extension InjectedTests {
         #expect(about.last?.hasPrefix("OptLooseLater registered outside bootstrap after enableOptimization()") == true, "\(about)")
     }
 }
+
+/// Two types named `Ledger`, named in no other test: which one a log line means must show.
+enum LogBooks { final class Ledger: Sendable {} }
+enum LogTills { final class Ledger: Sendable {} }
+final class LogUniqueLedger: Sendable {}
+/// Named nowhere else, so that nothing but its registration could spell its name.
+private struct NeverLogged<Tag>: Sendable {}
+private enum Filtered {}
+
+extension InjectedTests {
+    /// A type whose name another type named before has is named qualified in the log, as in an
+    /// error; a name of its own stays short.
+    @Test func logLines_tellTwoTypesOfOneNameApart() async {
+        let container = WeaveDI.Container()
+        let lines = await logged {
+            container.register(LogUniqueLedger.self) { LogUniqueLedger() }
+            container.register(LogBooks.Ledger.self) { LogBooks.Ledger() }
+            container.register(LogTills.Ledger.self) { LogTills.Ledger() }
+            container.register(LogBooks.Ledger.self, scope: .transient) { LogBooks.Ledger() }
+            container.unregister(LogTills.Ledger.self)
+            _ = container.resolve(LogTills.Ledger.self)
+        }
+        let messages = lines.map(\.message)
+        #expect(messages.contains("registered LogUniqueLedger (singleton, module main)"), "\(messages)")
+        #expect(messages.contains("registered Ledger (singleton, module main)"), "\(messages)")
+        #expect(messages.contains("registered WeaveDITests.LogTills.Ledger (singleton, module main)"), "\(messages)")
+        #expect(messages.contains { $0.hasPrefix("WeaveDITests.LogBooks.Ledger registered again by module main (transient)") },
+            "\(messages)")
+        #expect(messages.contains("unregistered WeaveDITests.LogTills.Ledger"), "\(messages)")
+        #expect(messages.contains { $0.hasPrefix("resolve(WeaveDITests.LogTills.Ledger) returned nil: ") }, "\(messages)")
+    }
+
+    /// A registration whose line the level filters out does not spell its type's name.
+    @Test func aFilteredOutRegistrationLine_spellsNoName() {
+        let level = UnifiedDI.logLevel
+        UnifiedDI.setLogLevel(.errors)
+        defer { UnifiedDI.setLogLevel(level) }
+        let container = WeaveDI.Container()
+        container.register(NeverLogged<Filtered>.self) { NeverLogged() }
+        #expect(container.isRegistered(NeverLogged<Filtered>.self))
+        #expect(!TypeSlots.shared.hasSpelledName(ofSlot: TypeSlots.shared.slot(for: NeverLogged<Filtered>.self)))
+    }
+}

@@ -180,7 +180,7 @@ extension WeaveDI.Container {
         guard let evicted else { return false }
         Generation.bump()
         if let disposable = evicted { await disposable.dispose() }
-        WeaveDILog.log(.diagnostic, "evicted the singleton \(TypeSlots.shared.name(ofSlot: slot))")
+        WeaveDILog.log(.diagnostic, "evicted the singleton \(TypeSlots.shared.logName(ofSlot: slot))")
         return true
     }
 
