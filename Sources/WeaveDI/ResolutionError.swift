@@ -83,8 +83,12 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
     /// How Swift 6 source writes the metatype of the type named `type`: `(any P).self` for a
     /// protocol's existential (which the run time names `P`, as the protocol), `T.self` for
     /// any other (`Any` and `AnyObject` need no `any`).
+    /// A generic argument that is a protocol's existential gets its `any` too
+    /// (`Holder<any P>.self`, `Array<Holder<any P>>.self`), which the run time leaves out as well.
     static func metatype(named type: String) -> String {
-        guard type != "Any", type != "AnyObject", TypeSlots.shared.spellsExistential(type) else { return "\(type).self" }
+        guard type != "Any", type != "AnyObject", TypeSlots.shared.spellsExistential(type) else {
+            return "\(TypeSlots.shared.sourceSpelling(ofName: type) ?? type).self"
+        }
         return "(any \(type)).self"
     }
 

@@ -159,6 +159,92 @@ final class TypeSlots: Sendable {
         }
     }
 
+    /// How Swift 6 source writes the type spelled `name` (by `name(ofSlot:)` or
+    /// `qualifiedName(ofSlot:)`), when a generic argument in it is a protocol's existential,
+    /// which the run time spells without `any`: `Holder<any P>` for `Holder<P>`,
+    /// `Array<Optional<Holder<any P & Q>>>`. Nil when nothing in it needs `any`, or no type of
+    /// that name is known. The type as a whole being an existential is `spellsExistential`'s.
+    func sourceSpelling(ofName name: String) -> String? {
+        let found: (slot: Int, qualified: Bool)? = writer.withLock { state in
+            for slot in state.types.indices {
+                if state.names[slot] == name { return (slot, false) }
+                if state.qualifiedNames[slot] == name { return (slot, true) }
+            }
+            return nil
+        }
+        guard let found else { return nil }
+        let qualified = qualifiedName(ofSlot: found.slot)
+        // A private type's context is spelled `(unknown context at $…)`: nothing to parse.
+        guard !qualified.contains("(unknown context") else { return nil }
+        var out = ""
+        var changed = false
+        var previous = ""  // the last path or punctuation written, spaces aside
+        var index = qualified.startIndex
+        while index < qualified.endIndex {
+            let character = qualified[index]
+            if !TypeSlots.isPathCharacter(character) {
+                out.append(character)
+                if character != " " { previous = String(character) }
+                index = qualified.index(after: index)
+                continue
+            }
+            var end = index
+            while end < qualified.endIndex, TypeSlots.isPathCharacter(qualified[end]) { end = qualified.index(after: end) }
+            let path = qualified[index..<end].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            let written = found.qualified ? path.joined(separator: ".") : path.last!
+            // Inside a generic argument list only: the whole type's existential is the caller's.
+            let inArguments = out.contains("<") || out.contains("(")
+            if inArguments, previous != "any", previous != "&", TypeSlots.isProtocol(path) {
+                out += "any "
+                changed = true
+            }
+            out += written
+            previous = written
+            index = end
+        }
+        return changed ? out : nil
+    }
+
+    private static func isPathCharacter(_ character: Character) -> Bool {
+        character == "." || character == "_" || character.isLetter || character.isNumber
+    }
+
+    /// Whether the dotted path (`App.Outer.P`: a module, then names) names a protocol, asked of
+    /// the run time by the protocol's mangled name (its enclosing types tried as a struct, an
+    /// enum and a class). ASCII names only (others are mangled otherwise): false for the rest.
+    static func isProtocol(_ path: [String]) -> Bool {
+        guard path.count >= 2, path.count <= 5, path.allSatisfy({ part in
+            !part.isEmpty && part.unicodeScalars.allSatisfy { $0.isASCII && ($0 == "_" || $0.properties.isAlphabetic
+                || ("0"..."9").contains($0)) }
+        }) else { return false }
+        if path == ["Swift", "AnyObject"] || path.last == "Type" || path.last == "Protocol" { return false }
+        func mangled(_ part: String) -> String { "\(part.utf8.count)\(part)" }
+        let module = path[0] == "Swift" ? "s" : mangled(path[0])
+        var prefixes = [module]
+        for enclosing in path.dropFirst().dropLast() {
+            prefixes = prefixes.flatMap { prefix in ["V", "O", "C"].map { prefix + mangled(enclosing) + $0 } }
+        }
+        return prefixes.contains { prefix in
+            _typeByName(prefix + mangled(path.last!) + "P_p").map(isSingleProtocolExistential) ?? false
+        }
+    }
+
+    /// Whether `type` is the existential of one protocol. (The run time answers a protocol's
+    /// mangled name made of a standard library type's, `Swift.Optional`'s, with an existential
+    /// of that type's descriptor: the descriptor's kind tells.) Reads the existential's
+    /// metadata: its kind, its flags and count, then its protocol's descriptor, whose flags'
+    /// low five bits are its kind (3: a protocol).
+    private static func isSingleProtocolExistential(_ type: Any.Type) -> Bool {
+        let metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
+        guard metadata.load(as: UInt.self) == 0x303 else { return false }  // existential
+        let flags = metadata.load(fromByteOffset: 8, as: UInt32.self)
+        let count = metadata.load(fromByteOffset: 12, as: UInt32.self)
+        guard count == 1, flags & 0x4000_0000 == 0 else { return false }  // one protocol, no superclass
+        let reference = metadata.load(fromByteOffset: 16, as: UInt.self) & ~1
+        guard let descriptor = UnsafeRawPointer(bitPattern: reference) else { return false }
+        return descriptor.load(as: UInt32.self) & 0x1F == 3
+    }
+
     /// The type at `slot`, if one has it.
     func type(ofSlot slot: Int) -> Any.Type? {
         writer.withLock { state in slot < state.types.count ? state.types[slot] : nil }

@@ -9,6 +9,7 @@ private final class MailerImpl: Mailer {}
 /// Not a `Mailer`, whatever its name.
 private final class MailerLog: Sendable {}
 protocol MailerSending: Sendable {}
+struct MailBox<Content: Sendable>: Sendable {}
 
 private class Store: @unchecked Sendable {}  // (@unchecked: no state, open to its subclass)
 private final class StoreImpl: Store, @unchecked Sendable {}
@@ -85,6 +86,29 @@ private struct Square {}
             || composition.message.hasSuffix("container.register((any Mailer & Figure).self) { ... }"), "\(composition.message)")
         let concrete = try #require(notRegistered { _ = try container.require(StoreCache.self) })
         #expect(concrete.message.hasSuffix("container.register(StoreCache.self) { ... }"), "\(concrete.message)")
+    }
+
+    /// A protocol's existential among a type's generic arguments is written `any P` too: the
+    /// run time names `Holder<any Mailer>` `Holder<Mailer>`, which does not compile.
+    @Test func theRegistrationHint_writesAnExistentialGenericArgumentAsAnyP() throws {
+        let container = WeaveDI.Container()
+        func hint<T: Sendable>(_ type: T.Type) throws -> String {
+            try #require(notRegistered { _ = try container.require(type) }).message
+        }
+        let direct = try hint(MailBox<any Mailer>.self)
+        #expect(direct.hasSuffix("container.register(MailBox<any Mailer>.self) { ... }"), "\(direct)")
+        let nested = try hint(Array<MailBox<MailBox<any Mailer>>>.self)
+        #expect(nested.hasSuffix("container.register(Array<MailBox<MailBox<any Mailer>>>.self) { ... }"), "\(nested)")
+        let optional = try hint(MailBox<(any Mailer)?>.self)
+        #expect(optional.hasSuffix("container.register(MailBox<Optional<any Mailer>>.self) { ... }"), "\(optional)")
+        let dictionary = try hint([String: MailBox<any Mailer & MailerSending>].self)
+        #expect(dictionary.hasSuffix("container.register(Dictionary<String, MailBox<any Mailer & MailerSending>>.self) { ... }")
+            || dictionary.hasSuffix("container.register(Dictionary<String, MailBox<any MailerSending & Mailer>>.self) { ... }"),
+            "\(dictionary)")
+        let standard = try hint(MailBox<any Error>.self)
+        #expect(standard.hasSuffix("container.register(MailBox<any Error>.self) { ... }"), "\(standard)")
+        let concrete = try hint(MailBox<StoreCache>.self)
+        #expect(concrete.hasSuffix("container.register(MailBox<StoreCache>.self) { ... }"), "\(concrete)")
     }
 
     @Test func typeRelation_saysWhatTheTypeSystemSays() {
