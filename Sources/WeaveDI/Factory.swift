@@ -18,6 +18,10 @@
 /// (`@Factory var ...: PDFGenerator (declared at App/DocumentService.swift:2): ...`): the
 /// initializers take `#fileID` and `#line` as defaults, which Swift evaluates where the property
 /// is declared. Leave them out.
+///
+/// Each instance read is the reader's, as a transient is, whatever the registration's scope:
+/// nothing keeps it, and no session, request or `releaseAll()` disposes it; a reader of a
+/// `Disposable` type calls `dispose()` itself when done with it.
 @propertyWrapper
 public struct Factory<Value: Sendable>: Sendable {
     /// Where the property is declared, for a stop's message (read by nothing else).
@@ -76,6 +80,10 @@ extension WeaveDI.Container {
     /// throws `scopeMismatch`: the longer-lived instance would keep what the shorter scope
     /// built; and where no such scope is active (no session or request current or building),
     /// it throws `noActiveScope` (`scopeClosed` for a closed one), never an instance nothing owns.
+    ///
+    /// The instance is the caller's, whatever the registration's scope, as a transient is: the
+    /// container keeps no reference to it, and no session, request or `releaseAll()` disposes
+    /// it. A `Disposable` one is disposed by its caller (`await instance.dispose()`) when done.
     public func makeFresh<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }

@@ -16,6 +16,10 @@ public protocol Resolver: AnyObject, Sendable {
 /// What a scoped instance adopts to be told that its scope has ended: a singleton when its
 /// container releases it, a session- or request-scoped instance when that scope closes.
 /// `dispose()` is called once, in reverse creation order.
+///
+/// Only what a container keeps is disposed by it: not a transient, not an instance made fresh
+/// (`makeFresh`, `@Factory`) whatever its registration's scope, not one given with
+/// `register(_:instance:)`. Those are their caller's to dispose.
 public protocol Disposable: Sendable {
     /// Releases what the instance holds (connections, files, tasks).
     func dispose() async

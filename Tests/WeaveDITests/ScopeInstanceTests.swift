@@ -55,6 +55,33 @@ import Testing
         #expect(session.instanceCount == 0)
     }
 
+    /// An instance made fresh (`makeFresh`, what `@Factory` reads) is its caller's, whatever its
+    /// registration's scope, as a transient is: neither the session it was built in nor
+    /// `releaseAll()` disposes it (nor keeps it); the session's own instance and the built
+    /// singleton are disposed as ever.
+    @Test func freshInstances_areTheCallers_noScopeDisposesThem() async throws {
+        let ledger = Ledger()
+        let container = WeaveDI.Container()
+        let builds = Atomic<Int>(0)
+        container.register((any Part).self, scope: .session) {
+            TidyPart("session's \(builds.add(1, ordering: .relaxed).newValue)", ledger)
+        }
+        container.register(Tracked.self) { Tracked("singleton \(builds.add(1, ordering: .relaxed).newValue)", ledger) }
+        let session = container.openSession(id: "fresh")
+        _ = try session.require((any Part).self)  // the session's: 1
+        let freshPart = try session.withCurrent { try container.makeFresh((any Part).self) }  // 2
+        #expect(session.instanceCount == 1)
+        _ = try container.require(Tracked.self)  // the singleton: 3
+        let freshTracked = try container.makeFresh(Tracked.self)  // 4
+        await session.close()
+        await container.releaseAll()
+        #expect(ledger.disposals == ["session's 1", "singleton 3"])
+        // The caller disposes what it made fresh, when it is done with it.
+        await (freshPart as! any Disposable).dispose()
+        await freshTracked.dispose()
+        #expect(ledger.disposals == ["session's 1", "singleton 3", "session's 2", "singleton 4"])
+    }
+
     @Test func concurrentFirstResolves_buildOneInstancePerSession() {
         let ledger = Ledger()
         let container = WeaveDI.Container()
