@@ -40,6 +40,15 @@ extension WeaveDI.Container {
                 + "instead of resolving \(entry.logName)")
     }
 
+    /// Logs a singleton whose build straddled a `releaseAll()`: not cached.
+    @inline(never)
+    func builtAcrossRelease(_ entry: Entry) {
+        WeaveDILog.log(
+            .diagnostic,
+            "\(entry.logName) was being built when releaseAll() began: this instance goes to its resolve only, not "
+                + "cached (it may hold what the release disposed); the next resolve builds it again")
+    }
+
     /// Logs why `resolve` returns nil.
     @usableFromInline
     func resolveFailed(_ type: Any.Type, _ error: ResolutionError) {
@@ -94,17 +103,25 @@ extension WeaveDI.Container {
                     deadlock: { .cycle(path: $0.path) })
                 else { continue }
                 defer { BuildGates.shared.leave(gate) }
+                let releasesBefore = releases.load(ordering: .relaxed)
                 let value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack)
-                if let disposable = entry.disposable(value) {
-                    // Published and listed at once: an `evict` (which looks under this lock)
-                    // sees both or neither, so it never takes an instance without its disposal.
-                    state.withLock { state in
-                        entry.publish(value)
-                        state.disposables.append((ObjectIdentifier(entry), disposable))
+                let disposable = entry.disposable(value)
+                // Published and listed at once: an `evict` (which looks under this lock) sees
+                // both or neither, so it never takes an instance without its disposal. Under the
+                // lock too, the count of releases: a `releaseAll` that began during the build
+                // (it swaps the built singletons under this lock) may have disposed what the
+                // factory took, so the instance is its caller's only, never cached.
+                let cached: Bool = state.withLock { state in
+                    let cached = releases.load(ordering: .relaxed) == releasesBefore
+                    if cached { entry.publish(value) }
+                    if let disposable {
+                        // Not published: listed under no entry, so that no `evict` takes it.
+                        let owner = cached ? ObjectIdentifier(entry) : ObjectIdentifier(Never.self)
+                        state.disposables.append((owner, disposable))
                     }
-                } else {
-                    entry.publish(value)
+                    return cached
                 }
+                if !cached { builtAcrossRelease(entry) }
                 if ReleaseContext.disposing == id { builtWhileReleasing(entry) }
                 return value
             }

@@ -19,6 +19,10 @@ extension WeaveDI {
         @usableFromInline
         let table = EntryTable()
         let state = Locked(State())
+        /// How many `releaseAll()`s have started, raised under `state`'s lock as each swaps the
+        /// built singletons out: a singleton build that saw another count before it began than
+        /// under that lock when it ended straddled a release, and is not cached (`produce`).
+        let releases = Atomic<UInt64>(0)
 
         struct RegistrationRecord: Equatable {
             var module: String
@@ -150,10 +154,14 @@ extension WeaveDI {
         /// A singleton that a `dispose()` run here (a singleton's, or a closed session's
         /// instance's) resolves, directly or through what it builds, is built anew after the
         /// release: it stays built and this `releaseAll` does not dispose it;
-        /// each such build is logged as an error naming the type. A singleton whose build started
-        /// before the call and ends after it stays cached too.
+        /// each such build is logged as an error naming the type (a `Task.detached` that a
+        /// `dispose()` starts does not carry the task-local that tells: its builds are not logged).
+        /// A singleton whose build started before the call and ends after it is not cached (it
+        /// may hold what this call disposed): its resolve gets it, the next resolve builds
+        /// afresh, and a `Disposable` one is listed for the next `releaseAll()`.
         public func releaseAll() async {
             let (disposables, sessions): ([any Disposable], [Session]) = state.withLock { state in
+                releases.add(1, ordering: .relaxed)
                 for slot in state.order {
                     guard let entry = state.entries[slot], entry.hasInstance, !entry.isProvidedInstance else { continue }
                     let fresh = entry.fresh()
