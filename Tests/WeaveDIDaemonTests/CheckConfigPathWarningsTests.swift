@@ -171,6 +171,51 @@ import WeaveDIPosix
         #expect(checked.standardOutputText == "weavedid: configuration OK, with 1 warning (\(config))\n")
     }
 
+    /// A source that is a symbolic link to nothing (a disk not mounted behind it) is not only
+    /// "missing": the warning names the link and its target, and says that a run follows the
+    /// link, as it resolves the source's real path.
+    @Test func aSourceThatIsADanglingSymbolicLink_isSaidToBeOne() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        for path in ["dst", "logs"] { try FileManager.default.createDirectory(atPath: "\(d)/\(path)", withIntermediateDirectories: true) }
+        try FileManager.default.createSymbolicLink(atPath: "\(d)/src", withDestinationPath: "\(d)/disk/docs")
+        try FileManager.default.createSymbolicLink(atPath: "\(d)/rel", withDestinationPath: "gone")
+        let config = directory.write("weavedid.json", #"""
+            {"stateDirectory": "\#(d)/state", "control": {"socket": "\#(d)/run/control.sock"},
+             "sync": {"jobs": [{"name": "docs", "source": "\#(d)/src", "destination": "\#(d)/dst", "interval": 3600},
+                               {"name": "logs", "source": "\#(d)/rel", "destination": "\#(d)/logs", "interval": 3600}]}}
+            """#)
+        let checked = try check(config)
+        #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+        let fails = "the daemon starts, but each run of the job fails until it does: a run follows the link, so create its target (or mount what it leads to), or point the link, or the source, at a directory that exists"
+        #expect(checked.standardErrorText == """
+            weavedid: warning: \(config): sync.jobs[0].source: the source "\(d)/src" of job "docs" is a symbolic link to "\(d)/disk/docs", which does not exist; \(fails)
+            weavedid: warning: \(config): sync.jobs[1].source: the source "\(d)/rel" of job "logs" is a symbolic link to "gone", which does not exist; \(fails)
+
+            """)
+        #expect(checked.standardOutputText == "weavedid: configuration OK, with 2 warnings (\(config))\n")
+    }
+
+    /// The built-in default's example source is created at start only where nothing is: a
+    /// dangling symbolic link there stays, and each run fails, so the check says so.
+    @Test func theBuiltInDefault_withADanglingLinkAsTheExampleSource_isAWarning() throws {
+        guard (try? FileStatus(path: "/etc/weavedi/weavedid.json")) == nil else {
+            print("SKIPPED \(#function): /etc/weavedi/weavedid.json exists, so the built-in default is not used")
+            return
+        }
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        try FileManager.default.createDirectory(atPath: "\(d)/.weavedi/example", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: "\(d)/.weavedi/example/source", withDestinationPath: "nowhere")
+        let daemon = try DaemonProcess(["--check-config"], directory: directory)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(daemon.log == """
+            weavedid: warning: built-in default: sync.jobs[0].source: the source "\(d)/.weavedi/example/source" of job "example" is a symbolic link to "nowhere", which does not exist; the daemon starts, but each run of the job fails until it does: a run follows the link, so create its target (or mount what it leads to), or point the link, or the source, at a directory that exists
+            weavedid: configuration OK, with 1 warning (built-in default)
+
+            """)
+    }
+
     /// A missing destination with a symbolic link on its way (`/mnt/disk` a link to a disk
     /// not mounted, or to anything): `weavedictl fix` creates no directory through a link, so
     /// the warning names the link and gives advice that works.

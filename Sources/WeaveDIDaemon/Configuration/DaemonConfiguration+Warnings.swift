@@ -19,8 +19,10 @@ extension DaemonConfiguration {
     /// run needs (`faccessat` with `AT_EACCESS`, so ACLs count): a source to read and search, a
     /// destination root and the metrics file's directory to write in and search. A missing
     /// destination that is a symbolic link to nothing is said to be one, and a missing one with
-    /// a symbolic link on its way is said to have it (the fix creates no root through a link). The built-in default's example job is not warned about as
-    /// missing: the daemon creates its source and destination at start (`ExampleJob`). The
+    /// a symbolic link on its way is said to have it (the fix creates no root through a link). A
+    /// source that is a symbolic link to nothing is said to be one, with its target (a run follows
+    /// it). The built-in default's example job is not warned about as missing (but a dangling link
+    /// as its source is, as the start creates no source there): the daemon creates its source and destination at start (`ExampleJob`). The
     /// paths are looked at as the user running the check, which need not be the daemon's: as
     /// root, every path is reachable.
     ///
@@ -75,7 +77,18 @@ extension DaemonConfiguration {
                     warnings.append("\(field).source: cannot read \(source) (\(access)): \(error); \(fails) the daemon's user may read it")
                 }
             case let .failure(error) where isMissing(error):
-                if !createdAtStart { warnings.append("\(field).source: \(source) does not exist; \(fails) it does") }
+                // A symbolic link to nothing: a run follows a source root that is a link (it
+                // resolves the real path), so it works once the target is a directory. The
+                // example job's start creates no source where a link is (`ExampleJob`).
+                if case .success(.symbolicLink) = try look("\(field).source", mirror.source, followSymlinks: false) {
+                    let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: mirror.source))
+                        .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
+                    warnings.append("\(field).source: \(source) is a symbolic link\(target), which does not exist; \(fails) it does: "
+                        + "a run follows the link, so create its target (or mount what it leads to), or point the link, or the source, "
+                        + "at a directory that exists")
+                } else if !createdAtStart {
+                    warnings.append("\(field).source: \(source) does not exist; \(fails) it does")
+                }
             case let .failure(error):
                 warnings.append("\(field).source: cannot look at \(source): \(error); \(fails) the daemon's user may read it")
             }
