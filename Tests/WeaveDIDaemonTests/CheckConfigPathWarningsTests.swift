@@ -216,6 +216,31 @@ import WeaveDIPosix
             """)
     }
 
+    /// A disabled job is never scheduled, but runs by hand and once enabled again: its paths
+    /// are warned about as an enabled job's, marked `(job disabled)`.
+    @Test func aDisabledJobsPaths_areWarnedAbout_markedDisabled() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        for path in ["src", "dst"] { try FileManager.default.createDirectory(atPath: "\(d)/\(path)", withIntermediateDirectories: true) }
+        let config = directory.write("weavedid.json", #"""
+            {"stateDirectory": "\#(d)/state", "control": {"socket": "\#(d)/run/control.sock"},
+             "sync": {"jobs": [{"name": "docs", "source": "\#(d)/gone", "destination": "\#(d)/dst", "interval": 3600},
+                               {"name": "old", "source": "\#(d)/old", "destination": "\#(d)/dst-old", "interval": 3600, "enabled": false},
+                               {"name": "off", "source": "\#(d)/src", "destination": "\#(d)/dst-off", "interval": 3600, "enabled": false}]}}
+            """#)
+        let checked = try check(config)
+        #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+        let fails = "the daemon starts, but each run of the job fails until it does"
+        #expect(checked.standardErrorText == """
+            weavedid: warning: \(config): sync.jobs[0].source: the source "\(d)/gone" of job "docs" does not exist; \(fails)
+            weavedid: warning: \(config): sync.jobs[1].source: the source "\(d)/old" of job "old" (job disabled) does not exist; \(fails)
+            weavedid: warning: \(config): sync.jobs[1].destination: the destination "\(d)/dst-old" of job "old" (job disabled) does not exist; \(fails): runs never create it (once the daemon runs, `weavedictl fix job.old` creates it, with its parents)
+            weavedid: warning: \(config): sync.jobs[2].destination: the destination "\(d)/dst-off" of job "off" (job disabled) does not exist; \(fails): runs never create it (once the daemon runs, `weavedictl fix job.off` creates it, with its parents)
+
+            """)
+        #expect(checked.standardOutputText == "weavedid: configuration OK, with 4 warnings (\(config))\n")
+    }
+
     /// A missing destination with a symbolic link on its way (`/mnt/disk` a link to a disk
     /// not mounted, or to anything): `weavedictl fix` creates no directory through a link, so
     /// the warning names the link and gives advice that works.

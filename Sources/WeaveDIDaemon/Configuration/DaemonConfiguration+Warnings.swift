@@ -26,6 +26,9 @@ extension DaemonConfiguration {
     /// paths are looked at as the user running the check, which need not be the daemon's: as
     /// root, every path is reachable.
     ///
+    /// A disabled job's paths are warned about as an enabled one's, its name followed by
+    /// `(job disabled)`: it runs by hand, and when it is enabled again.
+    ///
     /// Before each path it looks at, it tells `note` (`StepDeadline`, which gives up on a path
     /// that does not answer), whose error it throws.
     func fileSystemWarnings(noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }) throws(ConfigurationError) -> [String] {
@@ -68,7 +71,9 @@ extension DaemonConfiguration {
             // as it starts (`ExampleJob.prepare`), so their absence is no warning.
             let createdAtStart = isBuiltInDefault && job.name == "example"
             let field = "sync.jobs[\(index)]"
-            let name = DaemonConfiguration.Job.quoted(job.name)
+            // A disabled job is never scheduled, but runs by hand (`weavedictl run-job`, a fix)
+            // and once enabled again: its paths are warned about too, marked so.
+            let name = DaemonConfiguration.Job.quoted(job.name) + (job.enabled ? "" : " (job disabled)")
             let source = "the source \(JSONValue.quotedPathForMessage(mirror.source)) of job \(name)"
             switch try look("\(field).source", mirror.source) {
             case let .success(kind):
