@@ -241,6 +241,47 @@ import WeaveDIPosix
         #expect(checked.standardOutputText == "weavedid: configuration OK, with 4 warnings (\(config))\n")
     }
 
+    /// The built-in default's example job is created below the working directory as the
+    /// daemon starts; where the user running the check may not write there, the start creates
+    /// nothing and each run fails: one warning names the directory. Root may write anywhere;
+    /// `nobody` may not in a directory of root's (0755), but may in one open to all.
+    @Test func theBuiltInDefault_inADirectoryTheUserMayNotWriteIn_isAWarning() throws {
+        guard ChildAsNobody.canRun() else { return }
+        guard (try? FileStatus(path: "/etc/weavedi/weavedid.json")) == nil else {
+            print("SKIPPED \(#function): /etc/weavedi/weavedid.json exists, so the built-in default is not used")
+            return
+        }
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        try FileManager.default.createDirectory(atPath: "\(d)/open", withIntermediateDirectories: true)
+        chmod(d, 0o755)
+        chmod("\(d)/open", 0o777)
+        /// `weavedid --check-config` in `workingDirectory`, with no HOME nor XDG_* (so the
+        /// built-in default's paths are all below it), as root or as `nobody`.
+        func check(in workingDirectory: String, asNobody: Bool = true) throws -> SubprocessResult {
+            let shell = ["/bin/sh", "-c", #"cd "$1" && exec "$2" --check-config"#, "sh", workingDirectory, DaemonProcess.binary]
+            return asNobody
+                ? try Subprocess.run(
+                    "/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups"] + shell,
+                    environment: ["PATH": "/usr/bin:/bin"])
+                : try Subprocess.run(shell[0], arguments: Array(shell.dropFirst()), environment: ["PATH": "/usr/bin:/bin"])
+        }
+        let asRoot = try check(in: d, asNobody: false)
+        #expect(asRoot.status == .exited(0) && asRoot.standardErrorText == "", "\(asRoot.standardErrorText)")
+        let closed = try check(in: d)
+        #expect(closed.status == .exited(0), "\(closed.standardErrorText)")
+        #expect(closed.standardErrorText == """
+            weavedid: warning: built-in default: sync.jobs[0]: the built-in default's example job "example" has its source and destination created below "\(d)/.weavedi/example" as the daemon starts, but the user running the check may not create them in "\(d)" (write and search access): Permission denied (EACCES); the start creates nothing there, and each run of the job fails: start weavedid in a directory its user may write in, or give it a configuration file (--config)
+
+            """)
+        #expect(closed.standardOutputText == "weavedid: configuration OK, with 1 warning (built-in default)\n")
+        let open = try check(in: d + "/open")
+        #expect(open.status == .exited(0) && open.standardErrorText == "", "\(open.standardErrorText)")
+        #expect(open.standardOutputText == "weavedid: configuration OK (built-in default)\n")
+        // Nothing was created by the checks.
+        #expect((try? FileStatus(path: d + "/open/.weavedi", followSymlinks: false)) == nil)
+    }
+
     /// A missing destination with a symbolic link on its way (`/mnt/disk` a link to a disk
     /// not mounted, or to anything): `weavedictl fix` creates no directory through a link, so
     /// the warning names the link and gives advice that works.

@@ -22,7 +22,8 @@ extension DaemonConfiguration {
     /// a symbolic link on its way is said to have it (the fix creates no root through a link). A
     /// source that is a symbolic link to nothing is said to be one, with its target (a run follows
     /// it). The built-in default's example job is not warned about as missing (but a dangling link
-    /// as its source is, as the start creates no source there): the daemon creates its source and destination at start (`ExampleJob`). The
+    /// as its source is, as the start creates no source there, and so is a working directory
+    /// where they cannot be created: `exampleJobWarnings`): the daemon creates its source and destination at start (`ExampleJob`). The
     /// paths are looked at as the user running the check, which need not be the daemon's: as
     /// root, every path is reachable.
     ///
@@ -144,6 +145,7 @@ extension DaemonConfiguration {
                     + "daemon runs, `weavedictl fix job.\(job.name)` creates it, with its parents)")
             }
         }
+        try warnings += exampleJobWarnings(look: look, refusal: refusal)
         if let metricsFile = sync.metricsFile {
             let directory = Self.parent(of: metricsFile)
             let shown = "the directory \(JSONValue.quotedPathForMessage(directory)) of the metrics file"
@@ -160,6 +162,46 @@ extension DaemonConfiguration {
             case let .failure(error):
                 warnings.append("sync.metricsFile: cannot look at \(shown): \(error); \(fails) the daemon's user may write there")
             }
+        }
+        return warnings
+    }
+
+    /// The built-in default's example job: the daemon creates its missing source and destination
+    /// as it starts (`ExampleJob`, a source only where nothing is, not even a link), below the
+    /// working directory; where the user running the check may not create them (write and
+    /// search access to the nearest directory there on their way), one warning, naming that
+    /// directory, as the start then creates nothing and each run fails.
+    private func exampleJobWarnings(
+        look: (String, String, Bool) throws(ConfigurationError) -> Result<FileKind, Errno>,
+        refusal: (String, String, AccessCheck) throws(ConfigurationError) -> Errno?
+    ) throws(ConfigurationError) -> [String] {
+        guard isBuiltInDefault, let index = sync.jobs.firstIndex(where: { $0.name == "example" }),
+            let mirror = sync.jobs[index].mirror
+        else { return [] }
+        let field = "sync.jobs[\(index)]"
+        var checked: [String] = []
+        var warnings: [String] = []
+        for (what, path) in [("source", mirror.source), ("destination", mirror.destination)] {
+            guard case let .failure(error) = try look("\(field).\(what)", path, true),
+                error == .noSuchFileOrDirectory || error == .notDirectory,
+                case .failure = try look("\(field).\(what)", path, false)  // a link is warned about as such
+            else { continue }
+            // The nearest directory there on the way, where the start makes the first one missing.
+            var nearest = "/"
+            var part = ""
+            for component in ConfigurationDirectories.normalizedComponents(path).dropLast() {
+                part += "/" + component
+                guard case .success(.directory) = try look("\(field).\(what)", part, true) else { break }
+                nearest = part
+            }
+            guard !checked.contains(nearest) else { continue }
+            checked.append(nearest)
+            guard let error = try refusal("\(field).\(what)", nearest, [.write, .execute]) else { continue }
+            warnings.append("\(field): the built-in default's example job \"example\" has its source and destination created below "
+                + "\(JSONValue.quotedPathForMessage(Self.parent(of: mirror.source))) as the daemon starts, but the user running the "
+                + "check may not create them in \(JSONValue.quotedPathForMessage(nearest)) (write and search access): \(error); the "
+                + "start creates nothing there, and each run of the job fails: start weavedid in a directory its user may write in, or give it a "
+                + "configuration file (--config)")
         }
         return warnings
     }
