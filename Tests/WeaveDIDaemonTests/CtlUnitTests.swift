@@ -132,6 +132,11 @@ import WeaveDIDaemon
         let bar = ProgressBar(width: 10)
         #expect(bar.update(progress, isTerminal: true) == "\r[###.......]  30%  3/10 files  1.5 KiB / 5.0 KiB\u{1B}[K")
         #expect(bar.update(progress, isTerminal: false) == "progress: 3/10 files, 1.5 KiB / 5.0 KiB (30%)\n")
+        let failed = JSONValue.object([
+            ("filesDone", .int(3)), ("filesFailed", .int(2)), ("filesTotal", .int(10)), ("bytesDone", .int(1536)), ("bytesTotal", .int(5120)),
+        ])
+        #expect(bar.update(failed, isTerminal: true) == "\r[###.......]  30%  3/10 files (2 failed)  1.5 KiB / 5.0 KiB\u{1B}[K")
+        #expect(bar.update(failed, isTerminal: false) == "progress: 3/10 files (2 failed), 1.5 KiB / 5.0 KiB (30%)\n")
         let noBytes = JSONValue.object([("filesDone", .int(1)), ("filesTotal", .int(4)), ("bytesDone", .int(0)), ("bytesTotal", .int(0))])
         #expect(ProgressBar.fraction(noBytes) == 0.25)
     }

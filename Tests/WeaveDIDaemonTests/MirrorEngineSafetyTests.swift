@@ -136,7 +136,7 @@ import WeaveDIPosix
     }
 
     /// An entry that fails while the source is scanned is not done: the run's last progress
-    /// counts the file copied, not the link that could not be mirrored.
+    /// counts the file copied, not the link that could not be mirrored, which counts failed.
     @Test func anEntryThatFailsInTheScan_isNotCountedDone() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("src/a.txt", "a")
@@ -146,7 +146,7 @@ import WeaveDIPosix
             last.withLock { $0 = progress }
         }
         #expect(report.result == .partial && report.copied == 1 && report.errorCount == 1)
-        #expect(last.withLock { $0 } == MirrorProgress(filesDone: 1, filesTotal: 2, bytesDone: 1, bytesTotal: 1))
+        #expect(last.withLock { $0 } == MirrorProgress(filesDone: 1, filesFailed: 1, filesTotal: 2, bytesDone: 1, bytesTotal: 1))
     }
 
     /// The same for a source entry whose name is not UTF-8 (found, failed, not done).
@@ -162,7 +162,7 @@ import WeaveDIPosix
             last.withLock { $0 = progress }
         }
         #expect(report.result == .partial && report.copied == 1 && report.errorCount == 1, "\(report.errors)")
-        #expect(last.withLock { $0 } == MirrorProgress(filesDone: 1, filesTotal: 2, bytesDone: 1, bytesTotal: 1))
+        #expect(last.withLock { $0 } == MirrorProgress(filesDone: 1, filesFailed: 1, filesTotal: 2, bytesDone: 1, bytesTotal: 1))
     }
 
     @Test func linkThatCannotBeMirrored_leavesTheDirectoryInItsWay() async throws {

@@ -108,21 +108,21 @@ import WeaveDIPosix
             clock.withLock { $0 = origin + .milliseconds(milliseconds) }
             meter.tick { reported.append((clock.withLock { $0 } - origin, $0)) }
         }
-        meter.found(files: 3, settled: 1, bytes: 30)
+        meter.found(files: 3, settled: 1, failed: 1, bytes: 30)
         tick(at: 10)
         tick(at: 49)
         #expect(reported.isEmpty)
         tick(at: 50)
-        meter.settled(files: 1, bytes: 10)
+        meter.settled(files: 1, failed: 0, bytes: 10)
         tick(at: 60)
         tick(at: 99)
         tick(at: 130)
         tick(at: 175)
         tick(at: 180)
         #expect(reported.map(\.0) == [.milliseconds(50), .milliseconds(130), .milliseconds(180)])
-        #expect(reported.first?.1 == MirrorProgress(filesDone: 1, filesTotal: 3, bytesDone: 0, bytesTotal: 30))
-        #expect(reported.last?.1 == MirrorProgress(filesDone: 2, filesTotal: 3, bytesDone: 10, bytesTotal: 30))
-        #expect(meter.progress == MirrorProgress(filesDone: 2, filesTotal: 3, bytesDone: 10, bytesTotal: 30))
+        #expect(reported.first?.1 == MirrorProgress(filesDone: 1, filesFailed: 1, filesTotal: 3, bytesDone: 0, bytesTotal: 30))
+        #expect(reported.last?.1 == MirrorProgress(filesDone: 2, filesFailed: 1, filesTotal: 3, bytesDone: 10, bytesTotal: 30))
+        #expect(meter.progress == MirrorProgress(filesDone: 2, filesFailed: 1, filesTotal: 3, bytesDone: 10, bytesTotal: 30))
     }
 
     @Test func workerPool_runsAtMostItsThreadCount_onThreadsOfItsOwn() async throws {

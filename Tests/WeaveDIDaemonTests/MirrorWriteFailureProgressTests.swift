@@ -51,9 +51,10 @@ import WeaveDIPosix
         #expect(summary?.hasPrefix("job docs: run docs-1 partial in ") == true, "\(run.all)")
         #expect(summary?.contains("copied 1,") == true && summary?.contains("errors 1,") == true, "\(run.all)")
         #expect(run.output.contains("copy_file_range: No space left on device (ENOSPC)"), "\(run.all)\n\(daemon.log)")
-        // The last progress is what was done: one file of two, 1 MiB of 2, not 100 %.
+        // The last progress is what was done: one file of two, 1 MiB of 2, not 100 %; the
+        // other failed.
         let progress = lines.last { $0.hasPrefix("progress: ") }
-        #expect(progress == "progress: 1/2 files, 1.0 MiB / 2.0 MiB (50%)", "\(run.all)")
+        #expect(progress == "progress: 1/2 files (1 failed), 1.0 MiB / 2.0 MiB (50%)", "\(run.all)")
         #expect(fileExists(directory.path + "/mirror/a.bin") && !fileExists(directory.path + "/mirror/full-b.bin"))
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")

@@ -34,7 +34,7 @@ struct MirrorJob: SyncJob {
         let engine = MirrorEngine(settings: settings, container: container)
         let report = await engine.run { progress in
             context.progress(SyncProgress(
-                filesDone: progress.filesDone, filesTotal: progress.filesTotal,
+                filesDone: progress.filesDone, filesFailed: progress.filesFailed, filesTotal: progress.filesTotal,
                 bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal)))
         }
         Self.noteRootUnavailable(name, settings, report)

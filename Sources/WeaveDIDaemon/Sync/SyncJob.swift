@@ -38,14 +38,15 @@ public struct SyncRunContext: Sendable {
 
 /// How far a run has got.
 public struct SyncProgress: Sendable, Equatable {
-    /// Files done and to do.
-    public var filesDone = 0, filesTotal = 0
+    /// Files done, failed (errors of the run: not done) and to do.
+    public var filesDone = 0, filesFailed = 0, filesTotal = 0
     /// Bytes done and to do.
     public var bytesDone = 0, bytesTotal = 0
 
     /// A progress value.
-    public init(filesDone: Int = 0, filesTotal: Int = 0, bytesDone: Int = 0, bytesTotal: Int = 0) {
+    public init(filesDone: Int = 0, filesFailed: Int = 0, filesTotal: Int = 0, bytesDone: Int = 0, bytesTotal: Int = 0) {
         self.filesDone = filesDone
+        self.filesFailed = filesFailed
         self.filesTotal = filesTotal
         self.bytesDone = bytesDone
         self.bytesTotal = bytesTotal

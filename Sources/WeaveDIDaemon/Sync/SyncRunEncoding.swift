@@ -87,7 +87,8 @@ enum SyncRunEncoding {
 
     static func progress(_ progress: SyncProgress) -> JSONValue {
         .object([
-            ("filesDone", .int(progress.filesDone)), ("filesTotal", .int(progress.filesTotal)),
+            ("filesDone", .int(progress.filesDone)), ("filesFailed", .int(progress.filesFailed)),
+            ("filesTotal", .int(progress.filesTotal)),
             ("bytesDone", .int(progress.bytesDone)), ("bytesTotal", .int(progress.bytesTotal)),
         ])
     }

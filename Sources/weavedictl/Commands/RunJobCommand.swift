@@ -14,7 +14,8 @@ struct RunJobCommand: CtlCommand {
             Options:
               --wait   follow the run with progress updates until it ends: a bar redrawn in
                        place on a terminal, one line per update otherwise (with --json, one JSON
-                       object per update), then how it ended. A run waiting for a slot is said
+                       object per update), the files that failed so far counted once there are
+                       any (`3/10 files (2 failed)`), then how it ended. A run waiting for a slot is said
                        queued, then started once it has one. Ctrl-C stops following, not the
                        run, and says so.
 

@@ -8,7 +8,8 @@ struct ProgressBar {
     var width = 30
 
     /// The bar and figures for a `Progress` object, e.g.
-    /// `[#########.....................]  30%  3/10 files  1.5 MiB / 5.0 MiB`.
+    /// `[#########.....................]  30%  3/10 files  1.5 MiB / 5.0 MiB`, with the files
+    /// that failed when there are any: `3/10 files (2 failed)`.
     func bar(_ progress: JSONValue) -> String {
         let fraction = Self.fraction(progress)
         let filled = Int((fraction * Double(width)).rounded(.down))
@@ -30,7 +31,7 @@ struct ProgressBar {
     /// Whether `progress` counts nothing at all, done or to do, in files or bytes: the run has
     /// not walked its tree (or stopped before it did), so there is no progress to show.
     static func countsNothing(_ progress: JSONValue) -> Bool {
-        ["filesDone", "filesTotal", "bytesDone", "bytesTotal"].allSatisfy { (progress.int($0) ?? 0) == 0 }
+        ["filesDone", "filesFailed", "filesTotal", "bytesDone", "bytesTotal"].allSatisfy { (progress.int($0) ?? 0) == 0 }
     }
 
     /// Done over total, by bytes when the total is known, else by files; 0 to 1.
@@ -49,7 +50,8 @@ struct ProgressBar {
     }
 
     private static func figures(_ progress: JSONValue) -> String {
-        "\(progress.intText("filesDone"))/\(progress.intText("filesTotal")) files  "
+        let failed = (progress.int("filesFailed") ?? 0) > 0 ? " (\(progress.intText("filesFailed")) failed)" : ""
+        return "\(progress.intText("filesDone"))/\(progress.intText("filesTotal")) files\(failed)  "
             + Format.bytes(progress.int("bytesDone") ?? 0) + " / " + Format.bytes(progress.int("bytesTotal") ?? 0)
     }
 }

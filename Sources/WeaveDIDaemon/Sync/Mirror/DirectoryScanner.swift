@@ -140,6 +140,7 @@ struct DirectoryScanner {
             // Paths are built for reports only (`MirrorDirectory.path`), never for each entry.
             guard entry.nameIsExact else {
                 outcome.entriesFound += 1  // an error: handled, not done (not settled)
+                outcome.entriesFailed += 1
                 outcome.report.fail(directory.path(of: entry.name), MirrorFailure.nameNotUTF8.description)
                 continue
             }
@@ -157,7 +158,11 @@ struct DirectoryScanner {
                 }
             } catch {
                 outcome.entriesFound += 1
-                if !outcome.report.failIsError(directory.path(of: entry.name), error) { outcome.entriesSettled += 1 }
+                if outcome.report.failIsError(directory.path(of: entry.name), error) {
+                    outcome.entriesFailed += 1
+                } else {
+                    outcome.entriesSettled += 1
+                }
                 continue
             }
             if status.kind != .directory { outcome.entriesFound += 1 }
@@ -176,7 +181,9 @@ struct DirectoryScanner {
                 break
             } catch {
                 let isError = outcome.report.failIsError(directory.path(of: entry.name), error)
-                if status.kind != .directory, !isError { outcome.entriesSettled += 1 }
+                if status.kind != .directory {
+                    if isError { outcome.entriesFailed += 1 } else { outcome.entriesSettled += 1 }
+                }
             }
         }
         if settings.delete && !outcome.interrupted {

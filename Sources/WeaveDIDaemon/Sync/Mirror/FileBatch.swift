@@ -184,12 +184,14 @@ extension FileBatch {
 
     /// Counts `job` handled, and done unless it failed (`done`: the progress counts only what
     /// was done, so that a run whose writes fail, a full disk, ends short of its totals, not at
-    /// 100 %), and hands what the batch did so far over to the run's tally (a run given up on
+    /// 100 %; one that failed counts among the failed), and hands what the batch did so far over to the run's tally (a run given up on
     /// while the batch is under way counts it).
     private func settle(_ job: FileJob, done: Bool, in outcome: inout BatchOutcome, _ context: MirrorContext) {
         if done {
             outcome.doneFiles += 1
             outcome.doneBytes += job.plannedBytes
+        } else {
+            outcome.failedFiles += 1
         }
         context.tally.handOver(&outcome.report)
     }

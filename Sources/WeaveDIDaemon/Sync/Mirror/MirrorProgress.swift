@@ -3,12 +3,15 @@
 /// The totals grow while the engine discovers the tree; they are final in the last report,
 /// which every run sends when it ends. Done means done: an entry that failed (a write refused
 /// by a full disk, say) is not, so a run with errors, or one cut short, ends short of its
-/// totals rather than at 100 %.
+/// totals rather than at 100 %: it counts among the failed.
 public struct MirrorProgress: Sendable, Equatable {
     /// Source entries (files, links, special files) done: copied, checked, or skipped with a
     /// warning (a special file, a source entry that changed during the run); not those that
     /// failed.
     public var filesDone: Int
+    /// Source entries (not directories) that failed: an error, in the run's errors (a file that
+    /// could not be read or written, a name that is not valid UTF-8); not done.
+    public var filesFailed: Int
     /// Source entries found so far.
     public var filesTotal: Int
     /// Bytes of the files to copy or verify that were done: copied, verified, or skipped with a
@@ -17,9 +20,10 @@ public struct MirrorProgress: Sendable, Equatable {
     /// Bytes of the files found so far that need copying or verifying.
     public var bytesTotal: Int64
 
-    /// Progress from its four counts.
-    public init(filesDone: Int = 0, filesTotal: Int = 0, bytesDone: Int64 = 0, bytesTotal: Int64 = 0) {
+    /// Progress from its counts.
+    public init(filesDone: Int = 0, filesFailed: Int = 0, filesTotal: Int = 0, bytesDone: Int64 = 0, bytesTotal: Int64 = 0) {
         self.filesDone = filesDone
+        self.filesFailed = filesFailed
         self.filesTotal = filesTotal
         self.bytesDone = bytesDone
         self.bytesTotal = bytesTotal
@@ -43,16 +47,19 @@ struct ProgressMeter {
         lastReport = now()
     }
 
-    /// Entries found by a scan (and how many of them it settled), and the bytes of its jobs.
-    mutating func found(files: Int, settled: Int, bytes: Int64) {
+    /// Entries found by a scan (and how many of them it settled, and how many failed), and the
+    /// bytes of its jobs.
+    mutating func found(files: Int, settled: Int, failed: Int, bytes: Int64) {
         progress.filesTotal += files
         progress.filesDone += settled
+        progress.filesFailed += failed
         progress.bytesTotal += bytes
     }
 
-    /// Entries handled by a batch, with their planned bytes.
-    mutating func settled(files: Int, bytes: Int64) {
+    /// Entries done by a batch, with their planned bytes, and those that failed.
+    mutating func settled(files: Int, failed: Int, bytes: Int64) {
         progress.filesDone += files
+        progress.filesFailed += failed
         progress.bytesDone += bytes
     }
 

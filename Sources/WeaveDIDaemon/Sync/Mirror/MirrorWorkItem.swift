@@ -45,9 +45,11 @@ struct ScanOutcome: Sendable {
     /// Counts (unchanged, skipped, deleted) and failures found while scanning.
     var report = MirrorReport()
     /// Source entries found (not directories), and how many of them the scan already settled
-    /// (done: one that failed, an error, is not, and so the progress does not count it).
+    /// (done: one that failed, an error, is not, and so the progress does not count it), and
+    /// how many failed (an error, not a warning).
     var entriesFound = 0
     var entriesSettled = 0
+    var entriesFailed = 0
     /// Whether the scan changed the parent's destination directory (created this one in it).
     var parentModified = false
     /// Whether the scan changed this destination directory (removed leftovers or extras).
@@ -68,6 +70,8 @@ struct BatchOutcome: Sendable {
     /// warning) is handled but not done.
     var doneFiles = 0
     var doneBytes: Int64 = 0
+    /// Jobs that failed (an error, not a warning).
+    var failedFiles = 0
     /// Whether anything was renamed into or changed in the destination directory.
     var modified = false
     /// Whether cancellation stopped the batch before its last job.
