@@ -196,9 +196,9 @@ import WeaveDIPosix
         #expect(checked.standardOutputText == "weavedid: configuration OK, with 2 warnings (\(config))\n")
     }
 
-    /// The built-in default's example source is created at start only where nothing is: a
-    /// dangling symbolic link there stays, and each run fails, so the check says so.
-    @Test func theBuiltInDefault_withADanglingLinkAsTheExampleSource_isAWarning() throws {
+    /// The built-in default's example source and destination are created at start only where
+    /// nothing is: a dangling symbolic link there stays, and each run fails, so the check says so.
+    @Test func theBuiltInDefault_withDanglingLinksAsTheExampleRoots_areWarnings() throws {
         guard (try? FileStatus(path: "/etc/weavedi/weavedid.json")) == nil else {
             print("SKIPPED \(#function): /etc/weavedi/weavedid.json exists, so the built-in default is not used")
             return
@@ -207,11 +207,13 @@ import WeaveDIPosix
         let d = directory.path
         try FileManager.default.createDirectory(atPath: "\(d)/.weavedi/example", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: "\(d)/.weavedi/example/source", withDestinationPath: "nowhere")
+        try FileManager.default.createSymbolicLink(atPath: "\(d)/.weavedi/example/mirror", withDestinationPath: "elsewhere")
         let daemon = try DaemonProcess(["--check-config"], directory: directory)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         #expect(daemon.log == """
             weavedid: warning: built-in default: sync.jobs[0].source: the source "\(d)/.weavedi/example/source" of job "example" is a symbolic link to "nowhere", which does not exist; the daemon starts, but each run of the job fails until it does: a run follows the link, so create its target (or mount what it leads to), or point the link, or the source, at a directory that exists
-            weavedid: configuration OK, with 1 warning (built-in default)
+            weavedid: warning: built-in default: sync.jobs[0].destination: the destination "\(d)/.weavedi/example/mirror" of job "example" is a symbolic link to "elsewhere", which does not exist; the daemon starts, but each run of the job fails until it does: create it by hand, or configure the real path as the destination (`weavedictl fix job.example` does not create a destination through a symbolic link)
+            weavedid: configuration OK, with 2 warnings (built-in default)
 
             """)
     }

@@ -22,7 +22,7 @@ extension DaemonConfiguration {
     /// a symbolic link on its way is said to have it (the fix creates no root through a link). A
     /// source that is a symbolic link to nothing is said to be one, with its target (a run follows
     /// it). The built-in default's example job is not warned about as missing (but a dangling link
-    /// as its source is, as the start creates no source there, and so is a working directory
+    /// as its source or destination is, as the start creates neither there, and so is a working directory
     /// where they cannot be created: `exampleJobWarnings`): the daemon creates its source and destination at start (`ExampleJob`). The
     /// paths are looked at as the user running the check, which need not be the daemon's: as
     /// root, every path is reachable.
@@ -116,9 +116,8 @@ extension DaemonConfiguration {
                 warnings.append("\(field).destination: cannot look at \(destination): \(error); \(fails) the daemon's user may write it")
                 continue
             }
-            if createdAtStart { continue }
             // A symbolic link to nothing: a run follows it (once it leads to a directory), but
-            // the job's fix creates no root through a link.
+            // the job's fix creates no root through a link, nor does the example job's start.
             if case .success(.symbolicLink) = try look("\(field).destination", mirror.destination, followSymlinks: false) {
                 let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: mirror.destination))
                     .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
@@ -127,6 +126,7 @@ extension DaemonConfiguration {
                     + "create a destination through a symbolic link)")
                 continue
             }
+            if createdAtStart { continue }
             let parent = Self.parent(of: mirror.destination)
             var missing = "does not exist"
             if case let .failure(error) = try look("\(field).destination", parent), isMissing(error) {
