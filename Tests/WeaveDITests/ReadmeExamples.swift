@@ -126,6 +126,11 @@ extension InjectedTests {
             await Task { ViewModel().userService.name() }.value   // "mock": child tasks see it too
         }
         #expect(sync == "mock" && async == "mock")
+        // Made under an override, read after it: the key's value now (its testValue here), as
+        // DocumentedLimitsTests checks with a key whose value the override changes.
+        let model = withInjectedValues { $0.userService = MockUserService() } operation: { ViewModel() }
+        let now = model.userService.name()      // the key's value now ("live" in a program), not the override's
+        #expect(now == InjectedValues.current.userService.name())
     }
 
     @Test func readme_container() async throws {
