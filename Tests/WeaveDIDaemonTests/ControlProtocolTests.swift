@@ -450,10 +450,13 @@ import WeaveDIPosix
             return health.parameter("health")?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "control.socket" }
         }
         #expect(try socketCheck()?[member: "status"]?.stringValue == "healthy")
-        // In place: the fix (by hand) has nothing to do, and leaves the socket as it is.
+        // In place: the fix (by hand) has nothing to do (notApplicable, which weavedictl's exit
+        // status says too), and leaves the socket as it is.
         let idle = try client.call("io.weavedi.Daemon.Fix", [("check", .string("control.socket"))]).parameter("fixes")?.arrayValue?.first
-        #expect(idle?[member: "outcome"]?.stringValue == "succeeded", "\(idle.map { "\($0)" } ?? "no fix")")
+        #expect(idle?[member: "outcome"]?.stringValue == "notApplicable", "\(idle.map { "\($0)" } ?? "no fix")")
         #expect(idle?[member: "message"]?.stringValue == "\"\(daemon.defaultSocket)\" is in place and listening: nothing to do")
+        let ctl = try CtlRun.run(["--socket", daemon.defaultSocket, "fix", "control.socket"])
+        #expect(ctl.code == 1 && ctl.output.contains("notApplicable"), "\(ctl.all)")
         #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
         // Deleted: nobody can connect, until the check's fix binds it again.
         try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)
@@ -466,17 +469,39 @@ import WeaveDIPosix
         #expect(try fix() == "succeeded")
         let fixed = try socketCheck()
         #expect(fixed?[member: "status"]?.stringValue == "healthy")
-        #expect(fixed?[member: "fixesTried"]?.intValue == 2)
+        #expect(fixed?[member: "fixesTried"]?.intValue == 3)
         #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
         // Replaced by another (dead) socket file: the fix replaces it in turn.
         try FileDescriptor.currentWorkingDirectory.unlink(at: daemon.defaultSocket)
         try UnixSocket.listen(at: UnixSocketAddress(path: daemon.defaultSocket)).close()
         #expect(throws: VarlinkClient.ConnectionError.self) { try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping") }
         #expect(try fix() == "succeeded")
-        #expect(try socketCheck()?[member: "fixesTried"]?.intValue == 3)
+        #expect(try socketCheck()?[member: "fixesTried"]?.intValue == 4)
         #expect(try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Ping").parameter("version") != nil)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
         #expect(!fileExists(daemon.defaultSocket))
+    }
+
+    /// A fix asked for of a check that has none (`container.graph`) is refused, as the reply and
+    /// weavedictl's exit status say, but it is no attempt: the fix history (`ListFixes`,
+    /// `weavedictl fixes`) does not record it, while a real attempt beside it is recorded.
+    @Test func aFixOfACheckWithoutOne_isRefused_butNotRecorded() throws {
+        let daemon = try started()
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let refused = try client.call("io.weavedi.Daemon.Fix", [("check", .string("container.graph"))]).parameter("fixes")?.arrayValue
+        #expect(refused?.first?[member: "outcome"]?.stringValue == "refused", "\(refused.map { "\($0)" } ?? "no fix")")
+        #expect(refused?.first?[member: "message"]?.stringValue == #""container.graph" offers no fix"#)
+        let ctl = try CtlRun.run(["--socket", daemon.defaultSocket, "fix", "container.graph"])
+        #expect(ctl.code == 1, "\(ctl.all)")
+        #expect(try client.call("io.weavedi.Daemon.ListFixes").parameter("fixes")?.arrayValue == [])
+        // A fix that runs is recorded as before.
+        _ = try client.call("io.weavedi.Daemon.Fix", [("check", .string("control.socket"))])
+        let history = try client.call("io.weavedi.Daemon.ListFixes").parameter("fixes")?.arrayValue
+        #expect(history?.map { $0[member: "check"]?.stringValue } == ["control.socket"], "\(history.map { "\($0)" } ?? "none")")
+        let listed = try CtlRun.run(["--socket", daemon.defaultSocket, "fixes"])
+        #expect(!listed.output.contains("container.graph"), "\(listed.all)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
     }
 }

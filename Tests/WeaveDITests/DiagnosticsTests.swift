@@ -172,6 +172,24 @@ final class Moody: HealthReporting, Disposable {
         #expect(session.isClosed)
     }
 
+    /// The built-in container fixes asked for by hand with nothing to do (no unhealthy
+    /// singleton, no idle session) say so as `notApplicable`, not `succeeded`.
+    @Test func containerFixes_withNothingToDo_areNotApplicable() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let container = WeaveDI.Container()
+        registry.registerContainerChecks(for: container, sessionIdleLimit: .seconds(3600))
+        _ = container.openSession(id: "busy")
+        await registry.runChecks()
+        let singletons = await registry.fix("container.singletons")
+        #expect(singletons.outcome == .notApplicable, "\(singletons)")
+        #expect(singletons.message == "no self-reporting singleton is unhealthy: nothing to evict")
+        let sessions = await registry.fix("container.sessions")
+        #expect(sessions.outcome == .notApplicable, "\(sessions)")
+        #expect(sessions.message.hasPrefix("no session idle for more than "), "\(sessions.message)")
+        #expect(sessions.message.hasSuffix(": nothing to close"), "\(sessions.message)")
+        #expect(registry.fixHistory().map(\.outcome) == [.notApplicable, .notApplicable])
+    }
+
     @Test func sessionsInUse_areNotIdle_howeverLongSinceTheyResolvedAnything() async throws {
         let registry = UnifiedRegistry(clock: ManualHealthClock())
         let container = WeaveDI.Container()

@@ -808,7 +808,7 @@ final class RecordingClock: HealthClock {
         let refused = await registry.fix("plain")
         #expect(refused.outcome == .refused && refused.message == #""plain" offers no fix"#)
         let history = registry.fixHistory()
-        #expect(history.map(\.outcome) == [.failed, .succeeded, .refused])
+        #expect(history.map(\.outcome) == [.failed, .succeeded])  // no fix to ask for is no attempt
         #expect(history[0].trigger == .automatic && history[0].error == "still broken")
         #expect(history.allSatisfy { $0.time == clock.wallTime })
         #expect(registry.report().checks[0].fixesTried == 2)
@@ -825,6 +825,7 @@ final class RecordingClock: HealthClock {
         let long = await registry.fix(String(repeating: "n", count: 1000))
         #expect(long.message == #"no health check named ""# + String(repeating: "n", count: 57)
             + #"..." (1000 characters); checkNames lists the checks registered"#)
+        #expect(registry.fixHistory().isEmpty)  // refused, but no attempt: not in the history
     }
 
     @Test func aRoundCancelled_whileItsChecksRun_startsNoFix() async {

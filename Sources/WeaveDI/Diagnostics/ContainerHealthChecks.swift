@@ -7,9 +7,10 @@ extension UnifiedRegistry {
     ///   every registration on its first round and after any registration is added, replaced
     ///   or removed; other rounds build only those that failed (see `validateForHealth`).
     /// - `container.singletons`: asks every built singleton that adopts `HealthReporting`; its
-    ///   fix evicts the unhealthy ones (disposed, rebuilt on next resolve).
+    ///   fix evicts the unhealthy ones (disposed, rebuilt on next resolve), and with none has
+    ///   nothing to do (`FixNotApplicable`).
     /// - `container.sessions`: sessions idle (not in use) longer than `sessionIdleLimit`; its fix
-    ///   closes them.
+    ///   closes them, and with none has nothing to do (`FixNotApplicable`).
     ///
     /// Called again (with another `sessionIdleLimit`, as weavedid does on a reload), it replaces
     /// the three checks, keeping their states, without the log line `register(_:)` writes for a
@@ -55,7 +56,8 @@ extension UnifiedRegistry {
             where await singleton.reporter.health().status == .unhealthy {
                 if await container.evict(slot: singleton.slot) { evicted.append(singleton.type) }
             }
-            return evicted.isEmpty ? "nothing to evict" : "evicted \(evicted.joined(separator: ", "))"
+            guard !evicted.isEmpty else { throw FixNotApplicable("no self-reporting singleton is unhealthy: nothing to evict") }
+            return "evicted \(evicted.joined(separator: ", "))"
         }, replacing: true)
 
         register(HealthCheck(name: "container.sessions", tags: [HealthCheck.liveness]) {
@@ -71,6 +73,9 @@ extension UnifiedRegistry {
             // Each closed only if still idle: one that came into use since the list stays open.
             for session in container.idleSessions(longerThan: sessionIdleLimit) where await session.closeIfIdle(since: cutoff) {
                 closed += 1
+            }
+            guard closed > 0 else {
+                throw FixNotApplicable("no session idle for more than \(format(sessionIdleLimit)): nothing to close")
             }
             return "closed \(closed) idle session(s)"
         }, replacing: true)

@@ -3,7 +3,8 @@ extension UnifiedRegistry {
     /// breaker, but within the attempt limit and the attempt timeout. Re-runs the check after a
     /// fix that returned (a fix that leaves it failing counts as failed for the backoff and
     /// the breaker). Refused while a fix of the check runs, or one that timed out has not
-    /// returned yet.
+    /// returned yet. A name no check has, or a check without a fix, is refused too, but not
+    /// recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
         await attempt(name, trigger: .manual)
@@ -51,6 +52,8 @@ extension UnifiedRegistry {
         let now = clock.now
         let wall = clock.wallTime
         enum Plan {
+            /// No such fix: told, not recorded (asking for a fix that does not exist is no attempt).
+            case noFix(String)
             case refuse(String)
             case hold(String)
             case run(HealthCheck, AutoFixPolicy, UInt64)
@@ -60,9 +63,9 @@ extension UnifiedRegistry {
         let quoted = JSONValue.quotedForMessage(name)
         let plan: Plan = state.withLock { state in
             guard var entry = state.checks[name] else {
-                return .refuse("no health check named \(quoted); checkNames lists the checks registered")
+                return .noFix("no health check named \(quoted); checkNames lists the checks registered")
             }
-            guard let _ = entry.check.fix else { return .refuse("\(quoted) offers no fix") }
+            guard let _ = entry.check.fix else { return .noFix("\(quoted) offers no fix") }
             if let running = entry.fixInFlight {
                 let reason = running.abandoned
                     ? "the fix of \(quoted) that timed out is still running \(format(now - running.started)) after it started: none starts until it returns"
@@ -87,7 +90,7 @@ extension UnifiedRegistry {
             return .run(entry.check, state.policy, state.serial)
         }
         switch plan {
-        case let .hold(reason):
+        case let .noFix(reason), let .hold(reason):
             return FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)
         case let .refuse(reason):
             let record = FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)

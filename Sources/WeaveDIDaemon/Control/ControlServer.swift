@@ -183,7 +183,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
             return .healthy("listening on \(JSONValue.quotedPathForMessage(bound.path))", data: ["socket": bound.path, "clients": "\(connectedClients)"])
         } fix: { [self] in
             let path = store.current.control.socket
-            guard socketFileProblem() != nil else { return "\(JSONValue.quotedPathForMessage(path)) is in place and listening: nothing to do" }
+            guard socketFileProblem() != nil else {
+                throw FixNotApplicable("\(JSONValue.quotedPathForMessage(path)) is in place and listening: nothing to do")
+            }
             let descriptor = try bindSocket()
             send(.replaceListener(descriptor))
             log.notice("control", "bound \(JSONValue.quotedPathForMessage(path)) again")

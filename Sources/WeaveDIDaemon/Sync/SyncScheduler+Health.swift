@@ -10,7 +10,7 @@ extension SyncScheduler {
         registry.register(HealthCheck(name: "job.\(name)", tags: [HealthCheck.readiness, "sync"]) { [weak self] in
             await self?.health(of: name) ?? .healthy("job removed")
         } fix: { [weak self] in
-            guard let self else { return "job removed" }
+            guard let self else { throw FixNotApplicable("job removed") }
             return try await self.fix(name)
         })
     }
@@ -220,7 +220,7 @@ extension SyncScheduler {
         registry.register(HealthCheck(name: Self.metricsFileCheck, tags: ["sync"]) { [weak self] in
             await self?.metricsFileHealth() ?? .healthy("the scheduler is gone")
         } fix: { [weak self] in
-            guard let self else { return "the scheduler is gone" }
+            guard let self else { throw FixNotApplicable("the scheduler is gone") }
             return try await self.rewriteMetricsFile()
         })
     }
@@ -241,7 +241,7 @@ extension SyncScheduler {
 
     /// The check's fix: writes the metrics file now and waits for the write.
     func rewriteMetricsFile() async throws -> String {
-        guard let path = store.current.sync.metricsFile else { return "no metrics file configured" }
+        guard let path = store.current.sync.metricsFile else { throw FixNotApplicable("no metrics file configured: nothing to write") }
         writeMetricsFile()
         await metricsWriter.flush()
         if let last = metricsWriter.lastWrite, last.path == path, let problem = last.problem {

@@ -13,7 +13,7 @@ extension SyncScheduler {
         registry.register(HealthCheck(name: Self.stateFileCheck, tags: ["sync"]) { [weak self] in
             await self?.stateFileHealth() ?? .healthy("the scheduler is gone")
         } fix: { [weak self] in
-            guard let self else { return "the scheduler is gone" }
+            guard let self else { throw FixNotApplicable("the scheduler is gone") }
             return try await self.rewriteStateFile()
         })
     }

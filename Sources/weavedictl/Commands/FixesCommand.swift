@@ -19,6 +19,8 @@ struct FixesCommand: CtlCommand {
             check still fails: auto-fix waits for it to end, and counts it neither as a success
             nor as a failure) or notApplicable (a fix by hand that had nothing to do; an
             automatic one is not recorded: `weavedictl health --json` says why auto-fix held back).
+            A fix asked for of a check that has none, or of no check, is refused but is no
+            attempt: it is not listed.
             """,
         method: "ListFixes")
 
