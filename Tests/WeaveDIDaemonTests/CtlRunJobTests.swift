@@ -192,7 +192,8 @@ import WeaveDIPosix
             + "and goes on in the daemon (`weavedictl jobs` shows how it ends)\n", "\(queued.all)\n\(daemon.log)")
         let json = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "run-job", "little"])
         #expect(json.output.contains(#""result":"skipped""#), "\(json.all)")  // the queued run counts as going
-        #expect(json.output.contains("run little-2 of little waits for a slot; a job has one run at a time"), "\(json.all)")
+        #expect(json.output.contains("run little-2 waits for a slot; a job has one run at a time"), "\(json.all)")
+        #expect(json.output.contains(#""goingRunId":"little-2""#), "\(json.all)")
         #expect(daemon.log.contains("info    sync: little: run little-2 waits for a slot (1 run going, maxConcurrentRuns 1)"),
             "\(daemon.log)")
         let other = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("other")), ("detach", .bool(true))])
@@ -477,5 +478,41 @@ import WeaveDIPosix
         #expect(ctl.wait(timeout: .seconds(60)) == .exited(1), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
         #expect(ctl.output.contains("job big: run big-1 cancelled"), "\(ctl.output)")
         #expect(ctl.output.contains(": the job was removed from the configuration by a reload; stopped at a safe point"), "\(ctl.output)")
+    }
+
+    /// The job `name`'s entry in `ListJobs`.
+    func job(_ name: String, on client: VarlinkClient) throws -> JSONValue? {
+        try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first { $0[member: "name"]?.stringValue == name }
+    }
+
+    /// A run asked for by hand while one of the job goes is skipped, and said to be only that:
+    /// weavedictl prints what happened without a duration or counts of a run that never was,
+    /// exits 1; its JSON has no run id (null) but the going run's in `goingRunId`. Such a
+    /// refusal is no tick of the schedule: `skippedRuns` (and its metric) stay at 0.
+    @Test func runJob_whileTheJobsRunGoes_isSkipped_saysOnlyThat_andCountsNoSkippedTick() throws {
+        let (daemon, _) = try bigJobDaemon(size: 8 << 30)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        let first = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
+        #expect(first.parameter("runId") == .string("big-1"), "\(first)")
+        let text = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "big"])
+        #expect(text.code == 1, "\(text.all)")
+        #expect(text.output == "job big: skipped: run big-1 is already going\n", "\(text.all)")
+        let json = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "run-job", "big"])
+        #expect(json.code == 1, "\(json.all)")
+        let run = try JSONValue.parse(json.output.trimmingCharacters(in: .newlines))[member: "run"]
+        #expect(run?[member: "result"] == .string("skipped"), "\(json.all)")
+        #expect(run?[member: "id"] == .null, "\(json.all)")
+        #expect(run?[member: "goingRunId"] == .string("big-1"), "\(json.all)")
+        #expect(!json.output.contains("big-skipped"), "\(json.all)")
+        // The same without detach, as an older weavedictl asks.
+        let plain = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big"))])
+        #expect(plain.parameter("run")?[member: "goingRunId"] == .string("big-1"), "\(plain)")
+        let big = try job("big", on: client)
+        #expect(big?[member: "running"] == .bool(true), "\(big.map { "\($0)" } ?? "no job")")
+        #expect(big?[member: "skippedRuns"] == .int(0), "\(big.map { "\($0)" } ?? "no job")")
+        let metrics = try client.call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue ?? ""
+        #expect(metrics.contains("weavedi_sync_skipped_runs_total{job=\"big\"} 0\n"), "\(metrics)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 }

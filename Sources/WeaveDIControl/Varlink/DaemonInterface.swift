@@ -89,9 +89,11 @@ public enum DaemonInterface {
         # A duplicate provider or scope drift.
         type ComponentIssue (type: string, kind: string, providers: []string, detail: string)
 
-        # One run of a sync job.
+        # One run of a sync job. A run RunJob asked for that could not start (result "skipped": a
+        # run of the job already going or waiting for a slot, the daemon stopping) never was: its
+        # id is null, and goingRunId names the run that kept it from starting (null if none).
         type JobRun (
-          id: string,
+          id: ?string,
           job: string,
           result: string,
           startedAt: float,
@@ -104,7 +106,8 @@ public enum DaemonInterface {
           errors: int,
           bytes: int,
           message: ?string,
-          failedItems: ?[]FailedItem
+          failedItems: ?[]FailedItem,
+          goingRunId: ?string
         )
 
         # An item of a run that failed, its path relative to the job's root; a run keeps its

@@ -4,15 +4,20 @@ import WeaveDIControl
 /// Runs and progress as the JSON of `io.weavedi.Daemon` (`JobRun`, `Progress`) and of
 /// `jobs.json`.
 enum SyncRunEncoding {
+    /// A run asked for that never started (`skipped`, its id empty) has a null `id` and, in
+    /// `goingRunId`, the id of the run that kept it from starting (null if none, such as when
+    /// the daemon stops); a run that was has no `goingRunId` (as `jobs.json` keeps it).
     static func record(_ run: SyncRunRecord) -> JSONValue {
-        .object([
-            ("id", .string(run.id)), ("job", .string(run.job)), ("result", .string(run.result.rawValue)),
+        var members: [(String, JSONValue)] = [
+            ("id", run.id.isEmpty ? .null : .string(run.id)), ("job", .string(run.job)), ("result", .string(run.result.rawValue)),
             ("startedAt", .double(run.startedAt)), ("endedAt", .double(run.endedAt)), ("duration", .double(run.duration)),
             ("filesCopied", .int(run.copied)), ("filesUpdated", .int(run.updated)), ("filesDeleted", .int(run.deleted)),
             ("filesSkipped", .int(run.skipped)), ("errors", .int(run.errorCount)), ("bytes", .int(run.bytes)),
             ("message", run.message.map(JSONValue.string) ?? .null),
             ("failedItems", .array(run.errors.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) })),
-        ])
+        ]
+        if run.id.isEmpty { members.append(("goingRunId", run.goingRunID.map(JSONValue.string) ?? .null)) }
+        return .object(members)
     }
 
     /// A run as `jobs.json` keeps it; something else than an object, or a value missing, of

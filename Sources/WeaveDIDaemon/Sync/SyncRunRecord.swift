@@ -1,7 +1,11 @@
 /// One finished (or skipped) run, as kept in memory, persisted and reported.
 public struct SyncRunRecord: Sendable, Equatable, Codable {
-    /// `job-N`.
+    /// `job-N`; empty for a run asked for that never started (`skipped`: one was going).
     public var id: String
+    /// For a run asked for that never started, the id of the run that kept it from starting
+    /// (the job's, going or waiting for a slot, or a removed job's of that name, stopping);
+    /// nil otherwise. Never persisted.
+    public var goingRunID: String? = nil
     /// The job's name.
     public var job: String
     /// How it ended.

@@ -3,7 +3,7 @@
 /// `run docs-3 success in 2.5 s (copied 4, updated 1, deleted 0, skipped 9, errors 0,
 /// 1.5 MiB): its message`. A count a reply lacks (an older or broken daemon) is `-`.
 package struct SyncRunSummary {
-    /// The run's id; nil for a run that never was (a skipped one: its id is a placeholder).
+    /// The run's id; nil for a run that never was (one asked for and skipped: it has none).
     package var id: String?
     /// `success`, `partial`, `failed`, `cancelled` or `skipped`.
     package var result: String
@@ -34,7 +34,7 @@ package struct SyncRunSummary {
     /// The summary of `record`.
     init(_ record: SyncRunRecord) {
         self.init(
-            id: record.result == .skipped ? nil : record.id, result: record.result.rawValue, duration: record.duration,
+            id: record.id.isEmpty ? nil : record.id, result: record.result.rawValue, duration: record.duration,
             copied: record.copied, updated: record.updated, deleted: record.deleted, skipped: record.skipped,
             errors: record.errorCount, bytes: record.bytes, message: record.message)
     }

@@ -219,23 +219,27 @@ extension SyncScheduler {
     }
 
     /// Starts a run of `name` now, without waiting for it; a job already running (or the
-    /// daemon stopping) gives a `skipped` record, counted.
+    /// daemon stopping) gives a `skipped` record, not counted in `skippedRuns` (which counts
+    /// the timer's ticks only: the caller is told already). Its `goingRunID` names the run
+    /// that kept it from starting (the job's, or the removed job's of that name), if any.
     func startNow(_ name: String) throws(VarlinkFailure) -> ManualStart {
         guard jobs[name] != nil else { throw .noSuchJob(name) }
         guard launch(name) != nil, let run = jobs[name]?.running else {
-            jobs[name]?.skippedRuns += 1
             let now = SystemClock.realtimeSeconds()
+            let orphan = stopping ? nil : orphanRunID(of: name)
+            let going = stopping || orphan != nil ? nil : jobs[name]?.running
             let reason = stopping ? "the daemon is stopping"
-                : hasOrphanRun(name) ? "a run of the job \(name) that a reload removed is still stopping"
-                : jobs[name]?.running.map { running in
+                : orphan.map { "run \($0) of the job \(name) that a reload removed is still stopping" }
+                ?? going.map { running in
                     running.isQueued
-                        ? "run \(running.id) of \(name) waits for a slot; a job has one run at a time"
-                        : "run \(running.id) of \(name) is already going"
+                        ? "run \(running.id) waits for a slot; a job has one run at a time"
+                        : "run \(running.id) is already going"
                 } ?? "a run of \(name) is already going"
-            return .skipped(SyncRunRecord(
-                id: "\(name)-skipped", job: name,
-                outcome: SyncOutcome(result: .skipped, message: reason),
-                startedAt: now, endedAt: now, duration: 0))
+            var record = SyncRunRecord(
+                id: "", job: name, outcome: SyncOutcome(result: .skipped, message: reason),
+                startedAt: now, endedAt: now, duration: 0)
+            record.goingRunID = orphan ?? going?.id
+            return .skipped(record)
         }
         return .started(run)
     }

@@ -24,7 +24,9 @@ struct RunJobCommand: CtlCommand {
             it takes, `weavedictl jobs` shows how it ended. While sync.maxConcurrentRuns runs
             are going, the run waits for one of them to end, and is said queued (`job NAME: run
             NAME-3 queued: 2 runs going (maxConcurrentRuns 2); …`). A job already running is not
-            run twice: that run is said skipped. A daemon too old to answer once the run has
+            run twice: the run asked for is skipped, and said so with why (`job NAME: skipped:
+            run NAME-3 is already going`; with --json, its `run` has a null id and the going
+            run's id in `goingRunId`). A daemon too old to answer once the run has
             started is asked to run the job as before: the answer comes when the run ends,
             within that daemon's control.callTimeout.
 
@@ -205,15 +207,24 @@ struct RunJobCommand: CtlCommand {
     }
 
     /// `run NAME-3 RESULT in DURATION (copied 3, …)`: `summary` without the job.
+    /// A run asked for that never started (`skipped`, with no id, or the placeholder
+    /// `NAME-skipped` an older daemon gives) is only what happened: `skipped: run docs-1
+    /// is already going`, with no duration or counts, as it did nothing.
     static func outcome(_ run: JSONValue, on terminal: Terminal) -> String {
         let result = run.string("result") ?? "unknown"
         let shown = result.escapingControlCharacters
-        // The run by its id, as its start was said (a skipped run is none: its id is a placeholder).
+        let styled = terminal.styled(shown, Terminal.Style.status(shown))
+        let id = run.string("id")
+        if result == "skipped", id == nil || id == run.string("job").map({ $0 + "-skipped" }) {
+            let message = run.string("message").map { ": " + $0.escapingControlCharacters } ?? ""
+            return styled + message
+        }
+        // The run by its id, as its start was said.
         let summary = SyncRunSummary(
-            id: result == "skipped" ? nil : run.string("id"), result: result, duration: run.number("duration"),
+            id: id, result: result, duration: run.number("duration"),
             copied: run.int("filesCopied"), updated: run.int("filesUpdated"), deleted: run.int("filesDeleted"),
             skipped: run.int("filesSkipped"), errors: run.int("errors"), bytes: run.int("bytes"), message: run.string("message"))
         // What the reply says (the message may quote a file name) has its control characters escaped.
-        return summary.text(shownResult: terminal.styled(shown, Terminal.Style.status(shown)), escaping: \.escapingControlCharacters)
+        return summary.text(shownResult: styled, escaping: \.escapingControlCharacters)
     }
 }
