@@ -515,4 +515,22 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
+
+    /// A `oneway` `RunJob` wants no reply: it starts the run as `detach` does, and the next
+    /// call on the connection is answered while the run still goes (it waited for the run's
+    /// end, within callTimeout).
+    @Test func runJob_oneway_startsTheRun_andTheNextCallIsAnsweredWhileItGoes() throws {
+        let (daemon, _) = try bigJobDaemon(size: 8 << 30, callTimeout: 600)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(600))
+        try client.send(VarlinkCall(method: "io.weavedi.Daemon.RunJob", parameters: [("name", .string("big"))], oneway: true))
+        let ping = try client.call("io.weavedi.Daemon.Ping")
+        #expect(ping.parameter("version") != nil, "\(ping)")
+        // Answered on the same connection, with no reply to the oneway call before it.
+        let big = try job("big", on: client)
+        #expect(big?[member: "lastRun"] == .null, "the run had ended: \(big.map { "\($0)" } ?? "no job")\n\(daemon.log)")
+        #expect(big?[member: "running"] == .bool(true), "\(big.map { "\($0)" } ?? "no job")\n\(daemon.log)")
+        #expect(daemon.waitForLog("big: run big-1 started"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
 }

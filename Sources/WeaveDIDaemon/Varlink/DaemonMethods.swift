@@ -176,9 +176,12 @@ final class DaemonMethods: Sendable {
         case "RunJob":
             try call.accept(["name", "detach"])
             guard let name = try call.string("name") else { throw .invalidParameter("name", reason: "missing: the job's name is required") }
-            if try call.bool("detach") == true {
+            let detach = try call.bool("detach") == true
+            // A oneway call wants no reply: it is detached too, or the connection's next call
+            // would wait for the run's end (or callTimeout) to be answered.
+            if detach || call.oneway {
                 // The answer comes once the run has started; the run goes on without the call.
-                guard !call.more else {
+                guard !(detach && call.more) else {
                     throw .invalidParameter(
                         "detach", reason: "true cannot go with \"more\", which follows the run to its end: ask for one or the other")
                 }
