@@ -38,11 +38,16 @@ public final class VarlinkClient {
             }
         }
 
-        /// `30`, `2.5`: a timeout in seconds, as given.
+        /// `30`, `2.5`, `0.000000001`: a timeout in seconds, as given: in decimal digits, never
+        /// with an exponent (`1e-09`), as `--timeout` takes it, to the nanosecond.
         public static func seconds(_ duration: Duration) -> String {
-            let (whole, fraction) = duration.components
-            guard fraction != 0 else { return "\(whole)" }
-            return "\(Double(whole) + Double(fraction) / 1e18)"
+            let (whole, attoseconds) = duration.components
+            let nanoseconds = attoseconds / 1_000_000_000
+            guard whole >= 0, nanoseconds > 0 else { return "\(whole)" }
+            var digits = String(nanoseconds)
+            digits = String(repeating: "0", count: 9 - digits.count) + digits
+            while digits.hasSuffix("0") { digits.removeLast() }
+            return "\(whole).\(digits)"
         }
     }
 
