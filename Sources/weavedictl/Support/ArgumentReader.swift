@@ -175,3 +175,36 @@ struct ArgumentReader {
         return false
     }
 }
+
+extension ArgumentReader {
+    /// The options whose value is a path: an argument that is not valid UTF-8 there cannot be
+    /// held as text without naming another file.
+    static let pathOptions: Set<String> = ["--socket", "--config"]
+
+    /// Whether the argument at `index` of `arguments` (without the program name) is the value of
+    /// a path option (`--socket PATH`, `--socket=PATH`, `--config PATH`), not a name or another
+    /// value (a job's or check's name, a tag, a level); after `--` every argument is a name.
+    static func isPath(at index: Int, of arguments: [String]) -> Bool {
+        guard !arguments[..<index].contains("--") else { return false }
+        let argument = arguments[index]
+        if pathOptions.contains(where: { argument.hasPrefix($0 + "=") }) { return true }
+        return index > 0 && pathOptions.contains(arguments[index - 1])
+    }
+
+    /// The message for the argument at `index` (counted from 1, after the program name) that is
+    /// not valid UTF-8, given the arguments as repaired text: a path is given through a link
+    /// whose name is UTF-8; a name is no name the daemon knows, its names being UTF-8 text.
+    static func notUTF8Message(index: Int, arguments: [String]) -> String {
+        var shown = ""
+        for scalar in arguments[index - 1].escapingControlCharacters.unicodeScalars {
+            if scalar == "\u{FFFD}" { shown += "\\u{FFFD}" } else { shown.unicodeScalars.append(scalar) }
+        }
+        let head = "weavedictl: argument \(index) (\"\(shown)\" as text) is not valid UTF-8"
+        if isPath(at: index - 1, of: arguments) {
+            return head + ", and text would turn it into another path; give the path through a symbolic link, "
+                + "or a directory, whose name is UTF-8"
+        }
+        return head + "; it is a name or a value (of a job, a check, a tag, a level), not a path, and those the daemon "
+            + "knows are UTF-8 text, as its configuration is: give the name as `weavedictl jobs` or `weavedictl health` shows it"
+    }
+}
