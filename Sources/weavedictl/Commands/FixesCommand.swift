@@ -9,8 +9,8 @@ struct FixesCommand: CtlCommand {
         arguments: "[--limit N]",
         discussion: """
             Options:
-              --limit N   only the last N attempts, from 1 to \(UnifiedRegistry.historyLimit) (the daemon keeps the last
-                          \(UnifiedRegistry.historyLimit); a larger N is its InvalidParameter error, which says the range)
+              --limit N   only the last N attempts: a whole number from 1 to \(UnifiedRegistry.historyLimit), in
+                          decimal digits without a sign (the daemon keeps the last \(UnifiedRegistry.historyLimit))
 
             Automatic fixes (run by the health loop) and manual ones (weavedictl fix) are listed
             with their outcome: succeeded, failed (the fix failed, or the check still fails after
@@ -21,6 +21,9 @@ struct FixesCommand: CtlCommand {
             automatic one is not recorded: `weavedictl health --json` says why auto-fix held back).
             A fix asked for of a check that has none, or of no check, is refused but is no
             attempt: it is not listed.
+
+            Exit status: 0 when the attempts are listed (none recorded included), 64 for a --limit
+            outside 1 to \(UnifiedRegistry.historyLimit), 69 when the daemon cannot be reached.
             """,
         method: "ListFixes")
 
@@ -31,13 +34,24 @@ struct FixesCommand: CtlCommand {
         while let token = reader.next() {
             switch token {
             case let .option("--limit", value):
-                let text = try reader.onceValue(of: "--limit", inline: value)
-                guard let number = Int(text), number > 0 else { throw reader.error("--limit needs a positive integer, got '\(text)'") }
-                limit = number
+                limit = try Self.limit(reader.onceValue(of: "--limit", inline: value), reader)
             case let .option(name, value): try reader.shared(name, inline: value)
             case let .argument(argument): throw reader.unexpected(argument)
             }
         }
+    }
+
+    /// `--limit`'s value: decimal digits (no sign) for a number from 1 to the history's length,
+    /// the daemon's own range, which it checks too. One rule and one message for every value
+    /// outside it, `0`, `+3` or a number too large for an integer alike.
+    static func limit(_ text: String, _ reader: ArgumentReader) throws(UsageError) -> Int {
+        let range = 1...UnifiedRegistry.historyLimit
+        guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let number = Int(text), range.contains(number)
+        else {
+            throw reader.error("--limit needs a whole number from \(range.lowerBound) to \(range.upperBound), "
+                + "in decimal digits (no sign); got '\(text)'")
+        }
+        return number
     }
 
     func run(in context: CtlContext) async throws(CtlError) -> Int32 {
