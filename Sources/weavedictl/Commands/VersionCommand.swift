@@ -5,15 +5,16 @@ import WeaveDIDaemon
 struct VersionCommand: CtlCommand {
     static let configuration = CommandConfiguration(
         name: "version",
-        abstract: "Show weavedictl's version and, if it answers, the daemon's.",
+        abstract: "Show weavedictl's version and, if the daemon answers, the daemon's version.",
         discussion: """
             Prints weavedictl's version, then the daemon's (from io.weavedi.Daemon.Ping) or why it
             could not be asked. With --json:
               {"weavedictl":"0.1.0","daemon":{"version":"0.1.0","pid":812,"uptime":3.5}}
-            where daemon is null when it cannot be reached.
+            where daemon is null when it cannot be reached (or sends no valid Ping reply).
 
             Exit status: always 0, even when the daemon cannot be reached.
-            """)
+            """,
+        method: "Ping")
 
     init(parsing reader: inout ArgumentReader) throws(UsageError) {
         try Self.parseNothing(&reader)
@@ -21,7 +22,7 @@ struct VersionCommand: CtlCommand {
 
     func run(in context: CtlContext) async throws(CtlError) -> Int32 {
         let daemon: Result<JSONValue, CtlError>
-        do { daemon = .success(try context.call("Ping").object) } catch { daemon = .failure(error) }
+        do { daemon = .success(try PingCommand.call(in: context).object) } catch { daemon = .failure(error) }
         if context.options.json {
             let answer: JSONValue = if case let .success(ping) = daemon { ping } else { .null }
             context.printJSON(.object([("weavedictl", .string(DaemonVersion.current)), ("daemon", answer)]))

@@ -43,7 +43,7 @@ struct CtlContext {
                 if let directory = SocketPathCheck.unsearchableDirectory(on: socket.path) {
                     throw .directoryNotSearchable(socket, directory, reason: reason)
                 }
-                throw .socketNotPermitted(socket, reason: reason)
+                throw .socketNotPermitted(socket, reason: reason, groupMayNotWrite: Self.groupMayNotWrite(socket.path))
             }
             if reason.hasSuffix("(\(Errno.noSuchFileOrDirectory.name))"), let link = SocketPathCheck.danglingLink(on: socket.path) {
                 throw .danglingLink(socket, link, reason: reason)
@@ -61,6 +61,17 @@ struct CtlContext {
             }
             throw .unreachable(socket, reason: reason)
         }
+    }
+
+    /// The socket's status when this user (its effective ids) is in the socket's group but not
+    /// its owner, and the mode gives the group no write permission: then joining the group,
+    /// the usual advice, cannot help; the mode must change.
+    static func groupMayNotWrite(_ path: String) -> FileStatus? {
+        guard let status = try? FileStatus(path: path, followSymlinks: true), status.kind == .socket,
+            status.userID != CurrentProcess.effectiveUserID, status.permissions.rawValue & 0o020 == 0,
+            (try? CurrentProcess.isMember(ofGroup: status.groupID)) == true
+        else { return nil }
+        return status
     }
 
     /// Calls `io.weavedi.Daemon.<method>` on a new connection and returns the reply.

@@ -43,8 +43,10 @@ enum CtlError: Error {
     case danglingLink(SocketLocation, SocketPathCheck.DanglingLink, reason: String)
     /// The socket's path does not fit in a Unix socket address (107 bytes).
     case socketPathTooLong(SocketLocation)
-    /// The socket exists but this user may not connect to it.
-    case socketNotPermitted(SocketLocation, reason: String)
+    /// The socket exists but this user may not connect to it; `groupMayNotWrite`, the socket's
+    /// status when this user is in its group already (not its owner) and its mode gives the
+    /// group no write permission, which `connect` needs.
+    case socketNotPermitted(SocketLocation, reason: String, groupMayNotWrite: FileStatus? = nil)
     /// A directory on the socket's path may not be searched by this user (connect said
     /// `reason`, `EACCES`): the socket's own mode is not the cause.
     case directoryNotSearchable(SocketLocation, SocketPathCheck.UnsearchableDirectory, reason: String)
@@ -52,6 +54,9 @@ enum CtlError: Error {
     case broken(SocketLocation, reason: String)
     /// The reply to `method` is not a varlink reply (`reason` says why).
     case malformedReply(SocketLocation, method: String, reason: String)
+    /// The reply to `method` is a varlink reply, but its parameters are not those of one
+    /// (`reason` says which member is wrong): what answers is no weavedid, or a broken one.
+    case invalidReply(SocketLocation, method: String, reason: String)
     /// No reply to `method` came within `wait` (`--timeout`).
     case timedOut(SocketLocation, method: String, wait: Duration)
     /// `io.weavedi.Daemon.PermissionDenied`: the method needs administrator rights.
@@ -67,8 +72,10 @@ enum CtlError: Error {
     var status: Int32 {
         switch self {
         case .usage: ExitStatus.usage
-        case let .socketPathTooLong(socket): socket.origin == .discovered ? ExitStatus.unavailable : ExitStatus.usage
-        case .unreachable, .notASocket, .danglingLink, .broken, .malformedReply, .timedOut: ExitStatus.unavailable
+        // Wherever the path comes from (an option, a variable, the working directory), only
+        // another path, given with --socket, can reach the socket.
+        case .socketPathTooLong: ExitStatus.usage
+        case .unreachable, .notASocket, .danglingLink, .broken, .malformedReply, .invalidReply, .timedOut: ExitStatus.unavailable
         case .socketNotPermitted, .directoryNotSearchable, .permissionDenied: ExitStatus.noPermission
         case let .failure(failure, _): FailureHint.refusesConnection(failure) ? ExitStatus.unavailable : ExitStatus.failure
         case .offline: ExitStatus.failure
@@ -113,12 +120,19 @@ enum CtlError: Error {
             let origin = switch socket.origin {
             case .option: " (given with --socket)"
             case .environment: " (from WEAVEDI_SOCKET)"
-            case .discovered: ""
+            case .discovered: " (found as \(socket.source ?? "a place weavedictl looks"))"
             }
             return "weavedictl: the socket path \(socket.shownPath)\(origin) is \(socket.path.utf8.count) bytes long, "
                 + "but a Unix socket path may have at most \(maximum) bytes (sun_path); "
-                + "give a shorter path to the same socket, e.g. through a symbolic link to its directory."
-        case let .socketNotPermitted(socket, reason):
+                + "give a shorter path to the same socket\(socket.origin == .option ? "" : " with --socket PATH"), "
+                + "e.g. through a symbolic link to its directory."
+        case let .socketNotPermitted(socket, reason, status?):
+            return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n"
+                + "You are in the socket's group already (uid \(CurrentProcess.effectiveUserID)), but the socket\(Self.describe(status)) "
+                + "gives its group no write permission, which connecting needs: set control.socketMode to \"0660\" in the "
+                + "daemon's configuration and reload it (`systemctl reload weavedid`; SocketMode=0660 in weavedid.socket "
+                + "when systemd makes the socket)."
+        case let .socketNotPermitted(socket, reason, nil):
             return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n"
                 + "The control socket is open to its owner and group only: run as root, or join the group the socket "
                 + "belongs to (control.socketGroup in the daemon's configuration; SocketGroup= in weavedid.socket)."
@@ -134,6 +148,10 @@ enum CtlError: Error {
                 + "Is weavedid still running?"
         case let .malformedReply(socket, method, reason):
             return "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid varlink reply: "
+                + "\(reason.escapingControlCharacters)\n"
+                + "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration)."
+        case let .invalidReply(socket, method, reason):
+            return "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid reply to it: "
                 + "\(reason.escapingControlCharacters)\n"
                 + "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration)."
         case let .timedOut(socket, method, wait):

@@ -26,6 +26,17 @@ struct SocketLocation: Equatable {
     var origin: Origin
     /// The candidates looked at, in order (only for `.discovered`).
     var candidates: [String] = []
+    /// Where each candidate comes from, in the same order (`RUNTIME_DIRECTORY`...), for a
+    /// message about the path chosen.
+    var sources: [String] = []
+
+    /// Where a discovered path comes from: `$RUNTIME_DIRECTORY/control.sock`,
+    /// `$XDG_RUNTIME_DIR/weavedi/control.sock`, `the working directory's
+    /// .weavedi/run/control.sock` or `the system socket`; nil for another origin.
+    var source: String? {
+        guard origin == .discovered, let index = candidates.firstIndex(of: path), index < sources.count else { return nil }
+        return sources[index]
+    }
 
     /// The environment variables the socket is found by.
     static let environmentNames: Set<String> = ["WEAVEDI_SOCKET", "RUNTIME_DIRECTORY", "XDG_RUNTIME_DIR"]
@@ -40,26 +51,32 @@ struct SocketLocation: Equatable {
     ) -> SocketLocation {
         if let explicit { return SocketLocation(path: explicit, origin: .option) }
         if let path = environment["WEAVEDI_SOCKET"], !path.isEmpty { return SocketLocation(path: path, origin: .environment) }
-        let candidates = candidates(environment: environment, workingDirectory: workingDirectory)
+        let found = sourcedCandidates(environment: environment, workingDirectory: workingDirectory)
+        let candidates = found.map(\.path)
         let path = candidates.first(where: exists) ?? candidates[candidates.count - 1]
-        return SocketLocation(path: path, origin: .discovered, candidates: candidates)
+        return SocketLocation(path: path, origin: .discovered, candidates: candidates, sources: found.map(\.source))
     }
 
     /// The candidates that apply in `environment`, in the order they are tried.
     static func candidates(environment: [String: String], workingDirectory: String) -> [String] {
-        var candidates: [String] = []
+        sourcedCandidates(environment: environment, workingDirectory: workingDirectory).map(\.path)
+    }
+
+    /// The candidates with where each comes from.
+    private static func sourcedCandidates(environment: [String: String], workingDirectory: String) -> [(path: String, source: String)] {
+        var candidates: [(path: String, source: String)] = []
         if let runtime = environment["RUNTIME_DIRECTORY"],
             let first = runtime.split(separator: ":", omittingEmptySubsequences: false).first, first.hasPrefix("/")
         {
-            candidates.append(join(String(first), "control.sock"))
+            candidates.append((join(String(first), "control.sock"), "$RUNTIME_DIRECTORY/control.sock"))
         }
         if let base = environment["XDG_RUNTIME_DIR"], base.hasPrefix("/") {
-            candidates.append(join(base, "weavedi/control.sock"))
+            candidates.append((join(base, "weavedi/control.sock"), "$XDG_RUNTIME_DIR/weavedi/control.sock"))
         }
         if workingDirectory.hasPrefix("/") {
-            candidates.append(join(workingDirectory, ".weavedi/run/control.sock"))
+            candidates.append((join(workingDirectory, ".weavedi/run/control.sock"), "./.weavedi/run/control.sock in the working directory"))
         }
-        candidates.append(systemSocket)
+        candidates.append((systemSocket, "the system socket"))
         return candidates
     }
 
