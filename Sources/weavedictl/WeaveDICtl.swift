@@ -108,32 +108,26 @@ enum WeaveDICtl {
 
     private static func parseSubcommand(_ name: String, _ reader: inout ArgumentReader) throws(UsageError) -> (any CtlCommand)? {
         if name == "help" {
-            guard let topic = reader.next() else {
-                Terminal(colors: false).line(help)
-                return nil
-            }
-            let topicName: String
-            switch topic {
-            case let .argument(argument): topicName = argument
-            // `help --help`: help about help is the general help.
-            case .option("--help", nil), .option("-h", nil):
-                Terminal(colors: false).line(help)
-                return nil
-            case let .option(option, _): topicName = option
-            }
-            guard let command = subcommand(named: topicName) else {
-                throw UsageError(message: "no help for '\(topicName)': not a subcommand", command: nil)
-            }
-            while let extra = reader.next() {
-                // `help ping --help` asks for the same help twice: it gets it once.
-                if extra == .option("--help", value: nil) || extra == .option("-h", value: nil) { continue }
-                let text: String = switch extra {
-                case let .argument(argument): argument
-                case let .option(option, _): option
+            // Global options may stand here as anywhere (`help --json ping`): they are read, a
+            // mistake in one said as such, and change nothing (help is text, never JSON).
+            var topic: (any CtlCommand.Type)?
+            while let token = reader.next() {
+                switch token {
+                // `help --help`: help about help is the general help; `help ping --help`
+                // asks for the same help twice: it gets it once.
+                case .option("--help", nil), .option("-h", nil): continue
+                case let .option(option, value) where GlobalOptions.names.contains(option):
+                    try reader.shared(option, inline: value)
+                case let .option(text, _) where topic == nil, let .argument(text) where topic == nil:
+                    guard let command = subcommand(named: text) else {
+                        throw UsageError(message: "no help for '\(text)': not a subcommand", command: nil)
+                    }
+                    topic = command
+                case let .option(text, _), let .argument(text):
+                    throw UsageError(message: "help takes one subcommand name; unexpected '\(text)'", command: nil)
                 }
-                throw UsageError(message: "help takes one subcommand name; unexpected '\(text)'", command: nil)
             }
-            Terminal(colors: false).line(command.configuration.help)
+            Terminal(colors: false).line(topic?.configuration.help ?? help)
             return nil
         }
         guard let type = subcommand(named: name) else {

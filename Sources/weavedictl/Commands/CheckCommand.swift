@@ -13,11 +13,11 @@ struct CheckCommand: CtlCommand {
             `weavedictl health`. Running checks changes nothing, so anyone who may connect may
             run them.
 
-            Exit status: 0 when healthy, 1 when degraded or unhealthy, or when a tag given is
+            Exit status: 0 when healthy; 1 when degraded or unhealthy, or when a tag given is
             one no check has: the daemon refuses it (NoSuchTag), and standard error names it
             and the tags the checks have, with nothing on standard output, --json or not (a
             probe with a misspelt tag would check less than it means to, or nothing, and must
-            not pass).
+            not pass); 69 when the daemon cannot be reached.
             """,
         method: "RunChecks")
 

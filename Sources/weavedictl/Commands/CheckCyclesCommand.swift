@@ -15,8 +15,8 @@ struct CheckCyclesCommand: CtlCommand {
               {"componentCount":N,"edgeCount":M,"cycles":[["A","B"]]}
             (each cycle starts at its smallest name).
 
-            Exit status: 0 when there are no cycles, 1 when there are, 69 when the daemon
-            cannot be reached (without --offline), 78 when the configuration is invalid.
+            Exit status: 0 when there are no cycles; 1 when there are; 69 when the daemon
+            cannot be reached (without --offline); 78 when the configuration is invalid.
             """,
         method: "CheckCycles")
 

@@ -15,8 +15,8 @@ struct DiagnoseComponentsCommand: CtlCommand {
               {"issues":[{"type":"…","providers":["…"],"detail":"…","kind":"duplicateProvider"}]}
             so a CI step can run `weavedictl diagnose-components --offline --json`.
 
-            Exit status: 0 when there are no issues, 1 when there are, 69 when the daemon
-            cannot be reached (without --offline), 78 when the configuration is invalid.
+            Exit status: 0 when there are no issues; 1 when there are; 69 when the daemon
+            cannot be reached (without --offline); 78 when the configuration is invalid.
             """,
         method: "DiagnoseComponents")
 

@@ -23,9 +23,9 @@ struct FixCommand: CtlCommand {
             resets the job's backoff and runs it now; auto-fix never does either.
 
             Exit status: 0 when every attempt succeeded or is in progress (or no check was
-            failing), 1 when one did not (failed, timed out, or notApplicable: its fix had
-            nothing to do, so the check still fails) or the check does not exist, 77 without
-            the rights.
+            failing); 1 when one did not (failed, timed out, or notApplicable: its fix had
+            nothing to do, so the check still fails) or the check does not exist; 69 when the daemon cannot be reached;
+            77 without the rights.
             """,
         method: "Fix")
 

@@ -6,7 +6,7 @@ struct HealthCommand: CtlCommand {
         arguments: "[--tag TAG]...",
         discussion: """
             Options:
-              --tag TAG   only checks with this tag (repeatable: any of the tags)
+              --tag TAG   only the checks with this tag (repeatable: any of the tags)
                           the daemon's tags: liveness, readiness, and sync for the jobs' checks
 
             Prints the overall status and score, then one row per check: its status (green
@@ -16,11 +16,11 @@ struct HealthCommand: CtlCommand {
             them), whether it has a fix, and its message. `weavedictl check` runs the checks
             first.
 
-            Exit status: 0 when healthy, 1 when degraded or unhealthy, or when a tag given is
+            Exit status: 0 when healthy; 1 when degraded or unhealthy, or when a tag given is
             one no check has: the daemon refuses it (NoSuchTag), and standard error names it
             and the tags the checks have, with nothing on standard output, --json or not (a
             probe with a misspelt tag would check less than it means to, or nothing, and must
-            not pass).
+            not pass); 69 when the daemon cannot be reached.
             """,
         method: "GetHealth")
 

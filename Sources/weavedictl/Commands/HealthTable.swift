@@ -37,7 +37,9 @@ struct HealthTable {
             // A probe whose tag is misspelt (`--tag readyness`) checks nothing: that is no pass,
             // and a `Health: healthy` line or the reply's score of 100 would say otherwise.
             let named = tags.map { JSONValue.quotedForMessage($0).escapingControlCharacters }.joined(separator: ", ")
-            Terminal.error("weavedictl: no health check has the tag \(named): nothing was checked; the daemon's tags are liveness, readiness and sync")
+            // Such a daemon does not say which tags its checks have: none are named for it.
+            Terminal.error("weavedictl: no health check has the tag \(named): nothing was checked "
+                + "(this daemon does not say which tags its checks have; `weavedictl health --json` shows each check's)")
             return ExitStatus.failure
         }
         if context.options.json {

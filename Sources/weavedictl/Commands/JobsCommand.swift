@@ -25,8 +25,8 @@ struct JobsCommand: CtlCommand {
             Jobs are configured in sync.jobs of the daemon's configuration; run one now with
             `weavedictl run-job NAME --wait`.
 
-            Exit status: 0, 1 when NAME is no configured job, 69 when the daemon cannot be
-            reached.
+            Exit status: 0 when the jobs, or job NAME, are shown; 1 when NAME is no configured
+            job; 69 when the daemon cannot be reached.
             """,
         method: "ListJobs")
 

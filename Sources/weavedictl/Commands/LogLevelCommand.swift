@@ -15,11 +15,15 @@ struct LogLevelCommand: CtlCommand {
               --filter FILTER   the daemon's per-subsystem filter, in WEAVEDID_LOG syntax
                                 (info,sync=debug)
 
-            Without arguments, shows both (io.weavedi.Daemon.GetLogLevel). With LEVEL or
-            --filter, changes them (io.weavedi.Daemon.SetLogLevel, which needs administrator
-            rights) and shows the result. The daemon validates the values: an unknown level is
-            its InvalidParameter error (exit 1).
-            """)
+            Without arguments, shows both. With LEVEL or --filter, changes them (which needs
+            administrator rights: see `weavedictl fix --help`) and shows the result. The daemon
+            validates the values: an unknown level is its InvalidParameter error.
+
+            Exit status: 0 when shown or changed; 1 when the daemon refuses a value (an unknown
+            level, a filter it cannot parse); 69 when the daemon cannot be reached; 77 when
+            changing without the rights.
+            """,
+        method: "GetLogLevel, or io.weavedi.Daemon.SetLogLevel with LEVEL or --filter")
 
     /// The new library level.
     var level: String?

@@ -13,6 +13,8 @@ struct MetricsCommand: CtlCommand {
 
             Example:
               weavedictl metrics | grep '^weavedi_control'
+
+            Exit status: 0 when the daemon answers; 69 when it cannot be reached.
             """,
         method: "GetMetrics")
 

@@ -10,10 +10,12 @@ struct PauseJobCommand: CtlCommand {
             Arguments:
               NAME   the job (see `weavedictl jobs`)
 
-            The job stays paused until `weavedictl resume-job NAME` (a restart of the daemon
-            schedules it again). Needs administrator rights (see `weavedictl fix --help`).
+            The job stays paused until `weavedictl resume-job NAME`, across restarts of the
+            daemon (which keeps the pause in its state directory). Needs administrator rights
+            (see `weavedictl fix --help`).
 
-            Exit status: 0 when paused, 1 when the job does not exist, 77 without the rights.
+            Exit status: 0 when paused; 1 when the job does not exist; 69 when the daemon cannot be reached;
+            77 without the rights.
             """,
         method: "PauseJob")
 

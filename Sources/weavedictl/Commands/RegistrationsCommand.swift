@@ -10,6 +10,8 @@ struct RegistrationsCommand: CtlCommand {
             One row per registered type: its scope (singleton, session, request, transient),
             the module that registered it, whether an instance has been built, and the types its
             factory resolved (the edges `weavedictl check-cycles` examines).
+
+            Exit status: 0 when the daemon answers; 69 when it cannot be reached.
             """,
         method: "ListRegistrations")
 

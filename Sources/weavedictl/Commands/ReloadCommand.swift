@@ -11,7 +11,8 @@ struct ReloadCommand: CtlCommand {
             reason with the file, field and problem. Needs administrator rights (see
             `weavedictl fix --help`). `systemctl reload weavedid` does the same.
 
-            Exit status: 0 when reloaded, 1 when refused, 77 without the rights.
+            Exit status: 0 when reloaded; 1 when refused; 69 when the daemon cannot be reached; 77 without
+            the rights.
             """,
         method: "Reload")
 

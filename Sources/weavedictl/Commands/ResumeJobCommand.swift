@@ -13,7 +13,8 @@ struct ResumeJobCommand: CtlCommand {
             The job runs again at its interval; `weavedictl run-job NAME` runs it at once.
             Needs administrator rights (see `weavedictl fix --help`).
 
-            Exit status: 0 when resumed, 1 when the job does not exist, 77 without the rights.
+            Exit status: 0 when resumed; 1 when the job does not exist; 69 when the daemon cannot be reached;
+            77 without the rights.
             """,
         method: "ResumeJob")
 

@@ -32,9 +32,9 @@ struct RunJobCommand: CtlCommand {
 
             Needs administrator rights (see `weavedictl fix --help`).
 
-            Exit status: without --wait, 0 when the run started or was queued; with --wait, 0
-            when the run succeeded. 1 when it did not (or was skipped) or the job does not
-            exist, 77 without the rights.
+            Exit status: 0 when the run started or was queued (without --wait), or succeeded
+            (with --wait); 1 when it did not succeed or was skipped, or the job does not exist;
+            69 when the daemon cannot be reached; 77 without the rights.
             """,
         method: "RunJob")
 

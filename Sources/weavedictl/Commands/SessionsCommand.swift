@@ -10,6 +10,8 @@ struct SessionsCommand: CtlCommand {
             One row per session: its id, its kind (control for a connection to the socket, job
             for a run), the peer's uid and pid (from SO_PEERCRED), its age, the instances it holds
             and its requests in progress. The connection weavedictl itself makes is among them.
+
+            Exit status: 0 when the daemon answers; 69 when it cannot be reached.
             """,
         method: "ListSessions")
 
