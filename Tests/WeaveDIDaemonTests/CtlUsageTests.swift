@@ -94,7 +94,7 @@ import WeaveDIPosix
             #expect(run.code == 0 && run.error.isEmpty, "\(arguments): \(run.all)")
             #expect(run.output == ping.output, "\(arguments): \(run.all)")
         }
-        for (arguments, unexpected) in [(["help", "ping", "jobs"], "jobs"), (["help", "ping", "--help", "--json"], "--json")] {
+        for (arguments, unexpected) in [(["help", "ping", "jobs"], "jobs"), (["help", "ping", "--help", "--bogus"], "--bogus")] {
             let run = try CtlRun.run(arguments)
             #expect(run.code == 64 && run.error.hasPrefix("weavedictl: help takes one subcommand name; unexpected '\(unexpected)'"), "\(run.all)")
         }
@@ -113,7 +113,7 @@ import WeaveDIPosix
         (["health", "--bogus"], "weavedictl health: unknown option '--bogus'", "health [--tag TAG]..."),
         (["run-job"], "weavedictl run-job: missing argument NAME", "run-job NAME [--wait]"),
         (["pause-job"], "weavedictl pause-job: missing argument NAME", "pause-job NAME"),
-        (["fixes", "--limit", "0"], "weavedictl fixes: --limit needs a positive integer, got '0'", "fixes [--limit N]"),
+        (["fixes", "--limit", "0"], "weavedictl fixes: --limit needs a whole number from 1 to 500, in decimal digits (no sign); got '0'", "fixes [--limit N]"),
         (["health", "--tag"], "weavedictl health: --tag needs a value", "health [--tag TAG]..."),
         (["ping", "extra"], "weavedictl ping: unexpected argument 'extra'", "ping"),
         (["run-job", "a", "--wait=yes"], "weavedictl run-job: --wait takes no value", "run-job NAME [--wait]"),
