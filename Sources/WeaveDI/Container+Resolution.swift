@@ -40,13 +40,13 @@ extension WeaveDI.Container {
                 + "instead of resolving \(entry.logName)")
     }
 
-    /// Logs a singleton whose build straddled a `releaseAll()`: not cached.
+    /// Logs a singleton whose build straddled a `releaseAll()` or an `evict`: not cached.
     @inline(never)
     func builtAcrossRelease(_ entry: Entry) {
         WeaveDILog.log(
             .diagnostic,
-            "\(entry.logName) was being built when releaseAll() began: this instance goes to its resolve only, not "
-                + "cached (it may hold what the release disposed); the next resolve builds it again")
+            "\(entry.logName) was being built when releaseAll() or evict began: this instance goes to its resolve only, "
+                + "not cached (it may hold what was released); the next resolve builds it again")
     }
 
     /// Logs why `resolve` returns nil.
@@ -108,9 +108,9 @@ extension WeaveDI.Container {
                 let disposable = entry.disposable(value)
                 // Published and listed at once: an `evict` (which looks under this lock) sees
                 // both or neither, so it never takes an instance without its disposal. Under the
-                // lock too, the count of releases: a `releaseAll` that began during the build
-                // (it swaps the built singletons under this lock) may have disposed what the
-                // factory took, so the instance is its caller's only, never cached.
+                // lock too, the count of releases: a `releaseAll` or an `evict` that began during
+                // the build (each swaps built singletons out under this lock) may have disposed
+                // what the factory took, so the instance is its caller's only, never cached.
                 let cached: Bool = state.withLock { state in
                     let cached = releases.load(ordering: .relaxed) == releasesBefore
                     if cached { entry.publish(value) }

@@ -19,9 +19,10 @@ extension WeaveDI {
         @usableFromInline
         let table = EntryTable()
         let state = Locked(State())
-        /// How many `releaseAll()`s have started, raised under `state`'s lock as each swaps the
-        /// built singletons out: a singleton build that saw another count before it began than
-        /// under that lock when it ended straddled a release, and is not cached (`produce`).
+        /// How many `releaseAll()`s and `evict`s (of a built singleton) have started, raised
+        /// under `state`'s lock as each swaps built singletons out: a singleton build that saw
+        /// another count before it began than under that lock when it ended straddled a release
+        /// or an eviction, and is not cached (`produce`).
         let releases = Atomic<UInt64>(0)
 
         struct RegistrationRecord: Equatable {

@@ -59,6 +59,46 @@ final class Account: Disposable {
             "\(ledger.disposals)")
     }
 
+    /// The same for `evict`: a singleton whose build is under way, on another thread, when the
+    /// singleton it took is evicted (and disposed) is not cached, so no later resolve is served
+    /// an instance holding the evicted one; its own caller gets it, and the next `releaseAll()`
+    /// disposes it.
+    @Test func aBuildAcrossEvict_isNotCached_andIsDisposedByTheNextRelease() async throws {
+        let ledger = Ledger()
+        let container = WeaveDI.Container()
+        let builds = Atomic<Int>(0)
+        container.register(Tracked.self) { Tracked("dependency \(builds.add(1, ordering: .relaxed).newValue)", ledger) }
+        let tookDependency = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0)
+        let accounts = Atomic<Int>(0)
+        container.register(Account.self) { r in
+            let dependency = try r.require(Tracked.self)
+            let n = accounts.add(1, ordering: .relaxed).newValue
+            if n == 1 {
+                tookDependency.signal()
+                go.wait()
+            }
+            return Account("account \(n)", dependency, ledger)
+        }
+        #expect(try container.require(Tracked.self).name == "dependency 1")
+        let straddling = Locked<Account?>(nil)
+        let thread = Thread { straddling.withLock { $0 = try? container.require(Account.self) } }
+        thread.start()
+        tookDependency.wait()
+        #expect(await container.evict(Tracked.self))
+        go.signal()
+        thread.join()
+        #expect(ledger.disposals == ["dependency 1"])
+        #expect(straddling.withLock { $0?.name } == "account 1")
+        let after = try container.require(Account.self)
+        #expect(after.name == "account 2", "served the instance built with the evicted dependency")
+        #expect(after.dependency.name == "dependency 2")
+        #expect(try container.require(Account.self) === after)
+        await container.releaseAll()
+        #expect(ledger.disposals == ["dependency 1", "account 2", "dependency 2", "account 1"]
+            || ledger.disposals == ["dependency 1", "account 2", "account 1", "dependency 2"],
+            "\(ledger.disposals)")
+    }
+
     /// A singleton that a `Task.detached` resolves while `releaseAll()` disposes (here, one a
     /// `dispose()` starts and awaits) is built again after the release and stays built: this
     /// `releaseAll()` does not dispose it and, the task-local that marks its own disposals not

@@ -160,6 +160,11 @@ extension WeaveDI.Container {
 
     /// Evicts the built singleton of `type`: the next resolve builds a new one; the evicted
     /// instance is disposed if it adopts `Disposable`. Returns whether there was one to evict.
+    ///
+    /// As with `releaseAll()`, a singleton whose build was under way when the instance was
+    /// evicted is not cached (it may hold the evicted instance): its resolve gets it, the next
+    /// resolve builds it afresh. That goes for a build of any singleton of this container then
+    /// under way, whether or not it needs the evicted one.
     @discardableResult
     public func evict<T>(_ type: T.Type) async -> Bool {
         await evict(slot: TypeSlots.shared.slot(for: type))
@@ -170,6 +175,9 @@ extension WeaveDI.Container {
             guard let entry = state.entries[slot], entry.scope == .singleton, !entry.isProvidedInstance,
                 entry.hasInstance
             else { return nil }
+            // Counted as a release: a singleton build under way (of any type) may hold the
+            // instance evicted here, so it is not cached when it ends (`produce`).
+            releases.add(1, ordering: .relaxed)
             let fresh = entry.fresh()
             if let old = table.store(fresh, at: slot) { state.retired.append(old) }
             state.entries[slot] = fresh
