@@ -117,7 +117,7 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             guard !noActiveScopeLogged.exchange(true, ordering: .relaxed) else { return }
             WeaveDILog.log(
                 .diagnostic, subsystem: "injected",
-                "\(K.self) reads the key's default: \(error) (said once for this key)")
+                "\(TypeSlots.shared.logName(ofSlot: slot)) reads the key's default: \(error) (said once for this key)")
         default:
             WeaveDILog.log(.error, subsystem: "injected", registrationFailed(error, in: container))
         }
@@ -128,16 +128,18 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
     /// key), it cannot give the value it is building: a cycle, said as one through the key.
     @inline(never)
     private func registrationFailed(_ error: ResolutionError, in container: WeaveDI.Container) -> String {
+        let key = TypeSlots.shared.logName(ofSlot: slot)
         let stack = ResolutionStack.current
         guard case .cycle = error, let start = stack.index(of: valueSlot, in: container.id) else {
-            return "\(K.self): the registration of \(K.Value.self) failed (\(error)); using the key's default"
+            return "\(key): the registration of \(TypeSlots.shared.logName(ofSlot: valueSlot)) failed (\(error)); "
+                + "using the key's default"
         }
         let names = ResolutionStack.names(of: stack.frames[start...].map(\.slot) + [valueSlot])
         let building = names.last!
-        let path = names.dropLast() + ["\(K.self)", building]
-        return "\(K.self) was read while building \(building), the registration of its value's type, which cannot "
+        let path = names.dropLast() + [key, building]
+        return "\(key) was read while building \(building), the registration of its value's type, which cannot "
             + "give the value it is building (\(path.joined(separator: " -> "))); using the key's default. To build "
-            + "on the default on purpose, use \(K.self).liveValue in the factory; otherwise read the key at use, "
+            + "on the default on purpose, use \(key).liveValue in the factory; otherwise read the key at use, "
             + "not in the factory"
     }
 

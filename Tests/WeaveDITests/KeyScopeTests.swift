@@ -137,3 +137,38 @@ extension InjectedTests {
         await third.close()
     }
 }
+
+/// Two keys, and two value types, of one name each, named in no other test.
+enum KeyAisle {
+    final class Shelf: Sendable {}
+    struct ShelfKey: InjectedKey { static var liveValue: Shelf { Shelf() } }
+}
+enum KeyStore {
+    final class Shelf: Sendable {}
+    struct ShelfKey: InjectedKey { static var liveValue: Shelf { Shelf() } }
+}
+
+extension InjectedTests {
+    /// A key's log lines name the key, and its value's type, as other log lines do: qualified
+    /// when another type of the name was named before.
+    @Test func keyLogLines_tellTwoKeysOfOneNameApart() {
+        struct Broken: Error {}
+        // Named before: the other `ShelfKey` and `Shelf`.
+        _ = TypeSlots.shared.logName(of: KeyAisle.ShelfKey.self)
+        _ = TypeSlots.shared.logName(of: KeyAisle.Shelf.self)
+        WeaveDI.Container.live.register(KeyStore.Shelf.self, scope: .session) { KeyStore.Shelf() }
+        WeaveDI.Container.live.register(KeyAisle.Shelf.self) { () throws -> KeyAisle.Shelf in throw Broken() }
+        let lines = Locked<[String]>([])
+        UnifiedDI.setLogSink { record in
+            if record.message.contains("ShelfKey") { lines.withLock { $0.append(record.message) } }
+        }
+        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        _ = InjectedValues.current[KeyStore.ShelfKey.self]
+        _ = InjectedValues.current[KeyAisle.ShelfKey.self]
+        let messages = lines.withLock { $0 }
+        #expect(messages.contains { $0.hasPrefix("WeaveDITests.KeyStore.ShelfKey reads the key's default: ") }, "\(messages)")
+        #expect(messages.contains {
+            $0.hasPrefix("WeaveDITests.KeyAisle.ShelfKey: the registration of WeaveDITests.KeyAisle.Shelf failed (")
+        }, "\(messages)")
+    }
+}
