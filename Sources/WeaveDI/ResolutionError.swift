@@ -49,7 +49,8 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
             // No read that throws this consults a key (a key's read falls back to its default):
             // the fix is a registration.
             return Self.building(path) + "no registration for \(type)\(hint); register it in a module with "
-                + "container.register(\(Self.metatype(named: type))) { ... }"
+                + (Self.metatype(named: type).map { "container.register(\($0)) { ... }" }
+                    ?? "container.register(_:_:), its type written as Swift writes it")
         case let .cycle(path):
             return "dependency cycle: \(path.joined(separator: " -> ")); break it by making one of these "
                 + "resolve the other lazily (at use, not in its factory) or by extracting what both need"
@@ -85,11 +86,44 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
     /// any other (`Any` and `AnyObject` need no `any`).
     /// A generic argument that is a protocol's existential gets its `any` too
     /// (`Holder<any P>.self`, `Array<Holder<any P>>.self`), which the run time leaves out as well.
-    static func metatype(named type: String) -> String {
+    /// A function type is put in parentheses (`((any P) -> Int).self`: `.self` would bind to
+    /// its result), `()` is written `Void.self`. Nil for a name no expression can write as it
+    /// is: the existential metatype of a composition, which the run time spells `P & Q.Type`.
+    static func metatype(named type: String) -> String? {
+        if type == "()" { return "Void.self" }
+        if isCompositionMetatype(type) { return nil }
         guard type != "Any", type != "AnyObject", TypeSlots.shared.spellsExistential(type) else {
-            return "\(TypeSlots.shared.sourceSpelling(ofName: type) ?? type).self"
+            let spelled = TypeSlots.shared.sourceSpelling(ofName: type) ?? type
+            return isFunction(spelled) ? "(\(spelled)).self" : "\(spelled).self"
         }
         return "(any \(type)).self"
+    }
+
+    /// Whether `type` holds a composition's member ending in `.Type` (`P & Q.Type`): how the
+    /// run time spells the existential metatype of `P & Q` (no member of a composition is a
+    /// metatype).
+    private static func isCompositionMetatype(_ type: String) -> Bool {
+        type.split(separator: "&").dropFirst().contains { member in
+            let name = member.drop { $0 == " " }.prefix { $0 == "." || $0 == "_" || $0.isLetter || $0.isNumber }
+            return name.hasSuffix(".Type")
+        }
+    }
+
+    /// Whether the type spelled `type` is a function type: an arrow outside every bracket.
+    private static func isFunction(_ type: String) -> Bool {
+        var depth = 0
+        var previous: Character = " "
+        for character in type {
+            switch character {
+            case "(", "<", "[": depth += 1
+            case ")", "]": depth -= 1
+            case ">" where previous != "-": depth -= 1
+            case ">" where depth == 0: return true
+            default: break
+            }
+            previous = character
+        }
+        return false
     }
 
     /// `cannot build A (A -> B -> C): ` for a path, nothing without one.

@@ -111,6 +111,45 @@ private struct Square {}
         #expect(concrete.hasSuffix("container.register(MailBox<StoreCache>.self) { ... }"), "\(concrete)")
     }
 
+    /// The hint's metatype compiles for a function type (in parentheses: `F.self` of a bare
+    /// function type does not parse), a tuple, `Void` and metatypes; the existential metatype
+    /// of a composition, which the run time spells `P & Q.Type` and Swift cannot write as an
+    /// expression, gets no metatype. (Each expected spelling is written below as it compiles.)
+    @Test func theRegistrationHint_compilesForFunctionsTuplesAndMetatypes() {
+        let container = WeaveDI.Container()
+        func hint<T: Sendable>(_ type: T.Type) -> String {
+            notRegistered { _ = try container.require(type) }?.message ?? "(no notRegistered)"
+        }
+        let function = hint((@Sendable (any Mailer) -> Int).self)
+        #expect(function.hasSuffix("container.register((@Sendable (any Mailer) -> Int).self) { ... }"), "\(function)")
+        _ = (@Sendable (any Mailer) -> Int).self
+        let throwing = hint((@Sendable (Int) async throws -> Int).self)
+        #expect(throwing.hasSuffix("container.register((@Sendable (Int) async throws -> Int).self) { ... }"), "\(throwing)")
+        _ = (@Sendable (Int) async throws -> Int).self
+        let optional = hint(Optional<@Sendable (any Mailer) -> Int>.self)
+        #expect(optional.hasSuffix("container.register(Optional<@Sendable (any Mailer) -> Int>.self) { ... }"), "\(optional)")
+        _ = Optional<@Sendable (any Mailer) -> Int>.self
+        let tuple = hint((any Mailer, Int).self)
+        #expect(tuple.hasSuffix("container.register((any Mailer, Int).self) { ... }"), "\(tuple)")
+        _ = (any Mailer, Int).self
+        let void = hint(Void.self)
+        #expect(void.hasSuffix("container.register(Void.self) { ... }"), "\(void)")
+        let existentialMetatype = hint((any Mailer.Type).self)
+        #expect(existentialMetatype.hasSuffix("container.register(Mailer.Type.self) { ... }"), "\(existentialMetatype)")
+        _ = Mailer.Type.self
+        let protocolMetatype = hint((any Mailer).Type.self)
+        #expect(protocolMetatype.hasSuffix("container.register(Mailer.Protocol.self) { ... }"), "\(protocolMetatype)")
+        _ = Mailer.Protocol.self
+        let concreteMetatype = hint(MailBox<Int>.Type.self)
+        #expect(concreteMetatype.hasSuffix("container.register(MailBox<Int>.Type.self) { ... }"), "\(concreteMetatype)")
+        _ = MailBox<Int>.Type.self
+        typealias Both = Mailer & MailerSending
+        let composition = hint((any Both.Type).self)
+        #expect(!composition.contains(".Type.self"), "\(composition)")
+        #expect(composition.hasSuffix("; register it in a module with container.register(_:_:), its type written as Swift writes it"),
+            "\(composition)")
+    }
+
     @Test func typeRelation_saysWhatTheTypeSystemSays() {
         // A private protocol cannot be looked up by name: cannot tell.
         #expect(TypeRelation.related(PrivateFigured.self, (any PrivateFigure).self) == nil)
