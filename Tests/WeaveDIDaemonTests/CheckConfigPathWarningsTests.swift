@@ -211,8 +211,8 @@ import WeaveDIPosix
         let daemon = try DaemonProcess(["--check-config"], directory: directory)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         #expect(daemon.log == """
-            weavedid: warning: built-in default: sync.jobs[0].source: the source "\(d)/.weavedi/example/source" of job "example" is a symbolic link to "nowhere", which does not exist; the daemon starts, but each run of the job fails until it does: a run follows the link, so create its target (or mount what it leads to), or point the link, or the source, at a directory that exists
-            weavedid: warning: built-in default: sync.jobs[0].destination: the destination "\(d)/.weavedi/example/mirror" of job "example" is a symbolic link to "elsewhere", which does not exist; the daemon starts, but each run of the job fails until it does: create it by hand, or configure the real path as the destination (`weavedictl fix job.example` does not create a destination through a symbolic link)
+            weavedid: warning: built-in default: sync.jobs[0].source: the source "\(d)/.weavedi/example/source" of job "example" is a symbolic link to "nowhere", which does not exist; the daemon starts, but each run of the job fails until it does: a run follows the link, so create its target (or mount what it leads to), or remove the link (the daemon then creates the source as it starts)
+            weavedid: warning: built-in default: sync.jobs[0].destination: the destination "\(d)/.weavedi/example/mirror" of job "example" is a symbolic link to "elsewhere", which does not exist; the daemon starts, but each run of the job fails until it does: create it by hand, or remove the link (the daemon then creates the destination as it starts; `weavedictl fix job.example` does not create a destination through a symbolic link)
             weavedid: configuration OK, with 2 warnings (built-in default)
 
             """)

@@ -89,9 +89,14 @@ extension DaemonConfiguration {
                 if case .success(.symbolicLink) = try look("\(field).source", mirror.source, followSymlinks: false) {
                     let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: mirror.source))
                         .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
+                    // No file configures the example job's source: the advice is the link's.
+                    let advice = createdAtStart
+                        ? "a run follows the link, so create its target (or mount what it leads to), or remove the link (the "
+                            + "daemon then creates the source as it starts)"
+                        : "a run follows the link, so create its target (or mount what it leads to), or point the link, or the "
+                            + "source, at a directory that exists"
                     warnings.append("\(field).source: \(source) is a symbolic link\(target), which does not exist; \(fails) it does: "
-                        + "a run follows the link, so create its target (or mount what it leads to), or point the link, or the source, "
-                        + "at a directory that exists")
+                        + advice)
                 } else if !createdAtStart {
                     warnings.append("\(field).source: \(source) does not exist; \(fails) it does")
                 }
@@ -121,9 +126,12 @@ extension DaemonConfiguration {
             if case .success(.symbolicLink) = try look("\(field).destination", mirror.destination, followSymlinks: false) {
                 let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: mirror.destination))
                     .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
+                // No file configures the example job's destination: the advice is the link's.
+                let advice = createdAtStart
+                    ? "create it by hand, or remove the link (the daemon then creates the destination as it starts; "
+                    : "create it by hand, or configure the real path as the destination ("
                 warnings.append("\(field).destination: \(destination) is a symbolic link\(target), which does not exist; \(fails) it does: "
-                    + "create it by hand, or configure the real path as the destination (`weavedictl fix job.\(job.name)` does not "
-                    + "create a destination through a symbolic link)")
+                    + advice + "`weavedictl fix job.\(job.name)` does not create a destination through a symbolic link)")
                 continue
             }
             if createdAtStart { continue }
