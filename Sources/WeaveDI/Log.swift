@@ -74,20 +74,23 @@ public enum WeaveDILog {
     public static func log(
         _ category: LogCategory, subsystem: String = "container", _ message: @autoclosure () -> String
     ) {
-        guard isEnabled(category) else { return }
+        guard isEnabled(category), !quietedHere() else { return }
         emit(LogRecord(category: category, message: message(), subsystem: subsystem))
     }
 
-    /// True (a task-local) while a health check or a fix runs with health logging off: the
-    /// library's own lines written meanwhile, by the check's task and the tasks it starts (a
-    /// factory failing in the `container.graph` validation, the eviction of an unhealthy
-    /// singleton), are health logs, which `WEAVEDI_REGISTRY_HEALTH_LOGGING` keeps out.
-    @TaskLocal static var quieted = false
+    /// Whether this thread is in a synchronous stretch of the library's health machinery run
+    /// quietly (`ResolutionStack.quietly`: the `container.graph` check's builds with health
+    /// logging off), whose lines (a factory failing a resolve) are health logs, which
+    /// `WEAVEDI_REGISTRY_HEALTH_LOGGING` keeps out. A thread's, not a task's: a task that a
+    /// factory starts there runs elsewhere, later, and logs as any other.
+    @usableFromInline
+    static func quietedHere() -> Bool {
+        ResolutionStack.isQuiet
+    }
 
-    /// Sends a record to the sink, unless `quieted`.
+    /// Sends a record to the sink, unfiltered.
     @usableFromInline
     static func emit(_ record: LogRecord) {
-        if quieted { return }
         let box = sinkStore.withLock { $0 }
         box.sink(record)
     }

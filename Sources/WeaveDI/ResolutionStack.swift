@@ -61,6 +61,25 @@ struct ResolutionStack {
         var storage: UnsafeMutablePointer<Frame>
         var capacity: Int
         var count = 0
+        /// Set by `quietly`: the library's lines on this thread are dropped meanwhile.
+        var quiet = false
+    }
+
+    /// Whether `quietly` runs on this thread now (false on a thread that never built).
+    static var isQuiet: Bool {
+        guard let raw = weavedi_thread_state() else { return false }
+        return raw.assumingMemoryBound(to: State.self).pointee.quiet
+    }
+
+    /// Runs `body` (synchronous: it stays on this thread) with the library's log lines on this
+    /// thread dropped, when `quiet`.
+    static func quietly<R, E: Error>(_ quiet: Bool, _ body: () throws(E) -> R) throws(E) -> R {
+        guard quiet else { return try body() }
+        let state = current.state
+        let before = state.pointee.quiet
+        state.pointee.quiet = true
+        defer { state.pointee.quiet = before }
+        return try body()
     }
 
     let state: UnsafeMutablePointer<State>

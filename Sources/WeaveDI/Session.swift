@@ -85,15 +85,20 @@ public final class Session: Resolver, Sendable {
     /// open. Returns whether it closed it.
     @discardableResult
     public func closeIfIdle(since cutoff: ContinuousClock.Instant) async -> Bool {
-        await finishClosing(instances.close(ifIdleSince: cutoff))
+        await closeIfIdle(since: cutoff, logged: logged)
     }
 
-    private func finishClosing(_ taken: (disposables: [any Disposable], requests: [Request])?) async -> Bool {
+    /// `closeIfIdle(since:)`, saying so in the log only if `logged` (and the session is).
+    func closeIfIdle(since cutoff: ContinuousClock.Instant, logged: Bool) async -> Bool {
+        await finishClosing(instances.close(ifIdleSince: cutoff), logged: logged)
+    }
+
+    private func finishClosing(_ taken: (disposables: [any Disposable], requests: [Request])?, logged: Bool = true) async -> Bool {
         guard let (disposables, open) = taken else { return false }
         for request in open { await request.close() }
         for disposable in disposables { await disposable.dispose() }
         container.sessionClosed(self)
-        if logged { WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(disposables.count) instance(s) disposed") }
+        if logged && self.logged { WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(disposables.count) instance(s) disposed") }
         return true
     }
 

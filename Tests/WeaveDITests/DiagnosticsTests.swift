@@ -129,15 +129,18 @@ final class Moody: HealthReporting, Disposable {
     /// changes): without WEAVEDI_REGISTRY_HEALTH_LOGGING that logs nothing (no probe session
     /// opened and closed, no summary), and neither do the factories it runs (a resolve that
     /// finds nothing) nor the fix that evicts an unhealthy singleton; with it, all of them do.
+    /// A task such a factory starts is no part of it, and logs as any other.
     @Test func containerChecks_areQuiet_unlessHealthLoggingIsOn() throws {
         let result = try ChildProcess.run("weavedi-probe", ["graph-check-logs"])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains("quiet: 0 line(s)"), "\(result.stdout)")
         #expect(lines.contains(#"fixes: ["evicted Sick"]"#), "\(result.stdout)")
+        // Quiet is the validation's own builds: a task one of them started logs as any other.
+        #expect(lines.contains("started work logged: true"), "\(result.stdout)")
         let logged = lines.drop { !$0.hasPrefix("fixes: ") }
         #expect(logged.contains { $0.contains("session 'weavedi-validation' opened") }, "\(result.stdout)")
-        #expect(logged.contains { $0.contains("validated 4 registration(s)") }, "\(result.stdout)")
+        #expect(logged.contains { $0.contains("validated 5 registration(s)") }, "\(result.stdout)")
         #expect(logged.contains { $0.contains("resolve(Unregistered) returned nil") }, "\(result.stdout)")
         #expect(logged.contains { $0.contains("evicted the singleton Sick") }, "\(result.stdout)")
         #expect(lines.last?.hasPrefix("logged: ") == true, "\(result.stdout)")

@@ -120,7 +120,11 @@ extension WeaveDI.Container {
             case .request, .transient: .request(request)
             }
             do {
-                _ = try entry.resolveErased(in: self, owner: owner)
+                // Quiet unless logged: the lines of the factories it runs (a resolve that finds
+                // nothing) are the validation's.
+                _ = try ResolutionStack.quietly(!logged) { () throws(ResolutionError) -> Any in
+                    try entry.resolveErased(in: self, owner: owner)
+                }
                 pass.built.append(entry.slot)
             } catch {
                 var mismatch = false, cycle = false
@@ -170,7 +174,9 @@ extension WeaveDI.Container {
         await evict(slot: TypeSlots.shared.slot(for: type))
     }
 
-    func evict(slot: Int) async -> Bool {
+    /// `evict(_:)` by slot; `logged`: whether it says so (the `container.singletons` fix's
+    /// eviction is a health log: only with health logging on).
+    func evict(slot: Int, logged: Bool = true) async -> Bool {
         let evicted: (any Disposable)?? = state.withLock { state in
             guard let entry = state.entries[slot], entry.scope == .singleton, !entry.isProvidedInstance,
                 entry.hasInstance
@@ -188,7 +194,7 @@ extension WeaveDI.Container {
         guard let evicted else { return false }
         Generation.bump()
         if let disposable = evicted { await disposable.dispose() }
-        WeaveDILog.log(.diagnostic, "evicted the singleton \(TypeSlots.shared.logName(ofSlot: slot))")
+        if logged { WeaveDILog.log(.diagnostic, "evicted the singleton \(TypeSlots.shared.logName(ofSlot: slot))") }
         return true
     }
 

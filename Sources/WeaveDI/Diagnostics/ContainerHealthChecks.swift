@@ -50,11 +50,13 @@ extension UnifiedRegistry {
             return bad.isEmpty
                 ? .healthy("all self-reporting singletons are healthy")
                 : HealthCheckResult(status: worst, message: bad.joined(separator: "; "), data: ["unhealthy": "\(bad.count)"])
-        } fix: {
+        } fix: { [weak self] in
+            // Said in the log only with health logging on, as the fix's outcome is.
+            let logged = self?.healthLoggingEnabled ?? false
             var evicted: [String] = []
             for singleton in container.healthReportingSingletons()
             where await singleton.reporter.health().status == .unhealthy {
-                if await container.evict(slot: singleton.slot) { evicted.append(singleton.type) }
+                if await container.evict(slot: singleton.slot, logged: logged) { evicted.append(singleton.type) }
             }
             guard !evicted.isEmpty else { throw FixNotApplicable("no self-reporting singleton is unhealthy: nothing to evict") }
             return "evicted \(evicted.joined(separator: ", "))"
@@ -67,11 +69,14 @@ extension UnifiedRegistry {
                 : .degraded(
                     "\(idle.count) session(s) idle for more than \(format(sessionIdleLimit))",
                     data: ["idle": idle.map(\.id).joined(separator: ",")])
-        } fix: {
+        } fix: { [weak self] in
+            let logged = self?.healthLoggingEnabled ?? false
             let cutoff = ContinuousClock.now - sessionIdleLimit
             var closed = 0
-            // Each closed only if still idle: one that came into use since the list stays open.
-            for session in container.idleSessions(longerThan: sessionIdleLimit) where await session.closeIfIdle(since: cutoff) {
+            // Each closed only if still idle: one that came into use since the list stays open;
+            // its closing line said only with health logging on, as the fix's outcome is.
+            for session in container.idleSessions(longerThan: sessionIdleLimit)
+            where await session.closeIfIdle(since: cutoff, logged: logged) {
                 closed += 1
             }
             guard closed > 0 else {

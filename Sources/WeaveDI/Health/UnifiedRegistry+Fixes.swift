@@ -111,15 +111,12 @@ extension UnifiedRegistry {
         }
         let fix = check.fix!
         let context = FixAttemptContext(deadline: startedAt + policy.attemptTimeout, clock: clock)
-        let quiet = !healthLoggingEnabled
         let outcome = await withTimeout(policy.attemptTimeout, clock: clock) { () -> Outcome in
-            let outcome: Outcome = await WeaveDILog.$quieted.withValue(quiet) {
-                await FixRecord.$attempt.withValue(context) {
-                    await FixRecord.Trigger.$current.withValue(trigger) {
-                        do { return .done(try await fix()) } catch let nothing as FixNotApplicable {
-                            return .notApplicable(nothing.reason)
-                        } catch { return .failed(String(describing: error)) }
-                    }
+            let outcome: Outcome = await FixRecord.$attempt.withValue(context) {
+                await FixRecord.Trigger.$current.withValue(trigger) {
+                    do { return .done(try await fix()) } catch let nothing as FixNotApplicable {
+                        return .notApplicable(nothing.reason)
+                    } catch { return .failed(String(describing: error)) }
                 }
             }
             self.fixReturned(check.name, id: id)

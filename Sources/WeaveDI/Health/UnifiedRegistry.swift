@@ -318,9 +318,8 @@ public final class UnifiedRegistry: Sendable {
                 "timed out after \(format(check.timeout)), and still running \(format(age)) after it started: not run again until it returns")
         case let .run(id):
             run = id
-            let quiet = !healthLoggingEnabled
             result = await withTimeout(check.timeout, clock: clock) {
-                let result = await WeaveDILog.$quieted.withValue(quiet) { await check.run() }
+                let result = await check.run()
                 self.state.withLock { state in
                     state.runsInFlight[check.name]?[id] = nil
                     if state.runsInFlight[check.name]?.isEmpty == true { state.runsInFlight[check.name] = nil }
