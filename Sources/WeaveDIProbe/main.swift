@@ -373,6 +373,23 @@ case "graph-check-logs":
     _ = container.resolve(Sick.self)
     _ = await registry.fix("container.singletons")
     print("logged: \(lines.load(ordering: .relaxed)) line(s)")
+case "sessions-fix-logs":
+    // The container.sessions fix closes an idle session with health logging off, then another
+    // with it on: which closing lines each phase logged.
+    let closings = Locked<[String]>([])
+    UnifiedDI.setLogSink { record in
+        if record.message.contains("closed") { closings.withLock { $0.append(record.message) } }
+    }
+    let container = WeaveDI.Container()
+    let registry = UnifiedRegistry(clock: ManualHealthClock())
+    registry.registerContainerChecks(for: container, sessionIdleLimit: .milliseconds(1))
+    for (name, logged) in [("forgotten-1", false), ("forgotten-2", true)] {
+        registry.healthLoggingEnabled = logged
+        _ = container.openSession(id: name)
+        try? await Task.sleep(for: .milliseconds(20))
+        await registry.runChecks()
+        print("\(name): open \(container.openSessions.count), lines \(closings.withLock { $0 })")
+    }
 case "health-misuse":
     // A check and a loop interval the registry cannot use: logged errors, not a crash.
     let registry = UnifiedRegistry(clock: ManualHealthClock())

@@ -146,6 +146,17 @@ final class Moody: HealthReporting, Disposable {
         #expect(lines.last?.hasPrefix("logged: ") == true, "\(result.stdout)")
     }
 
+    /// The container.sessions fix closes an idle session quietly without health logging, and
+    /// says so with it.
+    @Test func sessionsFix_closesQuietly_unlessHealthLoggingIsOn() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["sessions-fix-logs"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("forgotten-1: open 0, lines []"), "\(result.stdout)")
+        #expect(lines.contains { $0.hasPrefix("forgotten-2: open 0, lines [") && $0.contains("session \\'forgotten-2\\' closed") },
+                "\(result.stdout)")
+    }
+
     @Test func unhealthySingleton_isEvicted_disposed_andRebuilt() async throws {
         let ledger = Ledger()
         let registry = UnifiedRegistry(clock: ManualHealthClock())
