@@ -50,7 +50,7 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
             // the fix is a registration.
             return Self.building(path) + "no registration for \(type)\(hint); register it in a module with "
                 + (Self.metatype(named: type).map { "container.register(\($0)) { ... }" }
-                    ?? "container.register(_:_:), its type written as Swift writes it")
+                    ?? "container.register(_:scope:factory:), its type written as Swift writes it")
         case let .cycle(path):
             return "dependency cycle: \(path.joined(separator: " -> ")); break it by making one of these "
                 + "resolve the other lazily (at use, not in its factory) or by extracting what both need"

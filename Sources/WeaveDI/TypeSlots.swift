@@ -165,12 +165,18 @@ final class TypeSlots: Sendable {
     /// `Array<Optional<Holder<any P & Q>>>`. Nil when nothing in it needs `any`, or no type of
     /// that name is known. The type as a whole being an existential is `spellsExistential`'s.
     func sourceSpelling(ofName name: String) -> String? {
+        // A name two types share (`Holder<R>` for `A.R` a protocol, `B.R` a struct) tells not
+        // which: no spelling then.
         let found: (slot: Int, qualified: Bool)? = writer.withLock { state in
+            var found: (slot: Int, qualified: Bool)?
             for slot in state.types.indices {
-                if state.names[slot] == name { return (slot, false) }
                 if state.qualifiedNames[slot] == name { return (slot, true) }
+                if state.names[slot] == name {
+                    if found != nil { return nil }
+                    found = (slot, false)
+                }
             }
-            return nil
+            return found
         }
         guard let found else { return nil }
         let qualified = qualifiedName(ofSlot: found.slot)
@@ -191,7 +197,8 @@ final class TypeSlots: Sendable {
             var end = index
             while end < qualified.endIndex, TypeSlots.isPathCharacter(qualified[end]) { end = qualified.index(after: end) }
             let path = qualified[index..<end].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            let written = found.qualified ? path.joined(separator: ".") : path.last!
+            // A member of what came before (`Outer<any P>.Inner`, `(any P & Q).Type`) keeps its dot.
+            let written = found.qualified ? path.joined(separator: ".") : (path.first == "" ? "." : "") + path.last!
             // Inside a generic argument list only: the whole type's existential is the caller's.
             let inArguments = out.contains("<") || out.contains("(")
             if inArguments, previous != "any", previous != "&", TypeSlots.isProtocol(path) {

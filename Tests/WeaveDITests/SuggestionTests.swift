@@ -9,7 +9,12 @@ private final class MailerImpl: Mailer {}
 /// Not a `Mailer`, whatever its name.
 private final class MailerLog: Sendable {}
 protocol MailerSending: Sendable {}
-struct MailBox<Content: Sendable>: Sendable {}
+struct MailBox<Content: Sendable>: Sendable {
+    struct Slot: Sendable {}
+}
+/// Two types of one name, a protocol and a struct.
+enum HintSpaceA { protocol Same: Sendable {} }
+enum HintSpaceB { struct Same: Sendable {} }
 
 private class Store: @unchecked Sendable {}  // (@unchecked: no state, open to its subclass)
 private final class StoreImpl: Store, @unchecked Sendable {}
@@ -109,6 +114,14 @@ private struct Square {}
         #expect(standard.hasSuffix("container.register(MailBox<any Error>.self) { ... }"), "\(standard)")
         let concrete = try hint(MailBox<StoreCache>.self)
         #expect(concrete.hasSuffix("container.register(MailBox<StoreCache>.self) { ... }"), "\(concrete)")
+        // A member type of a generic one keeps its dot.
+        let member = try hint(MailBox<any Mailer>.Slot.self)
+        #expect(member.hasSuffix("container.register(MailBox<any Mailer>.Slot.self) { ... }"), "\(member)")
+        _ = MailBox<any Mailer>.Slot.self
+        // Two types of one name: the hint never takes the protocol's `any` for the struct.
+        _ = try hint(MailBox<any HintSpaceA.Same>.self)
+        let struct_ = try hint(MailBox<HintSpaceB.Same>.self)
+        #expect(!struct_.contains("any "), "\(struct_)")
     }
 
     /// The hint's metatype compiles for a function type (in parentheses: `F.self` of a bare
@@ -146,7 +159,7 @@ private struct Square {}
         typealias Both = Mailer & MailerSending
         let composition = hint((any Both.Type).self)
         #expect(!composition.contains(".Type.self"), "\(composition)")
-        #expect(composition.hasSuffix("; register it in a module with container.register(_:_:), its type written as Swift writes it"),
+        #expect(composition.hasSuffix("; register it in a module with container.register(_:scope:factory:), its type written as Swift writes it"),
             "\(composition)")
     }
 
