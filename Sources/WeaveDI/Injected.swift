@@ -202,10 +202,11 @@ final class RequiredLookup<Value>: @unchecked Sendable {
         self.wrapper = wrapper
     }
 
-    /// The one for `lookup` (a permanent `LiveTypeLookup`) declared at `site` with `wrapper`
-    /// (one wrapper per declaration, so the site alone tells them apart).
+    /// The one for `lookup` (a permanent `LiveTypeLookup`) declared at `site` with `wrapper`.
     static func shared(_ lookup: TypeLookup<Value?>, declaredAt site: DeclarationSite, wrapper: StaticString) -> RequiredLookup {
-        let key = RequiredLookups.Key(lookup: ObjectIdentifier(lookup), site: site)
+        let key = RequiredLookups.Key(
+            lookup: ObjectIdentifier(lookup), site: site,
+            wrapper: wrapper.hasPointerRepresentation ? UInt(bitPattern: wrapper.utf8Start) : UInt(wrapper.unicodeScalar.value))
         return RequiredLookups.table.withLock { table in
             if let existing = table[key] { return unsafeDowncast(existing, to: RequiredLookup.self) }
             let made = RequiredLookup(lookup, site: site, wrapper: wrapper)
@@ -220,6 +221,9 @@ enum RequiredLookups {
     struct Key: Hashable {
         let lookup: ObjectIdentifier
         let site: DeclarationSite
+        /// The wrapper's name, by its literal's address: two wrappers on one line
+        /// (`@Inject var a: T; @Injected var b: T`) have one site.
+        let wrapper: UInt
     }
 
     static let table = Locked<[Key: AnyObject]>([:])

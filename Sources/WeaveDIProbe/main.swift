@@ -154,6 +154,11 @@ struct UnregisteredProviders: WeaveDI.Component {
     @Provide var unregistered: Unregistered = Unregistered()
 }
 
+/// Two wrappers on one line: the stop names the one read.
+struct MixedOnOneLine: WeaveDI.Component {
+    @Provide var provided: Unregistered = Unregistered(); @Injected var injected: Unregistered
+}
+
 final class Clock: Sendable {}
 final class Store: Sendable {}
 /// Built by a factory that looks for a type nobody registered (a line the resolve logs).
@@ -314,6 +319,9 @@ case "injected-missing":
     print("unreachable")
 case "provide-missing":
     _ = UnregisteredProviders().unregistered
+    print("unreachable")
+case "mixed-missing":
+    _ = MixedOnOneLine().injected
     print("unreachable")
 case "env", "env-preset":
     if arguments.first == "env-preset" {

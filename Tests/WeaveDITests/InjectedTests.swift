@@ -581,5 +581,15 @@ struct GroupedValues {
         #expect(result.stderr.contains("(a non-optional @Provide read cannot throw; @Injected var x: Unregistered? reads nil instead"),
             "\(result.stderr)")
     }
+
+    /// Two wrappers declared on one line share a site, not a stop message.
+    @Test func twoWrappersOnOneLine_stopNamingTheOneRead() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["mixed-missing"])
+        #expect(result.signaled || result.status != 0)
+        #expect(!result.stdout.contains("unreachable"))
+        let line = try probeLine(of: "    @Provide var provided: Unregistered = Unregistered(); @Injected var injected: Unregistered")
+        #expect(result.stderr.contains("@Injected var ...: Unregistered (declared at weavedi_probe/main.swift:\(line)): "),
+            "\(result.stderr)")
+    }
 }
 
