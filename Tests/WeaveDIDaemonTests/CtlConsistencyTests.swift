@@ -165,6 +165,14 @@ struct CtlSocketGroupTests {
         #expect(run.error.contains("gives its group no write permission, which connecting needs: set control.socketMode to \"0660\""),
             "\(run.error)")
         #expect(!run.error.contains("join the group"), "\(run.error)")
+        // A user outside the group: joining it would not do either.
+        let outside = try #require(dropToNobody)
+        let stranger = try CtlRun.run(["--socket", socket, "ping"], wrapper: outside)
+        #expect(stranger.code == 77, "\(stranger.all)")
+        #expect(stranger.error.contains("gives its group no write permission, which connecting needs, so joining its group would not do either"),
+            "\(stranger.error)")
+        #expect(stranger.error.contains("set control.socketMode to \"0660\""), "\(stranger.error)")
+        #expect(!stranger.error.contains("join the group"), "\(stranger.error)")
         _ = daemon
     }
 }

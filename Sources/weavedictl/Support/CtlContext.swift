@@ -43,7 +43,10 @@ struct CtlContext {
                 if let directory = SocketPathCheck.unsearchableDirectory(on: socket.path) {
                     throw .directoryNotSearchable(socket, directory, reason: reason)
                 }
-                throw .socketNotPermitted(socket, reason: reason, groupMayNotWrite: Self.groupMayNotWrite(socket.path))
+                let status = Self.groupMayNotWrite(socket.path)
+                throw .socketNotPermitted(
+                    socket, reason: reason, groupMayNotWrite: status,
+                    inGroup: status.map { (try? CurrentProcess.isMember(ofGroup: $0.groupID)) == true } ?? false)
             }
             if reason.hasSuffix("(\(Errno.noSuchFileOrDirectory.name))"), let link = SocketPathCheck.danglingLink(on: socket.path) {
                 throw .danglingLink(socket, link, reason: reason)
@@ -63,13 +66,12 @@ struct CtlContext {
         }
     }
 
-    /// The socket's status when this user (its effective ids) is in the socket's group but not
-    /// its owner, and the mode gives the group no write permission: then joining the group,
-    /// the usual advice, cannot help; the mode must change.
+    /// The socket's status when this user (its effective ids) is not its owner and the mode
+    /// gives the group no write permission: then joining the group, the usual advice, cannot
+    /// help (nor being in it already); the mode must change.
     static func groupMayNotWrite(_ path: String) -> FileStatus? {
         guard let status = try? FileStatus(path: path, followSymlinks: true), status.kind == .socket,
-            status.userID != CurrentProcess.effectiveUserID, status.permissions.rawValue & 0o020 == 0,
-            (try? CurrentProcess.isMember(ofGroup: status.groupID)) == true
+            status.userID != CurrentProcess.effectiveUserID, status.permissions.rawValue & 0o020 == 0
         else { return nil }
         return status
     }

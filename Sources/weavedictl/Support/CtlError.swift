@@ -46,7 +46,9 @@ enum CtlError: Error {
     /// The socket exists but this user may not connect to it; `groupMayNotWrite`, the socket's
     /// status when this user is in its group already (not its owner) and its mode gives the
     /// group no write permission, which `connect` needs.
-    case socketNotPermitted(SocketLocation, reason: String, groupMayNotWrite: FileStatus? = nil)
+    /// `groupMayNotWrite`: the socket's status when its group may not write it (and the user
+    /// is not its owner); `inGroup`: whether the user is in that group.
+    case socketNotPermitted(SocketLocation, reason: String, groupMayNotWrite: FileStatus? = nil, inGroup: Bool = false)
     /// A directory on the socket's path may not be searched by this user (connect said
     /// `reason`, `EACCES`): the socket's own mode is not the cause.
     case directoryNotSearchable(SocketLocation, SocketPathCheck.UnsearchableDirectory, reason: String)
@@ -126,13 +128,19 @@ enum CtlError: Error {
                 + "but a Unix socket path may have at most \(maximum) bytes (sun_path); "
                 + "give a shorter path to the same socket\(socket.origin == .option ? "" : " with --socket PATH"), "
                 + "e.g. through a symbolic link to its directory."
-        case let .socketNotPermitted(socket, reason, status?):
+        case let .socketNotPermitted(socket, reason, status?, false):
+            return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n"
+                + "The socket\(Self.describe(status)) gives its group no write permission, which connecting needs, so joining "
+                + "its group would not do either: run as root, or set control.socketMode to \"0660\" in the daemon's "
+                + "configuration (and control.socketGroup to a group of yours) and reload it (`systemctl reload weavedid`; "
+                + "SocketMode=0660 and SocketGroup= in weavedid.socket when systemd makes the socket)."
+        case let .socketNotPermitted(socket, reason, status?, true):
             return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n"
                 + "You are in the socket's group already (uid \(CurrentProcess.effectiveUserID)), but the socket\(Self.describe(status)) "
                 + "gives its group no write permission, which connecting needs: set control.socketMode to \"0660\" in the "
                 + "daemon's configuration and reload it (`systemctl reload weavedid`; SocketMode=0660 in weavedid.socket "
                 + "when systemd makes the socket)."
-        case let .socketNotPermitted(socket, reason, nil):
+        case let .socketNotPermitted(socket, reason, nil, _):
             return "weavedictl: cannot connect to \(socket.shownPath): \(reason.escapingControlCharacters)\n"
                 + "The control socket is open to its owner and group only: run as root, or join the group the socket "
                 + "belongs to (control.socketGroup in the daemon's configuration; SocketGroup= in weavedid.socket)."
