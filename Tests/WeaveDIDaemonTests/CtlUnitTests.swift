@@ -139,6 +139,13 @@ import WeaveDIDaemon
         #expect(bar.update(failed, isTerminal: false) == "progress: 3/10 files (2 failed), 1.5 KiB / 5.0 KiB (30%)\n")
         let noBytes = JSONValue.object([("filesDone", .int(1)), ("filesTotal", .int(4)), ("bytesDone", .int(0)), ("bytesTotal", .int(0))])
         #expect(ProgressBar.fraction(noBytes) == 0.25)
+        // Every byte done, a file not (its name failed in the walk): never 100 %.
+        let short = JSONValue.object([
+            ("filesDone", .int(9)), ("filesFailed", .int(1)), ("filesTotal", .int(10)), ("bytesDone", .int(5120)), ("bytesTotal", .int(5120)),
+        ])
+        #expect(bar.update(short, isTerminal: false) == "progress: 9/10 files (1 failed), 5.0 KiB / 5.0 KiB (99%)\n")
+        let whole = JSONValue.object([("filesDone", .int(10)), ("filesTotal", .int(10)), ("bytesDone", .int(5120)), ("bytesTotal", .int(5120))])
+        #expect(bar.update(whole, isTerminal: false) == "progress: 10/10 files, 5.0 KiB / 5.0 KiB (100%)\n")
     }
 
     @Test func argumentReader_splitsOptionsValuesAndArguments() throws {

@@ -34,14 +34,17 @@ struct ProgressBar {
         ["filesDone", "filesFailed", "filesTotal", "bytesDone", "bytesTotal"].allSatisfy { (progress.int($0) ?? 0) == 0 }
     }
 
-    /// Done over total, by bytes when the total is known, else by files; 0 to 1.
+    /// Done over total, by bytes when the total is known, else by files; 0 to 1. Short of 1
+    /// (99 % at most) while files are not done: a file that failed in the walk (a name not
+    /// UTF-8) counts in `filesTotal` but no bytes, and the bar must not say 100 % for it.
     static func fraction(_ progress: JSONValue) -> Double {
         let bytesTotal = progress.int("bytesTotal") ?? 0
         let filesTotal = progress.int("filesTotal") ?? 0
-        let (done, total) = bytesTotal > 0
-            ? (progress.int("bytesDone") ?? 0, bytesTotal) : (progress.int("filesDone") ?? 0, filesTotal)
+        let filesDone = progress.int("filesDone") ?? 0
+        let (done, total) = bytesTotal > 0 ? (progress.int("bytesDone") ?? 0, bytesTotal) : (filesDone, filesTotal)
         guard total > 0 else { return 0 }
-        return min(1, max(0, Double(done) / Double(total)))
+        let fraction = min(1, max(0, Double(done) / Double(total)))
+        return filesDone < filesTotal ? min(fraction, 0.99) : fraction
     }
 
     private static func percent(_ fraction: Double) -> String {
