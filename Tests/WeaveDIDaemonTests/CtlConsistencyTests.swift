@@ -98,6 +98,7 @@ import WeaveDIPosix
         (JSONValue.string("x"), JSONValue.double(1), #""pid" must be a positive integer, got string"#),
         (JSONValue.int(7), JSONValue.int(-5), #""uptime" must be a number of seconds, 0 or more, got -5"#),
         (JSONValue.int(0), JSONValue.int(1), #""pid" must be a positive integer, got 0"#),
+        (JSONValue.double(812.5), JSONValue.int(1), #""pid" must be a positive integer, got 812.5"#),
     ])
     func aPingReplyOfTheWrongTypes_isNoValidReply_exit69(pid: JSONValue, uptime: JSONValue, reason: String) throws {
         let fake = try FakeDaemon(["Ping": [VarlinkReply(parameters: [("version", .string("9")), ("pid", pid), ("uptime", uptime)])]])
@@ -110,6 +111,14 @@ import WeaveDIPosix
             "\(version.all)")
         let json = try CtlRun.run(["--socket", fake.socket, "--json", "version"])
         #expect(try json.json()[member: "daemon"] == .null, "\(json.all)")
+    }
+
+    /// An integer written with a fraction or an exponent is that integer, as the daemon reads
+    /// an integer parameter.
+    @Test func aPingReplysIntegerWrittenAsAFloat_isThatInteger() throws {
+        let fake = try FakeDaemon(["Ping": [VarlinkReply(parameters: [("version", .string("9")), ("pid", .double(812)), ("uptime", .int(5))])]])
+        let run = try CtlRun.run(["--socket", fake.socket, "ping"])
+        #expect(run.code == 0 && run.output.contains("(pid 812, up "), "\(run.all)")
     }
 
     /// A wait is said in decimal digits, never with an exponent.

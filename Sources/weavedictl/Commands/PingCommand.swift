@@ -45,14 +45,15 @@ struct PingCommand: CtlCommand {
     /// What is wrong with the parameters of a Ping reply, or nil: `version` a string, `pid` a
     /// positive integer, `uptime` a number of seconds, not negative.
     static func problem(in ping: JSONValue) -> String? {
-        // A member of the right type but out of range is quoted; one of another type is named.
+        // A member of the right type but out of range, or any number, is quoted; one of
+        // another type is named.
         func got(_ key: String, _ isRightType: (JSONValue) -> Bool) -> String {
             guard let value = ping[member: key] else { return "it is missing" }
-            return isRightType(value) ? "got \(value.serialized)" : "got \(value.typeName)"
+            return isRightType(value) || value.numberValue != nil ? "got \(value.serialized)" : "got \(value.typeName)"
         }
         guard ping.string("version") != nil else { return "\"version\" must be a string, \(got("version") { _ in false })" }
         guard let pid = ping.int("pid"), pid > 0 else {
-            return "\"pid\" must be a positive integer, \(got("pid") { $0.intValue != nil })"
+            return "\"pid\" must be a positive integer, \(got("pid") { _ in false })"
         }
         guard let uptime = ping.number("uptime"), uptime >= 0 else {
             return "\"uptime\" must be a number of seconds, 0 or more, \(got("uptime") { $0.numberValue != nil })"

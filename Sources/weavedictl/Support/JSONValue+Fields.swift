@@ -9,9 +9,13 @@ extension JSONValue {
         self[member: key]?.stringValue
     }
 
-    /// The integer member `key`, or nil.
+    /// The integer member `key`, or nil: written with a fraction or an exponent (`812.0`,
+    /// `8.12e2`) too, below 2^53, as the daemon reads an integer parameter.
     func int(_ key: String) -> Int? {
-        self[member: key]?.intValue
+        guard let value = self[member: key] else { return nil }
+        if let exact = value.intValue { return exact }
+        guard let number = value.numberValue, number == number.rounded(), abs(number) < 9_007_199_254_740_992 else { return nil }
+        return Int(number)
     }
 
     /// The numeric member `key` (integer or not), or nil.
