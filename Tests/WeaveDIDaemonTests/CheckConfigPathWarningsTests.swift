@@ -93,7 +93,7 @@ import WeaveDIPosix
     /// reach passes; as another user (`nobody` here, as the service's user would be) the check
     /// says it cannot look at it, and why.
     @Test func aPathTheUserRunningTheCheckCannotReach_isAWarning_withTheError() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let directory = TemporaryDirectory()
         let d = directory.path
         for path in ["locked/src", "open/dst", "open/textfile"] {
@@ -121,7 +121,7 @@ import WeaveDIPosix
     /// write in are there to `stat`, but each run (or write) fails with EACCES: the check asks
     /// the kernel what that user may do (`faccessat`, ACLs included), and says so.
     @Test func pathsTheUserRunningTheCheckMayNotReadOrWrite_areWarnings_withTheError() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let directory = TemporaryDirectory()
         let d = directory.path
         for path in ["closed/src", "closed/dst", "open/src", "open/dst", "textfile"] {
@@ -200,8 +200,7 @@ import WeaveDIPosix
     /// nothing is: a dangling symbolic link there stays, and each run fails, so the check says so.
     @Test func theBuiltInDefault_withDanglingLinksAsTheExampleRoots_areWarnings() throws {
         guard (try? FileStatus(path: "/etc/weavedi/weavedid.json")) == nil else {
-            print("SKIPPED \(#function): /etc/weavedi/weavedid.json exists, so the built-in default is not used")
-            return
+            try Test.cancel("/etc/weavedi/weavedid.json exists, so the built-in default is not used")
         }
         let directory = TemporaryDirectory()
         let d = directory.path
@@ -248,10 +247,9 @@ import WeaveDIPosix
     /// nothing and each run fails: one warning names the directory. Root may write anywhere;
     /// `nobody` may not in a directory of root's (0755), but may in one open to all.
     @Test func theBuiltInDefault_inADirectoryTheUserMayNotWriteIn_isAWarning() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         guard (try? FileStatus(path: "/etc/weavedi/weavedid.json")) == nil else {
-            print("SKIPPED \(#function): /etc/weavedi/weavedid.json exists, so the built-in default is not used")
-            return
+            try Test.cancel("/etc/weavedi/weavedid.json exists, so the built-in default is not used")
         }
         let directory = TemporaryDirectory()
         let d = directory.path
@@ -312,8 +310,7 @@ import WeaveDIPosix
     /// directory, but the daemon creates both as it starts, and the first run succeeds.
     @Test func theBuiltInDefault_inAnEmptyDirectory_hasNoWarnings() throws {
         guard (try? FileStatus(path: "/etc/weavedi/weavedid.json")) == nil else {
-            print("SKIPPED \(#function): /etc/weavedi/weavedid.json exists, so the built-in default is not used")
-            return
+            try Test.cancel("/etc/weavedi/weavedid.json exists, so the built-in default is not used")
         }
         let daemon = try DaemonProcess(["--check-config"])  // no HOME nor XDG_* (`childEnvironment`)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")

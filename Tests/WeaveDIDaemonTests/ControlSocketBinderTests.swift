@@ -18,8 +18,7 @@ import WeaveDIPosix
         let line = try #require(Self.umask())
         let mask = UInt32(line.split(separator: "\t").last.map(String.init) ?? "", radix: 8) ?? 0o777
         guard mask & 0o077 != 0o077 else {
-            print("SKIPPED aSocketJustBound_isTheOwnersOnly: the umask (\(line)) hides the group's and others' bits anyway")
-            return
+            try Test.cancel("the umask (\(line)) hides the group's and others' bits anyway")
         }
         let directory = TemporaryDirectory()
         let path = directory.path + "/control.sock"

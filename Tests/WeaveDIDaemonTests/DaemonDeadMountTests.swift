@@ -16,18 +16,15 @@ import WeaveDIPosix
         let mount: DeadMount
         var d: String { directory.path }
 
-        /// nil (the test is skipped, and says so) where no dead mount can be made.
+        /// Where no dead mount can be made, cancels the test (skipped), saying why.
         /// With `stateOnTheMount`, the state directory is `@/nfs/state`: it answers at the start,
         /// and dies with the mount. With `localJob`, a third job, `local`, mirrors `@/src-local`
         /// into `@/local`, off the mount.
-        init?(
+        init(
             sources: Bool = true, stateOnTheMount: Bool = false, localJob: Bool = false, environment: [String: String] = [:],
-            healthLoop: Bool = false, test: String = #function
+            healthLoop: Bool = false
         ) throws {
-            if let reason = DeadMount.unsupportedReason {
-                print("SKIPPED \(test): \(reason)")
-                return nil
-            }
+            try DeadMount.requireSupport()
             let wrapper = try #require(MountNamespace.wrapper())
             let d = directory.path
             for name in ["one", "two"] {
@@ -80,7 +77,7 @@ import WeaveDIPosix
 
     @Test func runsWhoseDestinationDoesNotAnswer_failNamingIt_whileTheDaemonGoesOn() throws {
         // No auto-fix: it would try the destination too (see the last test).
-        guard let setup = try Setup(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"]) else { return }
+        let setup = try Setup(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"])
         let d = setup.d
         // Two runs stuck at once: as many as Swift's pool has threads on two cores.
         let one = try setup.send("RunJob", #"{"name": "one"}"#)
@@ -117,7 +114,7 @@ import WeaveDIPosix
     }
 
     @Test func aJobOffTheMount_runs_leavingTheJobsWhoseRootsDoNotAnswerOutOfItsOverlapCheck() throws {
-        guard let setup = try Setup(localJob: true) else { return }
+        let setup = try Setup(localJob: true)
         let d = setup.d
         // The first run waits the 5 s on one's destination, then goes on without it, and without
         // trying two's, on the same mount; and says so.
@@ -147,7 +144,7 @@ import WeaveDIPosix
     }
 
     @Test func aShutdownDuringARunWhoseDestinationDoesNotAnswer_stopsTheRunAtOnce() throws {
-        guard let setup = try Setup() else { return }
+        let setup = try Setup()
         let run = try setup.send("RunJob", #"{"name": "one"}"#)
         #expect(setup.daemon.waitForLog("run one-1 started"), "\(setup.daemon.log)")
         // The run's start waits on the destination.
@@ -168,7 +165,7 @@ import WeaveDIPosix
         // No source: the run fails at once, before its destination, and the job's check is
         // degraded; its fix looks for the destination, on the dead mount, and would answer
         // after 5 s.
-        guard let setup = try Setup(sources: false) else { return }
+        let setup = try Setup(sources: false)
         let run = setup.reply(try setup.send("RunJob", #"{"name": "one"}"#))?.parameter("run")
         #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         let fix = try setup.send("Fix", #"{"check": "job.one"}"#)
@@ -186,7 +183,7 @@ import WeaveDIPosix
     }
 
     @Test func aStateDirectoryThatStopsAnswering_holdsNeitherTheRunsNorTheShutdown() throws {
-        guard let setup = try Setup(stateOnTheMount: true) else { return }
+        let setup = try Setup(stateOnTheMount: true)
         let d = setup.d
         let writeFailed = "sync: cannot write the jobs' state file \(d)/nfs/state/jobs.json: writing the file did not answer "
             + "within 5 s (is its file system responding?)"
@@ -213,7 +210,7 @@ import WeaveDIPosix
     @Test func theAutoFixOfJobsWhoseDestinationDoesNotAnswer_failsNamingIt_whileTheDaemonGoesOn() throws {
         // No sources: the runs fail at once, before their destinations, and the jobs' checks are
         // degraded; the health loop's next round calls their fixes, which try the destination.
-        guard let setup = try Setup(sources: false, healthLoop: true) else { return }
+        let setup = try Setup(sources: false, healthLoop: true)
         let d = setup.d
         for name in ["one", "two"] {
             let run = setup.reply(try setup.send("RunJob", #"{"name": "\#(name)"}"#))?.parameter("run")
@@ -246,7 +243,7 @@ import WeaveDIPosix
     }
 
     @Test func reloadsAndRunsThatMeetADeadMount_leaveOneThreadStuckOnIt_whoseReturnIsLogged() throws {
-        guard let setup = try Setup(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"]) else { return }
+        let setup = try Setup(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"])
         let d = setup.d
         let config = d + "/weavedid.json"
         // The first reload waits the 5 s on one's destination, and its thread is left there.

@@ -19,13 +19,10 @@ import WeaveDIPosix
         /// The path the walk gets stuck on.
         var dead: String { d + "/\(deadTree)/z/dead" }
 
-        /// nil (the test is skipped, and says so) where no dead mount can be made.
-        init?(deadTree: String = "src", test: String = #function) throws {
+        /// Where no dead mount can be made, cancels the test (skipped), saying why.
+        init(deadTree: String = "src") throws {
             self.deadTree = deadTree
-            if let reason = DeadMount.unsupportedReason {
-                print("SKIPPED \(test): \(reason)")
-                return nil
-            }
+            try DeadMount.requireSupport()
             let wrapper = try #require(MountNamespace.wrapper())
             let d = directory.path
             for index in 0..<20 { directory.write("src/a/file-\(index).txt", String(repeating: "\(index) ", count: 100 * index)) }
@@ -61,7 +58,7 @@ import WeaveDIPosix
     }
 
     @Test func aRunWhoseSourceStopsAnsweringDuringTheWalk_failsNamingThePath_andARetryFailsAtOnce() throws {
-        guard let setup = try Setup() else { return }
+        let setup = try Setup()
         let d = setup.d
         let started = ContinuousClock.now
         let run = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(30))?.parameter("run")
@@ -102,7 +99,7 @@ import WeaveDIPosix
     /// The same with the destination's `z/dead` dead: the run fails naming it, and the
     /// destination's own step.
     @Test func aRunWhoseDestinationStopsAnsweringDuringTheWalk_failsNamingThePath() throws {
-        guard let setup = try Setup(deadTree: "dst") else { return }
+        let setup = try Setup(deadTree: "dst")
         let run = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(30))?.parameter("run")
         #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(run?[member: "message"]?.stringValue
@@ -125,7 +122,7 @@ import WeaveDIPosix
     }
 
     @Test func aShutdownDuringAWalkStuckOnADeadMount_exitsPromptly() throws {
-        guard let setup = try Setup() else { return }
+        let setup = try Setup()
         let run = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#)
         #expect(setup.daemon.waitForLog("run walk-1 started"), "\(setup.daemon.log)")
         // The walk reaches the dead mount (in milliseconds).

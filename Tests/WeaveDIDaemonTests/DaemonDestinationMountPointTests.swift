@@ -46,22 +46,19 @@ import WeaveDIPosix
     }
 
     /// A daemon in a mount namespace of its own with a job mirroring `src` (four files) into
-    /// `bk`, a tmpfs mounted there; nil (skipped, and said) where there are no mount namespaces.
+    /// `bk`, a tmpfs mounted there; where there are no mount namespaces, cancels the test (skipped).
     private struct Setup {
         let directory: TemporaryDirectory
         let daemon: DaemonProcess
         let client: VarlinkClient
         var d: String { directory.path }
 
-        init?(requiring: Bool?, autoFix: Bool = false, test: String = #function) throws {
+        init(requiring: Bool?, autoFix: Bool = false) throws {
             directory = TemporaryDirectory("weavedi-mount-point")
             let d = directory.path
             for name in ["a", "b", "c", "d"] { directory.write("src/\(name).txt", name) }
             try FileManager.default.createDirectory(atPath: d + "/bk", withIntermediateDirectories: false)
-            guard let wrapper = MountNamespace.wrapper() else {
-                print("SKIPPED \(test): \(MountNamespace.unsupportedReason ?? "")")
-                return nil
-            }
+            let wrapper = try MountNamespace.requiredWrapper()
             let field = requiring.map { #", "destinationMountPoint": \#($0)"# } ?? ""
             // With auto-fix, a health round every 0.1 s.
             let health = autoFix ? #""health": {"interval": 0.1}, "# : ""
@@ -118,7 +115,7 @@ import WeaveDIPosix
     }
 
     @Test func withTheField_aRunIntoTheUnmountedMountPoint_isRefused_andWritesNothing() throws {
-        guard let setup = try Setup(requiring: true) else { return }
+        let setup = try Setup(requiring: true)
         let d = setup.d
         let mounted = try setup.run()
         #expect(mounted?[member: "result"]?.stringValue == "success", "\(String(describing: mounted))\n\(setup.daemon.log)")
@@ -142,7 +139,7 @@ import WeaveDIPosix
     /// The hole the field closes, and only the field: without it, the empty mount point is
     /// filled. The daemon says so once per job, at its first run into the mount.
     @Test func withoutTheField_aRunFillsTheUnmountedMountPoint_whichTheLogSaidOnce() throws {
-        guard let setup = try Setup(requiring: nil) else { return }
+        let setup = try Setup(requiring: nil)
         let d = setup.d
         for _ in 0..<2 {
             let mounted = try setup.run()
@@ -163,7 +160,7 @@ import WeaveDIPosix
     /// `weavedictl fix job.m` neither creates a missing mount point nor starts a run into one
     /// not mounted: it fails, saying why, and nothing is made or written.
     @Test func withTheField_theJobsFix_neitherCreatesTheRootNorRunsIntoIt() throws {
-        guard let setup = try Setup(requiring: true) else { return }
+        let setup = try Setup(requiring: true)
         let d = setup.d
         try setup.unmount()
         #expect(try setup.run()?[member: "result"]?.stringValue == "failed")
@@ -198,7 +195,7 @@ import WeaveDIPosix
     /// written underneath. Mounted again, the next automatic fix starts a run at once (the
     /// backoff would wait for nothing), which succeeds.
     @Test func withTheField_autoFix_waitsSilentlyForTheMount_thenRunsTheJob() throws {
-        guard let setup = try Setup(requiring: true, autoFix: true) else { return }
+        let setup = try Setup(requiring: true, autoFix: true)
         let d = setup.d
         try setup.unmount()
         let refused = try setup.run()

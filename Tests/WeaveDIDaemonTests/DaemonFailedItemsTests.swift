@@ -26,7 +26,7 @@ import WeaveDIPosix
     }
 
     @Test func everyFailedItem_isInTheLog_theRunsFailedItems_andRunJobWait() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let directory = TemporaryDirectory()
         let d = directory.path
         directory.write("source/fine.txt", "fine")

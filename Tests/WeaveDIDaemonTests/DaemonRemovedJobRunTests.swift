@@ -28,8 +28,7 @@ import WeaveDIPosix
     /// again, three times at most.
     @Test func aJobAddedBackWhileTheRemovedJobsRunStops_saysItWaits_andRunsOnceThatRunEnded() throws {
         if let reason = DeadMount.unsupportedReason {
-            print("SKIPPED \(#function): \(reason)")
-            return
+            try Test.cancel("\(reason)")
         }
         for attempt in 1...3 {
             if try attemptWhileTheRemovedRunStops() { return }

@@ -55,8 +55,7 @@ import WeaveDIPosix
         // 150 levels need over 150 descriptors at the bottom of the walk: far more than 64.
         let hard = min(try ResourceLimit.openFiles().hard, 4096)
         guard hard >= 512 else {
-            print("SKIPPED aLowSoftLimit_isRaisedToTheHardLimit…: the hard limit on descriptors here is \(hard); the test needs 512")
-            return
+            try Test.cancel("the hard limit on descriptors here is \(hard); the test needs 512")
         }
         let tree = try DeepTree(depth: 150)
         let daemon = try tree.start(limits: "ulimit -Sn 64; ulimit -Hn \(hard)")

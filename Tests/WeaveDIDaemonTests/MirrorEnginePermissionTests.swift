@@ -34,7 +34,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     }
 
     @Test func unreadableFilesAndDirectories_areReported_andTheRunGoesOn() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let fixture = try MirrorFixture()
         let cwd = FileDescriptor.currentWorkingDirectory
         try cwd.setPermissions(at: fixture.root, 0o755)
@@ -100,7 +100,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// Permission denied`, or for the root `the destination cannot be opened`), every run; and
     /// it removes such a directory that the source no longer has (`delete`).
     @Test func destinationDirectoriesTheirOwnerMayNotRead_areMirroredAgain() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("src/shared/inside.txt", "first")
@@ -174,7 +174,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// "others" (mode 0004), which the run may not read to compare: copied afresh (its
     /// checksum failed on every run).
     @Test func destinationFilesTheirOwnerMayNotRead_areFixed_orCopiedAfresh() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("others/visible.txt", "read as others", mode: 0o004)
@@ -245,7 +245,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// each made writable (opened as its owner may) as it is emptied, and opened again through
     /// `..` when the removal comes back up to it.
     @Test func aDeepReadOnlyTree_goesWhole() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("src/keep.txt", "kept")
@@ -286,7 +286,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// changes something in one and gives the mode back afterwards; a run with nothing to do
     /// changes no directory, not even its ctime.
     @Test func readOnlyDirectories_areWrittenIn_whenSomethingChanges_andOnlyThen() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let fixture = try MirrorFixture()
         for path in [fixture.root, fixture.source] {
             #expect(chmod(path, 0o755) == 0 && chown(path, 65534, 65534) == 0)
@@ -414,7 +414,7 @@ private let clearedSetGroupIDChildRootVariable = "WEAVEDI_MIRROR_TEST_CLEARED_SE
     /// 1, whose copy has its source's group). The run reads the mode back: both copies count as
     /// not keeping the bit, and the next run neither updates them nor says less.
     @Test func setGroupIDTheKernelClears_isReportedNotKept_andNotFixedEveryRun() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let fixture = try MirrorFixture()
         #expect(chmod(fixture.root, 0o755) == 0)
         try fixture.write("src/shared/a.txt", "a")

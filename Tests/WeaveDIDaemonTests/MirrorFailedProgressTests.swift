@@ -42,7 +42,7 @@ import WeaveDIPosix
 
     @Test func aFileThatFails_countsInTheProgress_whileTheRunGoesOn() throws {
         let directory = TemporaryDirectory()
-        guard let shim = try PreloadLibrary.build(Self.gate, in: directory, slowing: "copy_file_range", test: #function) else { return }
+        let shim = try PreloadLibrary.build(Self.gate, in: directory, slowing: "copy_file_range")
         let d = directory.path
         let gate = d + "/gate"
         try FileManager.default.createDirectory(atPath: gate, withIntermediateDirectories: true)

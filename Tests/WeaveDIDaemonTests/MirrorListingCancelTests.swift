@@ -82,10 +82,10 @@ import WeaveDIPosix
         }
     }
 
-    /// The fixture, with the shim built; nil, saying why, without a C compiler.
-    private func setUp(test: String = #function) throws -> Setup? {
+    /// The fixture, with the shim built; without a C compiler, cancels the test (skipped).
+    private func setUp() throws -> Setup {
         let directory = TemporaryDirectory()
-        guard let shim = try PreloadLibrary.build(#"""
+        let shim = try PreloadLibrary.build(#"""
             #define _GNU_SOURCE
             #include <dirent.h>
             #include <dlfcn.h>
@@ -122,7 +122,7 @@ import WeaveDIPosix
               if (entry) slow(entry->d_name);
               return entry;
             }
-            """#, in: directory, slowing: "readdir", test: test) else { return nil }
+            """#, in: directory, slowing: "readdir")
         return Setup(directory: directory, shim: shim)
     }
 
@@ -130,7 +130,7 @@ import WeaveDIPosix
     /// next batch, the run ends `cancelled` having copied nothing, and the daemon exits within
     /// its `shutdownTimeout` (2 s; it overran it, exit status 1, listing to the end).
     @Test func sigtermWhileListingAHugeSourceDirectory_stopsTheListing() throws {
-        guard let setup = try setUp() else { return }
+        let setup = try setUp()
         try setup.fill(setup.source)
         try FileManager.default.createDirectory(atPath: setup.destination, withIntermediateDirectories: true)
         let daemon = try setup.start(setup.config())
@@ -146,9 +146,13 @@ import WeaveDIPosix
     /// directory it made writable to (a tree the source no longer has, which it removes; a
     /// subdirectory its owner may not list): the listing stops at its next batch, the run ends
     /// `cancelled` without an error, nothing in the directory removed, and its mode given back.
-    @Test(arguments: Layout.allCases)
+    /// (Parameterized: a test case cancelled is reported passed, so the conditions are traits.)
+    @Test(
+        .enabled(if: ChildAsNobody.isPossible, ChildAsNobody.unsupportedReason),
+        .enabled(if: PreloadLibrary.isPossible, "needs a C compiler (cc) to build the library that slows readdir"),
+        arguments: Layout.allCases)
     func aRunCancelledByAReload_whileListingAHugeDestinationDirectory_stopsThere_andGivesTheModeBack(layout: Layout) throws {
-        guard ChildAsNobody.canRun(), let setup = try setUp() else { return }
+        let setup = try setUp()
         setup.directory.write("source/keep.txt", "kept")
         if layout == .unreadableSubdirectory { setup.directory.write("source/sub/keep.txt", "kept") }
         let huge = setup.destination + "/" + layout.name
@@ -175,7 +179,7 @@ import WeaveDIPosix
     /// source (whose disk may not be mounted) stops at the first name, instead of reading (and
     /// holding) all of them before the walk reads them again.
     @Test func aRunWithDelete_readsTheSourceRootsNamesOnce() throws {
-        guard let setup = try setUp() else { return }
+        let setup = try setUp()
         let files = 1_000
         try setup.fill(setup.source, count: files)
         try FileManager.default.createDirectory(atPath: setup.destination, withIntermediateDirectories: true)

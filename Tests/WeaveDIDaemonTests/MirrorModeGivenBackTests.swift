@@ -42,13 +42,12 @@ private let stoppedRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_STOPPED_REMOV
     /// A program that installs a seccomp filter making `chmod`, `fchmodat` and `fchmodat2` (the
     /// calls that change a mode by path, as through `/proc/self/fd`: not `fchmod`) to exactly
     /// `mode` fail with `EIO`, as a file system that stopped taking changes would, then runs its
-    /// arguments; built in `directory` (which `nobody` may enter). Nil, saying why for `test`,
-    /// where there is no C compiler or no seccomp.
-    private func failingChmod(to mode: String, in directory: TemporaryDirectory, for test: String = #function) throws -> String? {
+    /// arguments; built in `directory` (which `nobody` may enter). Where there is no C compiler
+    /// or no seccomp, cancels the test (skipped).
+    private func failingChmod(to mode: String, in directory: TemporaryDirectory) throws -> String {
         #expect(chmod(directory.path, 0o755) == 0)
-        guard case .success = try MirrorSetIDBitsTests.filterWrapper(in: directory) else {
-            print("SKIPPED \(test): needs a C compiler and seccomp")
-            return nil
+        if case let .failure(reason) = try MirrorSetIDBitsTests.filterWrapper(in: directory) {
+            try Test.cancel("needs a C compiler and seccomp: \(reason)")
         }
         let source = directory.write("eio.c", MirrorSetIDBitsTests.seccompWrapper("eio", macros: #"""
             #define REFUSE(NR_, A) \
@@ -89,7 +88,8 @@ private let stoppedRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_STOPPED_REMOV
     /// says so. It was left 0755, its owner's `rwx` added, the refusal of the bit swallowed.
     @Test func aRefusedStart_givesTheDestinationRootItsModeBack_lessTheSetIDBitsItMayNotSet() throws {
         let tools = TemporaryDirectory()
-        guard ChildAsNobody.canRun(), let filter = try filter(in: tools) else { return }
+        try ChildAsNobody.requirePossible()
+        guard let filter = try filter(in: tools) else { try Test.cancel("needs the set-ID filter: a C compiler and seccomp") }
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.makeDirectory("empty")
@@ -171,7 +171,8 @@ private let stoppedRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_STOPPED_REMOV
     /// 0755 unsaid.
     @Test func anOwnerOpeningThatFailsAfterTheChmod_reportsAModeItCannotGiveBack() throws {
         let tools = TemporaryDirectory()
-        guard ChildAsNobody.canRun(), let filter = try failingChmod(to: "355", in: tools) else { return }
+        try ChildAsNobody.requirePossible()
+        let filter = try failingChmod(to: "355", in: tools)
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.makeDirectory("locked")
@@ -242,7 +243,7 @@ private let stoppedRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_STOPPED_REMOV
     /// directories a removal keeps open) opened again through `..`. They kept their owner's
     /// `rwx` for good: each run stops there again.
     @Test func aRemovalThatStopsPartWay_givesTheDirectoriesItMadeWritableTheirModesBack() throws {
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)
         try fixture.write("src/keep.txt", "kept")
@@ -456,7 +457,7 @@ private let stoppedRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_STOPPED_REMOV
     /// the filter, where it cannot be built, the root gets its bit back too.)
     @Test func aCancelledRun_givesTheDirectoriesItMadeWritableTheirModesBack() throws {
         let tools = TemporaryDirectory()
-        guard ChildAsNobody.canRun() else { return }
+        try ChildAsNobody.requirePossible()
         let filter = try filter(in: tools)
         let fixture = try MirrorFixture()
         try FileDescriptor.currentWorkingDirectory.setPermissions(at: fixture.root, 0o755)

@@ -94,12 +94,12 @@ import WeaveDIPosix
         }
     }
 
-    /// The fixture, or nil, saying why, where the test cannot run (not root, no `setpriv`, no C
-    /// compiler).
-    private func setUp(_ layout: Layout = .tree, test: String = #function) throws -> Setup? {
-        guard ChildAsNobody.canRun(test) else { return nil }
+    /// The fixture; where the test cannot run (not root, no `setpriv`, no C compiler), cancels
+    /// it (skipped).
+    private func setUp(_ layout: Layout = .tree) throws -> Setup {
+        try ChildAsNobody.requirePossible()
         let directory = TemporaryDirectory()
-        guard let shim = try PreloadLibrary.build(#"""
+        let shim = try PreloadLibrary.build(#"""
             #define _GNU_SOURCE
             #include <dlfcn.h>
             #include <string.h>
@@ -114,7 +114,7 @@ import WeaveDIPosix
               }
               return next(directory, path, flags);
             }
-            """#, in: directory, slowing: "unlinkat", test: test) else { return nil }
+            """#, in: directory, slowing: "unlinkat")
         let setup = Setup(directory: directory, shim: shim, layout: layout)
         directory.write("source/keep.txt", "kept")
         if layout == .treeInTheWay { directory.write("source/extra", "a file where the destination has the tree") }
@@ -136,9 +136,13 @@ import WeaveDIPosix
     /// files of one directory: the run ends `cancelled` there, counting what went, the rest
     /// still there and the directories' modes given back, and no error (what was being
     /// removed was reported `cancelled`, as though it could not be removed).
-    @Test(arguments: Layout.allCases)
+    /// (Parameterized: a test case cancelled is reported passed, so the conditions are traits.)
+    @Test(
+        .enabled(if: ChildAsNobody.isPossible, ChildAsNobody.unsupportedReason),
+        .enabled(if: PreloadLibrary.isPossible, "needs a C compiler (cc) to build the library that slows unlinkat"),
+        arguments: Layout.allCases)
     func aRunCancelledByAReload_whileRemoving_stopsThere_andGivesTheModesBack(layout: Layout) throws {
-        guard let setup = try setUp(layout) else { return }
+        let setup = try setUp(layout)
         let daemon = try setup.start(setup.config(runAtStart: false))
         // Followed to its end (`weavedictl run-job --wait`), which the reply gives with its counts.
         let follower = try RawClient(daemon.defaultSocket)
@@ -173,7 +177,7 @@ import WeaveDIPosix
     /// exits within its `shutdownTimeout` (2 s), not after the whole tree (which overran it:
     /// exit status 1). The next run removes the rest.
     @Test func sigtermWhileARunRemovesATree_stopsTheRemoval_andTheNextRunGoesOn() throws {
-        guard let setup = try setUp() else { return }
+        let setup = try setUp()
         let daemon = try setup.start(setup.config())
         try #require(daemon.waitForLog("run docs-1 started"), "\(daemon.log)")
         try #require(try setup.waitUntilRemoving(), "the removal was not seen under way\n\(daemon.log)")

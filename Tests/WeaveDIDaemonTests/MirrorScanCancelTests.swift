@@ -18,7 +18,7 @@ import WeaveDIPosix
     /// run ends `cancelled`, without an error, having looked at fewer of the files than there are.
     @Test func aRunCancelledByAReload_whileScanning_stopsAtTheNextEntry() throws {
         let directory = TemporaryDirectory()
-        guard let shim = try PreloadLibrary.build(#"""
+        let shim = try PreloadLibrary.build(#"""
             #define _GNU_SOURCE
             #include <dlfcn.h>
             #include <fcntl.h>
@@ -50,7 +50,7 @@ import WeaveDIPosix
               slow(path);
               return next(directory, path, status, flags);
             }
-            """#, in: directory, slowing: "lstat", test: #function) else { return }
+            """#, in: directory, slowing: "lstat")
         try FileManager.default.createDirectory(atPath: directory.path + "/source", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         for file in 0..<Self.files {

@@ -55,16 +55,17 @@ private let accessChildRootVariable = "WEAVEDI_POSIX_TEST_ACCESS_ROOT"
 
     /// As `nobody`, the kernel's answer follows the bits: each refusal with its error. The
     /// effective user is the one asked about (`AT_EACCESS`), not the real one: a child whose
-    /// real user is root and effective user `nobody` gets `nobody`'s answers.
-    @Test(arguments: [
+    /// real user is root and effective user `nobody` gets `nobody`'s answers. (Parameterized: a
+    /// test case cancelled is reported passed, so the condition is a trait.)
+    @Test(
+        .enabled(
+            if: getuid() == 0 && geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root (to run the checks as nobody on files root owns) and setpriv"),
+        arguments: [
         ["--reuid=65534", "--regid=65534"],
         ["--ruid=0", "--euid=65534", "--rgid=0", "--egid=65534"],
     ])
     func asAnotherUser_theChecksFollowThePermissions(identity: [String]) throws {
-        guard getuid() == 0, geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            print("SKIPPED \(#function): needs root (to run the checks as nobody on files root owns) and setpriv")
-            return
-        }
         let directory = try TemporaryDirectory()
         try Self.makeFixture(directory.path)
         let child = try Subprocess.run(
@@ -103,8 +104,7 @@ private let accessChildRootVariable = "WEAVEDI_POSIX_TEST_ACCESS_ROOT"
     /// with no execute bit at all.
     @Test func asRoot_onlyWhatIsNotThereOrHasNoExecuteBit_isRefused() throws {
         guard geteuid() == 0 else {
-            print("SKIPPED \(#function): needs root")
-            return
+            try Test.cancel("needs root")
         }
         let directory = try TemporaryDirectory()
         try Self.makeFixture(directory.path)

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import WeaveDIPosix
 
 /// A file system that stops answering, as a hard NFS mount does when its server is gone: a FUSE
@@ -20,6 +21,12 @@ final class DeadMount {
         if let reason = MountNamespace.unsupportedReason { return reason }
         guard access("/dev/fuse", R_OK | W_OK) == 0 else { return "needs /dev/fuse, readable and writable" }
         return nil
+    }
+
+    /// Cancels the running test (reported skipped, not passed), saying why, where no such mount
+    /// can be made here.
+    static func requireSupport() throws {
+        if let reason = unsupportedReason { try Test.cancel(Comment(rawValue: reason)) }
     }
 
     /// Mounts the dead file system on the directory `path`, in the namespace of `pid`; throws

@@ -1,10 +1,11 @@
 import Foundation
+import Testing
 import WeaveDIPosix
 
 /// Bind mounts for tests of the real daemon, made in a mount namespace of the daemon's own
 /// (`unshare`): they need no privilege where user namespaces are allowed (`unshare -Urm`), the
 /// rest of the machine never sees them, and they vanish with the daemon. As root without user
-/// namespaces, `unshare -m` does the same. Elsewhere the tests say `SKIPPED` and why.
+/// namespaces, `unshare -m` does the same. Elsewhere the tests are skipped (cancelled), saying why.
 enum MountNamespace {
     /// The way to get a namespace here: `unshare` with its options, and the options `nsenter`
     /// needs to enter one; or why there is none.
@@ -20,6 +21,18 @@ enum MountNamespace {
     static var unsupportedReason: String? {
         if case let .failure(reason) = support { return reason.description }
         return nil
+    }
+
+    /// Cancels the running test (reported skipped, not passed), saying why, where bind mounts
+    /// cannot be made here.
+    static func requireSupport() throws {
+        if let reason = unsupportedReason { try Test.cancel(Comment(rawValue: reason)) }
+    }
+
+    /// `wrapper(binding:)`; where there is none, cancels the running test (skipped), saying why.
+    static func requiredWrapper(binding binds: [(String, String)] = []) throws -> [String] {
+        try requireSupport()
+        return try #require(wrapper(binding: binds))
     }
 
     /// Arguments that run a command (appended after them) in a namespace of its own where

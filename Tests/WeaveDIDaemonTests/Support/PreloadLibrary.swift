@@ -7,12 +7,15 @@ import WeaveDIPosix
 /// call of the daemon (to slow it, count it): how the mirror tests make a step last without
 /// timing anything.
 enum PreloadLibrary {
-    /// Builds `code` into `slow.so` in `directory`; returns its path, or nil (saying that
-    /// `test` is skipped) without a C compiler. `slowing` names the call, for that message.
-    static func build(_ code: String, in directory: TemporaryDirectory, slowing call: String, test: String) throws -> String? {
-        guard access("/usr/bin/cc", X_OK) == 0 else {
-            print("SKIPPED \(test): needs a C compiler (cc) to build the library that slows \(call)")
-            return nil
+    /// Whether there is a C compiler to build such a library with.
+    static var isPossible: Bool { access("/usr/bin/cc", X_OK) == 0 }
+
+    /// Builds `code` into `slow.so` in `directory`; returns its path. Without a C compiler,
+    /// cancels the running test (reported skipped, not passed); `slowing` names the call, for
+    /// that reason.
+    static func build(_ code: String, in directory: TemporaryDirectory, slowing call: String) throws -> String {
+        guard isPossible else {
+            try Test.cancel("needs a C compiler (cc) to build the library that slows \(call)")
         }
         let source = directory.write("slow.c", code)
         let library = directory.path + "/slow.so"
