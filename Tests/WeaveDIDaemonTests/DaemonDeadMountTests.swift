@@ -128,12 +128,10 @@ import WeaveDIPosix
             + "mounted at \(d)/nfs, did not answer for job \"one\""
         #expect(setup.daemon.log.contains(mountedAt), "\(setup.daemon.log)")
         #expect(setup.threadsWaitingOnTheMount(expected: 1) == 1, "\(setup.daemon.log)")
-        // The next run meets the thread left stuck there, and does not wait: not the 5 s a try
-        // of one's destination would take.
-        let started = ContinuousClock.now
+        // The next run meets the thread left stuck there, and does not try: no other thread is
+        // left there.
         let again = setup.reply(try setup.send("RunJob", #"{"name": "local"}"#))?.parameter("run")
         #expect(again?[member: "result"]?.stringValue == "success", "\(setup.daemon.log)")
-        #expect(ContinuousClock.now - started < .seconds(5))
         #expect(setup.daemon.log.contains(
             "warning sync: local: \(d)/nfs/one: not checked for overlap with this job's roots: resolving the destination of job "
                 + "\"one\" was not tried: an earlier thread (a mirror run's start) has been stuck on \"\(d)/nfs/one\""), "\(setup.daemon.log)")
@@ -198,12 +196,9 @@ import WeaveDIPosix
         // The run fails on its destination, and the write on the state directory.
         #expect(setup.reply(run)?.parameter("run")?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(setup.daemon.waitForLog(writeFailed, timeout: .seconds(20)), "\(setup.daemon.log)")
-        // The shutdown's last save meets the thread stuck on that file, and fails at once, not
-        // after the 5 s a try of the file would wait.
-        let stopping = ContinuousClock.now
+        // The shutdown's last save meets the thread stuck on that file, and does not try it.
         setup.daemon.send(.terminate)
         #expect(setup.daemon.wait(timeout: .seconds(20)) == .exited(0), "\(setup.daemon.log)")
-        #expect(ContinuousClock.now - stopping < .seconds(5))
         #expect(setup.daemon.log.contains("jobs.json: writing the file was not tried: an earlier thread (a write of the jobs' state file) has been stuck on"), "\(setup.daemon.log)")
     }
 
@@ -254,17 +249,16 @@ import WeaveDIPosix
         #expect(setup.daemon.log.contains(
             "a thread is stuck on \"\(d)/nfs/one\" (a configuration load) and left behind; 1 stuck in all"), "\(setup.daemon.log)")
         #expect(setup.threadsWaitingOnTheMount(expected: 1) == 1)
-        // Further reloads, and a run into that destination, do not try it: refused at once, not
-        // after the 5 s a try would take.
+        // Further reloads, and a run into that destination, do not try it: refused saying so,
+        // no other thread left there.
         let notTried = "resolving \"\(d)/nfs/one\" was not tried: an earlier thread (a configuration load) has been stuck on "
             + "\"\(d)/nfs/one\" for N s (is its file system responding?)"
         for _ in 0..<3 {
-            let started = ContinuousClock.now
             let again = setup.reply(try setup.send("Reload"))
             #expect(Self.sanitized(again?.parameter("reason")?.stringValue)
                 == "\(config): sync.jobs[0].destination: \(notTried)")
-            #expect(ContinuousClock.now - started < .seconds(5))
         }
+        #expect(setup.threadsWaitingOnTheMount(expected: 1) == 1, "\(setup.daemon.log)")
         let run = setup.reply(try setup.send("RunJob", #"{"name": "one"}"#))?.parameter("run")
         #expect(run?[member: "result"]?.stringValue == "failed")
         #expect(Self.sanitized(run?[member: "message"]?.stringValue)

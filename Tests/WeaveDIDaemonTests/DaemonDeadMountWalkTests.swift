@@ -66,7 +66,7 @@ import WeaveDIPosix
         #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(run?[member: "message"]?.stringValue
             == "\(setup.dead): reading the source entry did not answer within 5 s (is its file system responding?)")
-        #expect(took >= .seconds(5) && took < .seconds(12), "\(took)")
+        #expect(took >= .seconds(5), "\(took)")
         // What the walk did before it stopped counts: `a`'s 20 files are in the destination.
         #expect(run?[member: "filesCopied"]?.intValue == 20 && run?[member: "errors"]?.intValue == 1, "\(String(describing: run))")
         #expect(setup.daemon.log.contains("a thread is stuck on \"\(setup.dead)\" (a mirror run's walk) and left behind; 1 stuck in all"),
@@ -77,15 +77,14 @@ import WeaveDIPosix
         // The daemon answers.
         let ping = try setup.daemon.sendCall("Ping").varlinkReply(timeout: .seconds(20))
         #expect(ping != nil && ping?.error == nil, "\(setup.daemon.log)")
-        // A retry does not try the path a thread is stuck on: it fails at once, not after the 5 s
-        // a try would take.
-        let retryStarted = ContinuousClock.now
+        // A retry does not try the path a thread is stuck on: it fails saying so, no other
+        // thread left stuck there.
         let retry = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(20))?.parameter("run")
-        #expect(ContinuousClock.now - retryStarted < .seconds(5))
         #expect(retry?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(Self.sanitized(retry?[member: "message"]?.stringValue)
             == "\(setup.dead): reading the source entry was not tried: an earlier thread (a mirror run's walk) has been stuck on "
                 + "\"\(setup.dead)\" for N s (is its file system responding?)")
+        #expect(!setup.daemon.log.contains("2 stuck in all"), "\(setup.daemon.log)")
         // The mount answers at last (with an error): the thread returns, and the log says so.
         setup.mount.revive()
         #expect(setup.daemon.waitForLog("a thread stuck on \"\(d)/src/z/dead\" (a mirror run's walk) returned after "),
@@ -127,10 +126,10 @@ import WeaveDIPosix
         #expect(setup.daemon.waitForLog("run walk-1 started"), "\(setup.daemon.log)")
         // The walk reaches the dead mount (in milliseconds).
         #expect(DeadMount.threadsWaiting(in: setup.daemon.pid, expected: 1) == 1, "\(setup.daemon.log)")
-        let stopping = ContinuousClock.now
+        // The daemon stops normally, the walk's thread still stuck: within its shutdown timeout,
+        // or it would exit 1.
         setup.daemon.send(.terminate)
         #expect(setup.daemon.wait() == .exited(0), "\(setup.daemon.log)")
-        #expect(ContinuousClock.now - stopping < .seconds(5), "\(setup.daemon.log)")
         // Cancelled (the worker is let go after 2 s), or failed if its 5 s ran out first.
         #expect(setup.daemon.log.contains("walk: run walk-1 cancelled") || setup.daemon.log.contains("walk: run walk-1 failed"),
                 "\(setup.daemon.log)")

@@ -95,8 +95,9 @@ import WeaveDIPosix
         // Not the file's fault: the start exits 75 (EX_TEMPFAIL), which systemd restarts, not 78.
         #expect(error.map(DaemonMain.exitStatus(for:)) == 75)
         #expect(DaemonMain.exitStatus(for: ConfigurationError(file: "f", fieldPath: "x", problem: "bad", errno: EINVAL)) == 78)
-        // Well before the gate opens by itself (30 s): the deadline ended the wait.
-        #expect(took >= .milliseconds(300) && took < .seconds(10), "\(took)")
+        // The deadline ended the wait (not the step: the gate is still closed), having waited
+        // it out.
+        #expect(took >= .milliseconds(300), "\(took)")
         // The step is still stuck, holding what it uses; once it returns, it ends unseen and lets go.
         #expect(released != nil)
         gate.open()
@@ -152,7 +153,7 @@ import WeaveDIPosix
         }
         #expect(error?.description
             == #"/etc/weavedi/weavedid.json: sync.jobs[1].destination: resolving "/mnt/nfs/backup" did not answer within 0.3 s (is its file system responding?)"#)
-        #expect(took >= .milliseconds(700) && took < .seconds(10), "\(took)")
+        #expect(took >= .milliseconds(700), "\(took)")
     }
 
     @Test func theLoadsOwnErrors_passThrough() {

