@@ -150,6 +150,7 @@ import WeaveDIPosix
             usleep(10_000)
             first = try client.call(d + "GetHealth").parameter("health")
         }
+        try #require(ranBoth(first), "job.example's and sync.stateFile's checks did not both run: \(String(describing: first))\n\(daemon.log)")
         usleep(20_000)
         let again = try client.call(d + "GetHealth").parameter("health")
         #expect(again?[member: "checks"] == first?[member: "checks"])
