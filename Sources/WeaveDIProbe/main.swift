@@ -36,6 +36,20 @@ final class ReleasedCart: Disposable {
 
 final class ReleasedClock: Sendable {}
 
+/// Its disposal resolves `DetachedLedger` in a detached task (which the task-local marking the
+/// release's own disposals does not follow), then `ReleasedClock` in its own task.
+final class DetachedPool: Disposable {
+    let container: WeaveDI.Container
+    init(container: WeaveDI.Container) { self.container = container }
+    func dispose() async {
+        let container = container
+        _ = await Task.detached { container.resolve(DetachedLedger.self) }.value
+        _ = container.resolve(ReleasedClock.self)
+    }
+}
+
+final class DetachedLedger: Sendable {}
+
 final class ReleasedLedger: Disposable {
     func dispose() async { print("ledger disposed") }
 }
@@ -308,6 +322,20 @@ case "release-rebuild":
     _ = try container.openSession(id: "s").require(ReleasedCart.self)
     await container.releaseAll()
     print("ledger built after releaseAll: \(container.registrations.first { $0.type == "ReleasedLedger" }?.isBuilt == true)")
+case "release-rebuild-detached":
+    // A dispose() that releaseAll runs resolves released singletons: one in a detached task,
+    // one in its own task.
+    let container = WeaveDI.Container()
+    container.register(DetachedPool.self) { DetachedPool(container: container) }
+    container.register(DetachedLedger.self) { DetachedLedger() }
+    container.register(ReleasedClock.self) { ReleasedClock() }
+    _ = try container.require(DetachedPool.self)
+    _ = try container.require(DetachedLedger.self)
+    _ = try container.require(ReleasedClock.self)
+    await container.releaseAll()
+    for name in ["DetachedLedger", "ReleasedClock"] {
+        print("\(name) built after releaseAll: \(container.registrations.first { $0.type == name }?.isBuilt == true)")
+    }
 case "key-cycle-threads":
     ProbeCycle.readOnTwoThreads()
     print("unreachable")

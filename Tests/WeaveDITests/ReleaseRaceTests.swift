@@ -101,8 +101,10 @@ final class Account: Disposable {
 
     /// A singleton that a `Task.detached` resolves while `releaseAll()` disposes (here, one a
     /// `dispose()` starts and awaits) is built again after the release and stays built: this
-    /// `releaseAll()` does not dispose it and, the task-local that marks its own disposals not
-    /// following a detached task, does not log it either; the next `releaseAll()` disposes it.
+    /// `releaseAll()` does not dispose it (nor, the task-local that marks its own disposals not
+    /// following a detached task, logs it: the log is process-wide, so
+    /// `ReleaseAllRebuildTests.singletonBuiltByADisposeInADetachedTask_staysBuilt_unlogged` shows
+    /// that in a child process); the next `releaseAll()` disposes it.
     @Test func aSingletonRebuiltByADetachedTask_duringReleaseAll_isDisposedByTheNextRelease() async throws {
         let ledger = Ledger()
         let container = WeaveDI.Container()

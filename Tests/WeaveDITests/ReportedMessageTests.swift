@@ -144,6 +144,19 @@ private final class FreshCall: Sendable {}
         // ReleasedPool was not built again: only what a dispose() built is named.
         #expect(!result.stderr.contains("ReleasedPool was built by"))
     }
+
+    /// One that a dispose() resolves in a detached task is built again too, and stays built, but
+    /// is not logged: the task-local that marks the release's own disposals does not follow a
+    /// detached task (`ReleaseRaceTests` shows the next releaseAll disposes it). What the same
+    /// dispose() then resolves in its own task is logged.
+    @Test func singletonBuiltByADisposeInADetachedTask_staysBuilt_unlogged() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["release-rebuild-detached"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("DetachedLedger built after releaseAll: true"), "\(result.stdout)")
+        #expect(result.stdout.contains("ReleasedClock built after releaseAll: true"), "\(result.stdout)")
+        #expect(result.stderr.contains("ReleasedClock was built by a dispose() during releaseAll()"), "\(result.stderr)")
+        #expect(!result.stderr.contains("DetachedLedger was built"), "\(result.stderr)")
+    }
 }
 
 /// A session-scoped service that holds what its factory resolved.
