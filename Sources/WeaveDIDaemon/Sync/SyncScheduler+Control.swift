@@ -87,7 +87,7 @@ extension SyncScheduler: JobControl {
         for name in order {
             out.sample("weavedi_sync_queued", [("job", name)], jobs[name]?.running?.isQueued == true ? 1 : 0)
         }
-        out.header("weavedi_sync_skipped_runs_total", "Runs skipped because the previous one was still going.", type: "counter")
+        out.header("weavedi_sync_skipped_runs_total", "Ticks of the job's timer skipped because its run was still going (a run asked for then is refused, not counted).", type: "counter")
         for name in order { out.sample("weavedi_sync_skipped_runs_total", [("job", name)], Double(jobs[name]?.skippedRuns ?? 0)) }
         return out.text
     }
