@@ -66,13 +66,17 @@ import WeaveDIPosix
 
         let client = try RawClient(daemon.defaultSocket)
         try client.send(call("io.weavedi.Daemon.RunJob", #"{"name":"docs"}"#, extra: #","more":true"#))
-        // The first large file is being copied: the scan of the root, its error among it, is
-        // done. Once the meter's interval (50 ms) has passed, the end of that file's batch
-        // sends progress; the second file then holds the run, so that progress reaches us.
-        try #require(waitFor(gate + "/reached-slow-1.bin"), "\(daemon.log)")
+        // One large file is being copied (which comes first is the file system's listing
+        // order: tmpfs lists the newest first): the scan of the root, its error among it, is
+        // done. The meter sends progress at most once per interval (50 ms, a lower bound the
+        // wait below passes whatever the load), so the end of that file's batch sends
+        // progress; the other file then holds the run, so that progress reaches us.
+        let first = try #require(waitForAny([gate + "/reached-slow-1.bin", gate + "/reached-slow-2.bin"]), "\(daemon.log)")
+        let firstName = String(first.dropFirst((gate + "/reached-").count))
+        let secondName = firstName == "slow-1.bin" ? "slow-2.bin" : "slow-1.bin"
         Thread.sleep(forTimeInterval: 0.2)
-        directory.write("gate/release-slow-1.bin", "")
-        try #require(waitFor(gate + "/reached-slow-2.bin"), "\(daemon.log)")
+        directory.write("gate/release-" + firstName, "")
+        try #require(waitFor(gate + "/reached-" + secondName), "\(daemon.log)")
         // The progress that counts the first file done (sent as its batch ended) came after the
         // scan's error: it counts that too.
         var seen: [JSONValue] = []
@@ -85,7 +89,7 @@ import WeaveDIPosix
         let progress = try #require(afterFirst, "no progress counted the first file: \(seen)\n\(daemon.log)")
         #expect(progress[member: "filesFailed"]?.intValue == 1, "\(progress)")
         #expect(progress[member: "filesTotal"]?.intValue == 3, "\(progress)")
-        directory.write("gate/release-slow-2.bin", "")
+        directory.write("gate/release-" + secondName, "")
         var run: JSONValue?
         while run == nil, let reply = client.varlinkReply() {
             if let value = reply.parameter("run"), !value.isNull { run = value }
@@ -98,12 +102,15 @@ import WeaveDIPosix
     }
 
     /// Whether `path` exists within a generous deadline: the run reaches it at its own pace.
-    private func waitFor(_ path: String) -> Bool {
+    private func waitFor(_ path: String) -> Bool { waitForAny([path]) != nil }
+
+    /// The first of `paths` found to exist within a generous deadline, or nil.
+    private func waitForAny(_ paths: [String]) -> String? {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
-            if access(path, F_OK) == 0 { return true }
+            if let path = paths.first(where: { access($0, F_OK) == 0 }) { return path }
             Thread.sleep(forTimeInterval: 0.02)
         }
-        return false
+        return nil
     }
 }
