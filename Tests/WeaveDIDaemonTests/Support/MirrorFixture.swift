@@ -5,15 +5,16 @@ import WeaveDI
 import WeaveDIDaemon
 import WeaveDIPosix
 
-/// A scratch directory under /tmp with `src` and `dst` inside, removed on deinit, and helpers to
+/// A scratch directory under /tmp (or another parent) with `src` and `dst` inside, removed on deinit, and helpers to
 /// build trees in it, run the engine, and compare the results.
 final class MirrorFixture: @unchecked Sendable {  // paths are immutable; files are the test's business
     let root: String
     var source: String { root + "/src" }
     var destination: String { root + "/dst" }
 
-    init() throws {
-        root = try FileDescriptor.makeTemporaryDirectory(template: "/tmp/weavedi-mirror-test.XXXXXX")
+    /// A fixture in a new directory of `parent` (/tmp unless a test needs a given file system).
+    init(under parent: String = "/tmp") throws {
+        root = try FileDescriptor.makeTemporaryDirectory(template: parent + "/weavedi-mirror-test.XXXXXX")
         try FileDescriptor.currentWorkingDirectory.makeDirectory(at: root + "/src")
     }
 
