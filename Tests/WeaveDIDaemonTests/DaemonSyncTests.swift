@@ -465,7 +465,20 @@ import WeaveDIPosix
             "\(String(describing: first))")
         fixture.directory.write("weavedid.json", config(healthInterval: 0.5))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
-        usleep(12_000_000)  // some twenty rounds: three fixes counted as failed would have opened the breaker
+        // Some ten rounds, each a new `lastRun` of the check: three fixes counted as failed
+        // would have opened the breaker.
+        func lastRun() throws -> Double? {
+            let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
+            return checks.first { $0[member: "name"]?.stringValue == "job.docs" }?[member: "lastRun"]?.numberValue
+        }
+        var rounds: Set<Double> = []
+        if let now = try lastRun() { rounds.insert(now) }
+        let roundsDeadline = ContinuousClock.now + .seconds(120)
+        while rounds.count < 11, ContinuousClock.now < roundsDeadline {
+            usleep(50_000)
+            if let now = try lastRun() { rounds.insert(now) }
+        }
+        try #require(rounds.count >= 11, "the health rounds did not go on: \(rounds.count - 1) rounds\n\(daemon.log)")
         let jobs = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
         try #require(jobs.first?[member: "running"] == .bool(true), "the run ended: the test proves nothing\n\(daemon.log)")
         let all = try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue ?? []
@@ -501,16 +514,38 @@ import WeaveDIPosix
         #expect(again.wait() == .exited(0))
     }
 
+    /// SIGTERM cancels a run under way: it stops at a safe point (between files), is recorded
+    /// as cancelled, and the daemon exits 0. The run (one worker) is held in the copy of one of
+    /// two `slow-` files (`CopyGate`) until the daemon is stopping its sync service; the other
+    /// is still to copy then, so only a cancelled run leaves it alone.
     @Test func sigtermDuringARun_stopsAtASafePoint_andExitsZero() throws {
         let fixture = Fixture()
-        try TreeFixture.make(at: fixture.source, count: 3000, large: 4)
-        let daemon = try fixture.start(fixture.config(runAtStart: true))
+        guard let gate = try CopyGate.build(in: fixture.directory, test: #function) else { return }
+        try TreeFixture.make(at: fixture.source, count: 300, large: 1)
+        let large = String(repeating: "x", count: 2 << 20)
+        fixture.directory.write("source/slow-1.bin", large)
+        fixture.directory.write("source/slow-2.bin", large)
+        try FileManager.default.createDirectory(atPath: fixture.destination, withIntermediateDirectories: true)
+        let config = fixture.directory.write("weavedid.json", fixture.config(runAtStart: true, extra: #", "workers": 1"#))
+        var environment = gate.environment
+        environment["WEAVEDID_LOG"] = "info,daemon=debug"  // says when it stops its sync service
+        let daemon = try DaemonProcess(["--config", config], environment: environment, directory: fixture.directory)
         try waitForReady(daemon)
-        #expect(daemon.waitForLog("run docs-1 started"))
-        usleep(150_000)
+        let first = try #require(gate.waitForAny(["slow-1.bin", "slow-2.bin"]), "\(daemon.log)")
+        let second = first == "slow-1.bin" ? "slow-2.bin" : "slow-1.bin"
         daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0))
-        #expect(daemon.log.contains("run docs-1 cancelled") || daemon.log.contains("run docs-1 success"))
+        #expect(daemon.waitForLog("stopping sync"), "\(daemon.log)")
+        gate.release(first)
+        // Cancelled, the run ends; not cancelled, it goes on to the second file.
+        let deadline = ContinuousClock.now + .seconds(60)
+        func ended() -> Bool { ["cancelled", "success", "partial", "failed"].contains { daemon.log.contains("run docs-1 \($0)") } }
+        while !ended(), !gate.hasReached(second), ContinuousClock.now < deadline {
+            usleep(20_000)
+        }
+        #expect(!gate.hasReached(second), "the run went on after SIGTERM\n\(daemon.log)")
+        gate.release(second)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(daemon.log.contains("run docs-1 cancelled"), "\(daemon.log)")
         try assertNoTornFiles(fixture)
     }
 
