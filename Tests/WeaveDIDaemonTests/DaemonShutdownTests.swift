@@ -27,8 +27,20 @@ import WeaveDIPosix
             """)
         let daemon = try DaemonProcess(["--config", config], directory: directory)
         try #require(daemon.waitForLog("run big-1 started"), "\(daemon.log)")
-        usleep(100_000)
+        try #require(copyUnderWay(in: directory.path + "/mirror"), "\(daemon.log)")
         return (daemon, directory)
+    }
+
+    /// Whether a copy into `mirror` is under way (its temporary file is there) within a
+    /// generous deadline.
+    func copyUnderWay(in mirror: String) -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: mirror)) ?? []
+            if names.contains(where: { $0.hasPrefix(".weavedi-tmp.") }) { return true }
+            usleep(10_000)
+        }
+        return false
     }
 
     /// Where the second stop signal of `secondStopSignal_doesNotCutTheShutdownShort` goes.
@@ -189,8 +201,7 @@ import WeaveDIPosix
         try streaming.send(call("io.weavedi.Daemon.RunJob", #"{"name": "streaming"}"#, extra: #","more":true"#))
         let pipelined = try RawClient(daemon.defaultSocket)
         try pipelined.send(call("io.weavedi.Daemon.RunJob", #"{"name": "pipelined"}"#) + call("io.weavedi.Daemon.Ping"))
-        for name in names { try #require(daemon.waitForLog("run \(name)-"), "\(daemon.log)") }
-        usleep(100_000)
+        for name in names { try #require(copyUnderWay(in: directory.path + "/mirror-\(name)"), "\(daemon.log)") }
         daemon.send(.terminate)
 
         func decoded(_ text: String?) -> VarlinkReply? { text.flatMap { try? VarlinkReply.decode(Array($0.utf8)) } }
