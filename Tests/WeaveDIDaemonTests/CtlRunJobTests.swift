@@ -15,9 +15,9 @@ import WeaveDIPosix
     /// destination.
     func bigJobDaemon(
         size: Int = 2 << 30, smallFiles: Int = 0, callTimeout: Double = 10, maxConcurrentRuns: Int = 4,
-        little: String = #""interval": 3600"#
+        little: String = #""interval": 3600"#, gate: CopyGate? = nil, in given: TemporaryDirectory? = nil
     ) throws -> (DaemonProcess, TemporaryDirectory) {
-        let directory = TemporaryDirectory()
+        let directory = given ?? TemporaryDirectory()
         let big = directory.write("source/big.bin", "")
         for index in 0..<smallFiles { directory.write("source/small/\(index).txt", "\(index)\n") }
         directory.write("little-source/a.txt", "a\n")
@@ -35,7 +35,7 @@ import WeaveDIPosix
               {"name": "other", "source": "\(directory.path)/other-source", "destination": "\(directory.path)/other-mirror",
               "interval": 3600}]}}
             """)
-        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        let daemon = try DaemonProcess(["--config", config], environment: gate?.environment ?? [:], directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         return (daemon, directory)
     }
@@ -456,9 +456,22 @@ import WeaveDIPosix
     /// shell's prompt lands on the bar.
     @Test(.enabled(if: fileExists("/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
     func runJob_wait_interruptedOnATerminal_endsTheBarsLineFirst() throws {
-        let (daemon, _) = try bigJobDaemon(size: 8 << 30, smallFiles: 200)
+        // The run is held (`CopyGate`) in the copy of one `slow-` file, then of the other, until
+        // weavedictl has been interrupted: a run that ended first (a fast copy, on tmpfs) would
+        // leave no weavedictl to interrupt. The first file's batch ends once the progress
+        // meter's interval (50 ms, a lower bound the wait passes whatever the load) is over, so
+        // that it sends the progress that draws the bar.
+        let directory = TemporaryDirectory()
+        guard let gate = try CopyGate.build(in: directory, test: #function) else { return }
+        let names = ["slow-1.bin", "slow-2.bin"]
+        for name in names { directory.write("source/" + name, String(repeating: "x", count: 2 << 20)) }
+        let (daemon, _) = try bigJobDaemon(size: 2 << 20, smallFiles: 200, gate: gate, in: directory)
+        defer { for name in names { gate.release(name) } }
         let command = "exec '\(CtlRun.binary)' --socket '\(daemon.defaultSocket)' run-job big --wait"
         let script = try Background(["/usr/bin/script", "-qefc", command, "/dev/null"])
+        let first = try #require(gate.waitForAny(names), "\(script.output)\(script.error)\n\(daemon.log)")
+        Thread.sleep(forTimeInterval: 0.2)
+        gate.release(first)
         try #require(script.waitForOutput("\u{1B}[K"), "\(script.output)\(script.error)\n\(daemon.log)")
         // script(1) runs the command as its child; `exec` makes that weavedictl itself.
         let children = try String(contentsOfFile: "/proc/\(script.pid)/task/\(script.pid)/children", encoding: .utf8)
