@@ -8,6 +8,8 @@ import WeaveDIPosix
 ///
 /// - `copy_file_range` of a file whose name starts with `slow-` creates `reached-NAME` in the
 ///   directory `WEAVEDI_TEST_GATE` names, then waits (300 s at most) for `release-NAME` there.
+///   Hold briefly: the run's walk watch fails a copy step that has not moved on within 5 s plus
+///   1 s per MiB (7 s for a 2 MiB file).
 /// - `recv` that returns 0 (a peer's end of file) appends one byte to the file
 ///   `WEAVEDI_TEST_EOFS` names.
 struct CopyGate {
