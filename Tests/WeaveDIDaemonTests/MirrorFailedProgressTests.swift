@@ -6,46 +6,12 @@ import WeaveDIControl
 import WeaveDIPosix
 
 /// A running job's progress counts the files that failed (`filesFailed`), as they fail, not
-/// only the done ones. The run is held at known points by a preloaded library whose
-/// `copy_file_range`, for a file whose name starts with `slow-`, creates `reached-NAME` in the
-/// directory `WEAVEDI_TEST_GATE` names, then waits for `release-NAME` there.
+/// only the done ones. The run is held at known points by the copy gate (`CopyGate`).
 @Suite struct MirrorFailedProgressTests {
-    static let gate = #"""
-        #define _GNU_SOURCE
-        #include <dlfcn.h>
-        #include <fcntl.h>
-        #include <stdio.h>
-        #include <stdlib.h>
-        #include <string.h>
-        #include <sys/types.h>
-        #include <unistd.h>
-        ssize_t copy_file_range(int in, loff_t *inOffset, int out, loff_t *outOffset, size_t length, unsigned int flags) {
-          static ssize_t (*next)(int, loff_t *, int, loff_t *, size_t, unsigned int);
-          if (!next) next = (ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned int))dlsym(RTLD_NEXT, "copy_file_range");
-          const char *gate = getenv("WEAVEDI_TEST_GATE");
-          char link[64], path[4096], marker[8192];
-          snprintf(link, sizeof link, "/proc/self/fd/%d", in);
-          ssize_t size = readlink(link, path, sizeof path - 1);
-          if (gate && size > 0) {
-            path[size] = 0;
-            const char *name = strrchr(path, '/');
-            if (name && strncmp(name + 1, "slow-", 5) == 0) {
-              snprintf(marker, sizeof marker, "%s/reached-%s", gate, name + 1);
-              close(open(marker, O_WRONLY | O_CREAT, 0644));
-              snprintf(marker, sizeof marker, "%s/release-%s", gate, name + 1);
-              for (int i = 0; i < 30000 && access(marker, F_OK) != 0; i++) usleep(10000);  /* 300 s at most */
-            }
-          }
-          return next(in, inOffset, out, outOffset, length, flags);
-        }
-        """#
-
     @Test func aFileThatFails_countsInTheProgress_whileTheRunGoesOn() throws {
         let directory = TemporaryDirectory()
-        let shim = try PreloadLibrary.build(Self.gate, in: directory, slowing: "copy_file_range")
+        let gate = try CopyGate.build(in: directory)
         let d = directory.path
-        let gate = d + "/gate"
-        try FileManager.default.createDirectory(atPath: gate, withIntermediateDirectories: true)
         // Two large files (each a batch of its own), copied one after the other (one worker),
         // and a file whose name is not valid UTF-8: an error of the scan of the root.
         let large = String(repeating: "x", count: 2 << 20)
@@ -61,7 +27,7 @@ import WeaveDIPosix
               "interval": 3600, "workers": 1}]}}
             """)
         let daemon = try DaemonProcess(
-            ["--config", config], environment: ["LD_PRELOAD": shim, "WEAVEDI_TEST_GATE": gate], directory: directory)
+            ["--config", config], environment: gate.environment, directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
 
         let client = try RawClient(daemon.defaultSocket)
@@ -71,12 +37,11 @@ import WeaveDIPosix
         // done. The meter sends progress at most once per interval (50 ms, a lower bound the
         // wait below passes whatever the load), so the end of that file's batch sends
         // progress; the other file then holds the run, so that progress reaches us.
-        let first = try #require(waitForAny([gate + "/reached-slow-1.bin", gate + "/reached-slow-2.bin"]), "\(daemon.log)")
-        let firstName = String(first.dropFirst((gate + "/reached-").count))
+        let firstName = try #require(gate.waitForAny(["slow-1.bin", "slow-2.bin"]), "\(daemon.log)")
         let secondName = firstName == "slow-1.bin" ? "slow-2.bin" : "slow-1.bin"
         Thread.sleep(forTimeInterval: 0.2)
-        directory.write("gate/release-" + firstName, "")
-        try #require(waitFor(gate + "/reached-" + secondName), "\(daemon.log)")
+        gate.release(firstName)
+        try #require(gate.waitForReached(secondName), "\(daemon.log)")
         // The progress that counts the first file done (sent as its batch ended) came after the
         // scan's error: it counts that too.
         var seen: [JSONValue] = []
@@ -89,7 +54,7 @@ import WeaveDIPosix
         let progress = try #require(afterFirst, "no progress counted the first file: \(seen)\n\(daemon.log)")
         #expect(progress[member: "filesFailed"]?.intValue == 1, "\(progress)")
         #expect(progress[member: "filesTotal"]?.intValue == 3, "\(progress)")
-        directory.write("gate/release-" + secondName, "")
+        gate.release(secondName)
         var run: JSONValue?
         while run == nil, let reply = client.varlinkReply() {
             if let value = reply.parameter("run"), !value.isNull { run = value }
@@ -99,18 +64,5 @@ import WeaveDIPosix
         #expect(fileExists(d + "/mirror/slow-1.bin") && fileExists(d + "/mirror/slow-2.bin"))
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-    }
-
-    /// Whether `path` exists within a generous deadline: the run reaches it at its own pace.
-    private func waitFor(_ path: String) -> Bool { waitForAny([path]) != nil }
-
-    /// The first of `paths` found to exist within a generous deadline, or nil.
-    private func waitForAny(_ paths: [String]) -> String? {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            if let path = paths.first(where: { access($0, F_OK) == 0 }) { return path }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return nil
     }
 }
