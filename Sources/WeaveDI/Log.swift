@@ -78,15 +78,22 @@ public enum WeaveDILog {
         emit(LogRecord(category: category, message: message(), subsystem: subsystem))
     }
 
-    /// Whether this thread is in a synchronous stretch of the library's health machinery run
-    /// quietly (`ResolutionStack.quietly`: the `container.graph` check's builds with health
-    /// logging off), whose lines (a factory failing a resolve) are health logs, which
-    /// `WEAVEDI_REGISTRY_HEALTH_LOGGING` keeps out. A thread's, not a task's: a task that a
-    /// factory starts there runs elsewhere, later, and logs as any other.
+    /// Whether this is the library's health machinery run quietly, whose lines (a factory
+    /// failing a resolve) are health logs, which `WEAVEDI_REGISTRY_HEALTH_LOGGING` keeps out:
+    /// the `container.graph` check's synchronous builds with health logging off (a thread's
+    /// flag, `ResolutionStack.quietly`: a task that a factory starts runs elsewhere, later, and
+    /// logs as any other; one started with `Task.immediate` runs there until it first suspends,
+    /// quiet meanwhile), and the closing of its probe session, whose disposals await
+    /// (`quietedTask`).
     @usableFromInline
     static func quietedHere() -> Bool {
-        ResolutionStack.isQuiet
+        ResolutionStack.isQuiet || quietedTask
     }
+
+    /// Set around the `container.graph` check's closing of its probe session with health
+    /// logging off: the disposals it awaits are the check's. (A task a `dispose()` starts
+    /// inherits it: a rare thing for a disposal to do.)
+    @TaskLocal static var quietedTask = false
 
     /// Sends a record to the sink, unfiltered.
     @usableFromInline

@@ -198,7 +198,7 @@ final class TypeSlots: Sendable {
             while end < qualified.endIndex, TypeSlots.isPathCharacter(qualified[end]) { end = qualified.index(after: end) }
             let path = qualified[index..<end].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             // A member of what came before (`Outer<any P>.Inner`, `(any P & Q).Type`) keeps its dot.
-            let written = found.qualified ? path.joined(separator: ".") : (path.first == "" ? "." : "") + path.last!
+            let written = found.qualified || path.first == "" ? path.joined(separator: ".") : path.last!
             // Inside a generic argument list only: the whole type's existential is the caller's.
             let inArguments = out.contains("<") || out.contains("(")
             if inArguments, previous != "any", previous != "&", TypeSlots.isProtocol(path) {

@@ -179,6 +179,15 @@ final class Store: Sendable {}
 final class NeedsMissing: Sendable {}
 /// Never registered: what the task `StartsWork`'s factory starts looks for.
 final class Unscheduled: Sendable {}
+/// Never registered: what `DisposesLoudly.dispose()` looks for.
+final class Unsettled: Sendable {}
+/// Session-scoped: the graph check's probe session builds it and, closing, disposes it, which
+/// resolves a type nobody registered (a line the resolve logs).
+final class DisposesLoudly: Disposable {
+    let container: WeaveDI.Container
+    init(container: WeaveDI.Container) { self.container = container }
+    func dispose() async { _ = container.resolve(Unsettled.self) }
+}
 /// A singleton whose factory starts a task, which resolves a type nobody registered.
 final class StartsWork: Sendable {
     let work: Task<Void, Never>
@@ -387,6 +396,7 @@ case "graph-check-logs":
     container.register(Clock.self) { Clock() }
     container.register(Store.self, scope: .session) { Store() }
     container.register(StartsWork.self) { StartsWork(container: container) }
+    container.register(DisposesLoudly.self, scope: .session) { DisposesLoudly(container: container) }
     container.register(NeedsMissing.self, scope: .transient) { r in
         _ = r.resolve(Unregistered.self)
         return NeedsMissing()

@@ -148,6 +148,14 @@ import WeaveDIDaemon
         #expect(bar.update(whole, isTerminal: false) == "progress: 10/10 files, 5.0 KiB / 5.0 KiB (100%)\n")
     }
 
+    /// A reply's integer may be written with a fraction or an exponent; a number no Double
+    /// holds exactly (`1e-400`), or with a fraction, is no integer.
+    @Test func aReplysInteger_writtenAsAFloat_isRead_butNoOtherNumber() throws {
+        let reply = try JSONValue.parse(Array(#"{"a":812.0,"b":8.12e2,"c":-0.0,"d":1e-400,"e":0.5,"f":1e300,"g":7}"#.utf8))
+        #expect(reply.int("a") == 812 && reply.int("b") == 812 && reply.int("c") == 0 && reply.int("g") == 7)
+        #expect(reply.int("d") == nil && reply.int("e") == nil && reply.int("f") == nil)
+    }
+
     @Test func argumentReader_splitsOptionsValuesAndArguments() throws {
         var reader = ArgumentReader(["--tag=a", "--tag", "b", "x", "--", "--json"])
         #expect(reader.next() == .option("--tag", value: "a"))

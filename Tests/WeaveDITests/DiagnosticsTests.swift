@@ -140,7 +140,9 @@ final class Moody: HealthReporting, Disposable {
         #expect(lines.contains("started work logged: true"), "\(result.stdout)")
         let logged = lines.drop { !$0.hasPrefix("fixes: ") }
         #expect(logged.contains { $0.contains("session 'weavedi-validation' opened") }, "\(result.stdout)")
-        #expect(logged.contains { $0.contains("validated 5 registration(s)") }, "\(result.stdout)")
+        #expect(logged.contains { $0.contains("validated 6 registration(s)") }, "\(result.stdout)")
+        // The probe session's disposals, as it closes, are the check's too.
+        #expect(logged.contains { $0.contains("resolve(Unsettled) returned nil") }, "\(result.stdout)")
         #expect(logged.contains { $0.contains("resolve(Unregistered) returned nil") }, "\(result.stdout)")
         #expect(logged.contains { $0.contains("evicted the singleton Sick") }, "\(result.stdout)")
         #expect(lines.last?.hasPrefix("logged: ") == true, "\(result.stdout)")

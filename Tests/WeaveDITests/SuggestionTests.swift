@@ -10,7 +10,7 @@ private final class MailerImpl: Mailer {}
 private final class MailerLog: Sendable {}
 protocol MailerSending: Sendable {}
 struct MailBox<Content: Sendable>: Sendable {
-    struct Slot: Sendable {}
+    struct Slot: Sendable { struct Lock: Sendable {} }
 }
 /// Two types of one name, a protocol and a struct.
 enum HintSpaceA { protocol Same: Sendable {} }
@@ -118,6 +118,9 @@ private struct Square {}
         let member = try hint(MailBox<any Mailer>.Slot.self)
         #expect(member.hasSuffix("container.register(MailBox<any Mailer>.Slot.self) { ... }"), "\(member)")
         _ = MailBox<any Mailer>.Slot.self
+        let deeper = try hint(MailBox<any Mailer>.Slot.Lock.self)
+        #expect(deeper.hasSuffix("container.register(MailBox<any Mailer>.Slot.Lock.self) { ... }"), "\(deeper)")
+        _ = MailBox<any Mailer>.Slot.Lock.self
         // Two types of one name: the hint never takes the protocol's `any` for the struct.
         _ = try hint(MailBox<any HintSpaceA.Same>.self)
         let struct_ = try hint(MailBox<HintSpaceB.Same>.self)

@@ -44,7 +44,7 @@ extension WeaveDI.Container {
     /// logging is on.
     func validate(logged: Bool) async -> WeaveDI.ValidationReport {
         let pass = validationPass(currentEntries(), logged: logged)
-        await pass.probe?.close()
+        await pass.closeProbe(logged: logged)
         return finish(pass, logged: logged)
     }
 
@@ -70,7 +70,7 @@ extension WeaveDI.Container {
         }
         guard let known = memory.validated.withLock({ $0 }), known.changes == changes else {
             let pass = validationPass(entries, logged: logged)
-            await pass.probe?.close()
+            await pass.closeProbe(logged: logged)
             memory.validated.withLock {
                 $0 = .init(changes: changes, built: Set(pass.built), failures: pass.failures)
             }
@@ -78,7 +78,7 @@ extension WeaveDI.Container {
         }
         let failed = Set(known.failures.map(\.slot))
         var pass = validationPass(entries.filter { failed.contains($0.slot) }, logged: logged)
-        await pass.probe?.close()
+        await pass.closeProbe(logged: logged)
         let built = known.built.union(pass.built)
         memory.validated.withLock { validated in
             // Kept only if no registration changed meanwhile (a newer round would validate again).
@@ -104,6 +104,13 @@ extension WeaveDI.Container {
         var failures: [(slot: Int, failure: WeaveDI.ValidationReport.Failure)] = []
         /// None when there was nothing to build.
         let probe: Session?
+
+        /// Closes the probe session, disposing what it built; quiet unless `logged`, as its
+        /// builds were: the lines of those disposals are the validation's too.
+        func closeProbe(logged: Bool) async {
+            guard let probe else { return }
+            if logged { await probe.close() } else { await WeaveDILog.$quietedTask.withValue(true) { await probe.close() } }
+        }
     }
 
     /// Builds `entries` once each, in a probe session and request for the scoped ones; the

@@ -14,7 +14,10 @@ extension JSONValue {
     func int(_ key: String) -> Int? {
         guard let value = self[member: key] else { return nil }
         if let exact = value.intValue { return exact }
-        guard let number = value.numberValue, number == number.rounded(), abs(number) < 9_007_199_254_740_992 else { return nil }
+        // A `.double` only: a `.number` is a literal no Double holds exactly (`1e-400`).
+        guard case let .double(number) = value, number == number.rounded(.towardZero),
+            number.magnitude < 9_007_199_254_740_992
+        else { return nil }
         return Int(number)
     }
 
