@@ -8,13 +8,13 @@ import WeaveDIPosix
 /// answers once the run has started, with `--wait` it follows it; interrupted or cut short by
 /// a reload, it says what became of the run.
 @Suite struct CtlRunJobTests {
-    /// A daemon whose job `big` copies a sparse file of `size` bytes when run (seconds of work:
-    /// the copy's zeros are written out), and `smallFiles` small ones (whose copies make
-    /// progress updates while the large one is copied), with `control.callTimeout` at
-    /// `callTimeout`; `little` holds the settings of the job `little` besides its source and
-    /// destination.
+    /// A daemon whose job `big` copies a sparse file `big.bin` of `size` bytes when run, the
+    /// files already in `given` (a run that lasts is `heldJobDaemon`'s), and `smallFiles` small
+    /// ones (whose copies make progress updates while a large one is copied), with
+    /// `control.callTimeout` at `callTimeout`, and `gate`'s library preloaded; `little` holds
+    /// the settings of the job `little` besides its source and destination.
     func bigJobDaemon(
-        size: Int = 2 << 30, smallFiles: Int = 0, callTimeout: Double = 10, maxConcurrentRuns: Int = 4,
+        size: Int = 0, smallFiles: Int = 0, callTimeout: Double = 10, maxConcurrentRuns: Int = 4,
         little: String = #""interval": 3600"#, gate: CopyGate? = nil, in given: TemporaryDirectory? = nil
     ) throws -> (DaemonProcess, TemporaryDirectory) {
         let directory = given ?? TemporaryDirectory()
@@ -38,6 +38,27 @@ import WeaveDIPosix
         let daemon = try DaemonProcess(["--config", config], environment: gate?.environment ?? [:], directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         return (daemon, directory)
+    }
+
+    /// The file of `heldJobDaemon`'s job `big` whose copy the gate holds.
+    static let held = "slow-big.bin"
+
+    /// A daemon as `bigJobDaemon`'s, whose job `big` copies a file (`held`) that `CopyGate`
+    /// holds in its copy until the test releases it (`gate.release(Self.held)`): a run that
+    /// goes on, on any file system, as long as the test needs, and ends once released. The file
+    /// is sparse, 32 MiB: cheap to make, 4 copy chunks (a cancelled run stops at a safe point
+    /// between two), and 37 s held before the run's walk watch fails the copy.
+    /// The test releases the gate before it stops the daemon (a held run holds the shutdown).
+    func heldJobDaemon(
+        callTimeout: Double = 10, maxConcurrentRuns: Int = 4, little: String = #""interval": 3600"#
+    ) throws -> (DaemonProcess, TemporaryDirectory, CopyGate) {
+        let directory = TemporaryDirectory()
+        let gate = try CopyGate.build(in: directory)
+        let held = directory.write("source/" + Self.held, "")
+        try #require(truncate(held, 32 << 20) == 0, "truncate: \(Errno.current)")
+        let (daemon, _) = try bigJobDaemon(
+            callTimeout: callTimeout, maxConcurrentRuns: maxConcurrentRuns, little: little, gate: gate, in: directory)
+        return (daemon, directory, gate)
     }
 
     /// weavedictl started in the background, its output in files.
@@ -88,10 +109,12 @@ import WeaveDIPosix
     /// Without `--wait`, a run longer than the daemon's call time limit is no failure: the
     /// answer comes as soon as the run has started, with its id, and the run goes on.
     @Test func runJob_withoutWait_answersOnceStarted_andTheRunGoesOn() throws {
-        let (daemon, _) = try bigJobDaemon(callTimeout: 1)
+        let (daemon, _, gate) = try heldJobDaemon(callTimeout: 1)
+        defer { gate.release(Self.held) }
         let run = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "big"])
         #expect(run.code == 0, "\(run.all)\n\(daemon.log)")
         #expect(run.output == "job big: run big-1 started; it goes on in the daemon (`weavedictl jobs` shows how it ends)\n", "\(run.all)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("big: run big-1 success", timeout: .seconds(180)), "\(daemon.log)")
     }
 
@@ -149,7 +172,8 @@ import WeaveDIPosix
     /// `detach` answers with the run's id in `runId` while the run goes on; a job already
     /// running is a `skipped` run, as without it; `detach` with `more` is refused.
     @Test func runJob_namesTheRun_andDetachAnswersOnceStarted() throws {
-        let (daemon, _) = try bigJobDaemon()
+        let (daemon, _, gate) = try heldJobDaemon()
+        defer { gate.release(Self.held) }
         let follower = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         try follower.send(VarlinkCall(method: "io.weavedi.Daemon.RunJob", parameters: [("name", .string("big"))], more: true))
         let first = try follower.receive()
@@ -180,7 +204,8 @@ import WeaveDIPosix
     /// so rather than `started`, and exits 0; the run starts once the slot is free (here, a
     /// reload removes the job whose run holds it).
     @Test func runJob_withoutWait_whileEverySlotIsTaken_saysTheRunIsQueued() throws {
-        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let (daemon, directory, gate) = try heldJobDaemon(maxConcurrentRuns: 1)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         let first = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
         #expect(first.parameter("runId") == .string("big-1"), "\(first)")
@@ -204,6 +229,7 @@ import WeaveDIPosix
         let config = try #require(directory.read("weavedid.json"))
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         #expect(daemon.waitForLog("other: run other-3 success", timeout: .seconds(60)), "\(daemon.log)")
         daemon.send(.terminate)
@@ -214,7 +240,8 @@ import WeaveDIPosix
     /// `queued`, and once more without it when it starts: weavedictl says it is queued, then
     /// started, and follows it to its end.
     @Test func runJob_wait_saysQueued_thenStarted() throws {
-        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let (daemon, directory, gate) = try heldJobDaemon(maxConcurrentRuns: 1)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
         let ctl = try Background([CtlRun.binary, "--socket", daemon.defaultSocket, "run-job", "little", "--wait"])
@@ -230,6 +257,7 @@ import WeaveDIPosix
         let config = try #require(directory.read("weavedid.json"))
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        gate.release(Self.held)
         #expect(ctl.wait(timeout: .seconds(60)) == .exited(0), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
         let lines = ctl.output.split(separator: "\n")
         #expect(lines.count >= 3 && lines[1] == "job little: run little-2 started", "\(ctl.output)")
@@ -246,7 +274,8 @@ import WeaveDIPosix
     /// `weavedictl jobs` says `queued (1 going, maxConcurrentRuns 1)` for it, and `going`
     /// for the run holding the slot: the word the queue line uses.
     @Test func jobs_tellARunWaitingForASlot_fromOneGoing() throws {
-        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let (daemon, directory, gate) = try heldJobDaemon(maxConcurrentRuns: 1)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
         let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
@@ -266,6 +295,7 @@ import WeaveDIPosix
         let config = try #require(directory.read("weavedid.json"))
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         let after = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue ?? []
         #expect(after.first { $0[member: "name"] == .string("little") }?[member: "queued"] == .null, "\(after)")
@@ -275,7 +305,8 @@ import WeaveDIPosix
     /// run holding the slot goes on: it ends cancelled, saying why, and the job added back by
     /// the next reload runs (queued again), instead of being refused while the old run waited.
     @Test func aQueuedRunOfAJobAReloadRemoves_endsAtOnce_andTheJobAddedBackRuns() throws {
-        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let (daemon, directory, gate) = try heldJobDaemon(maxConcurrentRuns: 1)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
         let ctl = try Background([CtlRun.binary, "--socket", daemon.defaultSocket, "run-job", "little", "--wait"])
@@ -300,6 +331,7 @@ import WeaveDIPosix
 
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("little: run little-3 success", timeout: .seconds(60)), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
@@ -309,7 +341,8 @@ import WeaveDIPosix
     /// slot: a reload that gave the job another destination meanwhile is heeded, and the
     /// destination the configuration no longer names is left alone.
     @Test func aQueuedRun_startsUnderTheSettingsAReloadGaveItsJobMeanwhile() throws {
-        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let (daemon, directory, gate) = try heldJobDaemon(maxConcurrentRuns: 1)
+        defer { gate.release(Self.held) }
         try FileManager.default.createDirectory(atPath: directory.path + "/little-mirror-new", withIntermediateDirectories: true)
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
@@ -327,6 +360,7 @@ import WeaveDIPosix
 
         directory.write("weavedid.json", moved.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         #expect(directory.read("little-mirror-new/a.txt") == "a\n", "\(daemon.log)")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/little-mirror")) == [], "\(daemon.log)")
@@ -338,7 +372,8 @@ import WeaveDIPosix
     /// only for the job whose run holds the slot, `weavedi_sync_queued` 1 for the job whose run
     /// waits for it; once that run has had its slot and ended, both are 0 for it.
     @Test func metrics_tellARunWaitingForASlot_fromOneGoing() throws {
-        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let (daemon, directory, gate) = try heldJobDaemon(maxConcurrentRuns: 1)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
         let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
@@ -359,6 +394,7 @@ import WeaveDIPosix
         let config = try #require(directory.read("weavedid.json"))
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         let after = try metrics()
         for line in [#"weavedi_sync_running{job="little"} 0"#, #"weavedi_sync_queued{job="little"} 0"#] {
@@ -370,7 +406,8 @@ import WeaveDIPosix
     /// (`queued (1 going, maxConcurrentRuns 1)`) or going (`going`), after `disabled`,
     /// which it shows alone again once the run has ended.
     @Test func jobs_showTheRunOfADisabledJob() throws {
-        let (daemon, directory) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1, little: #""interval": 3600, "enabled": false"#)
+        let (daemon, directory, gate) = try heldJobDaemon(maxConcurrentRuns: 1, little: #""interval": 3600, "enabled": false"#)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
         let queued = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("little")), ("detach", .bool(true))])
@@ -386,6 +423,7 @@ import WeaveDIPosix
         let config = try #require(directory.read("weavedid.json"))
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         let after = try littleRow()
         #expect(after.contains(" disabled "), "\(after)")
@@ -395,7 +433,8 @@ import WeaveDIPosix
     /// run waits for a slot, or is going, instead of the run alone (which hid that no timer
     /// runs the job after it).
     @Test func jobs_showThatAJobIsPaused_andItsRun() throws {
-        let (daemon, _) = try bigJobDaemon(size: 8 << 30, maxConcurrentRuns: 1)
+        let (daemon, _, gate) = try heldJobDaemon(maxConcurrentRuns: 1)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         for name in ["big", "little"] { _ = try client.call("io.weavedi.Daemon.PauseJob", [("name", .string(name))]) }
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
@@ -414,8 +453,9 @@ import WeaveDIPosix
     /// reached) has not started, and is left to start when a slot frees, however long it
     /// waited (here, longer than its job's 1 s limit).
     @Test func theJobsFix_leavesARunWaitingForASlot_whateverItsWait() throws {
-        let (daemon, directory) = try bigJobDaemon(
-            size: 8 << 30, maxConcurrentRuns: 1, little: #""interval": 1, "staleAfterIntervals": 1, "enabled": false"#)
+        let (daemon, directory, gate) = try heldJobDaemon(
+            maxConcurrentRuns: 1, little: #""interval": 1, "staleAfterIntervals": 1, "enabled": false"#)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         let first = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
         #expect(first.parameter("runId") == .string("big-1"), "\(first)")
@@ -435,6 +475,7 @@ import WeaveDIPosix
         let config = try #require(directory.read("weavedid.json"))
         directory.write("weavedid.json", config.replacingOccurrences(of: #"{"name": "big""#, with: #"{"name": "gone""#))
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("little: run little-2 success", timeout: .seconds(60)), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
@@ -442,13 +483,15 @@ import WeaveDIPosix
 
     /// Ctrl-C while following a run ends weavedictl, not the run: it says so, with the run's id.
     @Test func runJob_wait_interrupted_saysTheRunGoesOn() throws {
-        let (daemon, _) = try bigJobDaemon()
+        let (daemon, _, gate) = try heldJobDaemon()
+        defer { gate.release(Self.held) }
         let ctl = try Background([CtlRun.binary, "--socket", daemon.defaultSocket, "run-job", "big", "--wait"])
         try #require(ctl.waitForOutput("job big: run big-1 started\n"), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
         try Signal.interrupt.send(to: ctl.pid)
         #expect(ctl.wait() == .signaled(.interrupt), "\(ctl.output)\(ctl.error)")
         #expect(ctl.error == "weavedictl: interrupted; the run big-1 goes on in the daemon (`weavedictl jobs` shows how it ends)\n",
             "\(ctl.error)")
+        gate.release(Self.held)
         #expect(daemon.waitForLog("big: run big-1 success", timeout: .seconds(180)), "\(daemon.log)")
     }
 
@@ -483,11 +526,17 @@ import WeaveDIPosix
 
     /// A run that a reload cancels (its job removed) says why, not only that it stopped.
     @Test func runJob_wait_cancelledByAReload_saysWhy() throws {
-        let (daemon, directory) = try bigJobDaemon(size: 8 << 30)
+        let (daemon, directory, gate) = try heldJobDaemon()
+        defer { gate.release(Self.held) }
         let ctl = try Background([CtlRun.binary, "--socket", daemon.defaultSocket, "run-job", "big", "--wait"])
         try #require(daemon.waitForLog("run big-1 started"), "\(daemon.log)")
         directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)
         daemon.send(.hangup)
+        // Released once the reload has removed the job (the held run goes on till then).
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try job("big", on: client) != nil, ContinuousClock.now < deadline { usleep(10_000) }
+        gate.release(Self.held)
         #expect(ctl.wait(timeout: .seconds(60)) == .exited(1), "\(ctl.output)\(ctl.error)\n\(daemon.log)")
         #expect(ctl.output.contains("job big: run big-1 cancelled"), "\(ctl.output)")
         #expect(ctl.output.contains(": the job was removed from the configuration by a reload; stopped at a safe point"), "\(ctl.output)")
@@ -503,7 +552,8 @@ import WeaveDIPosix
     /// exits 1; its JSON has no run id (null) but the going run's in `goingRunId`. Such a
     /// refusal is no tick of the schedule: `skippedRuns` (and its metric) stay at 0.
     @Test func runJob_whileTheJobsRunGoes_isSkipped_saysOnlyThat_andCountsNoSkippedTick() throws {
-        let (daemon, _) = try bigJobDaemon(size: 8 << 30)
+        let (daemon, _, gate) = try heldJobDaemon()
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
         let first = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("big")), ("detach", .bool(true))])
         #expect(first.parameter("runId") == .string("big-1"), "\(first)")
@@ -525,6 +575,7 @@ import WeaveDIPosix
         #expect(big?[member: "skippedRuns"] == .int(0), "\(big.map { "\($0)" } ?? "no job")")
         let metrics = try client.call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue ?? ""
         #expect(metrics.contains("weavedi_sync_skipped_runs_total{job=\"big\"} 0\n"), "\(metrics)")
+        gate.release(Self.held)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
@@ -533,7 +584,8 @@ import WeaveDIPosix
     /// call on the connection is answered while the run still goes (it waited for the run's
     /// end, within callTimeout).
     @Test func runJob_oneway_startsTheRun_andTheNextCallIsAnsweredWhileItGoes() throws {
-        let (daemon, _) = try bigJobDaemon(size: 8 << 30, callTimeout: 600)
+        let (daemon, _, gate) = try heldJobDaemon(callTimeout: 600)
+        defer { gate.release(Self.held) }
         let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(600))
         try client.send(VarlinkCall(method: "io.weavedi.Daemon.RunJob", parameters: [("name", .string("big"))], oneway: true))
         let ping = try client.call("io.weavedi.Daemon.Ping")
@@ -543,6 +595,7 @@ import WeaveDIPosix
         #expect(big?[member: "lastRun"] == .null, "the run had ended: \(big.map { "\($0)" } ?? "no job")\n\(daemon.log)")
         #expect(big?[member: "running"] == .bool(true), "\(big.map { "\($0)" } ?? "no job")\n\(daemon.log)")
         #expect(daemon.waitForLog("big: run big-1 started"), "\(daemon.log)")
+        gate.release(Self.held)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
