@@ -8,39 +8,28 @@ import WeaveDIPosix
 /// `shutdownTimeout` is, and removes the socket file all the same. Both need a shutdown in
 /// progress when something else happens.
 @Suite struct DaemonShutdownTests {
-    /// The size of the file whose copy is under way when the shutdown comes: sparse, so it
-    /// takes no disk space, and large enough that no disk copies it (zeros written out in
-    /// full) in the moments before the signal.
-    static let sparseSize: Int = 8 << 30
+    /// The size of a file whose copy `CopyGate` holds when the shutdown comes: sparse, so it
+    /// costs nothing to make, and 32 MiB: 4 copy chunks, a cancelled copy stops between two,
+    /// and 37 s held before the run's walk watch fails it.
+    static let heldSize: off_t = 32 << 20
 
-    /// A daemon whose job is copying a sparse 8 GiB file (`sparseSize`: seconds of work, as the
-    /// copy's zeros are written out) when this returns. The source costs nothing to make; the
-    /// copy stops at the shutdown, and its temporary file goes.
-    func busyDaemon(shutdownTimeout: Double = 10) throws -> (DaemonProcess, TemporaryDirectory) {
+    /// A daemon whose job's run is held (`CopyGate`) in the copy of `slow-big.bin` when this
+    /// returns: a shutdown then finds it under way, on any file system. A shutdown cut short
+    /// ends the daemon with the copy still held; the test releases it otherwise.
+    func busyDaemon(shutdownTimeout: Double = 10) throws -> (DaemonProcess, TemporaryDirectory, CopyGate) {
         let directory = TemporaryDirectory()
-        let big = directory.write("source/big.bin", "")
+        let gate = try CopyGate.build(in: directory)
+        let big = directory.write("source/slow-big.bin", "")
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
-        try #require(truncate(big, Self.sparseSize) == 0, "truncate: \(Errno.current)")
+        try #require(truncate(big, Self.heldSize) == 0, "truncate: \(Errno.current)")
         let config = directory.write("weavedid.json", """
             {"shutdownTimeout": \(shutdownTimeout), "sync": {"jobs": [{"name": "big", "source": "\(directory.path)/source",
               "destination": "\(directory.path)/mirror", "interval": 3600, "runAtStart": true}]}}
             """)
-        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        let daemon = try DaemonProcess(["--config", config], environment: gate.environment, directory: directory)
         try #require(daemon.waitForLog("run big-1 started"), "\(daemon.log)")
-        try #require(copyUnderWay(in: directory.path + "/mirror"), "\(daemon.log)")
-        return (daemon, directory)
-    }
-
-    /// Whether a copy into `mirror` is under way (its temporary file is there) within a
-    /// generous deadline.
-    func copyUnderWay(in mirror: String) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: mirror)) ?? []
-            if names.contains(where: { $0.hasPrefix(".weavedi-tmp.") }) { return true }
-            usleep(10_000)
-        }
-        return false
+        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
+        return (daemon, directory, gate)
     }
 
     /// Where the second stop signal of `secondStopSignal_doesNotCutTheShutdownShort` goes.
@@ -155,7 +144,8 @@ import WeaveDIPosix
 
     @Test func shutdownOverrunningItsTimeout_isCutShort() throws {
         // One millisecond: stopping the services and cancelling the copy in flight takes longer.
-        let (daemon, _) = try busyDaemon(shutdownTimeout: 0.001)
+        let (daemon, _, gate) = try busyDaemon(shutdownTimeout: 0.001)
+        defer { gate.release("slow-big.bin") }
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(1))
         // The socket file goes all the same, and nothing is written after the line that says so.
@@ -167,7 +157,8 @@ import WeaveDIPosix
     /// `shutdownTimeout` is one of the fields a reload applies: the shutdown after it keeps to
     /// the new one.
     @Test func aReloadedShutdownTimeout_isTheOneTheShutdownKeepsTo() throws {
-        let (daemon, directory) = try busyDaemon(shutdownTimeout: 3600)
+        let (daemon, directory, gate) = try busyDaemon(shutdownTimeout: 3600)
+        defer { gate.release("slow-big.bin") }
         let config = try String(contentsOfFile: directory.path + "/weavedid.json", encoding: .utf8)
         directory.write("weavedid.json", config.replacingOccurrences(of: #""shutdownTimeout": 3600.0"#, with: #""shutdownTimeout": 0.001"#))
         daemon.send(.hangup)
@@ -183,16 +174,21 @@ import WeaveDIPosix
     /// pipelined behind it.
     @Test(arguments: 1...3) func callsInFlightAtAShutdown_areAnsweredBeforeTheSocketCloses(round: Int) throws {
         let directory = TemporaryDirectory()
+        let gate = try CopyGate.build(in: directory)
         let names = ["plain", "streaming", "pipelined"]
+        let held = names.map { "slow-\($0).bin" }
+        defer { for name in held { gate.release(name) } }
         var jobs: [String] = []
         for name in names {
-            let big = directory.write("source-\(name)/big.bin", "")
+            let big = directory.write("source-\(name)/slow-\(name).bin", "")
             try FileManager.default.createDirectory(atPath: directory.path + "/mirror-\(name)", withIntermediateDirectories: true)
-            try #require(truncate(big, Self.sparseSize) == 0, "truncate: \(Errno.current)")
+            try #require(truncate(big, Self.heldSize) == 0, "truncate: \(Errno.current)")
             jobs.append(#"{"name": "\#(name)", "source": "\#(directory.path)/source-\#(name)", "destination": "\#(directory.path)/mirror-\#(name)", "interval": 3600}"#)
         }
         let config = directory.write("weavedid.json", #"{"sync": {"maxConcurrentRuns": 3, "jobs": [\#(jobs.joined(separator: ", "))]}}"#)
-        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        var environment = gate.environment
+        environment["WEAVEDID_LOG"] = "info,daemon=debug"  // says when it stops its sync service
+        let daemon = try DaemonProcess(["--config", config], environment: environment, directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
 
         let plain = try RawClient(daemon.defaultSocket)
@@ -201,8 +197,11 @@ import WeaveDIPosix
         try streaming.send(call("io.weavedi.Daemon.RunJob", #"{"name": "streaming"}"#, extra: #","more":true"#))
         let pipelined = try RawClient(daemon.defaultSocket)
         try pipelined.send(call("io.weavedi.Daemon.RunJob", #"{"name": "pipelined"}"#) + call("io.weavedi.Daemon.Ping"))
-        for name in names { try #require(copyUnderWay(in: directory.path + "/mirror-\(name)"), "\(daemon.log)") }
+        for name in held { try #require(gate.waitForReached(name), "\(daemon.log)") }
         daemon.send(.terminate)
+        // Held until the shutdown is stopping the runs: they end cancelled, at a safe point.
+        try #require(daemon.waitForLog("stopping sync"), "\(daemon.log)")
+        for name in held { gate.release(name) }
 
         func decoded(_ text: String?) -> VarlinkReply? { text.flatMap { try? VarlinkReply.decode(Array($0.utf8)) } }
         func result(_ reply: VarlinkReply?) -> String? { reply?.parameter("run")?[member: "result"]?.stringValue }
