@@ -584,7 +584,8 @@ import WeaveDIPosix
     @Test func runIDs_areNotGivenAgain_afterTheDaemonIsKilledDuringARun() throws {
         let fixture = Fixture()
         // Killed once the state file says the run is going (its number is written with it).
-        var (daemon, restart) = try startWithARunGoing(fixture)
+        var (daemon, restart, release) = try startWithARunGoing(fixture)
+        defer { release() }
         #expect(fixture.directory.read("state/jobs.json")?.contains(#""lastRunNumber":1"#) == true)
         daemon.send(.kill)
         #expect(daemon.wait() == .signaled(.kill), "\(daemon.log)")
@@ -598,31 +599,40 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
-    /// A daemon, with the job `docs` whose source holds an 8 GiB sparse file (seconds of
-    /// copying), and that job's run started by hand and going, its id written in the state file
-    /// as going (`runGoing`).
-    func startWithARunGoing(_ fixture: Fixture) throws -> (daemon: DaemonProcess, restart: () throws -> DaemonProcess) {
+    /// A daemon, with the job `docs` whose source holds `slow-big.bin`, and that job's run
+    /// started by hand and held (`CopyGate`) in that file's copy, its id written in the state
+    /// file as going (`runGoing`); `restart` starts the daemon again, its copies not held. The
+    /// test releases the held copy (`release`) before a clean shutdown of the first daemon.
+    func startWithARunGoing(_ fixture: Fixture) throws
+        -> (daemon: DaemonProcess, restart: () throws -> DaemonProcess, release: () -> Void)
+    {
         let d = fixture.directory.path
-        let big = fixture.directory.write("source/big.bin", "")
-        try #require(truncate(big, 8 << 30) == 0, "truncate: \(Errno.current)")  // sparse: seconds of copying
+        let gate = try CopyGate.build(in: fixture.directory)
+        let big = fixture.directory.write("source/slow-big.bin", "")
+        // Sparse, 32 MiB: 4 copy chunks, and 37 s held before the run's walk watch fails it.
+        try #require(truncate(big, 32 << 20) == 0, "truncate: \(Errno.current)")
         try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: true)
         let config = fixture.directory.write("weavedid.json", """
             {"stateDirectory": "\(fixture.state)", "sync": {"jobs": [{"name": "docs", "source": "\(d)/source",
               "destination": "\(d)/mirror", "interval": 3600}]}}
             """)
-        func start() throws -> DaemonProcess {
-            let daemon = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: fixture.directory)
+        func start(_ extra: [String: String]) throws -> DaemonProcess {
+            let environment = extra.merging(["WEAVEDI_REGISTRY_AUTO_FIX": "0"]) { $1 }
+            let daemon = try DaemonProcess(["--config", config], environment: environment, directory: fixture.directory)
             try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
             return daemon
         }
-        let daemon = try start()
+        var held = gate.environment
+        held["WEAVEDID_LOG"] = "info,daemon=debug"  // says when it stops its sync service
+        let daemon = try start(held)
         let id = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))])
             .parameter("runId")?.stringValue
         try #require(id == "docs-1", "\(daemon.log)")
         try #require(daemon.waitForLog("docs: run docs-1 started"), "\(daemon.log)")
+        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
         try #require(fixture.directory.read("state/jobs.json", once: #""runGoing":{"id":"docs-1","startedAt":"#) != nil,
                      "\(fixture.directory.read("state/jobs.json") ?? "no state file")")
-        return (daemon, start)
+        return (daemon, { try start([:]) }, { gate.release("slow-big.bin") })
     }
 
     /// A daemon killed during a run (SIGKILL: no shutdown, no write at the run's end) leaves the
@@ -631,7 +641,8 @@ import WeaveDIPosix
     /// failure in a row.
     @Test func aRunTheDaemonNeverEnded_isLoggedAndFailed_atTheNextStart() throws {
         let fixture = Fixture()
-        var (daemon, start) = try startWithARunGoing(fixture)
+        var (daemon, start, release) = try startWithARunGoing(fixture)
+        defer { release() }
         daemon.send(.kill)
         #expect(daemon.wait() == .signaled(.kill), "\(daemon.log)")
         try #require(!daemon.log.contains("run docs-1 success"), "the run ended before the kill: \(daemon.log)")
@@ -665,8 +676,12 @@ import WeaveDIPosix
     /// A clean shutdown during a run ends it (cancelled): the next start says nothing of it.
     @Test func aRunEndedByACleanShutdown_isNotSaidNeverEnded() throws {
         let fixture = Fixture()
-        var (daemon, start) = try startWithARunGoing(fixture)
+        var (daemon, start, release) = try startWithARunGoing(fixture)
+        defer { release() }
         daemon.send(.terminate)
+        // Held until the shutdown is stopping the run: it ends cancelled, not copied.
+        try #require(daemon.waitForLog("stopping sync"), "\(daemon.log)")
+        release()
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "runGoing"]?.isNull == true, "\(saved)")
