@@ -443,6 +443,8 @@ import WeaveDIPosix
     /// `weavedictl health` says the fix is in progress.
     @Test func aFixByHand_duringOneLongRun_isInProgress_andAutoFixLeavesItAlone() throws {
         let fixture = Fixture()
+        let gate = try CopyGate.build(in: fixture.directory)
+        defer { gate.release("slow-big.bin") }
         func config(healthInterval: Double) -> String {
             #"{"health": {"interval": \#(healthInterval)}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
                 + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
@@ -451,11 +453,13 @@ import WeaveDIPosix
         try FileManager.default.createDirectory(atPath: fixture.destination, withIntermediateDirectories: true)
         let daemon = try DaemonProcess(
             ["--config", fixture.directory.write("weavedid.json", config(healthInterval: 3600))],
-            environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1"], directory: fixture.directory)
+            environment: gate.environment.merging(["WEAVEDI_REGISTRY_AUTO_HEALTH": "1"]) { $1 }, directory: fixture.directory)
         try waitForReady(daemon)
         #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
-        let big = fixture.directory.write("source/big.bin", "")
-        try #require(truncate(big, off_t(8 << 30)) == 0, "truncate: \(Errno.current)")
+        // The run the fix starts is held (`CopyGate`) in this file's copy until the end: sparse,
+        // 128 MiB, so 133 s held before the run's walk watch fails it, longer than the rounds take.
+        let big = fixture.directory.write("source/slow-big.bin", "")
+        try #require(truncate(big, off_t(128 << 20)) == 0, "truncate: \(Errno.current)")
         // By hand while no round runs (one running an automatic attempt would refuse it).
         let client = try VarlinkClient(path: daemon.defaultSocket)
         let fixes = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue ?? []
@@ -492,6 +496,7 @@ import WeaveDIPosix
         #expect(health.output.split(separator: "\n").contains { $0.hasPrefix("job.docs ") && $0.contains(" in progress ") },
             "\(health.all)")
         daemon.send(.terminate)
+        gate.release("slow-big.bin")
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
