@@ -107,11 +107,21 @@ extension CommandLineOptions {
     /// `program` leads the message (`weavedid`, `weavedictl`).
     public static func argumentNotUTF8(program: String) -> String? {
         guard let (index, repaired) = CurrentProcess.firstArgumentNotUTF8() else { return nil }
+        return notUTF8(program: program, index: index, repaired: repaired) + pathNotUTF8Advice
+    }
+
+    /// `PROGRAM: argument N ("c\u{FFFD}.json" as text) is not valid UTF-8`: the argument at
+    /// `index` as text (`repaired`, its bytes that are no UTF-8 each U+FFFD, shown as
+    /// `\u{FFFD}`, control characters escaped); what to do follows it.
+    public static func notUTF8(program: String, index: Int, repaired: String) -> String {
         var shown = ""
         for scalar in repaired.escapingControlCharacters.unicodeScalars {
             if scalar == "\u{FFFD}" { shown += "\\u{FFFD}" } else { shown.unicodeScalars.append(scalar) }
         }
-        return "\(program): argument \(index) (\"\(shown)\" as text) is not valid UTF-8, and text would turn it into "
-            + "another path; give the path through a symbolic link, or a directory, whose name is UTF-8"
+        return "\(program): argument \(index) (\"\(shown)\" as text) is not valid UTF-8"
     }
+
+    /// What to do about a path (`notUTF8`'s) that is not valid UTF-8.
+    public static let pathNotUTF8Advice =
+        ", and text would turn it into another path; give the path through a symbolic link, or a directory, whose name is UTF-8"
 }

@@ -1,4 +1,5 @@
 import WeaveDI
+import WeaveDIDaemon
 
 /// Reads a command line token by token, in the manner of swift-argument-parser but by hand:
 /// `--name VALUE`, `--name=VALUE`, flags, positional arguments and `--` (everything after it
@@ -191,18 +192,14 @@ extension ArgumentReader {
         return index > 0 && pathOptions.contains(arguments[index - 1])
     }
 
-    /// The message for the argument at `index` (counted from 1, after the program name) that is
-    /// not valid UTF-8, given the arguments as repaired text: a path is given through a link
-    /// whose name is UTF-8; a name is no name the daemon knows, its names being UTF-8 text.
-    static func notUTF8Message(index: Int, arguments: [String]) -> String {
-        var shown = ""
-        for scalar in arguments[index - 1].escapingControlCharacters.unicodeScalars {
-            if scalar == "\u{FFFD}" { shown += "\\u{FFFD}" } else { shown.unicodeScalars.append(scalar) }
-        }
-        let head = "weavedictl: argument \(index) (\"\(shown)\" as text) is not valid UTF-8"
-        if isPath(at: index - 1, of: arguments) {
-            return head + ", and text would turn it into another path; give the path through a symbolic link, "
-                + "or a directory, whose name is UTF-8"
+    /// The message for the argument at `index` that is not valid UTF-8 (`repaired`, as text),
+    /// given the arguments after the program's path: a path (the program's own, index 0, or an
+    /// option's value) is given through a link whose name is UTF-8; a name is no name the
+    /// daemon knows, its names being UTF-8 text.
+    static func notUTF8Message(index: Int, repaired: String, arguments: [String]) -> String {
+        let head = CommandLineOptions.notUTF8(program: "weavedictl", index: index, repaired: repaired)
+        if index == 0 || isPath(at: index - 1, of: arguments) {
+            return head + CommandLineOptions.pathNotUTF8Advice
         }
         return head + "; it is a name or a value (of a job, a check, a tag, a level), not a path, and those the daemon "
             + "knows are UTF-8 text, as its configuration is: give the name as `weavedictl jobs` or `weavedictl health` shows it"

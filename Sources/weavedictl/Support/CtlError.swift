@@ -43,11 +43,9 @@ enum CtlError: Error {
     case danglingLink(SocketLocation, SocketPathCheck.DanglingLink, reason: String)
     /// The socket's path does not fit in a Unix socket address (107 bytes).
     case socketPathTooLong(SocketLocation)
-    /// The socket exists but this user may not connect to it; `groupMayNotWrite`, the socket's
-    /// status when this user is in its group already (not its owner) and its mode gives the
-    /// group no write permission, which `connect` needs.
-    /// `groupMayNotWrite`: the socket's status when its group may not write it (and the user
-    /// is not its owner); `inGroup`: whether the user is in that group.
+    /// The socket exists but this user may not connect to it. `groupMayNotWrite`: the socket's
+    /// status when its mode gives its group no write permission, which `connect` needs (and the
+    /// user is not its owner); `inGroup`: whether the user is in that group.
     case socketNotPermitted(SocketLocation, reason: String, groupMayNotWrite: FileStatus? = nil, inGroup: Bool = false)
     /// A directory on the socket's path may not be searched by this user (connect said
     /// `reason`, `EACCES`): the socket's own mode is not the cause.
