@@ -104,7 +104,7 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
     /// metatype).
     private static func isCompositionMetatype(_ type: String) -> Bool {
         type.split(separator: "&").dropFirst().contains { member in
-            let name = member.drop { $0 == " " }.prefix { $0 == "." || $0 == "_" || $0.isLetter || $0.isNumber }
+            let name = member.drop { $0 == " " }.prefix(while: TypeSlots.isPathCharacter)
             return name.hasSuffix(".Type")
         }
     }

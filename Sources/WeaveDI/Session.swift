@@ -85,7 +85,7 @@ public final class Session: Resolver, Sendable {
     /// open. Returns whether it closed it.
     @discardableResult
     public func closeIfIdle(since cutoff: ContinuousClock.Instant) async -> Bool {
-        await closeIfIdle(since: cutoff, logged: logged)
+        await closeIfIdle(since: cutoff, logged: true)
     }
 
     /// `closeIfIdle(since:)`, saying so in the log only if `logged` (and the session is).

@@ -150,12 +150,8 @@ final class TypeSlots: Sendable {
     /// spells `any P` as `P`, the protocol's bare name.
     func spellsExistential(_ name: String) -> Bool {
         writer.withLock { state in
-            var found = false
-            for slot in state.types.indices where state.names[slot] == name || state.qualifiedNames[slot] == name {
-                guard TypeRelation.isExistential(state.types[slot]) else { return false }
-                found = true
-            }
-            return found
+            let slots = (state.slotsByName[name] ?? []) + (state.slotsByQualifiedName[name].map { [$0] } ?? [])
+            return !slots.isEmpty && slots.allSatisfy { TypeRelation.isExistential(state.types[$0]) }
         }
     }
 
@@ -168,15 +164,9 @@ final class TypeSlots: Sendable {
         // A name two types share (`Holder<R>` for `A.R` a protocol, `B.R` a struct) tells not
         // which: no spelling then.
         let found: (slot: Int, qualified: Bool)? = writer.withLock { state in
-            var found: (slot: Int, qualified: Bool)?
-            for slot in state.types.indices {
-                if state.qualifiedNames[slot] == name { return (slot, true) }
-                if state.names[slot] == name {
-                    if found != nil { return nil }
-                    found = (slot, false)
-                }
-            }
-            return found
+            if let slot = state.slotsByQualifiedName[name] { return (slot, true) }
+            guard let slots = state.slotsByName[name], slots.count == 1 else { return nil }
+            return (slots[0], false)
         }
         guard let found else { return nil }
         let qualified = qualifiedName(ofSlot: found.slot)
@@ -212,7 +202,8 @@ final class TypeSlots: Sendable {
         return changed ? out : nil
     }
 
-    private static func isPathCharacter(_ character: Character) -> Bool {
+    /// Whether `character` may stand in a dotted type path (`App.Outer.Name`).
+    static func isPathCharacter(_ character: Character) -> Bool {
         character == "." || character == "_" || character.isLetter || character.isNumber
     }
 
