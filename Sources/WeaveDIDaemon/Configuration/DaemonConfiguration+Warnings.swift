@@ -87,8 +87,7 @@ extension DaemonConfiguration {
                 // resolves the real path), so it works once the target is a directory. The
                 // example job's start creates no source where a link is (`ExampleJob`).
                 if case .success(.symbolicLink) = try look("\(field).source", mirror.source, followSymlinks: false) {
-                    let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: mirror.source))
-                        .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
+                    let target = Self.linkTarget(of: mirror.source)
                     // No file configures the example job's source: the advice is the link's.
                     let advice = createdAtStart
                         ? "a run follows the link, so create its target (or mount what it leads to), or remove the link (the "
@@ -124,8 +123,7 @@ extension DaemonConfiguration {
             // A symbolic link to nothing: a run follows it (once it leads to a directory), but
             // the job's fix creates no root through a link, nor does the example job's start.
             if case .success(.symbolicLink) = try look("\(field).destination", mirror.destination, followSymlinks: false) {
-                let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: mirror.destination))
-                    .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
+                let target = Self.linkTarget(of: mirror.destination)
                 // No file configures the example job's destination: the advice is the link's.
                 let advice = createdAtStart
                     ? "create it by hand, or remove the link (the daemon then creates the destination as it starts; "
@@ -212,6 +210,12 @@ extension DaemonConfiguration {
                 + "configuration file (--config)")
         }
         return warnings
+    }
+
+    /// ` to "TARGET"`, what the symbolic link at `path` names, for a warning; nothing when it
+    /// cannot be read.
+    private static func linkTarget(of path: String) -> String {
+        (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: path)).map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
     }
 
     /// How many of `fileSystemWarnings` `--check-config` prints; past them, one line counts the
