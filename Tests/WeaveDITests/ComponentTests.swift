@@ -60,14 +60,12 @@ struct EmptyComponent: WeaveDI.Component {}
 
 }
 
-// Replaces the process's log sink: among `InjectedTests`, which run one at a time, so that
-// another test replacing it meanwhile cannot take the line this one waits for.
-extension InjectedTests {
+// Reads its own lines only (`LogCapture`), an error, which every log level the tests set admits:
+// it runs alongside the others.
+extension ComponentTests {
     @Test func aComponentWithoutProviders_saysSo() {
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        EmptyComponent.registerAll(in: WeaveDI.Container())
-        #expect(lines.withLock { $0 }.contains { $0.category == .error && $0.message.contains("component EmptyComponent has no @Provide property") })
+        let log = LogCapture()
+        log.during { EmptyComponent.registerAll(in: WeaveDI.Container()) }
+        #expect(log.records.contains { $0.category == .error && $0.message.contains("component EmptyComponent has no @Provide property") })
     }
 }

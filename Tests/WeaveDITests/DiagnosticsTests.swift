@@ -491,20 +491,20 @@ struct EdgeKey: InjectedKey {
     }
 }
 
-// Replaces the process's log sink: among `InjectedTests`, which run one at a time, so that
-// another test replacing it meanwhile cannot take the line this one waits for.
+// Waits for an optimization line: among `InjectedTests`, which run one at a time, because one of
+// them sets the process's log level to `errors` for a while, which would keep the line out.
 extension InjectedTests {
     /// A registration outside any bootstrap is said to wait, and is warmed by the next bootstrap.
     @Test func enableOptimization_registrationOutsideBootstrap_isWarmedByTheNextOne() async {
         final class Loose: Sendable {}
-        let lines = Locked<[String]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record.message) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
+        let log = LogCapture()
         let container = WeaveDI.Container()
-        await UnifiedRegistry(clock: ManualHealthClock()).enableOptimization(container: container)
-        container.register(Loose.self) { Loose() }
+        await log.during {
+            await UnifiedRegistry(clock: ManualHealthClock()).enableOptimization(container: container)
+            container.register(Loose.self) { Loose() }
+        }
         #expect(container.registrations.first?.isBuilt == false)
-        #expect(lines.withLock { $0 }.contains { $0.contains("Loose registered outside bootstrap after enableOptimization()") })
+        #expect(log.messages.contains { $0.contains("Loose registered outside bootstrap after enableOptimization()") })
         await container.bootstrap { _ in }
         #expect(container.registrations.first?.isBuilt == true)
     }

@@ -335,16 +335,16 @@ struct GroupedValues {
             @Injected var absent: Absent?
             @Injected var failing: Failing?
         }
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        for _ in 0..<3 { #expect(Reader().absent == nil) }
-        WeaveDI.Container.live.register(Failing.self) { throw Failure() }
-        for _ in 0..<2 { #expect(Reader().failing == nil) }
-        let absent = lines.withLock { $0 }.filter { $0.message.contains("Absent") }
+        let log = LogCapture()
+        log.during {
+            for _ in 0..<3 { #expect(Reader().absent == nil) }
+            WeaveDI.Container.live.register(Failing.self) { throw Failure() }
+            for _ in 0..<2 { #expect(Reader().failing == nil) }
+        }
+        let absent = log.records.filter { $0.message.contains("Absent") }
         #expect(absent.map(\.category) == [.diagnostic])
         #expect(absent.first?.message.contains("no registration for Absent") == true)
-        let failing = lines.withLock { $0 }.filter { $0.message.contains("Failing?") }
+        let failing = log.records.filter { $0.message.contains("Failing?") }
         #expect(failing.map(\.category) == [.error, .error])
         // Registered since: the next read finds it (the reads after the first miss skip the
         // error's suggestions, not the lookup).
@@ -360,16 +360,16 @@ struct GroupedValues {
         final class Crashing: Sendable {}
         struct Failure: Error {}
         WeaveDI.Container.live.register(Crashing.self) { throw Failure() }
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        #expect(LiveTypeLookup<Nowhere>.shared().readRequired() == nil)
-        #expect(LiveTypeLookup<Crashing>.shared().readRequired() == nil)
-        let said = lines.withLock { $0 }.filter { $0.message.contains("Nowhere") || $0.message.contains("Crashing") }
+        let log = LogCapture()
+        log.during {
+            #expect(LiveTypeLookup<Nowhere>.shared().readRequired() == nil)
+            #expect(LiveTypeLookup<Crashing>.shared().readRequired() == nil)
+        }
+        let said = log.records.filter { $0.message.contains("Nowhere") || $0.message.contains("Crashing") }
         #expect(said.isEmpty, "\(said.map(\.message))")
         struct Reader { @Injected var crashing: Crashing? }
-        #expect(Reader().crashing == nil)
-        #expect(lines.withLock { $0 }.filter { $0.message.contains("Crashing? reads nil") }.map(\.category) == [.error])
+        log.during { #expect(Reader().crashing == nil) }
+        #expect(log.records.filter { $0.message.contains("Crashing? reads nil") }.map(\.category) == [.error])
     }
 
     /// A registered type whose dependency is not registered is a broken registration, not an
@@ -379,11 +379,11 @@ struct GroupedValues {
         final class Missing: Sendable {}
         struct Reader { @Injected var needy: Needy? }
         WeaveDI.Container.live.register(Needy.self) { r in _ = try r.require(Missing.self); return Needy() }
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        for _ in 0..<2 { #expect(Reader().needy == nil) }
-        let needy = lines.withLock { $0 }.filter { $0.message.contains("Needy?") }
+        let log = LogCapture()
+        log.during {
+            for _ in 0..<2 { #expect(Reader().needy == nil) }
+        }
+        let needy = log.records.filter { $0.message.contains("Needy?") }
         #expect(needy.map(\.category) == [.error, .error])
         #expect(needy.first?.message.contains("cannot build Needy (Needy -> Missing): no registration for Missing") == true)
     }
@@ -396,13 +396,13 @@ struct GroupedValues {
             let inner: any Greeter
             func greet() -> String { "wrapped " + inner.greet() }
         }
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        WeaveDI.Container.live.register((any Greeter).self) { Wrapping(inner: InjectedValues.current[GreeterKey.self]) }
-        #expect(InjectedValues.current[GreeterKey.self].greet() == "wrapped test")
-        #expect(InjectedValues.current[GreeterKey.self].greet() == "wrapped test")
-        let errors = lines.withLock { $0 }.filter { $0.category == .error && $0.message.contains("GreeterKey") }
+        let log = LogCapture()
+        log.during {
+            WeaveDI.Container.live.register((any Greeter).self) { Wrapping(inner: InjectedValues.current[GreeterKey.self]) }
+            #expect(InjectedValues.current[GreeterKey.self].greet() == "wrapped test")
+            #expect(InjectedValues.current[GreeterKey.self].greet() == "wrapped test")
+        }
+        let errors = log.records.filter { $0.category == .error && $0.message.contains("GreeterKey") }
         #expect(errors.count == 1)
         #expect(errors.first?.message == "GreeterKey was read while building Greeter, the registration of its value's "
             + "type, which cannot give the value it is building (Greeter -> GreeterKey -> Greeter); using the key's "
@@ -445,12 +445,12 @@ struct GroupedValues {
 
     @Test func reRegistration_isLogged() {
         final class Relogged: Sendable {}
-        let lines = Locked<[String]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record.message) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        WeaveDI.Container.live.register(Relogged.self) { Relogged() }
-        WeaveDI.Container.live.register(Relogged.self, scope: .transient) { Relogged() }
-        let relevant = lines.withLock { $0 }.filter { $0.contains("Relogged") }
+        let log = LogCapture()
+        log.during {
+            WeaveDI.Container.live.register(Relogged.self) { Relogged() }
+            WeaveDI.Container.live.register(Relogged.self, scope: .transient) { Relogged() }
+        }
+        let relevant = log.messages.filter { $0.contains("Relogged") }
         #expect(relevant.count == 2)
         #expect(relevant.last?.contains("registered again") == true)
         #expect(relevant.last?.contains("replaces") == true)
@@ -459,13 +459,11 @@ struct GroupedValues {
     @Test func logSink_isCalledAsDirectly_afterManyLines() {
         // Reading the sink once wrapped it in one more re-abstraction thunk on every line: each
         // line was called through one more frame than the one before, and enough of them
-        // overflowed the stack. The stack in the sink, on the first line and on the last (on this
-        // thread: other tests' lines are left out), is as deep.
+        // overflowed the stack. The stack in the sink (the tests' routing sink, set once, which
+        // calls the capture's `each` from it), on the first line and on the last, is as deep.
         let lines = 10_000
         let depths = Locked<(seen: Int, first: UInt?, last: UInt?)>((0, nil, nil))
-        let thread = pthread_self()
-        UnifiedDI.setLogSink { record in
-            guard record.subsystem == "sink-depth-test", pthread_equal(pthread_self(), thread) != 0 else { return }
+        let log = LogCapture { _ in
             let seen = depths.withLock { $0.seen += 1; return $0.seen }
             guard seen == 1 || seen == lines else { return }
             // Where a local of the sink is on the stack: lower with each frame called through.
@@ -473,9 +471,10 @@ struct GroupedValues {
             let depth = withUnsafeMutablePointer(to: &local) { UInt(bitPattern: $0) }
             depths.withLock { if seen == 1 { $0.first = depth } else { $0.last = depth } }
         }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        for _ in 0..<lines {
-            WeaveDILog.emit(LogRecord(category: .diagnostic, message: "line", subsystem: "sink-depth-test"))
+        log.during {
+            for _ in 0..<lines {
+                WeaveDILog.emit(LogRecord(category: .diagnostic, message: "line", subsystem: "sink-depth-test"))
+            }
         }
         let (seen, first, last) = depths.withLock { $0 }
         #expect(seen == lines)

@@ -10,13 +10,9 @@ private let sessionForKeyDefault = Locked<Session?>(nil)
 extension InjectedTests {
     /// Collects the log lines that mention `word` while `body` runs.
     private func logLines(mentioning word: String, _ body: () async throws -> Void) async rethrows -> [String] {
-        let lines = Locked<[String]>([])
-        UnifiedDI.setLogSink { record in
-            if record.message.contains(word) { lines.withLock { $0.append(record.message) } }
-        }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        try await body()
-        return lines.withLock { $0 }
+        let log = LogCapture()
+        try await log.during(body)
+        return log.messages.filter { $0.contains(word) }
     }
 
     @Test func keyDefault_resolvingASessionScopedService_isAScopeMismatch_namingTheKey() async throws {
@@ -49,18 +45,18 @@ extension InjectedTests {
         struct Broken: Error {}
         WeaveDI.Container.live.register(Cart.self, scope: .session) { Cart("session") }
         WeaveDI.Container.live.register(Till?.self) { () throws -> Till? in throw Broken() }
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        for _ in 0..<3 { #expect(InjectedValues.current[CartKey.self].name == "default") }
-        let session = WeaveDI.Container.live.openSession(id: "cart")
-        #expect(session.withCurrent { InjectedValues.current[CartKey.self].name } == "session")
-        await session.close()
-        for _ in 0..<2 { #expect(InjectedValues.current[TillKey.self] == nil) }
-        let cart = lines.withLock { $0 }.filter { $0.message.contains("CartKey") }
+        let log = LogCapture()
+        await log.during {
+            for _ in 0..<3 { #expect(InjectedValues.current[CartKey.self].name == "default") }
+            let session = WeaveDI.Container.live.openSession(id: "cart")
+            #expect(session.withCurrent { InjectedValues.current[CartKey.self].name } == "session")
+            await session.close()
+            for _ in 0..<2 { #expect(InjectedValues.current[TillKey.self] == nil) }
+        }
+        let cart = log.records.filter { $0.message.contains("CartKey") }
         #expect(cart.map(\.category) == [.diagnostic], "\(cart.map(\.message))")
         #expect(cart.first?.message.hasPrefix("CartKey reads the key's default: no active session for Cart") == true)
-        let till = lines.withLock { $0 }.filter { $0.message.contains("TillKey") }
+        let till = log.records.filter { $0.message.contains("TillKey") }
         #expect(till.map(\.category) == [.error, .error], "\(till.map(\.message))")
     }
 
@@ -158,14 +154,12 @@ extension InjectedTests {
         _ = TypeSlots.shared.logName(of: KeyAisle.Shelf.self)
         WeaveDI.Container.live.register(KeyStore.Shelf.self, scope: .session) { KeyStore.Shelf() }
         WeaveDI.Container.live.register(KeyAisle.Shelf.self) { () throws -> KeyAisle.Shelf in throw Broken() }
-        let lines = Locked<[String]>([])
-        UnifiedDI.setLogSink { record in
-            if record.message.contains("ShelfKey") { lines.withLock { $0.append(record.message) } }
+        let log = LogCapture()
+        log.during {
+            _ = InjectedValues.current[KeyStore.ShelfKey.self]
+            _ = InjectedValues.current[KeyAisle.ShelfKey.self]
         }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        _ = InjectedValues.current[KeyStore.ShelfKey.self]
-        _ = InjectedValues.current[KeyAisle.ShelfKey.self]
-        let messages = lines.withLock { $0 }
+        let messages = log.messages.filter { $0.contains("ShelfKey") }
         #expect(messages.contains { $0.hasPrefix("WeaveDITests.KeyStore.ShelfKey reads the key's default: ") }, "\(messages)")
         #expect(messages.contains {
             $0.hasPrefix("WeaveDITests.KeyAisle.ShelfKey: the registration of WeaveDITests.KeyAisle.Shelf failed (")

@@ -2,9 +2,10 @@ import Testing
 @testable import WeaveDI
 
 // What the library's log says about mistakes a program makes: registrations an optimization pass
-// cannot build, a health check registered twice, the order of a registration's lines. These
-// replace the process's log sink, so they are among `InjectedTests`, which run one at a time:
-// another test replacing the sink meanwhile cannot take their lines.
+// cannot build, a health check registered twice, the order of a registration's lines. Each reads
+// its own lines (`LogCapture`); they are among `InjectedTests`, which run one at a time, because
+// one of them sets the process's log level to `errors` for a while, which would keep the others'
+// registration and optimization lines out.
 
 final class OptLoopA: Sendable {}
 final class OptLoopB: Sendable {}
@@ -20,11 +21,9 @@ private enum T11 {}; private enum T12 {}; private enum T13 {}; private enum T14 
 extension InjectedTests {
     /// Collects the lines logged while `body` runs.
     private func logged(_ body: () async -> Void) async -> [LogRecord] {
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        await body()
-        return lines.withLock { $0 }
+        let log = LogCapture()
+        await log.during(body)
+        return log.records
     }
 
     /// A bootstrap whose registrations need each other: the log names each registration that
