@@ -368,7 +368,10 @@ public final class UnifiedRegistry: Sendable {
     /// Starts running every check each `interval` (unless `WEAVEDI_REGISTRY_AUTO_HEALTH` is off).
     /// Between rounds the loop sleeps; a running loop is replaced. An interval that is not
     /// positive (rounds back to back) is logged as an error, and the default 30 s used instead.
-    public func start(interval: Duration = .seconds(30)) {
+    /// The first round runs at once, or, with `runsFirstRoundNow` false, after one `interval`:
+    /// for a program that has just run a round itself (`runChecks()`), as weavedid does before it
+    /// says it is ready.
+    public func start(interval: Duration = .seconds(30), runsFirstRoundNow: Bool = true) {
         guard autoHealthEnabled else {
             WeaveDILog.log(.diagnostic, subsystem: "health", "health loop not started: WEAVEDI_REGISTRY_AUTO_HEALTH is off")
             return
@@ -382,6 +385,9 @@ public final class UnifiedRegistry: Sendable {
             interval = .seconds(30)
         }
         let loop = Task { [clock] in
+            if !runsFirstRoundNow {
+                do { try await clock.sleep(for: interval) } catch { return }
+            }
             while !Task.isCancelled {
                 await self.runChecks()
                 do { try await clock.sleep(for: interval) } catch { return }

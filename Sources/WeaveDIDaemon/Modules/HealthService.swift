@@ -29,7 +29,11 @@ public final class HealthService: DaemonService {
         })
         await supervisor.onReloadEnded { [registry] in _ = await registry.runCheck("daemon.configuration") }
         registry.setEventObserver { [log] event in Self.log(event, to: log) }
-        registry.start(interval: health.interval)
+        // The loop's first round is run here, before the daemon says it is ready: health read
+        // then has every check's first result, not "healthy, none checked yet". Each check is
+        // bounded by its timeout, so a hung one holds the start no longer than that.
+        if registry.autoHealthEnabled { _ = await registry.runChecks() }
+        registry.start(interval: health.interval, runsFirstRoundNow: false)
         log.info("health", registry.isRunning ? "health loop every \(health.interval)" : "health loop off (WEAVEDI_REGISTRY_AUTO_HEALTH)")
     }
 
