@@ -231,6 +231,11 @@ public enum DaemonInterface {
         # The new configuration was refused; the previous one stays in effect.
         error ReloadRefused (reason: string)
 
+        # The daemon has not finished starting, and the call reads what the start makes (the
+        # jobs, the health checks): it was still starting at the call's time limit, its start
+        # failed, or a shutdown ended it. The reason says which.
+        error NotReady (reason: string)
+
         # The call ran longer than the configured limit.
         error CallTimedOut (method: string, seconds: float)
 

@@ -21,6 +21,8 @@ public final class DaemonContext: Sendable {
     /// The control socket files bound (and not removed yet), which an exit past
     /// `shutdownTimeout` removes.
     public let socketFiles = BoundSocketFiles()
+    /// Whether the start is over: the control calls that read the services wait on it.
+    let startGate = StartGate()
 
     /// Creates the context.
     public init(

@@ -33,15 +33,21 @@ public actor ServiceGroup {
 
     /// Starts each service in order; if one fails, stops those already started (in reverse)
     /// and rethrows, naming the service (the caller says it: it is not logged here).
-    public func start(shouldContinue: @Sendable () async -> Bool = { true }) async throws {
+    /// `failing` hears of the failure before those services stop: the control server, stopping,
+    /// answers the calls it has begun, which must know by then that the start failed.
+    public func start(
+        shouldContinue: @Sendable () async -> Bool = { true }, failing: @Sendable (ServiceStartError) async -> Void = { _ in }
+    ) async throws {
         for service in services {
             guard await shouldContinue() else { return }
             log.debug("daemon", "starting \(service.name)")
             do {
                 try await service.start()
             } catch {
+                let failure = ServiceStartError(service: service.name, underlying: error)
+                await failing(failure)
                 await stop()
-                throw ServiceStartError(service: service.name, underlying: error)
+                throw failure
             }
             started.append(service)
         }

@@ -84,7 +84,9 @@ public actor Supervisor {
         let group = ServiceGroup(services, log: log)
         self.group = group
         do {
-            try await group.start { [weak self] in await self?.shutdownRequested == false }
+            try await group.start { [weak self] in await self?.shutdownRequested == false } failing: { [context] failure in
+                context.startGate.end("failed to start: \(failure)")
+            }
         } catch {
             return fail("\(error)")
         }
@@ -93,6 +95,8 @@ public actor Supervisor {
             return
         }
         phase = .running
+        // Before READY=1: whoever hears that the daemon is ready finds every call answered.
+        context.startGate.open()
         let socket = controlSocketInUse()
         // A command to paste into a shell: the path quoted when it needs it (a space, a quote, `$`).
         let hint = socket.path.map { " (talk to it: weavedictl --socket \($0.shellWord) health)" } ?? ""
@@ -148,6 +152,7 @@ public actor Supervisor {
         case .starting:
             log.notice("daemon", "\(reason) while starting; stopping once started services are up")
             shutdownRequested = true
+            context.startGate.end("is stopping (\(reason)): asked to while it was starting")
         case .running:
             await stopEverything(reason: reason)
         case .stopping, .stopped:
@@ -157,6 +162,8 @@ public actor Supervisor {
 
     private func stopEverything(reason: String = "shutdown requested while starting") async {
         phase = .stopping
+        // A stop that ends the start: the calls waiting for it hear so (nothing, once started).
+        context.startGate.end("is stopping (\(reason)) before it finished starting")
         // systemd allows a stop `TimeoutStopSec=` (15 s in the unit) before it kills; a longer
         // `shutdownTimeout` is asked for, with time to exit after it: the one the main loop's
         // deadline keeps to, read once when the shutdown began.
@@ -175,6 +182,7 @@ public actor Supervisor {
     static let exitAllowance: Duration = .seconds(5)
 
     private func fail(_ message: String) {
+        context.startGate.end("failed to start: \(message)")
         log.error("daemon", message)
         notifier.notify("STATUS=failed: \(message)")
         phase = .stopped

@@ -65,7 +65,9 @@ struct ControlModule: WeaveDI.Module {
                 log: try r.require(DaemonLog.self), jobs: try r.require((any JobControl).self), metrics: try r.require(ControlMetrics.self))
         }
         container.register(VarlinkService.self) { r in
-            VarlinkService(methods: try r.require(DaemonMethods.self), store: try r.require(ConfigurationStore.self), log: try r.require(DaemonLog.self))
+            VarlinkService(
+                methods: try r.require(DaemonMethods.self), store: try r.require(ConfigurationStore.self), log: try r.require(DaemonLog.self),
+                startGate: try r.require(DaemonContext.self).startGate)
         }
         container.register(ControlServer.self) { r in
             let context = try r.require(DaemonContext.self)

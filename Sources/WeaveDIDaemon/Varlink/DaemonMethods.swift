@@ -75,6 +75,19 @@ final class DaemonMethods: Sendable {
         return reply.error
     }
 
+    /// The methods answered while the daemon starts (`StartGate`): those that read nothing of
+    /// the services started after the control server (the jobs, the health checks), or, as
+    /// `Reload`, say themselves that the daemon is starting. Any other method, one added later
+    /// included, waits for the start to be over.
+    static func isAnsweredWhileStarting(_ method: String) -> Bool {
+        switch method {
+        case "Ping", "GetLogLevel", "SetLogLevel", "ListSessions", "ListRegistrations", "DiagnoseComponents", "CheckCycles", "Reload":
+            true
+        default:
+            false
+        }
+    }
+
     /// Whether `method` streams replies when called with `more` (and so runs as long as its
     /// work, without the call time limit): `RunJob` only. Any other call with `more` has the
     /// limit, as without.

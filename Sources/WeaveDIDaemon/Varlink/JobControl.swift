@@ -57,6 +57,13 @@ extension VarlinkFailure {
     }
 
     /// `io.weavedi.Daemon.PermissionDenied`.
+    /// `io.weavedi.Daemon.NotReady`: the call reads what the daemon's start has not made yet,
+    /// and `reason` says why it cannot wait for it (still starting at the call's time limit,
+    /// the start failed, a shutdown ended it).
+    static func notReady(_ reason: String) -> VarlinkFailure {
+        VarlinkFailure("io.weavedi.Daemon.NotReady", [("reason", .string(reason))])
+    }
+
     static func permissionDenied(_ method: String, uid: UInt32) -> VarlinkFailure {
         VarlinkFailure("io.weavedi.Daemon.PermissionDenied", [("method", .string(method)), ("uid", .int(Int(uid)))])
     }

@@ -10,6 +10,9 @@ final class VarlinkService: ControlMessageHandler {
     let methods: DaemonMethods
     let store: ConfigurationStore
     let log: DaemonLog
+    /// Whether the daemon's start is over: until it is, calls that read the services started
+    /// after the control server wait for it (`DaemonMethods.isAnsweredWhileStarting`).
+    let startGate: StartGate
     /// Who may change things: from the running configuration's admin lists (`adopt`).
     private let authorizer: Mutex<Authorizer>
     /// Warnings any client can cause at will, each kind throttled (`LogThrottle`).
@@ -18,10 +21,11 @@ final class VarlinkService: ControlMessageHandler {
     /// Numbers the calls' requests.
     private let requestNumbers = Atomic<UInt64>(0)
 
-    init(methods: DaemonMethods, store: ConfigurationStore, log: DaemonLog) {
+    init(methods: DaemonMethods, store: ConfigurationStore, log: DaemonLog, startGate: StartGate) {
         self.methods = methods
         self.store = store
         self.log = log
+        self.startGate = startGate
         let configuration = store.current
         authorizer = Mutex(Authorizer(configuration.control, source: configuration.filePath ?? "built-in default", log: log))
     }
@@ -66,6 +70,8 @@ final class VarlinkService: ControlMessageHandler {
         let inline = !call.upgrade && !call.more
             && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.isInline(method)))
         guard inline else { return false }
+        // While the daemon starts, a call that waits for the start goes the asynchronous way.
+        if interface == DaemonInterface.name, !DaemonMethods.isAnsweredWhileStarting(method), !startGate.isStarted { return false }
         // An inline call runs within one step of the I/O thread, so a request opened for it
         // could be seen by nothing but the call itself: only the methods that show open
         // requests run in one here. Every call still counts in its connection's session and
@@ -178,7 +184,13 @@ final class VarlinkService: ControlMessageHandler {
                 deniedWarnings.warning(log, "control", "denied \(call.method) to uid \(peer.credentials.uid) (pid \(peer.credentials.pid))")
                 return VarlinkFailure.permissionDenied(call.method, uid: peer.credentials.uid).reply
             }
-            let limit = store.current.control.callTimeout
+            var limit = store.current.control.callTimeout
+            if !DaemonMethods.isAnsweredWhileStarting(method) {
+                switch await waitForStart(call, peer: peer, limit: limit) {
+                case let .success(left): limit = left
+                case let .failure(failure): return failure.reply
+                }
+            }
             let methods = self.methods
             let outcome: Result<VarlinkReply, VarlinkFailure>
             if call.more && DaemonMethods.streams(method) {  // a stream (RunJob) runs as long as its job
@@ -196,6 +208,26 @@ final class VarlinkService: ControlMessageHandler {
             }
         default:
             return VarlinkFailure.interfaceNotFound(interface).reply
+        }
+    }
+
+    /// Waits, within the call's time limit, for the daemon's start to be over: a call that
+    /// reads the jobs or the health checks is never answered from a start half done (no jobs,
+    /// checks not run yet). Returns what is left of `limit`, or the `NotReady` failure for a
+    /// start still going at `limit`, or one that failed or that a shutdown ended.
+    private func waitForStart(_ call: VarlinkCall, peer: ControlPeer, limit: Duration) async -> Result<Duration, VarlinkFailure> {
+        if startGate.isStarted { return .success(limit) }
+        log.debug("control", "connection \(peer.connectionID): \(call.method) waits for the daemon's start to finish")
+        let began = ContinuousClock.now
+        switch await startGate.wait(atMost: limit) {
+        case .started:
+            return .success(max(.zero, limit - (ContinuousClock.now - began)))
+        case .starting:
+            return .failure(.notReady(
+                "the daemon is still starting after \(limit) (control.callTimeout); "
+                    + "\(call.method) reads what is not started yet: call again once it is ready"))
+        case let .ended(reason):
+            return .failure(.notReady("the daemon \(reason)"))
         }
     }
 

@@ -20,7 +20,10 @@ struct HealthCommand: CtlCommand {
             one no check has: the daemon refuses it (NoSuchTag), and standard error names it
             and the tags the checks have, with nothing on standard output, --json or not (a
             probe with a misspelt tag would check less than it means to, or nothing, and must
-            not pass); 69 when the daemon cannot be reached.
+            not pass), or when the daemon is still starting at its call time limit, or its
+            start failed (NotReady: a call made while it starts waits for the start, and is
+            never answered "healthy" from checks not registered or run yet); 69 when the
+            daemon cannot be reached.
             """,
         method: "GetHealth")
 

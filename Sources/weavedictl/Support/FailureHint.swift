@@ -22,6 +22,8 @@ enum FailureHint {
             return invalidParameter(parameter("parameter", of: failure), reason: optionalParameter("reason", of: failure), method: method)
         case "ReloadRefused":
             return "The daemon refused the new configuration and keeps the previous one: \(refusal(parameter("reason", of: failure)))"
+        case "NotReady":
+            return "The daemon is not ready: \(parameter("reason", of: failure)); `weavedictl ping` answers while it starts."
         case "CallTimedOut":
             let advice = method.hasSuffix(".RunJob") ? " Use `weavedictl run-job NAME --wait` for long runs." : ""
             return "The call took longer than the daemon's control.callTimeout.\(advice)"
