@@ -4,7 +4,9 @@ import Synchronization
 public struct LogRecord: Sendable {
     /// What the message is about.
     public var category: LogCategory
-    /// The message itself, one line.
+    /// The message itself, one line. What the library emits has its control characters
+    /// escaped (`\n`, `\r`, `\t`, `\u{1B}`, ...: `ControlCharacters`), whatever text from outside
+    /// it quotes (a factory's error, a session's id), so a sink may write it as it is.
     public var message: String
     /// The source of the message: `container`, `health`, `injected`, … (the daemon adds its own).
     public var subsystem: String
@@ -50,9 +52,12 @@ public enum WeaveDILog {
         sinkStore.withLock { $0 = box }
     }
 
-    /// The default sink: `[WeaveDI] <category>: <message>` on standard error.
+    /// The default sink: `[WeaveDI] <category>: <message>` on standard error, one line. The
+    /// message's control characters are escaped here too (the library's own records have them
+    /// escaped already, and escaping is idempotent): a record a program builds and passes on
+    /// itself forges no line either.
     public static let standardError: LogSink = { record in
-        var line = "[WeaveDI] \(record.category.rawValue): \(record.message)\n"
+        var line = "[WeaveDI] \(record.category.rawValue): \(ControlCharacters.escaped(record.message))\n"
         line.withUTF8 { bytes in
             var offset = 0
             while offset < bytes.count {
@@ -95,9 +100,16 @@ public enum WeaveDILog {
     /// inherits it: a rare thing for a disposal to do.)
     @TaskLocal static var quietedTask = false
 
-    /// Sends a record to the sink, unfiltered.
+    /// Sends a record to the sink, unfiltered: its message and subsystem with their control
+    /// characters escaped, once, here, whatever text from outside they quote, so that every
+    /// sink (the default, weavedid's, a program's own) gets one line that sends nothing to a
+    /// terminal. Escaping is idempotent: text escaped before (a health line's message) is
+    /// left as it is.
     @usableFromInline
     static func emit(_ record: LogRecord) {
+        var record = record
+        record.message = ControlCharacters.escaped(record.message)
+        record.subsystem = ControlCharacters.escaped(record.subsystem)
         let box = sinkStore.withLock { $0 }
         box.sink(record)
     }

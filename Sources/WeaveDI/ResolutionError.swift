@@ -41,8 +41,15 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
         }
     }
 
-    /// A one-line explanation with the fix.
+    /// A one-line explanation with the fix. Text from outside that it quotes (the error a
+    /// factory threw, a session's or request's id) has its control characters escaped
+    /// (`\n`, `\u{1B}`), as the log escapes them: it stays one line, printed or logged.
     public var description: String {
+        ControlCharacters.escaped(unescapedDescription)
+    }
+
+    /// `description` before its control characters are escaped.
+    private var unescapedDescription: String {
         switch self {
         case let .notRegistered(type, suggestions, path):
             let hint = suggestions.isEmpty ? "" : " (did you mean \(suggestions.joined(separator: ", "))?)"

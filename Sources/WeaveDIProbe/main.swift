@@ -458,6 +458,31 @@ case "health-names-logged":
     await registry.runChecks()
     _ = await registry.fix("db\u{1B}[2J\nforged")
     print("done")
+case "forged-lines":
+    // Text from outside in the default sink's lines: a factory's error, a session's and a
+    // request's ids, each holding a newline, a forged line and an escape sequence.
+    struct Evil: Error, CustomStringConvertible {
+        var description: String { "bad\n[WeaveDI] error: FORGED LINE\u{1B}[2J" }
+    }
+    final class ForgedTarget: Sendable {}
+    let container = WeaveDI.Container()
+    container.register(ForgedTarget.self) { () throws -> ForgedTarget in throw Evil() }
+    _ = container.resolve(ForgedTarget.self)
+    let session = container.openSession(id: "id\n[WeaveDI] diagnostic: FORGED SESSION\u{1B}[2J")
+    let request = session.openRequest(id: "rq\r\n[WeaveDI] error: FORGED REQUEST")
+    _ = request.resolve(ForgedTarget.self)
+    await request.close()
+    _ = request.resolve(ForgedTarget.self)
+    await session.close()
+    _ = session.resolve(ForgedTarget.self)
+    print("done")
+case "forged-record":
+    // A program's sink that forwards to the default one a record of its own making.
+    UnifiedDI.setLogSink { record in
+        WeaveDILog.standardError(LogRecord(category: record.category, message: "app: a\nb\u{1B}[2J", subsystem: record.subsystem))
+    }
+    WeaveDILog.log(.error, "anything")
+    print("done")
 case "stderr-flood":
     // More on standard error than a pipe holds (64 KiB), before standard output ends.
     let line = String(repeating: "x", count: 1_023) + "\n"
