@@ -7,7 +7,7 @@ extension WeaveDI.Container {
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         // Wrapped in the optional here, where `T` is known, rather than in generic code.
         do {
-            return try requireSlow(type, slot: slot, explicit: nil)
+            return try requireSlow(type, slot: slot, explicit: nil, logged: true)
         } catch {
             resolveFailed(type, error)
             return nil
@@ -23,11 +23,12 @@ extension WeaveDI.Container {
     /// `require` for internal callers whose `T` is `Sendable` where the compiler cannot see it
     /// (a lookup made by `Injected.init()`, whose `Value` is `Sendable`, for `Value` or the
     /// `Wrapped` of `Value`), and `require`'s body. Never call it with any other type.
+    /// `logged`: as `requireSlow`'s.
     @inlinable @inline(__always)
-    func requireSendable<T>(_ type: T.Type) throws(ResolutionError) -> T {
+    func requireSendable<T>(_ type: T.Type, logged: Bool = false) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
-        return try requireSlow(type, slot: slot, explicit: nil)
+        return try requireSlow(type, slot: slot, explicit: nil, logged: logged)
     }
 
     /// Logs a singleton built by a `dispose()` that `releaseAll` runs: it outlives the release.
@@ -49,15 +50,21 @@ extension WeaveDI.Container {
                 + "not cached (it may hold what was released); the next resolve builds it again")
     }
 
-    /// Logs why `resolve` returns nil.
+    /// Logs why `resolve` returns nil. (A type not registered is explained only if the line is
+    /// written: see `requireSlow`.)
     @usableFromInline
     func resolveFailed(_ type: Any.Type, _ error: ResolutionError) {
-        WeaveDILog.log(.error, "resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(error)")
+        WeaveDILog.log(.error, "resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(explained(error, for: type))")
     }
 
+    /// `logged`: the caller only logs the error (`resolve`), and passes it through
+    /// `explained(_:for:)` inside the log line's message. For a type not registered it then gets
+    /// `ResolutionError.unexplained`, which costs nothing, rather than `notRegistered(type)`,
+    /// whose suggestions compare the name with every registered type's: made only if the line is
+    /// written, at once, on this thread (so from the registrations of the failure).
     @usableFromInline @inline(__always)
-    func requireSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?) throws(ResolutionError) -> T {
-        guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
+    func requireSlow<T>(_ type: T.Type, slot: Int, explicit: ScopeOwner?, logged: Bool = false) throws(ResolutionError) -> T {
+        guard let unmanaged = table.load(slot) else { throw logged ? ResolutionError.unexplained : notRegistered(type) }
         // Safe unretained: entries live as long as their container (retired, never freed early).
         if unmanaged._withUnsafeGuaranteedRef({ $0.scope == .transient }) {
             // The transient path retains neither the entry nor the thread's stack.
@@ -67,11 +74,18 @@ extension WeaveDI.Container {
         return try produce(unmanaged.takeUnretainedValue(), as: type, explicit: explicit)
     }
 
-    /// Resolves through a session or request.
-    func requireScoped<T>(_ type: T.Type, explicit: ScopeOwner) throws(ResolutionError) -> T {
+    /// Resolves through a session or request; `logged`: as `requireSlow`'s.
+    func requireScoped<T>(_ type: T.Type, explicit: ScopeOwner, logged: Bool = false) throws(ResolutionError) -> T {
         let slot = TypeSlots.shared.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
-        return try requireSlow(type, slot: slot, explicit: explicit)
+        return try requireSlow(type, slot: slot, explicit: explicit, logged: logged)
+    }
+
+    /// `error`, or for `ResolutionError.unexplained` (a type not registered, thrown to a
+    /// caller that only logs it) the `notRegistered` error that explains it, made now. Call it
+    /// inside the log line's message, which is built only if the line is written.
+    func explained(_ error: ResolutionError, for type: Any.Type) -> ResolutionError {
+        error.isUnexplained ? notRegistered(type) : error
     }
 
     /// Returns the instance `entry` stands for in the right scope, building it if needed.
@@ -241,8 +255,8 @@ extension WeaveDI.Container {
     /// cannot tell; never an unrelated type, nor one being built on this thread (asking for it
     /// there would be a cycle). A registered type of the same name is named qualified in the
     /// suggestions, and so is `type` then.
-    func notRegistered<T>(_ type: T.Type) -> ResolutionError {
-        let slot = TypeSlots.shared.slot(for: type)
+    func notRegistered(_ type: Any.Type) -> ResolutionError {
+        let slot = TypeSlots.shared.slot(forAny: type)
         let registered = state.withLock { Array($0.entries.keys) }
         let names = TypeSlots.shared.names(ofSlots: registered + [slot])
         let building = Set(ResolutionStack.current.frames.lazy.filter { $0.containerID == self.id }.map(\.slot))
@@ -253,7 +267,7 @@ extension WeaveDI.Container {
             for: TypeSlots.shared.name(ofSlot: slot), among: candidates.map { names[$0]! }
         ) { name in
             guard let other = slotsByName[name].flatMap(TypeSlots.shared.type(ofSlot:)) else { return true }
-            return TypeRelation.related(other, T.self) != false
+            return TypeRelation.related(other, type) != false
         }
         return .notRegistered(
             type: ResolutionStack.current.messageName(of: slot, among: registered), suggestions: suggestions)

@@ -325,11 +325,11 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
         // (its "did you mean" suggestions compare the name with every registered type's).
         if absenceLogged.load(ordering: .relaxed), container.table.load(slot) == nil { return nil }
         do {
-            let value = try container.requireSendable(Wrapped.self)
+            let value = try container.requireSendable(Wrapped.self, logged: true)
             cache.store(singletonOf: slot, in: container, at: generation)
             return value
         } catch {
-            if logging { readNil(error) }
+            if logging { readNil(error, in: container) }
             return nil
         }
     }
@@ -342,14 +342,17 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
     /// diagnostic, once per type. Anything else (a registration whose dependency is not
     /// registered, a cycle, a scope mismatch, a failed factory) is an error, every time, as
     /// `Container.resolve` logs it.
+    /// (A type not registered is explained only if the line is written: see
+    /// `Container.requireSlow`.)
     @inline(never)
-    private func readNil(_ error: ResolutionError) {
+    private func readNil(_ error: ResolutionError, in container: WeaveDI.Container) {
         switch error {
         case .notRegistered where error.path.isEmpty, .noActiveScope:
             guard !absenceLogged.exchange(true, ordering: .relaxed) else { return }
             WeaveDILog.log(
                 .diagnostic, subsystem: "injected",
-                "@Injected var ...: \(TypeSlots.shared.logName(ofSlot: slot))? reads nil: \(error) (said once for this type)")
+                "@Injected var ...: \(TypeSlots.shared.logName(ofSlot: slot))? reads nil: "
+                    + "\(container.explained(error, for: Wrapped.self)) (said once for this type)")
         default:
             WeaveDILog.log(.error, subsystem: "injected", "@Injected var ...: \(TypeSlots.shared.logName(ofSlot: slot))? reads nil: \(error)")
         }

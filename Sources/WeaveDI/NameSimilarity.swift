@@ -1,18 +1,31 @@
 /// Suggests registered type names close to a missing one ("did you mean UserServiceImpl?").
+///
+/// It compares the name with every candidate's, so each comparison is bounded: a candidate
+/// whose length differs by more than the edits allowed is not measured, the edit distance is
+/// computed only within that many edits of the diagonal (after the common start and end are set
+/// aside), and it stops as soon as every way on is over the limit; the limit is a third of the
+/// name's length, at least 2, at most `maximumEdits`.
 enum NameSimilarity {
+    /// The most edits a suggestion may be away from the name asked for (a name of more than
+    /// 96 characters would allow more): past it, a name is hardly a likely mix-up, and the
+    /// comparison of two long names would cost the product of their lengths.
+    static let maximumEdits = 32
+
     /// Up to three of `candidates` that resemble `name` and that `keep` accepts, closest first
     /// (`keep` is asked only about those that resemble `name`).
     static func suggestions(
         for name: String, among candidates: [String], keep: (String) -> Bool = { _ in true }
     ) -> [String] {
-        let target = normalized(name)
+        let target = Compared(name)
+        let limit = min(max(2, target.characters / 3), maximumEdits)
         var scored: [(String, Int)] = []
         for candidate in Set(candidates) where candidate != name {
-            let other = normalized(candidate)
-            let distance = editDistance(target, other)
-            let related = other.contains(target) || target.contains(other)
-            if related || distance <= max(2, target.count / 3) {
-                scored.append((candidate, related ? min(distance, 1) : distance))
+            let other = Compared(candidate)
+            // Related (one contains the other): 0 when equal, else 1.
+            if let equal = target.relation(to: other) {
+                scored.append((candidate, equal ? 0 : 1))
+            } else if let distance = editDistance(target.bytes, other.bytes, atMost: limit) {
+                scored.append((candidate, distance))
             }
         }
         var kept: [String] = []
@@ -22,26 +35,104 @@ enum NameSimilarity {
         return kept
     }
 
-    private static func normalized(_ name: String) -> String {
+    /// A name as compared: lowercased, without a leading `any `, as UTF-8 bytes; an ASCII name
+    /// (every Swift type's, nearly) lowercased byte by byte, without a `String` made for it.
+    struct Compared {
+        var bytes: [UInt8]
+        /// The normalized name as a string, for a name that is not all ASCII (compared as Swift
+        /// compares strings); nil for an ASCII one.
+        var text: String?
+        /// How many characters the normalized name has (asked of the name looked for only).
+        var characters: Int { text?.count ?? bytes.count }
+
+        init(_ name: String) {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(name.utf8.count)
+            for byte in name.utf8 {
+                guard byte < 0x80 else {
+                    let text = NameSimilarity.normalized(name)
+                    self.bytes = Array(text.utf8)
+                    self.text = text
+                    return
+                }
+                bytes.append((0x41...0x5A).contains(byte) ? byte | 0x20 : byte)
+            }
+            if bytes.starts(with: "any ".utf8) { bytes.removeFirst(4) }
+            self.bytes = bytes
+            text = nil
+        }
+
+        /// Nil when neither contains the other; else whether they are equal.
+        func relation(to other: Compared) -> Bool? {
+            if text == nil, other.text == nil {
+                if bytes == other.bytes { return true }
+                return NameSimilarity.contains(bytes, other.bytes) || NameSimilarity.contains(other.bytes, bytes) ? false : nil
+            }
+            let mine = text ?? String(decoding: bytes, as: UTF8.self)
+            let theirs = other.text ?? String(decoding: other.bytes, as: UTF8.self)
+            if mine == theirs { return true }
+            return theirs.contains(mine) || mine.contains(theirs) ? false : nil
+        }
+    }
+
+    /// Whether `needle` occurs in `haystack`, byte for byte.
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first else { return true }
+        guard needle.count <= haystack.count else { return false }
+        var start = 0
+        while start <= haystack.count - needle.count {
+            if haystack[start] == first {
+                var k = 1
+                while k < needle.count, haystack[start + k] == needle[k] { k += 1 }
+                if k == needle.count { return true }
+            }
+            start += 1
+        }
+        return false
+    }
+
+    static func normalized(_ name: String) -> String {
         var n = name.lowercased()
         if n.hasPrefix("any ") { n.removeFirst(4) }
         return n
     }
 
-    /// Levenshtein distance.
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.utf8), b = Array(b.utf8)
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        var current = [Int](repeating: 0, count: b.count + 1)
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+    /// The Levenshtein distance of `a` and `b` if it is at most `limit`, else nil; in time
+    /// proportional to their length times `limit`, at most. The common start and end are set
+    /// aside (they change no distance); only cells within `limit` of the diagonal are computed
+    /// (any other is more than `limit`), and a row whose every cell is over `limit` ends it.
+    static func editDistance(_ a: [UInt8], _ b: [UInt8], atMost limit: Int) -> Int? {
+        var start = 0
+        while start < a.count, start < b.count, a[start] == b[start] { start += 1 }
+        var endA = a.count, endB = b.count
+        while endA > start, endB > start, a[endA - 1] == b[endB - 1] {
+            endA -= 1
+            endB -= 1
+        }
+        let n = endA - start, m = endB - start
+        guard abs(n - m) <= limit else { return nil }
+        if n == 0 || m == 0 { return n + m }
+        let over = limit + 1
+        // Row i holds the distances of a's first i bytes to b's first j; cells outside the
+        // band hold `over`.
+        var previous = [Int](repeating: over, count: m + 1)
+        var current = previous
+        for j in 0...min(m, limit) { previous[j] = j }
+        for i in 1...n {
+            let low = max(1, i - limit), high = min(m, i + limit)
+            current[low - 1] = low == 1 ? min(i, over) : over
+            var rowMinimum = current[low - 1]
+            let byte = a[start + i - 1]
+            for j in low...high {
+                let replace = previous[j - 1] + (byte == b[start + j - 1] ? 0 : 1)
+                let value = min(replace, previous[j] + 1, current[j - 1] + 1, over)
+                current[j] = value
+                rowMinimum = min(rowMinimum, value)
             }
+            if high < m { current[high + 1] = over }
+            if rowMinimum > limit { return nil }
             swap(&previous, &current)
         }
-        return previous[b.count]
+        return previous[m] <= limit ? previous[m] : nil
     }
 }

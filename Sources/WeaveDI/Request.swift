@@ -18,8 +18,11 @@ public final class Request: Resolver, Sendable {
 
     /// The instance for `type` in this request, or nil (the reason is logged).
     public func resolve<T: Sendable>(_ type: T.Type) -> T? {
-        do { return try require(type) } catch {
-            WeaveDILog.log(.error, "request '\(id)': resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(error)")
+        do { return try require(type, logged: true) } catch {
+            WeaveDILog.log(
+                .error,
+                "request '\(id)': resolve(\(TypeSlots.shared.logName(of: type))) returned nil: "
+                    + "\(session.container.explained(error, for: type))")
             return nil
         }
     }
@@ -27,8 +30,13 @@ public final class Request: Resolver, Sendable {
     /// The instance for `type` in this request (session-scoped ones from its session); throws
     /// `scopeClosed` once the request is closed.
     public func require<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
+        try require(type, logged: false)
+    }
+
+    /// `require`; `logged`: as `Container.requireSlow`'s.
+    private func require<T: Sendable>(_ type: T.Type, logged: Bool) throws(ResolutionError) -> T {
         try instances.ensureOpen(for: ResolutionStack.current.messageName(of: TypeSlots.shared.slot(for: type)))
-        return try session.container.requireScoped(type, explicit: .request(self))
+        return try session.container.requireScoped(type, explicit: .request(self), logged: logged)
     }
 
     /// Runs `body` with this request (and its session) current.

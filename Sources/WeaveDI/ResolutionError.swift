@@ -26,6 +26,18 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
     /// The factory of `type` threw `underlying`.
     case factoryFailed(type: String, underlying: any Error & Sendable, path: [String] = [])
 
+    /// What a type not registered throws to a caller that only logs the error (`resolve`),
+    /// before anything explains it: the caller makes the explaining `notRegistered` error (with
+    /// its suggestions) only for a line it writes (`Container.explained(_:for:)`). Never seen
+    /// outside the library: no type's name is empty.
+    static let unexplained = ResolutionError.notRegistered(type: "", suggestions: [])
+
+    /// Whether this is `unexplained`.
+    var isUnexplained: Bool {
+        if case let .notRegistered(type, _, path) = self { return type.isEmpty && path.isEmpty }
+        return false
+    }
+
     /// How many services may be under construction, one inside another, on one thread.
     public static let maximumDepth = 200
 

@@ -37,16 +37,23 @@ public final class Session: Resolver, Sendable {
 
     /// The instance for `type` in this session, or nil (the reason is logged).
     public func resolve<T: Sendable>(_ type: T.Type) -> T? {
-        do { return try require(type) } catch {
-            WeaveDILog.log(.error, "session '\(id)': resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(error)")
+        do { return try require(type, logged: true) } catch {
+            WeaveDILog.log(
+                .error,
+                "session '\(id)': resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(container.explained(error, for: type))")
             return nil
         }
     }
 
     /// The instance for `type` in this session; throws `scopeClosed` once the session is closed.
     public func require<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
+        try require(type, logged: false)
+    }
+
+    /// `require`; `logged`: as `Container.requireSlow`'s.
+    private func require<T: Sendable>(_ type: T.Type, logged: Bool) throws(ResolutionError) -> T {
         try instances.touch(at: .now, for: ResolutionStack.current.messageName(of: TypeSlots.shared.slot(for: type)))
-        return try container.requireScoped(type, explicit: .session(self))
+        return try container.requireScoped(type, explicit: .session(self), logged: logged)
     }
 
     /// Opens a request in this session. A request of a closed session is closed from the start.

@@ -11,6 +11,7 @@ protocol Node: Sendable { init() }
 
 struct BootLeaf: Node {}
 struct GraphLeaf: Node {}
+struct MissLeaf: Node {}
 struct H0<I: Node>: Node {}
 struct H1<I: Node>: Node {}
 struct H2<I: Node>: Node {}
@@ -36,6 +37,8 @@ protocol Registrar: Sendable {
     func registerByHand(in table: inout [ObjectIdentifier: @Sendable () -> Any])
     /// `resolver.require(T.self)`.
     func require(from resolver: any Resolver) throws -> Any
+    /// `container.resolve(T.self)`.
+    func resolve(from container: WeaveDI.Container) -> Any?
     /// `T()`.
     func make() -> Any
 }
@@ -58,6 +61,10 @@ struct TypeRegistrar<T: Node>: Registrar {
 
     func require(from resolver: any Resolver) throws -> Any {
         try resolver.require(T.self)
+    }
+
+    func resolve(from container: WeaveDI.Container) -> Any? {
+        container.resolve(T.self)
     }
 
     func make() -> Any { T() }
@@ -118,7 +125,46 @@ func benchBootstrap(_ settings: Settings, _ report: Report, isolation: isolated 
         baselineName: "dictionary", baseline: Stats(byHand), target: .atMost(10_000_000),
         note: "registration calls only; each sample registers 10,000 types never seen before"))
 
+    benchMissingLookup(settings, report)
     await benchValidate(settings, report)
+}
+
+/// `resolve` of a type that is not registered, among 10,000 registrations whose names resemble
+/// its own (nests of the same generic structs): nil, "a normal answer". Logged (the harness's
+/// level, `.errors`, admits the line, which a sink drops), the error's "did you mean"
+/// suggestions compare the name with every registered type's; at `.off`, nothing reads the
+/// error. Against a dictionary lookup that misses, among as many entries.
+func benchMissingLookup(_ settings: Settings, _ report: Report) {
+    let count = 10_000
+    let container = WeaveDI.Container()
+    var table: [ObjectIdentifier: @Sendable () -> Any] = [:]
+    for i in 0..<count {
+        let r = registrar(for: i, digits: 5, leaf: MissLeaf.self)
+        r.register(in: container, scope: .singleton, dependencies: [])
+        r.registerByHand(in: &table)
+    }
+    // Named as the registered ones are (five digits deep), one past the last.
+    let missing = registrar(for: count, digits: 5, leaf: MissLeaf.self)
+    let c = opaque(container)
+    let key = opaque(ObjectIdentifier(BootLeaf.self))
+    let level = UnifiedDI.logLevel
+    UnifiedDI.setLogSink { _ in }
+    defer {
+        UnifiedDI.setLogSink(WeaveDILog.standardError)
+        UnifiedDI.setLogLevel(level)
+    }
+    for (name, logLevel) in [("logged (lines dropped)", LogLevel.errors), ("log level .off", LogLevel.off)] {
+        UnifiedDI.setLogLevel(logLevel)
+        blackHole(missing.resolve(from: c))
+        let pair = measurePair(settings, figure: { n in
+            for _ in 0..<n { blackHole(missing.resolve(from: c)) }
+        }, baseline: { n in
+            for _ in 0..<n { blackHole(table[key]) }
+        })
+        report.add(Figure(
+            group: "bootstrap", name: "resolve of an unregistered type, 10,000 registrations, \(name)", unit: .time,
+            stats: pair.figure, baselineName: "dictionary miss", baseline: pair.baseline))
+    }
 }
 
 /// `validate()` of 1,000 registrations: mostly singletons, each requiring two earlier
