@@ -185,11 +185,13 @@ public enum DaemonInterface {
         # cannot start (already going, the daemon stopping) is a "skipped" run, as without it.
         method RunJob(name: string, detach: ?bool) -> (run: ?JobRun, progress: ?Progress, runId: ?string, queued: ?SlotWait)
 
-        # Stops scheduling a job (a run in progress finishes).
-        method PauseJob(name: string) -> ()
+        # Stops scheduling a job (a run in progress finishes). The pause is kept in the state
+        # file (jobs.json), so that it outlives a restart; when that file cannot be written,
+        # notSaved says why: the pause holds until the daemon stops, and a restart resumes the job.
+        method PauseJob(name: string) -> (notSaved: ?string)
 
-        # Schedules a paused job again.
-        method ResumeJob(name: string) -> ()
+        # Schedules a paused job again; notSaved as for PauseJob (a restart would pause it again).
+        method ResumeJob(name: string) -> (notSaved: ?string)
 
         # The open sessions.
         method ListSessions() -> (sessions: []Session)

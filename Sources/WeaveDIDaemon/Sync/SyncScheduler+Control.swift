@@ -54,8 +54,9 @@ extension SyncScheduler: JobControl {
         }
     }
 
-    public func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) {
-        try setPaused(name, paused: paused)
+    @discardableResult
+    public func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) -> String? {
+        try await setPaused(name, paused: paused)
     }
 
     public func metrics() async -> String {

@@ -45,6 +45,12 @@ extension SyncScheduler {
         if let last, last.result == .failed || last.result == .partial {
             return .degraded("last run \(last.result.rawValue): \(last.message ?? "\(last.errorCount) error(s)")", data: data)
         }
+        // A run cancelled (the daemon stopping, the job's fix) left the destination behind, maybe
+        // half done: no success, until the next run ends.
+        if let last, last.result == .cancelled {
+            return .degraded("last run cancelled: \(last.message ?? "no message"); the destination may be behind until the "
+                + "next run", data: data)
+        }
         if state.paused { return .healthy("paused", data: data) }
         // A job that never ran (in this process, or before it as the state file says) has no
         // health yet: its first finding, how its first run went, is its check's first result

@@ -44,6 +44,8 @@ extension SyncScheduler {
         let startWall = SystemClock.realtimeSeconds()
         let start = ContinuousClock.now
         var outcome: SyncOutcome
+        // Whether it went to its work: one cancelled before changed nothing (`lastKept`).
+        var worked = false
         if !holdsSlot {
             outcome = SyncOutcome(result: .cancelled, message: "cancelled while it waited for a slot")
         } else if stopping || Task.isCancelled {
@@ -73,6 +75,7 @@ extension SyncScheduler {
                 Task { await self?.note(progress, for: name, runID: runID) }
             }
             log.info("sync", "\(name): run \(runID) started")
+            worked = true
             outcome = await session.withCurrent { await job.run(context) }
             await session.close()
         }
@@ -85,7 +88,7 @@ extension SyncScheduler {
         let record = SyncRunRecord(
             id: runID, job: name, outcome: outcome, startedAt: startWall,
             endedAt: SystemClock.realtimeSeconds(), duration: seconds(duration))
-        finish(name, record)
+        finish(name, record, worked: worked)
         // The job's check says how this run went as soon as it ends, not at the next round of
         // the health loop: whoever waited for the run (`run-job --wait`) and asks for the
         // health next sees it there.
@@ -123,7 +126,7 @@ extension SyncScheduler {
 
     /// Books a finished run: counters, backoff, recent runs, persistence, metrics file.
     /// A run of a job that reloads removed (and maybe added again since) is only logged.
-    private func finish(_ name: String, _ record: SyncRunRecord) {
+    private func finish(_ name: String, _ record: SyncRunRecord, worked: Bool) {
         guard var state = jobs[name], state.running?.id == record.id else {
             orphans.removeValue(forKey: record.id)
             // Its end in the line of every run's end, with its counts and message.
@@ -139,6 +142,7 @@ extension SyncScheduler {
         state.running = nil
         state.progress = nil
         state.recent.append(record)
+        if worked || record.result != .cancelled { state.lastKept = record }
         if state.recent.count > Self.recentRunLimit { state.recent.removeFirst(state.recent.count - Self.recentRunLimit) }
         state.runsByResult[record.result, default: 0] += 1
         state.filesCopied += record.copied + record.updated
@@ -189,7 +193,7 @@ extension SyncScheduler {
             persisted[name]?.runGoing.flatMap { orphans[$0.id] == nil ? nil : $0 }
         }
         for (name, state) in jobs {
-            let last = state.recent.last { $0.result != .skipped && $0.result != .cancelled } ?? persisted[name]?.lastRun
+            let last = state.lastKept ?? persisted[name]?.lastRun
             let going = state.running.flatMap { run in run.startedAt.map { PersistedJobState.RunGoing(id: run.id, startedAt: $0) } }
             states[name] = PersistedJobState(
                 lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
@@ -267,8 +271,11 @@ extension SyncScheduler {
         return record
     }
 
-    /// Pauses (no timer runs) or resumes (the timer starts again) `name`.
-    public func setPaused(_ name: String, paused: Bool) throws(VarlinkFailure) {
+    /// Pauses (no timer runs) or resumes (the timer starts again) `name`, and writes the state
+    /// file, waiting for the write: returns why it could not be written (the change holds in
+    /// this process, but a restart would undo it), nil once it was.
+    @discardableResult
+    public func setPaused(_ name: String, paused: Bool) async throws(VarlinkFailure) -> String? {
         guard let state = jobs[name] else { throw .noSuchJob(name) }
         jobs[name]?.paused = paused
         if !paused, state.paused, state.config.enabled {
@@ -276,8 +283,12 @@ extension SyncScheduler {
         }
         log.notice("sync", "\(name) \(paused ? "paused" : "resumed")")
         // Kept in the state file: a restart (a crash, the watchdog, a reboot) does not resume
-        // a job paused for maintenance.
-        if paused != state.paused { saveState() }
+        // a job paused for maintenance. Written even when unchanged, so that asking again tells
+        // whether it is saved now.
+        saveState()
+        await stateStore.flush()
+        guard let problem = stateStore.lastWriteProblem ?? nil else { return nil }
+        return "cannot write the jobs' state file \(stateStore.path): \(problem)"
     }
 }
 

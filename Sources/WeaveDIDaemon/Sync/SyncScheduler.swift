@@ -147,6 +147,11 @@ public actor SyncScheduler: DaemonService {
         /// When `lastSuccess` was, on the monotonic clock: set by a success in this process.
         var lastSuccessInstant: ContinuousClock.Instant?
         var recent: [SyncRunRecord] = []
+        /// The last run the state file keeps as the job's last: every run that ended, but for
+        /// one cancelled before it did any work (waiting for a slot, or at its start), which
+        /// changed nothing. A run a stop cancelled is kept: after the restart the job shows it,
+        /// and its health says the destination may be behind.
+        var lastKept: SyncRunRecord?
         var skippedRuns = 0
         /// Whether a tick met the run of a removed job of this name still stopping: the run
         /// it skipped starts as soon as that run ends, not an interval later (a job added back
@@ -203,6 +208,7 @@ public actor SyncScheduler: DaemonService {
             state.consecutiveFailures = saved.consecutiveFailures
             state.lastSuccess = saved.lastSuccess
             if let last = saved.lastRun { state.recent = [last] }
+            state.lastKept = saved.lastRun
             if restoringPause, saved.paused {
                 state.paused = true
                 log.notice("sync", "\(config.name): paused, as it was when the daemon stopped (weavedictl resume-job \(config.name) resumes it)")
@@ -215,8 +221,37 @@ public actor SyncScheduler: DaemonService {
         order.append(config.name)
         registerHealthCheck(config.name)
         if config.enabled {
-            schedule(config.name, after: config.runAtStart ? .zero : config.interval + jitter(config.jitter))
+            schedule(config.name, after: restoringPause ? firstWaitAtStart(config) : config.runAtStart ? .zero : config.interval + jitter(config.jitter))
         }
+    }
+
+    /// How long after the daemon's start `config`'s first run waits, as systemd timers'
+    /// `Persistent=true` do: with `runAtStart`, none. Otherwise the interval is counted from
+    /// the start of the job's last run that the state file keeps: the run waits what is left of
+    /// it (never more than an interval, for a wall clock set back), plus jitter; a job overdue
+    /// at the start (that time has passed, while the daemon was down), or whose last run did
+    /// not finish (cancelled by a stop, or never ended), runs now, after its jitter alone, and
+    /// the log says why. A job that has no last run waits an interval (plus jitter) from the
+    /// start, as before.
+    private func firstWaitAtStart(_ config: DaemonConfiguration.Job) -> Duration {
+        if config.runAtStart { return .zero }
+        let name = config.name
+        let intervalWait = config.interval + jitter(config.jitter)
+        guard let saved = persisted[name], let last = saved.lastRun else { return intervalWait }
+        let soon = config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now"
+        if last.result == .cancelled || saved.endedUnfinished {
+            let how = saved.endedUnfinished ? "never ended" : "was cancelled"
+            log.notice("sync", "\(name): its last run \(last.id) \(how) (the destination may be behind): it runs again \(soon)")
+            return jitter(config.jitter)
+        }
+        let due = last.startedAt + seconds(config.interval)
+        let left = due - SystemClock.realtimeSeconds()
+        if left <= 0 {
+            log.notice("sync", "\(name): overdue: its last run \(last.id) started \(Format.duration(seconds(config.interval) - left)) "
+                + "ago, more than its interval (\(Format.duration(seconds(config.interval)))): it runs \(soon)")
+            return jitter(config.jitter)
+        }
+        return min(.seconds(left), config.interval) + jitter(config.jitter)
     }
 
     /// Stops the timers and cancels running runs, which stop at a safe point; waits for them.

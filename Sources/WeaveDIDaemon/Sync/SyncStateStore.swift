@@ -124,7 +124,7 @@ struct SyncStateStore: Sendable {
             }
             return contents
         } catch {
-            return unreadable("\(error)")
+            return unreadable("\(error)", keepingACopy: true)
         }
     }
 
@@ -150,6 +150,7 @@ struct SyncStateStore: Sendable {
                 startedAt: going.startedAt, endedAt: going.startedAt, duration: 0)
             state.consecutiveFailures = min(state.consecutiveFailures + 1, PersistedJobState.maximumFailures)
             state.runGoing = nil
+            state.endedUnfinished = true
             states[name] = state
             ended += 1
             guard ended <= Self.refusalsLogged else { continue }
@@ -168,11 +169,27 @@ struct SyncStateStore: Sendable {
         }
     }
 
+    /// The name, in the state directory, of the copy kept of a damaged state file.
+    static let damagedCopyName = fileName + ".corrupt"
+
     /// The contents of a file that is there but could not be read, or is damaged: none, with
-    /// `problem` said (and kept for the `sync.stateFile` check).
-    private func unreadable(_ problem: String) -> Contents {
-        log.warning("sync", "\(path): \(problem); starting without the jobs' previous results, and run ids start again "
-            + "at NAME-1 (they may repeat ids in older logs); the file is replaced at the next run's start")
+    /// `problem` said (and kept for the `sync.stateFile` check). A damaged file
+    /// (`keepingACopy`) is first renamed `jobs.json.corrupt`, replacing an earlier such copy
+    /// (one at most: a file damaged at every start cannot fill the disk), so that the next
+    /// write does not destroy what someone may want to mend or read.
+    private func unreadable(_ problem: String, keepingACopy: Bool = false) -> Contents {
+        var fate = "; the file is replaced at the next run's start"
+        if keepingACopy {
+            let copy = directory + "/" + Self.damagedCopyName
+            if rename(path, copy) == 0 {
+                fate = "; the damaged file is kept as \(copy) (replacing an earlier copy, if any)"
+            } else {
+                fate = "; it could not be kept as \(copy) (\(Errno.current)), and is replaced at the next run's start"
+            }
+        }
+        log.warning("sync", "\(path): \(problem); starting without the jobs' previous results (their last runs, and their "
+            + "pauses: a job paused before is scheduled again), and run ids start again at NAME-1 (they may repeat ids in "
+            + "older logs)" + fate)
         var contents = Contents()
         contents.unreadable = problem
         return contents
@@ -307,6 +324,10 @@ struct PersistedJobState: Sendable, Equatable {
     /// Whether the job was paused (`PauseJob`): a pause outlives a restart. `paused` in the
     /// file, absent (false) in files written before it was kept.
     var paused = false
+    /// Whether `lastRun` is a run the file said going at the start, which never ended
+    /// (`SyncStateStore.endRunsNeverEnded`): the job runs again soon after the start. Not in
+    /// the file.
+    var endedUnfinished = false
 
     /// A run that started and has not ended: `runGoing` of the state file.
     struct RunGoing: Sendable, Equatable {

@@ -218,8 +218,9 @@ final class DaemonMethods: Sendable {
         case "PauseJob", "ResumeJob":
             try call.accept(["name"])
             guard let name = try call.string("name") else { throw .invalidParameter("name", reason: "missing: the job's name is required") }
-            try await jobs.setPaused(name, method == "PauseJob")
-            return VarlinkReply()
+            // A change the state file did not take holds until the daemon stops: the caller is told.
+            let notSaved = try await jobs.setPaused(name, method == "PauseJob")
+            return VarlinkReply(parameters: notSaved.map { [("notSaved", .string($0))] } ?? [])
         case "SetLogLevel":
             try call.accept(["level", "filter"])
             if let name = try call.string("level") {

@@ -13,8 +13,9 @@ public protocol JobControl: Sendable {
     ) async throws(VarlinkFailure) -> JSONValue
     /// Starts a run of `name` and returns at once, while the run goes on.
     func start(_ name: String) async throws(VarlinkFailure) -> JobStart
-    /// Pauses or resumes `name`.
-    func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure)
+    /// Pauses or resumes `name`; returns why the change could not be saved in the state file
+    /// (it holds until the daemon stops), nil once it was.
+    func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) -> String?
     /// Metric lines in the Prometheus text format.
     func metrics() async -> String
 }

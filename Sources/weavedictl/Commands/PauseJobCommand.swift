@@ -15,7 +15,8 @@ struct PauseJobCommand: CtlCommand {
             (see `weavedictl fix --help`).
 
             Exit status: 0 when paused; 1 when the job does not exist; 69 when the daemon cannot be reached;
-            77 without the rights.
+            75 when paused, but the daemon could not save that in its state file (a warning names the file
+            and the error: until it can, a restart would resume the job); 77 without the rights.
             """,
         method: "PauseJob")
 
@@ -33,11 +34,22 @@ struct PauseJobCommand: CtlCommand {
         } else {
             context.terminal.line("job \(name.escapingControlCharacters): paused")
         }
-        return ExitStatus.ok
+        return Self.warnIfNotSaved(reply, job: name, verb: "paused", undo: "a restart would resume the job")
     }
 }
 
 extension CtlCommand {
+    /// The exit status of `pause-job` or `resume-job` after `reply`: 0, or, when the daemon
+    /// says the change is not saved (`notSaved`), a warning on standard error naming the state
+    /// file and the error, and 75 (EX_TEMPFAIL).
+    static func warnIfNotSaved(_ reply: VarlinkReply, job: String, verb: String, undo: String) -> Int32 {
+        guard let problem = reply.parameter("notSaved")?.stringValue else { return ExitStatus.ok }
+        Terminal.error("weavedictl: warning: job \(job.escapingControlCharacters) is \(verb), but not saved: "
+            + "\(problem.escapingControlCharacters); it holds until the daemon stops, but \(undo) (free space or mend the "
+            + "state directory, then run this command again)")
+        return ExitStatus.notSaved
+    }
+
     /// Parses the single `NAME` argument of `pause-job` and `resume-job`.
     static func parseJobName(_ reader: inout ArgumentReader) throws(UsageError) -> String {
         guard let name = try parseOptionalArgument(&reader) else { throw reader.error("missing argument NAME (the job)") }

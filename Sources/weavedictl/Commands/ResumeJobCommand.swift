@@ -14,7 +14,8 @@ struct ResumeJobCommand: CtlCommand {
             Needs administrator rights (see `weavedictl fix --help`).
 
             Exit status: 0 when resumed; 1 when the job does not exist; 69 when the daemon cannot be reached;
-            77 without the rights.
+            75 when resumed, but the daemon could not save that in its state file (a warning names the file
+            and the error: until it can, a restart would pause the job again); 77 without the rights.
             """,
         method: "ResumeJob")
 
@@ -32,6 +33,6 @@ struct ResumeJobCommand: CtlCommand {
         } else {
             context.terminal.line("job \(name.escapingControlCharacters): resumed")
         }
-        return ExitStatus.ok
+        return Self.warnIfNotSaved(reply, job: name, verb: "resumed", undo: "a restart would pause the job again")
     }
 }

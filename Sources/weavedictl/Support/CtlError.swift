@@ -13,6 +13,8 @@ enum ExitStatus {
     static let usage: Int32 = 64
     /// The daemon cannot be reached (EX_UNAVAILABLE).
     static let unavailable: Int32 = 69
+    /// Done, but the daemon could not save it, and a restart would undo it (EX_TEMPFAIL).
+    static let notSaved: Int32 = 75
     /// Not allowed (EX_NOPERM).
     static let noPermission: Int32 = 77
     /// Standard output could not be written (EX_IOERR).
