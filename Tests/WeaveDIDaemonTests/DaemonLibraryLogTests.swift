@@ -12,9 +12,11 @@ import WeaveDIPosix
         let output = try FileDescriptor.open(directory.path + "/log.txt", .writeOnly, options: [.create, .append]).release()
         defer { try? output.close() }
         let log = DaemonLog(filter: LogFilter(defaultLevel: .info, overrides: [:]), journald: true, output: output)
-        log.adoptLibraryLogging()
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        WeaveDILog.log(.error, "daemon-library-log: bad\n[WeaveDI] error: FORGED\u{1B}[2J")
+        // The record as the library hands it to the sink `adoptLibraryLogging` installs (its
+        // message escaped); that sink is not installed here, as the process's sink is shared by
+        // the tests running meanwhile.
+        let raw = "daemon-library-log: bad\n[WeaveDI] error: FORGED\u{1B}[2J"
+        log.write(libraryRecord: LogRecord(category: .error, message: ControlCharacters.escaped(raw), subsystem: "container"))
         let lines = (directory.read("log.txt") ?? "").split(separator: "\n").map(String.init)
         #expect(lines.contains(#"<3>weavedi: daemon-library-log: bad\n[WeaveDI] error: FORGED\u{1B}[2J"#), "\(lines)")
         #expect(!lines.contains { $0.contains("FORGED") && !$0.hasPrefix("<3>weavedi: daemon-library-log: ") }, "\(lines)")

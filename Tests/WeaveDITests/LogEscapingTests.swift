@@ -76,14 +76,15 @@ extension InjectedTests {
     @Test func aCustomSink_getsEscapedOneLineMessages() async {
         let container = WeaveDI.Container()
         container.register(ForgedService.self, scope: .transient) { () throws -> ForgedService in throw ForgingError() }
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        _ = container.resolve(ForgedService.self)
-        let session = container.openSession(id: "id\n[WeaveDI] diagnostic: FORGED SESSION")
-        await session.close()
-        WeaveDILog.log(.error, subsystem: "app\nx", "already escaped: \\n \\u{1B}")
-        let records = lines.withLock { $0 }
+        // The test's capture is such a sink (one the test process installs).
+        let log = LogCapture()
+        await log.during {
+            _ = container.resolve(ForgedService.self)
+            let session = container.openSession(id: "id\n[WeaveDI] diagnostic: FORGED SESSION")
+            await session.close()
+            WeaveDILog.log(.error, subsystem: "app\nx", "already escaped: \\n \\u{1B}")
+        }
+        let records = log.records
         let messages = records.map(\.message)
         #expect(messages.contains(
             #"resolve(ForgedService) returned nil: the factory of ForgedService failed: bad\n[WeaveDI] error: FORGED LINE\u{1B}[2J"#),

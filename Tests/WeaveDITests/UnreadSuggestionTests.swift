@@ -38,16 +38,16 @@ extension InjectedTests {
     @Test func aNilResolve_logged_saysDidYouMean() async {
         let container = WeaveDI.Container()
         container.register(LoggedMailerImpl.self) { LoggedMailerImpl() }
-        let lines = Locked<[LogRecord]>([])
-        UnifiedDI.setLogSink { record in lines.withLock { $0.append(record) } }
-        defer { UnifiedDI.setLogSink(WeaveDILog.standardError) }
-        let session = container.openSession(id: "loud")
-        let request = session.openRequest(id: "loud")
-        _ = container.resolve((any LoggedMailer).self)
-        _ = session.resolve((any LoggedMailer).self)
-        _ = request.resolve((any LoggedMailer).self)
-        await session.close()
-        let messages = lines.withLock { $0 }.map(\.message)
+        let log = LogCapture()
+        await log.during {
+            let session = container.openSession(id: "loud")
+            let request = session.openRequest(id: "loud")
+            _ = container.resolve((any LoggedMailer).self)
+            _ = session.resolve((any LoggedMailer).self)
+            _ = request.resolve((any LoggedMailer).self)
+            await session.close()
+        }
+        let messages = log.messages
         let explained = "returned nil: no registration for LoggedMailer (did you mean LoggedMailerImpl?); "
             + "register it in a module with container.register((any LoggedMailer).self) { ... }"
         #expect(messages.contains("resolve(LoggedMailer) \(explained)"), "\(messages)")

@@ -95,18 +95,21 @@ public final class DaemonLog: Sendable {
 
     /// Sends the WeaveDI library's own log lines here, under subsystem `weavedi`.
     public func adoptLibraryLogging() {
-        UnifiedDI.setLogSink { [self] record in
-            let level: DaemonLogLevel = switch record.category {
-            // A WEAVEDI_* value ignored for its default: a warning, as a bad WEAVEDID_LOG is.
-            case .error where record.subsystem == WeaveDIConfiguration.environmentLogSubsystem: .warning
-            case .error: .error
-            case .overwrite: .warning
-            case .health: .notice
-            case .optimization: .info
-            case .registration, .diagnostic: .debug
-            }
-            log(level, record.subsystem == "container" ? "weavedi" : "weavedi.\(record.subsystem)", record.message)
+        UnifiedDI.setLogSink { [self] record in write(libraryRecord: record) }
+    }
+
+    /// Writes one of the library's lines, at the daemon level its category maps to.
+    func write(libraryRecord record: LogRecord) {
+        let level: DaemonLogLevel = switch record.category {
+        // A WEAVEDI_* value ignored for its default: a warning, as a bad WEAVEDID_LOG is.
+        case .error where record.subsystem == WeaveDIConfiguration.environmentLogSubsystem: .warning
+        case .error: .error
+        case .overwrite: .warning
+        case .health: .notice
+        case .optimization: .info
+        case .registration, .diagnostic: .debug
         }
+        log(level, record.subsystem == "container" ? "weavedi" : "weavedi.\(record.subsystem)", record.message)
     }
 
     /// Whether `JOURNAL_STREAM` (`DEVICE:INODE`) names the file behind standard error. Both
