@@ -105,6 +105,11 @@ enum System {
 
     /// Starts `path` with `arguments`; `environment` nil inherits ours. Standard output and
     /// error go to `output` (a file, appended) or /dev/null.
+    ///
+    /// The child starts as a service manager would start it: no signal blocked and every
+    /// signal's disposition the default. (Spawning from a libdispatch worker thread, as
+    /// everything after `main`'s first `await` is, would otherwise hand the child that thread's
+    /// mask, which blocks most signals: a child that never unblocks SIGTERM ignores `stop`.)
     static func spawn(
         _ path: String, _ arguments: [String], environment: [String]? = nil, output: String? = nil, searchPath: Bool = false
     ) -> pid_t? {
@@ -115,6 +120,15 @@ enum System {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, target, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = (environment ?? environmentList()).map { strdup($0) } + [nil]
         defer {
@@ -125,8 +139,8 @@ enum System {
         let status = argv.withUnsafeBufferPointer { args in
             envp.withUnsafeBufferPointer { env in
                 searchPath
-                    ? posix_spawnp(&pid, path, &actions, nil, args.baseAddress!, env.baseAddress!)
-                    : posix_spawn(&pid, path, &actions, nil, args.baseAddress!, env.baseAddress!)
+                    ? posix_spawnp(&pid, path, &actions, &attributes, args.baseAddress!, env.baseAddress!)
+                    : posix_spawn(&pid, path, &actions, &attributes, args.baseAddress!, env.baseAddress!)
             }
         }
         return status == 0 ? pid : nil
