@@ -296,54 +296,123 @@ func benchTwoThreads(_ settings: Settings, _ report: Report, container: WeaveDI.
     let resolve = measureTwoThreads(settings) { n in
         for _ in 0..<n { blackHole(container.resolve(Singleton.self)) }
     }
-    report.add(Figure(
-        group: "container", name: "Container.resolve, singleton, 2 threads at once (per op)", unit: .time,
-        stats: resolve.both, baselineName: "1 thread", baseline: resolve.one, target: .ratioAtMost(2),
-        note: "wall time of the slower thread / operations per thread"))
+    report.add(resolve.figure(
+        name: "Container.resolve, singleton, 2 threads at once (per op)", target: .ratioAtMost(2),
+        note: "wall time of the slower thread / operations per thread"), notingSkip: true)
     let hand = measureTwoThreads(settings) { n in
         for _ in 0..<n { blackHole(locator.singleton()) }
     }
-    report.add(Figure(
-        group: "container", name: "existential call, 2 threads at once (per op), for reference", unit: .time,
-        stats: hand.both, baselineName: "1 thread", baseline: hand.one,
-        note: "hand-written code handing out a shared instance borrowed: no reference count written"))
+    report.add(hand.figure(
+        name: "existential call, 2 threads at once (per op), for reference", target: .none,
+        note: "hand-written code handing out a shared instance borrowed: no reference count written"), notingSkip: true)
     let retaining: any RetainedLocator = opaque(RetainingLocator())
     let owned = measureTwoThreads(settings) { n in
         for _ in 0..<n { blackHole(retaining.singleton()) }
     }
-    report.add(Figure(
-        group: "container", name: "existential call returning +1, 2 threads at once (per op), for reference",
-        unit: .time, stats: owned.both, baselineName: "1 thread", baseline: owned.one,
-        note: "the same, returning the instance retained as resolve does: the cost of its reference count alone"))
+    report.add(owned.figure(
+        name: "existential call returning +1, 2 threads at once (per op), for reference", target: .none,
+        note: "the same, returning the instance retained as resolve does: the cost of its reference count alone"),
+        notingSkip: true)
 }
 
-func measureTwoThreads(_ settings: Settings, _ loop: @escaping @Sendable (Int) -> Void) -> (both: Stats, one: Stats) {
-    let elapsed = UnsafeMutablePointer<UInt64>.allocate(capacity: 32)
-    defer { elapsed.deallocate() }
-    nonisolated(unsafe) let elapsedPointer = elapsed  // each thread writes its own cache line
+/// What `measureTwoThreads` kept, and how many samples it took to keep them.
+struct TwoThreadResult {
+    var both: [Double]
+    var one: [Double]
+    var attempts: Int
+    var needed: Int
+
+    /// The figure, or "n/a" when too few samples had both threads running at once: a figure
+    /// from threads that took turns on one core says nothing about the code.
+    func figure(name: String, target: Target, note: String) -> Figure {
+        let kept = "\(both.count) of \(attempts) two-thread samples concurrent"
+        let range = both.isEmpty ? "" : "\(Unit.time.format(Stats(both).min)) – \(Unit.time.format(Stats(both).max)); "
+        var figure = Figure(
+            group: "container", name: name, unit: .time, stats: Stats(both), spread: range + kept,
+            baselineName: "1 thread", baseline: Stats(one), target: target,
+            note: note + "; a two-thread sample counts only when the threads' CPU time adds up to at least "
+                + "\(fixed(TwoThreadResult.minimumConcurrency, 1)) × the span of both runs (both on a CPU at "
+                + "once for ≥ \(fixed((TwoThreadResult.minimumConcurrency - 1) * 100, 0)) % of it), a one-thread "
+                + "sample only when the thread was on a CPU ≥ \(fixed(TwoThreadResult.minimumOnCPU * 100, 0)) % of it")
+        if both.count < needed {
+            figure.skipReason = "the two threads did not run at once: \(kept), \(needed) needed"
+        } else if one.count < needed {
+            figure.skipReason = "the one-thread baseline was preempted: \(one.count) of \(attempts) samples on a CPU, \(needed) needed"
+        }
+        return figure
+    }
+
+    /// (CPU time of thread A + CPU time of thread B) / span from the first start to the last end.
+    /// With two threads, the fraction of the span during which both ran is at least this - 1.
+    static let minimumConcurrency = 1.8
+    /// CPU time / wall time of a one-thread sample (a preempted baseline would flatter the ratio).
+    static let minimumOnCPU = 0.9
+}
+
+/// CLOCK_THREAD_CPUTIME_ID in nanoseconds: the CPU time of the calling thread.
+@inline(__always)
+func threadCPUNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
+/// Two threads running `loop(n)` at once, against one thread alone (sampled alternately). Each
+/// thread records its wall-clock run window and its own CPU time; a two-thread sample is kept
+/// only when the CPU times show both threads ran at the same time for most of the span (on a
+/// busy machine they may take turns on one core, and then the per-op time is about twice the
+/// one-thread time whatever the code does), a one-thread sample only when its thread was not
+/// preempted for long. Samples are taken until `settings.samples` of each are kept, or three
+/// times that many were tried.
+func measureTwoThreads(_ settings: Settings, _ loop: @escaping @Sendable (Int) -> Void) -> TwoThreadResult {
+    // Per thread: start, end (monotonic), CPU time; each thread writes its own cache line.
+    let slots = UnsafeMutablePointer<UInt64>.allocate(capacity: 16)
+    defer { slots.deallocate() }
+    nonisolated(unsafe) let slotPointer = slots
     let n = calibrate(loop, target: settings.sampleNanos)
 
-    func twoThreads() -> Double {
+    /// Per-op wall time of the slower thread, and the concurrency (see `minimumConcurrency`).
+    func twoThreads() -> (perOp: Double, concurrency: Double) {
         let line = StartLine(parties: 2)
         let threads = (0..<2).map { index in
             System.startThread {
                 line.arrive()
+                let cpu = threadCPUNanos()
                 let start = System.now()
                 loop(n)
-                elapsedPointer[index * 8] = System.now() - start
+                let end = System.now()
+                slotPointer[index * 8 + 2] = threadCPUNanos() - cpu
+                slotPointer[index * 8] = start
+                slotPointer[index * 8 + 1] = end
             }
         }
         for thread in threads { System.join(thread) }
-        return Double(max(elapsedPointer[0], elapsedPointer[8])) / Double(n)
+        let a = (start: slotPointer[0], end: slotPointer[1], cpu: slotPointer[2])
+        let b = (start: slotPointer[8], end: slotPointer[9], cpu: slotPointer[10])
+        let slower = max(a.end - a.start, b.end - b.start)
+        let span = max(a.end, b.end) - min(a.start, b.start)
+        return (Double(slower) / Double(n), Double(a.cpu + b.cpu) / Double(max(span, 1)))
+    }
+
+    /// Per-op time of one thread, and its CPU time / wall time.
+    func oneThread() -> (perOp: Double, onCPU: Double) {
+        let cpu = threadCPUNanos()
+        let wall = time(n, loop)
+        let used = threadCPUNanos() - cpu
+        return (Double(wall) / Double(n), Double(used) / Double(max(wall, 1)))
     }
 
     _ = twoThreads()
     var both: [Double] = [], one: [Double] = []
-    for _ in 0..<settings.samples {
-        both.append(twoThreads())
-        one.append(Double(time(n, loop)) / Double(n))
+    var attempts = 0
+    while attempts < 3 * settings.samples && (both.count < settings.samples || one.count < settings.samples) {
+        attempts += 1
+        let two = twoThreads()
+        if two.concurrency >= TwoThreadResult.minimumConcurrency && both.count < settings.samples { both.append(two.perOp) }
+        let single = oneThread()
+        if single.onCPU >= TwoThreadResult.minimumOnCPU && one.count < settings.samples { one.append(single.perOp) }
     }
-    return (Stats(both), Stats(one))
+    return TwoThreadResult(both: both, one: one, attempts: attempts, needed: (settings.samples + 1) / 2)
 }
 
 // MARK: Sessions

@@ -156,6 +156,12 @@ final class Report {
         print(line)
     }
 
+    /// Adds `figure`, and when it could not be compared, a note saying why (the table shows only "n/a").
+    func add(_ figure: Figure, notingSkip: Bool) {
+        add(figure)
+        if notingSkip, let reason = figure.skipReason { notes.append("\(figure.name): n/a, \(reason)") }
+    }
+
     func note(_ text: String) {
         notes.append(text)
         print("  note: \(text)")
