@@ -208,7 +208,8 @@ func benchControl(_ settings: Settings, _ report: Report, daemon: String) {
         let redisKey = "redis/\(clients)"
         let redisThroughput = throughput[redisKey].map(Stats.init)
         let redisP99 = p99[redisKey].map(Stats.init)
-        for (key, name, latencyTarget) in [("ping", "Ping", 1_000_000.0), ("health", "GetHealth", 2_000_000.0)] {
+        let latencyTarget = 1_000_000.0  // p99 < 1 ms, for every control-socket call
+        for (key, name) in [("ping", "Ping"), ("health", "GetHealth")] {
             let k = "\(key)/\(clients)"
             let label = "\(name), \(clients) client\(clients == 1 ? "" : "s")"
             let ratioTarget: Target = key == "ping" && clients == 50 ? .ratioAtLeast(1.0) : .none
