@@ -321,11 +321,13 @@ struct TwoThreadResult {
     var one: [Double]
     var attempts: Int
     var needed: Int
+    /// Every two-thread sample's concurrency (see `minimumConcurrency`), kept or not.
+    var concurrency: [Double]
 
     /// The figure, or "n/a" when too few samples had both threads running at once: a figure
     /// from threads that took turns on one core says nothing about the code.
     func figure(name: String, target: Target, note: String) -> Figure {
-        let kept = "\(both.count) of \(attempts) two-thread samples concurrent"
+        let kept = "\(both.count) of \(attempts) two-thread samples concurrent (median CPU/span \(fixed(Stats(concurrency).median, 2)))"
         let range = both.isEmpty ? "" : "\(Unit.time.format(Stats(both).min)) – \(Unit.time.format(Stats(both).max)); "
         var figure = Figure(
             group: "container", name: name, unit: .time, stats: Stats(both), spread: range + kept,
@@ -405,14 +407,16 @@ func measureTwoThreads(_ settings: Settings, _ loop: @escaping @Sendable (Int) -
     _ = twoThreads()
     var both: [Double] = [], one: [Double] = []
     var attempts = 0
+    var concurrency: [Double] = []
     while attempts < 3 * settings.samples && (both.count < settings.samples || one.count < settings.samples) {
         attempts += 1
         let two = twoThreads()
+        concurrency.append(two.concurrency)
         if two.concurrency >= TwoThreadResult.minimumConcurrency && both.count < settings.samples { both.append(two.perOp) }
         let single = oneThread()
         if single.onCPU >= TwoThreadResult.minimumOnCPU && one.count < settings.samples { one.append(single.perOp) }
     }
-    return TwoThreadResult(both: both, one: one, attempts: attempts, needed: (settings.samples + 1) / 2)
+    return TwoThreadResult(both: both, one: one, attempts: attempts, needed: (settings.samples + 1) / 2, concurrency: concurrency)
 }
 
 // MARK: Sessions
