@@ -114,12 +114,14 @@ func runLoad(_ proto: Protocol, clients: Int, seconds: Double) -> LoadResult {
 
 /// A redis-server of our own on a Unix socket, if the program is installed.
 final class RedisServer {
+    let binary: String
     let pid: pid_t
     let socket: String
 
     init?(directory: String) {
         let candidates = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/usr/sbin/redis-server"]
-        guard let binary = candidates.first(where: System.isExecutable) else { return nil }
+        guard let binary = System.findProgram("redis-server", fallbacks: candidates) else { return nil }
+        self.binary = binary
         socket = directory + "/redis.sock"
         guard let pid = System.spawn(binary, [
             "--port", "0", "--unixsocket", socket, "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
@@ -156,7 +158,7 @@ func benchControl(_ settings: Settings, _ report: Report, daemon: String) {
     let socket = directory + "/run/control.sock"
     let redis = RedisServer(directory: directory)
     defer { redis?.stop() }
-    print("control: \(socket)" + (redis.map { ", redis-server \($0.socket)" } ?? ""))
+    print("control: \(socket)" + (redis.map { ", \($0.binary) on \($0.socket)" } ?? ""))
     if redis == nil {
         report.note("redis-server is not installed: the Redis baseline is skipped (install it with `apt-get install redis-server`)")
     }

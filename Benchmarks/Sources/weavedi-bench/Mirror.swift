@@ -196,7 +196,8 @@ func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
         return
     }
     let dropped = System.flushCaches()
-    let rsync = ["/usr/bin/rsync", "/usr/local/bin/rsync", "/bin/rsync"].first(where: System.isExecutable)
+    let rsync = System.findProgram("rsync", fallbacks: ["/usr/bin/rsync", "/usr/local/bin/rsync", "/bin/rsync"])
+    if let rsync { print("  rsync: \(rsync)") }
     if rsync == nil {
         print("  rsync is not installed: the comparison is skipped (install it with `apt-get install rsync`)")
         report.note("rsync is not installed: the rsync baselines are skipped (install it with `apt-get install rsync`)")

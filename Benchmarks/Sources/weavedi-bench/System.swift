@@ -73,6 +73,23 @@ enum System {
         access(path, X_OK) == 0
     }
 
+    /// The program `name`: the first executable of that name in the directories of `PATH`, else
+    /// the first of `fallbacks` that is executable.
+    static func findProgram(_ name: String, fallbacks: [String]) -> String? {
+        let directories = (environment("PATH") ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        for directory in directories where directory.hasPrefix("/") {
+            let path = directory + "/" + name
+            if isExecutableFile(path) { return path }
+        }
+        return fallbacks.first(where: isExecutableFile)
+    }
+
+    /// An executable regular file (not a directory, which `access(X_OK)` also lets through).
+    static func isExecutableFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && isExecutable(path)
+    }
+
     /// A new directory under /tmp.
     static func makeTemporaryDirectory(_ label: String) -> String {
         var template = Array("/tmp/\(label)-XXXXXX".utf8CString)
