@@ -167,29 +167,11 @@ func benchDaemon(_ settings: Settings, _ report: Report, daemon: String) {
         baselineName: "Swift no-op", baseline: Stats(baseline), target: .atMost(50_000_000),
         note: "posix_spawn to the READY=1 datagram; baseline: a Swift program that only sends READY=1"))
 
-    // Idle: the daemon and the baseline side by side.
-    guard let d = NotifiedProcess(daemon, ["--config", config], environment: env, directory: directory, label: "weavedid"),
-        d.waitReady() != nil,
-        let b = NotifiedProcess(me, ["--child-ready-idle"], environment: env, directory: directory, label: "baseline"),
-        b.waitReady() != nil
-    else {
-        print("  could not start the idle pair")
-        return
-    }
-    defer {
-        d.stop()
-        b.stop()
-    }
-    print("  idle: settling \(fixed(settings.idleSettle, 0)) s, counting wakeups over \(fixed(settings.idleWindow, 0)) s")
-    System.sleep(seconds: settings.idleSettle)
-    let before = (System.wakeups(d.pid), System.wakeups(b.pid))
-    let windowStart = System.now()
-    System.sleep(seconds: settings.idleWindow)
-    let after = (System.wakeups(d.pid), System.wakeups(b.pid))
-    let window = Double(System.now() - windowStart) / 1e9
+    // Idle: the daemon and the baseline side by side, a fresh pair for each sample.
+    print("  idle: \(settings.idleSamples) samples, each a fresh pair settling \(fixed(settings.idleSettle, 0)) s, wakeups counted over \(fixed(settings.idleWindow, 0)) s")
     // Threads that started within the window count whole; threads that ended within it are
     // missed (their counts go with them), so this errs low only by what such threads did.
-    func wakeups(_ before: [Int: Int], _ after: [Int: Int]) -> Double {
+    func wakeups(_ before: [Int: Int], _ after: [Int: Int], _ window: Double) -> Double {
         var total = 0
         for (tid, count) in after { total += max(0, count - (before[tid] ?? 0)) }
         return Double(total) / window
@@ -197,14 +179,40 @@ func benchDaemon(_ settings: Settings, _ report: Report, daemon: String) {
     func rss(_ pid: pid_t) -> Double {
         Double(System.statusField("/proc/\(pid)/status", "VmRSS") ?? 0) * 1024 / 1e6
     }
-    let threads = after.0.count
+    var rssD: [Double] = [], rssB: [Double] = [], wakeD: [Double] = [], wakeB: [Double] = []
+    var threads: Set<Int> = [], windows: [Double] = []
+    for _ in 0..<settings.idleSamples {
+        guard let d = NotifiedProcess(daemon, ["--config", config], environment: env, directory: directory, label: "weavedid"),
+            d.waitReady() != nil,
+            let b = NotifiedProcess(me, ["--child-ready-idle"], environment: env, directory: directory, label: "baseline"),
+            b.waitReady() != nil
+        else {
+            print("  could not start the idle pair")
+            return
+        }
+        System.sleep(seconds: settings.idleSettle)
+        let before = (System.wakeups(d.pid), System.wakeups(b.pid))
+        let windowStart = System.now()
+        System.sleep(seconds: settings.idleWindow)
+        let after = (System.wakeups(d.pid), System.wakeups(b.pid))
+        let window = Double(System.now() - windowStart) / 1e9
+        rssD.append(rss(d.pid))
+        rssB.append(rss(b.pid))
+        wakeD.append(wakeups(before.0, after.0, window))
+        wakeB.append(wakeups(before.1, after.1, window))
+        threads.insert(after.0.count)
+        windows.append(window)
+        d.stop()
+        b.stop()
+    }
+    let threadText = threads.sorted().map { "\($0)" }.joined(separator: " or ")
     report.add(Figure(
-        group: "daemon", name: "weavedid: idle resident memory (VmRSS)", unit: .megabytes, stats: Stats([rss(d.pid)]),
-        baselineName: "Swift no-op", baseline: Stats([rss(b.pid)]), target: .atMost(15),
-        note: "after READY=1 and \(fixed(settings.idleSettle + settings.idleWindow, 0)) s idle"))
+        group: "daemon", name: "weavedid: idle resident memory (VmRSS)", unit: .megabytes, stats: Stats(rssD),
+        baselineName: "Swift no-op", baseline: Stats(rssB), target: .atMost(15),
+        note: "after READY=1 and \(fixed(settings.idleSettle + settings.idleWindow, 0)) s idle; one sample per start, \(settings.idleSamples) starts"))
     report.add(Figure(
-        group: "daemon", name: "weavedid: idle wakeups (all \(threads) threads)", unit: .perSecond,
-        stats: Stats([wakeups(before.0, after.0)]), baselineName: "Swift no-op", baseline: Stats([wakeups(before.1, after.1)]),
+        group: "daemon", name: "weavedid: idle wakeups (all \(threadText) threads)", unit: .perSecond,
+        stats: Stats(wakeD), baselineName: "Swift no-op", baseline: Stats(wakeB),
         target: .atMost(1),
-        note: "voluntary context switches of every thread in /proc/PID/task over \(fixed(window, 1)) s"))
+        note: "voluntary context switches of every thread in /proc/PID/task over \(fixed(Stats(windows).median, 1)) s; one sample per start, \(settings.idleSamples) starts"))
 }

@@ -26,13 +26,17 @@ struct Settings: Sendable {
     /// wakeups are counted over.
     var idleSettle: Double
     var idleWindow: Double
+    /// Daemon starts the idle figures are sampled over (one sample per start).
+    var idleSamples: Int
+    /// Samples of the mirror's first runs (each a durable and a non-durable run of both sides).
+    var mirrorSamples: Int
 
     static let full = Settings(
         quick: false, samples: 15, sampleNanos: 30_000_000, slowSamples: 15, controlSeconds: 1.5, controlRounds: 5,
-        idleSettle: 2, idleWindow: 5)
+        idleSettle: 2, idleWindow: 5, idleSamples: 5, mirrorSamples: 3)
     static let quick = Settings(
         quick: true, samples: 5, sampleNanos: 8_000_000, slowSamples: 5, controlSeconds: 0.4, controlRounds: 2,
-        idleSettle: 1, idleWindow: 2)
+        idleSettle: 1, idleWindow: 2, idleSamples: 3, mirrorSamples: 3)
 }
 
 /// The distribution of one figure's samples.
