@@ -22,7 +22,7 @@ struct MirrorTree {
     var files: Int { smallFiles + largeFiles }
 
     static let full = MirrorTree(top: 20, sub: 10, filesPerDirectory: 100, largeFiles: 8, largeBytes: 32 << 20)
-    static let quick = MirrorTree(top: 20, sub: 10, filesPerDirectory: 10, largeFiles: 2, largeBytes: 8 << 20)
+    static let quick = MirrorTree(top: 10, sub: 10, filesPerDirectory: 5, largeFiles: 2, largeBytes: 4 << 20)
 
     var description: String {
         "\(grouped(smallFiles)) files of 1–16 KB + \(largeFiles) × \(largeBytes >> 20) MB"
@@ -87,6 +87,54 @@ struct MirrorTree {
     }
 }
 
+extension MirrorTree {
+    /// Every file's path relative to the root, in the order `generate` writes them.
+    var relativePaths: [String] {
+        var paths: [String] = []
+        for t in 0..<top {
+            for s in 0..<sub {
+                for f in 0..<filesPerDirectory { paths.append("d\(padded(t, 2))/s\(padded(s, 2))/f\(padded(f, 4)).dat") }
+            }
+        }
+        for l in 0..<largeFiles { paths.append("large/big-\(l).bin") }
+        return paths
+    }
+
+    /// Checks a copy against the source, cheaply: every file is there with the source's size and
+    /// mode bits, every 50th small file is the same byte for byte, and each large file matches
+    /// in three 64 KB windows (start, middle, end). Nil if it matches, else what differs.
+    func checkCopy(source: String, destination: String) -> String? {
+        var differences: [String] = []
+        let paths = relativePaths
+        for (index, path) in paths.enumerated() {
+            var a = stat(), b = stat()
+            guard stat(source + "/" + path, &a) == 0 else { return "source \(path) is missing" }
+            guard stat(destination + "/" + path, &b) == 0 else {
+                differences.append("\(path) missing")
+                continue
+            }
+            if a.st_size != b.st_size {
+                differences.append("\(path) has \(b.st_size) bytes, not \(a.st_size)")
+            } else if a.st_mode & 0o7777 != b.st_mode & 0o7777 {
+                differences.append("\(path) has mode \(String(b.st_mode & 0o7777, radix: 8)), not \(String(a.st_mode & 0o7777, radix: 8))")
+            } else if path.hasPrefix("large/") {
+                let size = Int(a.st_size), window = 65_536
+                for offset in [0, max(0, size / 2 - window / 2), max(0, size - window)]
+                where !System.sameBytes(source + "/" + path, destination + "/" + path, offset: offset, count: window) {
+                    differences.append("\(path) differs near byte \(offset)")
+                    break
+                }
+            } else if index % 50 == 0,
+                !System.sameBytes(source + "/" + path, destination + "/" + path, offset: 0, count: Int(a.st_size))
+            {
+                differences.append("\(path) differs")
+            }
+            if differences.count >= 3 { break }
+        }
+        return differences.isEmpty ? nil : differences.joined(separator: "; ")
+    }
+}
+
 func padded(_ value: Int, _ width: Int) -> String {
     let text = "\(value)"
     return String(repeating: "0", count: max(0, width - text.count)) + text
@@ -128,6 +176,33 @@ extension System {
         let elapsed = now() - start
         let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return (code, elapsed, usage.ru_maxrss)
+    }
+
+    /// Whether `count` bytes from `offset` are the same in both files (false if either is short).
+    static func sameBytes(_ a: String, _ b: String, offset: Int, count: Int) -> Bool {
+        func read(_ path: String) -> [UInt8]? {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            var bytes = [UInt8](repeating: 0, count: count)
+            var done = 0
+            while done < count {
+                let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return nil }
+                done += n
+            }
+            return bytes
+        }
+        guard let x = read(a), let y = read(b) else { return false }
+        return x == y
+    }
+
+    /// Resets the peak resident memory (VmHWM) of `pid` to its current resident memory
+    /// (`/proc/PID/clear_refs`, value 5); false where not allowed.
+    @discardableResult
+    static func resetPeakMemory(_ pid: pid_t) -> Bool {
+        writeFile("/proc/\(pid)/clear_refs", "5\n")
     }
 
     /// Writes dirty pages out and, where allowed, drops the page cache (so that first runs read
@@ -183,7 +258,7 @@ func jsonMember(_ json: String, _ key: String) -> String? {
 
 func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
     let tree = settings.quick ? MirrorTree.quick : MirrorTree.full
-    let samples = settings.quick ? 1 : 3
+    let samples = settings.mirrorSamples
     let idleSamples = settings.quick ? 2 : 5
     let directory = System.makeTemporaryDirectory("weavedi-bench-mirror")
     defer { System.removeTree(directory) }
@@ -230,7 +305,7 @@ func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
 
     var problems: [String] = []
     /// A run of the daemon's job: wall nanoseconds around RunJob, or nil (and a problem noted).
-    func engineRun(_ name: String, expectCopied: Int?) -> Double? {
+    func engineRun(_ name: String, expectCopied: Int?, check destination: String? = nil) -> Double? {
         let start = System.now()
         let reply = varlinkCall(socket, #"{"method":"io.weavedi.Daemon.RunJob","parameters":{"name":"\#(name)"}}"#)
         let elapsed = System.now() - start
@@ -243,10 +318,13 @@ func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
             problems.append("job \(name) copied \(copied) files, expected \(expectCopied)")
         }
         print("    weavedid \(name): \(Unit.time.format(Double(elapsed))) (reply duration \(jsonMember(reply, "duration") ?? "?") s, \(copied) copied, \(jsonMember(reply, "filesSkipped") ?? "?") skipped)")
+        if let destination, let difference = tree.checkCopy(source: source, destination: destination) {
+            problems.append("job \(name)'s copy differs from the source: \(difference)")
+        }
         return Double(elapsed)
     }
     var rsyncRSS = 0
-    func rsyncRun(_ flags: [String], _ destination: String) -> Double? {
+    func rsyncRun(_ flags: [String], _ destination: String, check: Bool = false) -> Double? {
         guard let rsync else { return nil }
         let label = "rsync " + flags.joined(separator: " ")
         let run = System.timedRun(rsync, flags + [source + "/", destination + "/"], output: directory + "/rsync.log")
@@ -256,12 +334,28 @@ func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
         }
         rsyncRSS = max(rsyncRSS, run.maxRSSKB)
         print("    \(label): \(Unit.time.format(Double(run.nanos)))")
+        if check, let difference = tree.checkCopy(source: source, destination: destination) {
+            problems.append("\(label)'s copy differs from the source: \(difference)")
+        }
         return Double(run.nanos)
     }
 
     var durable: [Double] = [], durableBase: [Double] = []
     var fast: [Double] = [], fastBase: [Double] = []
     var idle: [Double] = [], idleBase: [Double] = []
+    // Peak memory per sample: the daemon's VmHWM, reset before the sample where allowed, and
+    // the largest ru_maxrss of the sample's rsync runs.
+    var peaks: [Double] = [], rsyncPeaks: [Double] = []
+    let peakReset = System.resetPeakMemory(d.pid)
+    if !peakReset { report.note("mirror: VmHWM could not be reset (/proc/PID/clear_refs): each peak covers the runs before it too") }
+    func recordPeaks() {
+        peaks.append(Double(System.statusField("/proc/\(d.pid)/status", "VmHWM") ?? 0) * 1024 / 1e6)
+        if rsync != nil { rsyncPeaks.append(Double(rsyncRSS) * 1024 / 1e6) }
+        print("    peak memory: weavedid VmHWM \(Unit.megabytes.format(peaks.last ?? 0))"
+            + (rsync == nil ? "" : ", rsync ru_maxrss \(Unit.megabytes.format(rsyncPeaks.last ?? 0))"))
+        rsyncRSS = 0
+        System.resetPeakMemory(d.pid)
+    }
     for sample in 0..<samples {
         print("  sample \(sample + 1) of \(samples)")
         // First runs into empty destinations, each after flushing; the engine goes first in
@@ -273,19 +367,20 @@ func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
             let pair: [() -> Void] = [
                 {
                     System.flushCaches()
-                    if let t = engineRun(engineName, expectCopied: tree.files) {
+                    if let t = engineRun(engineName, expectCopied: tree.files, check: engineDestination) {
                         if engineName == "durable" { durable.append(t) } else { fast.append(t) }
                     }
                 },
                 {
                     System.flushCaches()
-                    if let t = rsyncRun(flags, rsyncDestination) {
+                    if let t = rsyncRun(flags, rsyncDestination, check: true) {
                         if engineName == "durable" { durableBase.append(t) } else { fastBase.append(t) }
                     }
                 },
             ]
             for body in sample % 2 == 0 ? pair : pair.reversed() { body() }
         }
+        recordPeaks()
         // Free the space of the durable copies before the next sample.
         for path in [engineDurable, rsyncDurable] { System.emptyDirectory(path) }
     }
@@ -298,7 +393,13 @@ func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
         if let t = engineRun("fast", expectCopied: 0) { idle.append(t) }
         if let t = rsyncRun(["-a"], rsyncFast) { idleBase.append(t) }
     }
-    let peakKB = System.statusField("/proc/\(d.pid)/status", "VmHWM") ?? 0
+    // The nothing-to-do runs are not a sample of the peak (they copy nothing); said only if
+    // they went clearly (10 %) above the first runs.
+    let idlePeak = Double(System.statusField("/proc/\(d.pid)/status", "VmHWM") ?? 0) * 1024 / 1e6
+    print("    weavedid VmHWM over the nothing-to-do runs: \(Unit.megabytes.format(idlePeak))")
+    if idlePeak > (peaks.max() ?? 0) * 1.1 {
+        report.note("mirror: the daemon's VmHWM over the nothing-to-do runs (\(Unit.megabytes.format(idlePeak))) exceeded every first-run sample")
+    }
     for problem in problems { report.note("mirror: \(problem)") }
 
     let noRsync = rsync == nil ? "rsync not installed" : nil
@@ -318,8 +419,11 @@ func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
         note: "the same job again over its complete destination, warm cache", skipReason: noRsync))
     report.add(Figure(
         group: "mirror", name: "weavedid: peak resident memory during the mirror runs (VmHWM)", unit: .megabytes,
-        stats: Stats([Double(peakKB) * 1024 / 1e6]),
-        baselineName: rsync == nil ? nil : "rsync", baseline: rsync == nil ? nil : Stats([Double(rsyncRSS) * 1024 / 1e6]),
+        stats: Stats(peaks),
+        baselineName: rsync == nil ? nil : "rsync", baseline: rsync == nil ? nil : Stats(rsyncPeaks),
         target: .atMost(64),
-        note: "VmHWM of the daemon after every run; baseline: the largest ru_maxrss of the rsync client process"))
+        note: "one value per sample of first runs (durable and not, both into empty destinations): the daemon's VmHWM "
+            + (peakReset ? "reset before each" : "(not reset: cumulative)")
+            + "; baseline: the largest ru_maxrss of those rsync runs, which wait4 reports as the largest of the rsync "
+            + "process and the processes it forked and waited for (not their sum)"))
 }
