@@ -190,9 +190,20 @@ func benchControl(_ settings: Settings, _ report: Report, daemon: String) {
         }
         System.sleep(seconds: 0.1)  // let the server see the closed connections before the next batch
     }
+    // Each round runs every case once, 1 client then 50; within a client count the order turns
+    // by one place each round (Ping, Redis, GetHealth; Redis, GetHealth, Ping; …), so that no
+    // case always runs first, right after the previous batch's connections closed.
+    func rotated(_ round: Int) -> [(key: String, proto: Protocol, clients: Int)] {
+        levels.flatMap { clients in
+            let block = plans.filter { $0.clients == clients }
+            let shift = round % block.count
+            return Array(block[shift...] + block[..<shift])
+        }
+    }
     for round in 0..<settings.controlRounds {
-        print("  round \(round + 1) of \(settings.controlRounds)")
-        for plan in plans {
+        let order = rotated(round)
+        print("  round \(round + 1) of \(settings.controlRounds): " + order.map(\.key).joined(separator: ", "))
+        for plan in order {
             let result = runLoad(plan.proto, clients: plan.clients, seconds: settings.controlSeconds)
             throughput[plan.key, default: []].append(result.throughput)
             p50[plan.key, default: []].append(result.latencies.percentile(50))
