@@ -14,18 +14,28 @@ enum Unit: String, Sendable {
     /// Events per second.
     case perSecond
 
-    func format(_ value: Double) -> String {
+    /// `value` for the table; `extra` more decimal digits than usual.
+    func format(_ value: Double, extra: Int = 0) -> String {
         guard value.isFinite else { return "—" }
         switch self {
         case .time:
-            if value < 1_000 { return "\(fixed(value, value < 100 ? 1 : 0)) ns" }
-            if value < 1_000_000 { return "\(fixed(value / 1_000, value < 100_000 ? 2 : 1)) µs" }
-            if value < 1_000_000_000 { return "\(fixed(value / 1_000_000, value < 100_000_000 ? 2 : 1)) ms" }
-            return "\(fixed(value / 1_000_000_000, 2)) s"
-        case .rate: return value >= 10_000 ? "\(fixed(value / 1_000, 1))k/s" : "\(fixed(value, 0))/s"
-        case .megabytes: return "\(fixed(value, 1)) MB"
-        case .perSecond: return "\(fixed(value, 2))/s"
+            if value < 1_000 { return "\(fixed(value, (value < 100 ? 1 : 0) + extra)) ns" }
+            if value < 1_000_000 { return "\(fixed(value / 1_000, (value < 100_000 ? 2 : 1) + extra)) µs" }
+            if value < 1_000_000_000 { return "\(fixed(value / 1_000_000, (value < 100_000_000 ? 2 : 1) + extra)) ms" }
+            return "\(fixed(value / 1_000_000_000, 2 + extra)) s"
+        case .rate: return value >= 10_000 ? "\(fixed(value / 1_000, 1 + extra))k/s" : "\(fixed(value, extra))/s"
+        case .megabytes: return "\(fixed(value, 1 + extra)) MB"
+        case .perSecond: return "\(fixed(value, 2 + extra))/s"
         }
+    }
+
+    /// `value` with enough digits to tell it from `limit` when they differ (10.02 ns, not
+    /// 10.0 ns, beside a target of ≤ 10.0 ns), at most three more than usual.
+    func format(_ value: Double, against limit: Double?) -> String {
+        guard let limit, value.isFinite, limit.isFinite, value != limit else { return format(value) }
+        var extra = 0
+        while extra < 3 && format(value, extra: extra) == format(limit, extra: extra) { extra += 1 }
+        return format(value, extra: extra)
     }
 
     /// The unit of raw values in the JSON output.
@@ -128,6 +138,35 @@ struct Figure: Sendable {
         }
     }
 
+    /// The absolute limit the median is compared with, if the target has one.
+    var limit: Double? {
+        switch target {
+        case let .atMost(v), let .below(v): return v
+        case let .baselinePlus(v): return baseline.map { $0.median + v }
+        default: return nil
+        }
+    }
+
+    /// The ratio's factor target, if it has one.
+    var ratioLimit: Double? {
+        switch target {
+        case let .ratioAtMost(f), let .ratioAtLeast(f): return f
+        default: return nil
+        }
+    }
+
+    /// The median, with enough digits to show why it met or missed its limit.
+    var medianText: String { unit.format(stats.median, against: limit) }
+
+    /// The ratio, likewise.
+    var ratioText: String? {
+        guard let ratio else { return nil }
+        guard let f = ratioLimit, ratio != f else { return fixed(ratio, 2) }
+        var digits = 2
+        while digits < 5 && fixed(ratio, digits) == fixed(f, digits) { digits += 1 }
+        return fixed(ratio, digits)
+    }
+
     var spreadText: String {
         if let spread { return spread }
         if stats.values.count < 2 { return "" }
@@ -145,10 +184,10 @@ final class Report {
 
     func add(_ figure: Figure) {
         figures.append(figure)
-        var line = "  \(figure.name): \(figure.unit.format(figure.stats.median))"
+        var line = "  \(figure.name): \(figure.medianText)"
         if let baselineName = figure.baselineName, let baseline = figure.baseline {
             line += "  (\(baselineName) \(figure.unit.format(baseline.median))"
-            if let ratio = figure.ratio { line += ", × \(fixed(ratio, 2))" }
+            if let ratio = figure.ratioText { line += ", × \(ratio)" }
             line += ")"
         }
         if figure.verdict != .info { line += "  \(figure.verdict.rawValue)" }
@@ -174,10 +213,10 @@ final class Report {
         for f in figures {
             rows.append([
                 f.name,
-                f.unit.format(f.stats.median),
+                f.medianText,
                 f.spreadText,
                 f.baseline.map { "\(f.baselineName ?? "") \(f.unit.format($0.median))" } ?? "",
-                f.ratio.map { "\(fixed($0, 2))" } ?? "",
+                f.ratioText ?? "",
                 f.target.describe(f.unit, baseline: f.baselineName),
                 f.verdict.rawValue,
             ])
