@@ -102,6 +102,10 @@ struct WeaveDIBench {
         // What a service runs with: errors only. (The session group also shows the default.)
         UnifiedDI.setLogLevel(.errors)
 
+        if let path = options.jsonPath, let problem = System.checkWritable(path) {
+            System.writeError("weavedi-bench: cannot write \(path): \(problem)\n")
+            exit(1)
+        }
         let settings = options.quick ? Settings.quick : Settings.full
         let report = Report(settings: settings)
         let machine = Machine.current()
@@ -112,6 +116,10 @@ struct WeaveDIBench {
         // Built first, so that no build runs while anything is measured.
         var daemon: String?
         if options.runs("daemon") || options.runs("control") || options.runs("mirror") { daemon = locateDaemon(options) }
+        var run = RunInfo.collect(root: options.root ?? packageRoot())
+        run.daemon = daemon
+        print("package \(run.root)" + (run.gitCommit.map { " at \($0.prefix(12))" + (run.gitModified == true ? " (modified)" : "") } ?? "")
+            + "; \(run.swiftVersion ?? "swift version unknown")")
 
         if options.runs("injected") { benchInjected(settings, report) }
         if options.runs("container") { benchContainer(settings, report) }
@@ -141,7 +149,8 @@ struct WeaveDIBench {
         print("machine: \(machine.description); \(settings.quick ? "quick" : "full") run took \(fixed(seconds, 0)) s")
         if let path = options.jsonPath {
             let command = (["weavedi-bench"] + arguments).joined(separator: " ")
-            if System.writeFile(path, report.json(machine: machine, command: command)) {
+            run.seconds = seconds
+            if System.writeFile(path, report.json(machine: machine, run: run, command: command)) {
                 print("figures written to \(path)")
             } else {
                 System.writeError("weavedi-bench: cannot write \(path)\n")

@@ -114,13 +114,15 @@ func runLoad(_ proto: Protocol, clients: Int, seconds: Double) -> LoadResult {
 
 /// A redis-server of our own on a Unix socket, if the program is installed.
 final class RedisServer {
+    /// Where redis-server is looked for when it is not in PATH.
+    static let fallbacks = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/usr/sbin/redis-server"]
+
     let binary: String
     let pid: pid_t
     let socket: String
 
     init?(directory: String) {
-        let candidates = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/usr/sbin/redis-server"]
-        guard let binary = System.findProgram("redis-server", fallbacks: candidates) else { return nil }
+        guard let binary = System.findProgram("redis-server", fallbacks: RedisServer.fallbacks) else { return nil }
         self.binary = binary
         socket = directory + "/redis.sock"
         guard let pid = System.spawn(binary, [
@@ -232,11 +234,16 @@ func benchControl(_ settings: Settings, _ report: Report, daemon: String) {
                 note: "requests per second, all clients together",
                 skipReason: ratioTarget.isNone ? nil : noRedis))
             let latencies = Stats(p50[k] ?? [])
-            report.add(Figure(
+            var latency = Figure(
                 group: "control", name: "\(label): p99 latency", unit: .time, stats: Stats(p99[k] ?? []),
                 spread: "p50 \(Unit.time.format(latencies.median)); p99 \(Stats(p99[k] ?? []).spreadRange)",
                 baselineName: redisP99 == nil ? nil : "Redis PING", baseline: redisP99, target: .below(latencyTarget),
-                note: "per round; the table shows the median round"))
+                note: "per round; the table shows the median round")
+            latency.percentiles = [("p50", latencies), ("p99", Stats(p99[k] ?? []))]
+            if let redisP50 = p50[redisKey].map(Stats.init), let redisP99 {
+                latency.percentiles += [("baseline p50", redisP50), ("baseline p99", redisP99)]
+            }
+            report.add(latency)
         }
     }
 }

@@ -135,6 +135,9 @@ extension MirrorTree {
     }
 }
 
+/// Where rsync is looked for when it is not in PATH.
+let rsyncFallbacks = ["/usr/bin/rsync", "/usr/local/bin/rsync", "/bin/rsync"]
+
 func padded(_ value: Int, _ width: Int) -> String {
     let text = "\(value)"
     return String(repeating: "0", count: max(0, width - text.count)) + text
@@ -271,7 +274,7 @@ func benchMirror(_ settings: Settings, _ report: Report, daemon: String) {
         return
     }
     let dropped = System.flushCaches()
-    let rsync = System.findProgram("rsync", fallbacks: ["/usr/bin/rsync", "/usr/local/bin/rsync", "/bin/rsync"])
+    let rsync = System.findProgram("rsync", fallbacks: rsyncFallbacks)
     if let rsync { print("  rsync: \(rsync)") }
     if rsync == nil {
         print("  rsync is not installed: the comparison is skipped (install it with `apt-get install rsync`)")

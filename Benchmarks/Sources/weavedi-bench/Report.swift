@@ -112,6 +112,9 @@ struct Figure: Sendable {
     var note: String?
     /// Set when the figure could not be compared (e.g. no Redis).
     var skipReason: String?
+    /// Further distributions behind the figure, by name (e.g. the rounds' p50 and p99
+    /// latencies), written to the JSON as numbers.
+    var percentiles: [(name: String, stats: Stats)] = []
 
     var ratio: Double? {
         guard let baseline, baseline.median > 0, stats.median.isFinite else { return nil }
@@ -247,15 +250,17 @@ final class Report {
         return text
     }
 
-    func json(machine: Machine, command: String) -> String {
+    func json(machine: Machine, run: RunInfo, command: String) -> String {
         func num(_ v: Double) -> String {
             guard v.isFinite else { return "null" }
             if v == v.rounded(), abs(v) < 1e15 { return "\(Int(v))" }
             return "\(v)"
         }
         func stats(_ s: Stats) -> String {
-            "{\"median\":\(num(s.median)),\"min\":\(num(s.min)),\"max\":\(num(s.max)),\"samples\":\(s.values.count)}"
+            "{\"median\":\(num(s.median)),\"min\":\(num(s.min)),\"max\":\(num(s.max)),\"samples\":\(s.values.count),"
+                + "\"values\":[\(s.values.map(num).joined(separator: ","))]}"
         }
+        func optional(_ text: String?) -> String { text.map(jsonString) ?? "null" }
         var items: [String] = []
         for f in figures {
             var fields = [
@@ -267,6 +272,10 @@ final class Report {
                 fields.append("\"baseline\":{\"name\":\(jsonString(f.baselineName ?? "")),\"value\":\(stats(b))}")
             }
             if let r = f.ratio { fields.append("\"ratio\":\(num(r))") }
+            if !f.percentiles.isEmpty {
+                let members = f.percentiles.map { "\(jsonString($0.name)):\(stats($0.stats))" }
+                fields.append("\"percentiles\":{\(members.joined(separator: ","))}")
+            }
             let target = f.target.describe(f.unit, baseline: f.baselineName)
             if !target.isEmpty { fields.append("\"target\":\(jsonString(target))") }
             fields.append("\"result\":\(jsonString(f.verdict == .info ? "info" : f.verdict.rawValue))")
@@ -279,6 +288,10 @@ final class Report {
               "harness": "weavedi-bench",
               "mode": \(jsonString(settings.quick ? "quick" : "full")),
               "command": \(jsonString(command)),
+              "started": \(jsonString(run.started)),
+              "seconds": \(num(run.seconds)),
+              "package": {"root": \(jsonString(run.root)), "gitCommit": \(optional(run.gitCommit)), "gitModified": \(run.gitModified.map { "\($0)" } ?? "null"), "daemon": \(optional(run.daemon))},
+              "tools": {"swift": \(optional(run.swiftVersion)), "redis-server": \(optional(run.redisVersion)), "rsync": \(optional(run.rsyncVersion))},
               "machine": {"cpus": \(machine.cpus), "model": \(jsonString(machine.model)), "memoryMB": \(machine.memoryMB), "kernel": \(jsonString(machine.kernel))},
               "notes": [\(notes.map(jsonString).joined(separator: ", "))],
               "figures": [
@@ -293,6 +306,55 @@ final class Report {
 /// `text` as a JSON string literal (WeaveDI's encoder).
 func jsonString(_ text: String) -> String {
     JSONValue.string(text).serialized
+}
+
+/// What was run, with what, and when (for the JSON).
+struct RunInfo: Sendable {
+    var started: String
+    var seconds: Double = .nan
+    var root: String
+    var gitCommit: String?
+    var gitModified: Bool?
+    var daemon: String?
+    var swiftVersion: String?
+    var redisVersion: String?
+    var rsyncVersion: String?
+
+    /// The first line a command prints, or nil if it fails.
+    private static func firstLine(_ path: String, _ arguments: [String]) -> String? {
+        let run = System.run(path, arguments)
+        guard run.status == 0 else { return nil }
+        let line = run.output.split(separator: "\n").first.map(String.init) ?? ""
+        return line.isEmpty ? nil : line
+    }
+
+    /// Asks git, swift, redis-server and rsync (before anything is measured).
+    static func collect(root: String) -> RunInfo {
+        var info = RunInfo(started: utcTimestamp(), root: root)
+        info.gitCommit = firstLine("git", ["-C", root, "rev-parse", "HEAD"])
+        if info.gitCommit != nil {
+            let status = System.run("git", ["-C", root, "status", "--porcelain", "--untracked-files=no"])
+            if status.status == 0 { info.gitModified = !status.output.isEmpty }
+        }
+        info.swiftVersion = firstLine("swift", ["--version"])
+        if let redis = System.findProgram("redis-server", fallbacks: RedisServer.fallbacks) {
+            info.redisVersion = firstLine(redis, ["--version"])
+        }
+        if let rsync = System.findProgram("rsync", fallbacks: rsyncFallbacks) {
+            info.rsyncVersion = firstLine(rsync, ["--version"])
+        }
+        return info
+    }
+}
+
+/// Now, in UTC, as ISO 8601 (2026-11-22T15:48:06Z).
+func utcTimestamp() -> String {
+    var seconds = time(nil)
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    var buffer = [CChar](repeating: 0, count: 32)
+    let n = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
+    return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 /// What the figures were measured on.

@@ -65,6 +65,22 @@ enum System {
         return true
     }
 
+    /// Nil if `path` can be written (an existing file opened for writing, or a new one created
+    /// and removed again), else why not.
+    static func checkWritable(_ path: String) -> String? {
+        if exists(path) {
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            if fd < 0 { return String(cString: strerror(errno)) }
+            close(fd)
+            return nil
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 { return String(cString: strerror(errno)) }
+        close(fd)
+        unlink(path)
+        return nil
+    }
+
     static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0
     }
