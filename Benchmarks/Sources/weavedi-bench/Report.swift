@@ -201,7 +201,7 @@ final class Report {
     /// Adds `figure`, and when it could not be compared, a note saying why (the table shows only "n/a").
     func add(_ figure: Figure, notingSkip: Bool) {
         add(figure)
-        if notingSkip, let reason = figure.skipReason { notes.append("\(figure.name): n/a, \(reason)") }
+        if notingSkip, let reason = figure.skipReason { note("\(figure.name): n/a, \(reason)") }
     }
 
     func note(_ text: String) {
