@@ -134,7 +134,10 @@ public enum DaemonMain {
                     limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.filePath ?? "built-in default"),
                     for: "a check of the configuration's paths"
                 ) { note throws(ConfigurationError) in
-                    try configuration.fileSystemWarnings(noting: note)
+                    // The start fails where it cannot make or write in its own directories: an
+                    // error (78), as the start's (`StateDirectoryLock`, `ControlSocketBinder`).
+                    try configuration.checkStartDirectories(noting: note)
+                    return try configuration.fileSystemWarnings(noting: note)
                 }
             } catch {
                 printError("weavedid: \("\(error)".escapingControlCharacters)")

@@ -29,7 +29,14 @@ import WeaveDIPosix
 
     /// The check of `config` as root, which must pass without a word (root may do anything
     /// the test set up), then as `nobody`, which must pass: its result, for its warnings.
+    /// The configuration's state and socket directories (`document`'s, `<d>/state` and `<d>/run`)
+    /// are made open to `nobody` first: a check that cannot make them fails (78).
     func checkAsRootThenNobody(_ config: String) throws -> SubprocessResult {
+        let d = (config as NSString).deletingLastPathComponent
+        for name in ["state", "run"] {
+            try FileManager.default.createDirectory(atPath: "\(d)/\(name)", withIntermediateDirectories: true)
+            chmod("\(d)/\(name)", 0o777)
+        }
         let asRoot = try check(config)
         #expect(asRoot.status == .exited(0), "\(asRoot.standardErrorText)")
         #expect(asRoot.standardErrorText == "")
@@ -243,9 +250,11 @@ import WeaveDIPosix
     }
 
     /// The built-in default's example job is created below the working directory as the
-    /// daemon starts; where the user running the check may not write there, the start creates
-    /// nothing and each run fails: one warning names the directory. Root may write anywhere;
-    /// `nobody` may not in a directory of root's (0755), but may in one open to all.
+    /// daemon starts; where the user running the check may not write there, with the state and
+    /// runtime directories elsewhere, the daemon starts but creates nothing there and each run
+    /// fails: one warning names the directory. With those directories below the working
+    /// directory too, the start itself fails (78), and the check says so. Root may write
+    /// anywhere; `nobody` may not in a directory of root's (0755), but may in one open to all.
     @Test func theBuiltInDefault_inADirectoryTheUserMayNotWriteIn_isAWarning() throws {
         try ChildAsNobody.requirePossible()
         guard (try? FileStatus(path: "/etc/weavedi/weavedid.json")) == nil else {
@@ -256,25 +265,43 @@ import WeaveDIPosix
         try FileManager.default.createDirectory(atPath: "\(d)/open", withIntermediateDirectories: true)
         chmod(d, 0o755)
         chmod("\(d)/open", 0o777)
-        /// `weavedid --check-config` in `workingDirectory`, with no HOME nor XDG_* (so the
-        /// built-in default's paths are all below it), as root or as `nobody`.
-        func check(in workingDirectory: String, asNobody: Bool = true) throws -> SubprocessResult {
-            let shell = ["/bin/sh", "-c", #"cd "$1" && exec "$2" --check-config"#, "sh", workingDirectory, DaemonProcess.binary]
+        let elsewhere = ["STATE_DIRECTORY": "\(d)/open/state", "RUNTIME_DIRECTORY": "\(d)/open/run"]
+        /// `weavedid --check-config` (or the start) in `workingDirectory`, with no HOME nor
+        /// XDG_* (so the built-in default's paths are all below it, but for `environment`), as
+        /// root or as `nobody`.
+        func check(
+            in workingDirectory: String, asNobody: Bool = true, environment: [String: String] = [:], start: Bool = false
+        ) throws -> SubprocessResult {
+            let shell = ["/bin/sh", "-c", #"cd "$1" && exec "$2" $3"#, "sh", workingDirectory, DaemonProcess.binary, start ? "" : "--check-config"]
+            let env = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
             return asNobody
-                ? try Subprocess.run(
-                    "/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups"] + shell,
-                    environment: ["PATH": "/usr/bin:/bin"])
-                : try Subprocess.run(shell[0], arguments: Array(shell.dropFirst()), environment: ["PATH": "/usr/bin:/bin"])
+                ? try Subprocess.run("/usr/bin/setpriv", arguments: ["--reuid=65534", "--regid=65534", "--clear-groups"] + shell, environment: env)
+                : try Subprocess.run(shell[0], arguments: Array(shell.dropFirst()), environment: env)
         }
         let asRoot = try check(in: d, asNobody: false)
         #expect(asRoot.status == .exited(0) && asRoot.standardErrorText == "", "\(asRoot.standardErrorText)")
-        let closed = try check(in: d)
+        let closed = try check(in: d, environment: elsewhere)
         #expect(closed.status == .exited(0), "\(closed.standardErrorText)")
         #expect(closed.standardErrorText == """
-            weavedid: warning: built-in default: sync.jobs[0]: the built-in default's example job "example" has its source and destination created below "\(d)/.weavedi/example" as the daemon starts, but the user running the check may not create them in "\(d)" (write and search access): Permission denied (EACCES); the start creates nothing there, and each run of the job fails: start weavedid in a directory its user may write in, or give it a configuration file (--config)
+            weavedid: warning: built-in default: sync.jobs[0]: the built-in default's example job "example" has its source and destination created below "\(d)/.weavedi/example" as the daemon starts, but the user running the check may not create them in "\(d)" (write and search access): Permission denied (EACCES); the daemon starts (its state and runtime directories are elsewhere) but creates neither, and each run of the job fails: start weavedid in a directory its user may write in, or give it a configuration file (--config)
 
             """)
         #expect(closed.standardOutputText == "weavedid: configuration OK, with 1 warning (built-in default)\n")
+        // As the warning says: the daemon starts.
+        let daemon = try DaemonProcess(environment: elsewhere, directory: directory, wrapper: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        // With the state directory below the working directory too, the start fails: the
+        // check says so, as an error.
+        let failing = try check(in: d)
+        #expect(failing.status == .exited(78), "\(failing.standardErrorText)")
+        #expect(failing.standardErrorText.hasPrefix(
+            "weavedid: built-in default: stateDirectory: cannot create the state directory \"\(d)/.weavedi/state\": the user running the check (uid 65534"),
+            "\(failing.standardErrorText)")
+        #expect(failing.standardOutputText == "")
+        let failed = try check(in: d, start: true)
+        #expect(failed.status == .exited(78), "\(failed.standardErrorText)")
         let open = try check(in: d + "/open")
         #expect(open.status == .exited(0) && open.standardErrorText == "", "\(open.standardErrorText)")
         #expect(open.standardOutputText == "weavedid: configuration OK (built-in default)\n")

@@ -206,8 +206,8 @@ extension DaemonConfiguration {
             warnings.append("\(field): the built-in default's example job \"example\" has its source and destination created below "
                 + "\(JSONValue.quotedPathForMessage(Self.parent(of: mirror.source))) as the daemon starts, but the user running the "
                 + "check may not create them in \(JSONValue.quotedPathForMessage(nearest)) (write and search access): \(error); the "
-                + "start creates nothing there, and each run of the job fails: start weavedid in a directory its user may write in, or give it a "
-                + "configuration file (--config)")
+                + "daemon starts (its state and runtime directories are elsewhere) but creates neither, and each run of the job fails: "
+                + "start weavedid in a directory its user may write in, or give it a configuration file (--config)")
         }
         return warnings
     }

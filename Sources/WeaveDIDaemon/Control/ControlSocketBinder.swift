@@ -9,6 +9,16 @@ import WeaveDIPosix
 enum ControlSocketBinder {
     struct Refusal: Error, CustomStringConvertible {
         var description: String
+        /// The error of the system call refused, where the start's exit status depends on it
+        /// (the socket's directory not made: `exitStatus`).
+        var errno: Int32? = nil
+
+        /// The daemon's exit status for a start this refusal ended: 78 (EX_CONFIG) when the
+        /// socket's directory could not be made for want of permission (`EACCES`, `EPERM`) or
+        /// on a read-only file system (`EROFS`), which a restart does not mend; else 1.
+        var exitStatus: Int32 {
+            errno.map(FileOwnership.isPermanentRefusal) == true ? DaemonMain.exitConfigurationError : 1
+        }
     }
 
     /// Binds and listens at `path` with `mode`; returns the non-blocking listener.
@@ -179,7 +189,7 @@ enum ControlSocketBinder {
         } catch .fileExists {
             // There already (or made meanwhile by someone else): left as it is.
         } catch {
-            throw Refusal(description: "cannot create \(which): \(error); \(remedy)")
+            throw Refusal(description: "cannot create \(which): \(error); \(remedy)", errno: error.rawValue)
         }
         guard let status = try? FileStatus(path: directory, followSymlinks: true), status.kind == .directory else {
             throw Refusal(description: "\(which) is not a directory; \(remedy)")

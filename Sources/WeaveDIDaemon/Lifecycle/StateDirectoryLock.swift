@@ -1,4 +1,5 @@
 import Glibc
+import WeaveDI
 import WeaveDIPosix
 
 /// The daemon's claim on its state directory: a write lock on `weavedid.lock` there, taken at
@@ -36,9 +37,12 @@ struct StateDirectoryLock: Sendable {
 
         /// The daemon's exit status for it: 75 (EX_TEMPFAIL) when the directory's file system
         /// did not answer (systemd then restarts the daemon, as after a configuration load
-        /// that met it), else 1 (cannot start).
+        /// that met it); 78 (EX_CONFIG) when the daemon's user may not make the directory or
+        /// open the lock file (`EACCES`, `EPERM`) or the file system is read-only (`EROFS`): a
+        /// restart would meet the same, and the unit does not restart on 78; else 1.
         var exitStatus: Int32 {
-            errno == ETIMEDOUT ? DaemonMain.exitTemporaryFailure : 1
+            if errno == ETIMEDOUT { return DaemonMain.exitTemporaryFailure }
+            return FileOwnership.isPermanentRefusal(errno) ? DaemonMain.exitConfigurationError : 1
         }
     }
 
@@ -105,6 +109,17 @@ struct StateDirectoryLock: Sendable {
             file = try FileDescriptor.open(
                 path, .readWrite, options: [.create, .noFollow, .nonBlocking, .noControllingTerminal], permissions: 0o600)
         } catch {
+            // The file is there, but another user's (a run as root left it): the directory is
+            // not at fault, its content is.
+            if error == .permissionDenied || error == .notPermitted,
+                let found = try? FileStatus(path: path, followSymlinks: false), found.kind == .regular,
+                found.userID != CurrentProcess.effectiveUserID
+            {
+                throw Problem(
+                    description: "cannot lock the state directory \(step.directory): "
+                        + foreignFileProblem(path: path, status: found, directory: step.directory, error: error, who: "the daemon"),
+                    errno: error.rawValue)
+            }
             throw step.failure("\(step.subject): \(error)", errno: error.rawValue)
         }
         let kind: FileKind
@@ -115,6 +130,22 @@ struct StateDirectoryLock: Sendable {
             throw step.failure("\(path) is not a regular file (\(DaemonConfiguration.describe(kind))); remove it", errno: EINVAL)
         }
         return file
+    }
+
+    /// Why `who` (the daemon, or the user running `--check-config`) may not open the lock file
+    /// at `path`, there with `status` but another user's: a run as that user (root, most
+    /// often) left it, and with it the rest of the state directory's content (`jobs.json`).
+    /// Names the file, its owner, group and mode, and says to give the directory's content to
+    /// the daemon's user: `… may not open "/var/lib/weavedi/weavedid.lock" (mode 0600, owner
+    /// root, group root) for writing: Permission denied (EACCES); a daemon run as root left it:
+    /// give the state directory's content to the daemon's user (chown -R weavedi: …)`.
+    static func foreignFileProblem(path: String, status: FileStatus, directory: String, error: Errno, who: String) -> String {
+        let user = FileOwnership.currentUser
+        let name = (try? UserDatabase.user(id: CurrentProcess.effectiveUserID))?.map(\.name) ?? "\(CurrentProcess.effectiveUserID)"
+        return "\(who) (\(user)) may not open \(JSONValue.quotedPathForMessage(path)) (\(FileOwnership.describe(status))) for writing: "
+            + "\(error); a daemon run as \(FileOwnership.userName(status.userID)) left it, and maybe more of the state directory's "
+            + "content (jobs.json): give it all to the daemon's user (chown -R \(name.shellWord.escapingControlCharacters): "
+            + "\(directory.shellWord.escapingControlCharacters)), or remove \(fileName) alone"
     }
 
     /// The pid the lock file names, if it names one that runs. The holder writes it right

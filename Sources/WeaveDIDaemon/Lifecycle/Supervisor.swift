@@ -88,7 +88,7 @@ public actor Supervisor {
                 context.startGate.end("failed to start: \(failure)")
             }
         } catch {
-            return fail("\(error)")
+            return fail("\(error)", exitStatus: Self.exitStatus(forStartFailure: error))
         }
         if shutdownRequested {
             await stopEverything()
@@ -181,12 +181,20 @@ public actor Supervisor {
     /// at that timeout, the process soon after.
     static let exitAllowance: Duration = .seconds(5)
 
-    private func fail(_ message: String) {
+    private func fail(_ message: String, exitStatus: Int32 = 1) {
         context.startGate.end("failed to start: \(message)")
         log.error("daemon", message)
         notifier.notify("STATUS=failed: \(message)")
         phase = .stopped
-        context.waker.finish(1)
+        context.waker.finish(exitStatus)
+    }
+
+    /// The exit status of a start that `error` ended: 78 (EX_CONFIG) when the control socket's
+    /// directory could not be made for want of permission or on a read-only file system
+    /// (`ControlSocketBinder.Refusal.exitStatus`: a restart would meet the same), else 1.
+    static func exitStatus(forStartFailure error: any Error) -> Int32 {
+        guard let failure = error as? ServiceStartError, let refusal = failure.underlying as? ControlSocketBinder.Refusal else { return 1 }
+        return refusal.exitStatus
     }
 
     /// How a reload asked for ended.

@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+import WeaveDIPosix
+
+/// The start fails for good where the daemon's user may not make or write in its state
+/// directory or its control socket's directory: `--check-config` says so (78) rather than
+/// `configuration OK`, and the start exits 78 (EX_CONFIG, which the unit does not restart)
+/// rather than 1. Run as `nobody` (permission bits do not stop root).
+@Suite(.enabled(if: dropToNobody != nil, "needs root and setpriv or runuser to run as nobody"))
+struct StartDirectoryPermissionTests {
+    /// A directory nobody may read and search: `closed` (root's, 0755) and `open` (0777) in it.
+    static func fixture() throws -> TemporaryDirectory {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        for name in ["closed", "open"] { try FileManager.default.createDirectory(atPath: "\(d)/\(name)", withIntermediateDirectories: true) }
+        chmod(d, 0o755)
+        chmod(d + "/closed", 0o755)
+        chmod(d + "/open", 0o777)
+        return directory
+    }
+
+    /// A configuration with no jobs, its state directory and control socket as given.
+    static func config(_ directory: TemporaryDirectory, state: String, socket: String) -> String {
+        directory.write("weavedid.json", #"{"stateDirectory": "\#(state)", "control": {"socket": "\#(socket)"}}"#)
+    }
+
+    /// `weavedid --check-config --config config` as nobody.
+    static func checkAsNobody(_ config: String) throws -> SubprocessResult {
+        try Subprocess.run(dropToNobody![0], arguments: Array(dropToNobody!.dropFirst()) + [DaemonProcess.binary, "--check-config", "--config", config],
+            environment: ["PATH": "/usr/bin:/bin"])
+    }
+
+    /// The daemon started as nobody on `config`, run to its end.
+    static func startAsNobody(_ config: String, _ directory: TemporaryDirectory, environment: [String: String] = [:]) throws -> DaemonProcess {
+        let daemon = try DaemonProcess(["--config", config], environment: environment, directory: directory, wrapper: dropToNobody!)
+        return daemon
+    }
+
+    static let nobody = "uid 65534 (nobody)"
+
+    @Test func aStateDirectoryTheUserMayNotCreate_failsTheCheck_andTheStartExits78() throws {
+        let directory = try Self.fixture()
+        let d = directory.path
+        let config = Self.config(directory, state: d + "/closed/state", socket: d + "/open/control.sock")
+        let check = try Self.checkAsNobody(config)
+        #expect(check.status == .exited(78), "\(check.standardErrorText)")
+        #expect(check.standardOutputText == "")
+        #expect(check.standardErrorText == """
+            weavedid: \(config): stateDirectory: cannot create the state directory "\(d)/closed/state": the user running the check (\(Self.nobody)) may not create it in "\(d)/closed" (mode 0755, owner root, group root), the nearest directory there on its way (write and search access): Permission denied (EACCES); the daemon does not start: create it for the daemon's user, or set stateDirectory (or STATE_DIRECTORY when the file sets none) to a directory it may create and write in
+
+            """)
+        let daemon = try Self.startAsNobody(config, directory)
+        #expect(daemon.wait() == .exited(78), "\(daemon.log)")
+        #expect(daemon.log.contains("cannot lock the state directory \(d)/closed/state: creating \"\(d)/closed/state\": Permission denied (EACCES)"), "\(daemon.log)")
+        // Root may: the check passes, and says nothing.
+        let asRoot = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
+        #expect(asRoot.status == .exited(0) && asRoot.standardErrorText == "", "\(asRoot.standardErrorText)")
+    }
+
+    @Test func aStateDirectoryTheUserMayNotWriteIn_failsTheCheck() throws {
+        let directory = try Self.fixture()
+        let d = directory.path
+        let config = Self.config(directory, state: d + "/closed", socket: d + "/open/control.sock")
+        let check = try Self.checkAsNobody(config)
+        #expect(check.status == .exited(78), "\(check.standardErrorText)")
+        #expect(check.standardErrorText.contains(
+            "stateDirectory: the user running the check (\(Self.nobody)) may not write in the state directory \"\(d)/closed\" (mode 0755, owner root, group root; write and search access): Permission denied (EACCES); the daemon does not start"),
+            "\(check.standardErrorText)")
+        let daemon = try Self.startAsNobody(config, directory)
+        #expect(daemon.wait() == .exited(78), "\(daemon.log)")
+    }
+
+    @Test func aControlSocketDirectoryTheUserMayNotCreate_failsTheCheck_andTheStartExits78() throws {
+        let directory = try Self.fixture()
+        let d = directory.path
+        let config = Self.config(directory, state: d + "/open/state", socket: d + "/closed/run/control.sock")
+        let check = try Self.checkAsNobody(config)
+        #expect(check.status == .exited(78), "\(check.standardErrorText)")
+        #expect(check.standardErrorText == """
+            weavedid: \(config): control.socket: cannot create the control socket's directory (from control.socket) "\(d)/closed/run": the user running the check (\(Self.nobody)) may not create it in "\(d)/closed" (mode 0755, owner root, group root), the nearest directory there on its way (write and search access): Permission denied (EACCES); the daemon does not start: create it for the daemon's user, or set control.socket to a path in a directory the daemon may write
+
+            """)
+        let daemon = try Self.startAsNobody(config, directory)
+        #expect(daemon.wait() == .exited(78), "\(daemon.log)")
+        #expect(daemon.log.contains("cannot create \"\(d)/closed/run\", the control socket's directory (from control.socket): Permission denied (EACCES)"), "\(daemon.log)")
+    }
+
+    /// Where it may: the check passes, and the daemon starts and stops cleanly.
+    @Test func directoriesTheUserMayCreate_passTheCheck_andTheDaemonStarts() throws {
+        let directory = try Self.fixture()
+        let d = directory.path
+        let config = Self.config(directory, state: d + "/open/state", socket: d + "/open/run/control.sock")
+        let check = try Self.checkAsNobody(config)
+        #expect(check.status == .exited(0), "\(check.standardErrorText)")
+        #expect(check.standardErrorText == "")
+        let daemon = try Self.startAsNobody(config, directory)
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A lock file a run as root left (0600, root's) in a state directory the daemon's user owns:
+    /// the directory is not at fault, the file is; the check and the start name it, its owner
+    /// and mode, and say to give the directory's content to the daemon's user.
+    @Test func aLockFileLeftByRoot_failsTheCheckAndTheStart_namingItsOwner() throws {
+        let directory = try Self.fixture()
+        let d = directory.path
+        let state = d + "/open/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let lock = directory.write("open/state/weavedid.lock", "1\n")
+        chmod(lock, 0o600)
+        chown(state, 65534, 65534)
+        chmod(state, 0o750)
+        let config = Self.config(directory, state: state, socket: d + "/open/control.sock")
+        let problem = "may not open \"\(lock)\" (mode 0600, owner root, group root) for writing: Permission denied (EACCES); a daemon run as root left it, "
+            + "and maybe more of the state directory's content (jobs.json): give it all to the daemon's user (chown -R nobody: \(state)), or remove weavedid.lock alone"
+        let check = try Self.checkAsNobody(config)
+        #expect(check.status == .exited(78), "\(check.standardErrorText)")
+        #expect(check.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) \(problem)\n")
+        let daemon = try Self.startAsNobody(config, directory)
+        #expect(daemon.wait() == .exited(78), "\(daemon.log)")
+        #expect(daemon.log.contains("error   daemon: cannot lock the state directory \(state): the daemon (\(Self.nobody)) \(problem)"), "\(daemon.log)")
+        #expect(!daemon.log.contains("the daemon needs a state directory it may create"), "\(daemon.log)")
+    }
+}
