@@ -209,14 +209,26 @@ import WeaveDIPosix
         let error = try #require(loadError(path))
         #expect(error.errno == ENOENT)
         #expect(error.fieldPath == nil)
-        #expect(error.description == "\(path): cannot read: No such file or directory")
+        #expect(error.description == "\(path): cannot read: No such file or directory (ENOENT)")
+    }
+
+    /// A path that is a symbolic link to nothing is said to be one, with its target: "No such
+    /// file or directory" alone sends one looking for a file that is there.
+    @Test func danglingSymbolicLink_isNamedAsSuch_withItsTarget() throws {
+        let directory = try ConfigurationDirectory()
+        let path = directory.path + "/link.json"
+        #expect(symlink(directory.path + "/gone.json", path) == 0)
+        let error = try #require(loadError(path))
+        #expect(error.errno == ENOENT)
+        #expect(error.description == "\(path): cannot read: No such file or directory (ENOENT); it is a symbolic link to "
+            + "\"\(directory.path)/gone.json\", which does not exist: point the link at the configuration file, or give the file's real path")
     }
 
     @Test func directoryInsteadOfFile_reportsEISDIR() throws {
         let directory = try ConfigurationDirectory()
         let error = try #require(loadError(directory.path))
         #expect(error.errno == EISDIR)
-        #expect(error.description == "\(directory.path): cannot read: Is a directory")
+        #expect(error.description == "\(directory.path): cannot read: Is a directory (EISDIR)")
     }
 
     @Test func unreadableFile_reportsEACCESUnlessRoot() throws {
@@ -229,7 +241,7 @@ import WeaveDIPosix
         } else {
             let error = try #require(loadError(path))
             #expect(error.errno == EACCES)
-            #expect(error.description == "\(path): cannot read: Permission denied")
+            #expect(error.description.hasPrefix("\(path): cannot read: Permission denied (EACCES); the user reading it"))
         }
     }
 

@@ -80,7 +80,7 @@ import WeaveDIControl
         #expect(run.output.isEmpty)
         let missing = try CtlRun.run(["check-cycles", "--offline", "--config", directory.path + "/none.json"], in: directory)
         #expect(missing.code == 78)
-        #expect(missing.error.contains("none.json: cannot read: No such file or directory"))
+        #expect(missing.error.contains("none.json: cannot read: No such file or directory (ENOENT)"))
     }
 
     @Test func config_withoutOffline_isAUsageError() throws {

@@ -6,7 +6,7 @@ import Glibc
 /// `description` reads like `/etc/weavedi/weavedid.json: control.maxClients: expected an
 /// integer from 1 to 4096, got -3`; without a field path (a syntax or read error) it is
 /// `/etc/x.json: line 3, column 14: expected ',' or '}' after an object member` or
-/// `/etc/x.json: cannot read: No such file or directory`.
+/// `/etc/x.json: cannot read: No such file or directory (ENOENT)`.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The configuration file's path, as given to the loader.
     public let file: String

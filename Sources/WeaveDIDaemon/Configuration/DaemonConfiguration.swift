@@ -197,7 +197,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     file: path, fieldPath: nil, problem: "cannot read: not a regular file (\(describe(kind)))", errno: EINVAL)
             case let .system(error):
                 throw ConfigurationError(
-                    file: path, fieldPath: nil, problem: "cannot read: \(error.message)", errno: error.rawValue)
+                    file: path, fieldPath: nil, problem: "cannot read: \(error)\(readFailureDetail(path: path, error: error))",
+                    errno: error.rawValue)
             }
         }
         guard let bytes else {
