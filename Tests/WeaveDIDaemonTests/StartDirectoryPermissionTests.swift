@@ -123,3 +123,28 @@ struct StartDirectoryPermissionTests {
         #expect(!daemon.log.contains("the daemon needs a state directory it may create"), "\(daemon.log)")
     }
 }
+
+extension StartDirectoryPermissionTests {
+    /// A stale socket root left in a sticky directory (`/tmp`-like, 1777): the daemon's user may
+    /// not remove it; the refusal names its owner and the sticky bit, and says what to do.
+    @Test func aStaleSocketOfRootsInAStickyDirectory_isNamedWithItsOwnerAndTheStickyBit() throws {
+        let directory = try Self.fixture()
+        let d = directory.path
+        let shared = d + "/shared"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+        chmod(shared, 0o1777)
+        let socket = shared + "/c.sock"
+        do {
+            let stale = try UnixSocket.make(.stream)
+            try stale.descriptor.bind(to: UnixSocketAddress(path: socket))
+        }  // closed: nobody listens
+        chmod(socket, 0o755)
+        let config = Self.config(directory, state: d + "/open/state", socket: socket)
+        let daemon = try Self.startAsNobody(config, directory)
+        #expect(daemon.wait() == .exited(1), "\(daemon.log)")
+        #expect(daemon.log.contains("cannot remove the stale socket \(socket): Operation not permitted (EPERM); the socket (mode 0755, owner "
+            + "root, group root) is root's (a daemon run as that user left it), and its directory \"\(shared)\" (mode 1777, owner root, group root) "
+            + "has the sticky bit, so only the socket's owner, the directory's owner or root may remove it, and the daemon runs as \(Self.nobody): "
+            + "remove it as root or as its owner (rm \(socket)), or choose another control.socket"), "\(daemon.log)")
+    }
+}

@@ -45,7 +45,7 @@ enum ControlSocketBinder {
                 throw Refusal(description: "another daemon is listening on \(JSONValue.quotedPathForMessage(path)); stop it first (or choose another control.socket)")
             }
             do { try FileDescriptor.currentWorkingDirectory.unlink(at: path) } catch {
-                throw Refusal(description: "cannot remove the stale socket \(path): \(error)")
+                throw Refusal(description: "cannot remove the stale socket \(path): \(error)\(staleSocketDetail(path, existing, error))")
             }
             log.notice("control", "removed the stale socket \(path) (nobody was listening)")
         }
@@ -114,6 +114,25 @@ enum ControlSocketBinder {
         } catch {
             throw Refusal(description: "cannot open the socket \(path): \(error)")
         }
+    }
+
+    /// Why the stale socket at `path` (`socket`, its status) could not be removed (`error`),
+    /// and what to do: another user's socket (a daemon run as root left it) in a sticky
+    /// directory (`/tmp`), which only its owner, the directory's owner or root may remove, or
+    /// a directory the daemon may not write in.
+    static func staleSocketDetail(_ path: String, _ socket: FileStatus, _ error: Errno) -> String {
+        guard error == .permissionDenied || error == .notPermitted else { return "" }
+        let directory = parent(of: path)
+        let remedy = "remove it as root or as its owner (rm \(path.shellWord.escapingControlCharacters)), or choose another control.socket"
+        let owner = "the socket (\(FileOwnership.describe(socket)))"
+        guard let status = try? FileStatus(path: directory, followSymlinks: true) else { return "; \(owner): \(remedy)" }
+        let sticky = status.permissions.rawValue & 0o1000 != 0
+        let why = sticky && socket.userID != CurrentProcess.effectiveUserID && status.userID != CurrentProcess.effectiveUserID
+            ? "its directory \(JSONValue.quotedPathForMessage(directory)) (\(FileOwnership.describe(status))) has the sticky bit, so only "
+                + "the socket's owner, the directory's owner or root may remove it, and the daemon runs as \(FileOwnership.currentUser)"
+            : "the daemon (\(FileOwnership.currentUser)) may not remove entries of its directory \(JSONValue.quotedPathForMessage(directory)) "
+                + "(\(FileOwnership.describe(status)))"
+        return "; \(owner) is \(FileOwnership.userName(socket.userID))'s (a daemon run as that user left it), and \(why): \(remedy)"
     }
 
     /// Warns when the socket's group `gid` cannot pass through the directory of `path`, which
