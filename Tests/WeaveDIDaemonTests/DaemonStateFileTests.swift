@@ -435,7 +435,9 @@ import WeaveDIPosix
         let refusal = try reloadFailure(daemon.defaultSocket)
         #expect(refusal?.name == "io.weavedi.Daemon.ReloadRefused", "\(daemon.log)")
         #expect(refusal?.reply.parameter("reason")?.stringValue
-            == #"stateDirectory changed from "\#(fixture.state)" to "\#(moved)"; restart the daemon to move it"#, "\(daemon.log)")
+            == #"stateDirectory changed from "\#(fixture.state)" to "\#(moved)"; a restart uses the new directory but moves nothing: "#
+            + #"the jobs' last runs, their pauses and the run counter stay in jobs.json in the old one; to carry them over, stop the "#
+            + #"daemon, move jobs.json (not weavedid.lock) from "\#(fixture.state)" into "\#(moved)", then start it"#, "\(daemon.log)")
         #expect(try runAndCheck(daemon).run == "failed")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")

@@ -267,8 +267,10 @@ public actor Supervisor {
             }
             if configuration.stateDirectory != stateDirectory {
                 throw ReloadRefusal(description: "stateDirectory changed from \(JSONValue.quotedPathForMessage(stateDirectory)) to "
-                    + "\(JSONValue.quotedPathForMessage(configuration.stateDirectory)); "
-                    + "restart the daemon to move it")
+                    + "\(JSONValue.quotedPathForMessage(configuration.stateDirectory)); a restart uses the new directory but moves "
+                    + "nothing: the jobs' last runs, their pauses and the run counter stay in jobs.json in the old one; to carry them "
+                    + "over, stop the daemon, move jobs.json (not weavedid.lock) from \(JSONValue.quotedPathForMessage(stateDirectory)) "
+                    + "into \(JSONValue.quotedPathForMessage(configuration.stateDirectory)), then start it")
             }
             try await group?.reload(configuration)
             // The services' reload may have waited: a shutdown begun meanwhile has sent
