@@ -163,6 +163,14 @@ public enum DaemonMain {
         // Before anything touches the state directory (or binds the socket): a second daemon on
         // it would run the same jobs and remove the first one's writes in progress. Held until
         // the process exits; `--check-config` never comes here.
+        // A socket another daemon listens on refuses the start (`ControlSocketBinder`); asked
+        // first, so that such a start makes no state directory nor lock file. It only
+        // connects: the socket is still bound after the lock, and refused there too.
+        if activation == nil, let refusal = ControlSocketBinder.liveSocketRefusal(configuration.control.socket) {
+            log.error("daemon", "control: \(refusal)")
+            notifier.notify("STATUS=failed: control: \(refusal)", "ERRNO=\(EADDRINUSE)")
+            return 1
+        }
         do {
             _ = try StateDirectoryLock.acquire(directory: configuration.stateDirectory)
         } catch {

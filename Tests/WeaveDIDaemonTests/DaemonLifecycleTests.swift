@@ -318,6 +318,8 @@ import WeaveDIPosix
         // Said once, naming the service: "control: …".
         #expect(second.log.components(separatedBy: "another daemon is listening on").count == 2, "\(second.log)")
         #expect(second.log.contains("daemon: control: another daemon is listening on"), "\(second.log)")
+        // Refused before it made its state directory (and a lock file there).
+        #expect((try? FileStatus(path: directory.path + "/state2", followSymlinks: false)) == nil, "\(second.log)")
         first.send(.terminate)
         #expect(first.wait() == .exited(0))
     }

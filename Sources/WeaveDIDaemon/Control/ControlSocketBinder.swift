@@ -41,9 +41,7 @@ enum ControlSocketBinder {
             guard existing.kind == .socket else {
                 throw Refusal(description: "\(JSONValue.quotedPathForMessage(path)) exists and is not a socket; remove it or choose another control.socket")
             }
-            if (try? UnixSocket.connect(to: address)) != nil {
-                throw Refusal(description: "another daemon is listening on \(JSONValue.quotedPathForMessage(path)); stop it first (or choose another control.socket)")
-            }
+            if let refusal = liveSocketRefusal(path) { throw refusal }
             do { try FileDescriptor.currentWorkingDirectory.unlink(at: path) } catch {
                 throw Refusal(description: "cannot remove the stale socket \(path): \(error)\(staleSocketDetail(path, existing, error))")
             }
@@ -114,6 +112,16 @@ enum ControlSocketBinder {
         } catch {
             throw Refusal(description: "cannot open the socket \(path): \(error)")
         }
+    }
+
+    /// The refusal when another process listens on the socket at `path`; nil when nothing does
+    /// (no socket there, or a stale one). Connects only: nothing is made or removed.
+    static func liveSocketRefusal(_ path: String) -> Refusal? {
+        guard let address = try? UnixSocketAddress(path: path),
+            let existing = try? FileStatus(path: path, followSymlinks: false), existing.kind == .socket,
+            (try? UnixSocket.connect(to: address)) != nil
+        else { return nil }
+        return Refusal(description: "another daemon is listening on \(JSONValue.quotedPathForMessage(path)); stop it first (or choose another control.socket)")
     }
 
     /// Why the stale socket at `path` (`socket`, its status) could not be removed (`error`),
