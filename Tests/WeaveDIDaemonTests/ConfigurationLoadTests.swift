@@ -160,6 +160,26 @@ import WeaveDIPosix
         #expect(DaemonConfiguration.defaultPath == "/etc/weavedi/weavedid.json")
     }
 
+    /// A default file that is a symbolic link leading nowhere (its target moved, or the
+    /// directory it is in is such a link) is reported, never taken for no file at all: the
+    /// daemon would otherwise start on the built-in default, its example job and socket.
+    @Test func resolve_aDanglingLinkAtTheDefaultPath_isAnError() throws {
+        let directory = try ConfigurationDirectory()
+        let link = directory.path + "/weavedid.json"
+        #expect(symlink(directory.path + "/moved.json", link) == 0)
+        let linkedDirectory = directory.path + "/etc-weavedi"
+        #expect(symlink(directory.path + "/gone", linkedDirectory) == 0)
+        for defaultPath in [link, linkedDirectory + "/weavedid.json"] {
+            do {
+                let configuration = try DaemonConfiguration.resolve(
+                    explicitPath: nil, environment: systemdEnvironment, workingDirectory: "/w", defaultPath: defaultPath)
+                Issue.record("\(defaultPath): loaded \(configuration.isBuiltInDefault ? "the built-in default" : "a file")")
+            } catch {
+                #expect(error.errno == ENOENT && error.file == defaultPath, "\(error)")
+            }
+        }
+    }
+
     @Test func exampleFile_inTheRepositoryIsValid() throws {
         let repository = String(#filePath).split(separator: "/").dropLast(3).joined(separator: "/")
         let path = "/" + repository + "/etc/weavedi/weavedid.json"

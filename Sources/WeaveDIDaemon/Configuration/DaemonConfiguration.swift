@@ -155,10 +155,23 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         do {
             return try load(path: defaultPath, environment: environment, workingDirectory: workingDirectory, noting: note)
-        } catch where error.errno == ENOENT && error.fieldPath == nil {
+        } catch where error.errno == ENOENT && error.fieldPath == nil && !hasDanglingLink(defaultPath) {
             let configuration = builtInDefault(environment: environment, workingDirectory: workingDirectory)
             try configuration.checkBuiltInDefaultSocket()
             return configuration
+        }
+    }
+
+    /// Whether `path`, or the directory it is in, is a symbolic link that leads nowhere: a
+    /// default file meant to be there, whose target went (or was never made), is an error to
+    /// report, not a reason to start on the built-in default.
+    static func hasDanglingLink(_ path: String) -> Bool {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
+        return [path, directory].contains { candidate in
+            guard !candidate.isEmpty, let status = try? FileStatus(path: candidate, followSymlinks: false),
+                status.kind == .symbolicLink
+            else { return false }
+            return (try? FileStatus(path: candidate)) == nil
         }
     }
 
