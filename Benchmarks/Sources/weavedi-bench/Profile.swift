@@ -14,6 +14,7 @@ enum Profile {
     static let names = [
         "injected-default", "injected-registered", "injected-type", "injected-override", "resolve-singleton",
         "resolve-transient", "factory", "graph", "session", "session-logged", "bootstrap",
+        "unregistered",
     ]
 
     static func run(_ name: String, iterations: Int, isolation: isolated (any Actor)? = #isolation) async -> Bool {
@@ -72,6 +73,16 @@ enum Profile {
             let container = WeaveDI.Container()
             for r in registrars { r.register(in: container, scope: .singleton, dependencies: []) }
             blackHole(container)
+        case "unregistered":  // a logged nil resolve among 10,000 registrations (lines dropped)
+            let container = WeaveDI.Container()
+            for i in 0..<10_000 {
+                registrar(for: i, digits: 5, leaf: MissLeaf.self).register(in: container, scope: .singleton, dependencies: [])
+            }
+            let missing = registrar(for: 10_000, digits: 5, leaf: MissLeaf.self)
+            let c = opaque(container)
+            UnifiedDI.setLogSink { _ in }
+            blackHole(missing.resolve(from: c))  // names spelled once, as the benchmark's warm-up does
+            for _ in 0..<n { blackHole(missing.resolve(from: c)) }
         default: return false
         }
         return true
