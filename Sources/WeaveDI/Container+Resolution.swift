@@ -255,22 +255,78 @@ extension WeaveDI.Container {
     /// cannot tell; never an unrelated type, nor one being built on this thread (asking for it
     /// there would be a cycle). A registered type of the same name is named qualified in the
     /// suggestions, and so is `type` then.
+    ///
+    /// Made for thousands of registrations: every name is spelled once per process and read
+    /// under one lock for the batch (`TypeSlots.spelledNames()`), with its lowercased form; a
+    /// type that cannot be related to `type` by its kind alone (a struct against another struct,
+    /// an enum or a class) is set aside before its name is compared; and of the rest, relatedness
+    /// is asked only of a name that would be among the three closest so far
+    /// (`NameSimilarity.closest`).
     func notRegistered(_ type: Any.Type) -> ResolutionError {
-        let slot = TypeSlots.shared.slot(forAny: type)
+        let typeSlots = TypeSlots.shared
+        let slot = typeSlots.slot(forAny: type)
         let registered = state.withLock { Array($0.entries.keys) }
-        let names = TypeSlots.shared.names(ofSlots: registered + [slot])
-        let building = Set(ResolutionStack.current.frames.lazy.filter { $0.containerID == self.id }.map(\.slot))
-        let candidates = registered.filter { !building.contains($0) }
-        var slotsByName: [String: Int] = [:]
-        for candidate in candidates { slotsByName[names[candidate]!] = candidate }
-        let suggestions = NameSimilarity.suggestions(
-            for: TypeSlots.shared.name(ofSlot: slot), among: candidates.map { names[$0]! }
-        ) { name in
-            guard let other = slotsByName[name].flatMap(TypeSlots.shared.type(ofSlot:)) else { return true }
-            return TypeRelation.related(other, type) != false
+        let frames = ResolutionStack.current.frames
+        let building = Set(frames.lazy.filter { $0.containerID == self.id }.map(\.slot))
+        // Every name the message may compare or be told apart from, spelled (once per process).
+        typeSlots.spellNames(ofSlots: registered + [slot] + frames.map(\.slot))
+        let spelled = typeSlots.spelledNames()
+        func shortName(_ slot: Int) -> String { spelled.name(ofSlot: slot) ?? "slot \(slot)" }
+
+        // Two of the message's types (the registered ones and `type`) of one name are named
+        // qualified (as `TypeSlots.names(ofSlots:)` names them): only a name some other type
+        // has can be one.
+        var sharing: [String: [Int]] = [:]
+        for candidate in registered where spelled.isShared(candidate) {
+            sharing[shortName(candidate), default: []].append(candidate)
         }
-        return .notRegistered(
-            type: ResolutionStack.current.messageName(of: slot, among: registered), suggestions: suggestions)
+        if spelled.isShared(slot), !(sharing[shortName(slot)]?.contains(slot) ?? false) {
+            sharing[shortName(slot), default: []].append(slot)
+        }
+        var qualified: [Int: String] = [:]
+        for slots in sharing.values where slots.count > 1 {
+            for shared in slots { qualified[shared] = typeSlots.qualifiedName(ofSlot: shared) }
+        }
+        func messageName(_ candidate: Int) -> String { qualified[candidate] ?? shortName(candidate) }
+
+        // The candidates in the order of `registered`, one per name: of two of one name (a
+        // qualified name that is also another's name), the later one.
+        var superseded: Set<Int> = []
+        if !qualified.isEmpty {
+            let lengths = Set(qualified.values.map(\.utf8.count))
+            var latest: [String: Int] = [:]
+            for candidate in registered where !building.contains(candidate) {
+                let name = messageName(candidate)
+                guard lengths.contains(name.utf8.count) else { continue }
+                if let earlier = latest.updateValue(candidate, forKey: name) { superseded.insert(earlier) }
+            }
+        }
+        var pool: [(slot: Int, name: String, compared: NameSimilarity.Compared)] = []
+        for candidate in registered where !building.contains(candidate) && !superseded.contains(candidate) {
+            // Not related, whatever its name: it would never be suggested.
+            if TypeRelation.plainlyUnrelated(spelled.type(ofSlot: candidate), type) { continue }
+            if let name = qualified[candidate] {
+                pool.append((candidate, name, NameSimilarity.Compared(name)))
+            } else {
+                let name = shortName(candidate)
+                pool.append((candidate, name, spelled.compared(ofSlot: candidate) ?? NameSimilarity.Compared(name)))
+            }
+        }
+        let suggestions = NameSimilarity.closest(
+            to: shortName(slot), count: pool.count, name: { pool[$0].name }, compared: { pool[$0].compared },
+            keep: { TypeRelation.related(spelled.type(ofSlot: pool[$0].slot), type) != false }
+        ).map { pool[$0].name }
+
+        // `type` named as `ResolutionStack.messageName(of:among:)` names it among `registered`:
+        // qualified when a build open on this thread or a registered type is another of its name.
+        let name = shortName(slot)
+        var subject = name
+        if spelled.isShared(slot),
+            sharing[name].map({ $0.contains { $0 != slot } }) ?? false
+                || frames.contains(where: { $0.slot != slot && shortName($0.slot) == name }) {
+            subject = typeSlots.qualifiedName(ofSlot: slot)
+        }
+        return .notRegistered(type: subject, suggestions: suggestions)
     }
 }
 

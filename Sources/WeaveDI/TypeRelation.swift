@@ -18,6 +18,22 @@ enum TypeRelation {
         return nil
     }
 
+    /// Whether `related(a, b)` is false, told by the kinds of the two types alone, without
+    /// asking the run time: two different types, each a struct, an enum or a class, not both
+    /// classes. Only a struct or an enum itself is an instance of it (the run time casts a
+    /// metatype to a struct's or an enum's only if it is the same metadata, generic arguments
+    /// and all: `[Sub]` is no `[Base]` here), and only a class is one of a class. False when it
+    /// cannot be told so (`related` then says).
+    static func plainlyUnrelated(_ a: Any.Type, _ b: Any.Type) -> Bool {
+        guard ObjectIdentifier(a) != ObjectIdentifier(b) else { return false }
+        // The metadata's kind (the run time's ABI): 0 a class (a Swift class, where there is
+        // no Objective-C), 0x200 a struct, 0x201 an enum (an optional is 0x202).
+        func kind(_ type: Any.Type) -> UInt { unsafeBitCast(type, to: UnsafePointer<UInt>.self).pointee }
+        let first = kind(a), second = kind(b)
+        func nominal(_ kind: UInt) -> Bool { kind == 0 || kind == 0x200 || kind == 0x201 }
+        return nominal(first) && nominal(second) && (first != 0 || second != 0)
+    }
+
     /// Whether an instance of `candidate` is always a `wanted` (nil: cannot tell).
     static func isA(_ candidate: Any.Type, _ wanted: Any.Type) -> Bool? {
         // The same type or a subclass (for an existential `wanted` this asks for the existential

@@ -23,6 +23,11 @@ final class TypeSlots: Sendable {
         var names: [String?] = []
         /// The slots of each name spelled so far (more than one: types of one name).
         var slotsByName: [String: [Int]] = [:]
+        /// By slot: whether another type's name spelled so far is the same (`slotsByName` holds
+        /// more than one slot for it). A name no other has needs no qualifying in any message.
+        var nameShared: [Bool] = []
+        /// By slot: the name as `NameSimilarity` compares it (lowercased), made with the name.
+        var comparedNames: [NameSimilarity.Compared?] = []
         /// Qualified names (`Module.Outer.Name`) spelled so far, by slot.
         var qualifiedNames: [String?] = []
         /// The slot of each qualified name spelled so far.
@@ -57,12 +62,64 @@ final class TypeSlots: Sendable {
         if let name = known.name { return name }
         // Spelled outside the lock: printing a type may be slow the first time.
         let name = typeName(known.type)
-        writer.withLock { state in
-            guard state.names[slot] == nil else { return }
-            state.names[slot] = name
-            state.slotsByName[name, default: []].append(slot)
-        }
+        let compared = NameSimilarity.Compared(name)
+        writer.withLock { state in TypeSlots.record(name, compared, ofSlot: slot, in: &state) }
         return name
+    }
+
+    /// Remembers `name` as the name of `slot`, unless one is already.
+    private static func record(_ name: String, _ compared: NameSimilarity.Compared, ofSlot slot: Int, in state: inout WriterState) {
+        guard state.names[slot] == nil else { return }
+        state.names[slot] = name
+        state.comparedNames[slot] = compared
+        state.slotsByName[name, default: []].append(slot)
+        if let sharing = state.slotsByName[name], sharing.count > 1 {
+            for other in sharing { state.nameShared[other] = true }
+        }
+    }
+
+    /// Spells the names of `slots` not spelled yet (each once per process, as `name(ofSlot:)`
+    /// does), taking the lock twice for them all rather than twice for each.
+    func spellNames(ofSlots slots: [Int]) {
+        let unspelled: [(slot: Int, type: Any.Type)] = writer.withLock { state in
+            slots.compactMap { slot in
+                slot < state.types.count && state.names[slot] == nil ? (slot, state.types[slot]) : nil
+            }
+        }
+        guard !unspelled.isEmpty else { return }
+        let spelled = unspelled.map { known in
+            let name = typeName(known.type)
+            return (known.slot, name, NameSimilarity.Compared(name))
+        }
+        writer.withLock { state in
+            for (slot, name, compared) in spelled { TypeSlots.record(name, compared, ofSlot: slot, in: &state) }
+        }
+    }
+
+    /// The types and names of the slots at one moment (`spelledNames()`).
+    struct SpelledNames {
+        fileprivate let types: [Any.Type]
+        fileprivate let names: [String?]
+        fileprivate let comparedNames: [NameSimilarity.Compared?]
+        fileprivate let nameShared: [Bool]
+
+        /// The type at `slot` (a slot given out before the snapshot).
+        func type(ofSlot slot: Int) -> Any.Type { types[slot] }
+        /// The name of `slot`, if it was spelled.
+        func name(ofSlot slot: Int) -> String? { names[slot] }
+        /// The name of `slot` as `NameSimilarity` compares it, if it was spelled.
+        func compared(ofSlot slot: Int) -> NameSimilarity.Compared? { comparedNames[slot] }
+        /// Whether another type spelled had the name of `slot`.
+        func isShared(_ slot: Int) -> Bool { nameShared[slot] }
+    }
+
+    /// The types and names of every slot, as they are now: the names of many slots at the cost
+    /// of one lock (the arrays are shared, not copied, until a slot or a name is added).
+    func spelledNames() -> SpelledNames {
+        writer.withLock { state in
+            SpelledNames(
+                types: state.types, names: state.names, comparedNames: state.comparedNames, nameShared: state.nameShared)
+        }
     }
 
     /// The name of `slot` in a log line: as `name(ofSlot:)` spells it (`Repo`), but qualified
@@ -260,6 +317,8 @@ final class TypeSlots: Sendable {
             let slot = state.types.count
             state.types.append(type)
             state.names.append(nil)
+            state.nameShared.append(false)
+            state.comparedNames.append(nil)
             state.qualifiedNames.append(nil)
             if (slot + 1) * 4 > current.capacity * 3 {
                 let bigger = SlotTable(capacity: current.capacity * 2)
