@@ -23,6 +23,12 @@ import WeaveDIPosix
                 """)
             return try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory)
         }
+
+        /// A state file in which `docs` was first seen, and nothing else: the start writes none
+        /// (it writes one for a job first seen), and the test's writes are the runs'.
+        func writeSeenBefore() {
+            directory.write("state/jobs.json", #"{"jobs": {"docs": {"consecutiveFailures": 0, "firstSeenAt": \#(DaemonStateFileTests.recently)}}}"#)
+        }
     }
 
     /// A pause outlives a restart (a crash, the watchdog, a reboot): the state file keeps it,
@@ -456,9 +462,11 @@ import WeaveDIPosix
     /// the check is healthy again.
     @Test func aStateFileThatCannotBeWritten_degradesItsCheck_untilTheFixWritesIt() throws {
         let fixture = Fixture()
+        fixture.writeSeenBefore()
         let daemon = try fixture.start()
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         #expect(try stateFileCheck(daemon)?[member: "status"]?.stringValue == "healthy", "\(daemon.log)")
+        try FileManager.default.removeItem(atPath: fixture.stateFile)
         try FileManager.default.createDirectory(atPath: fixture.stateFile + "/in-the-way", withIntermediateDirectories: true)
         #expect(try runAndCheck(daemon).run == "failed")
         try #require(daemon.waitForLog("cannot write the jobs' state file \(fixture.stateFile): "), "\(daemon.log)")
@@ -495,6 +503,7 @@ import WeaveDIPosix
     /// (the loop is off here, as in the tests that do not turn it on).
     @Test func theStateFileCheck_followsEachWrite_atOnce() throws {
         let fixture = Fixture()
+        fixture.writeSeenBefore()
         let daemon = try fixture.start()
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         let client = try VarlinkClient(path: daemon.defaultSocket)
@@ -505,6 +514,7 @@ import WeaveDIPosix
         var check = try lastKnown()
         try #require(check?[member: "status"] == .null, "\(check.map { "\($0)" } ?? "no check")")  // not run yet
 
+        try FileManager.default.removeItem(atPath: fixture.stateFile)
         try FileManager.default.createDirectory(atPath: fixture.stateFile + "/in-the-way", withIntermediateDirectories: true)
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
         try #require(daemon.waitForLog("cannot write the jobs' state file \(fixture.stateFile): "), "\(daemon.log)")
@@ -767,6 +777,80 @@ import WeaveDIPosix
         #expect(!daemon.log.contains("run docs-42 started"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// The time the daemon first had the job, as the state file says it (`firstSeenAt`).
+    func firstSeenAt(_ fixture: Fixture) throws -> Double? {
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        return saved[member: "jobs"]?[member: "docs"]?[member: "firstSeenAt"]?.numberValue
+    }
+
+    /// A job that has never run has its first run counted from when the daemon first had it
+    /// (`firstSeenAt`): first seen two hours ago, with an interval of one, it is overdue at the
+    /// start, runs at once, and the log says why; the time stays in the file. Before, every
+    /// start waited a whole interval again: a weekly job on a host restarted nightly never ran.
+    @Test func aJobThatNeverRan_isCountedFromWhenItWasFirstSeen() throws {
+        let fixture = Fixture()
+        let seen = Double(Int(Date().timeIntervalSince1970) - 7200)
+        fixture.directory.write("state/jobs.json", #"{"jobs": {"docs": {"consecutiveFailures": 0, "firstSeenAt": \#(seen)}}}"#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.waitForLog("docs: run docs-1 started"), "\(daemon.log)")
+        #expect(daemon.log.contains("notice  sync: docs: overdue: it has never run, and was first seen 2h 00m ago, more than its "
+            + "interval (1h 00m): it runs now"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(try firstSeenAt(fixture) == seen)
+    }
+
+    /// A job the daemon has not had before is first seen at the start, and the state file says
+    /// so at once, with no run (a daemon killed then keeps it): the next start counts the
+    /// job's first run from that time, not from its own, and writes it again unchanged.
+    @Test func aNewJob_isFirstSeenAtTheStart_andKeepsThatTimeAcrossRestarts() throws {
+        let fixture = Fixture()
+        let before = Date().timeIntervalSince1970.rounded(.down)
+        let first = try fixture.start()
+        try #require(first.waitForLog("ready;"), "\(first.log)")
+        #expect(fixture.directory.read("state/jobs.json", once: "firstSeenAt") != nil, "\(first.log)")
+        first.send(.kill)
+        _ = first.wait()
+        let seen = try #require(try firstSeenAt(fixture))
+        #expect(seen >= before && seen <= Date().timeIntervalSince1970, "\(seen)")
+
+        let second = try fixture.start()
+        try #require(second.waitForLog("ready;"), "\(second.log)")
+        #expect(!second.log.contains("overdue"), "\(second.log)")
+        second.send(.terminate)
+        #expect(second.wait() == .exited(0), "\(second.log)")
+        #expect(try firstSeenAt(fixture) == seen)
+    }
+
+    /// An entry without `firstSeenAt` (a file written before it was kept), or with one no run
+    /// writes (said in the log, that field alone dropped), has the job first seen at this
+    /// start: it waits an interval, and the file says when.
+    @Test(arguments: [
+        (#""paused": false"#, nil),
+        (#""firstSeenAt": -1"#, "firstSeenAt: expected a time in seconds since 1970, got -1"),
+        (#""firstSeenAt": "yesterday""#, #"firstSeenAt: expected a time in seconds since 1970, got "yesterday""#),
+    ] as [(String, String?)])
+    func anEntryWithoutAFirstSeenTime_isFirstSeenNow(field: String, problem: String?) throws {
+        let fixture = Fixture()
+        fixture.directory.write("state/jobs.json", #"{"jobs": {"docs": {"consecutiveFailures": 2, \#(field)}}}"#)
+        let before = Date().timeIntervalSince1970.rounded(.down)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        if let problem {
+            #expect(daemon.log.contains(#"warning sync: \#(fixture.stateFile): job "docs": \#(problem); that field is dropped, "#
+                + "the job keeps the rest of its previous results"), "\(daemon.log)")
+        }
+        #expect(!daemon.log.contains("overdue"), "\(daemon.log)")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(job?[member: "consecutiveFailures"]?.intValue == 2, "\(job.map { "\($0)" } ?? "no job")")
+        #expect((job?[member: "nextRunIn"]?.numberValue ?? 0) > 2000, "\(job.map { "\($0)" } ?? "no job")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let seen = try #require(try firstSeenAt(fixture))
+        #expect(seen >= before && seen <= Date().timeIntervalSince1970, "\(seen)")
     }
 
     /// A pause or a resume the state file cannot take (here a directory in its place, which

@@ -197,7 +197,7 @@ extension SyncScheduler {
             let going = state.running.flatMap { run in run.startedAt.map { PersistedJobState.RunGoing(id: run.id, startedAt: $0) } }
             states[name] = PersistedJobState(
                 lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
-                runGoing: going ?? orphanGoing(name), paused: state.paused)
+                runGoing: going ?? orphanGoing(name), paused: state.paused, firstSeenAt: state.firstSeenAt)
         }
         // A job removed and added back keeps its last result (health knows how old its last
         // success is); but a configuration churned through many names must not grow the file

@@ -29,7 +29,7 @@ extension SyncScheduler {
                         + "run's start, or now: weavedictl fix \(Self.stateFileCheck))",
                     data: ["path": path])
             }
-            return .healthy("not written yet (it is written as each run starts and ends)", data: ["path": path])
+            return .healthy("not written yet (it is written as each run starts and ends, and when a job is first configured)", data: ["path": path])
         }
         if let problem = last {
             return .degraded(

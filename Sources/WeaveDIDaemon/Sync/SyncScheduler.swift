@@ -28,6 +28,9 @@ public actor SyncScheduler: DaemonService {
     /// Whether the reload under way added back a job the state file says is paused: it starts
     /// unpaused, and the file is written again so that a restart does not pause it.
     private var pauseDropped = false
+    /// Whether a job was first seen (`JobState.firstSeenAt`) since the state file was last
+    /// written: the file is written again, so that the time outlives a restart.
+    private var firstSeenNoted = false
     /// Why the daemon cancelled a run, by run id: the run's message starts with it.
     var cancelReasons: [String: String] = [:]
     var slotsInUse = 0
@@ -152,6 +155,9 @@ public actor SyncScheduler: DaemonService {
         /// changed nothing. A run a stop cancelled is kept: after the restart the job shows it,
         /// and its health says the destination may be behind.
         var lastKept: SyncRunRecord?
+        /// When the daemon first had the job, in seconds since 1970 (`firstSeenAt` of the state
+        /// file): the first run of a job that never ran is counted from it across restarts.
+        var firstSeenAt: Double?
         var skippedRuns = 0
         /// Whether a tick met the run of a removed job of this name still stopping: the run
         /// it skipped starts as soon as that run ends, not an interval later (a job added back
@@ -193,7 +199,13 @@ public actor SyncScheduler: DaemonService {
         // Run ids go on from the last one started before: one id, one run, across restarts.
         runCounter = saved.lastRunNumber
         stateFileUnreadable = saved.unreadable
+        firstSeenNoted = false
         for config in configuration.sync.jobs { add(config, restoringPause: true) }
+        // Jobs seen for the first time are written down now, not at the next run's end: a host
+        // restarted more often than a job's interval would otherwise see it anew at every start,
+        // and never run it. A file that could not be read is left as it is until a run's start
+        // (its check says so meanwhile).
+        if firstSeenNoted, saved.unreadable == nil { saveState() }
         registerStateFileCheck()
         if configuration.sync.metricsFile != nil { registerMetricsFileCheck() }
         log.info("sync", configuration.sync.jobs.isEmpty ? "no sync jobs configured" : "\(order.count) job(s): \(order.joined(separator: ", "))")
@@ -204,6 +216,15 @@ public actor SyncScheduler: DaemonService {
     /// reload adds back starts unpaused, as configured anew).
     private func add(_ config: DaemonConfiguration.Job, restoringPause: Bool = false) {
         var state = JobState(config: config, job: make(config))
+        // First seen when the file does not say (a new job, a file written before it was kept),
+        // and, for a job that has never run, when a reload adds it (back): its timer counts from
+        // now.
+        if let seen = persisted[config.name]?.firstSeenAt, restoringPause || persisted[config.name]?.lastRun != nil {
+            state.firstSeenAt = seen
+        } else {
+            state.firstSeenAt = SystemClock.realtimeSeconds()
+            firstSeenNoted = true
+        }
         if let saved = persisted[config.name] {
             state.consecutiveFailures = saved.consecutiveFailures
             state.lastSuccess = saved.lastSuccess
@@ -231,14 +252,25 @@ public actor SyncScheduler: DaemonService {
     /// it (never more than an interval, for a wall clock set back), plus jitter; a job overdue
     /// at the start (that time has passed, while the daemon was down), or whose last run did
     /// not finish (cancelled by a stop, or never ended), runs now, after its jitter alone, and
-    /// the log says why. A job that has no last run waits an interval (plus jitter) from the
-    /// start, as before.
+    /// the log says why. A job that has no last run has its first run counted likewise from
+    /// when the daemon first had it (`firstSeenAt` of the state file; this start for a job new
+    /// to it): a weekly job that has never run runs a week after it was configured, however
+    /// often the host restarts in between.
     private func firstWaitAtStart(_ config: DaemonConfiguration.Job) -> Duration {
         if config.runAtStart { return .zero }
         let name = config.name
-        let intervalWait = config.interval + jitter(config.jitter)
-        guard let saved = persisted[name], let last = saved.lastRun else { return intervalWait }
         let soon = config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now"
+        guard let saved = persisted[name], let last = saved.lastRun else {
+            let seen = jobs[name]?.firstSeenAt ?? SystemClock.realtimeSeconds()
+            let left = seen + seconds(config.interval) - SystemClock.realtimeSeconds()
+            if left <= 0 {
+                log.notice("sync", "\(name): overdue: it has never run, and was first seen "
+                    + "\(Format.duration(seconds(config.interval) - left)) ago, more than its interval "
+                    + "(\(Format.duration(seconds(config.interval)))): it runs \(soon)")
+                return jitter(config.jitter)
+            }
+            return min(.seconds(left), config.interval) + jitter(config.jitter)
+        }
         if last.result == .cancelled || saved.endedUnfinished {
             let how = saved.endedUnfinished ? "never ended" : "was cancelled"
             log.notice("sync", "\(name): its last run \(last.id) \(how) (the destination may be behind): it runs again \(soon)")
@@ -295,7 +327,8 @@ public actor SyncScheduler: DaemonService {
             registry.unregister("job.\(name)")
         }
         pauseDropped = false
-        defer { if pauseDropped { saveState() } }
+        firstSeenNoted = false
+        defer { if pauseDropped || firstSeenNoted { saveState() } }
         for config in configuration.sync.jobs {
             guard var state = jobs[config.name] else {
                 add(config)

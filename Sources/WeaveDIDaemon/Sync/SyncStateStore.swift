@@ -324,6 +324,12 @@ struct PersistedJobState: Sendable, Equatable {
     /// Whether the job was paused (`PauseJob`): a pause outlives a restart. `paused` in the
     /// file, absent (false) in files written before it was kept.
     var paused = false
+    /// When the daemon first had the job in its configuration, in seconds since 1970: a job
+    /// that has never run has its first run counted from it, across restarts
+    /// (`SyncScheduler.firstWaitAtStart`). `firstSeenAt` in the file; absent in files written
+    /// before it was kept, and for jobs the daemon had not seen yet: the job is first seen at
+    /// this start.
+    var firstSeenAt: Double?
     /// Whether `lastRun` is a run the file said going at the start, which never ended
     /// (`SyncStateStore.endRunsNeverEnded`): the job runs again soon after the start. Not in
     /// the file.
@@ -337,12 +343,16 @@ struct PersistedJobState: Sendable, Equatable {
         var startedAt: Double
     }
 
-    init(lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil, paused: Bool = false) {
+    init(
+        lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil, paused: Bool = false,
+        firstSeenAt: Double? = nil
+    ) {
         self.lastRun = lastRun
         self.lastSuccess = lastSuccess
         self.consecutiveFailures = consecutiveFailures
         self.runGoing = runGoing
         self.paused = paused
+        self.firstSeenAt = firstSeenAt
     }
 
     var json: JSONValue {
@@ -352,6 +362,7 @@ struct PersistedJobState: Sendable, Equatable {
             ("consecutiveFailures", .int(consecutiveFailures)),
             ("runGoing", runGoing.map { .object([("id", .string($0.id)), ("startedAt", .double($0.startedAt))]) } ?? .null),
             ("paused", .bool(paused)),
+            ("firstSeenAt", firstSeenAt.map(JSONValue.double) ?? .null),
         ])
     }
 
@@ -363,7 +374,8 @@ struct PersistedJobState: Sendable, Equatable {
     /// refused, and so is a `runGoing` whose id is no run id of `job` (`JOB-N`). What only
     /// tells about the last run is dropped instead, said in `dropped`: a `failedItems` or
     /// `message` no run writes alone (`SyncRunEncoding.record(from:dropped:)`), any other
-    /// value of `lastRun` no run writes with the whole `lastRun`.
+    /// value of `lastRun` no run writes with the whole `lastRun`; so is a `firstSeenAt` no
+    /// run writes, alone.
     init(json: JSONValue, job: String, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) {
         consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
         lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
@@ -403,6 +415,14 @@ struct PersistedJobState: Sendable, Equatable {
         case nil, .null?: paused = false
         case let .bool(value)?: paused = value
         case let other?: throw PersistedStateProblem(description: "paused: expected true or false, got \(PersistedStateProblem.describe(other))")
+        }
+        // It tells only when the first run of a job that never ran is due: one no run writes is
+        // dropped alone, and the job is first seen at this start, as from a file without it.
+        do {
+            firstSeenAt = try PersistedStateProblem.time(json, "firstSeenAt", optional: true)
+        } catch {
+            dropped.append(error)
+            firstSeenAt = nil
         }
     }
 }
