@@ -356,7 +356,9 @@ import WeaveDIPosix
     /// What the state file may be instead of a file: a named pipe (whose open waits for a
     /// writer that never comes), a device (`/dev/null` here; `/dev/zero` would be read for
     /// ever), a file larger than any the daemon writes. Each is refused at once, without reading
-    /// it, and replaced by the first write after a run.
+    /// it, and replaced by the first write after a run. The file too large is kept aside first,
+    /// as a damaged one is (`jobs.json.corrupt`); the pipe and the link to a device, which hold
+    /// nothing the daemon wrote, are not. Before, the large file was lost to the write.
     @Test(arguments: ["fifo", "device", "huge"])
     func aStateFileThatIsNoFile_orTooLarge_isRefusedAtOnce_andReplaced(kind: String) throws {
         let fixture = Fixture()
@@ -378,6 +380,15 @@ import WeaveDIPosix
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         #expect(daemon.log.contains("warning sync: \(fixture.stateFile): \(problem); starting without the jobs' previous results"),
                 "\(daemon.log)")
+        let copy = fixture.stateFile + ".corrupt"
+        if kind == "huge" {
+            #expect(daemon.log.contains("; the over-large file is kept as \(copy) (replacing an earlier copy, if any)"), "\(daemon.log)")
+            let kept = try FileStatus(path: copy, followSymlinks: false)
+            #expect(kept.kind == .regular && kept.size == 64 << 20, "\(kept)")
+        } else {
+            #expect(daemon.log.contains("; the file is replaced at the next run's start"), "\(daemon.log)")
+            #expect(!fileExists(copy))
+        }
         #expect(try runAndCheck(daemon).run == "failed")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")

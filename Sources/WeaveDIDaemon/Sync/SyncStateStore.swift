@@ -52,7 +52,7 @@ struct SyncStateStore: Sendable {
     /// The persisted last runs, by job; empty when there is no file yet. A file that cannot be
     /// read (within the step limit: see `LatestFileWriter`), is no regular file, is larger than
     /// `maximumBytes` or is damaged is reported and ignored (it is rewritten after the next
-    /// run); so is a job's entry with values out of range, but for what only tells about its
+    /// run; one larger or damaged is kept aside first: see `unreadable`); so is a job's entry with values out of range, but for what only tells about its
     /// last run, which is dropped alone, the rest of the entry kept: a bad `failedItems` or
     /// `message` by itself, any other bad value of `lastRun` with the whole `lastRun`.
     ///
@@ -65,16 +65,21 @@ struct SyncStateStore: Sendable {
     func load() -> Contents {
         removeStaleTemporaryFiles()
         let step = FileStep("reading the file", path)
-        let bytes: [UInt8]?
+        let read: ReadOutcome
         do {
-            bytes = try StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a read of the jobs' state file") {
+            read = try StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a read of the jobs' state file") {
                 [path] _ throws(FileStep.Failure) in
                 try Self.read(path, step: step)
             }
         } catch {
             return unreadable(error.problem)
         }
-        guard let bytes else { return Contents() }
+        let bytes: [UInt8]
+        switch read {
+        case .none: return Contents()
+        case .tooLarge: return unreadable("the file is larger than \(Self.maximumBytes) bytes", keeping: "the over-large file")
+        case let .bytes(read): bytes = read
+        }
         do {
             let value = try JSONValue.parse(bytes)
             var states: [String: PersistedJobState] = [:]
@@ -124,7 +129,7 @@ struct SyncStateStore: Sendable {
             }
             return contents
         } catch {
-            return unreadable("\(error)", keepingACopy: true)
+            return unreadable("\(error)", keeping: "the damaged file")
         }
     }
 
@@ -169,20 +174,24 @@ struct SyncStateStore: Sendable {
         }
     }
 
-    /// The name, in the state directory, of the copy kept of a damaged state file.
+    /// The name, in the state directory, of the copy kept of a damaged or over-large state file.
     static let damagedCopyName = fileName + ".corrupt"
 
     /// The contents of a file that is there but could not be read, or is damaged: none, with
-    /// `problem` said (and kept for the `sync.stateFile` check). A damaged file
-    /// (`keepingACopy`) is first renamed `jobs.json.corrupt`, replacing an earlier such copy
-    /// (one at most: a file damaged at every start cannot fill the disk), so that the next
-    /// write does not destroy what someone may want to mend or read.
-    private func unreadable(_ problem: String, keepingACopy: Bool = false) -> Contents {
+    /// `problem` said (and kept for the `sync.stateFile` check). A damaged file, or a regular
+    /// file larger than `maximumBytes` (not parsed; `keeping` names which, for the log), is first
+    /// renamed `jobs.json.corrupt`, replacing an earlier such copy (one at most: a file damaged
+    /// at every start cannot fill the disk), so that the next write does not destroy what
+    /// someone may want to mend or read. What is no regular file (a named pipe, a link to a
+    /// device) holds nothing the daemon wrote: it stays, and the next write replaces it (the
+    /// link, not what it leads to); so does a file that could not be read (no permission, a
+    /// directory in its place, a file system not answering), which may be whole.
+    private func unreadable(_ problem: String, keeping: String? = nil) -> Contents {
         var fate = "; the file is replaced at the next run's start"
-        if keepingACopy {
+        if let keeping {
             let copy = directory + "/" + Self.damagedCopyName
             if rename(path, copy) == 0 {
-                fate = "; the damaged file is kept as \(copy) (replacing an earlier copy, if any)"
+                fate = "; \(keeping) is kept as \(copy) (replacing an earlier copy, if any)"
             } else {
                 fate = "; it could not be kept as \(copy) (\(Errno.current)), and is replaced at the next run's start"
             }
@@ -206,25 +215,34 @@ struct SyncStateStore: Sendable {
         return number
     }
 
-    /// The file's bytes; nil when there is none. Not a regular file (a FIFO whose open would
-    /// wait for a writer for good, a device that never ends), or one larger than any the daemon
-    /// writes, is refused unread.
-    private static func read(_ path: String, step: FileStep) throws(FileStep.Failure) -> [UInt8]? {
+    /// What a read of the file found.
+    private enum ReadOutcome: Sendable {
+        /// No file.
+        case none
+        /// A regular file larger than `maximumBytes`, not read.
+        case tooLarge
+        case bytes([UInt8])
+    }
+
+    /// The file's bytes, or that there is none. Not a regular file (a FIFO whose open would
+    /// wait for a writer for good, a device that never ends) is refused unread; one larger than
+    /// any the daemon writes is not read either (`tooLarge`).
+    private static func read(_ path: String, step: FileStep) throws(FileStep.Failure) -> ReadOutcome {
         let bytes: [UInt8]?
         do {
             bytes = try DaemonConfiguration.readBounded(path: path, maxBytes: maximumBytes)
         } catch {
             switch error {
             case .system(.noSuchFileOrDirectory):
-                return nil
+                return .none
             case let .system(error):
                 throw step.failure("\(error)", errno: error.rawValue)
             case let .notRegular(kind):
                 throw step.failure("not a regular file (\(DaemonConfiguration.describe(kind)))", errno: EINVAL)
             }
         }
-        guard let bytes else { throw step.failure("the file is larger than \(maximumBytes) bytes", errno: EFBIG) }
-        return bytes
+        guard let bytes else { return .tooLarge }
+        return .bytes(bytes)
     }
 
     /// Removes the temporary files a write of the state file makes (`.jobs.json.tmp.N`, see
