@@ -142,6 +142,12 @@ import WeaveDIPosix
             == #"sync.jobs[0].destination: the destination "/var/lib/weavedi/jobs.json" is the jobs' state file "/var/lib/weavedi/jobs.json""# + files)
         #expect(errorText(jobs(mirror("a", "/srv", "/var/lib/weavedi/weavedid.lock/x")))
             == #"sync.jobs[0].destination: the destination "/var/lib/weavedi/weavedid.lock/x" is inside the daemon's lock file "/var/lib/weavedi/weavedid.lock""# + files)
+        // The copy kept of a damaged state file: a destination there, or below, would keep it
+        // from being kept (and a deleting run would remove it).
+        #expect(errorText(jobs(mirror("a", "/srv", "/var/lib/weavedi/jobs.json.corrupt")))
+            == #"sync.jobs[0].destination: the destination "/var/lib/weavedi/jobs.json.corrupt" is the copy kept of a damaged jobs' state file "/var/lib/weavedi/jobs.json.corrupt""# + files)
+        #expect(errorText(jobs(mirror("a", "/srv", "/var/lib/weavedi/jobs.json.corrupt/x")))
+            == #"sync.jobs[0].destination: the destination "/var/lib/weavedi/jobs.json.corrupt/x" is inside the copy kept of a damaged jobs' state file "/var/lib/weavedi/jobs.json.corrupt""# + files)
         // The first job that breaks the rule is named.
         #expect(errorText(jobs(mirror("a", "/srv", "/backup"), mirror("b", "/data", "/var")))?.hasPrefix("sync.jobs[1].destination: ") == true)
         // Anywhere else inside the state directory is fine.

@@ -2,7 +2,8 @@ import WeaveDI
 
 /// A path of the daemon's own that no mirror destination may reach: the control socket (the
 /// configured one, and under socket activation the one systemd passed), the state directory,
-/// the two files the daemon keeps at the state directory's top, and the metrics file
+/// the files the daemon keeps at the state directory's top (`weavedid.lock`, `jobs.json` and the
+/// copy of a damaged one, `jobs.json.corrupt`), and the metrics file
 /// (`sync.metricsFile`), when there is one.
 ///
 /// A destination that is or contains the state directory would, with `delete`, remove
@@ -12,10 +13,11 @@ import WeaveDI
 /// `/var/lib/weavedi/mirror/docs`, the one directory besides `/run/weavedi` that the packaged
 /// unit may write. The daemon touches only those two files and the temporary files of
 /// `jobs.json` (`.jobs.json.tmp.N`, of which it removes only regular files) at the top, and a
-/// run writes only below its destination. But a destination at `weavedid.lock` or `jobs.json`,
-/// or below one, fails every run on a file that is no directory, or, made while `jobs.json` is
-/// missing (the job's fix makes a missing destination), turns it into a directory that no state
-/// file can replace: it is refused too.
+/// run writes only below its destination. But a destination at `weavedid.lock`, `jobs.json` or
+/// `jobs.json.corrupt`, or below one, fails every run on a file that is no directory, or, made
+/// while the file is missing (the job's fix makes a missing destination), turns it into a
+/// directory that no state file can replace, or in which no damaged state file can be kept
+/// (and a deleting run would remove the copy kept): it is refused too.
 ///
 /// The socket systemd passes (socket activation) is bound where the socket unit says
 /// (`ListenStream=`), which need not be `control.socket`: it is the one served, and a deleting
@@ -42,7 +44,7 @@ struct ReservedPath: Sendable, Equatable {
         /// The socket systemd passed, bound at another path than `control.socket`.
         case passedSocket
         case stateDirectory
-        /// `weavedid.lock` or `jobs.json` in the state directory.
+        /// `weavedid.lock`, `jobs.json` or `jobs.json.corrupt` in the state directory.
         case stateFile
         /// `sync.metricsFile`.
         case metricsFile
@@ -120,6 +122,10 @@ struct ReservedPath: Sendable, Equatable {
             ReservedPath(
                 kind: .stateFile, name: "the jobs' state file", path: ConfigurationDirectories.join(state, SyncStateStore.fileName),
                 refused: [.same, .inside], consequence: stateFile),
+            ReservedPath(
+                kind: .stateFile, name: "the copy kept of a damaged jobs' state file",
+                path: ConfigurationDirectories.join(state, SyncStateStore.damagedCopyName), refused: [.same, .inside],
+                consequence: stateFile),
         ]
     }
 
