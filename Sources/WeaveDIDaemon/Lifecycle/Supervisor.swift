@@ -29,6 +29,10 @@ public actor Supervisor {
     private var reloadWaiters: [CheckedContinuation<ReloadOutcome, Never>] = []
     /// Why the last reload was refused; nil once a reload succeeds.
     public private(set) var reloadProblem: String?
+    /// How many path warnings (`DaemonConfiguration.fileSystemWarnings`, what `--check-config`
+    /// prints) the configuration in effect has, as the start or the last reload in effect
+    /// logged them: `daemon.configuration` counts them.
+    public private(set) var pathWarningCount = 0
     /// Called as each reload ends, refused or in effect, before systemd and the caller hear
     /// of it: `HealthService` runs `daemon.configuration` again, so that health said right
     /// after `systemctl reload` says how it went, not how the reload before went.
@@ -81,6 +85,11 @@ public actor Supervisor {
         } catch {
             return fail("cannot assemble the daemon's services: \(error)")
         }
+        // What `--check-config` warns about, as the daemon sees its paths (under systemd, through
+        // the unit's sandbox, which a check run by hand does not see): logged before the
+        // services start, and counted by `daemon.configuration`.
+        let configuration = store.current
+        pathWarningCount = context.logPathWarnings( await context.pathWarnings(of: configuration), of: configuration)
         let group = ServiceGroup(services, log: log)
         self.group = group
         do {
@@ -247,6 +256,9 @@ public actor Supervisor {
         log.notice("daemon", "reloading the configuration")
         let loaded: Result<DaemonConfiguration, ConfigurationError>
         do { loaded = .success(try await context.loadConfiguration()) } catch { loaded = .failure(error) }
+        // Its path warnings, looked at now (off the actor), logged once it is in effect.
+        var warnings: Result<[String], ConfigurationError>?
+        if case let .success(configuration) = loaded { warnings = await context.pathWarnings(of: configuration) }
         // The load runs off the actor, for as long as the file system takes: a shutdown may
         // have begun meanwhile, and then the reload has nothing left to change or to report.
         guard phase == .running else {
@@ -280,15 +292,18 @@ public actor Supervisor {
             guard phase == .running else { return stoppedDuringReload() }
             store.replace(with: configuration)
             reloadProblem = nil
+            if let warnings, case let .success(found) = warnings { pathWarningCount = found.count } else { pathWarningCount = 0 }
             await reloadEnded?()
             // In effect now: a shutdown begun meanwhile is told nothing (no READY=1 after
             // STOPPING=1), but the caller is told the truth.
             guard phase == .running else {
                 log.notice("daemon", "configuration reloaded while the daemon is \(phase.rawValue); not reported to systemd")
+                if let warnings { context.logPathWarnings( warnings, of: configuration) }
                 return .reloaded
             }
             notifier.notify("READY=1", "STATUS=running; configuration reloaded")
             log.notice("daemon", "configuration reloaded")
+            if let warnings { context.logPathWarnings( warnings, of: configuration) }
             return .reloaded
         } catch {
             // A service's refusal that came after a shutdown began is no longer news: the

@@ -25,7 +25,9 @@ public final class HealthService: DaemonService {
         let supervisor = self.supervisor
         registry.register(HealthCheck(name: "daemon.configuration", tags: [HealthCheck.readiness]) {
             if let problem = await supervisor.reloadProblem { return .degraded(problem) }
-            return .healthy("configuration in effect")
+            // Path warnings are no failure (the job's own check says when its runs fail): counted.
+            let count = await supervisor.pathWarningCount
+            return .healthy(count == 0 ? "configuration in effect" : "configuration in effect, with \(count) path warning\(count == 1 ? "" : "s") (in the log)")
         })
         await supervisor.onReloadEnded { [registry] in _ = await registry.runCheck("daemon.configuration") }
         registry.setEventObserver { [log] event in Self.log(event, to: log) }

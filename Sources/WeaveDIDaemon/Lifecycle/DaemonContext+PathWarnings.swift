@@ -1,0 +1,37 @@
+import WeaveDI
+
+extension DaemonContext {
+    /// The path warnings of `configuration` (`DaemonConfiguration.fileSystemWarnings`, what
+    /// `--check-config` prints), looked at as the daemon sees its paths, within the step limit
+    /// (`StepDeadline`): the error when a path did not answer in time.
+    func pathWarnings(of configuration: DaemonConfiguration) async -> Result<[String], ConfigurationError> {
+        do {
+            return .success(
+                try await StepDeadline.run(
+                    limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.filePath ?? "built-in default"),
+                    for: "a check of the configuration's paths"
+                ) { note throws(ConfigurationError) in
+                    try configuration.fileSystemWarnings(noting: note)
+                })
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Logs `warnings` (`pathWarnings(of:)`) as warnings of subsystem `config`, each led by the
+    /// configuration's file as `--check-config` leads them, the first
+    /// `DaemonConfiguration.pathWarningsShown` and then one line counting the others; a check
+    /// that did not finish is one warning saying so. Returns how many warnings there are.
+    @discardableResult
+    func logPathWarnings(_ warnings: Result<[String], ConfigurationError>, of configuration: DaemonConfiguration) -> Int {
+        let source = configuration.filePath ?? "built-in default"
+        switch warnings {
+        case let .success(warnings):
+            for warning in DaemonConfiguration.shownPathWarnings(warnings) { log.warning("config", "\(source): \(warning)") }
+            return warnings.count
+        case let .failure(error):
+            log.warning("config", "\(source): the configuration's paths could not all be looked at: \(error); they are not warned about")
+            return 0
+        }
+    }
+}
