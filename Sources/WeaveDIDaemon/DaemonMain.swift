@@ -137,7 +137,7 @@ public enum DaemonMain {
                     // The start fails where it cannot make or write in its own directories: an
                     // error (78), as the start's (`StateDirectoryLock`, `ControlSocketBinder`).
                     try configuration.checkStartDirectories(noting: note)
-                    return try configuration.fileSystemWarnings(noting: note)
+                    return try configuration.fileSystemWarnings(underSystemd: context.runsUnderSystemd, noting: note)
                 }
             } catch {
                 printError("weavedid: \("\(error)".escapingControlCharacters)")

@@ -30,10 +30,24 @@ extension DaemonConfiguration {
     /// A disabled job's paths are warned about as an enabled one's, its name followed by
     /// `(job disabled)`: it runs by hand, and when it is enabled again.
     ///
+    /// Under systemd (`underSystemd`, the daemon's own look: `DaemonContext.runsUnderSystemd`),
+    /// a warning about a path says what the unit's sandbox does to it (`SandboxAdvice`): a
+    /// destination read-only (`EROFS`) names `ReadWritePaths=`, a path that fails under `/home`,
+    /// `/root` or `/run/user` names `ProtectHome=`, and a source or destination under `/tmp` or
+    /// `/var/tmp` is a warning of its own (`PrivateTmp=`), even when it is there.
+    ///
     /// Before each path it looks at, it tells `note` (`StepDeadline`, which gives up on a path
     /// that does not answer), whose error it throws.
-    func fileSystemWarnings(noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }) throws(ConfigurationError) -> [String] {
+    func fileSystemWarnings(
+        underSystemd: Bool = false, noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
+    ) throws(ConfigurationError) -> [String] {
         let file = filePath ?? "built-in default"
+        /// What the unit's sandbox does to `path`, which failed with `error`, after `; `.
+        func sandbox(_ path: String, _ error: Errno? = nil) -> String {
+            guard underSystemd else { return "" }
+            if error == .readOnlyFileSystem { return "; " + SandboxAdvice.readOnly }
+            return SandboxAdvice.homeHidden(path).map { "; " + $0 } ?? ""
+        }
         func look(_ fieldPath: String, _ path: String, followSymlinks: Bool = true) throws(ConfigurationError) -> Result<FileKind, Errno> {
             try note(LoadStep("looking at", file: file, fieldPath: fieldPath, path: path))
             do {
@@ -76,11 +90,18 @@ extension DaemonConfiguration {
             // and once enabled again: its paths are warned about too, marked so.
             let name = DaemonConfiguration.Job.quoted(job.name) + (job.enabled ? "" : " (job disabled)")
             let source = "the source \(JSONValue.quotedPathForMessage(mirror.source)) of job \(name)"
+            let destination = "the destination \(JSONValue.quotedPathForMessage(mirror.destination)) of job \(name)"
+            if underSystemd {
+                for (what, path, shown) in [("source", mirror.source, source), ("destination", mirror.destination, destination)] {
+                    if let advice = SandboxAdvice.privateTmp(path) { warnings.append("\(field).\(what): \(shown): \(advice)") }
+                }
+            }
             switch try look("\(field).source", mirror.source) {
             case let .success(kind):
                 if let error = try refusal("\(field).source", mirror.source, kind == .directory ? [.read, .execute] : .read) {
                     let access = kind == .directory ? "read and search access" : "read access"
-                    warnings.append("\(field).source: cannot read \(source) (\(access)): \(error); \(fails) the daemon's user may read it")
+                    warnings.append("\(field).source: cannot read \(source) (\(access)): \(error); \(fails) the daemon's user may read it"
+                        + sandbox(mirror.source, error))
                 }
             case let .failure(error) where isMissing(error):
                 // A symbolic link to nothing: a run follows a source root that is a link (it
@@ -97,18 +118,18 @@ extension DaemonConfiguration {
                     warnings.append("\(field).source: \(source) is a symbolic link\(target), which does not exist; \(fails) it does: "
                         + advice)
                 } else if !createdAtStart {
-                    warnings.append("\(field).source: \(source) does not exist; \(fails) it does")
+                    warnings.append("\(field).source: \(source) does not exist; \(fails) it does" + sandbox(mirror.source))
                 }
             case let .failure(error):
-                warnings.append("\(field).source: cannot look at \(source): \(error); \(fails) the daemon's user may read it")
+                warnings.append("\(field).source: cannot look at \(source): \(error); \(fails) the daemon's user may read it"
+                    + sandbox(mirror.source, error))
             }
-            let destination = "the destination \(JSONValue.quotedPathForMessage(mirror.destination)) of job \(name)"
             let error: Errno
             switch try look("\(field).destination", mirror.destination) {
             case .success(.directory):
                 if let error = try refusal("\(field).destination", mirror.destination, [.write, .execute]) {
                     warnings.append("\(field).destination: cannot write in \(destination) (write and search access): \(error); "
-                        + "\(fails) the daemon's user may write in it")
+                        + "\(fails) the daemon's user may write in it" + sandbox(mirror.destination, error))
                 }
                 continue
             case .success:
@@ -117,7 +138,8 @@ extension DaemonConfiguration {
                 error = failure
             }
             guard isMissing(error) else {
-                warnings.append("\(field).destination: cannot look at \(destination): \(error); \(fails) the daemon's user may write it")
+                warnings.append("\(field).destination: cannot look at \(destination): \(error); \(fails) the daemon's user may write it"
+                    + sandbox(mirror.destination, error))
                 continue
             }
             // A symbolic link to nothing: a run follows it (once it leads to a directory), but
@@ -148,7 +170,7 @@ extension DaemonConfiguration {
                     + "\(JSONValue.quotedPathForMessage(link)) on its way: create it by hand, or configure the destination by its real path")
             } else {
                 warnings.append("\(field).destination: \(destination) \(missing); \(fails) it does: runs never create it (once the "
-                    + "daemon runs, `weavedictl fix job.\(job.name)` creates it, with its parents)")
+                    + "daemon runs, `weavedictl fix job.\(job.name)` creates it, with its parents)" + sandbox(mirror.destination))
             }
         }
         try warnings += exampleJobWarnings(look: look, refusal: refusal)

@@ -1,17 +1,26 @@
 import WeaveDI
 
 extension DaemonContext {
+    /// Whether the daemon runs as a systemd service (`INVOCATION_ID`, which systemd sets for
+    /// every unit it starts): the unit's sandbox (`ProtectSystem=strict`, `ProtectHome=yes`,
+    /// `PrivateTmp=yes`) then shapes what its paths are, and messages about them say so
+    /// (`SandboxAdvice`).
+    var runsUnderSystemd: Bool {
+        environment["INVOCATION_ID"].map { !$0.isEmpty } ?? false
+    }
+
     /// The path warnings of `configuration` (`DaemonConfiguration.fileSystemWarnings`, what
     /// `--check-config` prints), looked at as the daemon sees its paths, within the step limit
     /// (`StepDeadline`): the error when a path did not answer in time.
     func pathWarnings(of configuration: DaemonConfiguration) async -> Result<[String], ConfigurationError> {
+        let underSystemd = runsUnderSystemd
         do {
             return .success(
                 try await StepDeadline.run(
                     limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.filePath ?? "built-in default"),
                     for: "a check of the configuration's paths"
                 ) { note throws(ConfigurationError) in
-                    try configuration.fileSystemWarnings(noting: note)
+                    try configuration.fileSystemWarnings(underSystemd: underSystemd, noting: note)
                 })
         } catch {
             return .failure(error)

@@ -98,7 +98,8 @@ struct MirrorJob: SyncJob {
             let more = report.modesNotGivenBack.count - 1
             modeNotice = "mode not given back: \(mode.path): \(mode.reason)" + (more > 0 ? " (and \(more) more, in the log)" : "")
         }
-        for notice in [modeNotice, leftovers, setIDBits].compactMap({ $0 }) {
+        let sandbox = runsUnderSystemd() ? Self.sandboxAdvice(settings, report) : nil
+        for notice in [sandbox, modeNotice, leftovers, setIDBits].compactMap({ $0 }) {
             outcome.message = outcome.message.map { $0 + "; " + notice } ?? notice
         }
         return outcome
@@ -161,6 +162,22 @@ struct MirrorJob: SyncJob {
             + "them (RestrictSUIDSGID=yes in the unit?; and the kernel clears set-group-ID on a copy whose group the daemon's "
             + "user is not in); the rest of their modes is the source's (to keep the bits too, set RestrictSUIDSGID=no in a "
             + "drop-in, or add the daemon's user to the copy's group)"
+    }
+
+    /// What the unit's sandbox has to do with the run's failures (`SandboxAdvice`), under
+    /// systemd: a read-only file system (`EROFS`) in the destination names `ReadWritePaths=`, and
+    /// a root that failed under `/home`, `/root` or `/run/user` names `ProtectHome=`.
+    static func sandboxAdvice(_ settings: MirrorSettings, _ report: MirrorReport) -> String? {
+        if report.errors.contains(where: { $0.reason.contains("(\(Errno.readOnlyFileSystem.name))") }) { return SandboxAdvice.readOnly }
+        guard let first = report.errors.first, first.path == settings.source || first.path == settings.destination else { return nil }
+        return SandboxAdvice.homeHidden(first.path)
+    }
+
+    /// Whether the daemon runs under systemd (`DaemonContext.runsUnderSystemd`); false
+    /// without the daemon's context in the container.
+    private func runsUnderSystemd() -> Bool {
+        guard container.isRegistered(DaemonContext.self), let context = container.resolve(DaemonContext.self) else { return false }
+        return context.runsUnderSystemd
     }
 
     /// The daemon's configuration in effect, nil without it in the container.

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+import WeaveDIControl
+import WeaveDIPosix
+
+/// Under systemd (`INVOCATION_ID` set), what the daemon says about a job's paths names the part
+/// of the unit's sandbox that explains it: `ReadWritePaths=` for a read-only destination,
+/// `ProtectHome=` for a path under /home, and `PrivateTmp=` for one under /tmp.
+@Suite struct DaemonSandboxAdviceTests {
+    @Test func underSystemd_aReadOnlyDestination_namesReadWritePaths_inTheWarningsAndTheRunsFailure() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", """
+            {"health": {"interval": 3600}, "sync": {"jobs": [{"name": "docs", "source": "\(d)/source", "destination": "\(d)/mirror", "interval": 3600},
+             {"name": "home", "source": "/home/weavedi-test-nobody/docs", "destination": "\(d)/mirror-home", "interval": 3600}]}}
+            """)
+        try FileManager.default.createDirectory(atPath: d + "/mirror-home", withIntermediateDirectories: true)
+        let wrapper = try MountNamespace.requiredWrapper(binding: [(d + "/mirror", d + "/mirror")])
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["INVOCATION_ID": "0123456789abcdef", "WEAVEDI_REGISTRY_AUTO_FIX": "0"],
+            directory: directory, wrapper: wrapper)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        // The source under /home: ProtectHome=; the test's directory under /tmp: PrivateTmp=.
+        #expect(daemon.log.contains(#"sync.jobs[1].source: the source "/home/weavedi-test-nobody/docs" of job "home" does not exist; the daemon starts, but each run of the job fails until it does; under systemd, the unit's ProtectHome=yes hides /home from the service"#), "\(daemon.log)")
+        #expect(daemon.log.contains(#"sync.jobs[0].destination: the destination "\#(d)/mirror" of job "docs": it lies in /tmp, which under systemd is the service's own (the unit's PrivateTmp=yes)"#), "\(daemon.log)")
+
+        // The destination turns read-only (as ProtectSystem=strict shows /srv): the reload's warning and the run's failure say what to do.
+        try #require(try MountNamespace.run(["mount", "-o", "remount,bind,ro", d + "/mirror"], inNamespaceOf: daemon.pid) == nil)
+        #expect(try reloadFailure(daemon.defaultSocket) == nil)
+        #expect(daemon.log.contains(#"sync.jobs[0].destination: cannot write in the destination "\#(d)/mirror" of job "docs" (write and search access): Read-only file system (EROFS); the daemon starts, but each run of the job fails until the daemon's user may write in it; \#(Self.readOnly)"#), "\(daemon.log)")
+        let run = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))]).parameter("run")
+        let message = run?[member: "message"]?.stringValue ?? ""
+        #expect(message.contains("(EROFS)") && message.hasSuffix("; " + Self.readOnly), "\(String(describing: run))")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    static let readOnly =
+        "under systemd, the unit's ProtectSystem=strict makes it read-only unless a drop-in (systemctl edit weavedid) lists it in ReadWritePaths="
+
+    @Test func withoutSystemd_noSandboxAdvice() throws {
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", """
+            {"health": {"interval": 3600}, "sync": {"jobs": [{"name": "home", "source": "/home/weavedi-test-nobody/docs", "destination": "\(directory.path)/m", "interval": 3600}]}}
+            """)
+        try FileManager.default.createDirectory(atPath: directory.path + "/m", withIntermediateDirectories: true)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"of job "home" does not exist; the daemon starts, but each run of the job fails until it does"#), "\(daemon.log)")
+        #expect(!daemon.log.contains("under systemd"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+}
