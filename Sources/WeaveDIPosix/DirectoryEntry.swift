@@ -11,8 +11,9 @@ public struct DirectoryEntry: Hashable, Sendable, CustomStringConvertible {
     /// The kind reported by `d_type`; `.unknown` when the file system does not say,
     /// in which case callers should fall back to `status(at:followSymlinks: false)`.
     public var kind: FileKind
-    /// False when the name on disk is not valid UTF-8: `name` then holds a repaired copy (with
-    /// U+FFFD), which names a different file or none, and must not be used to open or remove it.
+    /// False when the name on disk is not valid UTF-8: `name` then holds its display
+    /// (`NameDisplay`, `bad\xFFname`), which names a different file or none, and must not be
+    /// used to open or remove it; it is what messages show.
     public var nameIsExact: Bool
 
     /// Creates an entry from its parts.
@@ -83,7 +84,7 @@ extension FileDescriptor {
             let namePointer = UnsafeRawPointer(entry).advanced(by: nameOffset)
                 .assumingMemoryBound(to: CChar.self)
             let exact = String(validatingCString: namePointer)
-            let name = exact ?? String(cString: namePointer)
+            let name = exact ?? NameDisplay.escaping(UnsafeRawBufferPointer(start: namePointer, count: strlen(namePointer)))
             if name == "." || name == ".." { continue }
             let listed = DirectoryEntry(
                 name: name,

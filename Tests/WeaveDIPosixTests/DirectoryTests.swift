@@ -210,10 +210,18 @@ import WeaveDIPosix
 
         let entries = Dictionary(uniqueKeysWithValues: try dir.descriptor.directoryEntries().map { ($0.name, $0) })
         #expect(entries["plain"]?.nameIsExact == true)
-        let repaired = try #require(entries["b\u{FFFD}.t"])
+        // Shown with its byte escaped, as messages show it.
+        let repaired = try #require(entries[#"b\xFF.t"#], "\(entries.keys)")
         #expect(!repaired.nameIsExact)
         // The repaired name names no file: using it would miss (or hit another file).
         #expect(throws: Errno.noSuchFileOrDirectory) { _ = try dir.descriptor.status(at: repaired.name) }
+    }
+
+    @Test func nameDisplay_escapesTheBytesThatAreNoUTF8_andBackslashes() {
+        #expect(NameDisplay.escaping(Array("bad".utf8) + [0xFF] + Array("name".utf8)) == #"bad\xFFname"#)
+        #expect(NameDisplay.escaping(Array("é\\".utf8) + [0xC3]) == #"é\\\xC3"#)
+        #expect(NameDisplay.escaping([0xED, 0xA0, 0x80, 0x41]) == #"\xED\xA0\x80A"#)  // a surrogate is no UTF-8
+        #expect(NameDisplay.escaping(Array("ok ✓".utf8)) == "ok ✓")
     }
 
     @Test func realPath_resolvesLinksDotsAndDotDots_andFailsForMissing() throws {
