@@ -88,7 +88,7 @@ struct CtlPermissionTests {
         try reload()
         let status = try FileStatus(path: socket, followSymlinks: false)
         #expect(status.permissions.rawValue & 0o777 == 0o660 && status.groupID == 65534)
-        #expect(daemon.waitForLog("\(socket): mode 0660, group 65534"), "a mode as chmod takes it: \(daemon.log)")
+        #expect(daemon.waitForLog("\"\(socket)\": mode 0660, group 65534"), "a mode as chmod takes it: \(daemon.log)")
         #expect(try asNobody(["ping"]).code == 0, "nobody's group (65534) may connect")
 
         _ = configure(#""socketMode": "0660""#)

@@ -310,7 +310,8 @@ import WeaveDIPosix
         try UnixSocket.listen(at: UnixSocketAddress(path: stalePath)).close()
         let first = try DaemonProcess(directory: directory)
         #expect(first.waitForLog("ready;"))
-        #expect(first.log.contains("removed the stale socket"))
+        // Quoted, as every path from outside is.
+        #expect(first.log.contains("removed the stale socket \"\(stalePath)\" (nobody was listening)"), "\(first.log)")
         // A state directory of its own: one the first daemon holds would refuse it before.
         let second = try DaemonProcess(environment: ["STATE_DIRECTORY": directory.path + "/state2"], directory: directory)
         #expect(second.wait() == .exited(1))
@@ -322,6 +323,7 @@ import WeaveDIPosix
         #expect((try? FileStatus(path: directory.path + "/state2", followSymlinks: false)) == nil, "\(second.log)")
         first.send(.terminate)
         #expect(first.wait() == .exited(0))
+        #expect(first.log.contains("control: removed \"\(stalePath)\""), "\(first.log)")
     }
 
     @Test func journaldPrefixes_whenJournalStreamMatchesStandardError() throws {

@@ -55,8 +55,8 @@ import WeaveDIPosix
         directory.write("shared/state/.jobs.json.tmp.123", "{\"jobs\"")
         let before = try Self.snapshot(state)
 
-        let refusal = "error   daemon: the state directory \(state) is in use by another weavedid (pid \(first.pid); "
-            + "it holds the lock on \(state)/weavedid.lock); stop that daemon first, or give this one another state directory"
+        let refusal = "error   daemon: the state directory \"\(state)\" is in use by another weavedid (pid \(first.pid); "
+            + "it holds the lock on \"\(state)/weavedid.lock\"); stop that daemon first, or give this one another state directory"
         // Named by the configuration, with a socket of its own.
         let secondConfig = Self.config(directory, name: "two.json", socket: d + "/two.sock", state: state, source: d + "/source")
         let second = try DaemonProcess(["--config", secondConfig], directory: directory)
@@ -101,7 +101,7 @@ import WeaveDIPosix
         let secondConfig = Self.config(directory, name: "two.json", socket: d + "/two.sock", state: state, source: d + "/elsewhere")
         let second = try DaemonProcess(["--config", secondConfig], directory: directory)
         #expect(second.wait() == .exited(1), "\(second.log)")
-        #expect(second.log.contains("the state directory \(state) is in use by another weavedid (pid \(first.pid);"), "\(second.log)")
+        #expect(second.log.contains("the state directory \"\(state)\" is in use by another weavedid (pid \(first.pid);"), "\(second.log)")
         first.send(.terminate)
         #expect(first.wait() == .exited(0), "\(first.log)")
     }

@@ -98,7 +98,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         self.thread = nil
         for session in sessions { await session.close() }
         if let bound = bound.withLock({ $0 }), BoundSocketFiles.remove(bound.path, ifInode: bound.inode) {
-            log.info("control", "removed \(bound.path)")
+            log.info("control", "removed \(JSONValue.quotedPathForMessage(bound.path))")
         }
         socketFiles.forget(self)
     }
@@ -259,7 +259,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         } else if wanted.socketGroup != nil {
             ControlSocketBinder.warnIfGroupCannotReach(bound.path, gid, log: log)
         }
-        log.notice("control", "\(bound.path): mode \(wanted.socketMode), group \(gid)")
+        log.notice("control", "\(JSONValue.quotedPathForMessage(bound.path)): mode \(wanted.socketMode), group \(gid)")
     }
 
     func send(_ command: Command) {

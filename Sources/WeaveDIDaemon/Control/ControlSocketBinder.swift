@@ -45,7 +45,7 @@ enum ControlSocketBinder {
             do { try FileDescriptor.currentWorkingDirectory.unlink(at: path) } catch {
                 throw Refusal(description: "cannot remove the stale socket \(path): \(error)\(staleSocketDetail(path, existing, error))")
             }
-            log.notice("control", "removed the stale socket \(path) (nobody was listening)")
+            log.notice("control", "removed the stale socket \(JSONValue.quotedPathForMessage(path)) (nobody was listening)")
         }
         // The file `bind` makes takes the socket's own mode, less the umask (Linux): owner only
         // until the group and mode are set below. The umask is not touched: it is the whole
@@ -148,7 +148,7 @@ enum ControlSocketBinder {
     static func warnIfGroupCannotReach(_ path: String, _ gid: UInt32, log: DaemonLog) {
         let directory = parent(of: path)
         guard let status = try? FileStatus(path: directory, followSymlinks: true), !groupMaySearch(status, gid) else { return }
-        log.warning("control", "the socket's group (gid \(gid)) cannot reach \(path): its directory \(directory) "
+        log.warning("control", "the socket's group (gid \(gid)) cannot reach \(JSONValue.quotedPathForMessage(path)): its directory \(JSONValue.quotedPathForMessage(directory)) "
             + "(mode \(status.permissions), group \(status.groupID)) lets neither "
             + "that group nor others search it; give the directory that group, or remove it so that weavedid makes it")
     }
@@ -171,7 +171,7 @@ enum ControlSocketBinder {
         } else {
             return
         }
-        log.warning("control", "\(who) may replace the socket \(path): its directory \(directory) (mode "
+        log.warning("control", "\(who) may replace the socket \(JSONValue.quotedPathForMessage(path)): its directory \(JSONValue.quotedPathForMessage(directory)) (mode "
             + "\(status.permissions), owner \(status.userID), group \(status.groupID)) lets them, and clients "
             + "would then talk to whatever they put there; give the directory to root or the daemon's user, not writable by "
             + "others (or sticky, as /tmp is), or remove it so that weavedid makes it")

@@ -90,7 +90,7 @@ struct StateDirectoryLock: Sendable {
                 }
                 let holder = Self.holder(file.descriptor).map { "pid \($0)" } ?? "its pid is not known"
                 throw Problem(
-                    description: "the state directory \(directory) is in use by another weavedid (\(holder); it holds the lock on \(path)); "
+                    description: "the state directory \(JSONValue.quotedPathForMessage(directory)) is in use by another weavedid (\(holder); it holds the lock on \(JSONValue.quotedPathForMessage(path))); "
                         + "stop that daemon first, or give this one another state directory (stateDirectory, or STATE_DIRECTORY when the file sets none)",
                     errno: EBUSY)
             }

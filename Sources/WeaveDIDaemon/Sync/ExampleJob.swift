@@ -1,3 +1,4 @@
+import WeaveDI
 import WeaveDIPosix
 
 /// The built-in default's example job mirrors `.weavedi/example/source`; on a fresh machine
@@ -17,7 +18,7 @@ enum ExampleJob {
         for (name, text) in files {
             try? AtomicFile.write(Array(text.utf8), to: source + "/" + name, permissions: 0o644, durable: false)
         }
-        log.info("sync", "created the example job's source \(source)")
+        log.info("sync", "created the example job's source \(JSONValue.quotedPathForMessage(source))")
     }
 
     private static func makeDirectories(_ path: String) {
