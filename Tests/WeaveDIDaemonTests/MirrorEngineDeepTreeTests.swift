@@ -75,7 +75,7 @@ private let deepRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_DEEP_REMOVAL_ROO
         let deleting = await fixture.mirror(delete: true)
         #expect(deleting.errors.map(\.description).sorted() == [
             prefix + "/bad-link: the link's target is not valid UTF-8; left alone",
-            prefix + "/x\u{FFFD}: the name is not valid UTF-8; left alone",
+            prefix + #"/x\xFF: the name is not valid UTF-8; left alone"#,
         ])
         #expect(deleting.deleted == 2)  // blocked/ and blocked/kept
     }

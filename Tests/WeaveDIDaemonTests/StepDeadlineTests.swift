@@ -249,6 +249,7 @@ import WeaveDIPosix
             LoadStep("resolving", file: file, fieldPath: "stateDirectory", path: "/var/lib/weavedi"),
             LoadStep("resolving", file: file, fieldPath: "stateDirectory", path: "/var/lib/weavedi/weavedid.lock"),
             LoadStep("resolving", file: file, fieldPath: "stateDirectory", path: "/var/lib/weavedi/jobs.json"),
+            LoadStep("resolving", file: file, fieldPath: "stateDirectory", path: "/var/lib/weavedi/jobs.json.corrupt"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].source", path: "/srv/a"),
             LoadStep("resolving", file: file, fieldPath: "sync.jobs[0].destination", path: "/backup/a"),
             // Comparing the roots found waits on no file system: no deadline.
