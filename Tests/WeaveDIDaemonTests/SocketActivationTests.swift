@@ -42,6 +42,29 @@ import WeaveDIPosix
         #expect(fileExists(socketPath))  // systemd owns it
     }
 
+    /// Under socket activation a reload that changes `control.socket` is taken (the socket
+    /// systemd passed is the one served), and the log says the change moves nothing and where
+    /// the socket is set instead.
+    @Test func aReloadChangingTheSocket_underActivation_isWarnedAbout() throws {
+        let directory = TemporaryDirectory()
+        let socketPath = directory.path + "/activated.sock"
+        let config = directory.path + "/weavedid.json"
+        directory.write("weavedid.json", #"{"control": {"socket": "\#(directory.path)/first.sock"}}"#)
+        let daemon = try DaemonProcess(
+            ["--config", config], directory: directory, wrapper: activationWrapper([socketPath], names: ["control"]))
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        directory.write("weavedid.json", #"{"control": {"socket": "\#(directory.path)/second.sock"}}"#)
+        daemon.send(.hangup)
+        #expect(daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
+        let warning = "warning control: control.socket changed from \"\(directory.path)/first.sock\" to "
+            + "\"\(directory.path)/second.sock\": not used, as the daemon serves the socket systemd passed "
+            + "(\"\(socketPath)\"); to move it, change ListenStream= of weavedid.socket"
+        #expect(daemon.log.contains(warning), "\(daemon.log)")
+        #expect(!(try roundTrip(socketPath)).isEmpty)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// Python plays systemd: listening sockets on descriptors 3…, named `names` (joined with
     /// `:` into LISTEN_FDNAMES), LISTEN_PID naming the daemon.
     func activationWrapper(_ paths: [String], names: [String]) -> [String] {

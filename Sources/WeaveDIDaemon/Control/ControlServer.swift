@@ -203,9 +203,15 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     public func reload(_ configuration: DaemonConfiguration) async throws {
         let current = store.current.control
         let wanted = configuration.control
-        if wanted.socket != current.socket, activation == nil {
-            throw ReloadRefusal(description: "control.socket changed from \(JSONValue.quotedPathForMessage(current.socket)) to "
-                + "\(JSONValue.quotedPathForMessage(wanted.socket)); restart the daemon to move it")
+        if wanted.socket != current.socket {
+            let change = "control.socket changed from \(JSONValue.quotedPathForMessage(current.socket)) to "
+                + JSONValue.quotedPathForMessage(wanted.socket)
+            guard activation != nil else { throw ReloadRefusal(description: change + "; restart the daemon to move it") }
+            // The socket systemd passed is the one served whatever the file says: a change
+            // there moves nothing, which the operator is to hear rather than believe it did.
+            let served = passedFile.withLock { $0?.path }.map { " (\(JSONValue.quotedPathForMessage($0)))" } ?? ""
+            log.warning("control", "\(change): not used, as the daemon serves the socket systemd passed\(served); to move "
+                + "it, change ListenStream= of weavedid.socket (systemctl edit weavedid.socket), then restart the socket and the service")
         }
         if let bound = bound.withLock({ $0 }) {
             let changed = wanted.socketMode != current.socketMode || wanted.socketGroup != current.socketGroup
