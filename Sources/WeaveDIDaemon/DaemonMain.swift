@@ -1,6 +1,7 @@
 import Glibc
 import WeaveDI
 import WeaveDIPosix
+import WeaveDIControl
 
 /// The daemon's entry point; `weavedid`'s `main` is `DaemonMain.prepareProcess()` then
 /// `exit(DaemonMain.run(arguments:))`.
@@ -159,7 +160,7 @@ public enum DaemonMain {
             log.error("daemon", "cannot create the signalfd: \(error)")
             return 1
         }
-        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath ?? "built-in default"))")
+        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath.map { JSONValue.quotedPathForMessage($0) } ?? "built-in default"))")
         // Before anything touches the state directory (or binds the socket): a second daemon on
         // it would run the same jobs and remove the first one's writes in progress. Held until
         // the process exits; `--check-config` never comes here.

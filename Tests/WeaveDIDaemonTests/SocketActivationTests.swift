@@ -53,6 +53,7 @@ import WeaveDIPosix
         let daemon = try DaemonProcess(
             ["--config", config], directory: directory, wrapper: activationWrapper([socketPath], names: ["control"]))
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains("starting (pid \(daemon.pid), configuration: \"\(config)\")"), "\(daemon.log)")
         directory.write("weavedid.json", #"{"control": {"socket": "\#(directory.path)/second.sock"}}"#)
         daemon.send(.hangup)
         #expect(daemon.waitForLog("configuration reloaded"), "\(daemon.log)")
