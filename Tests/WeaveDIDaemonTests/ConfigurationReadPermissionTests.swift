@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import WeaveDIDaemon
 import WeaveDIPosix
 
 /// A configuration file the daemon's user may not read (`0600`, root's: the unit suggests
@@ -27,7 +28,7 @@ struct ConfigurationReadPermissionTests {
         let check = try Self.checkAsNobody(config)
         #expect(check.status == .exited(78), "\(check.standardErrorText)")
         #expect(check.standardErrorText == "weavedid: \(config): cannot read: Permission denied (EACCES); the user reading it (uid 65534 (nobody)) "
-            + "may not read the file (mode 0600, owner root, group root): give it that user's group, readable by the group and not by others "
+            + "may not read the file (mode 0600, owner root, group root): give it the group \(Self.nobodyGroup), readable by the group and not by others "
             + "if it holds anything secret (chgrp \(Self.nobodyGroup) \(config); chmod 0640 \(config))\n")
         // As it says: the group's read permission is enough.
         chown(config, 0, 65534)
@@ -45,8 +46,26 @@ struct ConfigurationReadPermissionTests {
         let check = try Self.checkAsNobody(config)
         #expect(check.status == .exited(78), "\(check.standardErrorText)")
         #expect(check.standardErrorText == "weavedid: \(config): cannot read: Permission denied (EACCES); the user reading it (uid 65534 (nobody)) "
-            + "may not search the directory \"\(d)/etc\" (mode 0700, owner root, group root) on its way: let it pass "
+            + "may not search the directory \"\(d)/etc\" (mode 0700, owner root, group root) on its way: let the group \(Self.nobodyGroup) pass "
             + "(chgrp \(Self.nobodyGroup) \(d)/etc; chmod g+x \(d)/etc), or keep the file where it may\n")
+    }
+}
+
+/// The group a configuration file's advice names: the service's (`weavedi`) where the machine
+/// has it, never the reader's own (someone running `weavedictl --offline` would otherwise be
+/// told to give the file a group that shuts the daemon out), with how to join it when the reader
+/// is not in it. Run as root: in `root`, not in `daemon`.
+@Suite struct ConfigurationReadAdviceTests {
+    @Test(.enabled(if: getuid() == 0 && ((try? UserDatabase.group(named: "daemon")) ?? nil) != nil, "needs root and a daemon group"))
+    func theServicesGroup_isNamed_withHowToJoinIt() throws {
+        let notIn = DaemonConfiguration.serviceGroupAdvice(named: "daemon")
+        #expect(notIn.group == "daemon")
+        #expect(notIn.joining == "; and add root to the group daemon (usermod -aG daemon root)")
+        let member = DaemonConfiguration.serviceGroupAdvice(named: "root")
+        #expect(member.group == "root" && member.joining == "")
+        // No such group on this machine: the reader's own, nothing to join.
+        let none = DaemonConfiguration.serviceGroupAdvice(named: "no-such-group-here")
+        #expect(none.group == FileOwnershipName.group(getegid()) && none.joining == "")
     }
 }
 
