@@ -1,8 +1,10 @@
 /// How a name that is not valid UTF-8 is shown: its UTF-8 parts as they are, each byte that is
 /// no part of a UTF-8 sequence as `\xFF` (two uppercase hex digits), and a backslash as `\\`,
-/// so that `\xFF` in it always stands for that byte: `bad\xFFname` for the bytes
-/// `b a d 0xFF n a m e`. The text is for people (the log, a run's failed items); it names no
-/// file, and must not be used to open one.
+/// so that in such a display `\xFF` stands for that byte: `bad\xFFname` for the bytes
+/// `b a d 0xFF n a m e`. A name that is valid UTF-8 is shown as it is, backslashes and all, so
+/// a valid name whose text is `bad\xFFname` reads the same: the display does not say which of
+/// the two it is (the message beside it does, `the name is not valid UTF-8`). The text is for
+/// people (the log, a run's failed items); it names no file, and must not be used to open one.
 public enum NameDisplay {
     /// The display of `bytes` (a name, without its NUL), escaped as the type says.
     public static func escaping(_ bytes: some Collection<UInt8>) -> String {
