@@ -148,3 +148,40 @@ extension StartDirectoryPermissionTests {
             + "remove it as root or as its owner (rm \(socket)), or choose another control.socket"), "\(daemon.log)")
     }
 }
+
+extension StartDirectoryPermissionTests {
+    /// The checking user's own lock file without write access for its owner is refused with
+    /// its mode to mend, not as a file another user's run left.
+    @Test func itsOwnLockFileReadOnly_failsTheCheck_sayingToMendItsMode() throws {
+        let directory = try Self.fixture()
+        let d = directory.path
+        let state = d + "/open/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let lock = directory.write("open/state/weavedid.lock", "1\n")
+        chown(lock, 65534, 65534)
+        chmod(lock, 0o400)
+        chown(state, 65534, 65534)
+        chmod(state, 0o750)
+        let config = Self.config(directory, state: state, socket: d + "/open/control.sock")
+        let check = try Self.checkAsNobody(config)
+        #expect(check.status == .exited(78), "\(check.standardErrorText)")
+        #expect(check.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) may not open "
+            + "its own lock file \"\(lock)\" (mode 0400, owner nobody, group \(FileOwnershipName.group(65534))) for writing: "
+            + "Permission denied (EACCES); give its owner read and write (chmod 0600 \(lock))\n")
+    }
+
+    /// A symbolic link that leads nowhere on the way to the state directory fails the check:
+    /// the start could not make the directory through it.
+    @Test func aDanglingLinkOnTheWayToTheStateDirectory_failsTheCheck() throws {
+        let directory = try Self.fixture()
+        let d = directory.path
+        #expect(symlink(d + "/open/gone", d + "/open/link") == 0)
+        let config = Self.config(directory, state: d + "/open/link/state", socket: d + "/open/control.sock")
+        for check in [try Self.checkAsNobody(config), try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])] {
+            #expect(check.status == .exited(78), "\(check.standardErrorText)")
+            #expect(check.standardErrorText.hasPrefix("weavedid: \(config): stateDirectory: cannot create the state directory "
+                + "\"\(d)/open/link/state\": \"\(d)/open/link\" on its way is a symbolic link to \"\(d)/open/gone\", which does not exist"),
+                "\(check.standardErrorText)")
+        }
+    }
+}

@@ -76,6 +76,14 @@ extension DaemonConfiguration {
                     throw fail("cannot create \(what) \(shown): \(JSONValue.quotedPathForMessage(part)) on its way is "
                         + "\(Self.describe(found.kind)), not a directory", ENOTDIR)
                 case .failure:
+                    // A symbolic link that leads nowhere is there all the same: the start's
+                    // mkdir of it fails (EEXIST) rather than making the directory.
+                    if let link = try? FileStatus(path: part, followSymlinks: false), link.kind == .symbolicLink {
+                        let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: part))
+                            .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
+                        throw fail("cannot create \(what) \(shown): \(JSONValue.quotedPathForMessage(part)) on its way is a symbolic "
+                            + "link\(target), which does not exist", ENOENT)
+                    }
                     break walk
                 }
             }
@@ -98,6 +106,17 @@ extension DaemonConfiguration {
         do {
             try FileDescriptor.currentWorkingDirectory.checkAccess(at: path, [.read, .write])
         } catch {
+            // The checking user's own file, without read and write for its owner: no other
+            // user's run left it; its mode is what to mend.
+            guard found.userID != CurrentProcess.effectiveUserID else {
+                let shownPath = path.shellWord.escapingControlCharacters
+                throw ConfigurationError(
+                    file: file, fieldPath: "stateDirectory",
+                    problem: "the user running the check (\(FileOwnership.currentUser)) may not open its own lock file "
+                        + "\(JSONValue.quotedPathForMessage(path)) (\(FileOwnership.describe(found))) for writing: \(error); "
+                        + "give its owner read and write (chmod 0600 \(shownPath))",
+                    errno: error.rawValue)
+            }
             throw ConfigurationError(
                 file: file, fieldPath: "stateDirectory",
                 problem: StateDirectoryLock.foreignFileProblem(
