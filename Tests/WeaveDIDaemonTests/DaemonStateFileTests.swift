@@ -786,6 +786,9 @@ import WeaveDIPosix
         // 3000 s less the time the start took; far from 3600 however slow the machine.
         #expect(next > 2000 && next <= 3000, "\(job.map { "\($0)" } ?? "no job")")
         #expect(!daemon.log.contains("run docs-42 started"), "\(daemon.log)")
+        // The last run the file keeps is the metrics' too, with no run in this process.
+        let metrics = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue ?? ""
+        #expect(metrics.contains(#"weavedi_sync_last_run_result{job="docs",result="success"} 1"#), "\(metrics)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

@@ -525,6 +525,34 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    /// `weavedi_sync_last_run_result` is 1 for the last run's result and 0 for the others; all
+    /// 0 before any run.
+    @Test func theLastRunResultMetric_followsEachRun() async throws {
+        let script = JobScript([.failed, .success])
+        let (scheduler, _, _) = scheduler([("p", script, { $0.interval = .seconds(3600); $0.jitter = .zero })])
+        try await scheduler.start()
+        /// The value of each result's series, in `SyncResult.allCases` order.
+        func values() async -> [String: String] {
+            let text = await scheduler.metrics()
+            var found: [String: String] = [:]
+            for result in SyncResult.allCases {
+                found[result.rawValue] = text.split(separator: "\n")
+                    .first { $0.hasPrefix(#"weavedi_sync_last_run_result{job="p",result="\#(result.rawValue)"} "#) }
+                    .map { String($0.split(separator: " ").last ?? "") }
+            }
+            return found
+        }
+        let before = await values()
+        #expect(before.count == SyncResult.allCases.count && before.values.allSatisfy { $0 == "0" }, "\(before)")
+        #expect(try await scheduler.runNow("p") { _ in }.result == .failed)
+        let failed = await values()
+        #expect(failed["failed"] == "1" && failed.filter { $0.value == "1" }.count == 1, "\(failed)")
+        #expect(try await scheduler.runNow("p") { _ in }.result == .success)
+        let succeeded = await values()
+        #expect(succeeded["success"] == "1" && succeeded.filter { $0.value == "1" }.count == 1, "\(succeeded)")
+        await scheduler.stop()
+    }
+
     @Test func theFix_preparesTheJobAsConfiguredAfterTheStuckRunItCancelled() async throws {
         let stuck = JobScript(open: false, deafToCancellation: true)
         let (scheduler, registry, _) = scheduler([("p", stuck, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })])

@@ -78,6 +78,16 @@ extension SyncScheduler: JobControl {
         for name in order { out.sample("weavedi_sync_bytes_copied_total", [("job", name)], Double(jobs[name]?.bytesCopied ?? 0)) }
         out.header("weavedi_sync_last_success_timestamp_seconds", "When the job last succeeded (0: never).", type: "gauge")
         for name in order { out.sample("weavedi_sync_last_success_timestamp_seconds", [("job", name)], jobs[name]?.lastSuccess ?? 0) }
+        // One series per result, 1 for the last run's (as `ListJobs` shows it, across restarts),
+        // 0 for the others: the Prometheus way of a state, which an alert can match
+        // (`weavedi_sync_last_run_result{result="failed"} == 1`). All 0 for a job never run.
+        out.header("weavedi_sync_last_run_result", "1 for the result of the job's last run (kept across restarts), 0 for the others.", type: "gauge")
+        for name in order {
+            let last = jobs[name]?.lastKept?.result
+            for result in SyncResult.allCases {
+                out.sample("weavedi_sync_last_run_result", [("job", name), ("result", result.rawValue)], last == result ? 1 : 0)
+            }
+        }
         out.header("weavedi_sync_last_run_duration_seconds", "How long the last run took.", type: "gauge")
         for name in order { out.sample("weavedi_sync_last_run_duration_seconds", [("job", name)], jobs[name]?.recent.last?.duration ?? 0) }
         // A run waiting for a slot (`sync.maxConcurrentRuns`) is queued, not running: running
