@@ -707,6 +707,50 @@ import WeaveDIPosix
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-2")
     }
 
+    /// The job's entry in the state file.
+    func savedEntry(_ fixture: Fixture) throws -> JSONValue? {
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        return saved[member: "jobs"]?[member: "docs"]
+    }
+
+    /// A run that never ended keeps its job due at once until a run of it does work: the state
+    /// file says so (`unfinished`), so that a write before the run again starts (here the resume
+    /// of the job, paused meanwhile) and a second restart do not lose it. Before, the second
+    /// start saw a plain failed run and waited up to an interval, the destination half done.
+    @Test func aRunThatNeverEnded_isRunAgain_afterAWriteAndASecondRestart() throws {
+        let fixture = Fixture()
+        var (daemon, start, release) = try startWithARunGoing(fixture)
+        defer { release() }
+        // Paused during its run: the start after the kill does not run it.
+        _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.PauseJob", [("name", .string("docs"))])
+        daemon.send(.kill)
+        #expect(daemon.wait() == .signaled(.kill), "\(daemon.log)")
+        try #require(!daemon.log.contains("run docs-1 success"), "the run ended before the kill: \(daemon.log)")
+
+        daemon = try start(false)
+        try #require(daemon.log.contains("warning sync: docs: run docs-1, started at "), "\(daemon.log)")
+        // The file is written again (the job resumed) before any run of the job starts.
+        _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        try #require(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+        var entry = try savedEntry(fixture)
+        #expect(entry?[member: "runGoing"]?.isNull == true, "\(entry.map { "\($0)" } ?? "no entry")")
+        #expect(entry?[member: "lastRun"]?[member: "result"]?.stringValue == "failed", "\(entry.map { "\($0)" } ?? "no entry")")
+        #expect(entry?[member: "unfinished"] == .bool(true), "\(entry.map { "\($0)" } ?? "no entry")")
+
+        daemon = try start(false)
+        #expect(daemon.log.contains("notice  sync: docs: its last run docs-1 never ended (the destination may be behind): it runs "
+            + "again now"), "\(daemon.log)")
+        #expect(daemon.waitForLog("docs: run docs-2 success"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        // A run that did its work ends it.
+        entry = try savedEntry(fixture)
+        #expect(entry?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-2", "\(entry.map { "\($0)" } ?? "no entry")")
+        #expect(entry?[member: "unfinished"] == .bool(false), "\(entry.map { "\($0)" } ?? "no entry")")
+    }
+
     /// A clean shutdown during a run ends it, cancelled, and that run is the job's last run in
     /// the state file: after the restart `ListJobs` shows it (not the success before it), the
     /// job's check is degraded (its destination may be behind), nothing is said never ended,
@@ -841,11 +885,13 @@ import WeaveDIPosix
 
     /// An entry without `firstSeenAt` (a file written before it was kept), or with one no run
     /// writes (said in the log, that field alone dropped), has the job first seen at this
-    /// start: it waits an interval, and the file says when.
+    /// start: it waits an interval, and the file says when. So does one with an `unfinished`
+    /// no run writes, dropped alone likewise.
     @Test(arguments: [
         (#""paused": false"#, nil),
         (#""firstSeenAt": -1"#, "firstSeenAt: expected a time in seconds since 1970, got -1"),
         (#""firstSeenAt": "yesterday""#, #"firstSeenAt: expected a time in seconds since 1970, got "yesterday""#),
+        (#""unfinished": "yes""#, #"unfinished: expected true or false, got "yes""#),
     ] as [(String, String?)])
     func anEntryWithoutAFirstSeenTime_isFirstSeenNow(field: String, problem: String?) throws {
         let fixture = Fixture()

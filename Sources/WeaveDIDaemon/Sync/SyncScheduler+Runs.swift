@@ -143,6 +143,8 @@ extension SyncScheduler {
         state.progress = nil
         state.recent.append(record)
         if worked || record.result != .cancelled { state.lastKept = record }
+        // A run that did work is the job's last: a run before it that never ended is behind it.
+        if worked { state.unfinished = false }
         if state.recent.count > Self.recentRunLimit { state.recent.removeFirst(state.recent.count - Self.recentRunLimit) }
         state.runsByResult[record.result, default: 0] += 1
         state.filesCopied += record.copied + record.updated
@@ -197,7 +199,8 @@ extension SyncScheduler {
             let going = state.running.flatMap { run in run.startedAt.map { PersistedJobState.RunGoing(id: run.id, startedAt: $0) } }
             states[name] = PersistedJobState(
                 lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
-                runGoing: going ?? orphanGoing(name), paused: state.paused, firstSeenAt: state.firstSeenAt)
+                runGoing: going ?? orphanGoing(name), paused: state.paused, firstSeenAt: state.firstSeenAt,
+                endedUnfinished: state.unfinished)
         }
         // A job removed and added back keeps its last result (health knows how old its last
         // success is); but a configuration churned through many names must not grow the file

@@ -158,6 +158,9 @@ public actor SyncScheduler: DaemonService {
         /// When the daemon first had the job, in seconds since 1970 (`firstSeenAt` of the state
         /// file): the first run of a job that never ran is counted from it across restarts.
         var firstSeenAt: Double?
+        /// Whether the job's last run that did work never ended (`PersistedJobState.endedUnfinished`):
+        /// kept in the state file until a run of the job does work.
+        var unfinished = false
         var skippedRuns = 0
         /// Whether a tick met the run of a removed job of this name still stopping: the run
         /// it skipped starts as soon as that run ends, not an interval later (a job added back
@@ -230,6 +233,7 @@ public actor SyncScheduler: DaemonService {
             state.lastSuccess = saved.lastSuccess
             if let last = saved.lastRun { state.recent = [last] }
             state.lastKept = saved.lastRun
+            state.unfinished = saved.endedUnfinished
             if restoringPause, saved.paused {
                 state.paused = true
                 log.notice("sync", "\(config.name): paused, as it was when the daemon stopped (weavedictl resume-job \(config.name) resumes it)")
@@ -260,7 +264,15 @@ public actor SyncScheduler: DaemonService {
         if config.runAtStart { return .zero }
         let name = config.name
         let soon = config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now"
-        guard let saved = persisted[name], let last = saved.lastRun else {
+        // A last run that never ended (a file whose `lastRun` was dropped as damaged keeps
+        // saying so) runs again whatever the time.
+        if let saved = persisted[name], saved.endedUnfinished || saved.lastRun?.result == .cancelled {
+            let how = saved.endedUnfinished ? "never ended" : "was cancelled"
+            let run = saved.lastRun.map { "its last run \($0.id)" } ?? "its last run"
+            log.notice("sync", "\(name): \(run) \(how) (the destination may be behind): it runs again \(soon)")
+            return jitter(config.jitter)
+        }
+        guard let last = persisted[name]?.lastRun else {
             let seen = jobs[name]?.firstSeenAt ?? SystemClock.realtimeSeconds()
             let left = seen + seconds(config.interval) - SystemClock.realtimeSeconds()
             if left <= 0 {
@@ -270,11 +282,6 @@ public actor SyncScheduler: DaemonService {
                 return jitter(config.jitter)
             }
             return min(.seconds(left), config.interval) + jitter(config.jitter)
-        }
-        if last.result == .cancelled || saved.endedUnfinished {
-            let how = saved.endedUnfinished ? "never ended" : "was cancelled"
-            log.notice("sync", "\(name): its last run \(last.id) \(how) (the destination may be behind): it runs again \(soon)")
-            return jitter(config.jitter)
         }
         let due = last.startedAt + seconds(config.interval)
         let left = due - SystemClock.realtimeSeconds()

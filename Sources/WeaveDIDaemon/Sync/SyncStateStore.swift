@@ -348,9 +348,11 @@ struct PersistedJobState: Sendable, Equatable {
     /// before it was kept, and for jobs the daemon had not seen yet: the job is first seen at
     /// this start.
     var firstSeenAt: Double?
-    /// Whether `lastRun` is a run the file said going at the start, which never ended
-    /// (`SyncStateStore.endRunsNeverEnded`): the job runs again soon after the start. Not in
-    /// the file.
+    /// Whether the job's last run that did work never ended: one the file said going at a
+    /// start (`SyncStateStore.endRunsNeverEnded`), and no run of the job has done work since.
+    /// The job runs again soon after each start until one has, its destination half done
+    /// meanwhile. `unfinished` in the file, so that a write before that run starts and another
+    /// restart do not lose it; absent (false) in files written before it was kept.
     var endedUnfinished = false
 
     /// A run that started and has not ended: `runGoing` of the state file.
@@ -363,7 +365,7 @@ struct PersistedJobState: Sendable, Equatable {
 
     init(
         lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil, paused: Bool = false,
-        firstSeenAt: Double? = nil
+        firstSeenAt: Double? = nil, endedUnfinished: Bool = false
     ) {
         self.lastRun = lastRun
         self.lastSuccess = lastSuccess
@@ -371,6 +373,7 @@ struct PersistedJobState: Sendable, Equatable {
         self.runGoing = runGoing
         self.paused = paused
         self.firstSeenAt = firstSeenAt
+        self.endedUnfinished = endedUnfinished
     }
 
     var json: JSONValue {
@@ -381,6 +384,7 @@ struct PersistedJobState: Sendable, Equatable {
             ("runGoing", runGoing.map { .object([("id", .string($0.id)), ("startedAt", .double($0.startedAt))]) } ?? .null),
             ("paused", .bool(paused)),
             ("firstSeenAt", firstSeenAt.map(JSONValue.double) ?? .null),
+            ("unfinished", .bool(endedUnfinished)),
         ])
     }
 
@@ -392,8 +396,8 @@ struct PersistedJobState: Sendable, Equatable {
     /// refused, and so is a `runGoing` whose id is no run id of `job` (`JOB-N`). What only
     /// tells about the last run is dropped instead, said in `dropped`: a `failedItems` or
     /// `message` no run writes alone (`SyncRunEncoding.record(from:dropped:)`), any other
-    /// value of `lastRun` no run writes with the whole `lastRun`; so is a `firstSeenAt` no
-    /// run writes, alone.
+    /// value of `lastRun` no run writes with the whole `lastRun`; so is a `firstSeenAt` or an
+    /// `unfinished` no run writes, alone. Members it does not know are passed over.
     init(json: JSONValue, job: String, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) {
         consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
         lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
@@ -441,6 +445,15 @@ struct PersistedJobState: Sendable, Equatable {
         } catch {
             dropped.append(error)
             firstSeenAt = nil
+        }
+        // It tells only whether the job runs again at once after a start: one no run writes is
+        // dropped alone, as from a file without it.
+        switch json[member: "unfinished"] {
+        case nil, .null?: endedUnfinished = false
+        case let .bool(value)?: endedUnfinished = value
+        case let other?:
+            dropped.append(PersistedStateProblem(description: "unfinished: expected true or false, got \(PersistedStateProblem.describe(other))"))
+            endedUnfinished = false
         }
     }
 }
