@@ -729,6 +729,10 @@ import WeaveDIPosix
 
         daemon = try start(false)
         try #require(daemon.log.contains("warning sync: docs: run docs-1, started at "), "\(daemon.log)")
+        // Paused, it does not run, and the log does not say it does.
+        #expect(daemon.log.contains("notice  sync: docs: its last run docs-1 never ended (the destination may be behind); it "
+            + "stays paused"), "\(daemon.log)")
+        #expect(!daemon.log.contains("it runs again"), "\(daemon.log)")
         // The file is written again (the job resumed) before any run of the job starts.
         _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
         daemon.send(.terminate)

@@ -256,41 +256,38 @@ public actor SyncScheduler: DaemonService {
     /// it (never more than an interval, for a wall clock set back), plus jitter; a job overdue
     /// at the start (that time has passed, while the daemon was down), or whose last run did
     /// not finish (cancelled by a stop, or never ended), runs now, after its jitter alone, and
-    /// the log says why. A job that has no last run has its first run counted likewise from
-    /// when the daemon first had it (`firstSeenAt` of the state file; this start for a job new
-    /// to it): a weekly job that has never run runs a week after it was configured, however
-    /// often the host restarts in between.
+    /// the log says why (for a job paused, that it stays paused: it does not run). A job that
+    /// has no last run has its first run counted likewise from when the daemon first had it
+    /// (`firstSeenAt` of the state file; this start for a job new to it): a weekly job that has
+    /// never run runs a week after it was configured, however often the host restarts in
+    /// between.
     private func firstWaitAtStart(_ config: DaemonConfiguration.Job) -> Duration {
         if config.runAtStart { return .zero }
         let name = config.name
-        let soon = config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now"
+        let saved = persisted[name]
+        // What becomes of a job due now, for the log: a paused one does not run.
+        func runs(_ again: String) -> String {
+            if jobs[name]?.paused == true { return "; it stays paused" }
+            return ": it runs \(again)" + (config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now")
+        }
         // A last run that never ended (a file whose `lastRun` was dropped as damaged keeps
         // saying so) runs again whatever the time.
-        if let saved = persisted[name], saved.endedUnfinished || saved.lastRun?.result == .cancelled {
+        if let saved, saved.endedUnfinished || saved.lastRun?.result == .cancelled {
             let how = saved.endedUnfinished ? "never ended" : "was cancelled"
             let run = saved.lastRun.map { "its last run \($0.id)" } ?? "its last run"
-            log.notice("sync", "\(name): \(run) \(how) (the destination may be behind): it runs again \(soon)")
+            log.notice("sync", "\(name): \(run) \(how) (the destination may be behind)\(runs("again "))")
             return jitter(config.jitter)
         }
-        guard let last = persisted[name]?.lastRun else {
-            let seen = jobs[name]?.firstSeenAt ?? SystemClock.realtimeSeconds()
-            let left = seen + seconds(config.interval) - SystemClock.realtimeSeconds()
-            if left <= 0 {
-                log.notice("sync", "\(name): overdue: it has never run, and was first seen "
-                    + "\(Format.duration(seconds(config.interval) - left)) ago, more than its interval "
-                    + "(\(Format.duration(seconds(config.interval)))): it runs \(soon)")
-                return jitter(config.jitter)
-            }
-            return min(.seconds(left), config.interval) + jitter(config.jitter)
-        }
-        let due = last.startedAt + seconds(config.interval)
-        let left = due - SystemClock.realtimeSeconds()
-        if left <= 0 {
-            log.notice("sync", "\(name): overdue: its last run \(last.id) started \(Format.duration(seconds(config.interval) - left)) "
-                + "ago, more than its interval (\(Format.duration(seconds(config.interval)))): it runs \(soon)")
-            return jitter(config.jitter)
-        }
-        return min(.seconds(left), config.interval) + jitter(config.jitter)
+        // From the last run's start; for a job that has never run, from when it was first seen.
+        let last = saved?.lastRun
+        let from = last?.startedAt ?? jobs[name]?.firstSeenAt ?? SystemClock.realtimeSeconds()
+        let interval = seconds(config.interval)
+        let left = from + interval - SystemClock.realtimeSeconds()
+        guard left <= 0 else { return min(.seconds(left), config.interval) + jitter(config.jitter) }
+        let since = last.map { "its last run \($0.id) started" } ?? "it has never run, and was first seen"
+        log.notice("sync", "\(name): overdue: \(since) \(Format.duration(interval - left)) ago, more than its interval "
+            + "(\(Format.duration(interval)))\(runs(""))")
+        return jitter(config.jitter)
     }
 
     /// Stops the timers and cancels running runs, which stop at a safe point; waits for them.
