@@ -658,6 +658,34 @@ struct ScriptedJob: SyncJob {
         await second.stop()
     }
 
+    /// A run cancelled before it did any work (here while it waited for a slot, as the
+    /// scheduler stopped) changed nothing: the job's health goes by the last run the state file
+    /// keeps, as after a restart. Before, the job was degraded (its destination "may be
+    /// behind") until the restart, and healthy after it.
+    @Test func aRunCancelledBeforeItsWork_leavesTheJobsHealthAsTheStateFileKeepsIt() async throws {
+        let state = TemporaryDirectory()
+        let big = JobScript(open: false)
+        let little = JobScript()
+        let (first, _, _) = scheduler([("big", big, { _ in }), ("little", little, { _ in })], maxConcurrent: 1, state: state)
+        try await first.start()
+        #expect(try await first.runNow("little") { _ in }.result == .success)
+        _ = try await first.startNow("big")
+        #expect(await eventually { big.runs == 1 })
+        let follower = Task { try await first.runNow("little") { _ in } }
+        #expect(await eventually { (await first.jobs()).last?[member: "queued"].map { !$0.isNull } == true })
+        await first.stop()
+        let cancelled = try await follower.value
+        try #require(cancelled.result == .cancelled && cancelled.message?.hasSuffix("cancelled while it waited for a slot") == true,
+                     "\(cancelled)")
+        let before = await first.health(of: "little")
+        #expect(before.status == .healthy && before.message == "last run success", "\(before)")
+        let (second, _, _) = scheduler([("big", JobScript(), { _ in }), ("little", JobScript(), { _ in })], state: state)
+        try await second.start()
+        let after = await second.health(of: "little")
+        #expect(after.status == before.status && after.message == before.message, "\(after)")
+        await second.stop()
+    }
+
     @Test func aLastSuccessInTheFuture_doesNotKeepTheJobFromGoingStale() async throws {
         // The state file says the last success is a day ahead: the wall clock was set back since.
         let state = TemporaryDirectory()

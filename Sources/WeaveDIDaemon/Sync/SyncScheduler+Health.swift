@@ -20,7 +20,10 @@ extension SyncScheduler {
         let config = state.config
         var data = ["consecutiveFailures": "\(state.consecutiveFailures)", "skippedRuns": "\(state.skippedRuns)"]
         if let lastSuccess = state.lastSuccess { data["lastSuccess"] = "\(lastSuccess)" }
-        let last = state.recent.last { $0.result != .skipped }
+        // The last run the state file keeps (`lastKept`): one cancelled before it did any work
+        // (waiting for a slot, or at its start) changed nothing, and the job's health after a
+        // restart goes by the same run.
+        let last = state.lastKept
         if let last { data["lastResult"] = last.result.rawValue }
         if state.consecutiveFailures >= config.failureThreshold {
             return .unhealthy("\(state.consecutiveFailures) failed runs in a row; last: \(last?.message ?? "no message")", data: data)
