@@ -979,6 +979,27 @@ import WeaveDIPosix
         #expect(names == ["jobs.json", "jobs.json.corrupt"], "\(names)")
     }
 
+    /// A state file that is JSON of another shape (not an object, or `jobs` not one) is damaged
+    /// too: logged, and kept aside as `jobs.json.corrupt`. Before, it was taken for an empty
+    /// file, silently, and the next write destroyed it.
+    @Test(arguments: [
+        ("[]", "expected an object, got []"),
+        (#"{"lastRunNumber": 3, "jobs": []}"#, "jobs: expected an object, got []"),
+        (#"{"jobs": "docs"}"#, #"jobs: expected an object, got "docs""#),
+    ])
+    func aStateFileOfAnotherShape_isDamaged_andKeptAside(contents: String, problem: String) throws {
+        let fixture = Fixture()
+        fixture.directory.write("state/jobs.json", contents)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains("warning sync: \(fixture.stateFile): \(problem); starting without the jobs' previous results"),
+                "\(daemon.log)")
+        #expect(daemon.log.contains("; the damaged file is kept as "), "\(daemon.log)")
+        #expect(fixture.directory.read("state/jobs.json.corrupt") == contents)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A file without `lastRunNumber` (as written before it was kept) has the ids go on after
     /// the highest of its jobs' last runs; a `lastRunNumber` no run writes is reported and
     /// left behind.

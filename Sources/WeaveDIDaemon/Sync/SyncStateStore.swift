@@ -82,6 +82,13 @@ struct SyncStateStore: Sendable {
         }
         do {
             let value = try JSONValue.parse(bytes)
+            // JSON of another shape is no file the daemon wrote either: damaged, not empty.
+            guard value.objectMembers != nil else {
+                throw PersistedStateProblem(description: "expected an object, got \(PersistedStateProblem.describe(value))")
+            }
+            if let jobs = value[member: "jobs"], jobs.objectMembers == nil {
+                throw PersistedStateProblem(description: "jobs: expected an object, got \(PersistedStateProblem.describe(jobs))")
+            }
             var states: [String: PersistedJobState] = [:]
             var refused = 0
             var trimmed = 0
