@@ -382,7 +382,7 @@ import WeaveDIPosix
                 "\(daemon.log)")
         let copy = fixture.stateFile + ".corrupt"
         if kind == "huge" {
-            #expect(daemon.log.contains("; the over-large file is kept as \(copy) (replacing an earlier copy, if any)"), "\(daemon.log)")
+            #expect(daemon.log.contains("; the over-large file is kept as \"\(copy)\" (replacing an earlier copy, if any)"), "\(daemon.log)")
             let kept = try FileStatus(path: copy, followSymlinks: false)
             #expect(kept.kind == .regular && kept.size == 64 << 20, "\(kept)")
         } else {
@@ -937,7 +937,7 @@ import WeaveDIPosix
         #expect(ctl.code == 75, "\(ctl.all)")
         #expect(ctl.output == "job docs: \(verb)\n", "\(ctl.all)")
         #expect(ctl.error.hasPrefix("weavedictl: warning: job docs is \(verb), but not saved: cannot write the jobs' state file "
-            + "\(fixture.stateFile): "), "\(ctl.all)")
+            + "\"\(fixture.stateFile)\": "), "\(ctl.all)")
         #expect(ctl.error.contains("; it holds until the daemon stops, but \(undo)"), "\(ctl.all)")
         let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
         #expect(job?[member: "paused"] == .bool(command == "pause-job"), "\(job.map { "\($0)" } ?? "no job")")
@@ -967,7 +967,7 @@ import WeaveDIPosix
             #expect(daemon.log.contains("warning sync: \(fixture.stateFile): "), "\(daemon.log)")
             #expect(daemon.log.contains("; starting without the jobs' previous results (their last runs, and their pauses: a job "
                 + "paused before is scheduled again), and run ids start again at NAME-1 (they may repeat ids in older logs); the "
-                + "damaged file is kept as \(copy) (replacing an earlier copy, if any)"), "\(daemon.log)")
+                + "damaged file is kept as \"\(copy)\" (replacing an earlier copy, if any)"), "\(daemon.log)")
             #expect(fixture.directory.read("state/jobs.json.corrupt") == damaged)
             #expect(try runID(daemon) == "docs-1", "\(daemon.log)")
             daemon.send(.terminate)

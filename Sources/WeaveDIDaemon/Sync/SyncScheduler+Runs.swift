@@ -291,7 +291,7 @@ extension SyncScheduler {
         saveState()
         await stateStore.flush()
         guard let problem = stateStore.lastWriteProblem ?? nil else { return nil }
-        return "cannot write the jobs' state file \(stateStore.path): \(problem)"
+        return "cannot write the jobs' state file \(JSONValue.quotedPathForMessage(stateStore.path)): \(problem)"
     }
 }
 

@@ -196,8 +196,8 @@ struct SyncStateStore: Sendable {
     private func unreadable(_ problem: String, keeping: String? = nil) -> Contents {
         var fate = "; the file is replaced at the next run's start"
         if let keeping {
-            let copy = directory + "/" + Self.damagedCopyName
-            if rename(path, copy) == 0 {
+            let copy = JSONValue.quotedPathForMessage(directory + "/" + Self.damagedCopyName)
+            if rename(path, directory + "/" + Self.damagedCopyName) == 0 {
                 fate = "; \(keeping) is kept as \(copy) (replacing an earlier copy, if any)"
             } else {
                 fate = "; it could not be kept as \(copy) (\(Errno.current)), and is replaced at the next run's start"
