@@ -398,6 +398,33 @@ import WeaveDIPosix
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1, "\(daemon.log)")
     }
 
+    /// The health round run before `READY=1` only looks: a check failing in it (here
+    /// `sync.stateFile`, the state file a named pipe the start could not read) is degraded at
+    /// once, but its fix (which would write the file again) is not run before the daemon is
+    /// ready, nor counted toward auto-fix's threshold; the loop's rounds, one `health.interval`
+    /// later, fix. Before, auto-fix ran within the start, holding it for the fix's attempt and
+    /// the check's run after it.
+    @Test func theHealthRoundBeforeReady_startsNoFix() throws {
+        let fixture = Fixture()
+        try FileManager.default.createDirectory(atPath: fixture.state, withIntermediateDirectories: true)
+        try #require(mkfifo(fixture.stateFile, 0o600) == 0, "mkfifo: \(Errno.current)")
+        try FileManager.default.createDirectory(atPath: fixture.directory.path + "/mirror", withIntermediateDirectories: true)
+        let config = fixture.directory.write("weavedid.json", """
+            {"stateDirectory": "\(fixture.state)", "health": {"interval": 3600}, "sync": {"jobs": [{"name": "docs",
+              "source": "\(fixture.directory.path)/source", "destination": "\(fixture.directory.path)/mirror", "interval": 3600}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1", "WEAVEDI_REGISTRY_AUTO_FIX": "1"], directory: fixture.directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let health = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.GetHealth").parameter("health")
+        let check = health?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "sync.stateFile" }
+        #expect(check?[member: "status"]?.stringValue == "degraded", "\(String(describing: health))")
+        #expect(check?[member: "fixesTried"]?.intValue == 0, "\(String(describing: check))")
+        #expect(!daemon.log.contains("fix of \"sync.stateFile\""), "\(daemon.log)")
+        #expect(try FileStatus(path: fixture.stateFile, followSymlinks: false).kind == .fifo)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// Temporary files left by a write of the state file that a crash interrupted
     /// (`.jobs.json.tmp.N`, N a number the write drew) are removed at start, and the log says
     /// so; names that only look like them, and anything not a regular file, are left alone.

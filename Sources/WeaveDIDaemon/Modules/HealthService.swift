@@ -31,10 +31,14 @@ public final class HealthService: DaemonService {
         })
         await supervisor.onReloadEnded { [registry] in _ = await registry.runCheck("daemon.configuration") }
         registry.setEventObserver { [log] event in Self.log(event, to: log) }
-        // The loop's first round is run here, before the daemon says it is ready: health read
-        // then has every check's first result, not "healthy, none checked yet". Each check is
-        // bounded by its timeout, so a hung one holds the start no longer than that.
-        if registry.autoHealthEnabled { _ = await registry.runChecks() }
+        // A first round is run here, before the daemon says it is ready: health read then has
+        // every check's first result, not "healthy, none checked yet". It only looks, as
+        // `RunChecks` does: no fix runs before READY=1 (a fix may take its whole attempt
+        // timeout, and the check is run again after it), and its failures do not count toward
+        // auto-fix's threshold. The checks run concurrently, each bounded by its timeout, so
+        // the round holds the start (and a SIGTERM that comes meanwhile) no longer than the
+        // longest of those. The loop's rounds, the first one interval after READY=1, fix.
+        if registry.autoHealthEnabled { _ = await registry.runChecks(fixing: false) }
         registry.start(interval: health.interval, runsFirstRoundNow: false)
         log.info("health", registry.isRunning ? "health loop every \(health.interval)" : "health loop off (WEAVEDI_REGISTRY_AUTO_HEALTH)")
     }
