@@ -1,12 +1,20 @@
 import WeaveDI
+import WeaveDIPosix
 
 extension DaemonContext {
-    /// Whether the daemon runs as a systemd service (`INVOCATION_ID`, which systemd sets for
-    /// every unit it starts): the unit's sandbox (`ProtectSystem=strict`, `ProtectHome=yes`,
-    /// `PrivateTmp=yes`) then shapes what its paths are, and messages about them say so
-    /// (`SandboxAdvice`).
+    /// Whether the daemon runs as a systemd service, the process its unit started: the unit's
+    /// sandbox (`ProtectSystem=strict`, `ProtectHome=yes`, `PrivateTmp=yes`) then shapes what
+    /// its paths are, and messages about them say so (`SandboxAdvice`). `INVOCATION_ID` alone
+    /// does not tell: every process a unit starts inherits it (a terminal run as a user
+    /// service, tmux, a CI runner, `systemd-run`), so a `--check-config` run by hand from one
+    /// would speak of a sandbox it is not in. `SYSTEMD_EXEC_PID` (systemd 248 and later; the
+    /// unit wants 252) names the process systemd started, which `exec` keeps: it must be this
+    /// one.
     var runsUnderSystemd: Bool {
-        environment["INVOCATION_ID"].map { !$0.isEmpty } ?? false
+        guard let invocation = environment["INVOCATION_ID"], !invocation.isEmpty,
+            let exec = environment["SYSTEMD_EXEC_PID"], let pid = Int32(exec, radix: 10)
+        else { return false }
+        return pid == CurrentProcess.id
     }
 
     /// The path warnings of `configuration` (`DaemonConfiguration.fileSystemWarnings`, what
