@@ -19,7 +19,10 @@ final class StartGate: Sendable {
 
     private struct Inner {
         var state = State.starting
-        var waiters: [CheckedContinuation<State, Never>] = []
+        var nextWaiter: UInt64 = 0
+        /// The waits going on, by id: each is taken out once, by whoever resumes it (the
+        /// settling of the state, or its own cancellation).
+        var waiters: [UInt64: CheckedContinuation<State, Never>] = [:]
     }
 
     private let inner = Mutex(Inner())
@@ -29,6 +32,9 @@ final class StartGate: Sendable {
 
     /// Whether the start is over and went well.
     var isStarted: Bool { state == .started }
+
+    /// How many waits (`wait(atMost:)`, `settled()`) are registered now.
+    var waiterCount: Int { inner.withLock { $0.waiters.count } }
 
     /// Every service started: waiting calls are answered.
     func open() { settle(.started) }
@@ -41,29 +47,42 @@ final class StartGate: Sendable {
         let waiters = inner.withLock { inner -> [CheckedContinuation<State, Never>] in
             guard inner.state == .starting else { return [] }
             inner.state = state
-            defer { inner.waiters = [] }
-            return inner.waiters
+            defer { inner.waiters = [:] }
+            return Array(inner.waiters.values)
         }
         for waiter in waiters { waiter.resume(returning: state) }
     }
 
     /// The state once the start is over, or `.starting` when it is still going after `limit`.
-    /// A wait given up at `limit` stays registered until the start ends (it always does: the
-    /// daemon starts, or exits), then returns to nobody.
+    /// A wait given up at `limit` is taken out of the gate then: a client that calls again
+    /// and again during a long start leaves nothing behind.
     func wait(atMost limit: Duration) async -> State {
         let now = state
         guard now == .starting else { return now }
         return await withTimeout(limit, clock: SystemHealthClock()) { await self.settled() } ?? .starting
     }
 
-    private func settled() async -> State {
-        await withCheckedContinuation { continuation in
-            let now = inner.withLock { inner -> State? in
-                guard inner.state == .starting else { return inner.state }
-                inner.waiters.append(continuation)
-                return nil
+    /// The state once the start is over; `.starting` at once when the task waiting is
+    /// cancelled (its wait then taken out of the gate).
+    func settled() async -> State {
+        let id = inner.withLock { inner -> UInt64 in
+            inner.nextWaiter &+= 1
+            return inner.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = inner.withLock { inner -> State? in
+                    guard inner.state == .starting else { return inner.state }
+                    // Cancelled before it was registered: the handler found nothing to resume.
+                    if Task.isCancelled { return .starting }
+                    inner.waiters[id] = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
             }
-            if let now { continuation.resume(returning: now) }
+        } onCancel: {
+            let waiter = inner.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume(returning: .starting)
         }
     }
 }
