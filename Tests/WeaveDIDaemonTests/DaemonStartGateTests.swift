@@ -19,7 +19,9 @@ import WeaveDIPosix
         var reached: String { directory.path + "/reached" }
         var hold: String { directory.path + "/hold" }
 
-        init() throws {
+        /// A daemon whose start is held; with `holdingRuns`, the job's source holds a file
+        /// `jobs.json` whose read by a run is held too, until the test removes `holdRun`.
+        init(callTimeout: Double = 10, holdingRuns: Bool = false) throws {
             let shim = try PreloadLibrary.build(#"""
                 #define _GNU_SOURCE
                 #include <dlfcn.h>
@@ -29,10 +31,18 @@ import WeaveDIPosix
                 #include <string.h>
                 #include <time.h>
                 #include <unistd.h>
+                static int endsWith(const char *path, const char *suffix) {
+                  size_t length = strlen(path), count = strlen(suffix);
+                  return length >= count && strcmp(path + length - count, suffix) == 0;
+                }
                 static void hold(const char *path) {
-                  size_t length = strlen(path), suffix = strlen("/jobs.json");
-                  if (length < suffix || strcmp(path + length - suffix, "/jobs.json") != 0) return;
-                  const char *reached = getenv("WEAVEDI_TEST_REACHED"), *until = getenv("WEAVEDI_TEST_HOLD");
+                  // The state file is opened by its whole path; a run's copy opens the source's
+                  // jobs.json by its name in the source's directory: held while
+                  // WEAVEDI_TEST_HOLD_RUN exists.
+                  int run = strcmp(path, "jobs.json") == 0;
+                  if (!run && !endsWith(path, "/jobs.json")) return;
+                  const char *reached = getenv(run ? "WEAVEDI_TEST_RUN_REACHED" : "WEAVEDI_TEST_REACHED");
+                  const char *until = getenv(run ? "WEAVEDI_TEST_HOLD_RUN" : "WEAVEDI_TEST_HOLD");
                   if (!reached || !until) return;
                   close(creat(reached, 0644));
                   struct timespec pause = {0, 10000000};
@@ -54,8 +64,12 @@ import WeaveDIPosix
                 }
                 """#, in: directory, slowing: "openat")
             try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
+            if holdingRuns {
+                directory.write("source/jobs.json", "{}")
+                directory.write("hold-run", "")
+            }
             let config = directory.write("weavedid.json", """
-                {"sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
+                {"control": {"callTimeout": \(callTimeout)}, "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
                   "destination": "\(directory.path)/mirror", "interval": 3600}]}}
                 """)
             directory.write("hold", "")
@@ -63,6 +77,7 @@ import WeaveDIPosix
                 ["--config", config],
                 environment: [
                     "LD_PRELOAD": shim, "WEAVEDI_TEST_REACHED": directory.path + "/reached", "WEAVEDI_TEST_HOLD": directory.path + "/hold",
+                    "WEAVEDI_TEST_RUN_REACHED": directory.path + "/run-reached", "WEAVEDI_TEST_HOLD_RUN": directory.path + "/hold-run",
                     "WEAVEDID_LOG": "info,control=debug", "WEAVEDI_REGISTRY_AUTO_FIX": "0",
                 ],
                 directory: directory)
@@ -76,7 +91,34 @@ import WeaveDIPosix
             while !fileExists(daemon.defaultSocket), ContinuousClock.now < deadline { usleep(10_000) }
         }
 
-        func release() { try? FileManager.default.removeItem(atPath: hold) }
+        func release() {
+            try? FileManager.default.removeItem(atPath: hold)
+            try? FileManager.default.removeItem(atPath: directory.path + "/hold-run")
+        }
+
+        /// Lets the start go on; runs stay held.
+        func releaseStart() { try? FileManager.default.removeItem(atPath: hold) }
+    }
+
+    /// A call that waited for the start, then ran out of what was left of its time, is told
+    /// the limit it had in all, `control.callTimeout`, as configured: not the rest after the
+    /// wait, which weavedictl would show as the daemon's callTimeout.
+    @Test func aCallThatWaitedForTheStart_thenTimedOut_reportsTheConfiguredCallTimeout() throws {
+        let held = try HeldStart(callTimeout: 2, holdingRuns: true)
+        defer { held.release() }
+        try held.waitUntilHeld()
+        let daemon = held.daemon
+        let client = try RawClient(daemon.defaultSocket)
+        try client.send(call("io.weavedi.Daemon.RunJob", #"{"name":"docs"}"#))
+        _ = daemon.waitForLog("io.weavedi.Daemon.RunJob waits for the daemon's start to finish")
+        held.releaseStart()
+        // The run is held at its open of the source's jobs.json until the reply has come.
+        let reply = try #require(client.reply(), "\(daemon.log)")
+        #expect(reply == #"{"error":"io.weavedi.Daemon.CallTimedOut","parameters":{"method":"io.weavedi.Daemon.RunJob","seconds":2.0}}"#,
+                "\(daemon.log)")
+        held.release()
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     /// `GetHealth`, `ListJobs` and `GetMetrics` sent while the start is held are answered once

@@ -184,7 +184,9 @@ final class VarlinkService: ControlMessageHandler {
                 deniedWarnings.warning(log, "control", "denied \(call.method) to uid \(peer.credentials.uid) (pid \(peer.credentials.pid))")
                 return VarlinkFailure.permissionDenied(call.method, uid: peer.credentials.uid).reply
             }
-            var limit = store.current.control.callTimeout
+            let callTimeout = store.current.control.callTimeout
+            // What is left of the call's time once the start is over: the time waited for it counts.
+            var limit = callTimeout
             if !DaemonMethods.isAnsweredWhileStarting(method) {
                 switch await waitForStart(call, peer: peer, limit: limit) {
                 case let .success(left): limit = left
@@ -199,8 +201,10 @@ final class VarlinkService: ControlMessageHandler {
                 let timed = await withTimeout(limit, clock: SystemHealthClock()) {
                     await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
                 }
+                // The limit the call had in all, `control.callTimeout`, as the client knows it:
+                // not what was left of it after a wait for the start.
                 outcome = timed ?? .failure(VarlinkFailure(
-                    "io.weavedi.Daemon.CallTimedOut", [("method", .string(call.method)), ("seconds", .double(seconds(limit)))]))
+                    "io.weavedi.Daemon.CallTimedOut", [("method", .string(call.method)), ("seconds", .double(seconds(callTimeout)))]))
             }
             switch outcome {
             case let .success(reply): return reply
