@@ -326,6 +326,36 @@ import WeaveDIPosix
         #expect(first.log.contains("control: removed \"\(stalePath)\""), "\(first.log)")
     }
 
+    /// A socket whose listener does not accept (an old daemon stopped with SIGSTOP, or
+    /// wedged) with its listen queue full refuses the start as a live one, at once: the
+    /// start's connect does not wait for a place in that queue. Before, it waited for as long
+    /// as the listener did not accept.
+    @Test func aListenedSocketWithAFullQueue_refusesTheStart_withoutWaitingForAPlace() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/run", withIntermediateDirectories: true)
+        let path = directory.path + "/run/control.sock"
+        let address = try UnixSocketAddress(path: path)
+        // Listening, never accepting; filled until a connect that does not wait is refused.
+        let listener = try UnixSocket.listen(at: address, backlog: 0)
+        var queued: [FileDescriptor] = []
+        while true {
+            let client = try UnixSocket.make(.stream, nonBlocking: true).release()
+            queued.append(client)
+            let refused: Errno?
+            do { try client.connect(to: address); refused = nil } catch { refused = error }
+            if let refused {
+                try #require(refused == .wouldBlock, "connect: \(refused)")
+                break
+            }
+        }
+        let daemon = try DaemonProcess(directory: directory)
+        #expect(daemon.wait() == .exited(1), "\(daemon.log)")
+        #expect(daemon.log.contains("daemon: control: another daemon is listening on \"\(path)\""), "\(daemon.log)")
+        #expect((try? FileStatus(path: directory.path + "/state", followSymlinks: false)) == nil, "\(daemon.log)")
+        for client in queued { _ = Glibc.close(client.rawValue) }
+        try listener.close()
+    }
+
     @Test func journaldPrefixes_whenJournalStreamMatchesStandardError() throws {
         let directory = TemporaryDirectory()
         let logPath = directory.path + "/stderr.log"

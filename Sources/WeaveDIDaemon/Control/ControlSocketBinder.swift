@@ -1,3 +1,4 @@
+import Glibc
 import WeaveDI
 import WeaveDIPosix
 
@@ -119,9 +120,25 @@ enum ControlSocketBinder {
     static func liveSocketRefusal(_ path: String) -> Refusal? {
         guard let address = try? UnixSocketAddress(path: path),
             let existing = try? FileStatus(path: path, followSymlinks: false), existing.kind == .socket,
-            (try? UnixSocket.connect(to: address)) != nil
+            isListenedOn(address)
         else { return nil }
         return Refusal(description: "another daemon is listening on \(JSONValue.quotedPathForMessage(path)); stop it first (or choose another control.socket)")
+    }
+
+    /// Whether a process listens on the socket at `address`: a connect that does not wait. A
+    /// full listen queue (`EAGAIN`: a daemon stopped with SIGSTOP, or one too busy to accept)
+    /// is someone listening, as is `EINPROGRESS` (which a Unix socket does not answer, but
+    /// means a connection under way); a blocking connect would wait for a place in that queue
+    /// for as long as the old daemon does not accept, holding the start. Any other failure
+    /// (`ECONNREFUSED`: nobody listens) is not.
+    static func isListenedOn(_ address: UnixSocketAddress) -> Bool {
+        guard let socket = try? UnixSocket.make(.stream, nonBlocking: true) else { return false }
+        do {
+            try socket.descriptor.connect(to: address)
+            return true
+        } catch {
+            return error == .wouldBlock || error == Errno(rawValue: EINPROGRESS)
+        }
     }
 
     /// Why the stale socket at `path` (`socket`, its status) could not be removed (`error`),
