@@ -113,7 +113,7 @@ import WeaveDIPosix
         let file = directory.write("file", "")
         let daemon = try DaemonProcess(environment: ["STATE_DIRECTORY": file + "/state"], directory: directory)
         #expect(daemon.wait() == .exited(1), "\(daemon.log)")
-        #expect(daemon.log.contains("error   daemon: cannot lock the state directory \(file)/state: creating \"\(file)/state\": "
+        #expect(daemon.log.contains("error   daemon: cannot lock the state directory \"\(file)/state\": creating \"\(file)/state\": "
             + "Not a directory (ENOTDIR); the daemon needs a state directory it may create and write in"), "\(daemon.log)")
         #expect(!fileExists(daemon.defaultSocket))
     }

@@ -51,7 +51,7 @@ struct StartDirectoryPermissionTests {
             """)
         let daemon = try Self.startAsNobody(config, directory)
         #expect(daemon.wait() == .exited(78), "\(daemon.log)")
-        #expect(daemon.log.contains("cannot lock the state directory \(d)/closed/state: creating \"\(d)/closed/state\": Permission denied (EACCES)"), "\(daemon.log)")
+        #expect(daemon.log.contains("cannot lock the state directory \"\(d)/closed/state\": creating \"\(d)/closed/state\": Permission denied (EACCES)"), "\(daemon.log)")
         // Root may: the check passes, and says nothing.
         let asRoot = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
         #expect(asRoot.status == .exited(0) && asRoot.standardErrorText == "", "\(asRoot.standardErrorText)")
@@ -119,7 +119,7 @@ struct StartDirectoryPermissionTests {
         #expect(check.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) \(problem)\n")
         let daemon = try Self.startAsNobody(config, directory)
         #expect(daemon.wait() == .exited(78), "\(daemon.log)")
-        #expect(daemon.log.contains("error   daemon: cannot lock the state directory \(state): the daemon (\(Self.nobody)) \(problem)"), "\(daemon.log)")
+        #expect(daemon.log.contains("error   daemon: cannot lock the state directory \"\(state)\": the daemon (\(Self.nobody)) \(problem)"), "\(daemon.log)")
         #expect(!daemon.log.contains("the daemon needs a state directory it may create"), "\(daemon.log)")
     }
 }
@@ -142,7 +142,7 @@ extension StartDirectoryPermissionTests {
         let config = Self.config(directory, state: d + "/open/state", socket: socket)
         let daemon = try Self.startAsNobody(config, directory)
         #expect(daemon.wait() == .exited(1), "\(daemon.log)")
-        #expect(daemon.log.contains("cannot remove the stale socket \(socket): Operation not permitted (EPERM); the socket (mode 0755, owner "
+        #expect(daemon.log.contains("cannot remove the stale socket \"\(socket)\": Operation not permitted (EPERM); the socket (mode 0755, owner "
             + "root, group root) is root's (a daemon run as that user left it), and its directory \"\(shared)\" (mode 1777, owner root, group root) "
             + "has the sticky bit, so only the socket's owner, the directory's owner or root may remove it, and the daemon runs as \(Self.nobody): "
             + "remove it as root or as its owner (rm \(socket)), or choose another control.socket"), "\(daemon.log)")

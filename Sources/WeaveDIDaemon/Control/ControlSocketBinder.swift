@@ -44,7 +44,7 @@ enum ControlSocketBinder {
             }
             if let refusal = liveSocketRefusal(path) { throw refusal }
             do { try FileDescriptor.currentWorkingDirectory.unlink(at: path) } catch {
-                throw Refusal(description: "cannot remove the stale socket \(path): \(error)\(staleSocketDetail(path, existing, error))")
+                throw Refusal(description: "cannot remove the stale socket \(JSONValue.quotedPathForMessage(path)): \(error)\(staleSocketDetail(path, existing, error))")
             }
             log.notice("control", "removed the stale socket \(JSONValue.quotedPathForMessage(path)) (nobody was listening)")
         }

@@ -58,7 +58,7 @@ struct StateDirectoryLock: Sendable {
             // directory's own fault.
             let hint = errno == ETIMEDOUT ? "" : "; the daemon needs a state directory it may create and write in "
                 + "(stateDirectory, or STATE_DIRECTORY when the file sets none)"
-            return Problem(description: "cannot lock the state directory \(directory): \(problem)\(hint)", errno: errno)
+            return Problem(description: "cannot lock the state directory \(JSONValue.quotedPathForMessage(directory)): \(problem)\(hint)", errno: errno)
         }
     }
 
@@ -116,7 +116,7 @@ struct StateDirectoryLock: Sendable {
                 found.userID != CurrentProcess.effectiveUserID
             {
                 throw Problem(
-                    description: "cannot lock the state directory \(step.directory): "
+                    description: "cannot lock the state directory \(JSONValue.quotedPathForMessage(step.directory)): "
                         + foreignFileProblem(path: path, status: found, directory: step.directory, error: error, who: "the daemon"),
                     errno: error.rawValue)
             }
