@@ -89,7 +89,7 @@ public actor Supervisor {
         // the unit's sandbox, which a check run by hand does not see): logged before the
         // services start, and counted by `daemon.configuration`.
         let configuration = store.current
-        pathWarningCount = context.logPathWarnings( await context.pathWarnings(of: configuration), of: configuration)
+        pathWarningCount = context.logPathWarnings(await context.pathWarnings(of: configuration), of: configuration)
         let group = ServiceGroup(services, log: log)
         self.group = group
         do {
@@ -298,12 +298,12 @@ public actor Supervisor {
             // STOPPING=1), but the caller is told the truth.
             guard phase == .running else {
                 log.notice("daemon", "configuration reloaded while the daemon is \(phase.rawValue); not reported to systemd")
-                if let warnings { context.logPathWarnings( warnings, of: configuration) }
+                if let warnings { context.logPathWarnings(warnings, of: configuration) }
                 return .reloaded
             }
             notifier.notify("READY=1", "STATUS=running; configuration reloaded")
             log.notice("daemon", "configuration reloaded")
-            if let warnings { context.logPathWarnings( warnings, of: configuration) }
+            if let warnings { context.logPathWarnings(warnings, of: configuration) }
             return .reloaded
         } catch {
             // A service's refusal that came after a shutdown began is no longer news: the

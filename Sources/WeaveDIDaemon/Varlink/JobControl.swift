@@ -57,7 +57,6 @@ extension VarlinkFailure {
         ])
     }
 
-    /// `io.weavedi.Daemon.PermissionDenied`.
     /// `io.weavedi.Daemon.NotReady`: the call reads what the daemon's start has not made yet,
     /// and `reason` says why it cannot wait for it (still starting at the call's time limit,
     /// the start failed, a shutdown ended it).
@@ -65,6 +64,7 @@ extension VarlinkFailure {
         VarlinkFailure("io.weavedi.Daemon.NotReady", [("reason", .string(reason))])
     }
 
+    /// `io.weavedi.Daemon.PermissionDenied`: `method` is not for the peer's `uid`.
     static func permissionDenied(_ method: String, uid: UInt32) -> VarlinkFailure {
         VarlinkFailure("io.weavedi.Daemon.PermissionDenied", [("method", .string(method)), ("uid", .int(Int(uid)))])
     }
