@@ -38,6 +38,22 @@ struct StartDirectoryPermissionTests {
 
     static let nobody = "uid 65534 (nobody)"
 
+    /// The fixture with a state directory nobody owns (`open/state`, 0750) holding a lock file
+    /// of `owner` with `mode`, and a configuration naming it.
+    static func stateDirectoryWithALockFile(owner: uid_t, mode: mode_t) throws
+        -> (directory: TemporaryDirectory, state: String, lock: String, config: String)
+    {
+        let directory = try fixture()
+        let state = directory.path + "/open/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let lock = directory.write("open/state/weavedid.lock", "1\n")
+        chown(lock, owner, owner == 0 ? 0 : 65534)
+        chmod(lock, mode)
+        chown(state, 65534, 65534)
+        chmod(state, 0o750)
+        return (directory, state, lock, config(directory, state: state, socket: directory.path + "/open/control.sock"))
+    }
+
     @Test func aStateDirectoryTheUserMayNotCreate_failsTheCheck_andTheStartExits78() throws {
         let directory = try Self.fixture()
         let d = directory.path
@@ -103,15 +119,7 @@ struct StartDirectoryPermissionTests {
     /// the directory is not at fault, the file is; the check and the start name it, its owner
     /// and mode, and say to give the directory's content to the daemon's user.
     @Test func aLockFileLeftByRoot_failsTheCheckAndTheStart_namingItsOwner() throws {
-        let directory = try Self.fixture()
-        let d = directory.path
-        let state = d + "/open/state"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        let lock = directory.write("open/state/weavedid.lock", "1\n")
-        chmod(lock, 0o600)
-        chown(state, 65534, 65534)
-        chmod(state, 0o750)
-        let config = Self.config(directory, state: state, socket: d + "/open/control.sock")
+        let (directory, state, lock, config) = try Self.stateDirectoryWithALockFile(owner: 0, mode: 0o600)
         let problem = "may not open \"\(lock)\" (mode 0600, owner root, group root) for writing: Permission denied (EACCES); a daemon run as root left it, "
             + "and maybe more of the state directory's content (jobs.json): give it all to the daemon's user (chown -R nobody: \(state)), or remove weavedid.lock alone"
         let check = try Self.checkAsNobody(config)
@@ -153,16 +161,8 @@ extension StartDirectoryPermissionTests {
     /// The checking user's own lock file without write access for its owner is refused with
     /// its mode to mend, not as a file another user's run left.
     @Test func itsOwnLockFileReadOnly_failsTheCheck_sayingToMendItsMode() throws {
-        let directory = try Self.fixture()
-        let d = directory.path
-        let state = d + "/open/state"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        let lock = directory.write("open/state/weavedid.lock", "1\n")
-        chown(lock, 65534, 65534)
-        chmod(lock, 0o400)
-        chown(state, 65534, 65534)
-        chmod(state, 0o750)
-        let config = Self.config(directory, state: state, socket: d + "/open/control.sock")
+        let (directory, _, lock, config) = try Self.stateDirectoryWithALockFile(owner: 65534, mode: 0o400)
+        defer { withExtendedLifetime(directory) {} }
         let check = try Self.checkAsNobody(config)
         #expect(check.status == .exited(78), "\(check.standardErrorText)")
         #expect(check.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) may not open "
