@@ -868,6 +868,56 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// A last run that started in the future (the clock was set back, or the file was edited)
+    /// has the next run counted from now: it waits an interval at most, the log says why, and
+    /// the run's own times stay in the file as they were (they are its history).
+    @Test func aLastRunStartedInTheFuture_isCountedFromNow() throws {
+        let fixture = Fixture()
+        // 2 h and a half minute ahead: still "2h 00m" once the start has taken its time.
+        writeLastRun(fixture, startedAgo: -7230)
+        let written = fixture.directory.read("state/jobs.json")
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"warning sync: \#(fixture.stateFile): job "docs": lastRun.startedAt is 2h 00m in the future "#
+            + "(the clock was set back?); its next run is counted from now"), "\(daemon.log)")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        let next = job?[member: "nextRunIn"]?.numberValue ?? -1
+        #expect(next > 2000 && next <= 3600, "\(job.map { "\($0)" } ?? "no job")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(daemon.log.components(separatedBy: "in the future").count == 2, "\(daemon.log)")
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        let before = try JSONValue.parse(Array(try #require(written).utf8))
+        for time in ["startedAt", "endedAt"] {
+            let run = (saved: saved[member: "jobs"]?[member: "docs"]?[member: "lastRun"], before: before[member: "jobs"]?[member: "docs"]?[member: "lastRun"])
+            #expect(run.saved?[member: time]?.numberValue == run.before?[member: time]?.numberValue, "\(time)")
+        }
+    }
+
+    /// A job that never ran, first seen in the future (a clock set back), is taken as first
+    /// seen now: its first run waits an interval at most, the log says why, and the state file
+    /// says now at once. Before, the time stayed, and every start counted from it again.
+    @Test func aJobFirstSeenInTheFuture_isFirstSeenNow() throws {
+        let fixture = Fixture()
+        let ahead = Date().timeIntervalSince1970.rounded(.down) + 7230
+        fixture.directory.write("state/jobs.json", #"{"jobs": {"docs": {"consecutiveFailures": 0, "firstSeenAt": \#(ahead)}}}"#)
+        let before = Date().timeIntervalSince1970.rounded(.down)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"warning sync: \#(fixture.stateFile): job "docs": firstSeenAt is 2h 00m in the future "#
+            + "(the clock was set back?); its next run is counted from now"), "\(daemon.log)")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        let next = job?[member: "nextRunIn"]?.numberValue ?? -1
+        #expect(next > 2000 && next <= 3600, "\(job.map { "\($0)" } ?? "no job")")
+        // Written at the start, with no run (none is due for an hour): a daemon killed keeps it.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while (try firstSeenAt(fixture) ?? ahead) >= ahead, ContinuousClock.now < deadline { usleep(20_000) }
+        daemon.send(.kill)
+        _ = daemon.wait()
+        let seen = try #require(try firstSeenAt(fixture))
+        #expect(seen >= before && seen <= Date().timeIntervalSince1970, "\(seen)")
+    }
+
     /// The time the daemon first had the job, as the state file says it (`firstSeenAt`).
     func firstSeenAt(_ fixture: Fixture) throws -> Double? {
         let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))

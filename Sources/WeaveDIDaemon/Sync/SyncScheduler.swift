@@ -223,7 +223,12 @@ public actor SyncScheduler: DaemonService {
         // and, for a job that has never run, when a reload adds it (back): its timer counts from
         // now.
         if let seen = persisted[config.name]?.firstSeenAt, restoringPause || persisted[config.name]?.lastRun != nil {
-            state.firstSeenAt = seen
+            // One in the future (a clock set back, a file edited) is taken as now, and written
+            // so: kept, it would count the first run of a job that never ran from a time still to
+            // come at every start (`firstWaitAtStart` says so in the log).
+            let now = SystemClock.realtimeSeconds()
+            state.firstSeenAt = min(seen, now)
+            if seen > now { firstSeenNoted = true }
         } else {
             state.firstSeenAt = SystemClock.realtimeSeconds()
             firstSeenNoted = true
@@ -253,7 +258,8 @@ public actor SyncScheduler: DaemonService {
     /// How long after the daemon's start `config`'s first run waits, as systemd timers'
     /// `Persistent=true` do: with `runAtStart`, none. Otherwise the interval is counted from
     /// the start of the job's last run that the state file keeps: the run waits what is left of
-    /// it (never more than an interval, for a wall clock set back), plus jitter; a job overdue
+    /// it (never more than an interval: a time in the future, for a wall clock set back or a
+    /// file edited, is taken as now, and the log says so), plus jitter; a job overdue
     /// at the start (that time has passed, while the daemon was down), or whose last run did
     /// not finish (cancelled by a stop, or never ended), runs now, after its jitter alone, and
     /// the log says why (for a job paused, that it stays paused: it does not run). A job that
@@ -278,11 +284,21 @@ public actor SyncScheduler: DaemonService {
             log.notice("sync", "\(name): \(run) \(how) (the destination may be behind)\(runs("again "))")
             return jitter(config.jitter)
         }
-        // From the last run's start; for a job that has never run, from when it was first seen.
+        // From the last run's start; for a job that has never run, from when it was first seen
+        // (as the file says it: `add` takes one in the future as now).
         let last = saved?.lastRun
-        let from = last?.startedAt ?? jobs[name]?.firstSeenAt ?? SystemClock.realtimeSeconds()
+        let now = SystemClock.realtimeSeconds()
+        let (counted, field) = last.map { ($0.startedAt, "lastRun.startedAt") }
+            ?? (saved?.firstSeenAt ?? jobs[name]?.firstSeenAt ?? now, "firstSeenAt")
+        // A time in the future (a clock set back, a file edited) is taken as now: the first run
+        // waits an interval at most. A last run's times stay as they are (they are its history).
+        if counted > now {
+            log.warning("sync", "\(stateStore.path): job \(PersistedStateProblem.quoted(name)): \(field) is "
+                + "\(Format.duration(counted - now)) in the future (the clock was set back?); its next run is counted from now")
+        }
+        let from = min(counted, now)
         let interval = seconds(config.interval)
-        let left = from + interval - SystemClock.realtimeSeconds()
+        let left = from + interval - now
         guard left <= 0 else { return min(.seconds(left), config.interval) + jitter(config.jitter) }
         let since = last.map { "its last run \($0.id) started" } ?? "it has never run, and was first seen"
         log.notice("sync", "\(name): overdue: \(since) \(Format.duration(interval - left)) ago, more than its interval "
