@@ -37,8 +37,16 @@ final class LatestFileWriter: Sendable {
     private let state = Locked<State>(State())
 
     private struct State {
-        /// The newest content not being written yet, and where.
-        var waiting: (path: String, bytes: [UInt8])?
+        /// The newest content not being written yet, where, and its generation.
+        var waiting: (path: String, bytes: [UInt8], generation: UInt64)?
+        /// The generation of the last write asked for (each `write` counts one more).
+        var generation: UInt64 = 0
+        /// The generation of the last write that ended (done or failed): it holds every write
+        /// asked for up to it (an older one waiting was replaced by it).
+        var ended: UInt64 = 0
+        /// Those waiting (`waitForWrite`) for a generation to end, with their time limits.
+        var waiters: [UInt64: (generation: UInt64, continuation: CheckedContinuation<Bool, Never>, timer: Task<Void, Never>?)] = [:]
+        var nextWaiter: UInt64 = 0
         /// The task writing, while there is one.
         var writer: Task<Void, Never>?
         /// The paths whose stale temporary files were looked for (`temporaryMarker`).
@@ -60,12 +68,48 @@ final class LatestFileWriter: Sendable {
         self.outcomeChanged = outcomeChanged
     }
 
-    /// Asks for `bytes` to become the content of `path`; returns at once.
-    func write(_ bytes: [UInt8], to path: String) {
+    /// Asks for `bytes` to become the content of `path`; returns at once, with the write's
+    /// generation (for `waitForWrite`).
+    @discardableResult
+    func write(_ bytes: [UInt8], to path: String) -> UInt64 {
         state.withLock { state in
-            state.waiting = (path, bytes)
+            state.generation += 1
+            state.waiting = (path, bytes, state.generation)
             // Started under the lock, so that the task is known before it can end.
             if state.writer == nil { state.writer = Task { await self.writeWaiting() } }
+            return state.generation
+        }
+    }
+
+    /// Waits until a write of `generation` or later has ended (done or failed), for at most
+    /// `limit`: true if one did. Unlike `flush`, a steady stream of writes after it, or a write
+    /// before it that does not end, cannot hold the caller longer than `limit`.
+    func waitForWrite(_ generation: UInt64, limit: Duration) async -> Bool {
+        let id = state.withLock { state -> UInt64? in
+            guard state.ended < generation else { return nil }
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        guard let id else { return true }
+        return await withCheckedContinuation { continuation in
+            let registered = state.withLock { state -> Bool in
+                guard state.ended < generation else { return false }
+                state.waiters[id] = (generation, continuation, nil)
+                return true
+            }
+            guard registered else { return continuation.resume(returning: true) }
+            // Made once the waiter is known, so that its end finds it.
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                guard !Task.isCancelled else { return }
+                self.state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
+            }
+            let gone = state.withLock { state -> Bool in
+                guard state.waiters[id] != nil else { return true }
+                state.waiters[id]?.timer = timer
+                return false
+            }
+            if gone { timer.cancel() }
         }
     }
 
@@ -80,7 +124,7 @@ final class LatestFileWriter: Sendable {
     }
 
     private func writeWaiting() async {
-        while let next = state.withLock({ state -> (path: String, bytes: [UInt8])? in
+        while let next = state.withLock({ state -> (path: String, bytes: [UInt8], generation: UInt64)? in
             guard let next = state.waiting else {
                 state.writer = nil
                 return nil
@@ -100,6 +144,17 @@ final class LatestFileWriter: Sendable {
             }
             if changed, let outcomeChanged { await outcomeChanged() }
             if let problem { log.error("sync", "cannot write \(purpose) \(next.path): \(problem)") }
+            // Told once the outcome is known everywhere (`lastWrite`, the check, the log).
+            let done = state.withLock { state in
+                state.ended = max(state.ended, next.generation)
+                let done = state.waiters.filter { $0.value.generation <= state.ended }
+                for id in done.keys { state.waiters[id] = nil }
+                return done.values
+            }
+            for waiter in done {
+                waiter.timer?.cancel()
+                waiter.continuation.resume(returning: true)
+            }
         }
     }
 

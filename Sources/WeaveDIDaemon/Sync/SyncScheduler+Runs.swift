@@ -187,7 +187,8 @@ extension SyncScheduler {
 
     /// Writes the jobs' last results to the state file: those of the jobs configured, and of at
     /// most `removedJobEntryLimit` jobs that are not (any more), those that ran last.
-    func saveState() {
+    @discardableResult
+    func saveState() -> UInt64 {
         var states: [String: PersistedJobState] = [:]
         // A run going of a job that a reload removed (and maybe added back since) is said
         // going until it ends, as the job's own.
@@ -216,7 +217,7 @@ extension SyncScheduler {
             states[name]?.runGoing = orphanGoing(name)
         }
         persisted = states
-        stateStore.save(states, lastRunNumber: runCounter)
+        return stateStore.save(states, lastRunNumber: runCounter)
     }
 
     /// What a run asked for by hand became: started, or skipped (and why).
@@ -288,8 +289,13 @@ extension SyncScheduler {
         // Kept in the state file: a restart (a crash, the watchdog, a reboot) does not resume
         // a job paused for maintenance. Written even when unchanged, so that asking again tells
         // whether it is saved now.
-        saveState()
-        await stateStore.flush()
+        // The write holding this change is waited for, not every write (a steady stream of
+        // saves, or one stalled before it): the answer comes before the call times out.
+        let callTimeout = store.current.control.callTimeout
+        let limit = min(StepDeadline.stepLimit + .seconds(1), callTimeout * 3 / 4)
+        guard await stateStore.waitForSave(saveState(), limit: limit) else {
+            return "not written yet (the state file's write did not end within \(Format.duration(seconds(limit))))"
+        }
         guard let problem = stateStore.lastWriteProblem ?? nil else { return nil }
         return "cannot write the jobs' state file \(JSONValue.quotedPathForMessage(stateStore.path)): \(problem)"
     }

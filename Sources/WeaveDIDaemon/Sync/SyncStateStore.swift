@@ -316,13 +316,20 @@ struct SyncStateStore: Sendable {
     }
 
     /// Asks for every job's state, and the number of the last run started, to be written;
-    /// returns at once.
-    func save(_ states: [String: PersistedJobState], lastRunNumber: Int) {
+    /// returns at once, with the write's generation (`waitForSave`).
+    @discardableResult
+    func save(_ states: [String: PersistedJobState], lastRunNumber: Int) -> UInt64 {
         let json = JSONValue.object([
             ("lastRunNumber", .int(lastRunNumber)),
             ("jobs", .object(states.sorted { $0.key < $1.key }.map { ($0.key, $0.value.json) })),
         ])
-        writer.write(Array(json.serialized.utf8), to: path)
+        return writer.write(Array(json.serialized.utf8), to: path)
+    }
+
+    /// Waits until a write of the save of `generation` or a later one has ended, for at most
+    /// `limit`: true if one did.
+    func waitForSave(_ generation: UInt64, limit: Duration) async -> Bool {
+        await writer.waitForWrite(generation, limit: limit)
     }
 
     /// How the last save ended: nil before the first one ended, else what went wrong (nil for
