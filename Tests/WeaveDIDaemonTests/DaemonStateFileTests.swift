@@ -1007,6 +1007,15 @@ import WeaveDIPosix
         if command == "resume-job" {
             _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.PauseJob", [("name", .string("docs"))])
         }
+        // The start writes the file as it first sees the job, off the scheduler: that write
+        // (and the pause above, answered once written) is over before a directory takes the
+        // file's place, or it would put the file back in the way of the directory.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !(FileManager.default.contents(atPath: fixture.stateFile).map { String(decoding: $0, as: UTF8.self).contains("firstSeenAt") } ?? false),
+            ContinuousClock.now < deadline
+        {
+            usleep(10_000)
+        }
         // The pause above wrote the file: a directory takes its place.
         try? FileManager.default.removeItem(atPath: fixture.stateFile)
         try FileManager.default.createDirectory(atPath: fixture.stateFile + "/in-the-way", withIntermediateDirectories: true)
