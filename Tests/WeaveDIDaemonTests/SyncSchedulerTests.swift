@@ -668,7 +668,8 @@ struct ScriptedJob: SyncJob {
         let little = JobScript()
         let (first, _, _) = scheduler([("big", big, { _ in }), ("little", little, { _ in })], maxConcurrent: 1, state: state)
         try await first.start()
-        #expect(try await first.runNow("little") { _ in }.result == .success)
+        let success = try await first.runNow("little") { _ in }
+        #expect(success.result == .success)
         _ = try await first.startNow("big")
         #expect(await eventually { big.runs == 1 })
         let follower = Task { try await first.runNow("little") { _ in } }
@@ -679,10 +680,27 @@ struct ScriptedJob: SyncJob {
                      "\(cancelled)")
         let before = await first.health(of: "little")
         #expect(before.status == .healthy && before.message == "last run success", "\(before)")
+        // `ListJobs`' last run and the last run's metrics go by the same run, in this process
+        // and after the restart.
+        /// The last run's id in `ListJobs`, and its duration and result in the metrics.
+        func lastRun(_ scheduler: SyncScheduler) async -> (id: String?, duration: Double?, result: String?) {
+            let id = (await scheduler.jobs()).last?[member: "lastRun"]?[member: "id"]?.stringValue
+            let lines = (await scheduler.metrics()).split(separator: "\n")
+            let duration = lines.first { $0.hasPrefix(#"weavedi_sync_last_run_duration_seconds{job="little"} "#) }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }
+            let result = lines.first { $0.hasPrefix(#"weavedi_sync_last_run_result{job="little","#) && $0.hasSuffix(" 1") }
+                .map { String($0.split(separator: " ").first ?? "") }
+            return (id, duration, result)
+        }
+        let expected: (id: String?, duration: Double?, result: String?) = (success.id, success.duration, #"weavedi_sync_last_run_result{job="little",result="success"}"#)
+        let shownBefore = await lastRun(first)
+        #expect(shownBefore == expected, "\(shownBefore)")
         let (second, _, _) = scheduler([("big", JobScript(), { _ in }), ("little", JobScript(), { _ in })], state: state)
         try await second.start()
         let after = await second.health(of: "little")
         #expect(after.status == before.status && after.message == before.message, "\(after)")
+        let shownAfter = await lastRun(second)
+        #expect(shownAfter == expected, "\(shownAfter)")
         await second.stop()
     }
 

@@ -22,7 +22,10 @@ extension SyncScheduler: JobControl {
                 ("interval", .double(seconds(state.config.interval))),
                 ("consecutiveFailures", .int(state.consecutiveFailures)), ("skippedRuns", .int(state.skippedRuns)),
                 ("nextRunIn", state.config.enabled && !state.paused ? next.map(JSONValue.double) ?? .null : .null),
-                ("lastRun", state.recent.last.map(SyncRunEncoding.record) ?? .null),
+                // The last run the state file keeps (`lastKept`), as the job's health and the
+                // metrics go by: one cancelled while it waited for a slot changed nothing, and
+                // after a restart it would be gone.
+                ("lastRun", state.lastKept.map(SyncRunEncoding.record) ?? .null),
                 ("mirror", state.config.mirror.map(Self.mirrorSettings) ?? .null),
             ])
         }
@@ -88,8 +91,9 @@ extension SyncScheduler: JobControl {
                 out.sample("weavedi_sync_last_run_result", [("job", name), ("result", result.rawValue)], last == result ? 1 : 0)
             }
         }
-        out.header("weavedi_sync_last_run_duration_seconds", "How long the last run took.", type: "gauge")
-        for name in order { out.sample("weavedi_sync_last_run_duration_seconds", [("job", name)], jobs[name]?.recent.last?.duration ?? 0) }
+        // The same last run as `weavedi_sync_last_run_result`'s (and `ListJobs`').
+        out.header("weavedi_sync_last_run_duration_seconds", "How long the job's last run took (kept across restarts; 0: never run).", type: "gauge")
+        for name in order { out.sample("weavedi_sync_last_run_duration_seconds", [("job", name)], jobs[name]?.lastKept?.duration ?? 0) }
         // A run waiting for a slot (`sync.maxConcurrentRuns`) is queued, not running: running
         // counts the runs that hold a slot.
         out.header("weavedi_sync_running", "1 while a run is going (holding one of sync.maxConcurrentRuns' slots).", type: "gauge")
