@@ -183,7 +183,7 @@ import WeaveDIPosix
     @Test func aStateDirectoryThatStopsAnswering_holdsNeitherTheRunsNorTheShutdown() throws {
         let setup = try Setup(stateOnTheMount: true)
         let d = setup.d
-        let writeFailed = "sync: cannot write the jobs' state file \(d)/nfs/state/jobs.json: writing the file did not answer "
+        let writeFailed = #"sync: cannot write the jobs' state file "\#(d)/nfs/state/jobs.json": "# + "writing the file did not answer "
             + "within 5 s (is its file system responding?)"
         // The run's launch has the state file written off the scheduler, which goes on answering
         // while that write waits on the mount: before the write's 5 s are out and its failure is
@@ -199,7 +199,7 @@ import WeaveDIPosix
         // The shutdown's last save meets the thread stuck on that file, and does not try it.
         setup.daemon.send(.terminate)
         #expect(setup.daemon.wait(timeout: .seconds(20)) == .exited(0), "\(setup.daemon.log)")
-        #expect(setup.daemon.log.contains("jobs.json: writing the file was not tried: an earlier thread (a write of the jobs' state file) has been stuck on"), "\(setup.daemon.log)")
+        #expect(setup.daemon.log.contains(#"jobs.json": writing the file was not tried: an earlier thread (a write of the jobs' state file) has been stuck on"#), "\(setup.daemon.log)")
     }
 
     @Test func theAutoFixOfJobsWhoseDestinationDoesNotAnswer_failsNamingIt_whileTheDaemonGoesOn() throws {

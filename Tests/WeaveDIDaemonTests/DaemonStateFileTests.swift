@@ -507,26 +507,26 @@ import WeaveDIPosix
         try FileManager.default.removeItem(atPath: fixture.stateFile)
         try FileManager.default.createDirectory(atPath: fixture.stateFile + "/in-the-way", withIntermediateDirectories: true)
         #expect(try runAndCheck(daemon).run == "failed")
-        try #require(daemon.waitForLog("cannot write the jobs' state file \(fixture.stateFile): "), "\(daemon.log)")
+        try #require(daemon.waitForLog(#"cannot write the jobs' state file "\#(fixture.stateFile)": "#), "\(daemon.log)")
         var check = try stateFileCheck(daemon)
         #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
         let message = check?[member: "message"]?.stringValue ?? ""
-        #expect(message.hasPrefix("cannot write the jobs' state file \(fixture.stateFile): "), "\(message)")
+        #expect(message.hasPrefix(#"cannot write the jobs' state file "\#(fixture.stateFile)": "#), "\(message)")
         #expect(message.hasSuffix(
             "; until a write succeeds, a restart loses the jobs' last results (health would not know how each job last went) "
-                + "and the count of runs (run ids would be given again): make \(fixture.state) writable by the daemon, free space "
+                + #"and the count of runs (run ids would be given again): make "\#(fixture.state)" writable by the daemon, free space "#
                 + "on its file system, or move away what stands in the file's place (the check's fix writes it again: "
                 + "weavedictl fix sync.stateFile)"), "\(message)")
         let client = try VarlinkClient(path: daemon.defaultSocket)
         var fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("sync.stateFile"))]).parameter("fixes")?.arrayValue?.first
         #expect(fix?[member: "outcome"]?.stringValue == "failed", "\(fix.map { "\($0)" } ?? "no fix")")
-        #expect(fix?[member: "error"]?.stringValue?.hasPrefix("cannot write the jobs' state file \(fixture.stateFile): ") == true,
+        #expect(fix?[member: "error"]?.stringValue?.hasPrefix(#"cannot write the jobs' state file "\#(fixture.stateFile)": "#) == true,
                 "\(fix.map { "\($0)" } ?? "no fix")")
 
         try FileManager.default.removeItem(atPath: fixture.stateFile)
         fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("sync.stateFile"))]).parameter("fixes")?.arrayValue?.first
         #expect(fix?[member: "outcome"]?.stringValue == "succeeded", "\(fix.map { "\($0)" } ?? "no fix")")
-        #expect(fix?[member: "message"]?.stringValue == "wrote \(fixture.stateFile)", "\(fix.map { "\($0)" } ?? "no fix")")
+        #expect(fix?[member: "message"]?.stringValue == #"wrote "\#(fixture.stateFile)""#, "\(fix.map { "\($0)" } ?? "no fix")")
         let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "consecutiveFailures"]?.intValue == 1)
         check = try stateFileCheck(daemon)
@@ -555,10 +555,10 @@ import WeaveDIPosix
         try FileManager.default.removeItem(atPath: fixture.stateFile)
         try FileManager.default.createDirectory(atPath: fixture.stateFile + "/in-the-way", withIntermediateDirectories: true)
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
-        try #require(daemon.waitForLog("cannot write the jobs' state file \(fixture.stateFile): "), "\(daemon.log)")
+        try #require(daemon.waitForLog(#"cannot write the jobs' state file "\#(fixture.stateFile)": "#), "\(daemon.log)")
         check = try lastKnown()
         #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
-        #expect(check?[member: "message"]?.stringValue?.hasPrefix("cannot write the jobs' state file \(fixture.stateFile): ") == true)
+        #expect(check?[member: "message"]?.stringValue?.hasPrefix(#"cannot write the jobs' state file "\#(fixture.stateFile)": "#) == true)
         #expect(daemon.log.contains(#"warning health: "sync.stateFile": unknown -> degraded: cannot write the jobs' state file"#),
                 "\(daemon.log)")
 
@@ -588,7 +588,7 @@ import WeaveDIPosix
         var check = try stateFileCheck(daemon)
         #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
         let message = check?[member: "message"]?.stringValue ?? ""
-        #expect(message.hasPrefix("could not read the jobs' state file \(fixture.stateFile) at the start: "), "\(message)")
+        #expect(message.hasPrefix(#"could not read the jobs' state file "\#(fixture.stateFile)" at the start: "#), "\(message)")
         #expect(message.hasSuffix("run ids started again at NAME-1 (they may repeat ids in older logs): move away what stands "
             + "in the file's place, or mend its directory's permissions; a write replaces the file (at the next run's start, "
             + "or now: weavedictl fix sync.stateFile)"), "\(message)")

@@ -218,7 +218,7 @@ import WeaveDIPosix
         #expect(daemon.log.contains("warning sync: \(state)/jobs.json: Is a directory (EISDIR)"), "\(daemon.log)")
         #expect(daemon.log.contains("; starting without the jobs' previous results"), "\(daemon.log)")
         #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "success")
-        #expect(daemon.waitForLog("error   sync: cannot write the jobs' state file \(state)/jobs.json: Is a directory (EISDIR)"), "\(daemon.log)")
+        #expect(daemon.waitForLog(#"error   sync: cannot write the jobs' state file "\#(state)/jobs.json": Is a directory (EISDIR)"#), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

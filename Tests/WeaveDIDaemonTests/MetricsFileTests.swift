@@ -80,14 +80,14 @@ import WeaveDIPosix
         }
         var found = try check()
         #expect(found?[member: "status"]?.stringValue == "degraded", "\(found.map { "\($0)" } ?? "no check")")
-        #expect(found?[member: "message"]?.stringValue?.hasPrefix("cannot write the metrics file \(d)/textfile/weavedi.prom: ") == true)
+        #expect(found?[member: "message"]?.stringValue?.hasPrefix(#"cannot write the metrics file "\#(d)/textfile/weavedi.prom": "#) == true)
         #expect(found?[member: "message"]?.stringValue?.hasSuffix(
             "create its directory, or set sync.metricsFile to a place the daemon may write (the check's fix writes it again: "
                 + "weavedictl fix sync.metricsFile)") == true)
         try FileManager.default.createDirectory(atPath: d + "/textfile", withIntermediateDirectories: false)
         let fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("sync.metricsFile"))]).parameter("fixes")?.arrayValue?.first
         #expect(fix?[member: "outcome"]?.stringValue == "succeeded", "\(fix.map { "\($0)" } ?? "no fix")")
-        #expect(fix?[member: "message"]?.stringValue == "wrote \(d)/textfile/weavedi.prom")
+        #expect(fix?[member: "message"]?.stringValue == #"wrote "\#(d)/textfile/weavedi.prom""#)
         #expect(directory.read("textfile/weavedi.prom")?.contains("weavedi_sync_runs_total") == true)
         found = try check()
         #expect(found?[member: "status"]?.stringValue == "healthy", "\(found.map { "\($0)" } ?? "no check")")
@@ -119,10 +119,10 @@ import WeaveDIPosix
         try #require(check?[member: "status"] == .null, "\(check.map { "\($0)" } ?? "no check")")  // not run yet
 
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])
-        try #require(daemon.waitForLog("cannot write the metrics file \(d)/textfile/weavedi.prom: "), "\(daemon.log)")
+        try #require(daemon.waitForLog(#"cannot write the metrics file "\#(d)/textfile/weavedi.prom": "#), "\(daemon.log)")
         check = try lastKnown()
         #expect(check?[member: "status"]?.stringValue == "degraded", "\(check.map { "\($0)" } ?? "no check")")
-        #expect(check?[member: "message"]?.stringValue?.hasPrefix("cannot write the metrics file \(d)/textfile/weavedi.prom: ") == true)
+        #expect(check?[member: "message"]?.stringValue?.hasPrefix(#"cannot write the metrics file "\#(d)/textfile/weavedi.prom": "#) == true)
 
         try FileManager.default.createDirectory(atPath: d + "/textfile", withIntermediateDirectories: false)
         _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))])

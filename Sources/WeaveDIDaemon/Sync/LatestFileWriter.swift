@@ -143,7 +143,7 @@ final class LatestFileWriter: Sendable {
                 return state.lastWrite.map { $0.path != next.path || $0.problem != problem } ?? true
             }
             if changed, let outcomeChanged { await outcomeChanged() }
-            if let problem { log.error("sync", "cannot write \(purpose) \(next.path): \(problem)") }
+            if let problem { log.error("sync", "cannot write \(purpose) \(JSONValue.quotedPathForMessage(next.path)): \(problem)") }
             // Told once the outcome is known everywhere (`lastWrite`, the check, the log).
             let done = state.withLock { state in
                 state.ended = max(state.ended, next.generation)

@@ -241,7 +241,7 @@ extension SyncScheduler {
         }
         if let problem = last.problem {
             return .degraded(
-                "cannot write the metrics file \(path): \(problem); node_exporter reads stale job metrics, or none, until a write "
+                "cannot write the metrics file \(JSONValue.quotedPathForMessage(path)): \(problem); node_exporter reads stale job metrics, or none, until a write "
                     + "succeeds: create its directory, or set sync.metricsFile to a place the daemon may write (the check's fix "
                     + "writes it again: weavedictl fix \(Self.metricsFileCheck))", data: ["path": path])
         }
@@ -254,9 +254,9 @@ extension SyncScheduler {
         writeMetricsFile()
         await metricsWriter.flush()
         if let last = metricsWriter.lastWrite, last.path == path, let problem = last.problem {
-            throw FileWriteFailure(description: "cannot write the metrics file \(path): \(problem)")
+            throw FileWriteFailure(description: "cannot write the metrics file \(JSONValue.quotedPathForMessage(path)): \(problem)")
         }
-        return "wrote \(path)"
+        return "wrote \(JSONValue.quotedPathForMessage(path))"
     }
 
     /// The fix of the metrics file's check, or of the state file's, could not write the file.

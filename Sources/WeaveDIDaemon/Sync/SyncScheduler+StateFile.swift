@@ -20,10 +20,11 @@ extension SyncScheduler {
 
     func stateFileHealth() -> HealthCheckResult {
         let path = stateStore.path
+        let quoted = JSONValue.quotedPathForMessage(path)
         guard let last = stateStore.lastWriteProblem else {
             if let problem = stateFileUnreadable {
                 return .degraded(
-                    "could not read the jobs' state file \(path) at the start: \(problem); the jobs started without their last "
+                    "could not read the jobs' state file \(quoted) at the start: \(problem); the jobs started without their last "
                         + "results, and run ids started again at NAME-1 (they may repeat ids in older logs): move away what "
                         + "stands in the file's place, or mend its directory's permissions; a write replaces the file (at the next "
                         + "run's start, or now: weavedictl fix \(Self.stateFileCheck))",
@@ -33,9 +34,9 @@ extension SyncScheduler {
         }
         if let problem = last {
             return .degraded(
-                "cannot write the jobs' state file \(path): \(problem); until a write succeeds, a restart loses the jobs' last "
+                "cannot write the jobs' state file \(quoted): \(problem); until a write succeeds, a restart loses the jobs' last "
                     + "results (health would not know how each job last went) and the count of runs (run ids would be given "
-                    + "again): make \(stateStore.directory) writable by the daemon, free space on its file system, or move away "
+                    + "again): make \(JSONValue.quotedPathForMessage(stateStore.directory)) writable by the daemon, free space on its file system, or move away "
                     + "what stands in the file's place (the check's fix writes it again: weavedictl fix \(Self.stateFileCheck))",
                 data: ["path": path])
         }
@@ -47,8 +48,8 @@ extension SyncScheduler {
         saveState()
         await stateStore.flush()
         if let problem = stateStore.lastWriteProblem ?? nil {
-            throw FileWriteFailure(description: "cannot write the jobs' state file \(stateStore.path): \(problem)")
+            throw FileWriteFailure(description: "cannot write the jobs' state file \(JSONValue.quotedPathForMessage(stateStore.path)): \(problem)")
         }
-        return "wrote \(stateStore.path)"
+        return "wrote \(JSONValue.quotedPathForMessage(stateStore.path))"
     }
 }
