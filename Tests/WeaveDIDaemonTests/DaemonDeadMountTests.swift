@@ -237,6 +237,39 @@ import WeaveDIPosix
         #expect(setup.daemon.wait() == .exited(0), "\(setup.daemon.log)")
     }
 
+    /// A reload whose look at the paths meets the dead mount (the metrics file's directory,
+    /// which the load does not resolve without a mirror job) is in effect, and
+    /// `daemon.configuration` says its paths could not all be looked at, not that there is
+    /// nothing to warn about; a reload whose look finishes says so no longer.
+    @Test func aReloadWhosePathsCouldNotAllBeLookedAt_isSaidSoByTheConfigurationsHealth() throws {
+        try DeadMount.requireSupport()
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        let wrapper = try #require(MountNamespace.wrapper())
+        try FileManager.default.createDirectory(atPath: "\(d)/nfs", withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory, wrapper: wrapper)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let mount = try DeadMount(at: "\(d)/nfs", inNamespaceOf: daemon.pid, scratch: directory)
+        let client = try VarlinkClient(path: daemon.defaultSocket, timeout: .seconds(30))
+        #expect(try DaemonPathWarningsTests.configurationCheck(client) == "configuration in effect")
+        directory.write("weavedid.json", #"{"sync": {"metricsFile": "\#(d)/nfs/textfile/weavedi.prom", "jobs": []}}"#)
+        _ = try client.call("io.weavedi.Daemon.Reload")
+        #expect(daemon.log.contains("the configuration's paths could not all be looked at: "), "\(daemon.log)")
+        let message = try DaemonPathWarningsTests.configurationCheck(client) ?? ""
+        #expect(message == #"configuration in effect; its paths could not all be looked at (\#(config): sync.metricsFile: looking at "#
+            + #""\#(d)/nfs/textfile" did not answer within 5 s (is its file system responding?)), so their warnings are unknown "#
+            + "(in the log)", "\(message)")
+        // Back to a configuration off the mount: its paths are looked at, and there is nothing to say.
+        directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)
+        _ = try client.call("io.weavedi.Daemon.Reload")
+        #expect(try DaemonPathWarningsTests.configurationCheck(client) == "configuration in effect")
+        mount.revive()
+        daemon.send(.terminate)
+        #expect(daemon.wait(timeout: .seconds(20)) == .exited(0), "\(daemon.log)")
+    }
+
     @Test func reloadsAndRunsThatMeetADeadMount_leaveOneThreadStuckOnIt_whoseReturnIsLogged() throws {
         let setup = try Setup(environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"])
         let d = setup.d

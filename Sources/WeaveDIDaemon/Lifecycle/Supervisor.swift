@@ -33,10 +33,19 @@ public actor Supervisor {
     /// prints) the configuration in effect has, as the start or the last reload in effect
     /// logged them: `daemon.configuration` counts them.
     public private(set) var pathWarningCount = 0
+    /// Why the configuration in effect's paths could not all be looked at (the check of them at
+    /// the start or the last reload in effect did not finish, `pathWarnings(of:)`); nil when it
+    /// did. `pathWarningCount` is then 0, counting nothing: `daemon.configuration` says so.
+    public private(set) var pathsNotLookedAt: String?
     /// Called as each reload ends, refused or in effect, before systemd and the caller hear
     /// of it: `HealthService` runs `daemon.configuration` again, so that health said right
     /// after `systemctl reload` says how it went, not how the reload before went.
     private var reloadEnded: (@Sendable () async -> Void)?
+
+    /// Why the check of the paths that gave `warnings` did not finish; nil when it did.
+    private static func notLookedAt(_ warnings: Result<[String], ConfigurationError>) -> String? {
+        if case let .failure(error) = warnings { "\(error)" } else { nil }
+    }
 
     /// Sets what is called as each reload ends (`reloadEnded`).
     func onReloadEnded(_ body: (@Sendable () async -> Void)?) {
@@ -89,7 +98,9 @@ public actor Supervisor {
         // the unit's sandbox, which a check run by hand does not see): logged before the
         // services start, and counted by `daemon.configuration`.
         let configuration = store.current
-        pathWarningCount = context.logPathWarnings(await context.pathWarnings(of: configuration), of: configuration)
+        let warnings = await context.pathWarnings(of: configuration)
+        pathWarningCount = context.logPathWarnings(warnings, of: configuration)
+        pathsNotLookedAt = Self.notLookedAt(warnings)
         let group = ServiceGroup(services, log: log)
         self.group = group
         do {
@@ -293,6 +304,7 @@ public actor Supervisor {
             store.replace(with: configuration)
             reloadProblem = nil
             if let warnings, case let .success(found) = warnings { pathWarningCount = found.count } else { pathWarningCount = 0 }
+            pathsNotLookedAt = warnings.flatMap(Self.notLookedAt)
             await reloadEnded?()
             // In effect now: a shutdown begun meanwhile is told nothing (no READY=1 after
             // STOPPING=1), but the caller is told the truth.

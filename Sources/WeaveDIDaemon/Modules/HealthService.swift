@@ -26,6 +26,12 @@ public final class HealthService: DaemonService {
         registry.register(HealthCheck(name: "daemon.configuration", tags: [HealthCheck.readiness]) {
             if let problem = await supervisor.reloadProblem { return .degraded(problem) }
             // Path warnings are no failure (the job's own check says when its runs fail): counted.
+            // A check of the paths that did not finish (a path that did not answer within the step
+            // limit) counted nothing: not "no warnings", but paths unknown. Still healthy, as
+            // warnings are, and for the same reason.
+            if let problem = await supervisor.pathsNotLookedAt {
+                return .healthy("configuration in effect; its paths could not all be looked at (\(problem)), so their warnings are unknown (in the log)")
+            }
             let count = await supervisor.pathWarningCount
             return .healthy(count == 0 ? "configuration in effect" : "configuration in effect, with \(count) path warning\(count == 1 ? "" : "s") (in the log)")
         })
