@@ -14,36 +14,14 @@ import WeaveDIPosix
     /// written yet. Before, the call waited for the write, and timed out.
     @Test func aPauseWhoseWriteDoesNotEnd_isAnsweredNotSaved_beforeTheCallTimesOut() throws {
         let directory = TemporaryDirectory()
-        let shim = try PreloadLibrary.build(#"""
-            #define _GNU_SOURCE
-            #include <dlfcn.h>
-            #include <fcntl.h>
-            #include <stdarg.h>
-            #include <stdlib.h>
-            #include <string.h>
-            #include <time.h>
-            #include <unistd.h>
+        let shim = try PreloadLibrary.holdingOpenat(#"""
             static void hold(const char *path) {
               const char *until = getenv("WEAVEDI_TEST_HOLD");
               if (!until || !strstr(path, ".jobs.json.tmp")) return;
               struct timespec pause = {0, 10000000};
               for (int i = 0; i < 30000 && access(until, F_OK) == 0; i++) nanosleep(&pause, NULL);
             }
-            int openat(int directory, const char *path, int flags, ...) {
-              static int (*next)(int, const char *, int, ...);
-              if (!next) next = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
-              va_list arguments; va_start(arguments, flags); mode_t mode = va_arg(arguments, mode_t); va_end(arguments);
-              hold(path);
-              return next(directory, path, flags, mode);
-            }
-            int openat64(int directory, const char *path, int flags, ...) {
-              static int (*next)(int, const char *, int, ...);
-              if (!next) next = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat64");
-              va_list arguments; va_start(arguments, flags); mode_t mode = va_arg(arguments, mode_t); va_end(arguments);
-              hold(path);
-              return next(directory, path, flags, mode);
-            }
-            """#, in: directory, slowing: "openat")
+            """#, in: directory)
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         let state = directory.path + "/state"
         let config = directory.write("weavedid.json", """

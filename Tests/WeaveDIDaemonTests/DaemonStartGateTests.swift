@@ -22,15 +22,7 @@ import WeaveDIPosix
         /// A daemon whose start is held; with `holdingRuns`, the job's source holds a file
         /// `jobs.json` whose read by a run is held too, until the test removes `holdRun`.
         init(callTimeout: Double = 10, holdingRuns: Bool = false) throws {
-            let shim = try PreloadLibrary.build(#"""
-                #define _GNU_SOURCE
-                #include <dlfcn.h>
-                #include <fcntl.h>
-                #include <stdarg.h>
-                #include <stdlib.h>
-                #include <string.h>
-                #include <time.h>
-                #include <unistd.h>
+            let shim = try PreloadLibrary.holdingOpenat(#"""
                 static int endsWith(const char *path, const char *suffix) {
                   size_t length = strlen(path), count = strlen(suffix);
                   return length >= count && strcmp(path + length - count, suffix) == 0;
@@ -48,21 +40,7 @@ import WeaveDIPosix
                   struct timespec pause = {0, 10000000};
                   for (int i = 0; i < 30000 && access(until, F_OK) == 0; i++) nanosleep(&pause, NULL);
                 }
-                int openat(int directory, const char *path, int flags, ...) {
-                  static int (*next)(int, const char *, int, ...);
-                  if (!next) next = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
-                  va_list arguments; va_start(arguments, flags); mode_t mode = va_arg(arguments, mode_t); va_end(arguments);
-                  hold(path);
-                  return next(directory, path, flags, mode);
-                }
-                int openat64(int directory, const char *path, int flags, ...) {
-                  static int (*next)(int, const char *, int, ...);
-                  if (!next) next = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat64");
-                  va_list arguments; va_start(arguments, flags); mode_t mode = va_arg(arguments, mode_t); va_end(arguments);
-                  hold(path);
-                  return next(directory, path, flags, mode);
-                }
-                """#, in: directory, slowing: "openat")
+                """#, in: directory)
             try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
             if holdingRuns {
                 directory.write("source/jobs.json", "{}")

@@ -24,4 +24,35 @@ enum PreloadLibrary {
         try #require(build.status == .exited(0), "\(build.standardErrorText)")
         return library
     }
+
+    /// A library whose `openat` and `openat64` call `static void hold(const char *path)`, the C
+    /// function `hold` defines (with what it needs before it: `includes`, helpers), before
+    /// they open: a test holds a daemon at the open of a file of its choosing.
+    static func holdingOpenat(_ hold: String, in directory: TemporaryDirectory) throws -> String {
+        try build(#"""
+            #define _GNU_SOURCE
+            #include <dlfcn.h>
+            #include <fcntl.h>
+            #include <stdarg.h>
+            #include <stdlib.h>
+            #include <string.h>
+            #include <time.h>
+            #include <unistd.h>
+            """# + "\n" + hold + "\n" + #"""
+            int openat(int directory, const char *path, int flags, ...) {
+              static int (*next)(int, const char *, int, ...);
+              if (!next) next = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+              va_list arguments; va_start(arguments, flags); mode_t mode = va_arg(arguments, mode_t); va_end(arguments);
+              hold(path);
+              return next(directory, path, flags, mode);
+            }
+            int openat64(int directory, const char *path, int flags, ...) {
+              static int (*next)(int, const char *, int, ...);
+              if (!next) next = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat64");
+              va_list arguments; va_start(arguments, flags); mode_t mode = va_arg(arguments, mode_t); va_end(arguments);
+              hold(path);
+              return next(directory, path, flags, mode);
+            }
+            """#, in: directory, slowing: "openat")
+    }
 }
