@@ -21,8 +21,7 @@ extension DaemonConfiguration {
         let cwd = FileDescriptor.currentWorkingDirectory
         if error == .noSuchFileOrDirectory {
             guard let status = try? FileStatus(path: path, followSymlinks: false), status.kind == .symbolicLink else { return "" }
-            let target = (try? cwd.readSymbolicLink(at: path)).map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
-            return "; it is a symbolic link\(target), which does not exist: point the link at the configuration file, or give "
+            return "; it is a symbolic link\(linkTarget(of: path)), which does not exist: point the link at the configuration file, or give "
                 + "the file's real path"
         }
         guard error == .permissionDenied else { return "" }

@@ -79,10 +79,8 @@ extension DaemonConfiguration {
                     // A symbolic link that leads nowhere is there all the same: the start's
                     // mkdir of it fails (EEXIST) rather than making the directory.
                     if let link = try? FileStatus(path: part, followSymlinks: false), link.kind == .symbolicLink {
-                        let target = (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: part))
-                            .map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
                         throw fail("cannot create \(what) \(shown): \(JSONValue.quotedPathForMessage(part)) on its way is a symbolic "
-                            + "link\(target), which does not exist", ENOENT)
+                            + "link\(Self.linkTarget(of: part)), which does not exist", ENOENT)
                     }
                     break walk
                 }

@@ -236,7 +236,7 @@ extension DaemonConfiguration {
 
     /// ` to "TARGET"`, what the symbolic link at `path` names, for a warning; nothing when it
     /// cannot be read.
-    private static func linkTarget(of path: String) -> String {
+    static func linkTarget(of path: String) -> String {
         (try? FileDescriptor.currentWorkingDirectory.readSymbolicLink(at: path)).map { " to \(JSONValue.quotedPathForMessage($0))" } ?? ""
     }
 

@@ -166,9 +166,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// default file meant to be there, whose target went (or was never made), is an error to
     /// report, not a reason to start on the built-in default.
     static func hasDanglingLink(_ path: String) -> Bool {
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-        return [path, directory].contains { candidate in
-            guard !candidate.isEmpty, let status = try? FileStatus(path: candidate, followSymlinks: false),
+        [path, parent(of: path)].contains { candidate in
+            guard let status = try? FileStatus(path: candidate, followSymlinks: false),
                 status.kind == .symbolicLink
             else { return false }
             return (try? FileStatus(path: candidate)) == nil
