@@ -447,11 +447,7 @@ struct PersistedJobState: Sendable, Equatable {
         } else {
             runGoing = nil
         }
-        switch json[member: "paused"] {
-        case nil, .null?: paused = false
-        case let .bool(value)?: paused = value
-        case let other?: throw PersistedStateProblem(description: "paused: expected true or false, got \(PersistedStateProblem.describe(other))")
-        }
+        paused = try PersistedStateProblem.flag(json, "paused")
         // It tells only when the first run of a job that never ran is due: one no run writes is
         // dropped alone, and the job is first seen at this start, as from a file without it.
         do {
@@ -462,11 +458,10 @@ struct PersistedJobState: Sendable, Equatable {
         }
         // It tells only whether the job runs again at once after a start: one no run writes is
         // dropped alone, as from a file without it.
-        switch json[member: "unfinished"] {
-        case nil, .null?: endedUnfinished = false
-        case let .bool(value)?: endedUnfinished = value
-        case let other?:
-            dropped.append(PersistedStateProblem(description: "unfinished: expected true or false, got \(PersistedStateProblem.describe(other))"))
+        do {
+            endedUnfinished = try PersistedStateProblem.flag(json, "unfinished")
+        } catch {
+            dropped.append(error)
             endedUnfinished = false
         }
     }
@@ -504,6 +499,15 @@ struct PersistedStateProblem: Error, CustomStringConvertible {
             throw Self(description: "\(prefix)\(name): expected a time in seconds since 1970, got \(describe(value))")
         }
         return seconds
+    }
+
+    /// The flag `name` of `json`: true or false, false when absent or null.
+    static func flag(_ json: JSONValue, _ name: String) throws(Self) -> Bool {
+        switch json[member: name] {
+        case nil, .null?: return false
+        case let .bool(value)?: return value
+        case let other?: throw Self(description: "\(name): expected true or false, got \(describe(other))")
+        }
     }
 
     /// The string `name` of `json`.
