@@ -56,6 +56,7 @@ extension DaemonConfiguration {
         let groups = ((try? CurrentProcess.supplementaryGroups()) ?? []) + [getegid()]
         guard !groups.contains(service.gid) else { return (group, "") }
         let name = FileOwnership.userName(CurrentProcess.effectiveUserID)
-        return (group, "; and add \(name) to the group \(group) (usermod -aG \(group) \(name.shellWord.escapingControlCharacters))")
+        let login = FileOwnership.nameForCommand(CurrentProcess.effectiveUserID).shellWord.escapingControlCharacters
+        return (group, "; and add \(name) to the group \(group) (usermod -aG \(group) \(login))")
     }
 }

@@ -18,6 +18,12 @@ enum FileOwnership {
         (try? UserDatabase.user(id: uid))?.map { $0.name.escapingControlCharacters } ?? "uid \(uid)"
     }
 
+    /// The user's name for a command (`chown -R weavedi: …`, `usermod … weavedi`), or its
+    /// number without an entry in the user database (which those commands take too).
+    static func nameForCommand(_ uid: UInt32) -> String {
+        (try? UserDatabase.user(id: uid))?.map(\.name) ?? "\(uid)"
+    }
+
     /// `weavedi`, or `gid 1234` without an entry in the group database.
     static func groupName(_ gid: UInt32) -> String {
         (try? UserDatabase.group(id: gid))?.map { $0.name.escapingControlCharacters } ?? "gid \(gid)"

@@ -141,7 +141,7 @@ struct StateDirectoryLock: Sendable {
     /// give the state directory's content to the daemon's user (chown -R weavedi: …)`.
     static func foreignFileProblem(path: String, status: FileStatus, directory: String, error: Errno, who: String) -> String {
         let user = FileOwnership.currentUser
-        let name = (try? UserDatabase.user(id: CurrentProcess.effectiveUserID))?.map(\.name) ?? "\(CurrentProcess.effectiveUserID)"
+        let name = FileOwnership.nameForCommand(CurrentProcess.effectiveUserID)
         return "\(who) (\(user)) may not open \(JSONValue.quotedPathForMessage(path)) (\(FileOwnership.describe(status))) for writing: "
             + "\(error); a daemon run as \(FileOwnership.userName(status.userID)) left it, and maybe more of the state directory's "
             + "content (jobs.json): give it all to the daemon's user (chown -R \(name.shellWord.escapingControlCharacters): "
