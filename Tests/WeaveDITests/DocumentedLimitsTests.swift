@@ -21,6 +21,21 @@ import Testing
         #expect(ledger.disposals == ["second", "first"])
     }
 
+    /// `makeFresh` (what a `@Factory` read calls) of a type registered with `instance:` gives
+    /// that instance every time: there is no factory to build another; a factory's type gets a
+    /// new one each time.
+    @Test func makeFreshOfAnInstanceRegistration_givesThatInstance() throws {
+        final class Held: Sendable {}
+        final class Built: Sendable {}
+        let container = WeaveDI.Container()
+        let held = Held()
+        container.register(Held.self, instance: held)
+        container.register(Built.self) { Built() }
+        #expect(try container.makeFresh(Held.self) === held)
+        #expect(try container.makeFresh(Held.self) === container.makeFresh(Held.self))
+        #expect(try container.makeFresh(Built.self) !== container.makeFresh(Built.self))
+    }
+
     /// A factory that threw is run again by the next resolve: nothing remembers the failure.
     @Test func aFailedBuild_isTriedAgain_byTheNextResolve() {
         struct Refused: Error {}
