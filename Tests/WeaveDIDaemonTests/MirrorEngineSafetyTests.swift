@@ -164,6 +164,28 @@ import WeaveDIPosix
         #expect(last.withLock { $0 } == MirrorProgress(filesDone: 1, filesFailed: 1, filesTotal: 2, bytesDone: 1, bytesTotal: 1))
     }
 
+    /// With `delete`, a source name that is not UTF-8 (`x\xFF`, the byte) keeps the
+    /// destination's entry of the same bytes (left alone, reported once, with the source's), but
+    /// not a valid destination name whose text reads like its shown form (`x\xFF`, four
+    /// characters): that is another file, which the source does not have.
+    @Test func aNameThatIsNotUTF8_shieldsNoValidNameThatReadsTheSame() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/a.txt", "a")
+        try fixture.write(#"dst/x\xFF"#, "extra")
+        for root in [fixture.source, fixture.destination] {
+            let badName: [CChar] = Array(root.utf8CString.dropLast()) + [0x2F, 0x78, -1, 0]  // ROOT/x\xFF
+            let made = open(badName, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
+            try #require(made >= 0)
+            close(made)
+        }
+        let report = await fixture.mirror(delete: true)
+        #expect(report.result == .partial && report.copied == 1 && report.deleted == 1, "\(report.errors)")
+        #expect(report.errors.map(\.reason) == ["the name is not valid UTF-8; left alone"], "\(report.errors)")
+        #expect(fixture.status(#"dst/x\xFF"#) == nil)
+        let badInDestination: [CChar] = Array(fixture.destination.utf8CString.dropLast()) + [0x2F, 0x78, -1, 0]
+        #expect(access(badInDestination, F_OK) == 0)
+    }
+
     @Test func linkThatCannotBeMirrored_leavesTheDirectoryInItsWay() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("dst/bad-link/kept.txt", "kept")
@@ -188,7 +210,9 @@ import WeaveDIPosix
         try fixture.write("dst/data/a.txt", "a")
         let report = await run(fixture, source: fixture.destination + "/data", destination: fixture.destination)
         #expect(report.result == .failed)
-        #expect(report.errors.first?.reason.contains("is inside the destination") == true, "\(report.errors)")
+        // Paths quoted, as in the configuration's refusals.
+        #expect(report.errors.first?.reason.hasSuffix(#"is inside the destination "\#(fixture.destination)" (real paths)"#) == true,
+            "\(report.errors)")
         #expect(fixture.read("dst/data/a.txt") == "a")
     }
 

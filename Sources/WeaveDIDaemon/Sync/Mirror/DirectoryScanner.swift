@@ -129,6 +129,10 @@ struct DirectoryScanner {
         if !settings.delete { destinationEntries = [] }
 
         var sourceNames = Set<ExactName>(minimumCapacity: settings.delete ? sourceEntries.count : 0)
+        // The shown forms of the source's names that are not UTF-8 (`bad\xFFname`), apart: a
+        // destination name of those bytes is reported once, with the source's, but a valid
+        // destination name whose text reads the same is another file, which `delete` removes.
+        var sourceNamesNotUTF8 = Set<ExactName>()
         for entry in sourceEntries {
             // A run cancelled (or given up on) stops at the next entry: each `lstat` of a
             // large directory would go on to its end, on a slow file system for long.
@@ -136,7 +140,9 @@ struct DirectoryScanner {
                 outcome.interrupted = true
                 break
             }
-            if settings.delete { sourceNames.insert(ExactName(entry.name)) }
+            if settings.delete {
+                if entry.nameIsExact { sourceNames.insert(ExactName(entry.name)) } else { sourceNamesNotUTF8.insert(ExactName(entry.name)) }
+            }
             // Paths are built for reports only (`MirrorDirectory.path`), never for each entry.
             guard entry.nameIsExact else {
                 outcome.entriesFound += 1  // an error: handled, not done (not settled)
@@ -187,7 +193,7 @@ struct DirectoryScanner {
             }
         }
         if settings.delete && !outcome.interrupted {
-            deleteExtras(destinationEntries, keeping: sourceNames, in: directory, outcome: &outcome)
+            deleteExtras(destinationEntries, keeping: sourceNames, reported: sourceNamesNotUTF8, in: directory, outcome: &outcome)
         }
         if outcome.interrupted {
             // Cancelled (or given up on) part way: nothing more is done here, and the directory
@@ -364,19 +370,25 @@ struct DirectoryScanner {
 
     /// With `delete`, removes what the destination has and the source does not; a run
     /// cancelled (or given up on) stops at the next entry, even inside a tree (`interrupted`).
-    private func deleteExtras(_ entries: [DirectoryEntry], keeping names: Set<ExactName>, in directory: MirrorDirectory,
-                              outcome: inout ScanOutcome)
+    /// Removes the destination's entries whose names the source does not have (`names`, valid
+    /// UTF-8 each); one whose name is not UTF-8 is reported, unless the source has that name
+    /// too (`reported`: its shown form), whose report it shares.
+    private func deleteExtras(_ entries: [DirectoryEntry], keeping names: Set<ExactName>, reported: Set<ExactName>,
+                              in directory: MirrorDirectory, outcome: inout ScanOutcome)
     {
         let remover = DestinationRemover(context)
-        for entry in entries where !names.contains(ExactName(entry.name)) {
+        for entry in entries {
             if WalkWatch.runIsStopping {
                 outcome.interrupted = true
                 return
             }
             guard entry.nameIsExact else {
-                outcome.report.fail(directory.path(of: entry.name), MirrorFailure.nameNotUTF8.description)
+                if !reported.contains(ExactName(entry.name)) {
+                    outcome.report.fail(directory.path(of: entry.name), MirrorFailure.nameNotUTF8.description)
+                }
                 continue
             }
+            if names.contains(ExactName(entry.name)) { continue }
             do throws(MirrorFailure) {
                 try directory.makeWritable()
                 try WalkWatch.begin(.removing, entry.name)

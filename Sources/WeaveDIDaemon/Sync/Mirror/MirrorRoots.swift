@@ -187,17 +187,17 @@ struct MirrorRoots: ~Copyable {
         let (existing, missing) = try resolveDestination(destinationPath)
         let realDestination = ([existing] + missing).joined(separator: "/").replacingDoubleSlash()
         if realDestination.hasSameBytes(as: realSource) {
-            throw Failure(path: destinationPath, reason: "the destination is the source (\(realSource))")
+            throw Failure(path: destinationPath, reason: "the destination is the source (\(JSONValue.quotedPathForMessage(realSource)))")
         }
         if isInside(realDestination, realSource) {
             throw Failure(
                 path: destinationPath,
-                reason: "the destination \(realDestination) is inside the source \(realSource) (real paths)")
+                reason: "the destination \(JSONValue.quotedPathForMessage(realDestination)) is inside the source \(JSONValue.quotedPathForMessage(realSource)) (real paths)")
         }
         if isInside(realSource, realDestination) {
             throw Failure(
                 path: destinationPath,
-                reason: "the source \(realSource) is inside the destination \(realDestination) (real paths)")
+                reason: "the source \(JSONValue.quotedPathForMessage(realSource)) is inside the destination \(JSONValue.quotedPathForMessage(realDestination)) (real paths)")
         }
         try note(MirrorRootStep("reading the mount table", MountTable.path))
         let mounts = MountTable.current()
