@@ -110,6 +110,11 @@ final class Entry: @unchecked Sendable {
     /// (recorded in its first builds).
     var edges: Set<Int> { Entry.edgeLock.withLock { recordedEdges } }
 
+    /// Whether this entry's edges are known: it has no factory (`register(_:instance:)`), or its
+    /// factory has run at least once (each such run records what it asks for until it returns
+    /// or throws; one that threw part way recorded what it asked for before).
+    var edgesKnown: Bool { isProvidedInstance || builds.load(ordering: .relaxed) > 0 }
+
     /// Records that this entry's factory needed `slot`.
     func recordEdge(to slot: Int) {
         Entry.edgeLock.withLock { _ = recordedEdges.insert(slot) }

@@ -524,7 +524,7 @@ case "check-cycles":
     _ = await container.validate()
     let report = container.checkCycles()
     print(report.json.serialized)
-    exit(report.cycles.isEmpty ? 0 : 1)
+    exit(report.cycles.isEmpty && report.notBuilt.isEmpty ? 0 : 1)
 default:
     print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|release-rebuild|health-misuse|stderr-flood|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)

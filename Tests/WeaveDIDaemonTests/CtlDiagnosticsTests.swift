@@ -27,13 +27,18 @@ import WeaveDIControl
         #expect(run.error.isEmpty, "the library's registration messages stay quiet: \(run.error)")
     }
 
+    /// With its health loop on (the default), the daemon's first round, before it is ready,
+    /// builds every registration (`container.graph`): none is left with unknown dependencies.
     @Test func checkCycles_onlineAndOffline_printTheSameDocumentedJSON() throws {
-        let daemon = try readyDaemon()
+        let directory = TemporaryDirectory()
+        let daemon = try DaemonProcess([], environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1"], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "weavedid did not start: \(daemon.log)")
         let online = try CtlRun.run(["--socket", daemon.defaultSocket, "--json", "check-cycles"])
         #expect(online.code == 0, "\(online.all)")
         let report = try online.json()
-        #expect(memberNames(report) == ["componentCount", "edgeCount", "cycles"])
+        #expect(memberNames(report) == ["componentCount", "edgeCount", "cycles", "notBuilt"])
         #expect(report[member: "cycles"] == .array([]))
+        #expect(report[member: "notBuilt"] == .array([]))
         #expect((report[member: "componentCount"]?.intValue ?? 0) > 5)
         #expect((report[member: "edgeCount"]?.intValue ?? 0) > 0)
         let offline = try CtlRun.run(

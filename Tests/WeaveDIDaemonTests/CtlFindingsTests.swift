@@ -157,6 +157,18 @@ import WeaveDIControl
         #expect(json.code == 1 && json.output == #"{"componentCount":3,"edgeCount":3,"cycles":[["A","B"]]}"# + "\n")
     }
 
+    /// A daemon older than `notBuilt` does not say: the JSON leaves it out (an empty list
+    /// would say every dependency is known) and the exit status follows the cycles alone.
+    @Test func checkCycles_aDaemonThatDoesNotSayWhatWasNeverBuilt_isShownAsItAnswered() throws {
+        let fake = try FakeDaemon(["CheckCycles": [VarlinkReply(parameters: [
+            ("componentCount", .int(2)), ("edgeCount", .int(1)), ("cycles", .array([])),
+        ])]])
+        let json = try CtlRun.run(["--socket", fake.socket, "check-cycles", "--json"])
+        #expect(json.code == 0 && json.output == #"{"componentCount":2,"edgeCount":1,"cycles":[]}"# + "\n", "\(json.all)")
+        let table = try CtlRun.run(["--socket", fake.socket, "check-cycles"])
+        #expect(table.code == 0 && table.output == "2 components, 1 dependency edges, no cycles.\n", "\(table.all)")
+    }
+
     @Test func fix_thatFailed_exits1() throws {
         let record = JSONValue.object([
             ("time", .double(1000)), ("check", .string("disk.space")), ("trigger", .string("manual")), ("outcome", .string("failed")),

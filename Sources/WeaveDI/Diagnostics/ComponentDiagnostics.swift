@@ -35,7 +35,8 @@ public struct ComponentDiagnostics: Sendable, Equatable {
     }
 }
 
-/// The result of `checkCycles()`: `{"componentCount":N,"edgeCount":M,"cycles":[["A","B"],…]}`.
+/// The result of `checkCycles()`:
+/// `{"componentCount":N,"edgeCount":M,"cycles":[["A","B"],…],"notBuilt":["C",…]}`.
 public struct CycleReport: Sendable, Equatable {
     /// Registered types.
     public var componentCount: Int
@@ -43,12 +44,18 @@ public struct CycleReport: Sendable, Equatable {
     public var edgeCount: Int
     /// Elementary cycles, each rotated to start at its smallest name, sorted.
     public var cycles: [[String]]
+    /// The registrations whose dependencies are unknown, sorted: those whose factory has never
+    /// been run (a registration made with `register(_:instance:)` has no factory and is never
+    /// listed). Their edges are missing from the graph, so `cycles` being empty says nothing
+    /// of them; `validate()` builds every registration once.
+    public var notBuilt: [String]
 
     /// The documented JSON.
     public var json: JSONValue {
         .object([
             ("componentCount", .int(componentCount)), ("edgeCount", .int(edgeCount)),
             ("cycles", .array(cycles.map { .array($0.map(JSONValue.string)) })),
+            ("notBuilt", .array(notBuilt.map(JSONValue.string))),
         ])
     }
 }
@@ -85,20 +92,25 @@ extension WeaveDI.Container {
     /// The cycles in the dependency graph recorded so far (edges are recorded in each
     /// registration's first builds: what its factory resolves through its resolver, and what is
     /// built of the same container while it runs; `validate()` builds everything once to record
-    /// them all).
+    /// them all), and the registrations whose edges are unknown because their factory has never
+    /// run (`notBuilt`): a cycle through one of them cannot be seen yet.
     public func checkCycles() -> CycleReport {
         let entries = currentEntries()
         // By type, not by name: two types of the same name are two nodes.
         var graph: [Int: Set<Int>] = [:]
         var edgeCount = 0
+        var notBuilt: [Int] = []
         for entry in entries {
             let edges = entry.edges
             graph[entry.slot, default: []].formUnion(edges)
             edgeCount += edges.count
+            if !entry.edgesKnown { notBuilt.append(entry.slot) }
         }
         let names = reportNames()
-        let cycles = CycleFinder.elementaryCycles(in: graph) { names[$0] ?? TypeSlots.shared.name(ofSlot: $0) }
-        return CycleReport(componentCount: entries.count, edgeCount: edgeCount, cycles: cycles)
+        func name(_ slot: Int) -> String { names[slot] ?? TypeSlots.shared.name(ofSlot: slot) }
+        let cycles = CycleFinder.elementaryCycles(in: graph, name: name)
+        return CycleReport(
+            componentCount: entries.count, edgeCount: edgeCount, cycles: cycles, notBuilt: notBuilt.map(name).sorted())
     }
 
     /// The names of the types this container's reports speak of (those registered now or

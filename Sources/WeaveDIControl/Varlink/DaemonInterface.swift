@@ -202,8 +202,11 @@ public enum DaemonInterface {
         # Duplicate providers and scope drift.
         method DiagnoseComponents() -> (issues: []ComponentIssue)
 
-        # Dependency cycles.
-        method CheckCycles() -> (componentCount: int, edgeCount: int, cycles: [][]string)
+        # Dependency cycles, each from its smallest name, among the edges recorded so far;
+        # notBuilt: the registrations never built, whose dependencies are unknown (a cycle
+        # through one cannot be seen), sorted. The container.graph check builds every
+        # registration; with the health loop on, its first round runs before READY=1.
+        method CheckCycles() -> (componentCount: int, edgeCount: int, cycles: [][]string, notBuilt: []string)
 
         # The library log level and the daemon's log filter (WEAVEDID_LOG syntax).
         method GetLogLevel() -> (level: string, filter: string)

@@ -131,7 +131,7 @@ final class DaemonMethods: Sendable {
             let report = container.checkCycles()
             return VarlinkReply(parameters: [
                 ("componentCount", .int(report.componentCount)), ("edgeCount", .int(report.edgeCount)),
-                ("cycles", .array(report.cycles.map(ReportEncoding.strings))),
+                ("cycles", .array(report.cycles.map(ReportEncoding.strings))), ("notBuilt", ReportEncoding.strings(report.notBuilt)),
             ])
         case "GetLogLevel":
             try call.accept([])

@@ -12,8 +12,10 @@ struct CheckCyclesCommand: CtlCommand {
 
             Prints the number of components and dependency edges, then each cycle as
             A -> B -> A. With --json the output is exactly the documented shape
-              {"componentCount":N,"edgeCount":M,"cycles":[["A","B"]]}
-            (each cycle starts at its smallest name).
+              {"componentCount":N,"edgeCount":M,"cycles":[["A","B"]],"notBuilt":["C"]}
+            (each cycle starts at its smallest name; notBuilt, the registrations never built,
+            whose dependencies are unknown, sorted, and left out when the daemon is older than
+            it and does not say).
 
             Exit status: 0 when there are no cycles; 1 when there are; 69 when the daemon
             cannot be reached (without --offline); 78 when the configuration is invalid.
@@ -51,11 +53,17 @@ struct CheckCyclesCommand: CtlCommand {
         return cycles.isEmpty ? ExitStatus.ok : ExitStatus.failure
     }
 
-    /// The reply in the documented member order, whatever order the daemon used.
+    /// The reply in the documented member order, whatever order the daemon used. `notBuilt`
+    /// only when the daemon sent it: an older daemon does not say, and an empty list would say
+    /// that every registration's dependencies are known.
     static func documented(_ reply: JSONValue) -> JSONValue {
-        .object([
+        var members: [(String, JSONValue)] = [
             ("componentCount", .int(reply.int("componentCount") ?? 0)), ("edgeCount", .int(reply.int("edgeCount") ?? 0)),
             ("cycles", .array(reply.array("cycles"))),
-        ])
+        ]
+        if reply[member: "notBuilt"]?.arrayValue != nil {
+            members.append(("notBuilt", .array(reply.strings("notBuilt").map(JSONValue.string))))
+        }
+        return .object(members)
     }
 }
