@@ -47,6 +47,31 @@ import WeaveDIControl
         #expect(offline.output == online.output)
     }
 
+    /// With the health loop off nothing builds the registrations no service needs: the daemon
+    /// says which, and `check-cycles` does not pass; `weavedictl check` runs `container.graph`,
+    /// which builds them, and then it does.
+    @Test func checkCycles_online_healthLoopOff_namesTheRegistrationsNeverBuilt_untilTheGraphCheckRuns() throws {
+        let daemon = try readyDaemon()
+        let socket = daemon.defaultSocket
+        let json = try CtlRun.run(["--socket", socket, "--json", "check-cycles"])
+        #expect(json.code == 1, "\(json.all)")
+        let notBuilt = try json.json()[member: "notBuilt"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(!notBuilt.isEmpty && notBuilt == notBuilt.sorted(), "\(json.all)")
+        let table = try CtlRun.run(["--socket", socket, "check-cycles"])
+        #expect(table.code == 1)
+        let lines = table.output.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0].hasSuffix(" dependency edges, no cycles among them."), "\(table.all)")
+        let count = "\(notBuilt.count) registration\(notBuilt.count == 1 ? "" : "s") never built"
+        #expect(lines.last == count + ", so \(notBuilt.count == 1 ? "its" : "their") dependencies are unknown: "
+            + notBuilt.prefix(10).joined(separator: ", ") + (notBuilt.count > 10 ? " and \(notBuilt.count - 10) more" : "")
+            + " (the daemon's container.graph check builds every registration once: `weavedictl check` runs it)", "\(table.all)")
+
+        _ = try CtlRun.run(["--socket", socket, "check"])
+        let after = try CtlRun.run(["--socket", socket, "--json", "check-cycles"])
+        #expect(after.code == 0, "\(after.all)")
+        #expect(try after.json()[member: "notBuilt"] == .array([]))
+    }
+
     @Test func checkCycles_table_summarisesTheGraph() throws {
         let directory = TemporaryDirectory("weavedictl")
         let run = try CtlRun.run(["check-cycles", "--offline", "--config", defaultsFile(in: directory)], in: directory)

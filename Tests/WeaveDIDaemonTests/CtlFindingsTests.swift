@@ -157,6 +157,36 @@ import WeaveDIControl
         #expect(json.code == 1 && json.output == #"{"componentCount":3,"edgeCount":3,"cycles":[["A","B"]]}"# + "\n")
     }
 
+    /// No cycle, but registrations never built: their dependencies are unknown, so the gate
+    /// does not pass. The line names the first 10 (escaped, as cycles are) and how many more;
+    /// `--json` keeps the documented member order whatever order the daemon used.
+    @Test func checkCycles_registrationsNeverBuilt_areNamed_andExit1() throws {
+        let names = ["A\u{1B}[31m"] + (1...11).map { "T\($0 < 10 ? "0" : "")\($0)" }
+        let reply = VarlinkReply(parameters: [
+            ("notBuilt", .array(names.map(JSONValue.string))), ("cycles", .array([])),
+            ("edgeCount", .int(0)), ("componentCount", .int(12)),
+        ])
+        let fake = try FakeDaemon(["CheckCycles": [reply]])
+        let table = try CtlRun.run(["--socket", fake.socket, "check-cycles"])
+        #expect(table.code == 1)
+        #expect(table.output == "12 components, 0 dependency edges, no cycles among them.\n"
+            + "12 registrations never built, so their dependencies are unknown: A\\u{1B}[31m, T01, T02, T03, T04, T05, T06, T07, "
+            + "T08, T09 and 2 more (the daemon's container.graph check builds every registration once: `weavedictl check` runs it)\n",
+            "\(table.all)")
+        #expect(!hasEscape(table.output))
+        let json = try CtlRun.run(["--socket", fake.socket, "check-cycles", "--json"])
+        #expect(json.code == 1)
+        #expect(json.output.hasPrefix(#"{"componentCount":12,"edgeCount":0,"cycles":[],"notBuilt":["A\u001b[31m","T01","#), "\(json.all)")
+
+        let one = try FakeDaemon(["CheckCycles": [VarlinkReply(parameters: [
+            ("componentCount", .int(2)), ("edgeCount", .int(1)), ("cycles", .array([])), ("notBuilt", .array([.string("B")])),
+        ])]])
+        let single = try CtlRun.run(["--socket", one.socket, "check-cycles"])
+        #expect(single.code == 1)
+        #expect(single.output.hasSuffix("\n1 registration never built, so its dependencies are unknown: B (the daemon's "
+            + "container.graph check builds every registration once: `weavedictl check` runs it)\n"), "\(single.all)")
+    }
+
     /// A daemon older than `notBuilt` does not say: the JSON leaves it out (an empty list
     /// would say every dependency is known) and the exit status follows the cycles alone.
     @Test func checkCycles_aDaemonThatDoesNotSayWhatWasNeverBuilt_isShownAsItAnswered() throws {
