@@ -132,11 +132,16 @@ final class Entry: @unchecked Sendable {
     /// qualified when a build open on this thread is of another type of the same name.
     var messageName: String { ResolutionStack.current.messageName(of: slot) }
 
-    /// A copy with the same factory and an empty singleton cell.
+    /// A copy with the same factory and an empty singleton cell. It keeps what this entry's
+    /// builds recorded, and their count: the same factory has the same dependencies, so
+    /// `releaseAll()` and `evict` leave the graph `checkCycles()` reads as it was.
     func fresh() -> Entry {
         if isProvidedInstance { return self }
-        return Entry(slot: slot, scope: scope, module: module, isProvidedInstance: false, factory: erasedFactory,
+        let copy = Entry(slot: slot, scope: scope, module: module, isProvidedInstance: false, factory: erasedFactory,
             erased: erased)
+        copy.builds.store(builds.load(ordering: .relaxed), ordering: .relaxed)
+        Entry.edgeLock.withLock { copy.recordedEdges = recordedEdges }
+        return copy
     }
 
     /// Whether the singleton cell holds an instance.

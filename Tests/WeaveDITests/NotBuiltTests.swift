@@ -82,6 +82,26 @@ struct MutualRightComponent: WeaveDI.Component {
         #expect(container.registrations.first?.dependencies == ["NodeB"])
     }
 
+    @Test func releasingOrEvictingABuiltSingleton_keepsWhatItsFactoryRecorded() async {
+        // The same factory: the registration's edges are still known after its instance goes.
+        let container = WeaveDI.Container()
+        container.register(NodeA.self) { r in _ = try r.require(NodeB.self); return NodeA() }
+        container.register(NodeB.self) { r in _ = r.resolve(NodeA.self); return NodeB() }
+        _ = await container.validate()
+        let validated = container.checkCycles()
+        #expect(validated.cycles == [["NodeA", "NodeB"]] && validated.notBuilt.isEmpty)
+        container.register(NodeC.self) { r in _ = try r.require(NodeB.self); return NodeC() }
+        #expect(container.resolve(NodeC.self) != nil)
+        await container.releaseAll()
+        #expect(container.checkCycles().cycles == [["NodeA", "NodeB"]])
+        #expect(container.checkCycles().notBuilt.isEmpty)
+        #expect(container.registrations.map(\.dependencies) == [["NodeB"], ["NodeA"], ["NodeB"]])
+        #expect(container.resolve(NodeC.self) != nil)
+        #expect(await container.evict(NodeC.self))
+        #expect(container.checkCycles().notBuilt.isEmpty)
+        #expect(container.registrations.last?.dependencies == ["NodeB"])
+    }
+
     @Test func namesAreSpelledAsTheOtherReportsSpellThem_qualifiedWhenTwoShareOne() {
         let container = WeaveDI.Container()
         container.register(Left.Node.self) { Left.Node() }
