@@ -177,21 +177,24 @@ extension WeaveDI {
             // A singleton a dispose() resolves (a session's instance's too) is built again, after
             // the release: `produce` says so.
             await ReleaseContext.$disposing.withValue(id) {
-                for session in sessions { await session.close() }
+                for session in sessions { await session.close(cause: .releaseAll) }
                 for disposable in disposables.reversed() { await disposable.dispose() }
             }
             WeaveDILog.log(.diagnostic, "released \(disposables.count) disposable singleton(s) and \(sessions.count) session(s)")
         }
 
         /// Opens a session: session-scoped services resolved through it (or inside its
-        /// `withCurrent`) live until `close()`.
-        public func openSession(id: String, attributes: [String: String] = [:]) -> Session {
-            openSession(id: id, attributes: attributes, logged: true)
+        /// `withCurrent`) live until `close()`. With `closesWhenIdle` false, the
+        /// `container.sessions` health check never counts it idle and its fix never closes it:
+        /// for a session the program keeps open on purpose, used now and then (a server's
+        /// parent session for stateless requests).
+        public func openSession(id: String, attributes: [String: String] = [:], closesWhenIdle: Bool = true) -> Session {
+            openSession(id: id, attributes: attributes, logged: true, closesWhenIdle: closesWhenIdle)
         }
 
         /// Opens a session that logs its opening and closing only when `logged`.
-        func openSession(id: String, attributes: [String: String], logged: Bool) -> Session {
-            let session = Session(id: id, container: self, attributes: attributes, logged: logged)
+        func openSession(id: String, attributes: [String: String], logged: Bool, closesWhenIdle: Bool = true) -> Session {
+            let session = Session(id: id, container: self, attributes: attributes, logged: logged, closesWhenIdle: closesWhenIdle)
             state.withLock { $0.sessions[ObjectIdentifier(session)] = session }
             if logged { WeaveDILog.log(.diagnostic, "session '\(id)' opened") }
             return session

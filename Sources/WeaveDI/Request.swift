@@ -51,9 +51,15 @@ public final class Request: Resolver, Sendable {
         try await ScopeContext.with(.request(self), isolation: isolation, body)
     }
 
-    /// Closes the request: `dispose()` once on each instance it created, newest first.
+    /// Closes the request: `dispose()` once on each instance it created, newest first. A body
+    /// still running in its `withCurrent` is not waited for: its next resolve throws `scopeClosed`.
     public func close() async {
-        guard let (disposables, _) = instances.close() else { return }
+        await close(closing: { _, now in ScopeClosing(cause: .close, closedAt: now) })
+    }
+
+    /// `close()`, recording `closing` as who closed it (its session, when that closes).
+    func close(closing: (ContinuousClock.Instant, ContinuousClock.Instant) -> ScopeClosing) async {
+        guard let (disposables, _, _) = instances.close(closing: closing) else { return }
         for disposable in disposables { await disposable.dispose() }
         session.requestClosed(self)
     }
@@ -62,7 +68,7 @@ public final class Request: Resolver, Sendable {
     /// the instances it created are disposed (newest first) in a task of their own when there
     /// are any. For callers that cannot suspend, such as an I/O loop answering a call inline.
     public func closeWithoutWaiting() {
-        guard let (disposables, _) = instances.close() else { return }
+        guard let (disposables, _, _) = instances.close(closing: { _, now in ScopeClosing(cause: .close, closedAt: now) }) else { return }
         session.requestClosed(self)
         if !disposables.isEmpty {
             Task { for disposable in disposables { await disposable.dispose() } }

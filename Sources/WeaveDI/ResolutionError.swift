@@ -18,8 +18,10 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
         outer: String, outerScope: WeaveDI.Scope, inner: String, innerScope: WeaveDI.Scope, path: [String] = [])
     /// `type` is registered in `scope`, but no such scope is active where it was resolved.
     case noActiveScope(type: String, scope: WeaveDI.Scope, path: [String] = [])
-    /// `type` was resolved through a session or request (`scopeID`) that is already closed.
-    case scopeClosed(type: String, scope: WeaveDI.Scope, scopeID: String, path: [String] = [])
+    /// `type` was resolved through a session or request (`scopeID`) that is already closed;
+    /// `closing` says who closed it and when (for a request closed with its session, which
+    /// session and who closed that), nil in an error made by hand.
+    case scopeClosed(type: String, scope: WeaveDI.Scope, scopeID: String, path: [String] = [], closing: ScopeClosing? = nil)
     /// Building went deeper than `ResolutionError.maximumDepth` nested services; `path` is
     /// every service under construction, outermost first.
     case tooDeep(path: [String])
@@ -47,7 +49,7 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
     public var path: [String] {
         switch self {
         case let .notRegistered(_, _, path), let .cycle(path), let .scopeMismatch(_, _, _, _, path),
-            let .noActiveScope(_, _, path), let .scopeClosed(_, _, _, path), let .tooDeep(path),
+            let .noActiveScope(_, _, path), let .scopeClosed(_, _, _, path, _), let .tooDeep(path),
             let .factoryFailed(_, _, path):
             path
         }
@@ -86,8 +88,15 @@ public enum ResolutionError: Error, CustomStringConvertible, Sendable {
             let opener = scope == .session ? "container.openSession(id:)" : "session.openRequest(id:)"
             return Self.building(path) + "no active \(scope) for \(type): resolve it through a \(scope) (\(opener)) or inside "
                 + "\(scope).withCurrent { ... }"
-        case let .scopeClosed(type, scope, id, path):
-            return Self.building(path) + "cannot resolve \(type): \(scope) '\(id)' is closed; open a new \(scope)"
+        case let .scopeClosed(type, scope, id, path, closing):
+            let start = Self.building(path) + "cannot resolve \(type): \(scope) '\(id)' is closed"
+            guard let closing else { return start + "; open a new \(scope)" }
+            if let session = closing.sessionID {
+                // A request closed with its session: the session is what to open anew.
+                return start + ": its session '\(session)' was closed (\(closing.how)); open a new session"
+            }
+            // Closed by its own close(): as it always said; otherwise who closed it.
+            return start + (closing.cause == .close ? "" : " (\(closing.how))") + "; open a new \(scope)"
         case let .tooDeep(path):
             return "resolution deeper than \(ResolutionError.maximumDepth) levels (\(path.suffix(6).joined(separator: " -> ")) ...); "
                 + "flatten the graph"
@@ -173,7 +182,7 @@ extension ResolutionError {
     /// The types this error names: its subject, the other type of a scope mismatch, its path.
     var typeNames: [String] {
         switch self {
-        case let .notRegistered(type, _, path), let .noActiveScope(type, _, path), let .scopeClosed(type, _, _, path),
+        case let .notRegistered(type, _, path), let .noActiveScope(type, _, path), let .scopeClosed(type, _, _, path, _),
             let .factoryFailed(type, _, path):
             [type] + path
         case let .scopeMismatch(outer, _, inner, _, path): [outer, inner] + path
@@ -194,8 +203,8 @@ extension ResolutionError {
                 outer: outer, outerScope: outerScope, inner: inner, innerScope: innerScope, path: through(path, inner))
         case let .noActiveScope(subject, scope, path):
             return .noActiveScope(type: subject, scope: scope, path: through(path, subject))
-        case let .scopeClosed(subject, scope, id, path):
-            return .scopeClosed(type: subject, scope: scope, scopeID: id, path: through(path, subject))
+        case let .scopeClosed(subject, scope, id, path, closing):
+            return .scopeClosed(type: subject, scope: scope, scopeID: id, path: through(path, subject), closing: closing)
         case let .factoryFailed(subject, underlying, path):
             return .factoryFailed(type: subject, underlying: underlying, path: through(path, subject))
         case .cycle, .tooDeep:

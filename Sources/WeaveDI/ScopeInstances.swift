@@ -18,6 +18,8 @@ final class ScopeInstances: Sendable {
         /// The instances that adopt `Disposable`, in creation order.
         var disposables: [any Disposable] = []
         var closed = false
+        /// Who closed the scope and when, set with `closed`.
+        var closing: ScopeClosing?
         /// A session's open requests (empty for a request).
         var requests: [ObjectIdentifier: Request] = [:]
         /// When a session last resolved something, opened a request, saw one close, or was
@@ -65,8 +67,18 @@ final class ScopeInstances: Sendable {
 
     /// Throws `scopeClosed` naming `typeName` when closed.
     func ensureOpen(for typeName: @autoclosure () -> String) throws(ResolutionError) {
-        if isClosed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
+        if isClosed { throw closedError(typeName()) }
     }
+
+    /// The `scopeClosed` error for `typeName`, with who closed the scope (read under the lock:
+    /// set with the closed flag). Only on the way to a throw.
+    @inline(never)
+    func closedError(_ typeName: String) -> ResolutionError {
+        .scopeClosed(type: typeName, scope: scope, scopeID: id, closing: state.withLock { $0.closing })
+    }
+
+    /// Who closed the scope and when; nil while it is open.
+    var closing: ScopeClosing? { state.withLock { $0.closing } }
 
     /// Records activity at `now` (kept if later than what is recorded) and throws
     /// `scopeClosed` naming `typeName` when closed: one lock for both.
@@ -76,7 +88,7 @@ final class ScopeInstances: Sendable {
             state.note(activityAt: now)
             return false
         }
-        if closed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
+        if closed { throw closedError(typeName()) }
     }
 
     /// The `Box` of the instance built for `slot`, if any, and `changes` as it was then;
@@ -86,7 +98,7 @@ final class ScopeInstances: Sendable {
         let result: (closed: Bool, box: AnyObject?, changes: Int) = state.withLock { state in
             (state.closed, state.position(of: slot).map { state.values[$0].box }, changes.load(ordering: .relaxed))
         }
-        if result.closed { throw .scopeClosed(type: typeName(), scope: scope, scopeID: id) }
+        if result.closed { throw closedError(typeName()) }
         return (result.box, result.changes)
     }
 
@@ -119,18 +131,25 @@ final class ScopeInstances: Sendable {
         }
         if !stored {
             if let disposable { Task { await disposable.dispose() } }
-            throw .scopeClosed(type: typeName(), scope: scope, scopeID: id)
+            throw closedError(typeName())
         }
     }
 
     /// Marks the scope closed and returns what must be disposed, last created first, with the
     /// requests that were open; nil if it was already closed. The instances are released here.
     /// With `cutoff`, only a session idle since then is closed (see `isIdle(since:)`), in the
-    /// same lock: one that came into use meanwhile stays open.
-    func close(ifIdleSince cutoff: ContinuousClock.Instant? = nil) -> (disposables: [any Disposable], requests: [Request])? {
-        let taken: (values: [Stored], disposables: [any Disposable], requests: [Request])? = state.withLock { state in
+    /// same lock: one that came into use meanwhile stays open. `closing` makes the record of who
+    /// closed it, from its last activity and now (an idle session's closing gives how long it was
+    /// idle), returned with the rest.
+    func close(
+        ifIdleSince cutoff: ContinuousClock.Instant? = nil,
+        closing: (_ lastActivity: ContinuousClock.Instant, _ now: ContinuousClock.Instant) -> ScopeClosing
+    ) -> (disposables: [any Disposable], requests: [Request], closing: ScopeClosing)? {
+        let taken: (values: [Stored], disposables: [any Disposable], requests: [Request], closing: ScopeClosing)? = state.withLock { state in
             guard !state.closed else { return nil }
             if let cutoff, !state.isIdle(since: cutoff) { return nil }
+            let closed = closing(state.lastActivity, .now)
+            state.closing = closed
             state.closed = true
             closedFlag.store(true, ordering: .releasing)
             changes.add(1, ordering: .relaxed)
@@ -140,11 +159,11 @@ final class ScopeInstances: Sendable {
                 state.disposables = []
                 state.requests = [:]
             }
-            return (state.values, state.disposables, state.requests.isEmpty ? [] : Array(state.requests.values))
+            return (state.values, state.disposables, state.requests.isEmpty ? [] : Array(state.requests.values), closed)
         }
         // The instances are released outside the lock: a deinit may do anything.
         guard let taken else { return nil }
-        return (taken.disposables.reversed(), taken.requests)
+        return (taken.disposables.reversed(), taken.requests, taken.closing)
     }
 
     /// Adds `request` to the open ones and records activity, unless the scope is closed.

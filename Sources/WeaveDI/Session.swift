@@ -15,18 +15,25 @@ public final class Session: Resolver, Sendable {
     let instances: ScopeInstances
     /// Whether opening and closing are logged (not for the probe session of a health check).
     let logged: Bool
+    /// Whether the `container.sessions` health check may find the session idle and its fix close
+    /// it (`openSession(id:attributes:closesWhenIdle:)`).
+    public let closesWhenIdle: Bool
 
-    init(id: String, container: WeaveDI.Container, attributes: [String: String], logged: Bool = true) {
+    init(id: String, container: WeaveDI.Container, attributes: [String: String], logged: Bool = true, closesWhenIdle: Bool = true) {
         self.id = id
         self.container = container
         self.attributes = attributes
         self.logged = logged
+        self.closesWhenIdle = closesWhenIdle
         openedAt = .now
         instances = ScopeInstances(scope: .session, id: id, openedAt: openedAt)
     }
 
     /// Whether `close()` has run.
     public var isClosed: Bool { instances.isClosed }
+    /// Who closed the session and when (`close()`, `releaseAll()`, the `container.sessions`
+    /// fix); nil while it is open.
+    public var closing: ScopeClosing? { instances.closing }
     /// How many session-scoped instances the session holds.
     public var instanceCount: Int { instances.count }
     /// The requests open in this session.
@@ -56,11 +63,28 @@ public final class Session: Resolver, Sendable {
         return try container.requireScoped(type, explicit: .session(self), logged: logged)
     }
 
-    /// Opens a request in this session. A request of a closed session is closed from the start.
+    /// Opens a request in this session. A request of a closed session is closed from the start:
+    /// resolving through it throws `scopeClosed` saying the session was closed, and by whom.
     public func openRequest(id: String) -> Request {
         let request = Request(id: id, session: self)
-        if !instances.add(request, at: .now) { _ = request.instances.close() }
+        if !instances.add(request, at: .now) {
+            let closing = instances.closing ?? ScopeClosing(cause: .close, closedAt: .now)
+            _ = request.instances.close { _, _ in closing.forRequest(ofSession: self.id) }
+        }
         return request
+    }
+
+    /// Opens a request, runs `body` with it (and with it current, as `request.withCurrent`), and
+    /// closes it on every path, whether `body` returns or throws: what `body` throws is thrown on.
+    public func withRequest<R, E: Error>(
+        id: String, isolation: isolated (any Actor)? = #isolation, _ body: (Request) async throws(E) -> R
+    ) async throws(E) -> R {
+        let request = openRequest(id: id)
+        let result: Result<R, E> = await ScopeContext.with(.request(request), isolation: isolation) {
+            do throws(E) { return .success(try await body(request)) } catch { return .failure(error) }
+        }
+        await request.close()
+        return try result.get()
     }
 
     /// Runs `body` with this session current: `Container.resolve`, `@Injected` and `@Factory`
@@ -83,8 +107,15 @@ public final class Session: Resolver, Sendable {
 
     /// Closes the session: its open requests first, then `dispose()` once on each instance it
     /// created, newest first. Later resolutions through it throw. Closing twice does nothing.
+    /// A body still running in a `withCurrent` of the session or of one of its requests is not
+    /// waited for: its next resolve throws `scopeClosed`, saying the session was closed.
     public func close() async {
-        _ = await finishClosing(instances.close())
+        await close(cause: .close)
+    }
+
+    /// `close()`, recording `cause` as who closed it (`releaseAll()`).
+    func close(cause: ScopeClosing.Cause) async {
+        _ = await finishClosing(instances.close { _, now in ScopeClosing(cause: cause, closedAt: now) })
     }
 
     /// Closes the session, as `close()`, if it is idle since `cutoff` (not in use, no activity
@@ -92,17 +123,36 @@ public final class Session: Resolver, Sendable {
     /// open. Returns whether it closed it.
     @discardableResult
     public func closeIfIdle(since cutoff: ContinuousClock.Instant) async -> Bool {
-        await closeIfIdle(since: cutoff, logged: true)
+        await closeIfIdle(since: cutoff, logged: true) != nil
     }
 
-    /// `closeIfIdle(since:)`, saying so in the log only if `logged` (and the session is).
-    func closeIfIdle(since cutoff: ContinuousClock.Instant, logged: Bool) async -> Bool {
-        await finishClosing(instances.close(ifIdleSince: cutoff), logged: logged)
+    /// `closeIfIdle(since:)`, saying so in the log only if `logged` (and the session is), or as
+    /// the fix of health check `check` (always logged, as an error: the program may still hold
+    /// the session). Returns how long it was idle, nil if it did not close it.
+    func closeIfIdle(since cutoff: ContinuousClock.Instant, logged: Bool, check: String? = nil) async -> Duration? {
+        let taken = instances.close(ifIdleSince: cutoff) { lastActivity, now in
+            ScopeClosing(cause: .idle(idle: now - lastActivity, check: check), closedAt: now)
+        }
+        guard await finishClosing(taken, logged: logged && check == nil), let taken,
+            case let .idle(idle, _) = taken.closing.cause
+        else { return nil }
+        if let check {
+            WeaveDILog.log(
+                .error,
+                "session '\(id)' closed by the \(check) fix: idle for \(format(idle)), \(taken.disposables.count) instance(s) "
+                    + "disposed; resolving through it or a request it opens now throws scopeClosed (open a session that "
+                    + "stays open while idle with closesWhenIdle: false)")
+        }
+        return idle
     }
 
-    private func finishClosing(_ taken: (disposables: [any Disposable], requests: [Request])?, logged: Bool = true) async -> Bool {
-        guard let (disposables, open) = taken else { return false }
-        for request in open { await request.close() }
+    @discardableResult
+    private func finishClosing(
+        _ taken: (disposables: [any Disposable], requests: [Request], closing: ScopeClosing)?, logged: Bool = true
+    ) async -> Bool {
+        guard let (disposables, open, closing) = taken else { return false }
+        let ofSession = closing.forRequest(ofSession: id)
+        for request in open { await request.close { _, _ in ofSession } }
         for disposable in disposables { await disposable.dispose() }
         container.sessionClosed(self)
         if logged && self.logged { WeaveDILog.log(.diagnostic, "session '\(id)' closed, \(disposables.count) instance(s) disposed") }
@@ -113,10 +163,12 @@ public final class Session: Resolver, Sendable {
     /// instances it and its open requests created are disposed (requests' first, newest first)
     /// in a task of their own when there are any.
     func closeWithoutWaiting() {
-        guard let (disposables, open) = instances.close() else { return }
+        guard let (disposables, open, closing) = instances.close(closing: { _, now in ScopeClosing(cause: .close, closedAt: now) })
+        else { return }
+        let ofSession = closing.forRequest(ofSession: id)
         var all: [any Disposable] = []
         for request in open {
-            if let (created, _) = request.instances.close() { all += created }
+            if let (created, _, _) = request.instances.close(closing: { _, _ in ofSession }) { all += created }
         }
         all += disposables
         container.sessionClosed(self)

@@ -421,7 +421,7 @@ case "graph-check-logs":
     print("logged: \(lines.load(ordering: .relaxed)) line(s)")
 case "sessions-fix-logs":
     // The container.sessions fix closes an idle session with health logging off, then another
-    // with it on: which closing lines each phase logged.
+    // with it on: which closing lines each phase logged (the fix logs each closing either way).
     let closings = Locked<[String]>([])
     UnifiedDI.setLogSink { record in
         if record.message.contains("closed") { closings.withLock { $0.append(record.message) } }

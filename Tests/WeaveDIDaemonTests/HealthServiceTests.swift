@@ -38,7 +38,8 @@ import WeaveDIPosix
             check = try sessionsCheck()
         }
         #expect(check?[member: "status"]?.stringValue == "degraded")
-        #expect(check?[member: "message"]?.stringValue?.hasSuffix("idle for more than 100 ms") == true)
+        // Naming the idle session (a control connection's) and how long it has been idle.
+        #expect(check?[member: "message"]?.stringValue?.contains("idle for more than 100 ms: '") == true, "\(String(describing: check))")
         withExtendedLifetime(idle) {}
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")

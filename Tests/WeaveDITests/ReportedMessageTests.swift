@@ -199,7 +199,7 @@ private final class FreshSessionHolder: Sendable {
         #expect {
             try request.withCurrent { try container.makeFresh(FreshSessionHolder.self) }
         } throws: { error in
-            guard case let .scopeClosed(type, scope, id, _) = error as? ResolutionError else { return false }
+            guard case let .scopeClosed(type, scope, id, _, _) = error as? ResolutionError else { return false }
             return type == "FreshSessionHolder" && scope == .request && id == "r"
         }
         await session.close()

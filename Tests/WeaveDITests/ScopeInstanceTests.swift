@@ -138,7 +138,7 @@ import Testing
         #expect {
             try request.require(Tracked.self)
         } throws: { error in
-            guard case let .scopeClosed(type, scope, id, _) = error as? ResolutionError else { return false }
+            guard case let .scopeClosed(type, scope, id, _, _) = error as? ResolutionError else { return false }
             return type == "Tracked" && scope == .request && id == "r"
         }
         // Up to 6,000 polls (30 s at least): the task and the polls wait alike for a thread.

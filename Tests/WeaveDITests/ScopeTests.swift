@@ -83,14 +83,14 @@ import Testing
         #expect {
             try request.require(CallScope.self)
         } throws: { error in
-            guard case let .scopeClosed(_, scope, id, _) = error as? ResolutionError else { return false }
+            guard case let .scopeClosed(_, scope, id, _, _) = error as? ResolutionError else { return false }
             return scope == .request && id == "r"
         }
         await session.close()
         #expect {
             try session.require(SessionCache.self)
         } throws: { error in
-            guard case let .scopeClosed(type, scope, id, _) = error as? ResolutionError else { return false }
+            guard case let .scopeClosed(type, scope, id, _, _) = error as? ResolutionError else { return false }
             return type == "SessionCache" && scope == .session && id == "gone"
         }
         #expect(session.openRequest(id: "late").isClosed)
@@ -109,7 +109,7 @@ import Testing
                     if type == SessionCache.self { _ = try container.require(SessionCache.self) } else { _ = try container.require(CallScope.self) }
                 }
             } throws: { error in
-                guard case let .scopeClosed(_, scope, id, _) = error as? ResolutionError else { return false }
+                guard case let .scopeClosed(_, scope, id, _, _) = error as? ResolutionError else { return false }
                 return scope == .request && id == "r"
             }
             #expect(throws: ResolutionError.self) {

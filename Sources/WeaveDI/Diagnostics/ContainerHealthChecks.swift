@@ -9,8 +9,11 @@ extension UnifiedRegistry {
     /// - `container.singletons`: asks every built singleton that adopts `HealthReporting`; its
     ///   fix evicts the unhealthy ones (disposed, rebuilt on next resolve), and with none has
     ///   nothing to do (`FixNotApplicable`).
-    /// - `container.sessions`: sessions idle (not in use) longer than `sessionIdleLimit`; its fix
-    ///   closes them, and with none has nothing to do (`FixNotApplicable`).
+    /// - `container.sessions`: sessions idle (not in use) longer than `sessionIdleLimit`, named
+    ///   (the first few); its fix closes them, logs each (an error, whatever health logging
+    ///   says: the program may still hold one), names them in its message, and with none has
+    ///   nothing to do (`FixNotApplicable`). A session opened with `closesWhenIdle: false` is
+    ///   never counted idle.
     ///
     /// Called again (with another `sessionIdleLimit`, as weavedid does on a reload), it replaces
     /// the three checks, keeping their states, without the log line `register(_:)` writes for a
@@ -64,35 +67,48 @@ extension UnifiedRegistry {
 
         register(HealthCheck(name: "container.sessions", tags: [HealthCheck.liveness]) {
             let idle = container.idleSessions(longerThan: sessionIdleLimit)
+            let now = ContinuousClock.now
             return idle.isEmpty
                 ? .healthy("\(container.openSessions.count) open session(s), none idle")
                 : .degraded(
-                    "\(idle.count) session(s) idle for more than \(format(sessionIdleLimit))",
+                    "\(idle.count) session(s) idle for more than \(format(sessionIdleLimit)): "
+                        + namedSessions(idle.map { ($0.id, now - $0.lastActiveAt) }),
                     data: ["idle": idle.map(\.id).joined(separator: ",")])
-        } fix: { [weak self] in
-            let logged = self?.healthLoggingEnabled ?? false
+        } fix: {
             let cutoff = ContinuousClock.now - sessionIdleLimit
-            var closed = 0
-            // Each closed only if still idle: one that came into use since the list stays open;
-            // its closing line said only with health logging on, as the fix's outcome is.
-            for session in container.idleSessions(longerThan: sessionIdleLimit)
-            where await session.closeIfIdle(since: cutoff, logged: logged) {
-                closed += 1
+            var closed: [(id: String, idle: Duration)] = []
+            // Each closed only if still idle: one that came into use since the list stays open.
+            // Each closing is logged whatever health logging says: the program may hold it still.
+            for session in container.idleSessions(longerThan: sessionIdleLimit) {
+                if let idle = await session.closeIfIdle(since: cutoff, logged: false, check: "container.sessions") {
+                    closed.append((session.id, idle))
+                }
             }
-            guard closed > 0 else {
+            guard !closed.isEmpty else {
                 throw FixNotApplicable("no session idle for more than \(format(sessionIdleLimit)): nothing to close")
             }
-            return "closed \(closed) idle session(s)"
+            return "closed \(closed.count) idle session(s): \(namedSessions(closed))"
         }, replacing: true)
     }
+}
+
+/// How many sessions a `container.sessions` message names; the rest are counted.
+let namedSessionsLimit = 5
+
+/// `'a' (idle 400 ms), 'b' (idle 2 s)`, the first `namedSessionsLimit`, then `and 3 more`.
+func namedSessions(_ sessions: [(id: String, idle: Duration)]) -> String {
+    var text = sessions.prefix(namedSessionsLimit).map { "'\($0.id)' (idle \(format($0.idle)))" }.joined(separator: ", ")
+    if sessions.count > namedSessionsLimit { text += ", and \(sessions.count - namedSessionsLimit) more" }
+    return text
 }
 
 extension WeaveDI.Container {
     /// Open sessions not in use (none current in a `withCurrent`, no request open) that
     /// resolved nothing and opened or closed no request for longer than `limit`. A job's run
     /// that resolves nothing for an hour is not idle; a session someone forgot to close is.
+    /// Sessions opened with `closesWhenIdle: false` are never listed.
     public func idleSessions(longerThan limit: Duration) -> [Session] {
         let cutoff = ContinuousClock.now - limit
-        return openSessions.filter { $0.instances.isIdle(since: cutoff) }
+        return openSessions.filter { $0.closesWhenIdle && $0.instances.isIdle(since: cutoff) }
     }
 }
