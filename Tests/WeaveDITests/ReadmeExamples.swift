@@ -173,8 +173,17 @@ extension InjectedTests {
             // container.resolve, @Injected and @Factory see this session here and in child tasks
             _ = try await Task { try container.require(SessionStore.self) }.value
         }
+        try request.withCurrent {
+            // ... and this request (and its session) here
+            _ = try container.require(RequestContext.self)
+        }
         #expect(try request.require(SessionStore.self) === store && (try request.require(RequestContext.self)) === ctx)
         await request.close()
+        // Or a request that is current in its body and closed on every path, return or throw:
+        try await session.withRequest(id: "call-2") { request in
+            _ = try request.require(RequestContext.self)          // what the body throws is thrown on
+        }
+        #expect(session.openRequests.isEmpty)
         await session.close()
     }
 
