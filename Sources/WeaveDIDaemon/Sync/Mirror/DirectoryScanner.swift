@@ -41,6 +41,13 @@ struct DirectoryScanner {
         }
         let sourceStatus = try MirrorFailure.attempt("fstat") { try source.descriptor.status() }
         if FileIdentity(sourceStatus) == context.destinationRoot { throw .otherRoot }
+        // A file system mounted below the source root (a bind mount of the same one too):
+        // remembered, so that a later run that finds it not mounted does not delete its part of
+        // the backup (`SourceMounts`). The root of a mount as `statx` says; where the kernel does
+        // not say (before Linux 5.8), a directory on another device than its parent (which a
+        // Btrfs subvolume is too, no mount).
+        let sourceIsMountPoint = (try? source.descriptor.mountRoot()) ?? (sourceStatus.device != parent.sourceStatus.device)
+        if sourceIsMountPoint { report.mountsFound.append(parent.path(of: name)) }
 
         let target = parent.destination.descriptor
         try WalkWatch.begin(.openingDirectory(.destination), name)
@@ -73,7 +80,8 @@ struct DirectoryScanner {
         return MirrorDirectory(
             name: name, source: source, sourceStatus: sourceStatus, destination: destination,
             destinationStatus: ownerOpened ?? destinationStatus, madeWritable: ownerOpened != nil,
-            isPrivileged: context.isPrivileged, parent: parent)
+            isPrivileged: context.isPrivileged, parent: parent, mounts: parent.mounts?.children[name],
+            sourceIsMountPoint: sourceIsMountPoint)
     }
 
     /// Opens the destination directory `name` (without following a link); one whose mode
@@ -120,6 +128,9 @@ struct DirectoryScanner {
             directory.undoMakeWritable(report: &outcome.report, settings: settings)
             return
         }
+        if guardsUnmounted(directory, sourceEntries: sourceEntries, destinationEntries: destinationEntries, outcome: &outcome) {
+            return
+        }
         removeLeftovers(&destinationEntries, in: directory, outcome: &outcome)
         var destinationNames = Set<ExactName>(minimumCapacity: destinationEntries.count)
         for entry in destinationEntries where entry.nameIsExact { destinationNames.insert(ExactName(entry.name)) }
@@ -133,6 +144,10 @@ struct DirectoryScanner {
         // destination name of those bytes is reported once, with the source's, but a valid
         // destination name whose text reads the same is another file, which `delete` removes.
         var sourceNamesNotUTF8 = Set<ExactName>()
+        // The remembered mount points just below (or with one below them) whose name the
+        // source has not shown as a directory yet: those it does not have as one are gone from
+        // it, with what was below them (`SourceMounts`).
+        var mountChildren = directory.mounts?.children ?? [:]
         for entry in sourceEntries {
             // A run cancelled (or given up on) stops at the next entry: each `lstat` of a
             // large directory would go on to its end, on a slow file system for long.
@@ -140,6 +155,8 @@ struct DirectoryScanner {
                 outcome.interrupted = true
                 break
             }
+            // Whatever the source has under that name, it is not gone, unless it is no directory.
+            let mountChild = mountChildren.isEmpty ? nil : mountChildren.removeValue(forKey: entry.name)
             if settings.delete {
                 if entry.nameIsExact { sourceNames.insert(ExactName(entry.name)) } else { sourceNamesNotUTF8.insert(ExactName(entry.name)) }
             }
@@ -172,6 +189,7 @@ struct DirectoryScanner {
                 continue
             }
             if status.kind != .directory { outcome.entriesFound += 1 }
+            if let mountChild, status.kind != .directory { Self.forget(mountChild, in: &outcome.report) }
             do {
                 try compare(entry.name, status, in: directory,
                             destinationHasName: destinationNames.contains(ExactName(entry.name)), outcome: &outcome)
@@ -191,6 +209,9 @@ struct DirectoryScanner {
                     if isError { outcome.entriesFailed += 1 } else { outcome.entriesSettled += 1 }
                 }
             }
+        }
+        if !outcome.interrupted {
+            for child in mountChildren.values { Self.forget(child, in: &outcome.report) }
         }
         if settings.delete && !outcome.interrupted {
             deleteExtras(destinationEntries, keeping: sourceNames, reported: sourceNamesNotUTF8, in: directory, outcome: &outcome)
@@ -225,6 +246,36 @@ struct DirectoryScanner {
             }
             outcome.finished = true
         }
+    }
+
+    /// Whether `directory` is a remembered mount point below the source root (`SourceMounts`)
+    /// that is now an empty directory on its parent's file system while its destination has
+    /// content (not counting unfinished copies): most likely a file system that did not mount.
+    /// With `delete`, nothing in it is touched (what its destination holds is kept, its mode
+    /// and mtime too) and it is an error of the run, naming it; it stays remembered. A
+    /// remembered path found a plain directory otherwise is forgotten.
+    private func guardsUnmounted(
+        _ directory: MirrorDirectory, sourceEntries: [DirectoryEntry], destinationEntries: [DirectoryEntry],
+        outcome: inout ScanOutcome
+    ) -> Bool {
+        guard let node = directory.mounts, node.isRemembered, !directory.sourceIsMountPoint else { return false }
+        let destinationHasContent = destinationEntries.contains { !($0.nameIsExact && MirrorTemporaryName.isTemporary($0.name)) }
+        guard sourceEntries.isEmpty, destinationHasContent else {
+            outcome.report.mountsForgotten.append(node.path)
+            return false
+        }
+        // Without `delete` nothing goes anyway: the directory is mirrored as it is, remembered still.
+        guard settings.delete else { return false }
+        outcome.report.fail(directory.reportPath, SourceMounts.unmounted)
+        outcome.finished = true
+        directory.undoMakeWritable(report: &outcome.report, settings: settings)
+        return true
+    }
+
+    /// Forgets the remembered mount points at and below `node`: the source no longer has it as
+    /// a directory.
+    private static func forget(_ node: SourceMounts.Node, in report: inout MirrorReport) {
+        report.mountsForgotten += [node.path, node.path + "/"]
     }
 
     /// Decides what `name`, whose source `lstat` is `source`, needs; throws for entries that

@@ -30,6 +30,11 @@ final class MirrorDirectory: Sendable {
     let destination: OwnedDescriptor
     /// The directory this one is in; nil for the roots. Kept open until this one is finished.
     let parent: MirrorDirectory?
+    /// The remembered mount points at or below this directory (`SourceMounts`), nil when none.
+    let mounts: SourceMounts.Node?
+    /// Whether the source directory is a mount point: the root of a mount (where the kernel
+    /// does not say, on another device than its parent); false for the roots.
+    let sourceIsMountPoint: Bool
     private let openSource: FileDescriptor
     private let sourceReleased = Atomic<Bool>(false)
     /// The mode that lets the run write in the destination directory (its own plus the owner's
@@ -50,9 +55,12 @@ final class MirrorDirectory: Sendable {
     /// whatever its mode says (root).
     init(
         name: String, source: consuming OwnedDescriptor, sourceStatus: FileStatus, destination: consuming OwnedDescriptor,
-        destinationStatus: FileStatus, madeWritable: Bool = false, isPrivileged: Bool, parent: MirrorDirectory?
+        destinationStatus: FileStatus, madeWritable: Bool = false, isPrivileged: Bool, parent: MirrorDirectory?,
+        mounts: SourceMounts.Node? = nil, sourceIsMountPoint: Bool = false
     ) {
         self.name = name
+        self.mounts = mounts
+        self.sourceIsMountPoint = sourceIsMountPoint
         openSource = source.release()
         self.sourceStatus = sourceStatus
         self.destination = destination

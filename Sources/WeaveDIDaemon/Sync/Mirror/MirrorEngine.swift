@@ -80,6 +80,11 @@ public struct MirrorEngine: Sendable {
         }
         let (unchecked, destinationIsMountRoot) = (roots.unchecked, roots.destinationIsMountRoot)
         var (report, last) = await walk(roots, progress: progress)
+        // What the walk found of the file systems mounted below the source, and what it found
+        // gone: only what it saw changes what is remembered.
+        let mounts = SourceMounts.merge(remembered: settings.sourceMounts, found: report.mountsFound, forgotten: report.mountsForgotten)
+        report.sourceMounts = mounts.kept
+        report.sourceMountsNotKept = mounts.notKept
         report.unchecked = unchecked
         report.destinationIsMountRoot = destinationIsMountRoot
         return (report, last)
@@ -114,7 +119,7 @@ public struct MirrorEngine: Sendable {
         let root = MirrorDirectory(
             name: "", source: roots.source, sourceStatus: roots.sourceStatus, destination: roots.destination,
             destinationStatus: roots.destinationStatus, madeWritable: roots.destinationMadeWritable,
-            isPrivileged: context.isPrivileged, parent: nil)
+            isPrivileged: context.isPrivileged, parent: nil, mounts: SourceMounts.Node.tree(settings.sourceMounts))
         let relay = ProgressRelay(progress)
         // Not a child task: a run given up on (`WalkWatch`) must end while a worker task of the
         // coordinator's group is still stuck in a call, which a child could not.

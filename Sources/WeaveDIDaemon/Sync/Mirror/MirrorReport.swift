@@ -64,6 +64,19 @@ public struct MirrorReport: Sendable, Equatable {
     /// Whether the destination root was the root of a mount as the run started (`statx`'s
     /// `STATX_ATTR_MOUNT_ROOT`); nil when the run did not get that far, or the kernel did not say.
     public var destinationIsMountRoot: Bool?
+    /// The mount points below the source root to remember for the next run (`SourceMounts`):
+    /// those this run found, and those remembered before (`MirrorSettings.sourceMounts`) that it
+    /// found no sign against (still unmounted, below a directory it could not read, or not
+    /// reached); sorted, at most `SourceMounts.maximumCount`. nil when the run did not walk
+    /// the tree (its roots failed): what was remembered stays.
+    public var sourceMounts: [String]?
+    /// The mount points left out of `sourceMounts` by its limits (past the 64th by path, or a
+    /// path longer than 1024 bytes): not remembered, so not guarded.
+    public var sourceMountsNotKept: [String] = []
+    /// The mount points below the source the walk found, and the remembered paths it found a
+    /// plain directory (or, ending in `/`, gone with everything below): `SourceMounts.merge`.
+    var mountsFound: [String] = []
+    var mountsForgotten: [String] = []
     /// How long the run took.
     public var duration: Duration = .zero
     /// How the copies were made durable: `syncfs` calls, one per batch of copies, `fsync`s of
@@ -161,6 +174,8 @@ public struct MirrorReport: Sendable, Equatable {
         setIDBitsNotKept += other.setIDBitsNotKept
         if firstSetIDBitsNotKept == nil { firstSetIDBitsNotKept = other.firstSetIDBitsNotKept }
         warnings.append(contentsOf: other.warnings.prefix(MirrorReport.issueLimit - warnings.count))
+        mountsFound += other.mountsFound
+        mountsForgotten += other.mountsForgotten
     }
 }
 

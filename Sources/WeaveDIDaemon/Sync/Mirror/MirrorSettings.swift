@@ -26,6 +26,13 @@ public struct MirrorSettings: Sendable, Equatable {
     /// otherwise, as it does where the kernel cannot say (before Linux 5.8), and never creates
     /// such a root, missing. Default false.
     public var destinationMountPoint = false
+    /// The file systems mounted below the source root at the runs before, as paths relative to
+    /// it (`SourceMounts`; a job keeps them in `jobs.json`): with `delete`, one that is now an
+    /// empty directory on its parent's file system while the destination has content there is
+    /// left alone, as a file system that did not mount, and counted as an error of the run.
+    /// The run's report says what to remember next (`MirrorReport.sourceMounts`). None by
+    /// default; paths that are not relative, or name `.`, `..` or an empty name, are ignored.
+    public var sourceMounts: [String] = []
     /// The daemon job these settings are for, if any: messages say how to act on it.
     public var jobName: String? = nil
     /// The daemon's other mirror jobs, with their roots as configured. A run does not start when
