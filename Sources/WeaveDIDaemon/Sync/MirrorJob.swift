@@ -31,6 +31,8 @@ struct MirrorJob: SyncJob {
         settings.otherJobs = configuration.map(otherJobs) ?? []
         let passedSocket = passedControlSocketPath()
         settings.reservedPaths = configuration.map { ReservedPath.all(of: $0, passedSocket: passedSocket) } ?? []
+        // Mount points remembered below another source (the job's changed since) mean nothing here.
+        if let mounts = context.sourceMounts, mounts.source == settings.source { settings.sourceMounts = mounts.paths }
         let engine = MirrorEngine(settings: settings, container: container)
         let report = await engine.run { progress in
             context.progress(SyncProgress(
@@ -75,7 +77,14 @@ struct MirrorJob: SyncJob {
         if let leftovers { context.log.notice("sync", "\(context.job): \(leftovers)") }
         let setIDBits = Self.setIDBitsNotice(report)
         if let setIDBits { context.log.warning("sync", "\(context.job): \(setIDBits)") }
+        if let first = report.sourceMountsNotKept.first {
+            context.log.warning(
+                "sync", "\(context.job): \(report.sourceMountsNotKept.count) mount point(s) below the source not remembered "
+                    + "(first: \(first)): a job remembers \(SourceMounts.maximumCount), of at most \(SourceMounts.maximumPathBytes) "
+                    + "bytes each; with delete, a run that finds one of them not mounted deletes that part of the destination")
+        }
         var outcome = SyncOutcome(result: Self.result(report.result))
+        if let kept = report.sourceMounts { outcome.sourceMounts = SyncSourceMounts(source: settings.source, paths: kept) }
         outcome.copied = report.copied
         outcome.updated = report.updated
         outcome.deleted = report.deleted

@@ -34,6 +34,25 @@ public struct SyncRunContext: Sendable {
     public let log: DaemonLog
     /// Reports progress (files and bytes done / total).
     public let progress: @Sendable (SyncProgress) -> Void
+    /// The file systems the job's runs found mounted below its source, as the last run that
+    /// looked left them (`SyncOutcome.sourceMounts`, kept in `jobs.json`); nil for none.
+    public internal(set) var sourceMounts: SyncSourceMounts? = nil
+}
+
+/// The file systems mounted below a job's source that its runs found (paths relative to
+/// `source`), remembered from run to run so that one not mounted at a later run (an empty
+/// directory) is not taken for a part of the source that was emptied.
+public struct SyncSourceMounts: Sendable, Equatable {
+    /// The source they were found below, as configured: for another source they mean nothing.
+    public var source: String
+    /// The mount points, relative to `source`.
+    public var paths: [String]
+
+    /// Mount points `paths` below `source`.
+    public init(source: String, paths: [String]) {
+        self.source = source
+        self.paths = paths
+    }
 }
 
 /// How far a run has got.
@@ -113,6 +132,9 @@ public struct SyncOutcome: Sendable, Equatable {
     public var errorCount = 0
     /// One line about the run (why it failed, what was skipped).
     public var message: String?
+    /// What the job remembers of the file systems mounted below its source after this run
+    /// (`SyncRunContext.sourceMounts`); nil keeps what it remembered (a run that did not look).
+    public var sourceMounts: SyncSourceMounts?
 
     /// An outcome.
     public init(result: SyncResult, message: String? = nil) {

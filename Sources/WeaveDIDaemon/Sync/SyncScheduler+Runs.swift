@@ -70,10 +70,11 @@ extension SyncScheduler {
             // directory that stops answering holds a run no longer than that.
             _ = await withTimeout(Self.stateWriteWait, clock: SystemHealthClock()) { [stateStore] in await stateStore.flush() }
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
-            let context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
+            var context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
                 listeners.send(progress)
                 Task { await self?.note(progress, for: name, runID: runID) }
             }
+            context.sourceMounts = jobs[name]?.sourceMounts
             log.info("sync", "\(name): run \(runID) started")
             worked = true
             outcome = await session.withCurrent { await job.run(context) }
@@ -88,7 +89,7 @@ extension SyncScheduler {
         let record = SyncRunRecord(
             id: runID, job: name, outcome: outcome, startedAt: startWall,
             endedAt: SystemClock.realtimeSeconds(), duration: seconds(duration))
-        finish(name, record, worked: worked)
+        finish(name, record, worked: worked, outcome: outcome)
         // The job's check says how this run went as soon as it ends, not at the next round of
         // the health loop: whoever waited for the run (`run-job --wait`) and asks for the
         // health next sees it there.
@@ -126,7 +127,7 @@ extension SyncScheduler {
 
     /// Books a finished run: counters, backoff, recent runs, persistence, metrics file.
     /// A run of a job that reloads removed (and maybe added again since) is only logged.
-    private func finish(_ name: String, _ record: SyncRunRecord, worked: Bool) {
+    private func finish(_ name: String, _ record: SyncRunRecord, worked: Bool, outcome: SyncOutcome) {
         guard var state = jobs[name], state.running?.id == record.id else {
             orphans.removeValue(forKey: record.id)
             // Its end in the line of every run's end, with its counts and message.
@@ -144,7 +145,12 @@ extension SyncScheduler {
         state.recent.append(record)
         if worked || record.result != .cancelled { state.lastKept = record }
         // A run that did work is the job's last: a run before it that never ended is behind it.
-        if worked { state.unfinished = false }
+        if worked {
+            state.unfinished = false
+            // What the run found mounted below the source (nil: it did not look, and what was
+            // remembered stays).
+            if let mounts = outcome.sourceMounts { state.sourceMounts = mounts.paths.isEmpty ? nil : mounts }
+        }
         if state.recent.count > Self.recentRunLimit { state.recent.removeFirst(state.recent.count - Self.recentRunLimit) }
         state.runsByResult[record.result, default: 0] += 1
         state.filesCopied += record.copied + record.updated
@@ -201,7 +207,7 @@ extension SyncScheduler {
             states[name] = PersistedJobState(
                 lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
                 runGoing: going ?? orphanGoing(name), paused: state.paused, firstSeenAt: state.firstSeenAt,
-                endedUnfinished: state.unfinished)
+                endedUnfinished: state.unfinished, sourceMounts: state.sourceMounts)
         }
         // A job removed and added back keeps its last result (health knows how old its last
         // success is); but a configuration churned through many names must not grow the file

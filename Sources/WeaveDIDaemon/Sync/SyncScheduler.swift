@@ -161,6 +161,8 @@ public actor SyncScheduler: DaemonService {
         /// Whether the job's last run that did work never ended (`PersistedJobState.endedUnfinished`):
         /// kept in the state file until a run of the job does work.
         var unfinished = false
+        /// What the job's runs found mounted below its source (`PersistedJobState.sourceMounts`).
+        var sourceMounts: SyncSourceMounts?
         var skippedRuns = 0
         /// Whether a tick met the run of a removed job of this name still stopping: the run
         /// it skipped starts as soon as that run ends, not an interval later (a job added back
@@ -239,6 +241,7 @@ public actor SyncScheduler: DaemonService {
             if let last = saved.lastRun { state.recent = [last] }
             state.lastKept = saved.lastRun
             state.unfinished = saved.endedUnfinished
+            state.sourceMounts = saved.sourceMounts
             if restoringPause, saved.paused {
                 state.paused = true
                 log.notice("sync", "\(config.name): paused, as it was when the daemon stopped (weavedictl resume-job \(config.name) resumes it)")

@@ -368,6 +368,10 @@ struct PersistedJobState: Sendable, Equatable {
     /// meanwhile. `unfinished` in the file, so that a write before that run starts and another
     /// restart do not lose it; absent (false) in files written before it was kept.
     var endedUnfinished = false
+    /// The file systems the job's runs found mounted below its source (`SyncSourceMounts`): a
+    /// mirror with `delete` deletes nothing under one found unmounted later. `sourceMounts` in
+    /// the file; absent in files written before it was kept, and for jobs that found none.
+    var sourceMounts: SyncSourceMounts?
 
     /// A run that started and has not ended: `runGoing` of the state file.
     struct RunGoing: Sendable, Equatable {
@@ -379,8 +383,9 @@ struct PersistedJobState: Sendable, Equatable {
 
     init(
         lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil, paused: Bool = false,
-        firstSeenAt: Double? = nil, endedUnfinished: Bool = false
+        firstSeenAt: Double? = nil, endedUnfinished: Bool = false, sourceMounts: SyncSourceMounts? = nil
     ) {
+        self.sourceMounts = sourceMounts
         self.lastRun = lastRun
         self.lastSuccess = lastSuccess
         self.consecutiveFailures = consecutiveFailures
@@ -399,6 +404,9 @@ struct PersistedJobState: Sendable, Equatable {
             ("paused", .bool(paused)),
             ("firstSeenAt", firstSeenAt.map(JSONValue.double) ?? .null),
             ("unfinished", .bool(endedUnfinished)),
+            ("sourceMounts", sourceMounts.map { mounts in
+                .object([("source", .string(mounts.source)), ("paths", .array(mounts.paths.map(JSONValue.string)))])
+            } ?? .null),
         ])
     }
 
@@ -410,8 +418,9 @@ struct PersistedJobState: Sendable, Equatable {
     /// refused, and so is a `runGoing` whose id is no run id of `job` (`JOB-N`). What only
     /// tells about the last run is dropped instead, said in `dropped`: a `failedItems` or
     /// `message` no run writes alone (`SyncRunEncoding.record(from:dropped:)`), any other
-    /// value of `lastRun` no run writes with the whole `lastRun`; so is a `firstSeenAt` or an
-    /// `unfinished` no run writes, alone. Members it does not know are passed over.
+    /// value of `lastRun` no run writes with the whole `lastRun`; so is a `firstSeenAt`, an
+    /// `unfinished` or a `sourceMounts` no run writes, alone. Members it does not know are
+    /// passed over.
     init(json: JSONValue, job: String, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) {
         consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
         lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
@@ -464,6 +473,47 @@ struct PersistedJobState: Sendable, Equatable {
             dropped.append(error)
             endedUnfinished = false
         }
+        // They only guard a deleting mirror against a file system that did not mount: one no
+        // run writes is dropped alone (said in the log), the job remembering none until its
+        // next run looks again.
+        do {
+            sourceMounts = try Self.sourceMounts(json[member: "sourceMounts"])
+        } catch {
+            dropped.append(error)
+            sourceMounts = nil
+        }
+    }
+
+    /// `sourceMounts` as a run writes it: null, or an object with the absolute `source` it was
+    /// found below and at most `SourceMounts.maximumCount` `paths` relative to it (names that
+    /// are not empty, `.` or `..`, at most `SourceMounts.maximumPathBytes` bytes each).
+    static func sourceMounts(_ value: JSONValue?) throws(PersistedStateProblem) -> SyncSourceMounts? {
+        typealias Check = PersistedStateProblem
+        guard let value, !value.isNull else { return nil }
+        guard value.objectMembers != nil else {
+            throw Check(description: "sourceMounts: expected an object or null, got \(Check.describe(value))")
+        }
+        let source = try Check.string(value, "source", prefix: "sourceMounts.")
+        guard source.hasPrefix("/"), source.utf8.count <= 4096, !source.utf8.contains(0) else {
+            throw Check(description: "sourceMounts.source: expected an absolute path, got \(Check.describe(.string(source)))")
+        }
+        guard let list = value[member: "paths"]?.arrayValue else {
+            throw Check(description: "sourceMounts.paths: expected an array, got \(Check.describe(value[member: "paths"]))")
+        }
+        guard list.count <= SourceMounts.maximumCount else {
+            throw Check(description: "sourceMounts.paths: expected at most \(SourceMounts.maximumCount) items, got \(list.count)")
+        }
+        var paths: [String] = []
+        for (index, item) in list.enumerated() {
+            guard let path = item.stringValue else {
+                throw Check(description: "sourceMounts.paths[\(index)]: expected a string, got \(Check.describe(item))")
+            }
+            if let problem = SourceMounts.problem(path) {
+                throw Check(description: "sourceMounts.paths[\(index)]: \(problem)")
+            }
+            paths.append(path)
+        }
+        return SyncSourceMounts(source: source, paths: paths)
     }
 }
 
