@@ -118,7 +118,8 @@ import WeaveDIPosix
          #"sourceMounts.paths[1]: expected a path relative to the source, of names that are not empty, . or .., got "../etc""#),
         (#""sourceMounts": {"source": "/srv", "paths": ["\#(String(repeating: "a", count: 1025))"]}"#,
          "sourceMounts.paths[0]: expected at most 1024 bytes, got 1025"),
-        (#""sourceMounts": {"source": "/srv", "paths": ["a", "b/c"]}"#, nil),
+        (#""cleanupDue": "yes""#, #"cleanupDue: expected true or false, got "yes""#),
+        (#""sourceMounts": {"source": "/srv", "paths": ["a", "b/c"]}, "cleanupDue": false"#, nil),
     ] as [(String, String?)])
     func valuesNoRunWrites_areDroppedAlone(field: String, problem: String?) throws {
         let setup = try Setup()

@@ -33,6 +33,7 @@ struct MirrorJob: SyncJob {
         settings.reservedPaths = configuration.map { ReservedPath.all(of: $0, passedSocket: passedSocket) } ?? []
         // Mount points remembered below another source (the job's changed since) mean nothing here.
         if let mounts = context.sourceMounts, mounts.source == settings.source { settings.sourceMounts = mounts.paths }
+        settings.sweepsLeftovers = context.cleanupDue
         let engine = MirrorEngine(settings: settings, container: container)
         let report = await engine.run { progress in
             context.progress(SyncProgress(
@@ -85,6 +86,7 @@ struct MirrorJob: SyncJob {
         }
         var outcome = SyncOutcome(result: Self.result(report.result))
         if let kept = report.sourceMounts { outcome.sourceMounts = SyncSourceMounts(source: settings.source, paths: kept) }
+        outcome.cleanupDue = context.cleanupDue && !report.leftoverSweepDone
         outcome.copied = report.copied
         outcome.updated = report.updated
         outcome.deleted = report.deleted

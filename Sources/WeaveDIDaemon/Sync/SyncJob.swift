@@ -37,6 +37,10 @@ public struct SyncRunContext: Sendable {
     /// The file systems the job's runs found mounted below its source, as the last run that
     /// looked left them (`SyncOutcome.sourceMounts`, kept in `jobs.json`); nil for none.
     public internal(set) var sourceMounts: SyncSourceMounts? = nil
+    /// Whether a run of the job never ended (the daemon was killed, crashed, lost the power)
+    /// and no run since has done what that calls for (a mirror: remove the unfinished copies
+    /// it left where the walk does not go); the run says whether it did (`SyncOutcome.cleanupDue`).
+    public internal(set) var cleanupDue = false
 }
 
 /// The file systems mounted below a job's source that its runs found (paths relative to
@@ -135,6 +139,10 @@ public struct SyncOutcome: Sendable, Equatable {
     /// What the job remembers of the file systems mounted below its source after this run
     /// (`SyncRunContext.sourceMounts`); nil keeps what it remembered (a run that did not look).
     public var sourceMounts: SyncSourceMounts?
+    /// Whether what a run that never ended calls for (`SyncRunContext.cleanupDue`) is still
+    /// to do after this run: the next run is asked again. False by default: a kind that has
+    /// nothing to do for it is done.
+    public var cleanupDue = false
 
     /// An outcome.
     public init(result: SyncResult, message: String? = nil) {

@@ -75,6 +75,7 @@ extension SyncScheduler {
                 Task { await self?.note(progress, for: name, runID: runID) }
             }
             context.sourceMounts = jobs[name]?.sourceMounts
+            context.cleanupDue = jobs[name]?.cleanupDue ?? false
             log.info("sync", "\(name): run \(runID) started")
             worked = true
             outcome = await session.withCurrent { await job.run(context) }
@@ -147,8 +148,9 @@ extension SyncScheduler {
         // A run that did work is the job's last: a run before it that never ended is behind it.
         if worked {
             state.unfinished = false
-            // What the run found mounted below the source (nil: it did not look, and what was
-            // remembered stays).
+            // What the run says is left of a run that never ended, and what it found mounted
+            // below the source (nil: it did not look, and what was remembered stays).
+            state.cleanupDue = outcome.cleanupDue
             if let mounts = outcome.sourceMounts { state.sourceMounts = mounts.paths.isEmpty ? nil : mounts }
         }
         if state.recent.count > Self.recentRunLimit { state.recent.removeFirst(state.recent.count - Self.recentRunLimit) }
@@ -207,7 +209,7 @@ extension SyncScheduler {
             states[name] = PersistedJobState(
                 lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
                 runGoing: going ?? orphanGoing(name), paused: state.paused, firstSeenAt: state.firstSeenAt,
-                endedUnfinished: state.unfinished, sourceMounts: state.sourceMounts)
+                endedUnfinished: state.unfinished, sourceMounts: state.sourceMounts, cleanupDue: state.cleanupDue)
         }
         // A job removed and added back keeps its last result (health knows how old its last
         // success is); but a configuration churned through many names must not grow the file

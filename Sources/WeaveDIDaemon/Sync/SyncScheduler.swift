@@ -163,6 +163,8 @@ public actor SyncScheduler: DaemonService {
         var unfinished = false
         /// What the job's runs found mounted below its source (`PersistedJobState.sourceMounts`).
         var sourceMounts: SyncSourceMounts?
+        /// Whether a run that never ended still calls for a cleanup (`PersistedJobState.cleanupDue`).
+        var cleanupDue = false
         var skippedRuns = 0
         /// Whether a tick met the run of a removed job of this name still stopping: the run
         /// it skipped starts as soon as that run ends, not an interval later (a job added back
@@ -242,6 +244,7 @@ public actor SyncScheduler: DaemonService {
             state.lastKept = saved.lastRun
             state.unfinished = saved.endedUnfinished
             state.sourceMounts = saved.sourceMounts
+            state.cleanupDue = saved.cleanupDue
             if restoringPause, saved.paused {
                 state.paused = true
                 log.notice("sync", "\(config.name): paused, as it was when the daemon stopped (weavedictl resume-job \(config.name) resumes it)")

@@ -163,6 +163,9 @@ struct SyncStateStore: Sendable {
             state.consecutiveFailures = min(state.consecutiveFailures + 1, PersistedJobState.maximumFailures)
             state.runGoing = nil
             state.endedUnfinished = true
+            // What it left where no later walk goes (a mirror's unfinished copies) is for the
+            // next run to find: asked until a run says it did (`SyncOutcome.cleanupDue`).
+            state.cleanupDue = true
             states[name] = state
             ended += 1
             guard ended <= Self.refusalsLogged else { continue }
@@ -372,6 +375,10 @@ struct PersistedJobState: Sendable, Equatable {
     /// mirror with `delete` deletes nothing under one found unmounted later. `sourceMounts` in
     /// the file; absent in files written before it was kept, and for jobs that found none.
     var sourceMounts: SyncSourceMounts?
+    /// Whether a run of the job never ended and no run since has done what that calls for
+    /// (`SyncRunContext.cleanupDue`: a mirror sweeps its destination for unfinished copies).
+    /// `cleanupDue` in the file; absent (false) in files written before it was kept.
+    var cleanupDue = false
 
     /// A run that started and has not ended: `runGoing` of the state file.
     struct RunGoing: Sendable, Equatable {
@@ -383,9 +390,10 @@ struct PersistedJobState: Sendable, Equatable {
 
     init(
         lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil, paused: Bool = false,
-        firstSeenAt: Double? = nil, endedUnfinished: Bool = false, sourceMounts: SyncSourceMounts? = nil
+        firstSeenAt: Double? = nil, endedUnfinished: Bool = false, sourceMounts: SyncSourceMounts? = nil, cleanupDue: Bool = false
     ) {
         self.sourceMounts = sourceMounts
+        self.cleanupDue = cleanupDue
         self.lastRun = lastRun
         self.lastSuccess = lastSuccess
         self.consecutiveFailures = consecutiveFailures
@@ -407,6 +415,7 @@ struct PersistedJobState: Sendable, Equatable {
             ("sourceMounts", sourceMounts.map { mounts in
                 .object([("source", .string(mounts.source)), ("paths", .array(mounts.paths.map(JSONValue.string)))])
             } ?? .null),
+            ("cleanupDue", .bool(cleanupDue)),
         ])
     }
 
@@ -419,8 +428,8 @@ struct PersistedJobState: Sendable, Equatable {
     /// tells about the last run is dropped instead, said in `dropped`: a `failedItems` or
     /// `message` no run writes alone (`SyncRunEncoding.record(from:dropped:)`), any other
     /// value of `lastRun` no run writes with the whole `lastRun`; so is a `firstSeenAt`, an
-    /// `unfinished` or a `sourceMounts` no run writes, alone. Members it does not know are
-    /// passed over.
+    /// `unfinished`, a `sourceMounts` or a `cleanupDue` no run writes, alone. Members it does
+    /// not know are passed over.
     init(json: JSONValue, job: String, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) {
         consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
         lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
@@ -481,6 +490,14 @@ struct PersistedJobState: Sendable, Equatable {
         } catch {
             dropped.append(error)
             sourceMounts = nil
+        }
+        // A sweep asked for, and not known done, is asked again: one no run writes is dropped
+        // alone, as from a file without it.
+        do {
+            cleanupDue = try PersistedStateProblem.flag(json, "cleanupDue")
+        } catch {
+            dropped.append(error)
+            cleanupDue = false
         }
     }
 

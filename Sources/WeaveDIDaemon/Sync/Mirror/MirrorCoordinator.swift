@@ -35,6 +35,7 @@ struct MirrorCoordinator {
         var rootFailed = false
         var rootDone = false
         var interrupted = false
+        var swept = false
     }
 
     /// Mirrors the tree below `root`; returns the report (without duration) and the last progress.
@@ -62,8 +63,16 @@ struct MirrorCoordinator {
                 group.addTask(executorPreference: pool) { [context] in Self.perform(.giveBack(unfinished), context) }
                 if let outcome = await group.next() { apply(outcome, to: &books) }
             }
+            // The first run after one that never ended: the walk done (it wrote no unfinished
+            // copy of its own that is left), the whole destination is looked through for those
+            // of that run, also where the walk does not go.
+            if context.settings.sweepsLeftovers, books.rootDone, !books.rootFailed, !books.interrupted, !Task.isCancelled {
+                group.addTask(executorPreference: pool) { [context] in Self.perform(.sweep(root), context) }
+                if let outcome = await group.next() { apply(outcome, to: &books) }
+            }
         }
         var report = tally.report
+        report.leftoverSweepDone = books.swept
         if books.rootFailed {
             report.result = .failed
         } else if !books.rootDone || books.interrupted {
@@ -96,6 +105,8 @@ struct MirrorCoordinator {
             var report = MirrorReport()
             for directory in directories { directory.undoMakeWritable(report: &report, settings: context.settings) }
             return .gaveBack(report)
+        case let .sweep(root):
+            return .swept(LeftoverSweep(context: context).run(root))
         }
     }
 
@@ -139,6 +150,9 @@ struct MirrorCoordinator {
             childDone(directory.parent, &books)
         case let .gaveBack(report):
             tally.absorb(report)
+        case let .swept(report):
+            tally.absorb(report)
+            books.swept = report.leftoverSweepDone
         }
     }
 

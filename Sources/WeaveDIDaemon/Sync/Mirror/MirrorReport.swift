@@ -73,6 +73,10 @@ public struct MirrorReport: Sendable, Equatable {
     /// The mount points left out of `sourceMounts` by its limits (past the 64th by path, or a
     /// path longer than 1024 bytes): not remembered, so not guarded.
     public var sourceMountsNotKept: [String] = []
+    /// Whether the run went through every destination directory looking for unfinished copies
+    /// (`MirrorSettings.sweepsLeftovers`) without an error; false when it was not asked to, or
+    /// stopped or failed before it was done.
+    public var leftoverSweepDone = false
     /// The mount points below the source the walk found, and the remembered paths it found a
     /// plain directory (or, ending in `/`, gone with everything below): `SourceMounts.merge`.
     var mountsFound: [String] = []

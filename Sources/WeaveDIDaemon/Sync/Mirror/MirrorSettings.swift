@@ -33,6 +33,12 @@ public struct MirrorSettings: Sendable, Equatable {
     /// The run's report says what to remember next (`MirrorReport.sourceMounts`). None by
     /// default; paths that are not relative, or name `.`, `..` or an empty name, are ignored.
     public var sourceMounts: [String] = []
+    /// Whether the run also looks through the destination directories its walk does not visit
+    /// (a source directory gone with `delete` off, unreadable, or replaced by a file) for
+    /// unfinished copies (`.weavedi-tmp.*`) and removes them: the first run after one that
+    /// never ended (killed, crashed, the power). Its report says whether it went through the
+    /// whole destination (`MirrorReport.leftoverSweepDone`). Default false.
+    public var sweepsLeftovers = false
     /// The daemon job these settings are for, if any: messages say how to act on it.
     public var jobName: String? = nil
     /// The daemon's other mirror jobs, with their roots as configured. A run does not start when

@@ -13,6 +13,9 @@ enum MirrorWorkItem: Sendable {
     /// Give the directories a run cut short will not finish the modes it changed to write in
     /// them (`MirrorDirectory.undoMakeWritable`).
     case giveBack([MirrorDirectory])
+    /// Look through the whole destination below the root, the walk done, for unfinished copies
+    /// of a run that never ended (`LeftoverSweep`).
+    case sweep(MirrorDirectory)
 }
 
 /// What a finished work item reports back to the coordinator.
@@ -25,6 +28,8 @@ enum MirrorWorkOutcome: Sendable {
     case finished(MirrorReport, MirrorDirectory)
     /// Unfinished directories were given their modes back.
     case gaveBack(MirrorReport)
+    /// The destination was looked through for unfinished copies (`leftoverSweepDone`: all of it).
+    case swept(MirrorReport)
 }
 
 /// A subdirectory found in the source, and what the destination has under its name.
