@@ -35,12 +35,22 @@ struct MirrorJob: SyncJob {
         if let mounts = context.sourceMounts, mounts.source == settings.source { settings.sourceMounts = mounts.paths }
         settings.sweepsLeftovers = context.cleanupDue
         let engine = MirrorEngine(settings: settings, container: container)
-        let report = await engine.run { progress in
+        var report = await engine.run { progress in
             context.progress(SyncProgress(
                 filesDone: progress.filesDone, filesFailed: progress.filesFailed, filesTotal: progress.filesTotal,
                 bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal)))
         }
         Self.noteRootUnavailable(name, settings, report)
+        // A file skipped as changed while being copied in several runs in a row is written all
+        // the time, and never in the backup: an error of the run from then on. Only a run that
+        // went through the tree counts (and is counted) so.
+        let wentThrough = report.result == .success || report.result == .partial
+        if wentThrough {
+            for path in report.changedWhileCopying {
+                let runs = ChangingFiles(source: "", destination: "", runs: context.changingFiles).runsInARow(path)
+                if runs >= ChangingFiles.runsBeforeError { report.changedTooOften(path, Self.changingTooOften(runs: runs)) }
+            }
+        }
         if report.destinationIsMountRoot == true, !settings.destinationMountPoint, Self.firstMountPointNotice(for: name) {
             context.log.notice("sync", "\(context.job): \(Self.mountPointNotice(settings.destination))")
         }
@@ -91,6 +101,7 @@ struct MirrorJob: SyncJob {
         outcome.updated = report.updated
         outcome.deleted = report.deleted
         outcome.skipped = report.skipped
+        outcome.changedWhileCopying = wentThrough ? report.changedWhileCopying : nil
         outcome.bytes = Int(report.bytes)
         // The modes not given back first: the record keeps 20 errors.
         let listed = report.modesNotGivenBack + report.errors.filter { !modes.contains($0) }
@@ -102,6 +113,11 @@ struct MirrorJob: SyncJob {
                 : "\(report.errorCount) item(s) failed; first: \(first.path): \(first.reason)"
         } else if report.result == .cancelled {
             outcome.message = "stopped at a safe point"
+        }
+        // What it skipped, after what failed: a run that skipped items is no clean success, and
+        // `weavedictl jobs` says so, not only the log.
+        if let skip = Self.skippedNotice(report) {
+            outcome.message = outcome.message.map { $0 + "; " + skip } ?? skip
         }
         // ... and in the message, when the first error is not one of them.
         var modeNotice: String?
@@ -155,6 +171,21 @@ struct MirrorJob: SyncJob {
             + "require: were its file system unmounted, runs would fill the empty mount point on the file system "
             + "underneath; set \"destinationMountPoint\": true in the job, or make its destination a directory below "
             + "the mount point (runs never create a missing destination root)"
+    }
+
+    /// What a run says of the entries it skipped (`skipped 2 item(s); first: grow: changed while
+    /// being copied; …`); nil when there were none.
+    static func skippedNotice(_ report: MirrorReport) -> String? {
+        guard report.skipped > 0 else { return nil }
+        return "skipped \(report.skipped) item(s)" + (report.warnings.first.map { "; first: \($0.path): \($0.reason)" } ?? "")
+    }
+
+    /// Why a file that changed while being copied in `runs` runs in a row (at least
+    /// `ChangingFiles.runsBeforeError`) is an error of the run, and what to do.
+    static func changingTooOften(runs: Int) -> String {
+        "changed while being copied in each of the last \(runs) runs, so the backup has no copy of it as it is now (only an "
+            + "older one, if any); a file written all the time cannot be copied whole: stop its writer during the run, or "
+            + "mirror a snapshot (LVM, btrfs) of its file system"
     }
 
     /// How many modes not given back a run logs one by one (`MirrorReport.modesNotGivenBack`);

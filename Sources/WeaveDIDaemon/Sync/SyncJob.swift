@@ -32,6 +32,11 @@ public struct SyncRunContext: Sendable {
     public let session: Session
     /// The daemon's logger.
     public let log: DaemonLog
+    /// The files the job's runs before skipped as changed while being copied, each with how
+    /// many runs in a row did (a copying job kind turns such a skip into an error after a few:
+    /// `ChangingFiles`); empty for a job new, changed in its roots, or whose last runs skipped
+    /// none so.
+    public var changingFiles: [String: Int] = [:]
     /// Reports progress (files and bytes done / total).
     public let progress: @Sendable (SyncProgress) -> Void
     /// The file systems the job's runs found mounted below its source, as the last run that
@@ -143,6 +148,10 @@ public struct SyncOutcome: Sendable, Equatable {
     /// to do after this run: the next run is asked again. False by default: a kind that has
     /// nothing to do for it is done.
     public var cleanupDue = false
+    /// The paths this run skipped because they changed while being copied, for the job's
+    /// memory of them (`SyncRunContext.changingFiles`); nil when the run did not go through its
+    /// tree (failed, cancelled) or its kind keeps no such memory: the memory stays as it was.
+    public var changedWhileCopying: [String]?
 
     /// An outcome.
     public init(result: SyncResult, message: String? = nil) {

@@ -77,6 +77,8 @@ extension SyncScheduler: JobControl {
         }
         out.header("weavedi_sync_files_copied_total", "Files copied or updated.", type: "counter")
         for name in order { out.sample("weavedi_sync_files_copied_total", [("job", name)], Double(jobs[name]?.filesCopied ?? 0)) }
+        out.header("weavedi_sync_files_skipped_total", "Entries skipped with a warning (changed while being copied, vanished, special files).", type: "counter")
+        for name in order { out.sample("weavedi_sync_files_skipped_total", [("job", name)], Double(jobs[name]?.filesSkipped ?? 0)) }
         out.header("weavedi_sync_bytes_copied_total", "Bytes written.", type: "counter")
         for name in order { out.sample("weavedi_sync_bytes_copied_total", [("job", name)], Double(jobs[name]?.bytesCopied ?? 0)) }
         out.header("weavedi_sync_last_success_timestamp_seconds", "When the job last succeeded (0: never).", type: "gauge")

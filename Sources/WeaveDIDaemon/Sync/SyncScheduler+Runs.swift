@@ -46,6 +46,8 @@ extension SyncScheduler {
         var outcome: SyncOutcome
         // Whether it went to its work: one cancelled before changed nothing (`lastKept`).
         var worked = false
+        // The job's memory of files changing as they are copied after this run, if it tells.
+        var changingAfter: ChangingFiles?
         if !holdsSlot {
             outcome = SyncOutcome(result: .cancelled, message: "cancelled while it waited for a slot")
         } else if stopping || Task.isCancelled {
@@ -70,15 +72,22 @@ extension SyncScheduler {
             // directory that stops answering holds a run no longer than that.
             _ = await withTimeout(Self.stateWriteWait, clock: SystemHealthClock()) { [stateStore] in await stateStore.flush() }
             let session = container.openSession(id: "job-\(runID)", attributes: ["kind": "job", "job": name])
+            // What the runs before skipped as changed while being copied, of the roots this run
+            // copies (`ChangingFiles`).
+            let roots = jobs[name]?.roots ?? (source: "", destination: "")
+            let changing = jobs[name]?.changing.flatMap { $0.isOf(source: roots.source, destination: roots.destination) ? $0 : nil }
+                ?? ChangingFiles(source: roots.source, destination: roots.destination)
             var context = SyncRunContext(runID: runID, job: name, session: session, log: log) { [weak self] progress in
                 listeners.send(progress)
                 Task { await self?.note(progress, for: name, runID: runID) }
             }
             context.sourceMounts = jobs[name]?.sourceMounts
             context.cleanupDue = jobs[name]?.cleanupDue ?? false
+            context.changingFiles = changing.runs
             log.info("sync", "\(name): run \(runID) started")
             worked = true
             outcome = await session.withCurrent { await job.run(context) }
+            changingAfter = outcome.changedWhileCopying.map { changing.after($0) }
             await session.close()
         }
         if holdsSlot { releaseSlot() }
@@ -90,7 +99,7 @@ extension SyncScheduler {
         let record = SyncRunRecord(
             id: runID, job: name, outcome: outcome, startedAt: startWall,
             endedAt: SystemClock.realtimeSeconds(), duration: seconds(duration))
-        finish(name, record, worked: worked, outcome: outcome)
+        finish(name, record, worked: worked, outcome: outcome, changing: changingAfter)
         // The job's check says how this run went as soon as it ends, not at the next round of
         // the health loop: whoever waited for the run (`run-job --wait`) and asks for the
         // health next sees it there.
@@ -128,7 +137,9 @@ extension SyncScheduler {
 
     /// Books a finished run: counters, backoff, recent runs, persistence, metrics file.
     /// A run of a job that reloads removed (and maybe added again since) is only logged.
-    private func finish(_ name: String, _ record: SyncRunRecord, worked: Bool, outcome: SyncOutcome) {
+    /// `changing`, the job's memory of files changing as they are copied after the run, is
+    /// taken when the run told it, of the roots the job has now.
+    private func finish(_ name: String, _ record: SyncRunRecord, worked: Bool, outcome: SyncOutcome, changing: ChangingFiles? = nil) {
         guard var state = jobs[name], state.running?.id == record.id else {
             orphans.removeValue(forKey: record.id)
             // Its end in the line of every run's end, with its counts and message.
@@ -157,6 +168,10 @@ extension SyncScheduler {
         state.runsByResult[record.result, default: 0] += 1
         state.filesCopied += record.copied + record.updated
         state.bytesCopied += record.bytes
+        state.filesSkipped += record.skipped
+        if let changing, changing.isOf(source: state.roots.source, destination: state.roots.destination) {
+            state.changing = changing.runs.isEmpty ? nil : changing
+        }
         // Only a success is a success (`lastSuccess`, which `staleAfterIntervals` and the metrics
         // file's last success time go by): a partial run, some items failed (every one, on a
         // destination that turned read-only), is not one. But it went through the tree, so it is
@@ -210,6 +225,7 @@ extension SyncScheduler {
                 lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
                 runGoing: going ?? orphanGoing(name), paused: state.paused, firstSeenAt: state.firstSeenAt,
                 endedUnfinished: state.unfinished, sourceMounts: state.sourceMounts, cleanupDue: state.cleanupDue)
+            states[name]?.changing = state.changing
         }
         // A job removed and added back keeps its last result (health knows how old its last
         // success is); but a configuration churned through many names must not grow the file
@@ -223,6 +239,8 @@ extension SyncScheduler {
         for (name, state) in removed {
             states[name] = state
             states[name]?.runGoing = orphanGoing(name)
+            // A job a reload removed forgets its files changing as they are copied.
+            states[name]?.changing = nil
         }
         persisted = states
         return stateStore.save(states, lastRunNumber: runCounter)

@@ -174,6 +174,17 @@ public actor SyncScheduler: DaemonService {
         var runsByResult: [SyncResult: Int] = [:]
         var filesCopied = 0
         var bytesCopied = 0
+        /// Entries its runs skipped (`weavedi_sync_files_skipped_total`).
+        var filesSkipped = 0
+        /// The files its runs skipped in a row as changed while being copied (`ChangingFiles`),
+        /// of the roots configured; nil when none.
+        var changing: ChangingFiles?
+
+        /// The roots of the job as configured (empty for a kind without them): what
+        /// `changing` counts on.
+        var roots: (source: String, destination: String) {
+            (config.mirror?.source ?? "", config.mirror?.destination ?? "")
+        }
     }
 
     init(store: ConfigurationStore, container: WeaveDI.Container, log: DaemonLog, registry: UnifiedRegistry) {
@@ -245,6 +256,11 @@ public actor SyncScheduler: DaemonService {
             state.unfinished = saved.endedUnfinished
             state.sourceMounts = saved.sourceMounts
             state.cleanupDue = saved.cleanupDue
+            // Only at the start, and for the roots it was counted on: a job a reload adds back,
+            // or whose roots changed while the daemon was down, counts afresh.
+            if restoringPause, let changing = saved.changing, changing.isOf(source: state.roots.source, destination: state.roots.destination) {
+                state.changing = changing
+            }
             if restoringPause, saved.paused {
                 state.paused = true
                 log.notice("sync", "\(config.name): paused, as it was when the daemon stopped (weavedictl resume-job \(config.name) resumes it)")
@@ -361,6 +377,10 @@ public actor SyncScheduler: DaemonService {
                 continue
             }
             if state.config != config {
+                // Files changing in other roots say nothing of these.
+                if state.config.mirror?.source != config.mirror?.source || state.config.mirror?.destination != config.mirror?.destination {
+                    state.changing = nil
+                }
                 state.job = make(config)
                 state.config = config
                 jobs[config.name] = state

@@ -379,6 +379,10 @@ struct PersistedJobState: Sendable, Equatable {
     /// (`SyncRunContext.cleanupDue`: a mirror sweeps its destination for unfinished copies).
     /// `cleanupDue` in the file; absent (false) in files written before it was kept.
     var cleanupDue = false
+    /// The files the job's runs skipped in a row as changed while being copied
+    /// (`ChangingFiles`): a restart does not count them again from 0. `changingFiles` in the
+    /// file; absent in files written before it was kept, and for jobs without any.
+    var changing: ChangingFiles?
 
     /// A run that started and has not ended: `runGoing` of the state file.
     struct RunGoing: Sendable, Equatable {
@@ -408,6 +412,7 @@ struct PersistedJobState: Sendable, Equatable {
             ("lastRun", lastRun.map(SyncRunEncoding.record) ?? .null),
             ("lastSuccess", lastSuccess.map(JSONValue.double) ?? .null),
             ("consecutiveFailures", .int(consecutiveFailures)),
+            ("changingFiles", changing?.json ?? .null),
             ("runGoing", runGoing.map { .object([("id", .string($0.id)), ("startedAt", .double($0.startedAt))]) } ?? .null),
             ("paused", .bool(paused)),
             ("firstSeenAt", firstSeenAt.map(JSONValue.double) ?? .null),
@@ -466,6 +471,7 @@ struct PersistedJobState: Sendable, Equatable {
             runGoing = nil
         }
         paused = try PersistedStateProblem.flag(json, "paused")
+        changing = ChangingFiles.read(json, dropped: &dropped)
         // It tells only when the first run of a job that never ran is due: one no run writes is
         // dropped alone, and the job is first seen at this start, as from a file without it.
         do {

@@ -52,6 +52,10 @@ public struct MirrorReport: Sendable, Equatable {
     public var modesNotGivenBack: [MirrorIssue] = []
     /// The first `issueLimit` warnings (skipped entries).
     public var warnings: [MirrorIssue] = []
+    /// The paths of the first `issueLimit` files skipped because they changed while being
+    /// copied (each also among `warnings` while there is room): a job counts the runs in a row
+    /// that skip a path so (`ChangingFiles`).
+    public var changedWhileCopying: [String] = []
     /// Copies given the source's mode without its set-user-ID or set-group-ID bits, which this
     /// process may not set (`SetIDBits`: systemd's `RestrictSUIDSGID=yes`); counted on every
     /// run that finds them so, made or found.
@@ -135,7 +139,9 @@ public struct MirrorReport: Sendable, Equatable {
     /// else changes the backup) is an error, as any other: the source's entry is not in the backup.
     mutating func fail(_ path: String, _ failure: MirrorFailure) {
         switch failure {
-        case .vanished, .changedWhileCopying: skip(path, failure.description + " (the source changed during the run; not an error)")
+        case .vanished, .changedWhileCopying:
+            skip(path, failure.description + " (the source changed during the run; not an error)")
+            if failure == .changedWhileCopying, changedWhileCopying.count < MirrorReport.issueLimit { changedWhileCopying.append(path) }
         default: fail(path, failure.description)
         }
     }
@@ -146,6 +152,18 @@ public struct MirrorReport: Sendable, Equatable {
         let errors = errorCount
         fail(path, failure)
         return errorCount > errors
+    }
+
+    /// Makes the skip of `path` as changed while being copied an error of the run, for `reason`
+    /// (`ChangingFiles`: it changed so in several runs in a row); a successful run turns
+    /// partial.
+    mutating func changedTooOften(_ path: String, _ reason: String) {
+        guard let index = warnings.firstIndex(where: { $0.path == path && $0.reason.hasPrefix(MirrorFailure.changedWhileCopying.description) })
+        else { return }
+        warnings.remove(at: index)
+        skipped -= 1
+        fail(path, reason)
+        if result == .success { result = .partial }
     }
 
     /// Records a skipped entry with its warning.
@@ -180,6 +198,7 @@ public struct MirrorReport: Sendable, Equatable {
         warnings.append(contentsOf: other.warnings.prefix(MirrorReport.issueLimit - warnings.count))
         mountsFound += other.mountsFound
         mountsForgotten += other.mountsForgotten
+        changedWhileCopying.append(contentsOf: other.changedWhileCopying.prefix(MirrorReport.issueLimit - changedWhileCopying.count))
     }
 }
 

@@ -1,0 +1,114 @@
+import Foundation
+import Glibc
+import Testing
+import WeaveDI
+import WeaveDIControl
+@testable import WeaveDIDaemon
+import WeaveDIPosix
+
+/// A file that changes while being copied is skipped with a warning, which the run's message
+/// and a metric tell; skipped so in `ChangingFiles.runsBeforeError` runs in a row (a file
+/// written all the time, never in the backup), it is an error of the run, across a restart,
+/// until a run copies it. The copy is made to see a change by a preloaded `openat`: creating
+/// the copy's temporary file appends a byte to the source file while `change` exists.
+@Suite struct DaemonChangingFileTests {
+    @Test func aFileChangingInEveryRun_isSaidSkipped_thenAnErrorFromTheThirdRun_untilARunCopiesIt() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        let change = d + "/change"
+        let shim = try PreloadLibrary.holdingOpenat(#"""
+            static void hold(const char *path) {
+              const char *change = getenv("WEAVEDI_TEST_CHANGE"), *grow = getenv("WEAVEDI_TEST_GROW");
+              if (!change || !grow || !strstr(path, ".weavedi-tmp.grow.") || access(change, F_OK) != 0) return;
+              int file = open(grow, O_WRONLY | O_APPEND);
+              if (file >= 0) { (void)!write(file, "x", 1); close(file); }
+            }
+            """#, in: directory)
+        directory.write("source/grow", "start")
+        directory.write("source/fine.txt", "fine")
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", """
+            {"stateDirectory": "\(d)/state", "sync": {"jobs": [{"name": "j", "source": "\(d)/source",
+              "destination": "\(d)/mirror", "interval": 3600, "durable": false}]}}
+            """)
+        directory.write("change", "")
+        let environment = ["LD_PRELOAD": shim, "WEAVEDI_TEST_CHANGE": change, "WEAVEDI_TEST_GROW": d + "/source/grow",
+                           "WEAVEDI_REGISTRY_AUTO_FIX": "0"]
+        func start() throws -> DaemonProcess {
+            let daemon = try DaemonProcess(["--config", config], environment: environment, directory: directory)
+            try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+            return daemon
+        }
+        func run(_ daemon: DaemonProcess) throws -> JSONValue? {
+            _ = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "j", "--wait"])
+            let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+            return job?[member: "lastRun"]
+        }
+        func skippedMetric(_ daemon: DaemonProcess) throws -> String? {
+            let text = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue
+            return text?.split(separator: "\n").first { $0.hasPrefix("weavedi_sync_files_skipped_total{job=\"j\"}") }.map(String.init)
+        }
+        let skippedReason = "changed while being copied; the previous version is kept (the source changed during the run; not an error)"
+        let tooOften = { (runs: Int) in
+            "changed while being copied in each of the last \(runs) runs, so the backup has no copy of it as it is now (only an "
+                + "older one, if any); a file written all the time cannot be copied whole: stop its writer during the run, or "
+                + "mirror a snapshot (LVM, btrfs) of its file system"
+        }
+
+        var daemon = try start()
+        // The first two runs: a success each, which says what it skipped.
+        for runs in 1...2 {
+            let last = try run(daemon)
+            #expect(last?[member: "result"]?.stringValue == "success", "\(String(describing: last))\n\(daemon.log)")
+            #expect(last?[member: "filesSkipped"]?.intValue == 1)
+            #expect(last?[member: "message"]?.stringValue == "skipped 1 item(s); first: grow: \(skippedReason)", "\(String(describing: last))")
+            #expect(try skippedMetric(daemon) == "weavedi_sync_files_skipped_total{job=\"j\"} \(runs)")
+        }
+        #expect(!fileExists(d + "/mirror/grow"))
+        #expect(directory.read("mirror/fine.txt") == "fine")
+        // The third: an error, the run partial.
+        var last = try run(daemon)
+        #expect(last?[member: "result"]?.stringValue == "partial", "\(String(describing: last))\n\(daemon.log)")
+        #expect(last?[member: "filesSkipped"]?.intValue == 0 && last?[member: "errors"]?.intValue == 1)
+        #expect(last?[member: "message"]?.stringValue == "1 item(s) failed; first: grow: \(tooOften(3))", "\(String(describing: last))")
+        #expect(last?[member: "failedItems"]?.arrayValue?.first?[member: "reason"]?.stringValue == tooOften(3))
+        #expect(try skippedMetric(daemon) == "weavedi_sync_files_skipped_total{job=\"j\"} 2")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+
+        // A restart does not count again from 0.
+        daemon = try start()
+        last = try run(daemon)
+        #expect(last?[member: "result"]?.stringValue == "partial", "\(String(describing: last))\n\(daemon.log)")
+        #expect(last?[member: "failedItems"]?.arrayValue?.first?[member: "reason"]?.stringValue == tooOften(4))
+
+        // Its writer stopped, a run copies it, and the count is forgotten.
+        try FileManager.default.removeItem(atPath: change)
+        last = try run(daemon)
+        #expect(last?[member: "result"]?.stringValue == "success", "\(String(describing: last))\n\(daemon.log)")
+        #expect(last?[member: "message"] == .null)
+        #expect(fileExists(d + "/mirror/grow"))
+        // Changing again, it is a warning again: the count starts anew.
+        directory.write("source/grow", "written again")
+        directory.write("change", "")
+        last = try run(daemon)
+        #expect(last?[member: "result"]?.stringValue == "success", "\(String(describing: last))\n\(daemon.log)")
+        #expect(last?[member: "filesSkipped"]?.intValue == 1)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// The memory counts the files skipped so in this run one run more, forgets the others,
+    /// and keeps at most `pathLimit`, those counted longest first.
+    @Test func theMemory_countsRunsInARow_forgetsTheOthers_andIsBounded() throws {
+        let before = ChangingFiles(source: "/s", destination: "/d", runs: ["a": 2, "gone": 5])
+        #expect(before.after(["a", "b"]).runs == ["a": 3, "b": 1])
+        let many = (0..<(ChangingFiles.pathLimit + 10)).map { "f\($0)" }
+        let after = ChangingFiles(source: "/s", destination: "/d", runs: ["f59": 1]).after(many)
+        #expect(after.runs.count == ChangingFiles.pathLimit)
+        #expect(after.runs["f59"] == 2 && after.runs["f0"] == 1 && after.runs["f50"] == nil)
+        #expect(before.after([String(repeating: "x", count: ChangingFiles.pathByteLimit + 1)]).runs.isEmpty)
+        let read = try ChangingFiles(json: after.json)
+        #expect(read == after)
+    }
+}
