@@ -45,4 +45,56 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
+
+    /// A connection's turn is a bounded number of calls, however small they are: while one
+    /// client has thousands pipelined, another's calls are dispatched between them. Both
+    /// clients' calls are in their sockets before the daemon reads any (it is stopped
+    /// meanwhile); three malformed calls mark the order in the log (their warnings, written
+    /// by the I/O thread as it dispatches each): the first and last of 2,002 on one connection,
+    /// and the 101st of the other's. Bounded in bytes (256 KiB a turn), each turn took all
+    /// of a connection's calls, and the other's mark came before both or after both.
+    @Test func aClientsTurn_isBoundedInCalls_notInBytes() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(
+            ["--config", directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        let busy = try RawClient(daemon.defaultSocket), other = try RawClient(daemon.defaultSocket)
+        for client in [busy, other] {  // both accepted before the daemon stops
+            try client.send(call("io.weavedi.Daemon.Ping"))
+            try #require(client.reply()?.contains(#""version":"#) == true, "\(daemon.log)")
+        }
+        var size: Int32 = 4 << 20  // every call in the socket at once
+        setsockopt(busy.descriptor.rawValue, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        try #require(stopped(daemon), "the daemon did not stop")
+        let ping = call("io.weavedi.Daemon.Ping")
+        try busy.send(call("io.weavedi.Daemon.markFirst") + String(repeating: ping, count: 2_000) + call("io.weavedi.Daemon.markLast"))
+        try other.send(String(repeating: ping, count: 100) + call("io.weavedi.Daemon.markOther"))
+        daemon.send(.continue)
+        var busyAnswered = 0, otherAnswered = 0
+        for _ in 0..<2_002 where busy.reply() != nil { busyAnswered += 1 }
+        for _ in 0..<101 where other.reply() != nil { otherAnswered += 1 }
+        #expect(busyAnswered == 2_002 && otherAnswered == 101, "\(daemon.log)")
+        let marks = daemon.log.split(separator: "\n").filter { $0.contains("malformed message") }.compactMap { line in
+            ["markFirst", "markOther", "markLast"].first { line.contains($0) }
+        }
+        #expect(marks == ["markFirst", "markOther", "markLast"], "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+}
+
+/// Stops the daemon (`SIGSTOP`) and waits until it is stopped: what clients send meanwhile is
+/// all in their sockets when it goes on (`SIGCONT`), and it reads as one wake-up does.
+func stopped(_ daemon: DaemonProcess) -> Bool {
+    daemon.send(.stop)
+    let deadline = ContinuousClock.now + .seconds(30)
+    while ContinuousClock.now < deadline {
+        // The field after the command's parenthesis in /proc/PID/stat.
+        let state = (try? String(contentsOfFile: "/proc/\(daemon.pid)/stat", encoding: .utf8))?
+            .split(separator: ")").last?.split(separator: " ").first
+        if state == "T" { return true }
+        usleep(1_000)
+    }
+    return false
 }

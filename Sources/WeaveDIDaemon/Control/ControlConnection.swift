@@ -41,6 +41,10 @@ final class ControlConnection {
     /// Set when the server stops: nothing more is read or dispatched; the connection closes
     /// once the calls already dispatched are answered and their replies written.
     var draining = false
+    /// How many more messages the connection may have dispatched in the I/O loop's current
+    /// turn (`ControlServer.callsPerTurn` at the start of each): the rest wait, buffered, for
+    /// its next turn, after every other connection has had its own.
+    var callsLeftInTurn = 0
 
     init(id: UInt64, descriptor: FileDescriptor, peer: ControlPeer, session: Session, now: Duration) {
         self.id = id
@@ -102,8 +106,17 @@ final class ControlConnection {
     }
 
     /// Whether the socket is polled for input: not after end of file, nor while messages
-    /// may not be dispatched.
-    func wantsInput(outputBound: Int) -> Bool { !inputClosed && (lingering || mayDispatch(outputBound: outputBound)) }
+    /// may not be dispatched, nor while bytes already read still wait to be dispatched (so
+    /// that what a connection holds stays one read beside a message not complete yet).
+    func wantsInput(outputBound: Int) -> Bool {
+        !inputClosed && (lingering || (mayDispatch(outputBound: outputBound) && !hasUnscannedInput))
+    }
+
+    /// Whether messages read already wait for nothing but the connection's next turn: the loop
+    /// is not to wait in `poll` for them.
+    func hasHeldBackCalls(outputBound: Int) -> Bool {
+        !lingering && hasUnscannedInput && mayDispatch(outputBound: outputBound)
+    }
 
     /// Drops the output already written, so that appending does not grow the buffer.
     func compactOutput() {

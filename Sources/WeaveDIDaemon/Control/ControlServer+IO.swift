@@ -43,7 +43,9 @@ extension ControlServer {
             }
             let idleLimit = limits.idleTimeout
             let nextIdle = connections.values.compactMap { $0.idleDeadline(idleLimit) }.min()
-            let wakeAt = [nextIdle, listener == nil ? nil : acceptPause.pausedUntil(now), drainDeadline].compactMap { $0 }.min()
+            var wakeAt = [nextIdle, listener == nil ? nil : acceptPause.pausedUntil(now), drainDeadline].compactMap { $0 }.min()
+            // A connection whose calls, read already, wait only for its next turn: no waiting.
+            if connections.values.contains(where: { $0.hasHeldBackCalls(outputBound: limits.maxMessageBytes) }) { wakeAt = now }
             _ = try? PollDescriptor.poll(&entries, timeout: wakeAt.map { max(.zero, $0 - now) })
             let after = monotonicNow()
 
@@ -90,7 +92,8 @@ extension ControlServer {
                 guard let connection = connections[id] else { continue }
                 let events = polled[id].map { entries[$0].returnedEvents } ?? []
                 var alive = true
-                // Messages held back while the connection waited (output or calls in flight) go first.
+                connection.callsLeftInTurn = Self.callsPerTurn
+                // Messages held back while the connection waited (output, calls in flight, or its turn) go first.
                 if connection.hasUnscannedInput, connection.mayDispatch(outputBound: limits.maxMessageBytes),
                     !takeBufferedMessages(on: connection, limit: limits.maxMessageBytes, now: after)
                 {
@@ -230,11 +233,12 @@ extension ControlServer {
 
     /// Reads what is available and dispatches complete messages, until the connection may not
     /// dispatch more (its pending output is over `limit`, the message size limit, or it has
-    /// the most calls in flight) or has had its turn (`readsPerTurn`); false when the
-    /// connection ends.
+    /// the most calls in flight) or has had its turn (`callsPerTurn` messages dispatched, or
+    /// `readsPerTurn` reads); false when the connection ends. Messages read beyond its turn
+    /// stay buffered, and nothing more is read until they are dispatched.
     private func read(_ connection: ControlConnection, now: Duration, limit: Int, buffer: UnsafeMutableBufferPointer<UInt8>) -> Bool {
         if connection.lingering { return discardInput(connection, buffer: buffer) }
-        for _ in 0..<Self.readsPerTurn where connection.mayDispatch(outputBound: limit) {
+        for _ in 0..<Self.readsPerTurn where connection.mayDispatch(outputBound: limit) && connection.callsLeftInTurn > 0 {
             let count: Int
             do {
                 count = try connection.descriptor.receive(into: UnsafeMutableRawBufferPointer(buffer))
@@ -268,18 +272,23 @@ extension ControlServer {
                 refuseTooLarge(connection, limit: limit)
                 return true
             }
-            if count < buffer.count { return true }
+            if count < buffer.count || connection.hasUnscannedInput { return true }
         }
         return true
     }
 
     /// The most reads of one connection in one turn of the I/O loop (256 KiB with the 64 KiB
-    /// receive buffer): a client that sends without pause, calls that need no reply (`oneway`)
-    /// say, which neither fill its output nor stay in flight, is read again at the next turn,
-    /// after every other connection has had its own. A turn of a flooding client is what
-    /// another waits for (about 5,000 `Ping`s parsed and dispatched); at a megabyte a busy
-    /// machine made that wait over 2 s.
+    /// receive buffer), however few messages they hold.
     static let readsPerTurn = 4
+
+    /// The most messages of one connection dispatched in one turn of the I/O loop: a client
+    /// that sends without pause, calls that need no reply (`oneway`) say, which neither fill
+    /// its output nor stay in flight, has the rest dispatched at its next turn, after every
+    /// other connection has had its own. A turn of a flooding client is what another waits
+    /// for: bounded in bytes alone (256 KiB), it was some 4,700 small calls answered on this
+    /// thread, each as costly as its method (`CheckCycles`, `ListSessions`), and 16 such
+    /// connections held a `Ping` of root's for seconds.
+    static let callsPerTurn = 32
 
     /// Whether a connection with nothing left to write stays open: one that broke a limit
     /// and whose client may still be sending lingers (`ControlConnection.lingering`) with
@@ -346,7 +355,7 @@ extension ControlServer {
 
     /// Dispatches every complete (NUL-terminated) message of `bytes` from `start` on, in order,
     /// while the connection may dispatch (its pending output within `limit`, calls in flight
-    /// under the cap), searching for NULs only from `scanned` (the bytes before it hold none); returns where the
+    /// under the cap, messages left in its turn: `callsLeftInTurn`), searching for NULs only from `scanned` (the bytes before it hold none); returns where the
     /// first message not dispatched starts and how far the bytes were searched, and false as
     /// `fits` when a message exceeds `limit` bytes. A message taken is the connection's
     /// activity (`now`).
@@ -356,9 +365,10 @@ extension ControlServer {
     ) -> (start: Int, scanned: Int, fits: Bool) {
         var start = start
         var from = scanned
-        while connection.mayDispatch(outputBound: limit) {
+        while connection.mayDispatch(outputBound: limit), connection.callsLeftInTurn > 0 {
             guard let end = bytes[from...].firstIndex(of: 0) else { return (start, bytes.count, bytes.count - start <= limit) }
             if end - start > limit { return (start, end, false) }
+            connection.callsLeftInTurn -= 1
             dispatch(UnsafeBufferPointer(rebasing: bytes[start..<end]), on: connection)
             connection.lastActivity = now
             start = end + 1
