@@ -82,6 +82,29 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
+
+    /// A `oneway` call of a method that changes nothing is not run: nothing would come of it.
+    /// It is counted as a call, but its parameters are not read, so a wrong one is no error.
+    @Test func onewayCallsOfMethodsThatChangeNothing_areCounted_butNotRun() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(
+            ["--config", directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        let client = try RawClient(daemon.defaultSocket)
+        let oneway = #","oneway":true"#
+        try client.send(
+            call("io.weavedi.Daemon.Ping", #"{"x":1}"#, extra: oneway) + call("io.weavedi.Daemon.CheckCycles", #"{"x":1}"#, extra: oneway)
+                + call("io.weavedi.Daemon.ListJobs", #"{"x":1}"#, extra: oneway)
+                + call("org.varlink.service.GetInterfaceDescription", #"{"interface":"nope"}"#, extra: oneway)
+                + call("io.weavedi.Daemon.GetMetrics"))
+        let text = try #require(client.varlinkReply()?.parameter("text")?.stringValue, "\(daemon.log)")
+        #expect(text.contains(#"weavedi_control_calls_total{method="io.weavedi.Daemon.CheckCycles"} 1"#), "\(text)")
+        #expect(text.contains(#"weavedi_control_calls_total{method="io.weavedi.Daemon.ListJobs"} 1"#), "\(text)")
+        #expect(!text.contains("weavedi_control_errors_total{"), "\(text)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
 }
 
 /// Stops the daemon (`SIGSTOP`) and waits until it is stopped: what clients send meanwhile is

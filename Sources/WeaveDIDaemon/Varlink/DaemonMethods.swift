@@ -75,6 +75,20 @@ final class DaemonMethods: Sendable {
         return reply.error
     }
 
+    /// The methods whose call changes nothing and logs nothing: all that comes of one is its
+    /// reply, so a `oneway` call of one is not run at all (`VarlinkService.handleInline`).
+    /// `RunChecks` is not among them: its checks' results are kept, and `GetHealth` shows them.
+    /// Any other method, one added later included, runs.
+    static func changesNothing(_ method: String) -> Bool {
+        switch method {
+        case "Ping", "GetHealth", "ListFixes", "ListJobs", "ListSessions", "ListRegistrations", "DiagnoseComponents",
+            "CheckCycles", "GetLogLevel", "GetMetrics":
+            true
+        default:
+            false
+        }
+    }
+
     /// The methods answered while the daemon starts (`StartGate`): those that read nothing of
     /// the services started after the control server (the jobs, the health checks), or, as
     /// `Reload`, say themselves that the daemon is starting. Any other method, one added later

@@ -67,6 +67,14 @@ final class VarlinkService: ControlMessageHandler {
             return true
         }
         let (interface, method) = Self.split(call.method)
+        // A oneway call of a method that changes nothing would come to nothing, not even a
+        // reply: it is counted (its connection's session marked active) and not run, its
+        // parameters not even read, so that such calls cost a client's turn no more than a parse.
+        if call.oneway, interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.changesNothing(method)) {
+            countCall(in: session)
+            methods.metrics.count(method: call.method, error: nil)
+            return true
+        }
         let inline = !call.upgrade && !call.more
             && (interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.isInline(method)))
         guard inline else { return false }
