@@ -157,6 +157,77 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// A reload's limits apply from the next connection on, even when the I/O thread slept
+    /// through the reload: a burst of connections of one user, more than the old
+    /// `maxClientsPerUser` and within the new, all queued before the daemon accepts any (it is
+    /// stopped meanwhile), is accepted whole. The limits were read before the thread's wait,
+    /// and a reload by signal did not wake it, so that the first burst got the old ones.
+    @Test func aReloadsClientsPerUser_applyToTheFirstConnectionsAfterIt() throws {
+        try ChildAsNobody.requirePossible()
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o755)
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let config = directory.write(
+            "weavedid.json", #"{"control": {"maxClientsPerUser": 2, "socketGroup": 65534}, "sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        directory.write("weavedid.json", #"{"control": {"maxClientsPerUser": 6, "socketGroup": 65534}, "sync": {"jobs": []}}"#)
+        daemon.send(.hangup)
+        try #require(notify.wait(forLine: "STATUS=running; configuration reloaded"), "\(daemon.log)")
+        // As nobody: 5 connections, queued while the daemon is stopped; then a Ping on each.
+        let script = """
+            import os, socket, sys
+            held = []
+            for i in range(5):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); held.append(s)
+            open(sys.argv[2], "w").close()
+            for s in held:
+                s.sendall(b'{"method":"io.weavedi.Daemon.Ping"}\\0')
+                data = b""
+                while not data.endswith(b"\\0"):
+                    chunk = s.recv(65536)
+                    if not chunk: break
+                    data += chunk
+                print(data.rstrip(b"\\0").decode())
+            """
+        try FileDescriptor.currentWorkingDirectory.makeDirectory(at: directory.path + "/flags")
+        #expect(chown(directory.path + "/flags", 65534, 65534) == 0)
+        let flag = directory.path + "/flags/connected", output = directory.path + "/nobody.out"
+        try #require(stopped(daemon), "the daemon did not stop")
+        let burst = try Subprocess.spawn(
+            "/usr/bin/setpriv",
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.defaultSocket, flag],
+            environment: ["PATH": "/usr/bin:/bin"], standardOutput: .file(output), standardError: .file(output))
+        let waitUntil = ContinuousClock.now + .seconds(30)
+        while !FileManager.default.fileExists(atPath: flag), ContinuousClock.now < waitUntil { usleep(20_000) }
+        daemon.send(.continue)
+        _ = try burst.wait()
+        let answers = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(answers.count == 5 && answers.allSatisfy { $0.contains(#""version":"#) }, "\(answers)\n\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
+    /// A reload that shortens `idleTimeout` applies to the connections open already, at once:
+    /// it wakes the I/O thread, which slept until the deadline the old limit gave (an hour).
+    @Test func aReloadsShorterIdleTimeout_closesAConnectionIdleSinceBefore() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let config = directory.write("weavedid.json", #"{"control": {"idleTimeout": 3600}, "sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        let idle = try RawClient(daemon.defaultSocket)
+        try idle.send(call("io.weavedi.Daemon.Ping"))
+        try #require(idle.reply()?.contains(#""version":"#) == true, "\(daemon.log)")
+        directory.write("weavedid.json", #"{"control": {"idleTimeout": 1}, "sync": {"jobs": []}}"#)
+        daemon.send(.hangup)
+        try #require(notify.wait(forLine: "STATUS=running; configuration reloaded"), "\(daemon.log)")
+        #expect(idle.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"idle","value":1}}"#, "\(daemon.log)")
+        #expect(idle.closedByPeer())
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     /// A client still sending a message over the limit when the daemon refuses it reads the
     /// refusal: what it sends after is read and dropped, rather than its send failing with a
     /// broken pipe and the reply lost.

@@ -21,7 +21,9 @@ extension ControlServer {
         defer { receiveBuffer.deallocate() }
         var acceptPause = AcceptPause()
         while true {
-            let limits = store.current.control
+            // What to wait for, by the limits in effect now; those in effect once the wait is
+            // over are read again after it (a reload may have come meanwhile: it wakes the loop).
+            var limits = store.current.control
             let now = monotonicNow()
             var entries = [PollDescriptor(wakeDescriptor, events: .readable)]
             // While accept fails for want of descriptors, the listener is left out: a pending
@@ -41,13 +43,14 @@ extension ControlServer {
                 polled[id] = entries.count
                 entries.append(PollDescriptor(connection.descriptor, events: events))
             }
-            let idleLimit = limits.idleTimeout
-            let nextIdle = connections.values.compactMap { $0.idleDeadline(idleLimit) }.min()
+            let nextIdle = connections.values.compactMap { $0.idleDeadline(limits.idleTimeout) }.min()
             var wakeAt = [nextIdle, listener == nil ? nil : acceptPause.pausedUntil(now), drainDeadline].compactMap { $0 }.min()
             // A connection whose calls, read already, wait only for its next turn: no waiting.
             if connections.values.contains(where: { $0.hasHeldBackCalls(outputBound: limits.maxMessageBytes) }) { wakeAt = now }
             _ = try? PollDescriptor.poll(&entries, timeout: wakeAt.map { max(.zero, $0 - now) })
             let after = monotonicNow()
+            limits = store.current.control
+            let idleLimit = limits.idleTimeout
 
             if entries[0].returnedEvents.contains(.readable) {
                 drainWake()
@@ -79,6 +82,8 @@ extension ControlServer {
                     case let .streamed(id, sequence, reply):
                         guard let connection = connections[id] else { continue }
                         connection.stream(reply, sequence: sequence)
+                    case .reloaded:
+                        continue  // the limits were read as the loop woke
                     }
                 }
             }

@@ -23,6 +23,8 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         case finished(connection: UInt64, sequence: UInt64, replies: [UInt8])
         /// A reply sent before its call ended, as wire bytes.
         case streamed(connection: UInt64, sequence: UInt64, reply: [UInt8])
+        /// The configuration was replaced: the limits are read again.
+        case reloaded
         case stop
     }
 
@@ -79,6 +81,9 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
             log.info("control", "listening on \(JSONValue.quotedPathForMessage(configuration.socket))")
         }
         registerHealthCheck()
+        // The I/O thread reads the limits as it wakes: a reload wakes it, so that they apply
+        // from the next connection or call on, and to the deadlines it waits for.
+        store.onReplace { [weak self] in self?.send(.reloaded) }
         thread = try PosixThread { [self] in
             let sessions = ioLoop()
             finishedSignal.withLock { $0 }?.resume(returning: sessions)

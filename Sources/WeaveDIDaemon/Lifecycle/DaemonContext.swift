@@ -112,9 +112,19 @@ public final class ConfigurationStore: Sendable {
     /// The configuration in effect.
     public var current: DaemonConfiguration { value.withLock { $0.configuration } }
 
-    /// Replaces it.
+    /// Called after each `replace`, in the order added.
+    private let replaced = Locked<[@Sendable () -> Void]>([])
+
+    /// Replaces it, then tells whoever asked (`onReplace`).
     public func replace(with configuration: DaemonConfiguration) {
         value.withLock { $0.configuration = configuration }
+        for body in replaced.withLock({ $0 }) { body() }
+    }
+
+    /// Calls `body` after every `replace` from now on (once the new configuration is
+    /// `current`), as a thread that reads it only when it wakes must be woken.
+    public func onReplace(_ body: @escaping @Sendable () -> Void) {
+        replaced.withLock { $0.append(body) }
     }
 
     /// Begins the shutdown: reads `shutdownTimeout` once, for all the shutdown does (the main
