@@ -237,6 +237,8 @@ import WeaveDIPosix
         try client.send(#"{"method":"io.weavedi.Daemon.Ping","parameters":{"x":""# + String(repeating: "a", count: 2_000_000) + "\"}}\0")
         #expect(client.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
         #expect(client.closedByPeer())
+        // The warning names the client as the others do (a malformed call's, a refusal's).
+        #expect(daemon.log.contains("(pid \(getpid()), uid \(getuid())) sent a message over 1024 bytes; closing it"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }

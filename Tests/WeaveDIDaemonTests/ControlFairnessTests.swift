@@ -79,6 +79,7 @@ import WeaveDIPosix
             ["markFirst", "markOther", "markLast"].first { line.contains($0) }
         }
         #expect(marks == ["markFirst", "markOther", "markLast"], "\(daemon.log)")
+        #expect(daemon.log.contains("(pid \(getpid()), uid \(getuid())): malformed message: "), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

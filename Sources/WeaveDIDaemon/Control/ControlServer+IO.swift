@@ -340,7 +340,9 @@ extension ControlServer {
     /// Answers a message over `limit` bytes with the limit error, in call order (after the
     /// replies of the calls before it), then closes once everything is written.
     private func refuseTooLarge(_ connection: ControlConnection, limit: Int) {
-        oversizeWarnings.warning(log, "control", "connection \(connection.id) sent a message over \(limit) bytes; closing it")
+        let peer = connection.peer.credentials
+        oversizeWarnings.warning(
+            log, "control", "connection \(connection.id) (pid \(peer.pid), uid \(peer.uid)) sent a message over \(limit) bytes; closing it")
         if let reply = handler.limitReply(.messageTooLarge(limit: limit)) { connection.answerInOrder(reply) }
         connection.discardInput()
         connection.closeAfterFlush = true

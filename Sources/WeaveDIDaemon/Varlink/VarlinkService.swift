@@ -132,7 +132,7 @@ final class VarlinkService: ControlMessageHandler {
 
     /// Logs (throttled) and counts a malformed message's failure.
     private func refuseMalformed(_ failure: VarlinkFailure, peer: ControlPeer) {
-        malformedWarnings.warning(log, "control", "connection \(peer.connectionID) (pid \(peer.credentials.pid)): malformed message: \(failure.reason ?? failure.name)")
+        malformedWarnings.warning(log, "control", "connection \(peer.connectionID) (pid \(peer.credentials.pid), uid \(peer.credentials.uid)): malformed message: \(failure.reason ?? failure.name)")
         methods.metrics.count(method: "(malformed)", error: failure.name)
     }
 
