@@ -56,6 +56,17 @@ import WeaveDIPosix
         #expect(fake.calls.isEmpty, "\(fake.calls)")
     }
 
+    /// `run-job --wait` waits for the daemon's first answer as for any call (30 s by default):
+    /// a daemon that never answers costs that, not a wait for ever (the run is followed without
+    /// a limit only once it has been answered for).
+    @Test func runJobWait_givesUpOnADaemonThatNeverAnswers_afterTheStandardTimeout() throws {
+        let fake = try FakeDaemon(raw: ["RunJob": []])
+        let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs", "--wait"], timeout: .seconds(90))
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error.contains("no reply to io.weavedi.Daemon.RunJob from \(fake.socket) within 30 s"), "\(run.all)")
+        #expect(fake.calls.map(\.method) == ["io.weavedi.Daemon.RunJob"])
+    }
+
     @Test func aLimitInTheRange_isSent() throws {
         let daemon = try readyDaemon()
         for value in ["1", "500"] {

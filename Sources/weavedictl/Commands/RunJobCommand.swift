@@ -16,8 +16,10 @@ struct RunJobCommand: CtlCommand {
                        place on a terminal, one line per update otherwise (with --json, one JSON
                        object per update), the files that failed so far counted once there are
                        any (`3/10 files (2 failed)`), then how it ended. A run waiting for a slot is said
-                       queued, then started once it has one. Ctrl-C stops following, not the
-                       run, and says so.
+                       queued, then started once it has one. The daemon's first answer is
+                       waited for as any call's (--timeout, default 30 s); then the run is
+                       followed for as long as it takes, unless --timeout is given. Ctrl-C
+                       stops following, not the run, and says so.
 
             Without --wait the daemon answers as soon as the run has started, with its id
             (`job NAME: run NAME-3 started; …`), and the run goes on in the daemon: however long
@@ -63,9 +65,13 @@ struct RunJobCommand: CtlCommand {
     func run(in context: CtlContext) async throws(CtlError) -> Int32 {
         let client = try context.connect()
         guard wait else { return try start(on: client, in: context) }
-        // A run can take hours, with no reply while one large file is copied: --wait waits for
-        // as long as it takes, unless --timeout says otherwise.
-        client.replyTimeout = context.options.replyTimeout(standard: nil)
+        // The daemon answers at once that the run started (or is queued): that first reply is
+        // waited for as any call's (30 s, or --timeout), so that a daemon that never answers
+        // costs the timeout, not a wait for ever. Then a run can take hours, with no reply while
+        // one large file is copied: the rest is waited for as long as it takes, unless --timeout
+        // says otherwise.
+        client.replyTimeout = context.options.replyTimeout()
+        var answered = false
         let call = VarlinkCall(method: DaemonInterface.name + ".RunJob", parameters: [("name", .string(name))], more: true)
         let job = name.escapingControlCharacters
         // Once the call is sent, a run it starts goes on whatever becomes of weavedictl; until
@@ -83,6 +89,10 @@ struct RunJobCommand: CtlCommand {
         let final: VarlinkReply?
         do {
             final = try context.perform(call, on: client) { reply in
+                if !answered {
+                    answered = true
+                    client.replyTimeout = context.options.replyTimeout(standard: nil)
+                }
                 guard reply.continues else { return }
                 if let id = reply.parameter("runId")?.stringValue {
                     let run = id.escapingControlCharacters
