@@ -1,7 +1,8 @@
 import WeaveDI
 
-/// A kind of work the daemon runs on a schedule. `mirror` is the built-in kind; a daemon built
-/// on `WeaveDIDaemon` can add its own kinds with `SyncJobKinds.register`.
+/// A kind of work the daemon runs on a schedule. `mirror` is the only kind weavedid has;
+/// `SyncJobKinds.register` adds one inside this package (`WeaveDIDaemon` is no library product,
+/// and a job's configuration has only the mirror's fields: see the README's "Scheduling").
 ///
 /// A run is given its own WeaveDI session (`context.session`, also current inside `run`), so a
 /// job's session-scoped services live exactly as long as the run. A run stops at a safe point
