@@ -525,6 +525,26 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    /// A job a reload adds, without a success yet, is stale counted from the reload, not from
+    /// the daemon's start: one added 3 s after the start with 2 s intervals is not stale at once.
+    @Test func aJobAddedByAReload_isStaleCountedFromTheReload() async throws {
+        let (scheduler, _, _) = scheduler([("a", JobScript(), { $0.interval = .seconds(3600) })])
+        try await scheduler.start()
+        try await Task.sleep(for: .seconds(3))
+        var withB = await scheduler.store.current
+        var b = DaemonConfiguration.Job(name: "b")
+        b.kind = "scripted"
+        b.interval = .seconds(2)
+        b.jitter = .zero
+        b.staleAfterIntervals = 1
+        SyncSchedulerTests.scripts.withLock { $0["b"] = JobScript() }
+        withB.sync.jobs.append(b)
+        try await scheduler.reload(withB)
+        let health = await scheduler.health(of: "b")
+        #expect(health.isPending && health.message == "not run yet", "\(health.status) \(health.message)")
+        await scheduler.stop()
+    }
+
     /// `weavedi_sync_last_run_result` is 1 for the last run's result and 0 for the others; all
     /// 0 before any run.
     @Test func theLastRunResultMetric_followsEachRun() async throws {

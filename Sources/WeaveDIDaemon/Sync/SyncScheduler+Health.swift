@@ -32,7 +32,8 @@ extension SyncScheduler {
         // How long since the last success: on the monotonic clock for one in this process, which
         // the wall clock set back or forward does not move; from the state file's wall time for
         // an earlier one, unless that is in the future (the clock was set back since), when it
-        // counts, as no success at all does, from the scheduler's start.
+        // counts, as no success at all does, from when this process took the job on (its start,
+        // or the reload that added it).
         let wallAge = state.lastSuccess.map { SystemClock.realtimeSeconds() - $0 }
         let age: Double
         if let instant = state.lastSuccessInstant {
@@ -40,7 +41,7 @@ extension SyncScheduler {
         } else if let wallAge, wallAge >= 0 {
             age = wallAge
         } else {
-            age = seconds(ContinuousClock.now - started)
+            age = seconds(ContinuousClock.now - state.addedAt)
         }
         if config.enabled, !state.paused, age > staleAfter {
             return .unhealthy("no successful run for \(Int(age)) s (more than \(config.staleAfterIntervals) intervals)", data: data)

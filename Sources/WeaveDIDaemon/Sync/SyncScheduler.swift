@@ -17,7 +17,6 @@ public actor SyncScheduler: DaemonService {
     static let metricsTemporaryMarker = "weavedid-tmp"
     /// Writes `sync.metricsFile` after each run.
     let metricsWriter: LatestFileWriter
-    let started = ContinuousClock.now
 
     var jobs: [String: JobState] = [:]
     var order: [String] = []
@@ -135,6 +134,9 @@ public actor SyncScheduler: DaemonService {
     struct JobState {
         var config: DaemonConfiguration.Job
         var job: any SyncJob
+        /// When this process took the job on (its start, or the reload that added it): a job
+        /// without a success is stale counted from then, not from the daemon's start.
+        let addedAt = ContinuousClock.now
         var paused = false
         /// The run under way, if any.
         var running: ActiveRun?
