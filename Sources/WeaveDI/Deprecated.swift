@@ -17,7 +17,7 @@ public struct Inject<Value: Sendable>: Sendable {
 }
 
 /// Resolves `T` from `WeaveDI.Container.live`; `getValue()` throws the reason it cannot.
-@available(*, deprecated, message: "@SafeInject is deprecated: use @Injected(\\.key) with an InjectedKey, or try container.require(T.self) for a registered type")
+@available(*, deprecated, message: "@SafeInject is deprecated: use @Injected var x: T? (or T) for a registered type, whose try $x.getValue() throws as this one's does, or @Injected(\\.key) with an InjectedKey")
 @propertyWrapper
 public struct SafeInject<T: Sendable>: Sendable {
     /// Resolves the property's type.

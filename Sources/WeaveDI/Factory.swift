@@ -13,8 +13,8 @@
 /// names the types and what to do: the type is not registered; it is session- or
 /// request-scoped and read inside the build of a longer-lived service, or where no such scope
 /// is active (see `Container.makeFresh`); it is part of a cycle (A's initializer reads `@Factory var b: B`, and
-/// B's reads `@Factory var a: A`); its factory threw. Call `try container.makeFresh(T.self)`
-/// where such a failure must be handled. The stop's message names the property's declaration
+/// B's reads `@Factory var a: A`); its factory threw. Call `try $x.getValue()` (or
+/// `try container.makeFresh(T.self)`) where such a failure must be handled. The stop's message names the property's declaration
 /// (`@Factory var ...: PDFGenerator (declared at App/DocumentService.swift:2): ...`): the
 /// initializers take `#fileID` and `#line` as defaults, which Swift evaluates where the property
 /// is declared. Leave them out.
@@ -48,6 +48,16 @@ public struct Factory<Value: Sendable>: Sendable {
         }
     }
 
+    /// The wrapper itself, so that `try $x.getValue()` can throw where a read would stop the
+    /// program (a computed property: the wrapper does not grow).
+    public var projectedValue: Factory<Value> { self }
+
+    /// A freshly built instance, or the `ResolutionError` a read would stop the program with
+    /// (what `try container.makeFresh(Value.self)` throws from `WeaveDI.Container.live`).
+    public func getValue() throws(ResolutionError) -> Value {
+        try Self.fresh()
+    }
+
     /// A freshly built instance; the site stays out of the build (only the failure path reads it).
     @inline(__always)
     static func fresh() throws(ResolutionError) -> Value {
@@ -67,7 +77,7 @@ public struct Factory<Value: Sendable>: Sendable {
     static func unbuilt(_ error: ResolutionError, declaredAt site: DeclarationSite) -> Never {
         fatalError(
             "@Factory var ...: \(Value.self)\(site.declaredAt): \(error) (a @Factory read cannot throw; "
-                + "try WeaveDI.Container.live.makeFresh(\(Value.self).self) throws this error instead)")
+                + "try $x.getValue() throws this error instead, as try WeaveDI.Container.live.makeFresh(\(Value.self).self) does)")
     }
 }
 

@@ -7,7 +7,9 @@ import Synchronization
 ///   `Container.live`, then the key's default.
 /// - `@Injected var network: (any NetworkService)?`: by type, from `Container.live`; nil if missing.
 /// - `@Injected var network: any NetworkService`: by type, from `Container.live`; a read that
-///   cannot resolve it stops the program with a message naming the type (like `@Factory`).
+///   cannot resolve it stops the program with a message naming the type (like `@Factory`);
+///   `try $network.getValue()` throws that error instead (for `T?`, returns the `T` or throws
+///   why a read is nil).
 /// - `Injected(wrappedValue: mock)`: a pinned value, for hand-built instances in tests.
 @propertyWrapper
 public struct Injected<Value> {
@@ -86,6 +88,10 @@ public struct Injected<Value> {
         }
     }
 
+    /// The wrapper itself, so that `try $x.getValue()` can throw where a read would stop the
+    /// program (a computed property: the wrapper stays one word).
+    public var projectedValue: Injected<Value> { self }
+
     /// A pinned value or a lookup by type.
     @usableFromInline
     func lookUp() -> Value {
@@ -107,12 +113,66 @@ public struct Injected<Value> {
         do {
             return try WeaveDI.Container.live.requireSendable(Value.self)
         } catch {
+            // `$x.getValue()` is `@Injected`'s own (`@Provide` and `@Inject` have no projection).
+            let instead = wrapper.description == "@Injected"
+                ? "try $x.getValue() throws this error instead, @Injected var x: \(Value.self)? reads nil)"
+                : "@Injected var x: \(Value.self)? reads nil instead, try WeaveDI.Container.live.require(\(Value.self).self) "
+                    + "throws this error)"
             fatalError(
                 "\(wrapper) var ...: \(Value.self)\(site.declaredAt): \(error) (a non-optional \(wrapper) read cannot throw; "
-                    + "@Injected var x: \(Value.self)? reads nil instead, try WeaveDI.Container.live.require(\(Value.self).self) "
-                    + "throws this error)")
+                    + instead)
         }
     }
+}
+
+extension Injected where Value: Sendable {
+    /// The dependency, looked up now; throws the `ResolutionError` that a read of a
+    /// non-optional `@Injected var x: T` would stop the program with (`try $x.getValue()`).
+    ///
+    /// Of `@Injected(\.key)` and of a pinned value it is the read, which cannot fail (a key has
+    /// a default). (An optional property, `@Injected var x: T?`, gets the overload that returns
+    /// `T`.)
+    public func getValue() throws(ResolutionError) -> Value {
+        switch storage {
+        case let .key(cache): return cache._withUnsafeGuaranteedRef { $0.read() }
+        case let .pinned(box): return box.value
+        // Only in generic code that does not know `Value` is optional: nil is a `Value`.
+        case let .type(lookup): return lookup._withUnsafeGuaranteedRef { $0.readRequired() }
+        case let .required(required):
+            return try required.takeUnretainedValue().lookup.takeUnretainedValue().readOrThrow()!
+        }
+    }
+}
+
+extension Injected where Value: Sendable & _InjectedOptional {
+    /// The dependency of `@Injected var x: T?`, looked up now: the `T`, or the `ResolutionError`
+    /// saying why there is none (`notRegistered` for a type not registered, where a read is nil),
+    /// as the deprecated `@SafeInject`'s `getValue()` throws. Unlike a read that finds nothing,
+    /// it logs nothing: the error is the caller's.
+    ///
+    /// Of `@Injected(\.key)` and of a pinned value it is the read; when that is nil, it throws
+    /// `notRegistered` for `T` (no key, override or registration gave a `T`).
+    public func getValue() throws(ResolutionError) -> Value.Wrapped {
+        switch storage {
+        case let .type(lookup):
+            return try lookup.takeUnretainedValue().readOrThrow()._injectedWrapped!
+        case .key, .pinned, .required:
+            if let value = lookUp()._injectedWrapped { return value }
+            throw ResolutionError.notRegistered(type: TypeSlots.shared.logName(of: Value.Wrapped.self), suggestions: [])
+        }
+    }
+}
+
+/// What lets `try $x.getValue()` of `@Injected var x: T?` return `T`: `Optional` conforms, and
+/// nothing else should.
+public protocol _InjectedOptional {
+    associatedtype Wrapped
+    /// The optional itself.
+    var _injectedWrapped: Wrapped? { get }
+}
+
+extension Optional: _InjectedOptional {
+    public var _injectedWrapped: Wrapped? { self }
 }
 
 extension Injected: Sendable where Value: Sendable {}
@@ -286,6 +346,10 @@ class TypeLookup<Value>: @unchecked Sendable {
     /// `readSlow()`, logging nothing when it reads nil.
     @usableFromInline
     func readSlowQuietly() -> Value { fatalError("abstract") }
+
+    /// The value (never nil), or why there is none, logging nothing: what `$x.getValue()`
+    /// reads. One resolution, so a failing factory runs once.
+    func readOrThrow() throws(ResolutionError) -> Value { fatalError("abstract") }
 }
 
 /// Resolves `Wrapped` from `Container.live`, and remembers its built singleton while the
@@ -314,6 +378,15 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
 
     override func readSlowQuietly() -> Wrapped? {
         lookUp(logging: false)
+    }
+
+    override func readOrThrow() throws(ResolutionError) -> Wrapped? {
+        let generation = Generation.current
+        if let raw = cache.load(at: generation) { return unbox(raw, as: Wrapped.self) }
+        let container = WeaveDI.Container.live
+        let value = try container.requireSendable(Wrapped.self)
+        cache.store(singletonOf: slot, in: container, at: generation)
+        return value
     }
 
     /// Resolves `Wrapped` (and remembers a built singleton); `logging`: says why it reads nil.

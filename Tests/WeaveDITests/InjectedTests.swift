@@ -565,6 +565,7 @@ struct GroupedValues {
             "@Factory var ...: FactoryCycleA (declared at weavedi_probe/main.swift:\(line)): "
                 + "dependency cycle: FactoryCycleA -> FactoryCycleB -> FactoryCycleA"), "\(result.stderr)")
         #expect(result.stderr.contains("try WeaveDI.Container.live.makeFresh(FactoryCycleA.self)"))
+        #expect(result.stderr.contains("(a @Factory read cannot throw; try $x.getValue() throws this error instead"))
     }
 
     @Test func nonOptionalInjectedWithoutRegistration_stops_namingTheTypeAndTheFix() throws {
@@ -576,6 +577,9 @@ struct GroupedValues {
             "\(result.stderr)")
         #expect(result.stderr.contains("no registration for Unregistered"))
         #expect(result.stderr.contains("container.register(Unregistered.self)"))
+        #expect(result.stderr.contains(
+            "(a non-optional @Injected read cannot throw; try $x.getValue() throws this error instead, "
+                + "@Injected var x: Unregistered? reads nil)"), "\(result.stderr)")
         // The stop says it all: no line first about `Unregistered?`, which the program never wrote.
         #expect(!result.stderr.contains("Unregistered? reads nil:"), "\(result.stderr)")
         #expect(!result.stderr.contains("diagnostic:"), "\(result.stderr)")

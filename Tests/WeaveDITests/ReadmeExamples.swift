@@ -61,6 +61,22 @@ final class DocumentService: @unchecked Sendable {
     }
 }
 
+// @Factory and @Injected: try $x.getValue() throws where a read would stop the program
+final class ReportHandler: @unchecked Sendable {
+    @Injected var network: any NetworkService
+    @Factory var pdfGenerator: PDFGenerator
+
+    func handle() -> String {
+        do {
+            let generator = try $pdfGenerator.getValue()        // throws instead of stopping
+            let network = try $network.getValue()
+            return "200 \(type(of: generator)) over \(type(of: network))"
+        } catch {
+            return "503 \(error)"                                // a ResolutionError
+        }
+    }
+}
+
 // Modules
 struct NetworkModule: WeaveDI.Module {
     func register(in container: WeaveDI.Container) async {
@@ -191,6 +207,15 @@ extension InjectedTests {
         WeaveDI.Container.live.register(PDFGenerator.self) { PDFGenerator() }
         let generators = await DocumentService().generate(8)
         #expect(Set(generators.map(ObjectIdentifier.init)).count == 8)
+    }
+
+    @Test func readme_getValue() {
+        let handler = ReportHandler()
+        #expect(handler.handle().hasPrefix("503 no registration for PDFGenerator; "), "\(handler.handle())")
+        WeaveDI.Container.live.register(PDFGenerator.self) { PDFGenerator() }
+        #expect(handler.handle().hasPrefix("503 no registration for NetworkService; "), "\(handler.handle())")
+        WeaveDI.Container.live.register((any NetworkService).self) { LiveNetwork() }
+        #expect(handler.handle() == "200 PDFGenerator over LiveNetwork")
     }
 
     @Test func readme_modules() async {
