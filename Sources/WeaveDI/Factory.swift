@@ -76,7 +76,7 @@ public struct Factory<Value: Sendable>: Sendable {
     @inline(never)
     static func unbuilt(_ error: ResolutionError, declaredAt site: DeclarationSite) -> Never {
         fatalError(
-            "@Factory var ...: \(Value.self)\(site.declaredAt): \(error) (a @Factory read cannot throw; "
+            "@Factory var ...: \(Value.self)\(site.declaredAt): \(WeaveDI.Container.wrapperFailure(error, reading: Value.self)) (a @Factory read cannot throw; "
                 + "try $x.getValue() throws this error instead, as try WeaveDI.Container.live.makeFresh(\(Value.self).self) does)")
     }
 }

@@ -119,7 +119,7 @@ public struct Injected<Value> {
                 : "@Injected var x: \(Value.self)? reads nil instead, try WeaveDI.Container.live.require(\(Value.self).self) "
                     + "throws this error)"
             fatalError(
-                "\(wrapper) var ...: \(Value.self)\(site.declaredAt): \(error) (a non-optional \(wrapper) read cannot throw; "
+                "\(wrapper) var ...: \(Value.self)\(site.declaredAt): \(WeaveDI.Container.wrapperFailure(error, reading: Value.self)) (a non-optional \(wrapper) read cannot throw; "
                     + instead)
         }
     }
@@ -425,9 +425,13 @@ final class LiveTypeLookup<Wrapped>: TypeLookup<Wrapped?>, @unchecked Sendable {
             WeaveDILog.log(
                 .diagnostic, subsystem: "injected",
                 "@Injected var ...: \(TypeSlots.shared.logName(ofSlot: slot))? reads nil: "
-                    + "\(container.explained(error, for: Wrapped.self)) (said once for this type)")
+                    + "\(WeaveDI.Container.wrapperFailure(container.explained(error, for: Wrapped.self), reading: Wrapped.self)) "
+                    + "(said once for this type)")
         default:
-            WeaveDILog.log(.error, subsystem: "injected", "@Injected var ...: \(TypeSlots.shared.logName(ofSlot: slot))? reads nil: \(error)")
+            WeaveDILog.log(
+                .error, subsystem: "injected",
+                "@Injected var ...: \(TypeSlots.shared.logName(ofSlot: slot))? reads nil: "
+                    + WeaveDI.Container.wrapperFailure(error, reading: Wrapped.self))
         }
     }
 }

@@ -56,3 +56,49 @@ enum ScopeContext {
         return try await $current.withValue(owner, operation: body, isolation: isolation)
     }
 }
+
+extension ScopeOwner {
+    /// "session" or "request".
+    var kind: String {
+        switch self {
+        case .session: "session"
+        case .request: "request"
+        }
+    }
+
+    /// The session's or request's id, escaped for a message.
+    var escapedID: String {
+        switch self {
+        case let .session(session): ControlCharacters.escaped(session.id)
+        case let .request(request): ControlCharacters.escaped(request.id)
+        }
+    }
+}
+
+extension WeaveDI.Container {
+    /// What a wrapper read (`@Injected`, `@Factory`, which read `Container.live`) that failed
+    /// with `error` says about it: `error`, or, when the session or request current here (made
+    /// current by `withCurrent`, or the one building) belongs to another container, the error
+    /// told as what it is: a read of `Container.live`, which the wrappers read whatever is
+    /// current, and how to resolve through the current scope instead. Only failure paths call it.
+    @inline(never)
+    static func wrapperFailure(_ error: ResolutionError, reading type: Any.Type) -> String {
+        let live = WeaveDI.Container.live
+        guard let owner = ResolutionStack.current.owner, owner.container !== live, error.path.isEmpty else {
+            return error.description
+        }
+        let current = "the current \(owner.kind) '\(owner.escapedID)' belongs to another container, which wrapper reads do not use"
+        let registeredThere = owner.container.table.load(TypeSlots.shared.slot(forAny: type)) != nil
+        switch error {
+        case let .notRegistered(name, _, _) where registeredThere:
+            let metatype = ResolutionError.metatype(named: name) ?? "\(name).self"
+            return "no registration for \(name) in WeaveDI.Container.live; \(current): resolve through it "
+                + "(\(owner.kind).require(\(metatype)))"
+        case let .noActiveScope(name, _, _) where registeredThere:
+            let metatype = ResolutionError.metatype(named: name) ?? "\(name).self"
+            return "\(error) (in WeaveDI.Container.live; \(current): resolve through it, \(owner.kind).require(\(metatype)))"
+        default:
+            return "\(error) (in WeaveDI.Container.live; \(current))"
+        }
+    }
+}

@@ -87,8 +87,10 @@ public final class Session: Resolver, Sendable {
         return try result.get()
     }
 
-    /// Runs `body` with this session current: `Container.resolve`, `@Injected` and `@Factory`
-    /// inside it (and in its child tasks) resolve session-scoped services from this session.
+    /// Runs `body` with this session current: this container's `resolve` and `require` inside
+    /// it (and in its child tasks) resolve session-scoped services from this session; so do
+    /// `@Injected` and `@Factory` when this is a session of `Container.live`, the only container
+    /// they read.
     /// While it runs, the session is in use: never idle (`idleSessions(longerThan:)`).
     public func withCurrent<R>(_ body: () throws -> R) rethrows -> R {
         instances.use(true, at: .now)

@@ -163,6 +163,25 @@ final class InjectedReader {
     @Injected var unregistered: Unregistered
 }
 
+/// Registered (request-scoped) in a container of its own, not in `Container.live`.
+final class ForeignContext: Sendable {}
+
+final class ForeignReader {
+    @Injected var context: ForeignContext
+    @Factory var fresh: ForeignContext
+}
+
+/// Reads `ForeignContext` through `wrapper`'s property inside a request of another container
+/// than `Container.live`: a stop that says the wrappers read `Container.live`.
+func readInForeignRequest(_ wrapper: String) {
+    let container = WeaveDI.Container()
+    container.register(ForeignContext.self, scope: .request) { ForeignContext() }
+    let request = container.openSession(id: "x").openRequest(id: "y")
+    request.withCurrent {
+        _ = wrapper == "factory" ? ForeignReader().fresh : ForeignReader().context
+    }
+}
+
 /// `@Provide`, read before its component is registered: the stop names `@Provide`.
 struct UnregisteredProviders: WeaveDI.Component {
     @Provide var unregistered: Unregistered = Unregistered()
@@ -354,6 +373,12 @@ case "key-too-deep":
 case "injected-missing":
     _ = InjectedReader().unregistered
     print("unreachable")
+case "injected-foreign-request":
+    readInForeignRequest("injected")
+    print("unreachable")
+case "factory-foreign-request":
+    readInForeignRequest("factory")
+    print("unreachable")
 case "provide-missing":
     _ = UnregisteredProviders().unregistered
     print("unreachable")
@@ -526,6 +551,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty && report.notBuilt.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|graph-check-logs|release-rebuild|health-misuse|stderr-flood|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|injected-foreign-request|factory-foreign-request|graph-check-logs|release-rebuild|health-misuse|stderr-flood|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

@@ -100,3 +100,31 @@ extension InjectedTests {
         #expect(try holder.$keyed.getValue() === holder.keyed)
     }
 }
+
+/// Registered in a container other than `Container.live`.
+final class ElsewhereContext: Sendable {}
+final class ElsewhereHolder: @unchecked Sendable {
+    @Injected var context: ElsewhereContext?
+}
+
+extension InjectedTests {
+    /// A request of another container, current: an optional wrapper read is nil (wrappers read
+    /// `Container.live`), and its line says why and how to resolve through the request.
+    @Test func optionalReadInAnotherContainersRequest_saysWrappersReadLive() async {
+        let other = WeaveDI.Container()
+        other.register(ElsewhereContext.self, scope: .request) { ElsewhereContext() }
+        let session = other.openSession(id: "elsewhere")
+        let request = session.openRequest(id: "y")
+        let log = LogCapture()
+        let read = log.during { request.withCurrent { ElsewhereHolder().context } }
+        #expect(read == nil)
+        #expect(log.messages.contains {
+            $0.contains("no registration for ElsewhereContext in WeaveDI.Container.live; the current request 'y' belongs to "
+                + "another container, which wrapper reads do not use: resolve through it (request.require(ElsewhereContext.self))")
+        }, "\(log.messages)")
+        // Outside it, the usual line (said once per type: asked of another type here).
+        #expect(WeaveDI.Container.wrapperFailure(.notRegistered(type: "ElsewhereContext", suggestions: []), reading: ElsewhereContext.self)
+            == ResolutionError.notRegistered(type: "ElsewhereContext", suggestions: []).description)
+        await session.close()
+    }
+}

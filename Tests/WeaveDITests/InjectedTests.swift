@@ -585,6 +585,19 @@ struct GroupedValues {
         #expect(!result.stderr.contains("diagnostic:"), "\(result.stderr)")
     }
 
+    /// A request of another container than `Container.live`, current: the wrappers read
+    /// `Container.live` all the same, and their stop says so, and how to resolve through it.
+    @Test(arguments: ["injected", "factory"])
+    func wrapperReadInAnotherContainersRequest_stops_sayingWrappersReadLive(wrapper: String) throws {
+        let result = try ChildProcess.run("weavedi-probe", ["\(wrapper)-foreign-request"])
+        #expect(result.signaled || result.status != 0)
+        #expect(!result.stdout.contains("unreachable"))
+        #expect(result.stderr.contains(
+            "no registration for ForeignContext in WeaveDI.Container.live; the current request 'y' belongs to another "
+                + "container, which wrapper reads do not use: resolve through it (request.require(ForeignContext.self))"),
+            "\(result.stderr)")
+    }
+
     /// `@Provide` (and the deprecated `@Inject`) read through the same lookup: the stop names the
     /// wrapper the property was declared with.
     @Test func nonOptionalProvideWithoutRegistration_stops_namingItsWrapper() throws {
