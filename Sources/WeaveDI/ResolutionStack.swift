@@ -63,6 +63,9 @@ struct ResolutionStack {
         var count = 0
         /// Set by `quietly`: the library's lines on this thread are dropped meanwhile.
         var quiet = false
+        /// Set by `validate()` while it builds on this thread: what the key reads of its builds
+        /// that fell back to a key's default report. Read only on that failure path.
+        var validation: KeyFallbackCollector?
     }
 
     /// Whether `quietly` runs on this thread now (false on a thread that never built).
@@ -80,6 +83,17 @@ struct ResolutionStack {
         state.pointee.quiet = true
         defer { state.pointee.quiet = before }
         return try body()
+    }
+
+    /// Runs `body` (synchronous: it stays on this thread) with `collector` told of every key
+    /// read in its builds that falls back to the key's default because the registration of the
+    /// key's value type failed (`validate()`).
+    static func collectingKeyFallbacks<R>(into collector: KeyFallbackCollector, _ body: () -> R) -> R {
+        let state = current.state
+        let before = state.pointee.validation
+        state.pointee.validation = collector
+        defer { state.pointee.validation = before }
+        return body()
     }
 
     let state: UnsafeMutablePointer<State>

@@ -3,7 +3,8 @@ extension WeaveDI {
     public struct ValidationReport: Sendable, Equatable {
         /// Registrations built without error.
         public var built: [String]
-        /// Registrations that could not be built, with the reason.
+        /// Registrations that could not be built, with the reason, and those whose build read an
+        /// `InjectedKey` whose registration failed, and so kept the key's default.
         public var failures: [Failure]
         /// Dependency cycles in the recorded graph (see `Container.checkCycles()`).
         public var cycles: [[String]]
@@ -16,7 +17,8 @@ extension WeaveDI {
             public var type: String
             /// Its scope.
             public var scope: WeaveDI.Scope
-            /// Why it failed (`ResolutionError.description`).
+            /// Why it failed (`ResolutionError.description`; for a build that kept a key's
+            /// default, the key, the registration that failed and its error).
             public var reason: String
             /// Whether the reason is a scope mismatch.
             public var isScopeMismatch: Bool
@@ -33,7 +35,8 @@ extension WeaveDI.Container {
     /// Builds every registration once, each in its own scope: singletons are built (and stay
     /// built), session- and request-scoped ones inside a probe session and request that are
     /// then closed (disposing what they built), transients once. Building records the dependency
-    /// graph; the report adds its cycles and the component issues.
+    /// graph; the report adds its cycles and the component issues. A build that reads a key
+    /// whose registration fails (and so keeps the key's default) is a failure of that build.
     @discardableResult
     public func validate() async -> WeaveDI.ValidationReport {
         await validate(logged: true)
@@ -55,6 +58,9 @@ extension WeaveDI.Container {
             var changes: UInt64
             var built: Set<Int>
             var failures: [(slot: Int, failure: WeaveDI.ValidationReport.Failure)]
+            /// The singletons built with a key's default in place of a failed registration, by
+            /// slot: their entries, which keep that default while they keep their instance.
+            var keptDefaults: [Int: ObjectIdentifier] = [:]
         }
         let validated = Locked<Validated?>(nil)
     }
@@ -72,18 +78,26 @@ extension WeaveDI.Container {
             let pass = validationPass(entries, logged: logged)
             await pass.closeProbe(logged: logged)
             memory.validated.withLock {
-                $0 = .init(changes: changes, built: Set(pass.built), failures: pass.failures)
+                $0 = .init(changes: changes, built: Set(pass.built), failures: pass.failures, keptDefaults: pass.keptDefaults)
             }
             return finish(pass, logged: logged)
         }
-        let failed = Set(known.failures.map(\.slot))
+        // A singleton that kept a key's default still holds it (building it again would read
+        // the instance, not the key): its failure stands until it is released or replaced.
+        let current = state.withLock { $0.entries }
+        let kept = known.keptDefaults.filter { slot, entry in
+            current[slot].map { ObjectIdentifier($0) == entry && $0.hasInstance } ?? false
+        }
+        let failed = Set(known.failures.map(\.slot)).subtracting(kept.keys)
         var pass = validationPass(entries.filter { failed.contains($0.slot) }, logged: logged)
         await pass.closeProbe(logged: logged)
-        let built = known.built.union(pass.built)
+        pass.failures += known.failures.filter { kept[$0.slot] != nil }
+        pass.keptDefaults.merge(kept) { new, _ in new }
+        let built = known.built.union(pass.built).subtracting(pass.failures.map(\.slot))
         memory.validated.withLock { validated in
             // Kept only if no registration changed meanwhile (a newer round would validate again).
             guard validated?.changes == changes else { return }
-            validated = .init(changes: changes, built: built, failures: pass.failures)
+            validated = .init(changes: changes, built: built, failures: pass.failures, keptDefaults: pass.keptDefaults)
         }
         pass.built = entries.map(\.slot).filter(built.contains)
         pass.count = entries.count
@@ -102,6 +116,9 @@ extension WeaveDI.Container {
         var built: [Int] = []
         /// The registrations that failed, by slot; their names are filled in by `finish`.
         var failures: [(slot: Int, failure: WeaveDI.ValidationReport.Failure)] = []
+        /// The singletons built with a key's default in place of a failed registration (see
+        /// `GraphCheckMemory.Validated.keptDefaults`).
+        var keptDefaults: [Int: ObjectIdentifier] = [:]
         /// None when there was nothing to build.
         let probe: Session?
 
@@ -120,7 +137,9 @@ extension WeaveDI.Container {
         let session = openSession(id: "weavedi-validation", attributes: ["purpose": "validation"], logged: logged)
         let request = session.openRequest(id: "weavedi-validation")
         var pass = ValidationPass(count: entries.count, probe: session)
+        let collector = KeyFallbackCollector(containerID: id)
         for entry in entries {
+            collector.validating = (entry.slot, entry.scope)
             let owner: ScopeOwner? = switch entry.scope {
             case .singleton: nil
             case .session: .session(session)
@@ -129,9 +148,14 @@ extension WeaveDI.Container {
             do {
                 // Quiet unless logged: the lines of the factories it runs (a resolve that finds
                 // nothing) are the validation's.
-                _ = try ResolutionStack.quietly(!logged) { () throws(ResolutionError) -> Any in
-                    try entry.resolveErased(in: self, owner: owner)
+                let result = ResolutionStack.collectingKeyFallbacks(into: collector) {
+                    ResolutionStack.quietly(!logged) { () -> Result<Any, ResolutionError> in
+                        do throws(ResolutionError) { return .success(try entry.resolveErased(in: self, owner: owner)) } catch {
+                            return .failure(error)
+                        }
+                    }
                 }
+                _ = try result.get()
                 pass.built.append(entry.slot)
             } catch {
                 var mismatch = false, cycle = false
@@ -140,6 +164,21 @@ extension WeaveDI.Container {
                 pass.failures.append((entry.slot, .init(type: "", scope: entry.scope, reason: error.description,
                                                         isScopeMismatch: mismatch, isCycle: cycle)))
             }
+        }
+        // A build that kept a key's default in place of a failed registration is a failure,
+        // whichever validated build ran it (its own, or one that needed it).
+        for fallback in collector.fallbacks {
+            var mismatch = false, cycle = false
+            if case .scopeMismatch = fallback.error { mismatch = true }
+            if case .cycle = fallback.error { cycle = true }
+            pass.failures.append((fallback.slot, .init(type: "", scope: fallback.scope, reason: fallback.reason,
+                                                       isScopeMismatch: mismatch, isCycle: cycle)))
+        }
+        let failed = Set(collector.fallbacks.map(\.slot))
+        pass.built.removeAll { failed.contains($0) }
+        let current = state.withLock { $0.entries }
+        for fallback in collector.fallbacks where fallback.scope == .singleton {
+            if let entry = current[fallback.slot] { pass.keptDefaults[fallback.slot] = ObjectIdentifier(entry) }
         }
         return pass
     }
@@ -215,5 +254,48 @@ extension WeaveDI.Container {
                 return (slot, names[slot] ?? entry.typeName, reporter)
             }
         }
+    }
+}
+
+/// What `validate()` learns, on the thread that builds, of the key reads in its builds that got
+/// a key's default because the registration of the key's value type failed: the build keeps the
+/// default (a singleton for good), so the validation reports it as a failure of that build.
+/// Used on that thread only.
+final class KeyFallbackCollector {
+    struct Fallback {
+        /// The registration whose build read the key (of the validated container), and its scope.
+        let slot: Int
+        let scope: WeaveDI.Scope
+        /// The key's slot.
+        let key: Int
+        let reason: String
+        let error: ResolutionError
+    }
+
+    /// The validated container.
+    let containerID: UInt64
+    /// The registration being validated: the build a key read is charged to when no build of
+    /// the validated container is open.
+    var validating: (slot: Int, scope: WeaveDI.Scope)?
+    private(set) var fallbacks: [Fallback] = []
+
+    init(containerID: UInt64) { self.containerID = containerID }
+
+    /// A read of key `key` fell back to its default: the registration of its value type
+    /// (`valueSlot`, in `container`, which the key reads) failed with `error`. A read made while
+    /// that very registration is being built is a cycle through the key, which the report's
+    /// cycles show: not counted again.
+    func fellBack(key: Int, valueSlot: Int, error: ResolutionError, in container: WeaveDI.Container) {
+        let stack = ResolutionStack.current
+        if case .cycle = error, stack.index(of: valueSlot, in: container.id) != nil { return }
+        let open = stack.frames.last { $0.containerID == containerID }
+        guard let (slot, scope) = open.map({ ($0.slot, $0.scope) }) ?? validating else { return }
+        if fallbacks.contains(where: { $0.slot == slot && $0.key == key }) { return }
+        let names = ResolutionStack.names(of: [slot, key, valueSlot])
+        fallbacks.append(.init(
+            slot: slot, scope: scope, key: key,
+            reason: "\(names[1]) was read while building \(names[0]) and gave the key's default, which \(names[0]) "
+                + "keeps: the registration of \(names[2]) failed (\(error))",
+            error: error))
     }
 }
