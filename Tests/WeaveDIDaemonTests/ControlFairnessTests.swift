@@ -108,6 +108,24 @@ import WeaveDIPosix
     }
 }
 
+extension ControlFairnessTests {
+    /// A `oneway` call of a method `org.varlink.service` does not have is run as any unknown
+    /// method's, and counted as an error (`MethodNotFound`), with no reply.
+    @Test func aOnewayCallOfAnUnknownServiceMethod_isCountedAsAnError() throws {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(
+            ["--config", directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        let client = try RawClient(daemon.defaultSocket)
+        try client.send(call("org.varlink.service.Nope", extra: #","oneway":true"#) + call("io.weavedi.Daemon.GetMetrics"))
+        let text = try #require(client.varlinkReply()?.parameter("text")?.stringValue, "\(daemon.log)")
+        #expect(text.contains(#"weavedi_control_errors_total{error="org.varlink.service.MethodNotFound"} 1"#), "\(text)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+}
+
 /// Stops the daemon (`SIGSTOP`) and waits until it is stopped: what clients send meanwhile is
 /// all in their sockets when it goes on (`SIGCONT`), and it reads as one wake-up does.
 func stopped(_ daemon: DaemonProcess) -> Bool {

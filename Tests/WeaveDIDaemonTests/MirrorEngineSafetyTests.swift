@@ -186,6 +186,20 @@ import WeaveDIPosix
         #expect(access(badInDestination, F_OK) == 0)
     }
 
+    /// A file changed while being copied in too many runs in a row is an error of the run even
+    /// when the run's warnings were full (1000 other skips recorded before it): its own warning
+    /// was not kept, but its skip was.
+    @Test func aFileChangedTooOften_isAnError_pastAFullListOfWarnings() {
+        var report = MirrorReport()
+        report.result = .success
+        for index in 0..<MirrorReport.issueLimit { report.fail("gone-\(index)", .vanished) }
+        report.fail("grow", .changedWhileCopying)
+        #expect(report.changedWhileCopying == ["grow"] && report.skipped == MirrorReport.issueLimit + 1)
+        report.changedTooOften("grow", "changed in each of the last 3 runs")
+        #expect(report.errorCount == 1 && report.errors.map(\.path) == ["grow"], "\(report.errors)")
+        #expect(report.skipped == MirrorReport.issueLimit && report.result == .partial)
+    }
+
     @Test func linkThatCannotBeMirrored_leavesTheDirectoryInItsWay() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("dst/bad-link/kept.txt", "kept")

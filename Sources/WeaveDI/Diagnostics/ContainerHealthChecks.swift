@@ -69,7 +69,7 @@ extension UnifiedRegistry {
             let idle = container.idleSessions(longerThan: sessionIdleLimit)
             let now = ContinuousClock.now
             return idle.isEmpty
-                ? .healthy("\(container.openSessions.count) open session(s), none idle")
+                ? .healthy("\(container.openSessions.count) open session(s), none idle for more than \(format(sessionIdleLimit))")
                 : .degraded(
                     "\(idle.count) session(s) idle for more than \(format(sessionIdleLimit)): "
                         + namedSessions(idle.map { ($0.id, now - $0.lastActiveAt) }),

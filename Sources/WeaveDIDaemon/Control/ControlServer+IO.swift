@@ -227,9 +227,13 @@ extension ControlServer {
                 continue
             }
             nextID += 1
+            // The connection's own limit (`control.idleTimeout`) ends an idle one, and its session
+            // with it: the `container.sessions` fix must not close the session of a connection
+            // still open (a long idleTimeout beside a short health.sessionIdleLimit).
             let session = container.openSession(
                 id: "control-\(id)",
-                attributes: ["uid": "\(credentials.uid)", "gid": "\(credentials.gid)", "pid": "\(credentials.pid)", "kind": "control"])
+                attributes: ["uid": "\(credentials.uid)", "gid": "\(credentials.gid)", "pid": "\(credentials.pid)", "kind": "control"],
+                closesWhenIdle: false)
             connections[id] = ControlConnection(id: id, descriptor: descriptor, peer: peer, session: session, now: now)
             clientCount.add(1, ordering: .relaxed)
             log.debug("control", "connection \(id) from pid \(credentials.pid) uid \(credentials.uid)")

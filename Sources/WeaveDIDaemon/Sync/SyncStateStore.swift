@@ -497,8 +497,8 @@ struct PersistedJobState: Sendable, Equatable {
             dropped.append(error)
             sourceMounts = nil
         }
-        // A sweep asked for, and not known done, is asked again: one no run writes is dropped
-        // alone, as from a file without it.
+        // Whether a sweep is due: a value no run writes is dropped alone, as from a file without
+        // it (no sweep asked).
         do {
             cleanupDue = try PersistedStateProblem.flag(json, "cleanupDue")
         } catch {

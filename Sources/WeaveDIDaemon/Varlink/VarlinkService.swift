@@ -57,6 +57,9 @@ final class VarlinkService: ControlMessageHandler {
             + "(uids \(ids(fresh.adminUIDs)); gids \(ids(fresh.adminGIDs)))")
     }
 
+    /// The methods of `org.varlink.service` (`service(_:_:)` answers them): both read only.
+    static let serviceMethods: Set<String> = ["GetInfo", "GetInterfaceDescription"]
+
     func handleInline(message: UnsafeBufferPointer<UInt8>, peer: ControlPeer, session: Session, replies: inout [UInt8]) -> Bool {
         let call: VarlinkCall
         switch decode(message, peer: peer) {
@@ -70,7 +73,11 @@ final class VarlinkService: ControlMessageHandler {
         // A oneway call of a method that changes nothing would come to nothing, not even a
         // reply: it is counted (its connection's session marked active) and not run, its
         // parameters not even read, so that such calls cost a client's turn no more than a parse.
-        if call.oneway, interface == "org.varlink.service" || (interface == DaemonInterface.name && DaemonMethods.changesNothing(method)) {
+        // (A method neither interface has is run, and answered `MethodNotFound` to nobody: it
+        // counts as an error in the metrics.)
+        if call.oneway, (interface == "org.varlink.service" && Self.serviceMethods.contains(method))
+            || (interface == DaemonInterface.name && DaemonMethods.changesNothing(method))
+        {
             countCall(in: session)
             methods.metrics.count(method: call.method, error: nil)
             return true

@@ -115,7 +115,10 @@ struct LeftoverSweep {
             let isMount: Bool
             do {
                 status = try MirrorFailure.attempt("fstat") { try handle.status() }
-                isMount = try MirrorFailure.attempt("statx") { try handle.isMountRoot() }
+                // Where the kernel does not say (before Linux 5.8), a directory on another
+                // device than its parent, as the scanner tells a mount point below the source.
+                let said = try MirrorFailure.attempt("statx") { try handle.mountRoot() }
+                isMount = said ?? (status.device != parent.found.device)
             } catch {
                 if let ownerOpened {
                     leave(Level(handle: handle, owned: true, path: path, found: ownerOpened, madeWritable: true),

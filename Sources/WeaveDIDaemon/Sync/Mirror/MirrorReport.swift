@@ -157,11 +157,13 @@ public struct MirrorReport: Sendable, Equatable {
     /// Makes the skip of `path` as changed while being copied an error of the run, for `reason`
     /// (`ChangingFiles`: it changed so in several runs in a row); a successful run turns
     /// partial.
+    /// `path` is one of `changedWhileCopying`, so it was skipped; its warning may not have been
+    /// kept (past `issueLimit` warnings), and the skip is turned into an error all the same.
     mutating func changedTooOften(_ path: String, _ reason: String) {
-        guard let index = warnings.firstIndex(where: { $0.path == path && $0.reason.hasPrefix(MirrorFailure.changedWhileCopying.description) })
-        else { return }
-        warnings.remove(at: index)
-        skipped -= 1
+        if let index = warnings.firstIndex(where: { $0.path == path && $0.reason.hasPrefix(MirrorFailure.changedWhileCopying.description) }) {
+            warnings.remove(at: index)
+        }
+        skipped = max(0, skipped - 1)
         fail(path, reason)
         if result == .success { result = .partial }
     }
