@@ -734,6 +734,51 @@ import WeaveDIPosix
         #expect(saved[member: "jobs"]?[member: "docs"]?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-2")
     }
 
+    /// Two runs of a job in a row that never ended (the later one run again at once at a
+    /// start, as the earlier had not ended) are what a run that crashes the daemon leaves: the
+    /// job is not run again at once (it would crash the daemon at every start, a restart loop),
+    /// but at its interval, even with `runAtStart`; the log says why, naming both runs, and so
+    /// does the job's check. Before, it ran at once at every start.
+    @Test(arguments: [false, true])
+    func twoRunsInARowThatNeverEnded_areNotRunAgainAtOnce(runAtStart: Bool) throws {
+        let fixture = Fixture()
+        let now = Date().timeIntervalSince1970
+        // What two kills in a row leave: docs-1 never ended (read at a start, `unfinished`),
+        // and docs-2, run at once at that start, was going when the daemon stopped again.
+        fixture.directory.write("state/jobs.json", """
+            {"lastRunNumber": 2, "jobs": {"docs": {"consecutiveFailures": 1, "firstSeenAt": \(now - 60), "unfinished": true,
+              "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "startedAt": \(now - 30), "endedAt": \(now - 30),
+                "message": "run docs-1, started at …, never ended"},
+              "runGoing": {"id": "docs-2", "startedAt": \(now - 5)}}}}
+            """)
+        try FileManager.default.createDirectory(atPath: fixture.directory.path + "/mirror", withIntermediateDirectories: true)
+        let config = fixture.directory.write("weavedid.json", """
+            {"stateDirectory": "\(fixture.state)", "sync": {"jobs": [{"name": "docs", "source": "\(fixture.directory.path)/source",
+              "destination": "\(fixture.directory.path)/mirror", "interval": 3600, "runAtStart": \(runAtStart)}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: fixture.directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains("error   sync: docs: its runs docs-1 and docs-2 both never ended: the job's runs stopped the "
+            + "daemon twice in a row (a run that crashes it?); it is not run again at once, but at its interval (1h 00m); "
+            + "weavedictl run-job docs runs it now"), "\(daemon.log)")
+        #expect(!daemon.log.contains("it runs again now"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let job = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        let next = job?[member: "nextRunIn"]?.numberValue ?? -1
+        #expect(next > 3000 && next <= 3600, "\(job.map { "\($0)" } ?? "no job")")
+        #expect(job?[member: "running"]?.boolValue == false, "\(job.map { "\($0)" } ?? "no job")")
+        #expect(job?[member: "consecutiveFailures"]?.intValue == 2, "\(job.map { "\($0)" } ?? "no job")")
+        let health = try client.call("io.weavedi.Daemon.RunChecks", [("tags", .array([.string("sync")]))])
+            .parameter("health")?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "job.docs" }
+        let message = health?[member: "message"]?.stringValue ?? ""
+        #expect(message.hasPrefix("last run failed: run docs-2, started at ") && message.hasSuffix("; run docs-1 before it never "
+            + "ended either: the job's runs stopped the daemon twice in a row (a run that crashes it?), so it does not run "
+            + "again at once after a start, but at its interval"), "\(health.map { "\($0)" } ?? "no check")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+    }
+
     /// The job's entry in the state file.
     func savedEntry(_ fixture: Fixture) throws -> JSONValue? {
         let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))

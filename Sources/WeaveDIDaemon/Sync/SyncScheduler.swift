@@ -292,9 +292,20 @@ public actor SyncScheduler: DaemonService {
     /// never run runs a week after it was configured, however often the host restarts in
     /// between.
     private func firstWaitAtStart(_ config: DaemonConfiguration.Job) -> Duration {
-        if config.runAtStart { return .zero }
         let name = config.name
         let saved = persisted[name]
+        // Two runs of the job in a row never ended, the later one run again at once at a start:
+        // a run that crashes the daemon would crash it at every start, at once (a restart loop
+        // under systemd, until its start limit). It waits its interval, `runAtStart` or not.
+        if let twice = saved?.neverEndedTwice {
+            let runs = twice.earlier.map { "runs \($0) and \(twice.latest)" } ?? "run \(twice.latest) and the one before it"
+            let paused = jobs[name]?.paused == true ? " (it is paused)" : ""
+            log.error("sync", "\(name): its \(runs) both never ended: the job's runs stopped the daemon twice in a row (a run "
+                + "that crashes it?); it is not run again at once, but at its interval (\(Format.duration(seconds(config.interval))))"
+                + "\(paused); weavedictl run-job \(name) runs it now")
+            return config.interval + jitter(config.jitter)
+        }
+        if config.runAtStart { return .zero }
         // What becomes of a job due now, for the log: a paused one does not run.
         func runs(_ again: String) -> String {
             if jobs[name]?.paused == true { return "; it stays paused" }

@@ -152,13 +152,22 @@ struct SyncStateStore: Sendable {
             let time = DaemonLog.timestamp(TimeSpec(
                 seconds: Int64(going.startedAt.rounded(.down)),
                 nanoseconds: Int64((going.startedAt - going.startedAt.rounded(.down)) * 1e9)))
+            // A run that started while the job's run before it had never ended either (the job
+            // ran again at once after the start, `unfinished`): two runs of the job in a row
+            // stopped the daemon. One that crashes it would at every start, at once: it is not
+            // run again at once (`SyncScheduler.firstWaitAtStart`).
+            if state.endedUnfinished {
+                state.neverEndedTwice = PersistedJobState.NeverEndedTwice(earlier: state.lastRun?.id, latest: going.id)
+            }
             func message(_ id: String) -> String {
                 "run \(id), started at \(time), never ended: the daemon stopped without ending it (killed, crashed, the "
                     + "power); its destination may hold part of that run's changes until the next run"
             }
+            var said = message(going.id)
+            if let twice = state.neverEndedTwice { said += "; " + twice.description }
             // When it stopped is not known: its end is given as its start.
             state.lastRun = SyncRunRecord(
-                id: going.id, job: name, outcome: SyncOutcome(result: .failed, message: message(going.id)),
+                id: going.id, job: name, outcome: SyncOutcome(result: .failed, message: said),
                 startedAt: going.startedAt, endedAt: going.startedAt, duration: 0)
             state.consecutiveFailures = min(state.consecutiveFailures + 1, PersistedJobState.maximumFailures)
             state.runGoing = nil
@@ -383,6 +392,24 @@ struct PersistedJobState: Sendable, Equatable {
     /// (`ChangingFiles`): a restart does not count them again from 0. `changingFiles` in the
     /// file; absent in files written before it was kept, and for jobs without any.
     var changing: ChangingFiles?
+
+    /// Set as the file is read when the run going (`runGoing`) started while the job's run
+    /// before it had never ended either (`endedUnfinished`): two runs of the job in a row
+    /// stopped the daemon, and the job is not run again at once after this start. Not written.
+    var neverEndedTwice: NeverEndedTwice?
+
+    /// Two runs of a job in a row that never ended: the earlier (nil when the file no longer
+    /// names it) and the later.
+    struct NeverEndedTwice: Sendable, Equatable, CustomStringConvertible {
+        var earlier: String?
+        var latest: String
+
+        /// What the job's last run and its health check say of it.
+        var description: String {
+            "\(earlier.map { "run \($0)" } ?? "the run") before it never ended either: the job's runs stopped the daemon twice "
+                + "in a row (a run that crashes it?), so it does not run again at once after a start, but at its interval"
+        }
+    }
 
     /// A run that started and has not ended: `runGoing` of the state file.
     struct RunGoing: Sendable, Equatable {
