@@ -86,7 +86,16 @@ extension SyncScheduler {
             context.changingFiles = changing.runs
             log.info("sync", "\(name): run \(runID) started")
             worked = true
+            let kind = jobs[name]?.config.kind ?? "?"
             outcome = await session.withCurrent { await job.run(context) }
+            // What a kind returns is checked once, here: its counts, items and mount points are
+            // what the daemon keeps, shows and writes.
+            let (checked, problems) = outcome.checked()
+            if !problems.isEmpty {
+                log.warning("sync", "job \(PersistedStateProblem.quoted(name)) (kind \(PersistedStateProblem.quoted(kind))) returned "
+                    + problems.joined(separator: "; "))
+            }
+            outcome = checked
             changingAfter = outcome.changedWhileCopying.map { changing.after($0) }
             await session.close()
         }
@@ -166,9 +175,9 @@ extension SyncScheduler {
         }
         if state.recent.count > Self.recentRunLimit { state.recent.removeFirst(state.recent.count - Self.recentRunLimit) }
         state.runsByResult[record.result, default: 0] += 1
-        state.filesCopied += record.copied + record.updated
-        state.bytesCopied += record.bytes
-        state.filesSkipped += record.skipped
+        state.filesCopied = state.filesCopied.saturatingAdd(record.copied).saturatingAdd(record.updated)
+        state.bytesCopied = state.bytesCopied.saturatingAdd(record.bytes)
+        state.filesSkipped = state.filesSkipped.saturatingAdd(record.skipped)
         if let changing, changing.isOf(source: state.roots.source, destination: state.roots.destination) {
             state.changing = changing.runs.isEmpty ? nil : changing
         }
