@@ -626,6 +626,58 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    /// A run that ignores its cancellation holds a stop no longer than `cancelledRunWait`: it
+    /// is given up on, booked `cancelled` saying so, and the state file written as the stop
+    /// ends says it ended (no `runGoing`: the next start does not call it never ended). Before,
+    /// the stop waited for it for good (the daemon exited on its shutdown timeout, 1).
+    @Test func aRunDeafToCancellation_isGivenUpOn_atTheStop_andTheStateFileSaysItEnded() async throws {
+        let deaf = JobScript(open: false, deafToCancellation: true)
+        defer { deaf.release() }
+        let (scheduler, _, _) = scheduler([("d", deaf, { $0.runAtStart = true })])
+        try await scheduler.start()
+        #expect(await eventually { deaf.runs == 1 })
+        let stopped = Locked(false)
+        Task { await scheduler.stop(); stopped.withLock { $0 = true } }
+        #expect(await eventually { stopped.withLock { $0 } }, "the stop waits for the run")
+        try #require(stopped.withLock { $0 })
+        let saved = try JSONValue.parse(Array(try #require(state.read("jobs.json")).utf8))
+        let entry = saved[member: "jobs"]?[member: "d"]
+        #expect(entry?[member: "runGoing"]?.isNull == true, "\(saved)")
+        #expect(entry?[member: "lastRun"]?[member: "result"]?.stringValue == "cancelled", "\(saved)")
+        #expect(entry?[member: "lastRun"]?[member: "message"]?.stringValue == "the daemon is stopping; the job's run did not "
+            + "stop within 2.0 s of its cancellation: given up on (it may go on until it returns, or the daemon exits)", "\(saved)")
+    }
+
+    /// The job's fix that cancels a stuck run deaf to its cancellation gives it up after
+    /// `cancelledRunWait`, booked `cancelled`, and starts no run beside it (its job runs none
+    /// until it has ended); once it ends, the job runs again. Before, the fix waited for it for
+    /// good (`weavedictl fix` ended in CallTimedOut).
+    @Test func theFix_givesUpOnAStuckRunDeafToCancellation_andStartsNoneBesideIt() async throws {
+        let deaf = JobScript(open: false, deafToCancellation: true)
+        defer { deaf.release() }
+        let (scheduler, _, _) = scheduler([("d", deaf, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })])
+        try await scheduler.start()
+        #expect(await eventually { deaf.runs == 1 })
+        try? await Task.sleep(for: .milliseconds(50))  // stuck for longer than one interval
+        let said = Locked<String?>(nil)
+        Task { let fix = try? await scheduler.fix("d"); said.withLock { $0 = fix ?? "threw" } }
+        #expect(await eventually { said.withLock { $0 } != nil }, "the fix waits for the run")
+        let fix = try #require(said.withLock { $0 })
+        #expect(fix.hasPrefix("cancelled a run stuck for more than ") && fix.hasSuffix("; reset the backoff; no run started: run "
+            + "d-1 did not stop within 2.0 s of its cancellation, and none starts until it has"), "\(fix)")
+        #expect(deaf.runs == 1)
+        let last = await scheduler.jobs["d"]?.lastKept
+        #expect(last?.result == .cancelled && last?.message?.hasSuffix("the job's run did not stop within 2.0 s of its "
+            + "cancellation: given up on (it may go on until it returns, or the daemon exits)") == true, "\(String(describing: last))")
+        // Ended at last, it lets the job run again.
+        deaf.release()
+        #expect(await eventually { await scheduler.givenUpRunID(of: "d") == nil })
+        // Its timer (every 20 ms) starts the next run, or this does.
+        _ = try? await scheduler.startNow("d")
+        #expect(await eventually { await scheduler.jobs["d"]?.lastKept?.result == .success })
+        await scheduler.stop()
+    }
+
     @Test func pausedJobs_doNotRun_untilResumed() async throws {
         let script = JobScript()
         let (scheduler, _, _) = scheduler([("p", script, { $0.interval = .milliseconds(30) })])

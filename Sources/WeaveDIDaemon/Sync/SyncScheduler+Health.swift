@@ -91,7 +91,9 @@ extension SyncScheduler {
             cancelReasons[run.id] = "cancelled by the job's fix (weavedictl fix job.\(name) or auto-fix): stuck for more than "
                 + "\(SecondsRange.format(stuckAfter)) s"
             run.task.cancel()
-            _ = await run.task.value
+            // Waited for a while: a run that ignores its cancellation is given up on, booked
+            // cancelled, and the job starts no run until it has ended (the fix says so below).
+            _ = await waitForCancelled(name, runID: run.id, task: run.task, until: .now + Self.cancelledRunWait)
             actions.append("cancelled a run stuck for more than \(SecondsRange.format(stuckAfter)) s")
             cancelledStuck = true
         }
@@ -149,6 +151,9 @@ extension SyncScheduler {
                 actions.append("started run \(run.id)" + (wait > .zero ? ", still going after \(waited) s" : ""))
                 remedyInProgress(name, run: run)
             }
+        } else if let abandoned = givenUpRunID(of: name) {
+            actions.append("no run started: run \(abandoned) did not stop within "
+                + "\(Format.duration(seconds(Self.cancelledRunWait))) of its cancellation, and none starts until it has")
         } else if let run = jobs[name]?.running {
             // A run going (not stuck), or waiting for a slot: another would be skipped; the
             // job's check heals when that one succeeds.

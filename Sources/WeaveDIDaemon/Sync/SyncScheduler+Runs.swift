@@ -6,7 +6,9 @@ extension SyncScheduler {
     /// Starts a run of `name` (waiting for a free slot first: a slot free now is taken now, so
     /// that whoever asked is told truly whether the run waits); returns its task.
     func launch(_ name: String) -> Task<SyncRunRecord, Never>? {
-        guard let state = jobs[name], state.running == nil, !stopping, !hasOrphanRun(name) else { return nil }
+        guard let state = jobs[name], state.running == nil, !stopping, !hasOrphanRun(name), givenUpRunID(of: name) == nil else {
+            return nil
+        }
         runCounter += 1
         let runID = "\(name)-\(runCounter)"
         // The count is saved as the run is launched, not only once it ends: a daemon killed
@@ -99,6 +101,17 @@ extension SyncScheduler {
             changingAfter = outcome.changedWhileCopying.map { changing.after($0) }
             await session.close()
         }
+        // A run given up on (it did not stop within `cancelledRunWait` of its cancellation) was
+        // booked then, and its slot freed: its end now is only logged.
+        if givenUp.removeValue(forKey: runID) != nil {
+            cancelReasons[runID] = nil
+            log.notice("sync", "\(name): run \(runID), given up on as it did not stop when cancelled, has ended at last "
+                + "(\(outcome.result.rawValue))")
+            startRunSkippedForRemovedRun(name)
+            return SyncRunRecord(
+                id: runID, job: name, outcome: outcome, startedAt: startWall, endedAt: SystemClock.realtimeSeconds(),
+                duration: seconds(ContinuousClock.now - start))
+        }
         if holdsSlot { releaseSlot() }
         // A run the daemon cancelled says why (its job removed by a reload, the daemon stopping).
         if let reason = cancelReasons.removeValue(forKey: runID), outcome.result == .cancelled {
@@ -127,6 +140,49 @@ extension SyncScheduler {
         _ = launch(name)
     }
 
+    /// Waits for the run `runID` of `name` (its `task`), cancelled, until `deadline`: its record
+    /// once it ended, or nil when it did not stop by then, given up on (`giveUp`).
+    func waitForCancelled(
+        _ name: String, runID: String, task: Task<SyncRunRecord, Never>, until deadline: ContinuousClock.Instant
+    ) async -> SyncRunRecord? {
+        let left = max(.zero, deadline - ContinuousClock.now)
+        if let record = await withTimeout(left, clock: SystemHealthClock(), { await task.value }) { return record }
+        giveUp(name, runID: runID)
+        return nil
+    }
+
+    /// Gives up on the run `runID` of `name`, cancelled, that did not stop within
+    /// `cancelledRunWait` (a job kind that ignores its cancellation): it is booked `cancelled`
+    /// now, saying so, its slot freed and the state file written (no longer `runGoing`); its
+    /// job starts no run until it has ended at last. A removed job's run is only logged.
+    private func giveUp(_ name: String, runID: String) {
+        let limit = Format.duration(seconds(Self.cancelledRunWait))
+        let said = "the job's run did not stop within \(limit) of its cancellation: given up on (it may go on until it "
+            + "returns, or the daemon exits)"
+        if orphans.removeValue(forKey: runID) != nil {
+            givenUp[runID] = name
+            log.warning("sync", "\(name): run \(runID) of a job removed by a reload: \(said)")
+            if persisted[name]?.runGoing?.id == runID { saveState() }
+            return
+        }
+        guard let run = jobs[name]?.running, run.id == runID else { return }
+        givenUp[runID] = name
+        log.warning("sync", "\(name): run \(runID): \(said)")
+        if run.started != nil { releaseSlot() } else { leaveLine(runID) }
+        let message = (cancelReasons.removeValue(forKey: runID).map { $0 + "; " } ?? "") + said
+        let now = SystemClock.realtimeSeconds()
+        let duration = run.started.map { seconds(ContinuousClock.now - $0) } ?? 0
+        let record = SyncRunRecord(
+            id: runID, job: name, outcome: SyncOutcome(result: .cancelled, message: message),
+            startedAt: run.startedAt ?? now, endedAt: now, duration: duration)
+        finish(name, record, worked: run.startedAt != nil, outcome: SyncOutcome(result: .cancelled, message: message))
+    }
+
+    /// The id of a run of `name` given up on that has not ended yet, if any.
+    func givenUpRunID(of name: String) -> String? {
+        givenUp.filter { $0.value == name }.keys.min()
+    }
+
     /// Whether a run of a removed job named `name` is still stopping.
     func hasOrphanRun(_ name: String) -> Bool {
         orphans.values.contains { $0.job == name }
@@ -148,7 +204,7 @@ extension SyncScheduler {
     /// A run of a job that reloads removed (and maybe added again since) is only logged.
     /// `changing`, the job's memory of files changing as they are copied after the run, is
     /// taken when the run told it, of the roots the job has now.
-    private func finish(_ name: String, _ record: SyncRunRecord, worked: Bool, outcome: SyncOutcome, changing: ChangingFiles? = nil) {
+    func finish(_ name: String, _ record: SyncRunRecord, worked: Bool, outcome: SyncOutcome, changing: ChangingFiles? = nil) {
         guard var state = jobs[name], state.running?.id == record.id else {
             orphans.removeValue(forKey: record.id)
             // Its end in the line of every run's end, with its counts and message.

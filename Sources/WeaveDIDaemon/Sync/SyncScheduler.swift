@@ -32,6 +32,14 @@ public actor SyncScheduler: DaemonService {
     private var firstSeenNoted = false
     /// Why the daemon cancelled a run, by run id: the run's message starts with it.
     var cancelReasons: [String: String] = [:]
+    /// Runs cancelled that did not stop within `cancelledRunWait` (a job kind that ignores its
+    /// cancellation), by run id, with their job's name: booked `cancelled` then and their slot
+    /// freed (`giveUp`), they may still be going; their job starts no run until they end.
+    var givenUp: [String: String] = [:]
+    /// How long a run the daemon cancelled (a shutdown, the job's fix) is waited for before it
+    /// is given up on: a run stops at a safe point within moments, and a mirror's step that
+    /// does not answer within 2 s of its cancellation is left behind likewise.
+    static let cancelledRunWait: Duration = .seconds(2)
     var slotsInUse = 0
     /// `sync.maxConcurrentRuns` of the configuration in effect (a reload changes it before the
     /// configuration store does).
@@ -352,7 +360,16 @@ public actor SyncScheduler: DaemonService {
         for waiter in slotWaiters { waiter.continuation?.resume(returning: false) }
         slotWaiters = []
         for run in running { run.cancel() }
-        for run in running { _ = await run.value }
+        // Waited for `cancelledRunWait` at most from now: a run that ignores its cancellation is
+        // given up on, booked cancelled, so that the state file written below says it ended and
+        // the daemon exits normally (not after its shutdown timeout, the run said never ended).
+        let deadline = ContinuousClock.now + Self.cancelledRunWait
+        for (name, run) in jobs.compactMap({ name, state in state.running.map { (name, $0) } }) {
+            _ = await waitForCancelled(name, runID: run.id, task: run.task, until: deadline)
+        }
+        for (id, orphan) in orphans {
+            _ = await waitForCancelled(orphan.job, runID: id, task: orphan.task, until: deadline)
+        }
         saveState()
         await stateStore.flush()
         await metricsWriter.flush()
