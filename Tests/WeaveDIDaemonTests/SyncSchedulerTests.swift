@@ -106,7 +106,7 @@ struct ScriptedJob: SyncJob {
 
     func scheduler(
         _ jobs: [(String, JobScript, (inout DaemonConfiguration.Job) -> Void)], maxConcurrent: Int = 2,
-        state: TemporaryDirectory? = nil
+        state: TemporaryDirectory? = nil, cancelledRunWait: Duration = .seconds(2)
     ) -> (SyncScheduler, UnifiedRegistry, WeaveDI.Container) {
         let state = state ?? self.state
         var configuration = DaemonConfiguration(source: .file(path: "/test.json"), environment: [:], workingDirectory: state.path)
@@ -124,7 +124,9 @@ struct ScriptedJob: SyncJob {
         container.register(RunScoped.self, scope: .session) { RunScoped() }
         let registry = UnifiedRegistry(clock: ManualHealthClock())
         let log = DaemonLog(filter: LogFilter(defaultLevel: .off, overrides: [:]), journald: false)
-        return (SyncScheduler(store: ConfigurationStore(configuration), container: container, log: log, registry: registry), registry, container)
+        let scheduler = SyncScheduler(
+            store: ConfigurationStore(configuration), container: container, log: log, registry: registry, cancelledRunWait: cancelledRunWait)
+        return (scheduler, registry, container)
     }
 
     /// Whether `condition` holds within 3,000 polls 10 ms apart (30 s at least): it ends as soon
@@ -575,7 +577,10 @@ struct ScriptedJob: SyncJob {
 
     @Test func theFix_preparesTheJobAsConfiguredAfterTheStuckRunItCancelled() async throws {
         let stuck = JobScript(open: false, deafToCancellation: true)
-        let (scheduler, registry, _) = scheduler([("p", stuck, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })])
+        // The test ends the cancelled run by hand: the fix must wait for it however loaded the
+        // machine is, not give it up after 2 s.
+        let (scheduler, registry, _) = scheduler(
+            [("p", stuck, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })], cancelledRunWait: .seconds(600))
         try await scheduler.start()
         #expect(await eventually { stuck.runs == 1 })
         try? await Task.sleep(for: .milliseconds(50))  // stuck for longer than one interval
@@ -606,7 +611,10 @@ struct ScriptedJob: SyncJob {
     func anAutomaticFixThatCancelledAStuckRun_thenCouldNotPrepare_saysBoth(heldBack: Bool) async throws {
         let problem: any Error & Sendable = heldBack ? FixNotApplicable("mount the disk") : TestFailure(description: "cannot prepare")
         let stuck = JobScript(open: false, deafToCancellation: true, preparing: problem)
-        let (scheduler, registry, _) = scheduler([("p", stuck, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })])
+        // The test ends the cancelled run by hand: the fix must wait for it however loaded the
+        // machine is, not give it up after 2 s.
+        let (scheduler, registry, _) = scheduler(
+            [("p", stuck, { $0.runAtStart = true; $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })], cancelledRunWait: .seconds(600))
         try await scheduler.start()
         #expect(await eventually { stuck.runs == 1 })
         try? await Task.sleep(for: .milliseconds(50))  // stuck for longer than one interval

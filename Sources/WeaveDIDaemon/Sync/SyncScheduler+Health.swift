@@ -93,7 +93,7 @@ extension SyncScheduler {
             run.task.cancel()
             // Waited for a while: a run that ignores its cancellation is given up on, booked
             // cancelled, and the job starts no run until it has ended (the fix says so below).
-            _ = await waitForCancelled(name, runID: run.id, task: run.task, until: .now + Self.cancelledRunWait)
+            _ = await waitForCancelled(name, runID: run.id, task: run.task, until: .now + cancelledRunWait)
             actions.append("cancelled a run stuck for more than \(SecondsRange.format(stuckAfter)) s")
             cancelledStuck = true
         }
@@ -153,7 +153,7 @@ extension SyncScheduler {
             }
         } else if let abandoned = givenUpRunID(of: name) {
             actions.append("no run started: run \(abandoned) did not stop within "
-                + "\(Format.duration(seconds(Self.cancelledRunWait))) of its cancellation, and none starts until it has")
+                + "\(Format.duration(seconds(cancelledRunWait))) of its cancellation, and none starts until it has")
         } else if let run = jobs[name]?.running {
             // A run going (not stuck), or waiting for a slot: another would be skipped; the
             // job's check heals when that one succeeds.

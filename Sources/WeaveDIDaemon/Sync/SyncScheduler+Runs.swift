@@ -156,7 +156,7 @@ extension SyncScheduler {
     /// now, saying so, its slot freed and the state file written (no longer `runGoing`); its
     /// job starts no run until it has ended at last. A removed job's run is only logged.
     private func giveUp(_ name: String, runID: String) {
-        let limit = Format.duration(seconds(Self.cancelledRunWait))
+        let limit = Format.duration(seconds(cancelledRunWait))
         let said = "the job's run did not stop within \(limit) of its cancellation: given up on (it may go on until it "
             + "returns, or the daemon exits)"
         if orphans.removeValue(forKey: runID) != nil {

@@ -39,7 +39,8 @@ public actor SyncScheduler: DaemonService {
     /// How long a run the daemon cancelled (a shutdown, the job's fix) is waited for before it
     /// is given up on: a run stops at a safe point within moments, and a mirror's step that
     /// does not answer within 2 s of its cancellation is left behind likewise.
-    static let cancelledRunWait: Duration = .seconds(2)
+    /// (2 s; tests that end such a run by hand wait longer.)
+    let cancelledRunWait: Duration
     var slotsInUse = 0
     /// `sync.maxConcurrentRuns` of the configuration in effect (a reload changes it before the
     /// configuration store does).
@@ -197,8 +198,12 @@ public actor SyncScheduler: DaemonService {
         }
     }
 
-    init(store: ConfigurationStore, container: WeaveDI.Container, log: DaemonLog, registry: UnifiedRegistry) {
+    init(
+        store: ConfigurationStore, container: WeaveDI.Container, log: DaemonLog, registry: UnifiedRegistry,
+        cancelledRunWait: Duration = .seconds(2)
+    ) {
         self.store = store
+        self.cancelledRunWait = cancelledRunWait
         self.container = container
         self.log = log
         self.registry = registry
@@ -363,7 +368,7 @@ public actor SyncScheduler: DaemonService {
         // Waited for `cancelledRunWait` at most from now: a run that ignores its cancellation is
         // given up on, booked cancelled, so that the state file written below says it ended and
         // the daemon exits normally (not after its shutdown timeout, the run said never ended).
-        let deadline = ContinuousClock.now + Self.cancelledRunWait
+        let deadline = ContinuousClock.now + cancelledRunWait
         for (name, run) in jobs.compactMap({ name, state in state.running.map { (name, $0) } }) {
             _ = await waitForCancelled(name, runID: run.id, task: run.task, until: deadline)
         }
