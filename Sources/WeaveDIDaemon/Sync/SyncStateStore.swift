@@ -501,36 +501,38 @@ struct PersistedJobState: Sendable, Equatable {
         changing = ChangingFiles.read(json, dropped: &dropped)
         // It tells only when the first run of a job that never ran is due: one no run writes is
         // dropped alone, and the job is first seen at this start, as from a file without it.
-        do {
-            firstSeenAt = try PersistedStateProblem.time(json, "firstSeenAt", optional: true)
-        } catch {
-            dropped.append(error)
-            firstSeenAt = nil
+        firstSeenAt = Self.alone(or: nil, dropped: &dropped) { () throws(PersistedStateProblem) in
+            try PersistedStateProblem.time(json, "firstSeenAt", optional: true)
         }
         // It tells only whether the job runs again at once after a start: one no run writes is
         // dropped alone, as from a file without it.
-        do {
-            endedUnfinished = try PersistedStateProblem.flag(json, "unfinished")
-        } catch {
-            dropped.append(error)
-            endedUnfinished = false
+        endedUnfinished = Self.alone(or: false, dropped: &dropped) { () throws(PersistedStateProblem) in
+            try PersistedStateProblem.flag(json, "unfinished")
         }
         // They only guard a deleting mirror against a file system that did not mount: one no
         // run writes is dropped alone (said in the log), the job remembering none until its
         // next run looks again.
-        do {
-            sourceMounts = try Self.sourceMounts(json[member: "sourceMounts"])
-        } catch {
-            dropped.append(error)
-            sourceMounts = nil
+        sourceMounts = Self.alone(or: nil, dropped: &dropped) { () throws(PersistedStateProblem) in
+            try Self.sourceMounts(json[member: "sourceMounts"])
         }
         // Whether a sweep is due: a value no run writes is dropped alone, as from a file without
         // it (no sweep asked).
+        cleanupDue = Self.alone(or: false, dropped: &dropped) { () throws(PersistedStateProblem) in
+            try PersistedStateProblem.flag(json, "cleanupDue")
+        }
+    }
+
+    /// A member read by `read` that is dropped alone when it holds a value no run writes: its
+    /// problem goes to `dropped` (said in the log), and the entry takes `fallback`, as from a
+    /// file without it.
+    private static func alone<T>(
+        or fallback: T, dropped: inout [PersistedStateProblem], _ read: () throws(PersistedStateProblem) -> T
+    ) -> T {
         do {
-            cleanupDue = try PersistedStateProblem.flag(json, "cleanupDue")
+            return try read()
         } catch {
             dropped.append(error)
-            cleanupDue = false
+            return fallback
         }
     }
 
