@@ -44,8 +44,11 @@ struct ChangingFiles: Sendable, Equatable {
 
     /// How many runs in a row, this one included, skipped `path` as changed while being
     /// copied, when this run skips it so.
-    func runsInARow(_ path: String) -> Int {
-        min((runs[path] ?? 0) + 1, Self.maximumRuns)
+    func runsInARow(_ path: String) -> Int { Self.runsInARow(path, after: runs) }
+
+    /// The same, of the counts `runs` kept (`SyncRunContext.changingFiles`) as a run has them.
+    static func runsInARow(_ path: String, after runs: [String: Int]) -> Int {
+        min((runs[path] ?? 0) + 1, maximumRuns)
     }
 
     /// The memory after a run that went through the tree and skipped `skipped` (paths) as

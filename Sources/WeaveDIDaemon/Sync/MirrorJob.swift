@@ -47,7 +47,7 @@ struct MirrorJob: SyncJob {
         let wentThrough = report.result == .success || report.result == .partial
         if wentThrough {
             for path in report.changedWhileCopying {
-                let runs = ChangingFiles(source: "", destination: "", runs: context.changingFiles).runsInARow(path)
+                let runs = ChangingFiles.runsInARow(path, after: context.changingFiles)
                 if runs >= ChangingFiles.runsBeforeError { report.changedTooOften(path, Self.changingTooOften(runs: runs)) }
             }
         }
