@@ -54,11 +54,7 @@ import WeaveDIPosix
     /// and the 101st of the other's. Bounded in bytes (256 KiB a turn), each turn took all
     /// of a connection's calls, and the other's mark came before both or after both.
     @Test func aClientsTurn_isBoundedInCalls_notInBytes() throws {
-        let directory = TemporaryDirectory()
-        let notify = try NotifyListener(abstract: false, directory: directory)
-        let daemon = try DaemonProcess(
-            ["--config", directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)], directory: directory, notify: notify)
-        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        let daemon = try readyDaemonWithoutJobs()
         let busy = try RawClient(daemon.defaultSocket), other = try RawClient(daemon.defaultSocket)
         for client in [busy, other] {  // both accepted before the daemon stops
             try client.send(call("io.weavedi.Daemon.Ping"))
@@ -87,11 +83,7 @@ import WeaveDIPosix
     /// A `oneway` call of a method that changes nothing is not run: nothing would come of it.
     /// It is counted as a call, but its parameters are not read, so a wrong one is no error.
     @Test func onewayCallsOfMethodsThatChangeNothing_areCounted_butNotRun() throws {
-        let directory = TemporaryDirectory()
-        let notify = try NotifyListener(abstract: false, directory: directory)
-        let daemon = try DaemonProcess(
-            ["--config", directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)], directory: directory, notify: notify)
-        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        let daemon = try readyDaemonWithoutJobs()
         let client = try RawClient(daemon.defaultSocket)
         let oneway = #","oneway":true"#
         try client.send(
@@ -112,17 +104,26 @@ extension ControlFairnessTests {
     /// A `oneway` call of a method `org.varlink.service` does not have is run as any unknown
     /// method's, and counted as an error (`MethodNotFound`), with no reply.
     @Test func aOnewayCallOfAnUnknownServiceMethod_isCountedAsAnError() throws {
-        let directory = TemporaryDirectory()
-        let notify = try NotifyListener(abstract: false, directory: directory)
-        let daemon = try DaemonProcess(
-            ["--config", directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)], directory: directory, notify: notify)
-        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        let daemon = try readyDaemonWithoutJobs()
         let client = try RawClient(daemon.defaultSocket)
         try client.send(call("org.varlink.service.Nope", extra: #","oneway":true"#) + call("io.weavedi.Daemon.GetMetrics"))
         let text = try #require(client.varlinkReply()?.parameter("text")?.stringValue, "\(daemon.log)")
         #expect(text.contains(#"weavedi_control_errors_total{error="org.varlink.service.MethodNotFound"} 1"#), "\(text)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+}
+
+extension ControlFairnessTests {
+    /// The daemon on a configuration without jobs (so nothing but the calls writes to its
+    /// log), once it is ready.
+    func readyDaemonWithoutJobs() throws -> DaemonProcess {
+        let directory = TemporaryDirectory()
+        let notify = try NotifyListener(abstract: false, directory: directory)
+        let daemon = try DaemonProcess(
+            ["--config", directory.write("weavedid.json", #"{"sync": {"jobs": []}}"#)], directory: directory, notify: notify)
+        try #require(notify.wait(forLine: "READY=1"), "\(daemon.log)")
+        return daemon
     }
 }
 

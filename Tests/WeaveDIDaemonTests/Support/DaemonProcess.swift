@@ -8,6 +8,9 @@ final class DaemonProcess: @unchecked Sendable {  // used from one test at a tim
     let directory: TemporaryDirectory
     let pid: Int32
     let logPath: String
+    /// The `NOTIFY_SOCKET` listener it was started with, kept as long as the daemon: one that a
+    /// helper made and returned only the daemon of would close under it.
+    let notify: NotifyListener?
     private var process: Subprocess?
     private(set) var status: TerminationStatus?
 
@@ -27,6 +30,7 @@ final class DaemonProcess: @unchecked Sendable {  // used from one test at a tim
         notify: NotifyListener? = nil, prefix: String = "", wrapper: [String] = [], logFile: String? = nil
     ) throws {
         self.directory = directory
+        self.notify = notify
         logPath = logFile ?? directory.path + "/stderr-\(DaemonProcess.counter.add(1, ordering: .relaxed).newValue).log"
         let env = Self.childEnvironment(environment, directory: directory.path, notify: notify?.address)
         let process: Subprocess
