@@ -54,7 +54,7 @@ public final class Request: Resolver, Sendable {
     /// Closes the request: `dispose()` once on each instance it created, newest first. A body
     /// still running in its `withCurrent` is not waited for: its next resolve throws `scopeClosed`.
     public func close() async {
-        await close(closing: { _, now in ScopeClosing(cause: .close, closedAt: now) })
+        await close(closing: ScopeClosing.at(.close))
     }
 
     /// `close()`, recording `closing` as who closed it (its session, when that closes).
@@ -68,7 +68,7 @@ public final class Request: Resolver, Sendable {
     /// the instances it created are disposed (newest first) in a task of their own when there
     /// are any. For callers that cannot suspend, such as an I/O loop answering a call inline.
     public func closeWithoutWaiting() {
-        guard let (disposables, _, _) = instances.close(closing: { _, now in ScopeClosing(cause: .close, closedAt: now) }) else { return }
+        guard let (disposables, _, _) = instances.close(closing: ScopeClosing.at(.close)) else { return }
         session.requestClosed(self)
         if !disposables.isEmpty {
             Task { for disposable in disposables { await disposable.dispose() } }

@@ -40,6 +40,12 @@ public struct ScopeClosing: Sendable, Equatable {
         }
     }
 
+    /// What `close(closing:)` of a scope's instances takes for a closing whose cause does not
+    /// depend on the scope's last activity: `cause`, at the time it closes.
+    static func at(_ cause: Cause) -> (ContinuousClock.Instant, ContinuousClock.Instant) -> ScopeClosing {
+        { _, now in ScopeClosing(cause: cause, closedAt: now) }
+    }
+
     /// The same closing, as a request of session `id` gets it when that session closes.
     func forRequest(ofSession id: String) -> ScopeClosing {
         ScopeClosing(cause: cause, closedAt: closedAt, sessionID: id)

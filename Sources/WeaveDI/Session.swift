@@ -117,7 +117,7 @@ public final class Session: Resolver, Sendable {
 
     /// `close()`, recording `cause` as who closed it (`releaseAll()`).
     func close(cause: ScopeClosing.Cause) async {
-        _ = await finishClosing(instances.close { _, now in ScopeClosing(cause: cause, closedAt: now) })
+        _ = await finishClosing(instances.close(closing: ScopeClosing.at(cause)))
     }
 
     /// Closes the session, as `close()`, if it is idle since `cutoff` (not in use, no activity
@@ -165,7 +165,7 @@ public final class Session: Resolver, Sendable {
     /// instances it and its open requests created are disposed (requests' first, newest first)
     /// in a task of their own when there are any.
     func closeWithoutWaiting() {
-        guard let (disposables, open, closing) = instances.close(closing: { _, now in ScopeClosing(cause: .close, closedAt: now) })
+        guard let (disposables, open, closing) = instances.close(closing: ScopeClosing.at(.close))
         else { return }
         let ofSession = closing.forRequest(ofSession: id)
         var all: [any Disposable] = []
