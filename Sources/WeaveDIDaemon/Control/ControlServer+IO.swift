@@ -20,10 +20,11 @@ extension ControlServer {
         let receiveBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 65_536)
         defer { receiveBuffer.deallocate() }
         var acceptPause = AcceptPause()
+        // The limits in effect, read once each time the loop wakes (the configuration is copied
+        // to read them): a reload wakes the loop (`onReplace`), so what it waits for next is by
+        // the limits read after its wait.
+        var limits = store.current.control
         while true {
-            // What to wait for, by the limits in effect now; those in effect once the wait is
-            // over are read again after it (a reload may have come meanwhile: it wakes the loop).
-            var limits = store.current.control
             let now = monotonicNow()
             var entries = [PollDescriptor(wakeDescriptor, events: .readable)]
             // While accept fails for want of descriptors, the listener is left out: a pending
