@@ -50,7 +50,7 @@ public struct PollDescriptor: Hashable, Sendable {
         retryOnInterrupt: Bool = true
     ) throws(Errno) -> Int {
         var fds = entries.map { pollfd(fd: $0.descriptor.rawValue, events: $0.events.rawValue, revents: 0) }
-        let deadline = timeout.map { Int64(SystemClock.monotonicNanoseconds()) + nanoseconds($0) }
+        let deadline = timeout.map { Int64(SystemClock.monotonicNanoseconds()).addingSaturating(nanoseconds($0)) }
         while true {
             var milliseconds: Int32 = -1
             if let deadline {
@@ -71,10 +71,20 @@ public struct PollDescriptor: Hashable, Sendable {
         }
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
+    /// `duration` in nanoseconds, 0 for a negative one, saturating at `Int64.max` (a timeout
+    /// of centuries, from `WATCHDOG_USEC` say, waits as long as the clock counts).
+    static func nanoseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         guard seconds >= 0 else { return 0 }
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? Int64.max / 2 : scaled + attoseconds / 1_000_000_000
+        return overflow ? Int64.max : scaled.addingSaturating(attoseconds / 1_000_000_000)
+    }
+}
+
+extension Int64 {
+    /// `self + other`, `Int64.max` or `Int64.min` where it would overflow.
+    func addingSaturating(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
     }
 }

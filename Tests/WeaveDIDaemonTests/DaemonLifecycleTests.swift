@@ -221,6 +221,18 @@ import WeaveDIPosix
                 "\(log)")
     }
 
+    /// A `WATCHDOG_USEC` of centuries (half of it past the clock's range in nanoseconds) is
+    /// waited on as long as the clock counts: the daemon serves and stops as usual.
+    @Test(arguments: ["18446744073709552", "18446744073000000"])
+    func aWatchdogTimeoutOfCenturies_isServed(usec: String) throws {
+        let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": usec])
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        #expect(try client.call("io.weavedi.Daemon.Ping").parameter("version") != nil)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A `WATCHDOG_USEC` that is no number of microseconds turns the watchdog off, and says so.
     @Test func unreadableWatchdogTimeout_isWarned() throws {
         let daemon = try DaemonProcess(environment: ["WATCHDOG_USEC": "30s"])
