@@ -146,11 +146,10 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             + "not in the factory"
     }
 
-    /// The key's default for the current context, computed once per context, without the
+    /// The key's default for `context` (the current one), computed once per context, without the
     /// overrides in effect here: it is cached for the whole process, so an override made where
     /// it happens to be computed first must not end up in it.
-    func defaultValue() -> K.Value {
-        let context = InjectedContext.current
+    func defaultValue(in context: InjectedContext = .current) -> K.Value {
         let cell = Int(context.index)
         if let raw = defaults[cell].load(ordering: .acquiring) {
             return Unmanaged<Box<K.Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
