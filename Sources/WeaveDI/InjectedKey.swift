@@ -23,15 +23,25 @@ public protocol InjectedKey {
     associatedtype Value: Sendable
     /// The value in a running program.
     static var liveValue: Value { get }
-    /// The value under `swift test` (defaults to `liveValue`).
+    /// The value under `swift test` (defaults to `liveValue`, which is then said once as a diagnostic).
     static var testValue: Value { get }
-    /// The value in previews (defaults to `liveValue`).
+    /// The value in previews (defaults to `liveValue`, which is then said once as a diagnostic).
     static var previewValue: Value { get }
 }
 
 extension InjectedKey {
-    /// Defaults to `liveValue`.
-    public static var testValue: Value { liveValue }
-    /// Defaults to `liveValue`.
-    public static var previewValue: Value { liveValue }
+    /// Defaults to `liveValue`. A key's default computed so in the test context is said once, as
+    /// a diagnostic: a test then reads what a running program would (its network, its database).
+    public static var testValue: Value {
+        let value = liveValue
+        ResolutionStack.noteLiveValueStandIn(for: Self.self, in: .test)
+        return value
+    }
+    /// Defaults to `liveValue`. A key's default computed so in the preview context is said once,
+    /// as a diagnostic.
+    public static var previewValue: Value {
+        let value = liveValue
+        ResolutionStack.noteLiveValueStandIn(for: Self.self, in: .preview)
+        return value
+    }
 }

@@ -173,6 +173,13 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         // factory's is (a session- or request-scoped service is a `scopeMismatch`).
         stack.push(.init(containerID: 0, slot: slot, scope: .singleton, owner: nil))
         defer { stack.pop() }
+        // Whether this key's own `testValue` (`previewValue`) is the protocol extension's: it
+        // notes so on this thread. Cleared first, and put back after, so that a note left by
+        // another key (one whose default this one reads, or a direct read of `X.testValue`
+        // elsewhere) is never taken for this key's.
+        let state = stack.state
+        let standInBefore = state.pointee.liveValueStandIn
+        state.pointee.liveValueStandIn = nil
         let value: K.Value = Overrides.withoutOverrides {
             switch context {
             case .live: K.liveValue
@@ -180,8 +187,29 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             case .preview: K.previewValue
             }
         }
+        let standIn = state.pointee.liveValueStandIn
+        state.pointee.liveValueStandIn = standInBefore
         defaults[cell].store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
+        if context != .live, let standIn, standIn.key == ObjectIdentifier(K.self), standIn.context == context {
+            readsLiveValue(in: context)
+        }
         return value
+    }
+
+    /// Says that the key has no value of its own for `context` (`test` or `preview`), so that
+    /// context reads its `liveValue`: once per key and context, as its default is computed once.
+    @inline(never)
+    private func readsLiveValue(in context: InjectedContext) {
+        WeaveDILog.log(.diagnostic, subsystem: "injected", Self.liveValueMessage(
+            key: TypeSlots.shared.logName(ofSlot: slot), value: TypeSlots.shared.logName(ofSlot: valueSlot),
+            context: context))
+    }
+
+    /// The diagnostic for a key without a value of its own for `context`.
+    static func liveValueMessage(key: String, value: String, context: InjectedContext) -> String {
+        let member = context == .preview ? "previewValue" : "testValue"
+        return "\(key) has no \(member): the \(context) context reads its liveValue (said once for this key); "
+            + "to give it one, declare static var \(member): \(value) { ... } in \(key)"
     }
 
     /// Stops the process: computing this default would open one build too many on this thread

@@ -66,6 +66,23 @@ struct ResolutionStack {
         /// Set by `validate()` while it builds on this thread: what the key reads of its builds
         /// that fell back to a key's default report. Read only on that failure path.
         var validation: KeyFallbackCollector?
+        /// Set by the protocol extension's `testValue` and `previewValue` of `InjectedKey`, which
+        /// return `liveValue`: which key (and for which context) ran one last on this thread.
+        /// Cleared and read by `KeyState.defaultValue()` around computing a key's default, to say
+        /// once that a key without a `testValue` (or `previewValue`) gets its `liveValue`.
+        var liveValueStandIn: LiveValueStandIn?
+    }
+
+    /// A key whose `testValue` or `previewValue` is the protocol extension's, which returns its
+    /// `liveValue`, and the context it stood in for.
+    struct LiveValueStandIn {
+        let key: ObjectIdentifier
+        let context: InjectedContext
+    }
+
+    /// Notes on this thread that `key`'s `context` value is the protocol extension's: its `liveValue`.
+    static func noteLiveValueStandIn(for key: Any.Type, in context: InjectedContext) {
+        current.state.pointee.liveValueStandIn = LiveValueStandIn(key: ObjectIdentifier(key), context: context)
     }
 
     /// Whether `quietly` runs on this thread now (false on a thread that never built).

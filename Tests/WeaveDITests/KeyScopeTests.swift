@@ -53,10 +53,12 @@ extension InjectedTests {
             await session.close()
             for _ in 0..<2 { #expect(InjectedValues.current[TillKey.self] == nil) }
         }
-        let cart = log.records.filter { $0.message.contains("CartKey") }
+        // The keys have no testValue, which is said once too (MissingTestValueTests): not the subject here.
+        let fallbacks = log.records.filter { !$0.message.contains("has no testValue") }
+        let cart = fallbacks.filter { $0.message.contains("CartKey") }
         #expect(cart.map(\.category) == [.diagnostic], "\(cart.map(\.message))")
         #expect(cart.first?.message.hasPrefix("CartKey reads the key's default: no active session for Cart") == true)
-        let till = log.records.filter { $0.message.contains("TillKey") }
+        let till = fallbacks.filter { $0.message.contains("TillKey") }
         #expect(till.map(\.category) == [.error, .error], "\(till.map(\.message))")
     }
 

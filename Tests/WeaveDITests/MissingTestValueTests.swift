@@ -1,0 +1,145 @@
+import Testing
+@testable import WeaveDI
+
+// A key without a `testValue` (or `previewValue`) of its own reads its `liveValue` there: said
+// once per key, as a diagnostic. Each test has keys of its own: a key's default is computed once
+// per context for the process, and so said once.
+
+private struct Endpoint: Sendable, Equatable { let name: String }
+
+/// No `testValue`, no `previewValue`.
+private struct LiveOnlyKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "live") }
+}
+
+/// A `testValue` declared as a computed property; no `previewValue`.
+private struct ComputedTestValueKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "live") }
+    static var testValue: Endpoint { Endpoint(name: "test") }
+}
+
+/// A `testValue` declared as a stored `static let`.
+private struct StoredTestValueKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "live") }
+    static let testValue = Endpoint(name: "stored test")
+}
+
+/// No `testValue`: read only in the live context.
+private struct LiveContextKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "live") }
+}
+
+/// No `previewValue`: read in the preview context.
+private struct NoPreviewValueKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "live") }
+    static var testValue: Endpoint { Endpoint(name: "test") }
+}
+
+/// A `previewValue`, no `testValue`.
+private struct PreviewValueKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "live") }
+    static var previewValue: Endpoint { Endpoint(name: "preview") }
+}
+
+/// Nested: `OuterKey`'s own `testValue` reads `InnerKey`, which has none.
+private struct InnerKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "inner live") }
+}
+
+private struct OuterKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "outer live") }
+    static var testValue: Endpoint { Endpoint(name: "outer test + " + InjectedValues.current[InnerKey.self].name) }
+}
+
+/// Nested the other way: no `testValue` of its own, and its `liveValue` reads a key that has one.
+private struct PlainOuterKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "plain + " + InjectedValues.current[DeclaredInnerKey.self].name) }
+}
+
+private struct DeclaredInnerKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "inner live") }
+    static var testValue: Endpoint { Endpoint(name: "inner test") }
+}
+
+/// A `testValue` of its own that returns another key's `testValue` directly, which is the
+/// protocol extension's: that note is the other key's, not this one's.
+private struct BorrowedKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "borrowed live") }
+    static var testValue: Endpoint { LenderKey.testValue }
+}
+
+private struct LenderKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "lender live") }
+}
+
+/// These read `Container.live` (no registration of `Endpoint` there), so they belong to the
+/// serialized `InjectedTests`, where no test changes the log level meanwhile.
+extension InjectedTests {
+    /// The diagnostic lines that name `key`, logged while `body` runs.
+    private func diagnostics(naming key: String, _ body: () -> Void) -> [LogRecord] {
+        let log = LogCapture()
+        log.during(body)
+        return log.records.filter { $0.message.contains(key) }
+    }
+
+    @Test func keyWithoutTestValue_inTheTestContext_saysSoOnce_andReadsItsLiveValue() {
+        let lines = diagnostics(naming: "LiveOnlyKey") {
+            #expect(InjectedValues.current[LiveOnlyKey.self] == Endpoint(name: "live"))
+            #expect(InjectedValues.current[LiveOnlyKey.self] == Endpoint(name: "live"))
+        }
+        #expect(lines.map(\.category) == [.diagnostic])
+        #expect(lines.map(\.subsystem) == ["injected"])
+        #expect(lines.first?.message == "LiveOnlyKey has no testValue: the test context reads its liveValue (said once "
+            + "for this key); to give it one, declare static var testValue: Endpoint { ... } in LiveOnlyKey")
+        // Read again, through `@Injected`'s reader: still nothing more.
+        let again = diagnostics(naming: "LiveOnlyKey") { #expect(InjectedValues.current[LiveOnlyKey.self].name == "live") }
+        #expect(again.isEmpty)
+    }
+
+    @Test func keyWithTestValue_computedOrStored_saysNothing() {
+        let lines = diagnostics(naming: "TestValueKey") {
+            #expect(InjectedValues.current[ComputedTestValueKey.self] == Endpoint(name: "test"))
+            #expect(InjectedValues.current[StoredTestValueKey.self] == Endpoint(name: "stored test"))
+        }
+        #expect(lines.isEmpty, "\(lines.map(\.message))")
+    }
+
+    @Test func liveContext_saysNothing() {
+        let lines = diagnostics(naming: "LiveContextKey") {
+            #expect(KeyStates.state(for: LiveContextKey.self).defaultValue(in: .live) == Endpoint(name: "live"))
+        }
+        #expect(lines.isEmpty, "\(lines.map(\.message))")
+    }
+
+    @Test func keyWithoutPreviewValue_inThePreviewContext_saysSoOnce() {
+        let lines = diagnostics(naming: "PreviewValueKey") {
+            let state = KeyStates.state(for: NoPreviewValueKey.self)
+            #expect(state.defaultValue(in: .preview) == Endpoint(name: "live"))
+            #expect(state.defaultValue(in: .preview) == Endpoint(name: "live"))
+            // Its own testValue, in the test context: nothing.
+            #expect(state.defaultValue(in: .test) == Endpoint(name: "test"))
+            // A previewValue of its own: nothing.
+            #expect(KeyStates.state(for: PreviewValueKey.self).defaultValue(in: .preview) == Endpoint(name: "preview"))
+        }
+        #expect(lines.map(\.category) == [.diagnostic])
+        #expect(lines.first?.message == "NoPreviewValueKey has no previewValue: the preview context reads its liveValue "
+            + "(said once for this key); to give it one, declare static var previewValue: Endpoint { ... } in "
+            + "NoPreviewValueKey")
+    }
+
+    /// A key's own `testValue` that reads a key without one: the line names the inner key only.
+    @Test func nestedDefaults_nameOnlyTheKeyWithoutATestValue() {
+        let log = LogCapture()
+        log.during {
+            #expect(InjectedValues.current[OuterKey.self] == Endpoint(name: "outer test + inner live"))
+            #expect(InjectedValues.current[PlainOuterKey.self] == Endpoint(name: "plain + inner test"))
+            #expect(InjectedValues.current[BorrowedKey.self] == Endpoint(name: "lender live"))
+        }
+        let said = log.records.filter { $0.message.contains("has no testValue") }.map(\.message)
+        #expect(said.count == 2, "\(said)")
+        #expect(said.contains { $0.hasPrefix("InnerKey has no testValue:") }, "\(said)")
+        #expect(said.contains { $0.hasPrefix("PlainOuterKey has no testValue:") }, "\(said)")
+        #expect(!said.contains { $0.contains("OuterKey") && !$0.contains("PlainOuterKey") }, "\(said)")
+        #expect(!said.contains { $0.contains("DeclaredInnerKey") || $0.contains("BorrowedKey") }, "\(said)")
+    }
+}
