@@ -201,8 +201,15 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
     @inline(never)
     private func readsLiveValue(in context: InjectedContext) {
         WeaveDILog.log(.diagnostic, subsystem: "injected", Self.liveValueMessage(
-            key: TypeSlots.shared.logName(ofSlot: slot), value: TypeSlots.shared.logName(ofSlot: valueSlot),
-            context: context))
+            key: TypeSlots.shared.logName(ofSlot: slot), value: valueSpelling(), context: context))
+    }
+
+    /// How Swift 6 source writes the value's type: the run time spells an existential `any P` as
+    /// `P` (`any` written for the whole type here, for its generic arguments by `sourceSpelling`).
+    private func valueSpelling() -> String {
+        let name = TypeSlots.shared.logName(ofSlot: valueSlot)
+        if name != "Any", name != "AnyObject", TypeRelation.isExistential(K.Value.self) { return "any " + name }
+        return TypeSlots.shared.sourceSpelling(ofName: name) ?? name
     }
 
     /// The diagnostic for a key without a value of its own for `context`.

@@ -12,6 +12,14 @@ private struct LiveOnlyKey: InjectedKey {
     static var liveValue: Endpoint { Endpoint(name: "live") }
 }
 
+private protocol EndpointSource: Sendable {}
+private struct LiveEndpointSource: EndpointSource {}
+
+/// No `testValue`, and a value that is an existential: the hint writes it `any EndpointSource`.
+private struct ExistentialLiveOnlyKey: InjectedKey {
+    static var liveValue: any EndpointSource { LiveEndpointSource() }
+}
+
 /// A `testValue` declared as a computed property; no `previewValue`.
 private struct ComputedTestValueKey: InjectedKey {
     static var liveValue: Endpoint { Endpoint(name: "live") }
@@ -91,7 +99,13 @@ extension InjectedTests {
         #expect(lines.map(\.subsystem) == ["injected"])
         #expect(lines.first?.message == "LiveOnlyKey has no testValue: the test context reads its liveValue (said once "
             + "for this key); to give it one, declare static var testValue: Endpoint { ... } in LiveOnlyKey")
-        // Read again, through `@Injected`'s reader: still nothing more.
+        let existential = diagnostics(naming: "ExistentialLiveOnlyKey") {
+            #expect(InjectedValues.current[ExistentialLiveOnlyKey.self] is LiveEndpointSource)
+        }
+        #expect(existential.map(\.message) == ["ExistentialLiveOnlyKey has no testValue: the test context reads its "
+            + "liveValue (said once for this key); to give it one, declare static var testValue: any EndpointSource "
+            + "{ ... } in ExistentialLiveOnlyKey"])
+        // Read again: still nothing more.
         let again = diagnostics(naming: "LiveOnlyKey") { #expect(InjectedValues.current[LiveOnlyKey.self].name == "live") }
         #expect(again.isEmpty)
     }
