@@ -17,6 +17,13 @@ func environmentValue(_ name: String) -> String? {
     return String(cString: raw)
 }
 
+/// Whether the variable `name` is unset or valid UTF-8 (`environmentValue` reads bytes that
+/// are not as U+FFFD).
+func environmentValueIsUTF8(_ name: String) -> Bool {
+    guard let raw = getenv(name) else { return true }
+    return String(validatingCString: raw) != nil
+}
+
 /// Seconds since the Unix epoch, with nanoseconds, from the realtime clock.
 func wallClockNow() -> Double {
     var ts = timespec()

@@ -29,6 +29,13 @@ public enum WeaveDIConfiguration {
 
     private static let warned = Locked<Set<String>>([])
 
+    /// The variables above: what `applyFromEnvironment()` reads, and warns about itself when
+    /// a value is not valid (not UTF-8 included).
+    public static let variableNames = [
+        "WEAVEDI_REGISTRY_HEALTH_LOGGING", "WEAVEDI_REGISTRY_AUTO_HEALTH", "WEAVEDI_REGISTRY_AUTO_FIX",
+        "WEAVEDI_INJECTED_ENV", "WEAVEDI_LOG_LEVEL",
+    ]
+
     /// The subsystem of the log lines about a variable above whose value is ignored (a default
     /// is used instead). They are of category `.error`, the library's only category for a
     /// problem; a sink with a warning level of its own (the daemon's) logs them at that level.
@@ -93,8 +100,9 @@ public enum WeaveDIConfiguration {
     static func warnOnce(variable: String, value: String, accepted: String, using fallback: String) {
         let first = warned.withLock { $0.insert(variable).inserted }
         guard first else { return }
+        let invalid = environmentValueIsUTF8(variable) ? "is not valid" : "is not valid UTF-8 (\u{FFFD} stands for its bytes that are not)"
         WeaveDILog.log(
             .error, subsystem: environmentLogSubsystem,
-            "\(variable)=\(JSONValue.quotedForMessage(value)) is not valid (accepted: \(accepted)); using \(fallback)")
+            "\(variable)=\(JSONValue.quotedForMessage(value)) \(invalid) (accepted: \(accepted)); using \(fallback)")
     }
 }

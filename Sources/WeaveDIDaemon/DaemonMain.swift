@@ -76,8 +76,10 @@ public enum DaemonMain {
             case let .returned(message): log.notice("daemon", message)
             }
         }
-        for name in CurrentProcess.environmentNotUTF8() where isRead(name) {
-            log.warning("daemon", "environment variable \(name.escapingControlCharacters) is not valid UTF-8: ignored (as text, a path in it would name another path)")
+        // The library's variables are its to report (it did, above, with what it accepts).
+        for name in CurrentProcess.environmentNotUTF8() where isRead(name) && !WeaveDIConfiguration.variableNames.contains(name) {
+            let why = pathVariables.contains(name) ? " (as text, a path in it would name another path)" : ""
+            log.warning("daemon", "environment variable \(name.escapingControlCharacters) is not valid UTF-8: ignored\(why)")
         }
         if CurrentProcess.workingDirectory() == nil {
             log.notice("daemon", "the working directory cannot be read as UTF-8 text: the default paths under it are relative (./.weavedi/...)")
@@ -223,6 +225,9 @@ public enum DaemonMain {
     }
 
     /// Whether weavedid (or the library) reads the environment variable `name`.
+    /// The variables `isRead` takes that hold a path.
+    static let pathVariables: Set<String> = ["NOTIFY_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "XDG_RUNTIME_DIR"]
+
     static func isRead(_ name: String) -> Bool {
         name.hasPrefix("WEAVEDI") || name.hasPrefix("LISTEN_") || name.hasPrefix("WATCHDOG_")
             || ["JOURNAL_STREAM", "NOTIFY_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "XDG_RUNTIME_DIR"].contains(name)

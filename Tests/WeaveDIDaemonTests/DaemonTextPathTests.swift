@@ -8,6 +8,22 @@ import WeaveDIPosix
 /// directory, an environment variable): held as text, they would name another path, so they
 /// are used as relative paths, ignored with a warning, or refused, never repaired.
 @Suite struct DaemonTextPathTests {
+    /// A library flag that is not UTF-8 is said once, by the library, as not valid UTF-8 (with
+    /// what it accepts); a variable of the daemon's own that holds no path is said ignored,
+    /// without the reason a path has.
+    @Test func variablesThatAreNotUTF8_areSaidOnce_withTheirOwnReason() throws {
+        let daemon = try DaemonProcess(
+            ["--check-config"],
+            prefix: #"export WEAVEDI_REGISTRY_AUTO_FIX="$(printf 'on\377')" WEAVEDID_LOG="$(printf 'x\377')";"#)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let autoFix = daemon.log.split(separator: "\n").filter { $0.contains("WEAVEDI_REGISTRY_AUTO_FIX") }
+        #expect(autoFix.count == 1, "\(daemon.log)")
+        #expect(autoFix.first?.hasSuffix(
+            #"WEAVEDI_REGISTRY_AUTO_FIX="on\#u{FFFD}" is not valid UTF-8 (\#u{FFFD} stands for its bytes that are not) (accepted: 1, true, yes, on, 0, false, no or off (any case)); using the current setting (on)"#)
+            == true, "\(daemon.log)")
+        #expect(daemon.log.contains("environment variable WEAVEDID_LOG is not valid UTF-8: ignored\n"), "\(daemon.log)")
+    }
+
     @Test func aWorkingDirectoryThatIsNotUTF8_isUsedItself_notASiblingWithARepairedName() throws {
         let directory = TemporaryDirectory("weavedid-cwd")
         // The built-in default, under the working directory; STATE_DIRECTORY is not UTF-8.
