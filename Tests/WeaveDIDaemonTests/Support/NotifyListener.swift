@@ -6,6 +6,8 @@ final class NotifyListener: @unchecked Sendable {  // used from one test at a ti
     let address: String
     private let descriptor: FileDescriptor
     private(set) var received: [String] = []
+    /// Every line received so far, with when its datagram was read.
+    private(set) var arrivals: [(line: String, at: ContinuousClock.Instant)] = []
 
     /// A listener on a path inside `directory`, or on an abstract name.
     init(abstract: Bool, directory: TemporaryDirectory, name: String = "notify.sock") throws {
@@ -26,7 +28,9 @@ final class NotifyListener: @unchecked Sendable {  // used from one test at a ti
             _ = try? PollDescriptor.poll(&entries, timeout: deadline - ContinuousClock.now)
             while let message = try? descriptor.receive(upToCount: 4096), !message.isEmpty {
                 let text = String(decoding: message, as: UTF8.self)
+                let now = ContinuousClock.now
                 received.append(text)
+                arrivals += text.split(separator: "\n").map { (String($0), now) }
                 if done(text) { return true }
             }
         }
