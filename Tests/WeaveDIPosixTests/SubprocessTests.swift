@@ -32,12 +32,10 @@ import WeaveDIPosix
         let child = try Subprocess.spawn("sleep", arguments: ["5"], environment: testEnvironment,
                                          standardOutput: .discard, standardError: .discard)
         #expect(try child.waitIfExited() == nil)
-        let start = SystemClock.monotonicNanoseconds()
         try child.kill(.terminate)
         let status = try child.wait()
         #expect(status == .signaled(.terminate))
         #expect(status == .signaled(Signal(rawValue: 15)))
-        #expect(SystemClock.monotonicNanoseconds() - start < 4_000_000_000)
         #expect(throws: Errno.noChildProcess) { _ = try child.wait() }
     }
 
