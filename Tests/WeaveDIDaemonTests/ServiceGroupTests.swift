@@ -61,7 +61,7 @@ import WeaveDI
         try await group.start()
         let configuration = DaemonConfiguration(source: .file(path: "/test.json"), environment: [:], workingDirectory: "/")
         let reload = Task { try await group.reload(configuration) }
-        while first.calls.last != "reload" { await Task.yield() }
+        try #require(await eventually { first.calls.last == "reload" })
         await group.stop()
         first.release()
         try await reload.value

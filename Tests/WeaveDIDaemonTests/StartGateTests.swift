@@ -17,12 +17,12 @@ import Testing
         #expect(await gate.wait(atMost: .seconds(1)) == .started)
     }
 
-    @Test func aCancelledWait_returnsStarting_andIsTakenOut_whileAnotherIsAnsweredOnce() async {
+    @Test func aCancelledWait_returnsStarting_andIsTakenOut_whileAnotherIsAnsweredOnce() async throws {
         let gate = StartGate()
         let kept = Task { await gate.settled() }
         let cancelled = Task { await gate.settled() }
         // Both registered (the gate's own count says so): then one is cancelled.
-        while gate.waiterCount < 2 { await Task.yield() }
+        try #require(await eventually { gate.waiterCount >= 2 })
         cancelled.cancel()
         #expect(await cancelled.value == .starting)
         #expect(gate.waiterCount == 1)

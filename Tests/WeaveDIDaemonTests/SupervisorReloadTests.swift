@@ -50,7 +50,7 @@ import WeaveDIPosix
 
         try directory.write("{\(fields), \"shutdownTimeout\": \(timeouts.1)}")
         let reload = Task { await supervisor.reload() }
-        while service.calls.last != "reload" { await Task.yield() }
+        try #require(await eventually { service.calls.last == "reload" })
         await supervisor.shutdown(reason: "test")
         service.release()
         return (supervisor, await reload.value)

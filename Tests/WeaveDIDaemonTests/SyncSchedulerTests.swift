@@ -129,18 +129,6 @@ struct ScriptedJob: SyncJob {
         return (scheduler, registry, container)
     }
 
-    /// Whether `condition` holds within 3,000 polls 10 ms apart (30 s at least): it ends as soon
-    /// as it does. Polls, not a time: while the blocking tests running beside this one hold
-    /// every thread of the pool (two, on two cores), the scheduler's tasks wait, and so do the
-    /// polls.
-    func eventually(_ condition: () async -> Bool) async -> Bool {
-        for _ in 0..<3_000 {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return await condition()
-    }
-
     @Test func runAtStart_runsOnce_inItsOwnSession_whichIsClosedAfter() async throws {
         let script = JobScript()
         let (scheduler, _, container) = scheduler([("a", script, { $0.runAtStart = true })])

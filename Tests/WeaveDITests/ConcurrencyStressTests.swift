@@ -23,7 +23,7 @@ enum RequestTag {}
 /// `swift test --sanitize=thread` and `--sanitize=address` (a reader holding a freed entry or
 /// cell is a report there), each with an invariant that holds without the sanitizers too.
 @Suite struct ConcurrencyStressTests {
-    @Test func singletons_releasedAndEvictedWhileOtherThreadsResolveThem_areAlwaysFound_andDisposedOnce() async {
+    @Test func singletons_releasedAndEvictedWhileOtherThreadsResolveThem_areAlwaysFound_andDisposedOnce() async throws {
         let built = Locked<[DisposalCount]>([])
         let container = WeaveDI.Container()
         typealias Counter = DisposalCounter<SingletonTag>
@@ -45,7 +45,7 @@ enum RequestTag {}
         // Each round waits for a few reads, so that every replacement has readers around it.
         for round in 0..<1_000 {
             let before = reads.load(ordering: .relaxed)
-            while reads.load(ordering: .relaxed) < before + 4 { await Task.yield() }
+            try #require(await eventually { reads.load(ordering: .relaxed) >= before + 4 })
             if round.isMultiple(of: 3) { await container.releaseAll() } else { await container.evict(Counter.self) }
         }
         stop.store(true, ordering: .relaxed)
@@ -85,7 +85,7 @@ enum RequestTag {}
             }
             threads.forEach { $0.start() }
             // The closes wait for a few resolutions in the scopes, so that they race the others.
-            while resolved.load(ordering: .relaxed) < 4 { await Task.yield() }
+            try #require(await eventually { resolved.load(ordering: .relaxed) >= 4 })
             if round.isMultiple(of: 2) { await requests[0].close() } else { requests[1].closeWithoutWaiting() }
             if round.isMultiple(of: 2) { await session.close() } else { session.closeWithoutWaiting() }
             threads.forEach { $0.join() }

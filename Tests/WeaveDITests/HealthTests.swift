@@ -39,8 +39,8 @@ final class Hang: Sendable {
     deinit { parked.withLock { $0.forEach { $0.resume() } } }
 }
 
-func waitForSleepers(_ clock: ManualHealthClock, _ count: Int) async {
-    while clock.sleeperCount < count { await Task.yield() }
+func waitForSleepers(_ clock: ManualHealthClock, _ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    try #require(await eventually { clock.sleeperCount >= count }, "\(clock.sleeperCount) sleepers, not \(count)", sourceLocation: sourceLocation)
 }
 
 /// Parks callers, ignoring cancellation, until opened; lets everyone through after that.
@@ -86,15 +86,15 @@ final class RecordingClock: HealthClock {
         UnifiedRegistry(clock: clock, policy: policy, jitter: { $0 })  // no jitter: exact timings
     }
 
-    @Test func hungCheck_isCutOffAtItsTimeout_withoutDelayingTheOthers() async {
+    @Test func hungCheck_isCutOffAtItsTimeout_withoutDelayingTheOthers() async throws {
         let registry = registry()
         let hang = Hang()
         registry.register(HealthCheck(name: "hung", timeout: .seconds(2)) { await hang.forever(); return .healthy() })
         registry.register(HealthCheck(name: "quick") { .healthy("fine") })
         let round = Task { await registry.runChecks() }
         // "quick" has finished (its timer is gone) and only the hung check's timer is left.
-        while registry.report().checks[1].lastRun == nil { await Task.yield() }
-        await waitForSleepers(clock, 1)
+        try #require(await eventually { registry.report().checks[1].lastRun != nil })
+        try await waitForSleepers(clock, 1)
         clock.advance(by: .seconds(2))
         let report = await round.value
         let hung = report.checks.first { $0.name == "hung" }!
@@ -160,7 +160,7 @@ final class RecordingClock: HealthClock {
     /// Runs of one check that overlap: one that started before the last one recorded and
     /// returns after it is not recorded, its result being the older; so a program that changed
     /// what the check looks at and then ran it (`runCheck`) has the last word.
-    @Test func aRunThatReturnsAfterANewerOne_isNotRecorded() async {
+    @Test func aRunThatReturnsAfterANewerOne_isNotRecorded() async throws {
         let registry = registry()
         let broken = Atomic<Bool>(false)
         let parksFirst = Atomic<Bool>(true)
@@ -171,7 +171,7 @@ final class RecordingClock: HealthClock {
             return seen ? .degraded("cannot write") : .healthy("written")
         })
         let round = Task { await registry.runChecks(fixing: false) }
-        while gate.waiting < 1 { await Task.yield() }  // the round's run has looked: all was well
+        try #require(await eventually { gate.waiting >= 1 })  // the round's run has looked: all was well
         broken.store(true, ordering: .relaxed)
         #expect(await registry.runCheck("file")?.status == .degraded)
         gate.open()
@@ -292,16 +292,13 @@ final class RecordingClock: HealthClock {
     /// An interval that is not positive would run the rounds back to back: the loop sleeps the
     /// default 30 s between rounds instead.
     @Test(arguments: [Duration.zero, .seconds(-5)])
-    func loop_withAnIntervalThatIsNotPositive_sleepsTheDefault(interval: Duration) async {
+    func loop_withAnIntervalThatIsNotPositive_sleepsTheDefault(interval: Duration) async throws {
         let clock = RecordingClock()
         let registry = UnifiedRegistry(clock: clock, jitter: { $0 })
         registry.register(HealthCheck(name: "x", timeout: .seconds(100)) { .healthy() })
         registry.start(interval: interval)
-        var loopSleep: Duration?
-        while loopSleep == nil {
-            await Task.yield()
-            loopSleep = clock.sleeps.withLock { $0.first { $0 != .seconds(100) } }
-        }
+        try #require(await eventually { clock.sleeps.withLock { $0.contains { $0 != .seconds(100) } } })
+        let loopSleep = clock.sleeps.withLock { $0.first { $0 != .seconds(100) } }
         registry.stop()
         #expect(loopSleep == .seconds(30))
     }
@@ -389,13 +386,13 @@ final class RecordingClock: HealthClock {
 
     /// `.seconds(.max)` as a timeout or an interval means "never": the real clock sleeps until
     /// cancelled (it stopped the process: `Task.sleep` cannot hold a deadline that far away).
-    @Test func systemClock_sleepsForAnyDuration_untilCancelled() async {
+    @Test func systemClock_sleepsForAnyDuration_untilCancelled() async throws {
         let started = Locked(false)
         let sleeper = Task {
             started.withLock { $0 = true }
             try await SystemHealthClock().sleep(for: .seconds(Int64.max))
         }
-        while !started.withLock({ $0 }) { await Task.yield() }  // cancelled only once it sleeps
+        try #require(await eventually { started.withLock { $0 } })  // cancelled only once it sleeps
         try? await Task.sleep(for: .milliseconds(20))
         sleeper.cancel()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
@@ -673,18 +670,18 @@ final class RecordingClock: HealthClock {
     }
 
     /// Registers `check` (a 2 s timeout, a run that hangs) and runs it once, to its timeout.
-    func runTimingOut(_ check: HealthCheck, in registry: UnifiedRegistry) async {
+    func runTimingOut(_ check: HealthCheck, in registry: UnifiedRegistry) async throws {
         registry.register(check)
         let first = Task { await registry.runChecks() }
-        await waitForSleepers(clock, 1)
+        try await waitForSleepers(clock, 1)
         clock.advance(by: .seconds(2))
         #expect(await first.value.checks[0].message == "timed out after 2 s")
     }
 
-    @Test func aCheckRegisteredAgain_isNotHeldBackByTheHungRunOfTheOneItReplaced() async {
+    @Test func aCheckRegisteredAgain_isNotHeldBackByTheHungRunOfTheOneItReplaced() async throws {
         let registry = registry()
         let gate = Gate()
-        await runTimingOut(HealthCheck(name: "job.x", timeout: .seconds(2)) {
+        try await runTimingOut(HealthCheck(name: "job.x", timeout: .seconds(2)) {
             await gate.wait()
             return .healthy("back")
         }, in: registry)
@@ -694,11 +691,11 @@ final class RecordingClock: HealthClock {
         gate.open()
     }
 
-    @Test func timedOutCheck_stillRunning_isNotStartedAgainUntilItReturns() async {
+    @Test func timedOutCheck_stillRunning_isNotStartedAgainUntilItReturns() async throws {
         let registry = registry()
         let gate = Gate()
         let started = Atomic<Int>(0)
-        await runTimingOut(HealthCheck(name: "stuck", timeout: .seconds(2)) {
+        try await runTimingOut(HealthCheck(name: "stuck", timeout: .seconds(2)) {
             started.add(1, ordering: .relaxed)
             await gate.wait()
             return .healthy("back")
@@ -707,9 +704,9 @@ final class RecordingClock: HealthClock {
         // The first run ignores its cancellation and is still going: a second round must not
         // start another one beside it (one more a round would pile up without end).
         let second = Task { await registry.runChecks() }
-        while started.load(ordering: .relaxed) < 2 && registry.report().checks[0].lastRun != 1_700_000_030 { await Task.yield() }
+        try #require(await eventually { started.load(ordering: .relaxed) >= 2 || registry.report().checks[0].lastRun == 1_700_000_030 })
         if started.load(ordering: .relaxed) == 2 {
-            await waitForSleepers(clock, 1)
+            try await waitForSleepers(clock, 1)
             clock.advance(by: .seconds(2))
         }
         let report = await second.value.checks[0]
@@ -726,7 +723,7 @@ final class RecordingClock: HealthClock {
         #expect(started.load(ordering: .relaxed) == 2)
     }
 
-    @Test func timedOutFix_stillRunning_isNotStartedAgainUntilItReturns() async {
+    @Test func timedOutFix_stillRunning_isNotStartedAgainUntilItReturns() async throws {
         var policy = AutoFixPolicy()
         policy.attemptTimeout = .seconds(5)
         policy.backoffBase = .seconds(1)
@@ -741,15 +738,15 @@ final class RecordingClock: HealthClock {
             return "fixed"
         }))
         let first = Task { await registry.fix("x") }
-        await waitForSleepers(clock, 1)
+        try await waitForSleepers(clock, 1)
         clock.advance(by: .seconds(5))
         #expect(await first.value.outcome == .timedOut)
         clock.advance(by: .seconds(10))
         // The first fix ignores its cancellation and is still going: no second one beside it.
         let second = Task { await registry.fix("x") }
-        while started.load(ordering: .relaxed) < 2 && registry.fixHistory().count < 2 { await Task.yield() }
+        try #require(await eventually { started.load(ordering: .relaxed) >= 2 || registry.fixHistory().count >= 2 })
         if started.load(ordering: .relaxed) == 2 {
-            await waitForSleepers(clock, 1)
+            try await waitForSleepers(clock, 1)
             clock.advance(by: .seconds(5))
         }
         let refused = await second.value
@@ -772,14 +769,14 @@ final class RecordingClock: HealthClock {
         #expect(registry.fixHistory().last?.outcome == .failed && registry.fixHistory().last?.error == nil)
     }
 
-    @Test func fixAttempt_isBoundedByTheAttemptTimeout() async {
+    @Test func fixAttempt_isBoundedByTheAttemptTimeout() async throws {
         var policy = AutoFixPolicy()
         policy.attemptTimeout = .seconds(5)
         let registry = registry(policy)
         let hang = Hang()
         registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { await hang.forever(); return "never" }))
         let round = Task { await registry.fix("x") }
-        await waitForSleepers(clock, 1)
+        try await waitForSleepers(clock, 1)
         clock.advance(by: .seconds(5))
         let record = await round.value
         #expect(record.outcome == .timedOut)
@@ -828,7 +825,7 @@ final class RecordingClock: HealthClock {
         #expect(registry.fixHistory().isEmpty)  // refused, but no attempt: not in the history
     }
 
-    @Test func aRoundCancelled_whileItsChecksRun_startsNoFix() async {
+    @Test func aRoundCancelled_whileItsChecksRun_startsNoFix() async throws {
         let registry = registry()
         let fix = ScriptedFix()
         let gate = Gate()
@@ -838,7 +835,7 @@ final class RecordingClock: HealthClock {
         }, fix: { try fix.run() }))
         // What the loop's round is once `stop()` cancels it.
         let cancelled = Task { await registry.runChecks() }
-        while gate.waiting == 0 { await Task.yield() }
+        try #require(await eventually { gate.waiting != 0 })
         cancelled.cancel()
         gate.open()
         #expect(await cancelled.value.checks[0].status == .unhealthy)
@@ -856,7 +853,7 @@ final class RecordingClock: HealthClock {
         #expect(fix.runs == 0)
     }
 
-    @Test func loop_runsOnceAnInterval_andSleepsInBetween() async {
+    @Test func loop_runsOnceAnInterval_andSleepsInBetween() async throws {
         let registry = registry()
         let runs = Atomic<Int>(0)
         registry.register(HealthCheck(name: "count", timeout: .seconds(1_000)) {
@@ -864,14 +861,14 @@ final class RecordingClock: HealthClock {
             return .healthy()
         })
         registry.start(interval: .seconds(30))
-        while registry.report().checks[0].lastRun == nil { await Task.yield() }
-        await waitForSleepers(clock, 1)  // first round done, loop asleep
+        try #require(await eventually { registry.report().checks[0].lastRun != nil })
+        try await waitForSleepers(clock, 1)  // first round done, loop asleep
         #expect(runs.load(ordering: .relaxed) == 1)
         clock.advance(by: .seconds(29))
         #expect(runs.load(ordering: .relaxed) == 1)
         clock.advance(by: .seconds(1))
-        while registry.report().checks[0].lastRun != 1_700_000_030 { await Task.yield() }
-        await waitForSleepers(clock, 1)
+        try #require(await eventually { registry.report().checks[0].lastRun == 1_700_000_030 })
+        try await waitForSleepers(clock, 1)
         registry.stop()
         #expect(!registry.isRunning)
         #expect(runs.load(ordering: .relaxed) == 2)
