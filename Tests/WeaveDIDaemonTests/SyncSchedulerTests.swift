@@ -5,6 +5,16 @@ import WeaveDI
 @testable import WeaveDIDaemon
 import WeaveDIPosix
 
+/// The runs going at once across the jobs whose scripts share it, and the most there were.
+final class RunsAtOnce: Sendable {
+    private let state = Locked((now: 0, peak: 0))
+
+    var peak: Int { state.withLock { $0.peak } }
+
+    func begin() { state.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) } }
+    func end() { state.withLock { $0.now -= 1 } }
+}
+
 /// A job kind whose runs do what the test says: wait at a gate, return scripted outcomes.
 final class JobScript: Sendable {
     private let state = Locked((
@@ -12,6 +22,8 @@ final class JobScript: Sendable {
     private let gate = Locked<[CheckedContinuation<Void, Never>]>([])
     /// Whether a cancelled run goes on waiting at the gate (a run stuck in a step).
     private let deaf: Bool
+    /// Counts the script's runs with those of other scripts, if given.
+    private let shared: RunsAtOnce?
     /// Whether its job's `prepareForRetry` prepares something (says "prepared"), or nothing.
     let prepares: Bool
     /// What its job's `prepareForRetry` throws, if anything.
@@ -19,9 +31,10 @@ final class JobScript: Sendable {
 
     init(
         _ outcomes: [SyncResult] = [.success], open: Bool = true, deafToCancellation: Bool = false, prepares: Bool = true,
-        preparing: (any Error & Sendable)? = nil
+        preparing: (any Error & Sendable)? = nil, sharing shared: RunsAtOnce? = nil
     ) {
         deaf = deafToCancellation
+        self.shared = shared
         self.prepares = prepares
         self.preparing = preparing
         state.withLock { $0.outcomes = outcomes; $0.open = open }
@@ -53,7 +66,11 @@ final class JobScript: Sendable {
             state.maxConcurrent = max(state.maxConcurrent, state.concurrent)
             return state.outcomes.count > 1 ? state.outcomes.removeFirst() : state.outcomes[0]
         }
-        defer { state.withLock { $0.concurrent -= 1 } }
+        shared?.begin()
+        defer {
+            shared?.end()
+            state.withLock { $0.concurrent -= 1 }
+        }
         _ = try? context.session.require(RunScoped.self)
         context.progress(SyncProgress(filesDone: 1, filesTotal: 2, bytesDone: 10, bytesTotal: 20))
         if !state.withLock({ $0.open }) {
@@ -156,16 +173,22 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    /// Four jobs that run at start, under a cap of two runs at once: two run, the other two
+    /// wait for a slot (queued) until one ends; never more than two go at once.
     @Test func runsAtOnce_areCapped() async throws {
-        let scripts = (0..<4).map { _ in JobScript(open: false) }
+        let runsAtOnce = RunsAtOnce()
+        let scripts = (0..<4).map { _ in JobScript(open: false, sharing: runsAtOnce) }
         let (scheduler, _, _) = scheduler(scripts.enumerated().map { ("j\($0.offset)", $0.element, { $0.runAtStart = true }) }, maxConcurrent: 2)
         try await scheduler.start()
-        #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 2 })
-        try? await Task.sleep(for: .milliseconds(100))
-        #expect(scripts.map(\.runs).reduce(0, +) == 2)  // the other two wait for a slot
+        // Every job either runs (at its gate) or is queued for a slot.
+        func queued() async -> Int { await scheduler.jobs().filter { $0[member: "queued"].map { !$0.isNull } == true }.count }
+        #expect(await eventually { await scripts.map(\.runs).reduce(0, +) + queued() == 4 })
+        #expect(scripts.map(\.runs).reduce(0, +) == 2)
+        #expect(await queued() == 2)
+        #expect(runsAtOnce.peak == 2)
         scripts.forEach { $0.release() }
         #expect(await eventually { scripts.map(\.runs).reduce(0, +) == 4 })
-        #expect(scripts.map(\.maxConcurrent).max() == 1)
+        #expect(runsAtOnce.peak == 2)
         await scheduler.stop()
     }
 
