@@ -134,19 +134,25 @@ extension InjectedTests {
         #expect(Doubled().value == 42 && Doubled().value == 42)
     }
 
+    /// The README's overrides, where the key's value is the live one, as in a program: under
+    /// swift test it is the key's testValue, the mock itself, which an override to the mock
+    /// would leave unchanged.
     @Test func readme_overrides() async {
-        let sync = withInjectedValues { $0.userService = MockUserService() } operation: {
-            ViewModel().userService.name()                // "mock"
+        await withInjectedValues { $0.userService = LiveUserService() } operation: {
+            #expect(ViewModel().userService.name() == "live")
+            let sync = withInjectedValues { $0.userService = MockUserService() } operation: {
+                ViewModel().userService.name()                // "mock"
+            }
+            let async = await withInjectedValues { $0.userService = MockUserService() } operation: {
+                await Task { ViewModel().userService.name() }.value   // "mock": child tasks see it too
+            }
+            #expect(sync == "mock" && async == "mock")
+            // Made under an override, read after it: the key's value now, as
+            // DocumentedLimitsTests checks too.
+            let model = withInjectedValues { $0.userService = MockUserService() } operation: { ViewModel() }
+            let now = model.userService.name()      // the key's value now ("live" in a program), not the override's
+            #expect(now == "live")
         }
-        let async = await withInjectedValues { $0.userService = MockUserService() } operation: {
-            await Task { ViewModel().userService.name() }.value   // "mock": child tasks see it too
-        }
-        #expect(sync == "mock" && async == "mock")
-        // Made under an override, read after it: the key's value now (its testValue here), as
-        // DocumentedLimitsTests checks with a key whose value the override changes.
-        let model = withInjectedValues { $0.userService = MockUserService() } operation: { ViewModel() }
-        let now = model.userService.name()      // the key's value now ("live" in a program), not the override's
-        #expect(now == InjectedValues.current.userService.name())
     }
 
     @Test func readme_container() async throws {
