@@ -4,6 +4,13 @@
 #   1. systemd-analyze verify: must print nothing (verify exits 0 even on many warnings,
 #      e.g. unknown keys or unparsable values, so its output is what is checked).
 #   2. systemd-analyze security --offline=yes: overall exposure must be <= 2.0.
+#   3. sysusers.d/weavedi.conf and tmpfiles.d/weavedi.conf applied in the throw-away root
+#      (systemd-sysusers --root=, systemd-tmpfiles --create --root=): each directory the
+#      service's RuntimeDirectory= and StateDirectory= name must come out as the unit makes
+#      it (mode RuntimeDirectoryMode= / StateDirectoryMode=, owner User=:Group=), so that it
+#      is there as the service would have it before the first start (weavedid.socket, and
+#      `weavedid --check-config` run as the service's user). Needs root (the owners); skipped,
+#      and said so, without.
 #
 # Works without a running systemd (e.g. in a container whose PID 1 is not systemd).
 # verify checks that ExecStart=/ExecReload= binaries exist; /usr/bin/weavedid is usually not
@@ -73,6 +80,55 @@ elif awk -v e="$exposure" -v m="$max_exposure" 'BEGIN { exit !(e + 0 > m + 0) }'
     status=1
 else
     echo "security: OK (exposure $exposure <= $max_exposure)"
+fi
+
+echo "== systemd-sysusers + systemd-tmpfiles --create --root=<tmp> weavedi.conf"
+# The unit's value of KEY (its last assignment).
+unit_value() { sed -n "s/^$1=//p" "$unit_dir/weavedid.service" | tail -n 1; }
+sysusers_conf=$(cd "$unit_dir/sysusers.d" 2>/dev/null && pwd)/weavedi.conf
+tmpfiles_conf=$(cd "$unit_dir/tmpfiles.d" 2>/dev/null && pwd)/weavedi.conf
+if [ "$(id -u)" -ne 0 ]; then
+    echo "tmpfiles: skipped (not root: the directories' owners cannot be set)"
+elif ! command -v systemd-sysusers >/dev/null || ! command -v systemd-tmpfiles >/dev/null; then
+    echo "tmpfiles: skipped (systemd-sysusers or systemd-tmpfiles not found)"
+elif [ ! -f "$sysusers_conf" ] || [ ! -f "$tmpfiles_conf" ]; then
+    echo "tmpfiles: FAILED (missing $sysusers_conf or $tmpfiles_conf)"
+    status=1
+else
+    tmp_status=0
+    mkdir -p "$root/run" "$root/var/lib"
+    if ! systemd-sysusers --root="$root" "$sysusers_conf" \
+        || ! systemd-tmpfiles --root="$root" --create "$tmpfiles_conf"; then
+        echo "tmpfiles: FAILED (systemd-sysusers or systemd-tmpfiles failed)"
+        tmp_status=1
+    fi
+    user=$(unit_value User); group=$(unit_value Group)
+    uid=$(awk -F: -v n="$user" '$1 == n { print $3 }' "$root/etc/passwd" 2>/dev/null)
+    gid=$(awk -F: -v n="$group" '$1 == n { print $3 }' "$root/etc/group" 2>/dev/null)
+    for kind in Runtime:/run State:/var/lib; do
+        key=${kind%%:*}Directory; base=${kind#*:}
+        name=$(unit_value "$key"); mode=$(unit_value "${key}Mode")
+        [ -n "$mode" ] || mode=0755
+        dir="$base/$name"
+        if [ -z "$name" ]; then
+            echo "tmpfiles: FAILED (the service sets no $key=)"
+            tmp_status=1
+            continue
+        fi
+        found=$(stat -c '%a %u %g' "$root$dir" 2>/dev/null || echo missing)
+        want="$(printf '%o' "0$mode") $uid $gid"
+        if [ "$found" != "$want" ]; then
+            echo "tmpfiles: FAILED ($dir is '$found', the unit's $key= makes it '$want' (mode, uid of $user, gid of $group))"
+            tmp_status=1
+        else
+            echo "tmpfiles: $dir as $key= makes it (mode $mode, $user:$group)"
+        fi
+    done
+    if [ "$tmp_status" -eq 0 ]; then
+        echo "tmpfiles: OK"
+    else
+        status=1
+    fi
 fi
 
 exit $status

@@ -4,7 +4,9 @@ import WeaveDIDaemon
 import WeaveDIPosix
 
 /// `systemd-analyze verify` prints nothing and `systemd-analyze security` rates the service 2.0
-/// or lower (systemd/check-units.sh does both, offline).
+/// or lower, and the shipped sysusers.d and tmpfiles.d files make the service's runtime and state
+/// directories as its RuntimeDirectory= and StateDirectory= do (systemd/check-units.sh does all
+/// three, offline, in a throw-away root).
 @Suite struct SystemdUnitTests {
     static var packageRoot: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
@@ -20,6 +22,12 @@ import WeaveDIPosix
         #expect(result.status == .exited(0), "\(result.standardOutputText)\(result.standardErrorText)")
         #expect(result.standardOutputText.contains("verify: OK (exit 0, no output)"))
         #expect(result.standardOutputText.contains("security: OK (exposure"))
+        // As root (the directories' owners): /run/weavedi and /var/lib/weavedi made before the
+        // first start, so that `--check-config` run as weavedi finds its state directory.
+        if CurrentProcess.effectiveUserID == 0 {
+            #expect(result.standardOutputText.contains("tmpfiles: /var/lib/weavedi as StateDirectory= makes it"))
+            #expect(result.standardOutputText.contains("tmpfiles: OK"))
+        }
     }
 
     /// A start that a restart cannot mend (a bad configuration, a command line weavedid does not
