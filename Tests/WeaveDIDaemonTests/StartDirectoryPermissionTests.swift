@@ -62,7 +62,7 @@ struct StartDirectoryPermissionTests {
         #expect(check.status == .exited(78), "\(check.standardErrorText)")
         #expect(check.standardOutputText == "")
         #expect(check.standardErrorText == """
-            weavedid: \(config): stateDirectory: cannot create the state directory "\(d)/closed/state": the user running the check (\(Self.nobody)) may not create it in "\(d)/closed" (mode 0755, owner root, group root), the nearest directory there on its way (write and search access): Permission denied (EACCES); the daemon does not start: create it for the daemon's user, or set stateDirectory (or STATE_DIRECTORY when the file sets none) to a directory it may create and write in
+            weavedid: \(config): stateDirectory: cannot create the state directory "\(d)/closed/state": the user running the check (\(Self.nobody)) may not create it in "\(d)/closed" (mode 0755, owner root, group root), the nearest directory there on its way (write and search access): Permission denied (EACCES); the daemon would not start: create it for the daemon's user, or set stateDirectory (or STATE_DIRECTORY when the file sets none) to a directory it may create and write in
 
             """)
         let daemon = try Self.startAsNobody(config, directory)
@@ -80,7 +80,7 @@ struct StartDirectoryPermissionTests {
         let check = try Self.checkAsNobody(config)
         #expect(check.status == .exited(78), "\(check.standardErrorText)")
         #expect(check.standardErrorText.contains(
-            "stateDirectory: the user running the check (\(Self.nobody)) may not write in the state directory \"\(d)/closed\" (mode 0755, owner root, group root; write and search access): Permission denied (EACCES); the daemon does not start"),
+            "stateDirectory: the user running the check (\(Self.nobody)) may not write in the state directory \"\(d)/closed\" (mode 0755, owner root, group root; write and search access): Permission denied (EACCES); the daemon would not start"),
             "\(check.standardErrorText)")
         let daemon = try Self.startAsNobody(config, directory)
         #expect(daemon.wait() == .exited(78), "\(daemon.log)")
@@ -93,7 +93,7 @@ struct StartDirectoryPermissionTests {
         let check = try Self.checkAsNobody(config)
         #expect(check.status == .exited(78), "\(check.standardErrorText)")
         #expect(check.standardErrorText == """
-            weavedid: \(config): control.socket: cannot create the control socket's directory (from control.socket) "\(d)/closed/run": the user running the check (\(Self.nobody)) may not create it in "\(d)/closed" (mode 0755, owner root, group root), the nearest directory there on its way (write and search access): Permission denied (EACCES); the daemon does not start: create it for the daemon's user, or set control.socket to a path in a directory the daemon may write
+            weavedid: \(config): control.socket: cannot create the control socket's directory (from control.socket) "\(d)/closed/run": the user running the check (\(Self.nobody)) may not create it in "\(d)/closed" (mode 0755, owner root, group root), the nearest directory there on its way (write and search access): Permission denied (EACCES); the daemon would not start: create it for the daemon's user, or set control.socket to a path in a directory the daemon may write
 
             """)
         let daemon = try Self.startAsNobody(config, directory)

@@ -40,7 +40,7 @@ extension DaemonConfiguration {
         let shown = JSONValue.quotedPathForMessage(directory)
         let user = FileOwnership.currentUser
         func fail(_ problem: String, _ errno: Int32) -> ConfigurationError {
-            ConfigurationError(file: file, fieldPath: field, problem: "\(problem); the daemon does not start: \(remedy)", errno: errno)
+            ConfigurationError(file: file, fieldPath: field, problem: "\(problem); the daemon would not start: \(remedy)", errno: errno)
         }
         func status(_ path: String) throws(ConfigurationError) -> Result<FileStatus, Errno> {
             try note(LoadStep("looking at", file: file, fieldPath: field, path: path))
