@@ -81,6 +81,10 @@ public enum DaemonMain {
             let why = pathVariables.contains(name) ? " (as text, a path in it would name another path)" : ""
             log.warning("daemon", "environment variable \(name.escapingControlCharacters) is not valid UTF-8: ignored\(why)")
         }
+        // A relative directory variable is ignored as if unset: said, with what is used instead.
+        for warning in ConfigurationDirectories.relativeVariableWarnings(environment: environment, workingDirectory: currentDirectory()) {
+            log.warning("daemon", warning)
+        }
         if CurrentProcess.workingDirectory() == nil {
             log.notice("daemon", "the working directory cannot be read as UTF-8 text: the default paths under it are relative (./.weavedi/...)")
         }
@@ -162,7 +166,12 @@ public enum DaemonMain {
             log.error("daemon", "cannot create the signalfd: \(error)")
             return 1
         }
-        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath.map { JSONValue.quotedPathForMessage($0) } ?? "built-in default"))")
+        // The directories it uses, wherever they came from (the file, the environment, the
+        // working directory), and the socket it serves: the one systemd passed, if any.
+        let socket = context.passedControlSocketPath.map { "\(JSONValue.quotedPathForMessage($0)) (passed by systemd)" }
+            ?? JSONValue.quotedPathForMessage(configuration.control.socket)
+        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath.map { JSONValue.quotedPathForMessage($0) } ?? "built-in default")); "
+            + "state directory \(JSONValue.quotedPathForMessage(configuration.stateDirectory)), control socket \(socket)")
         // Before anything touches the state directory (or binds the socket): a second daemon on
         // it would run the same jobs and remove the first one's writes in progress. Held until
         // the process exits; `--check-config` never comes here.

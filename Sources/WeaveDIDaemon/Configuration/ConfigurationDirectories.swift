@@ -1,3 +1,5 @@
+import WeaveDI
+
 /// The directory rules for defaults, and the lexical path operations the validator needs.
 ///
 /// Runtime directory: the first entry of `$RUNTIME_DIRECTORY` (systemd passes a
@@ -20,6 +22,52 @@ enum ConfigurationDirectories {
     /// The state directory the environment selects.
     static func state(environment: [String: String], workingDirectory: String) -> String {
         firstAbsoluteEntry(environment["STATE_DIRECTORY"]) ?? join(workingDirectory, ".weavedi/state")
+    }
+
+    /// The directory variables in `environment` that are set but ignored because their value (its
+    /// first entry) is a relative path (`RUNTIME_DIRECTORY`, `STATE_DIRECTORY`, and
+    /// `XDG_RUNTIME_DIR` when `RUNTIME_DIRECTORY` selects no directory), in that order. An empty
+    /// value counts as unset and is not named.
+    static func relativeVariables(environment: [String: String]) -> [String] {
+        func ignored(_ name: String, splitting: Bool = true) -> Bool {
+            guard let value = environment[name], !value.isEmpty else { return false }
+            return firstAbsoluteEntry(value, splitting: splitting) == nil
+        }
+        var names: [String] = []
+        if ignored("RUNTIME_DIRECTORY") { names.append("RUNTIME_DIRECTORY") }
+        if ignored("STATE_DIRECTORY") { names.append("STATE_DIRECTORY") }
+        if firstAbsoluteEntry(environment["RUNTIME_DIRECTORY"]) == nil, ignored("XDG_RUNTIME_DIR", splitting: false) {
+            names.append("XDG_RUNTIME_DIR")
+        }
+        return names
+    }
+
+    /// The warnings, one per variable `relativeVariables` names, shaped as the one about a
+    /// `WEAVEDID_LOG` that is no filter: the variable, its value quoted, what is wrong, what is
+    /// used instead (`STATE_DIRECTORY="state" is a relative path: ignored; using
+    /// "/srv/.weavedi/state" for the state directory where the configuration file sets no
+    /// stateDirectory`).
+    static func relativeVariableWarnings(environment: [String: String], workingDirectory: String) -> [String] {
+        relativeVariables(environment: environment).map { name in
+            let value = environment[name] ?? ""
+            let quoted = JSONValue.quotedPathForMessage(value)
+            let first = String(value.split(separator: ":", omittingEmptySubsequences: false)[0])
+            let problem = name != "XDG_RUNTIME_DIR" && first != value
+                ? "\(name)=\(quoted) starts with a relative path (\(JSONValue.quotedPathForMessage(first)))"
+                : "\(name)=\(quoted) is a relative path"
+            let instead: String
+            switch name {
+            case "STATE_DIRECTORY":
+                instead = "using \(JSONValue.quotedPathForMessage(state(environment: environment, workingDirectory: workingDirectory))) "
+                    + "for the state directory where the configuration file sets no stateDirectory"
+            default:
+                let runtime = runtime(environment: environment, workingDirectory: workingDirectory)
+                let origin = self.runtime(environment: environment) != nil ? " (from XDG_RUNTIME_DIR)" : ""
+                instead = "using \(JSONValue.quotedPathForMessage(runtime))\(origin) for the runtime directory (the control "
+                    + "socket's) where the configuration file sets neither runtimeDirectory nor control.socket"
+            }
+            return "\(problem): ignored; \(instead)"
+        }
     }
 
     /// The first colon-separated entry of `value` (or all of it), if it is a non-empty absolute path.

@@ -35,6 +35,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var sync: Sync
     /// What put `control.socket` where it is, for a message about it.
     var socketOrigin: SocketOrigin
+    /// `RUNTIME_DIRECTORY` and `XDG_RUNTIME_DIR` where the environment sets them to a relative
+    /// path, which is ignored as if unset, for a message about the socket's default path
+    /// (`ConfigurationDirectories.relativeVariables`).
+    var ignoredRuntimeVariables: [String]
 
     /// Whether `control.socket` is the default below the working directory
     /// (`.weavedi/run/control.sock`): neither the configuration (`control.socket`,
@@ -84,6 +88,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         sync = Sync()
         socketOrigin = ConfigurationDirectories.firstAbsoluteEntry(environment["RUNTIME_DIRECTORY"]) != nil ? .runtimeDirectoryVariable
             : ConfigurationDirectories.runtime(environment: environment) != nil ? .xdgRuntimeDirectory : .workingDirectory
+        ignoredRuntimeVariables = ConfigurationDirectories.relativeVariables(environment: environment).filter { $0 != "STATE_DIRECTORY" }
     }
 
     /// The configuration used when there is no file: environment-derived directories and one

@@ -85,9 +85,17 @@ struct ReservedPath: Sendable, Equatable {
     /// says so: that a destination such as the project's own directory holds it follows from
     /// where weavedid was started, which the configuration does not show.
     static func controlSocket(of configuration: DaemonConfiguration) -> ReservedPath {
+        // A variable set to a relative path is ignored as if unset; said so, not that it is unset.
+        let variables: String
+        switch configuration.ignoredRuntimeVariables {
+        case []: variables = "neither RUNTIME_DIRECTORY nor XDG_RUNTIME_DIR is set"
+        case ["RUNTIME_DIRECTORY"]: variables = "RUNTIME_DIRECTORY is set but relative (ignored) and XDG_RUNTIME_DIR is not set"
+        case ["XDG_RUNTIME_DIR"]: variables = "RUNTIME_DIRECTORY is not set and XDG_RUNTIME_DIR is set but relative (ignored)"
+        default: variables = "RUNTIME_DIRECTORY and XDG_RUNTIME_DIR are set but relative (ignored)"
+        }
         let origin = configuration.socketIsWorkingDirectoryDefault
             ? "; that is its default path, in the working directory (.weavedi/run/control.sock), as no configuration "
-                + "file sets control.socket or runtimeDirectory and neither RUNTIME_DIRECTORY nor XDG_RUNTIME_DIR is set: "
+                + "file sets control.socket or runtimeDirectory and \(variables): "
                 + "set control.socket, or start weavedid in another directory"
             : ""
         return ReservedPath(
