@@ -1110,6 +1110,53 @@ import WeaveDIPosix
         #expect(names == ["jobs.json", "jobs.json.corrupt"], "\(names)")
     }
 
+    /// `sync.stateFile`'s advice fits what became of the file: one that could not be parsed is
+    /// kept as `jobs.json.corrupt`, nothing stands in the way and nothing is to mend, so the
+    /// check says where the copy is and that the jobs started afresh; one that could not be read
+    /// (here a directory in its place) stays, and the check says to move it away or mend the
+    /// permissions. Before, the damaged file got the advice for an unreadable one.
+    @Test func theStateFileCheck_givesAdviceThatFits_aDamagedFile_andAnUnreadableOne() throws {
+        func health(_ daemon: DaemonProcess) throws -> (status: String?, message: String, data: JSONValue?) {
+            let check = try stateFileCheck(daemon)
+            return (check?[member: "status"]?.stringValue, check?[member: "message"]?.stringValue ?? "", check?[member: "data"])
+        }
+        let damaged = Fixture()
+        damaged.directory.write("state/jobs.json", "{broken")
+        var daemon = try damaged.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        var found = try health(daemon)
+        let copy = damaged.state + "/jobs.json.corrupt"
+        #expect(found.status == "degraded", "\(found)")
+        #expect(found.message.hasPrefix("could not use the jobs' state file \"\(damaged.stateFile)\" at the start: "), "\(found)")
+        #expect(found.message.contains(
+            "; it was kept as \"\(copy)\", and the jobs started without their last results and pauses (a job paused before is "
+                + "scheduled again), and run ids started again at NAME-1 (they may repeat ids in older logs); a write makes a new "
+                + "file (at the next run's start, or now: weavedictl fix sync.stateFile); the kept copy is not read again"), "\(found)")
+        #expect(!found.message.contains("permissions"), "\(found)")
+        #expect(!found.message.contains("stands in the file's place"), "\(found)")
+        #expect(found.data?[member: "copy"]?.stringValue == copy, "\(found)")
+        #expect(damaged.directory.read("state/jobs.json.corrupt") == "{broken")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+
+        let unreadable = Fixture()
+        try FileManager.default.createDirectory(atPath: unreadable.stateFile, withIntermediateDirectories: true)
+        daemon = try unreadable.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        found = try health(daemon)
+        #expect(found.status == "degraded", "\(found)")
+        #expect(found.message.hasPrefix("could not read the jobs' state file \"\(unreadable.stateFile)\" at the start: "), "\(found)")
+        #expect(found.message.contains(
+            "; the jobs started without their last results and pauses (a job paused before is scheduled again), and run ids "
+                + "started again at NAME-1 (they may repeat ids in older logs): move away what stands in the file's place, or mend "
+                + "its directory's permissions; a write replaces the file (at the next run's start, or now: weavedictl fix "
+                + "sync.stateFile)"), "\(found)")
+        #expect(!found.message.contains("corrupt"), "\(found)")
+        #expect(!fileExists(unreadable.state + "/jobs.json.corrupt"))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A state file that is JSON of another shape (not an object, or `jobs` not one) is damaged
     /// too: logged, and kept aside as `jobs.json.corrupt`. Before, it was taken for an empty
     /// file, silently, and the next write destroyed it.

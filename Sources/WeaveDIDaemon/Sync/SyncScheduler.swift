@@ -59,7 +59,7 @@ public actor SyncScheduler: DaemonService {
     static let stateWriteWait: Duration = .seconds(1)
     /// Why the jobs' state file could not be read at the start (nil if it was, or there was
     /// none): `sync.stateFile` says so until a write replaces the file.
-    var stateFileUnreadable: String?
+    var stateFileUnreadable: SyncStateStore.Unreadable?
     var stopping = false
     var persisted: [String: PersistedJobState] = [:]
 

@@ -42,7 +42,26 @@ struct SyncStateStore: Sendable {
         var lastRunNumber = 0
         /// Why a file that is there could not be read (nil when it was, or there is none):
         /// the daemon then starts without the jobs' last results, and run ids start again at 1.
-        var unreadable: String?
+        var unreadable: Unreadable?
+    }
+
+    /// A state file that is there but could not be used at the start: why, and what became of it.
+    struct Unreadable: Sendable, Equatable {
+        /// What became of the file.
+        enum Fate: Sendable, Equatable {
+            /// Left where it is, as it may be whole (no permission, a directory in its place, a
+            /// file system not answering) or holds nothing the daemon wrote (a named pipe, a link
+            /// to a device): the next write replaces it.
+            case leftInPlace
+            /// Damaged, or larger than `maximumBytes`: renamed `copy` (`jobs.json.corrupt`).
+            case kept(copy: String)
+            /// Damaged, or too large, but the rename to `copy` failed with `error`: it stays, and
+            /// the next write replaces it.
+            case notKept(copy: String, error: String)
+        }
+
+        var problem: String
+        var fate: Fate
     }
 
     /// The highest run number the file may say: far beyond any number of runs, and an integer
@@ -207,19 +226,24 @@ struct SyncStateStore: Sendable {
     /// directory in its place, a file system not answering), which may be whole.
     private func unreadable(_ problem: String, keeping: String? = nil) -> Contents {
         var fate = "; the file is replaced at the next run's start"
+        var found = Unreadable.Fate.leftInPlace
         if let keeping {
-            let copy = JSONValue.quotedPathForMessage(directory + "/" + Self.damagedCopyName)
-            if rename(path, directory + "/" + Self.damagedCopyName) == 0 {
+            let copyPath = directory + "/" + Self.damagedCopyName
+            let copy = JSONValue.quotedPathForMessage(copyPath)
+            if rename(path, copyPath) == 0 {
                 fate = "; \(keeping) is kept as \(copy) (replacing an earlier copy, if any)"
+                found = .kept(copy: copyPath)
             } else {
-                fate = "; it could not be kept as \(copy) (\(Errno.current)), and is replaced at the next run's start"
+                let error = Errno.current
+                fate = "; it could not be kept as \(copy) (\(error)), and is replaced at the next run's start"
+                found = .notKept(copy: copyPath, error: "\(error)")
             }
         }
         log.warning("sync", "\(path): \(problem); starting without the jobs' previous results (their last runs, and their "
             + "pauses: a job paused before is scheduled again), and run ids start again at NAME-1 (they may repeat ids in "
             + "older logs)" + fate)
         var contents = Contents()
-        contents.unreadable = problem
+        contents.unreadable = Unreadable(problem: problem, fate: found)
         return contents
     }
 
