@@ -48,6 +48,13 @@ public enum DaemonMain {
             printError("weavedid: \(error)\n\(CommandLineOptions.usageHint)")
             return exitUsage
         }
+        // Only the daemon's main loop reads the blocked signals (its signalfd): a check, the
+        // help and the version have none, and would run on past a Ctrl-C or a SIGTERM (a check
+        // of many jobs for seconds), then exit 0. They end by the signal instead, as any
+        // command does, and a signal that came while the signals were blocked ends them now.
+        if options.help || options.version || options.checkConfig {
+            restoreDefaultSignalActions()
+        }
         if options.help {
             return printOutput(CommandLineOptions.usage)
         }
@@ -196,6 +203,14 @@ public enum DaemonMain {
             signals: signals, context: context, supervisor: supervisor,
             watchdog: WatchdogSettings(environment: environment, pid: CurrentProcess.id))
         return loop.run()
+    }
+
+    /// Gives the handled signals their default action (SIGPIPE stays ignored) and unblocks
+    /// them in the calling thread: a pending one ends the process here. For the modes that do
+    /// not run the main loop (`--check-config`, `--help`, `--version`).
+    static func restoreDefaultSignalActions() {
+        for signal in handledSignals.signals { try? signal.restoreDefaultAction() }
+        _ = try? handledSignals.unblockInCurrentThread()
     }
 
     /// The warning about a `WEAVEDID_LOG` that is no filter, shaped as the library's about a
