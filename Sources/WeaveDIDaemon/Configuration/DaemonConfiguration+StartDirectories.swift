@@ -31,6 +31,22 @@ extension DaemonConfiguration {
         try checkDirectory(
             ControlSocketBinder.parent(of: control.socket), what: "the control socket's directory (from \(socketOrigin))",
             field: "control.socket", remedy: socketRemedy, file: file, note: note)
+        try checkSocketFile(file: file, note: note)
+    }
+
+    /// The control socket's own path: the start replaces a socket there that nobody listens on,
+    /// and refuses anything else (a regular file, a directory, a symbolic link), leaving it as
+    /// it is (`ControlSocketBinder.bind`). Nothing is removed here either.
+    private func checkSocketFile(file: String, note: (LoadStep) throws(ConfigurationError) -> Void) throws(ConfigurationError) {
+        let path = control.socket
+        try note(LoadStep("looking at", file: file, fieldPath: "control.socket", path: path))
+        guard let found = try? FileStatus(path: path, followSymlinks: false), found.kind != .socket else { return }
+        throw ConfigurationError(
+            file: file, fieldPath: "control.socket",
+            problem: "the control socket's path (from \(socketOrigin)) \(JSONValue.quotedPathForMessage(path)) exists and is "
+                + "\(Self.describe(found.kind)), not a socket; the daemon does not start (it replaces only a socket nobody "
+                + "listens on, and leaves anything else there as it is): remove it or choose another control.socket",
+            errno: EEXIST)
     }
 
     private func checkDirectory(

@@ -13,12 +13,16 @@ enum ControlSocketBinder {
         /// The error of the system call refused, where the start's exit status depends on it
         /// (the socket's directory not made: `exitStatus`).
         var errno: Int32? = nil
+        /// Whether the configuration is at fault, as it stands on this machine (its socket path
+        /// taken by a file that is no socket): a restart meets the same.
+        var byConfiguration = false
 
         /// The daemon's exit status for a start this refusal ended: 78 (EX_CONFIG) when the
-        /// socket's directory could not be made for want of permission (`EACCES`, `EPERM`) or
-        /// on a read-only file system (`EROFS`), which a restart does not mend; else 1.
+        /// configuration is at fault (`byConfiguration`), or when the socket's directory could
+        /// not be made for want of permission (`EACCES`, `EPERM`) or on a read-only file system
+        /// (`EROFS`), which a restart does not mend; else 1.
         var exitStatus: Int32 {
-            errno.map(FileOwnership.isPermanentRefusal) == true ? DaemonMain.exitConfigurationError : 1
+            byConfiguration || errno.map(FileOwnership.isPermanentRefusal) == true ? DaemonMain.exitConfigurationError : 1
         }
     }
 
@@ -40,7 +44,9 @@ enum ControlSocketBinder {
         if !madeDirectory { warnIfOthersCanReplace(path, log: log) }
         if let existing = try? FileStatus(path: path, followSymlinks: false) {
             guard existing.kind == .socket else {
-                throw Refusal(description: "\(JSONValue.quotedPathForMessage(path)) exists and is not a socket; remove it or choose another control.socket")
+                throw Refusal(
+                    description: "\(JSONValue.quotedPathForMessage(path)) exists and is not a socket; remove it or choose another control.socket",
+                    byConfiguration: true)
             }
             if let refusal = liveSocketRefusal(path) { throw refusal }
             do { try FileDescriptor.currentWorkingDirectory.unlink(at: path) } catch {
