@@ -135,8 +135,9 @@ public enum DaemonMain {
             // What the file cannot say by itself: whether its group exists on this machine (the
             // start stops without it), and its administrators (the start warns and goes on).
             if let group = configuration.control.socketGroup {
-                do { _ = try ControlSocketBinder.groupID(group) } catch {
-                    printError("weavedid: \(source): \(error.description.escapingControlCharacters)")
+                do { _ = try ControlSocketBinder.groupID(group, file: configuration.filePath ?? "built-in default") } catch {
+                    // The refusal names the file first, as the start's and a reload's do.
+                    printError("weavedid: \(error.description.escapingControlCharacters)")
                     return exitConfigurationError
                 }
             }

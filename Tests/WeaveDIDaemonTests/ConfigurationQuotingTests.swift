@@ -85,9 +85,9 @@ import WeaveDIPosix
         cases.append(("an administrator this machine does not know", accounts.warnings.first,
             #"control.adminUsers[0]: no user named "gh\#(w)" on this machine; ignored, it gives nobody administrator rights"#))
         var refusal: String?
-        do { _ = try ControlSocketBinder.groupID(.name("no-such-group-" + Self.name)) } catch { refusal = error.description }
+        do { _ = try ControlSocketBinder.groupID(.name("no-such-group-" + Self.name), file: "/etc/weavedi/weavedid.json") } catch { refusal = error.description }
         cases.append(("a socket group this machine does not know", refusal,
-            #"control.socketGroup: no group named "no-such-group-\#(w)" on this machine: create it (the package's weavedi group comes with systemd/sysusers.d/weavedi.conf), name another group, or remove the field"#))
+            #"/etc/weavedi/weavedid.json: control.socketGroup: no group named "no-such-group-\#(w)" on this machine: create it (the package's weavedi group comes with systemd/sysusers.d/weavedi.conf), name another group, or remove the field"#))
         withExtendedLifetime(tree) {}
         return cases
     }

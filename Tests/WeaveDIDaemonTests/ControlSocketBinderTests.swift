@@ -48,7 +48,7 @@ import WeaveDIPosix
         }
         for _ in 0..<300 {
             var made = false
-            let listener = try ControlSocketBinder.bind(path: path, mode: 0o640, group: nil, origin: .controlSocket, log: log, madeDirectory: &made)
+            let listener = try ControlSocketBinder.bind(path: path, mode: 0o640, group: nil, origin: .controlSocket, file: "test.json", log: log, madeDirectory: &made)
             #expect(try FileStatus(path: path, followSymlinks: false).permissions.rawValue & 0o7777 == 0o640)
             try listener.close()
             try FileDescriptor.currentWorkingDirectory.unlink(at: path)

@@ -110,12 +110,13 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
 
     /// Binds the configured socket and remembers its inode.
     private func bindSocket() throws -> FileDescriptor {
-        let origin = store.current.socketOrigin
-        let configuration = store.current.control
+        let current = store.current
+        let origin = current.socketOrigin
+        let configuration = current.control
         var madeDirectory = false
         let owned = try ControlSocketBinder.bind(
             path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, origin: origin,
-            log: log, madeDirectory: &madeDirectory)
+            file: current.filePath ?? "built-in default", log: log, madeDirectory: &madeDirectory)
         let inode = (try? FileStatus(path: configuration.socket, followSymlinks: false))?.inode ?? 0
         // A rebind (the health fix) into the directory made at start keeps it as the socket's.
         let carried = madeDirectory || bound.withLock { $0?.madeDirectory == true && $0?.path == configuration.socket }
@@ -220,12 +221,13 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         }
         if let bound = bound.withLock({ $0 }) {
             let changed = wanted.socketMode != current.socketMode || wanted.socketGroup != current.socketGroup
-            try applySocketAttributes(wanted, to: bound, onlyWhereTheFileDiffers: !changed)
+            try applySocketAttributes(
+                wanted, file: configuration.filePath ?? "built-in default", to: bound, onlyWhereTheFileDiffers: !changed)
         }
         handler.adopt(configuration)
     }
 
-    /// Gives the bound socket file `wanted`'s mode and group (no group: the daemon's own, as
+    /// Gives the bound socket file `wanted` (of the configuration file `file`)'s mode and group (no group: the daemon's own, as
     /// a new socket gets), and its directory the group when it was made at start; warns when
     /// the group cannot reach it through a directory the daemon did not make.
     ///
@@ -234,12 +236,12 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
     /// what they give now, as after the group was deleted and its name given to another gid;
     /// a socket file missing or replaced is left to the `control.socket` check.
     private func applySocketAttributes(
-        _ wanted: DaemonConfiguration.Control, to bound: (path: String, inode: UInt64, madeDirectory: Bool),
+        _ wanted: DaemonConfiguration.Control, file: String, to bound: (path: String, inode: UInt64, madeDirectory: Bool),
         onlyWhereTheFileDiffers: Bool = false
     ) throws {
         var gid: UInt32
         do {
-            gid = try wanted.socketGroup.map { (group) throws(ControlSocketBinder.Refusal) in try ControlSocketBinder.groupID(group) }
+            gid = try wanted.socketGroup.map { (group) throws(ControlSocketBinder.Refusal) in try ControlSocketBinder.groupID(group, file: file) }
                 ?? CurrentProcess.effectiveGroupID
         } catch {
             throw ReloadRefusal(description: error.description)

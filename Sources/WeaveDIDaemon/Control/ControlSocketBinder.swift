@@ -28,17 +28,18 @@ enum ControlSocketBinder {
 
     /// Binds and listens at `path` with `mode`; returns the non-blocking listener.
     /// `madeDirectory` says whether the socket's directory was made here (and carries its group).
+    /// `file` is the configuration file that gives the socket's settings, named in their errors.
     /// `origin`, what put the socket there, is named when its directory cannot be made.
     static func bind(
         path: String, mode: UInt32, group: DaemonConfiguration.AccountReference?, origin: DaemonConfiguration.SocketOrigin,
-        log: DaemonLog, madeDirectory: inout Bool
+        file: String, log: DaemonLog, madeDirectory: inout Bool
     ) throws(Refusal) -> OwnedDescriptor {
         let address: UnixSocketAddress
         do { address = try UnixSocketAddress(path: path) } catch {
             throw Refusal(description: "control socket \(path): \(error)")
         }
         // Resolved first: a group that does not exist must not cost the old socket file.
-        let gid = try group.map { (group) throws(Refusal) in try groupID(group) }
+        let gid = try group.map { (group) throws(Refusal) in try groupID(group, file: file) }
         let directory = parent(of: path)
         madeDirectory = try makeDirectory(directory, origin: origin)
         if !madeDirectory { warnIfOthersCanReplace(path, log: log) }
@@ -208,13 +209,23 @@ enum ControlSocketBinder {
     }
 
     /// The id of the configured `control.socketGroup`; `weavedid --check-config` checks it too.
-    static func groupID(_ group: DaemonConfiguration.AccountReference) throws(Refusal) -> UInt32 {
+    /// `file` is the configuration file that names it, which the refusal names first, as any
+    /// configuration error (`/etc/weavedi/weavedid.json: control.socketGroup: no group named
+    /// …`). A group the user database does not know is told from a lookup that failed (an
+    /// `nsswitch.conf` source that did not answer), whose error is said.
+    static func groupID(_ group: DaemonConfiguration.AccountReference, file: String) throws(Refusal) -> UInt32 {
         switch group {
         case let .id(id): return id
         case let .name(name):
-            guard let record = try? UserDatabase.group(named: name) else {
+            let record: GroupRecord?
+            do { record = try UserDatabase.group(named: name) } catch {
                 throw Refusal(
-                    description: "control.socketGroup: no group named \(JSONValue.quotedForMessage(name)) on this machine: create it (the package's weavedi "
+                    description: "\(file): control.socketGroup: cannot look up the group named \(JSONValue.quotedForMessage(name)) in the "
+                        + "user database: \(error); see that its sources (nsswitch.conf) answer", errno: error.rawValue)
+            }
+            guard let record else {
+                throw Refusal(
+                    description: "\(file): control.socketGroup: no group named \(JSONValue.quotedForMessage(name)) on this machine: create it (the package's weavedi "
                         + "group comes with systemd/sysusers.d/weavedi.conf), name another group, or remove the field")
             }
             return record.gid
