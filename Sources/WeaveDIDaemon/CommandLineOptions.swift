@@ -58,6 +58,18 @@ public struct CommandLineOptions: Sendable, Equatable {
         public var description: String
     }
 
+    /// The usage error for `value`, the argument after `option`, when it starts with `--`: an
+    /// option the value was forgotten before (`--config --check-config` would read a file
+    /// named `--check-config`, and start the daemon rather than check), as weavedictl refuses
+    /// it. Such a path is written `./--name`, or inline (`--config=--name`); nil for any other.
+    static func optionTakenAsValue(of option: String, _ value: String) -> UsageError? {
+        guard value.hasPrefix("--") else { return nil }
+        let shown = JSONValue.quotedForMessage(value)
+        let inline = JSONValue.quotedForMessage(option + "=" + value)
+        return UsageError(description: "\(option) needs a path; got the option \(shown) (a path starting with -- must be written "
+            + "\(JSONValue.quotedForMessage("./" + value)) or \(inline))")
+    }
+
     /// Parses the arguments after the program name.
     public static func parse(_ arguments: [String]) -> Result<CommandLineOptions, UsageError> {
         var options = CommandLineOptions()
@@ -80,6 +92,7 @@ public struct CommandLineOptions: Sendable, Equatable {
                 guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else {
                     return .failure(UsageError(description: "--config needs a path"))
                 }
+                if let error = optionTakenAsValue(of: "--config", arguments[index + 1]) { return .failure(error) }
                 if let error = setConfigPath(arguments[index + 1]) { return .failure(error) }
                 index += 1
             case _ where argument.hasPrefix("--config="):

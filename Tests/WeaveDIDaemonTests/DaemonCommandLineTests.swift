@@ -91,6 +91,41 @@ import WeaveDIPosix
         #expect(!result.standardOutputText.contains("configuration OK"))
     }
 
+    /// An option where `--config`'s path belongs is the path forgotten, not a path: refused
+    /// (64), rather than checking or starting on a file named after the option (`--config
+    /// --check-config` would start the daemon instead of checking), as weavedictl refuses it.
+    @Test(arguments: [
+        (["--config", "--check-config"], "--check-config"), (["--check-config", "--config", "--version"], "--version"),
+        (["--config", "--help"], "--help"), (["--config", "--x.json", "--check-config"], "--x.json"),
+    ])
+    func anOptionWhereConfigsPathBelongs_exits64(arguments: [String], taken: String) throws {
+        let directory = TemporaryDirectory("weavedid-option-value")
+        // A file by that name in the working directory: it must be neither read nor checked.
+        _ = directory.write(taken, "{}")
+        // Within a time limit: a daemon started by mistake would not end by itself.
+        let result = try Subprocess.run(
+            "/bin/sh", arguments: ["-c", #"cd "$1" && shift && exec timeout 30 "$@""#, "sh", directory.path, DaemonProcess.binary] + arguments,
+            environment: ["PATH": "/usr/bin:/bin", "RUNTIME_DIRECTORY": directory.path + "/run", "STATE_DIRECTORY": directory.path + "/state"])
+        #expect(result.status == .exited(64), "\(result.standardOutputText)\(result.standardErrorText)")
+        #expect(result.standardErrorText == """
+            weavedid: --config needs a path; got the option "\(taken)" (a path starting with -- must be written "./\(taken)" or "--config=\(taken)")
+            \(CommandLineOptions.usageHint)
+
+            """, "\(result.standardErrorText)")
+        #expect(result.standardOutputText.isEmpty)
+        #expect(!fileExists(directory.path + "/run") && !fileExists(directory.path + "/state"))
+        // Written as the message says, the path is taken.
+        for written in ["./\(taken)", "--config=\(taken)"] {
+            let given = written.hasPrefix("--config=") ? [written] : ["--config", written]
+            let checked = try Subprocess.run(
+                "/bin/sh", arguments: ["-c", #"cd "$1" && shift && exec timeout 30 "$@""#, "sh", directory.path, DaemonProcess.binary]
+                    + given + ["--check-config"],
+                environment: ["PATH": "/usr/bin:/bin", "RUNTIME_DIRECTORY": directory.path + "/run", "STATE_DIRECTORY": directory.path + "/state"])
+            #expect(checked.status == .exited(0), "\(checked.standardErrorText)")
+            #expect(checked.standardOutputText.hasPrefix("weavedid: configuration OK"), "\(checked.standardOutputText)")
+        }
+    }
+
     @Test func parsing() throws {
         #expect(try CommandLineOptions.parse(["--config", "/x.json", "--check-config"]).get()
             == CommandLineOptions(configPath: "/x.json", checkConfig: true))
