@@ -1,7 +1,7 @@
 import Synchronization
 
-/// What a reader remembers about one type registered in `Container.live`: the box of its built
-/// singleton and the generation it saw it at. While the generation stays, the box is the
+/// What a reader remembers of its answer: a box (of a built singleton of `Container.live`, or
+/// of a key's default) and the generation it saw it at. While the generation stays, the box is the
 /// answer, read with three atomic loads and no lock.
 ///
 /// A sequence lock: a writer clears `asOf`, stores the box, then stores the generation; a
@@ -9,7 +9,8 @@ import Synchronization
 /// loading it. Writers never wait: one that finds another writing leaves the cache alone.
 ///
 /// The box stays valid memory for good: a singleton cell belongs to an entry of a container
-/// that was `live`; such containers are never freed, nor are their replaced entries.
+/// that was `live`; such containers are never freed, nor are their replaced entries; a key's
+/// default is kept by its `KeyState`, never freed either.
 @usableFromInline
 struct BoxCache: ~Copyable, Sendable {
     @usableFromInline
@@ -34,6 +35,12 @@ struct BoxCache: ~Copyable, Sendable {
     /// `generation` (read before the container was).
     func store(singletonOf slot: Int, in container: WeaveDI.Container, at generation: UInt64) {
         guard let raw = container.table.singletonBox(slot) else { return }
+        store(raw, at: generation)
+    }
+
+    /// Remembers `raw`, a box that is never freed, as of `generation` (read before the box was
+    /// found).
+    func store(_ raw: UnsafeRawPointer, at generation: UInt64) {
         guard writing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
         asOf.store(0, ordering: .relaxed)
         box.store(UInt(bitPattern: raw), ordering: .releasing)

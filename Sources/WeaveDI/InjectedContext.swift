@@ -27,12 +27,14 @@ public enum InjectedContext: String, Sendable, CaseIterable {
         }
         set {
             stored.store(newValue.index + 1, ordering: .relaxed)
+            Generation.bump()  // readers cache a key's default as of a generation
         }
     }
 
     /// Forgets the decision, so the next read detects again (and reads the environment again).
     public static func redetect() {
         stored.store(0, ordering: .relaxed)
+        Generation.bump()
     }
 
     var index: UInt8 { UInt8(InjectedContext.allCases.firstIndex(of: self)!) }

@@ -21,9 +21,11 @@ class KeyReader<Value>: @unchecked Sendable {
     /// value's type; while the generation stays, reads go straight to the default.
     @usableFromInline
     let noRegistrationAsOf = Atomic<UInt64>(0)
-    /// The built singleton registered for the value's type in `Container.live`, as of a generation.
+    /// The box of the key's value when no override is in effect, as of a generation: the built
+    /// singleton registered for the value's type in `Container.live`, or, with none registered,
+    /// the key's default for the context then current (a change of context starts a generation).
     @usableFromInline
-    let registered = BoxCache()
+    let answer = BoxCache()
 
     init() {
         defaults = .allocate(capacity: InjectedContext.allCases.count)
@@ -48,15 +50,11 @@ class KeyReader<Value>: @unchecked Sendable {
     }
 
     /// The box of the key's value as of `generation` (the current one) when no override is in
-    /// effect, if known: its default for this context, or the built singleton registered for
-    /// its type.
+    /// effect, if known: the built singleton registered for its type, or its default for this
+    /// context.
     @inlinable @inline(__always)
     final func box(at generation: UInt64) -> UnsafeRawPointer? {
-        if noRegistrationAsOf.load(ordering: .relaxed) == generation {
-            let context = InjectedContext.stored.load(ordering: .relaxed)
-            return context == 0 ? nil : defaults[Int(context &- 1)].load(ordering: .acquiring)
-        }
-        return registered.load(at: generation)
+        answer.load(at: generation)
     }
 
     /// `read()` in full.
@@ -91,7 +89,7 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             if container.table.load(valueSlot) != nil {
                 do {
                     let value = try container.require(K.Value.self)
-                    registered.store(singletonOf: valueSlot, in: container, at: generation)
+                    answer.store(singletonOf: valueSlot, in: container, at: generation)
                     return value
                 } catch {
                     readDefault(because: error, in: container)
@@ -100,7 +98,12 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             }
             noRegistrationAsOf.store(generation, ordering: .relaxed)
         }
-        return defaultValue()
+        // Nothing registered as of `generation`: the default of the context current then is the
+        // answer while it lasts (read after the generation: a change of context bumps it).
+        let context = InjectedContext.current
+        let value = defaultValue(in: context)
+        if let raw = defaults[Int(context.index)].load(ordering: .acquiring) { answer.store(raw, at: generation) }
+        return value
     }
 
     /// Set once a read found no active session or request for the value's type and said so.

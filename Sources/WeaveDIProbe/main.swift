@@ -282,6 +282,10 @@ func cachedReads() async {
     print("computed: \(DoubledReader().value) \(DoubledReader().value) \(DoubledReader().value)")
     InjectedContext.current = .preview
     print("context changed: \(Reader().value)")
+    InjectedContext.redetect()  // outside a test run: live again
+    print("context detected again: \(Reader().value)")
+    InjectedContext.current = .preview
+    _ = Reader().value
     registerToken(in: WeaveDI.Container.live)
     print("registered: \(tokens(reader)) again \(tokens(reader))")
     await WeaveDI.Container.releaseAll()

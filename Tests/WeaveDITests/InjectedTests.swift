@@ -531,6 +531,7 @@ struct GroupedValues {
         #expect(lines.contains("again: live-default live-default -1/nil"))
         #expect(lines.contains("computed: 42 42 42"))
         #expect(lines.contains("context changed: preview-default"))
+        #expect(lines.contains("context detected again: live-default"))
         #expect(lines.contains("registered: 1/1 again 1/1"))
         #expect(lines.contains("released: 2/2"))
         #expect(lines.contains("registered again: 3/3"))
