@@ -22,8 +22,9 @@ public enum InjectedContext: String, Sendable, CaseIterable {
             let raw = stored.load(ordering: .relaxed)
             if raw != 0 { return allCases[Int(raw) - 1] }
             let decided = fromEnvironment() ?? detect()
-            stored.store(decided.index + 1, ordering: .relaxed)
-            return decided
+            // A context set meanwhile (by the setter) wins over this detection.
+            let (exchanged, found) = stored.compareExchange(expected: 0, desired: decided.index + 1, ordering: .relaxed)
+            return exchanged ? decided : allCases[Int(found) - 1]
         }
         set {
             stored.store(newValue.index + 1, ordering: .relaxed)
