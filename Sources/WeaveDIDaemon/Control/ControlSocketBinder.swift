@@ -221,7 +221,8 @@ enum ControlSocketBinder {
             do { record = try UserDatabase.group(named: name) } catch {
                 throw Refusal(
                     description: "\(file): control.socketGroup: cannot look up the group named \(JSONValue.quotedForMessage(name)) in the "
-                        + "user database: \(error); see that its sources (nsswitch.conf) answer", errno: error.rawValue)
+                        + "user database: \(error); see that its sources (nsswitch.conf) answer")  // no errno: a failed
+                // lookup is no permanent refusal (an EACCES from a source would make the start exit 78, not restarted)
             }
             guard let record else {
                 throw Refusal(
