@@ -131,11 +131,11 @@ public enum DaemonMain {
         }
         if options.checkConfig {
             // The path as given (and what it quotes) may hold control characters: escaped.
-            let source = (configuration.filePath ?? "built-in default").escapingControlCharacters
+            let source = configuration.sourceName.escapingControlCharacters
             // What the file cannot say by itself: whether its group exists on this machine (the
             // start stops without it), and its administrators (the start warns and goes on).
             if let group = configuration.control.socketGroup {
-                do { _ = try ControlSocketBinder.groupID(group, file: configuration.filePath ?? "built-in default") } catch {
+                do { _ = try ControlSocketBinder.groupID(group, file: configuration.sourceName) } catch {
                     // The refusal names the file first, as the start's and a reload's do.
                     printError("weavedid: \(error.description.escapingControlCharacters)")
                     return exitConfigurationError
@@ -146,7 +146,7 @@ public enum DaemonMain {
             let onDisk: [String]
             do {
                 onDisk = try StepDeadline.run(
-                    limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.filePath ?? "built-in default"),
+                    limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.sourceName),
                     for: "a check of the configuration's paths"
                 ) { note throws(ConfigurationError) in
                     // The start fails where it cannot make or write in its own directories: an

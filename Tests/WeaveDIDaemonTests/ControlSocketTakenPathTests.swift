@@ -31,7 +31,7 @@ import WeaveDIPosix
         #expect(check.standardOutputText.isEmpty)
         #expect(check.standardErrorText == """
             weavedid: \(config): control.socket: the control socket's path (from control.socket) "\(socket)" exists and is \(kind), \
-            not a socket; the daemon does not start (it replaces only a socket nobody listens on, and leaves anything else there as \
+            not a socket; the daemon would not start (it replaces only a socket nobody listens on, and leaves anything else there as \
             it is): remove it or choose another control.socket
 
             """, "\(check.standardErrorText)")

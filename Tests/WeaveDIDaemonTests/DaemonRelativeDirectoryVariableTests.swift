@@ -10,9 +10,9 @@ import WeaveDIPosix
 
     static func warnings(in d: String) -> [String] {
         [
-            #"warning daemon: RUNTIME_DIRECTORY="run" is a relative path: ignored; using "\#(d)/.weavedi/run" for the runtime directory (the control socket's) where the configuration file sets neither runtimeDirectory nor control.socket"#,
-            #"warning daemon: STATE_DIRECTORY="state:/srv/state" starts with a relative path ("state"): ignored; using "\#(d)/.weavedi/state" for the state directory where the configuration file sets no stateDirectory"#,
-            #"warning daemon: XDG_RUNTIME_DIR="xdg" is a relative path: ignored; using "\#(d)/.weavedi/run" for the runtime directory (the control socket's) where the configuration file sets neither runtimeDirectory nor control.socket"#,
+            #"warning daemon: RUNTIME_DIRECTORY="run" is a relative path: ignored; using "\#(d)/.weavedi/run" for the runtime directory (the control socket's) where the configuration sets neither runtimeDirectory nor control.socket"#,
+            #"warning daemon: STATE_DIRECTORY="state:/srv/state" starts with a relative path ("state"): ignored; using "\#(d)/.weavedi/state" for the state directory where the configuration sets no stateDirectory"#,
+            #"warning daemon: XDG_RUNTIME_DIR="xdg" is a relative path: ignored; using "\#(d)/.weavedi/run" for the runtime directory (the control socket's) where the configuration sets neither runtimeDirectory nor control.socket"#,
         ]
     }
 

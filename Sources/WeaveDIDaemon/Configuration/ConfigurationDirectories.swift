@@ -45,7 +45,7 @@ enum ConfigurationDirectories {
     /// The warnings, one per variable `relativeVariables` names, shaped as the one about a
     /// `WEAVEDID_LOG` that is no filter: the variable, its value quoted, what is wrong, what is
     /// used instead (`STATE_DIRECTORY="state" is a relative path: ignored; using
-    /// "/srv/.weavedi/state" for the state directory where the configuration file sets no
+    /// "/srv/.weavedi/state" for the state directory where the configuration sets no
     /// stateDirectory`).
     static func relativeVariableWarnings(environment: [String: String], workingDirectory: String) -> [String] {
         relativeVariables(environment: environment).map { name in
@@ -59,12 +59,12 @@ enum ConfigurationDirectories {
             switch name {
             case "STATE_DIRECTORY":
                 instead = "using \(JSONValue.quotedPathForMessage(state(environment: environment, workingDirectory: workingDirectory))) "
-                    + "for the state directory where the configuration file sets no stateDirectory"
+                    + "for the state directory where the configuration sets no stateDirectory"
             default:
                 let runtime = runtime(environment: environment, workingDirectory: workingDirectory)
                 let origin = self.runtime(environment: environment) != nil ? " (from XDG_RUNTIME_DIR)" : ""
                 instead = "using \(JSONValue.quotedPathForMessage(runtime))\(origin) for the runtime directory (the control "
-                    + "socket's) where the configuration file sets neither runtimeDirectory nor control.socket"
+                    + "socket's) where the configuration sets neither runtimeDirectory nor control.socket"
             }
             return "\(problem): ignored; \(instead)"
         }

@@ -32,7 +32,7 @@ extension DaemonConfiguration {
     public func checkMirrorTreesOnDisk(
         passedSocket: String? = nil, noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
     ) throws(ConfigurationError) {
-        let file = filePath ?? "built-in default"
+        let file = sourceName
         func resolving(_ fieldPath: String?, _ path: String) throws(ConfigurationError) {
             try note(LoadStep("resolving", file: file, fieldPath: fieldPath, path: path))
         }

@@ -19,7 +19,7 @@ extension DaemonConfiguration {
     ///
     /// Before each path it looks at, it tells `note` (`StepDeadline`), whose error it throws.
     func checkStartDirectories(noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }) throws(ConfigurationError) {
-        let file = filePath ?? "built-in default"
+        let file = sourceName
         let stateRemedy = "create it for the daemon's user, or set stateDirectory (or STATE_DIRECTORY when the file sets none) "
             + "to a directory it may create and write in"
         try checkDirectory(
@@ -44,7 +44,7 @@ extension DaemonConfiguration {
         throw ConfigurationError(
             file: file, fieldPath: "control.socket",
             problem: "the control socket's path (from \(socketOrigin)) \(JSONValue.quotedPathForMessage(path)) exists and is "
-                + "\(Self.describe(found.kind)), not a socket; the daemon does not start (it replaces only a socket nobody "
+                + "\(Self.describe(found.kind)), not a socket; the daemon would not start (it replaces only a socket nobody "
                 + "listens on, and leaves anything else there as it is): remove it or choose another control.socket",
             errno: EEXIST)
     }

@@ -41,7 +41,7 @@ extension DaemonConfiguration {
     func fileSystemWarnings(
         underSystemd: Bool = false, noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
     ) throws(ConfigurationError) -> [String] {
-        let file = filePath ?? "built-in default"
+        let file = sourceName
         /// What the unit's sandbox does to `path`, which failed with `error`, after `; `.
         func sandbox(_ path: String, _ error: Errno? = nil) -> String {
             guard underSystemd else { return "" }

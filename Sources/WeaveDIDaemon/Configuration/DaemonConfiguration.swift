@@ -73,6 +73,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
         return nil
     }
 
+    /// What messages name as where this configuration came from: its file's path, or
+    /// "built-in default".
+    public var sourceName: String { filePath ?? Self.builtInDefaultName }
+
+    /// How messages name the built-in default, where they name a configuration's file.
+    public static let builtInDefaultName = "built-in default"
+
     /// Whether this is the built-in default rather than a file's content.
     public var isBuiltInDefault: Bool { source == .builtInDefault }
 
@@ -185,7 +192,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     private func checkBuiltInDefaultSocket() throws(ConfigurationError) {
         guard let problem = Self.socketLengthProblem(control.socket, isDefault: true) else { return }
         throw ConfigurationError(
-            file: "built-in default", fieldPath: "control.socket",
+            file: Self.builtInDefaultName, fieldPath: "control.socket",
             problem: problem + "; start weavedid in a shorter working directory, set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR, or give it a configuration file that sets control.socket")
     }
 

@@ -116,7 +116,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         var madeDirectory = false
         let owned = try ControlSocketBinder.bind(
             path: configuration.socket, mode: configuration.socketMode.rawValue, group: configuration.socketGroup, origin: origin,
-            file: current.filePath ?? "built-in default", log: log, madeDirectory: &madeDirectory)
+            file: current.sourceName, log: log, madeDirectory: &madeDirectory)
         let inode = (try? FileStatus(path: configuration.socket, followSymlinks: false))?.inode ?? 0
         // A rebind (the health fix) into the directory made at start keeps it as the socket's.
         let carried = madeDirectory || bound.withLock { $0?.madeDirectory == true && $0?.path == configuration.socket }
@@ -222,7 +222,7 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         if let bound = bound.withLock({ $0 }) {
             let changed = wanted.socketMode != current.socketMode || wanted.socketGroup != current.socketGroup
             try applySocketAttributes(
-                wanted, file: configuration.filePath ?? "built-in default", to: bound, onlyWhereTheFileDiffers: !changed)
+                wanted, file: configuration.sourceName, to: bound, onlyWhereTheFileDiffers: !changed)
         }
         handler.adopt(configuration)
     }

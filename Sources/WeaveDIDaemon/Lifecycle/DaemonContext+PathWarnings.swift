@@ -25,7 +25,7 @@ extension DaemonContext {
         do {
             return .success(
                 try await StepDeadline.run(
-                    limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.filePath ?? "built-in default"),
+                    limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.sourceName),
                     for: "a check of the configuration's paths"
                 ) { note throws(ConfigurationError) in
                     try configuration.fileSystemWarnings(underSystemd: underSystemd, noting: note)
@@ -41,7 +41,7 @@ extension DaemonContext {
     /// that did not finish is one warning saying so. Returns how many warnings there are.
     @discardableResult
     func logPathWarnings(_ warnings: Result<[String], ConfigurationError>, of configuration: DaemonConfiguration) -> Int {
-        let source = configuration.filePath ?? "built-in default"
+        let source = configuration.sourceName
         switch warnings {
         case let .success(warnings):
             for warning in DaemonConfiguration.shownPathWarnings(warnings) { log.warning("config", "\(source): \(warning)") }

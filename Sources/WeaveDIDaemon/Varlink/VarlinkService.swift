@@ -27,7 +27,7 @@ final class VarlinkService: ControlMessageHandler {
         self.log = log
         self.startGate = startGate
         let configuration = store.current
-        authorizer = Mutex(Authorizer(configuration.control, source: configuration.filePath ?? "built-in default", log: log))
+        authorizer = Mutex(Authorizer(configuration.control, source: configuration.sourceName, log: log))
     }
 
     func mayAdminister(_ peer: ControlPeer) -> Bool {
@@ -39,7 +39,7 @@ final class VarlinkService: ControlMessageHandler {
     /// another, must not keep its old id's rights.
     func adopt(_ configuration: DaemonConfiguration) {
         let control = configuration.control
-        let fresh = Authorizer(control, source: configuration.filePath ?? "built-in default", log: log)
+        let fresh = Authorizer(control, source: configuration.sourceName, log: log)
         let previous = authorizer.withLock { current in
             defer { current = fresh }
             return current
