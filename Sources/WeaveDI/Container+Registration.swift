@@ -60,8 +60,8 @@ extension WeaveDI.Container {
             state.entries[entry.slot] = entry
             state.registrationChanges += 1
             let record = RegistrationRecord(module: entry.module, scope: entry.scope)
-            state.history[entry.slot, default: []].removeAll { $0 == record }
-            state.history[entry.slot, default: []].append(record)
+            // One lookup: the default subscript's modify works on the slot's list in place.
+            state.history[entry.slot, default: []].moveToEnd(record)
             if state.optimized, !state.unoptimized.contains(entry.slot) { state.unoptimized.append(entry.slot) }
             return (old, state.optimized)
         }
@@ -82,5 +82,13 @@ extension WeaveDI.Container {
                 "\(entry.logName) registered outside bootstrap after enableOptimization(): the next bootstrap "
                     + "or enableOptimization() warms it")
         }
+    }
+}
+
+extension Array where Element == WeaveDI.Container.RegistrationRecord {
+    /// `record` last, and nowhere else in the list.
+    mutating func moveToEnd(_ record: Element) {
+        removeAll { $0 == record }
+        append(record)
     }
 }
