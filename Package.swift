@@ -27,10 +27,12 @@ let package = Package(
         // A tiny program the tests run as a child process, so that checks which depend on
         // environment variables or process-wide state cannot disturb one another.
         .executableTarget(name: "weavedi-probe", dependencies: ["WeaveDI"], path: "Sources/WeaveDIProbe"),
-        .testTarget(name: "WeaveDITests", dependencies: ["WeaveDI", "weavedi-probe"]),
+        // What more than one test target needs (a bounded wait).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "WeaveDITests", dependencies: ["WeaveDI", "weavedi-probe", "TestSupport"]),
         .testTarget(name: "WeaveDIPosixTests", dependencies: ["WeaveDIPosix"]),
         .testTarget(name: "WeaveDIControlTests", dependencies: ["WeaveDIControl"]),
-        .testTarget(name: "WeaveDIDaemonTests", dependencies: ["WeaveDIDaemon", "WeaveDIPosix", "WeaveDIControl", "weavedid", "weavedictl"]),
+        .testTarget(name: "WeaveDIDaemonTests", dependencies: ["WeaveDIDaemon", "WeaveDIPosix", "WeaveDIControl", "weavedid", "weavedictl", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

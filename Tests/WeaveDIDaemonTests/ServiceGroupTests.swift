@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 import Testing
 import WeaveDI
 @testable import WeaveDIDaemon

@@ -4,7 +4,7 @@
 /// 3,000 polls (30 s at least). Polls, not a time: while the blocking tests running beside
 /// this one hold every thread of the pool (two, on two cores), the tasks awaited wait, and so
 /// do the polls.
-func eventually(_ condition: () async -> Bool) async -> Bool {
+public func eventually(_ condition: () async -> Bool) async -> Bool {
     for _ in 0..<1_000 {
         if await condition() { return true }
         await Task.yield()
