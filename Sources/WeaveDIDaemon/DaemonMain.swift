@@ -249,13 +249,13 @@ public enum DaemonMain {
         line.withUTF8 { _ = try? FileDescriptor.standardError.writeAll(UnsafeRawBufferPointer($0)) }
     }
 
-    /// Whether weavedid (or the library) reads the environment variable `name`.
-    /// The variables `isRead` takes that hold a path.
+    /// The variables weavedid reads that hold a path.
     static let pathVariables: Set<String> = ["NOTIFY_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "XDG_RUNTIME_DIR"]
 
+    /// Whether weavedid (or the library) reads the environment variable `name`.
     static func isRead(_ name: String) -> Bool {
         name.hasPrefix("WEAVEDI") || name.hasPrefix("LISTEN_") || name.hasPrefix("WATCHDOG_")
-            || ["JOURNAL_STREAM", "NOTIFY_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "XDG_RUNTIME_DIR"].contains(name)
+            || name == "JOURNAL_STREAM" || pathVariables.contains(name)
     }
 
     static func currentDirectory() -> String {
