@@ -178,7 +178,7 @@ public enum DaemonMain {
         // working directory), and the socket it serves: the one systemd passed, if any.
         let socket = context.passedControlSocketPath.map { "\(JSONValue.quotedPathForMessage($0)) (passed by systemd)" }
             ?? JSONValue.quotedPathForMessage(configuration.control.socket)
-        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath.map { JSONValue.quotedPathForMessage($0) } ?? "built-in default")); "
+        log.info("daemon", "weavedid \(DaemonVersion.current) starting (pid \(CurrentProcess.id), configuration: \(configuration.filePath.map { JSONValue.quotedPathForMessage($0) } ?? DaemonConfiguration.builtInDefaultName)); "
             + "state directory \(JSONValue.quotedPathForMessage(configuration.stateDirectory)), control socket \(socket)")
         // Before anything touches the state directory (or binds the socket): a second daemon on
         // it would run the same jobs and remove the first one's writes in progress. Held until

@@ -227,9 +227,10 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         handler.adopt(configuration)
     }
 
-    /// Gives the bound socket file `wanted` (of the configuration file `file`)'s mode and group (no group: the daemon's own, as
-    /// a new socket gets), and its directory the group when it was made at start; warns when
-    /// the group cannot reach it through a directory the daemon did not make.
+    /// Gives the bound socket file `wanted`'s mode and group (no group: the daemon's own, as a
+    /// new socket gets), and its directory the group when it was made at start; warns when the
+    /// group cannot reach it through a directory the daemon did not make. `file`, the
+    /// configuration's source, is named in a refusal.
     ///
     /// The group's name is looked up again at every reload: with `onlyWhereTheFileDiffers`
     /// (the fields are as they were), the file is changed only when its mode or group is not

@@ -219,10 +219,11 @@ enum ControlSocketBinder {
         case let .name(name):
             let record: GroupRecord?
             do { record = try UserDatabase.group(named: name) } catch {
+                // No errno: a failed lookup is no permanent refusal (an EACCES from a source
+                // would make the start exit 78, which systemd does not restart).
                 throw Refusal(
                     description: "\(file): control.socketGroup: cannot look up the group named \(JSONValue.quotedForMessage(name)) in the "
-                        + "user database: \(error); see that its sources (nsswitch.conf) answer")  // no errno: a failed
-                // lookup is no permanent refusal (an EACCES from a source would make the start exit 78, not restarted)
+                        + "user database: \(error); see that its sources (nsswitch.conf) answer")
             }
             guard let record else {
                 throw Refusal(
