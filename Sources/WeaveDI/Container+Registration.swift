@@ -34,11 +34,12 @@ extension WeaveDI.Container {
     public func unregister<T>(_ type: T.Type) -> Bool {
         let slot = TypeSlots.shared.slot(for: type)
         let removed: Bool = state.withLock { state in
-            guard let entry = state.entries.removeValue(forKey: slot) else { return false }
+            guard let entry = table.remove(slot) else { return false }
             state.order.removeAll { $0 == slot }
             state.registrationChanges += 1
             state.retired.append(entry)
-            _ = table.remove(slot)
+            // Its registration stays on record for duplicate detection.
+            if state.history[slot] == nil { state.history[slot] = [entry.record] }
             return true
         }
         if removed {
@@ -46,6 +47,12 @@ extension WeaveDI.Container {
             WeaveDILog.log(.registration, "unregistered \(TypeSlots.shared.logName(ofSlot: slot))")
         }
         return removed
+    }
+
+    /// The current entry at `slot`, if registered (entries stay allocated while the container
+    /// lives: replaced ones are retired, not freed).
+    func entry(at slot: Int) -> Entry? {
+        table.load(slot)?.takeUnretainedValue()
     }
 
     /// Whether `type` is registered.
@@ -57,11 +64,15 @@ extension WeaveDI.Container {
         let (previous, optimized): (Entry?, Bool) = state.withLock { state in
             let old = table.store(entry, at: entry.slot)
             if let old { state.retired.append(old) } else { state.order.append(entry.slot) }
-            state.entries[entry.slot] = entry
             state.registrationChanges += 1
-            let record = RegistrationRecord(module: entry.module, scope: entry.scope)
-            // One lookup: the default subscript's modify works on the slot's list in place.
-            state.history[entry.slot, default: []].moveToEnd(record)
+            // A first registration is on record as the entry itself; a second starts the slot's
+            // list with the first (or the list is there already, from a removal). One lookup:
+            // the default subscript's modify works on the list in place.
+            if let old {
+                state.history[entry.slot, default: [old.record]].moveToEnd(entry.record)
+            } else if !state.history.isEmpty, state.history[entry.slot] != nil {
+                state.history[entry.slot]!.moveToEnd(entry.record)
+            }
             if state.optimized, !state.unoptimized.contains(entry.slot) { state.unoptimized.append(entry.slot) }
             return (old, state.optimized)
         }

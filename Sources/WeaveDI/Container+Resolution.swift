@@ -265,7 +265,7 @@ extension WeaveDI.Container {
     func notRegistered(_ type: Any.Type) -> ResolutionError {
         let typeSlots = TypeSlots.shared
         let slot = typeSlots.slot(forAny: type)
-        let registered = state.withLock { Array($0.entries.keys) }
+        let registered = state.withLock { $0.order }
         let frames = ResolutionStack.current.frames
         let building = Set(frames.lazy.filter { $0.containerID == self.id }.map(\.slot))
         // Every name the message may compare or be told apart from, spelled (once per process).

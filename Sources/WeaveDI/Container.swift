@@ -31,12 +31,14 @@ extension WeaveDI {
         }
 
         struct State {
-            /// The current entry of every registered slot, in registration order of first sight.
-            var entries: [Int: Entry] = [:]
+            /// Every registered slot, in registration order of first sight (its entry is in the
+            /// container's `table`: `entry(at:)`).
             var order: [Int] = []
-            /// Every (module, scope) a slot was ever registered with here, each once, the latest
-            /// last: for duplicate detection. Bounded by the distinct pairs, so a process that
-            /// registers the same type again and again does not grow it.
+            /// Every (module, scope) a slot was registered with here, each once, the latest last:
+            /// for duplicate detection. Only of slots registered more than once or removed (a
+            /// slot's one registration is its entry: a bootstrap's first registrations write no
+            /// list). Bounded by the distinct pairs, so a process that registers the same type
+            /// again and again does not grow it.
             var history: [Int: [RegistrationRecord]] = [:]
             /// Replaced entries, kept alive because lock-free readers may still hold them.
             var retired: [Entry] = []
@@ -164,10 +166,9 @@ extension WeaveDI {
             let (disposables, sessions): ([any Disposable], [Session]) = state.withLock { state in
                 releases.add(1, ordering: .relaxed)
                 for slot in state.order {
-                    guard let entry = state.entries[slot], entry.hasInstance, !entry.isProvidedInstance else { continue }
+                    guard let entry = entry(at: slot), entry.hasInstance, !entry.isProvidedInstance else { continue }
                     let fresh = entry.fresh()
                     if let old = table.store(fresh, at: fresh.slot) { state.retired.append(old) }
-                    state.entries[slot] = fresh
                 }
                 let taken = (state.disposables.map(\.disposable), Array(state.sessions.values))
                 state.disposables = []

@@ -106,6 +106,9 @@ final class Entry: @unchecked Sendable {
         try TypedFactory<T>(erasedFactory).call(resolver)
     }
 
+    /// The module and scope it was registered with, for the container's duplicate detection.
+    var record: WeaveDI.Container.RegistrationRecord { .init(module: module, scope: scope) }
+
     /// Slots this entry's factory resolved through its resolver, or that were built while it ran
     /// (recorded in its first builds).
     var edges: Set<Int> { Entry.edgeLock.withLock { recordedEdges } }

@@ -55,6 +55,22 @@ final class Moody: HealthReporting, Disposable {
         #expect(container.diagnoseComponents().json.serialized == #"{"issues":[]}"#)
     }
 
+    @Test func aRegistrationRemovedAndMadeAgainByAnotherModule_isADuplicate() {
+        let container = WeaveDI.Container()
+        ModuleContext.$current.withValue("core") { container.register(NodeA.self) { NodeA() } }
+        #expect(container.unregister(NodeA.self))
+        ModuleContext.$current.withValue("testing") {
+            container.register(NodeA.self, scope: .transient) { NodeA() }
+        }
+        let issues = container.diagnoseComponents().issues
+        #expect(issues.map(\.kind) == [.duplicateProvider, .scopeDrift])
+        #expect(issues.first?.providers == ["core", "testing"])
+        #expect(issues.last?.providers == ["core(singleton)", "testing(transient)"])
+        // Removed for good, it is still on record, and named in the reports.
+        #expect(container.unregister(NodeA.self))
+        #expect(container.diagnoseComponents().issues.map(\.type) == ["NodeA", "NodeA"])
+    }
+
     @Test func registeringAgainAndAgain_keepsOneRecordPerModuleAndScope_latestLast() {
         let container = WeaveDI.Container()
         for round in 0..<1_000 {

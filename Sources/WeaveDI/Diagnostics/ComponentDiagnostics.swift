@@ -119,7 +119,7 @@ extension WeaveDI.Container {
     /// report of the container (`registrations`, `checkCycles()`, `diagnoseComponents()`,
     /// `validate()`) names a type the same way and never two types alike.
     func reportNames() -> [Int: String] {
-        let (entries, history) = state.withLock { state in (Array(state.entries.values), Array(state.history.keys)) }
+        let (entries, history) = state.withLock { state in (state.order.compactMap(entry(at:)), Array(state.history.keys)) }
         var slots = Set(history)
         for entry in entries {
             slots.insert(entry.slot)

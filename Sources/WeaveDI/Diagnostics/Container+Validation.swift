@@ -72,7 +72,7 @@ extension WeaveDI.Container {
     /// session-scoped service's factory does not run every round, nor a transient's.
     func validateForHealth(_ memory: GraphCheckMemory, logged: Bool) async -> WeaveDI.ValidationReport {
         let (changes, entries) = state.withLock { state in
-            (state.registrationChanges, state.order.compactMap { state.entries[$0] })
+            (state.registrationChanges, state.order.compactMap(entry(at:)))
         }
         guard let known = memory.validated.withLock({ $0 }), known.changes == changes else {
             let pass = validationPass(entries, logged: logged)
@@ -84,9 +84,8 @@ extension WeaveDI.Container {
         }
         // A singleton that kept a key's default still holds it (building it again would read
         // the instance, not the key): its failure stands until it is released or replaced.
-        let current = state.withLock { $0.entries }
         let kept = known.keptDefaults.filter { slot, entry in
-            current[slot].map { ObjectIdentifier($0) == entry && $0.hasInstance } ?? false
+            self.entry(at: slot).map { ObjectIdentifier($0) == entry && $0.hasInstance } ?? false
         }
         let failed = Set(known.failures.map(\.slot)).subtracting(kept.keys)
         var pass = validationPass(entries.filter { failed.contains($0.slot) }, logged: logged)
@@ -106,7 +105,7 @@ extension WeaveDI.Container {
 
     /// The registrations, in registration order.
     func currentEntries() -> [Entry] {
-        state.withLock { state in state.order.compactMap { state.entries[$0] } }
+        state.withLock { state in state.order.compactMap(entry(at:)) }
     }
 
     /// What building a set of registrations found, with the probe session still open.
@@ -176,9 +175,8 @@ extension WeaveDI.Container {
         }
         let failed = Set(collector.fallbacks.map(\.slot))
         pass.built.removeAll { failed.contains($0) }
-        let current = state.withLock { $0.entries }
         for fallback in collector.fallbacks where fallback.scope == .singleton {
-            if let entry = current[fallback.slot] { pass.keptDefaults[fallback.slot] = ObjectIdentifier(entry) }
+            if let entry = entry(at: fallback.slot) { pass.keptDefaults[fallback.slot] = ObjectIdentifier(entry) }
         }
         return pass
     }
@@ -224,7 +222,7 @@ extension WeaveDI.Container {
     /// eviction is a health log: only with health logging on).
     func evict(slot: Int, logged: Bool = true) async -> Bool {
         let evicted: (any Disposable)?? = state.withLock { state in
-            guard let entry = state.entries[slot], entry.scope == .singleton, !entry.isProvidedInstance,
+            guard let entry = entry(at: slot), entry.scope == .singleton, !entry.isProvidedInstance,
                 entry.hasInstance
             else { return nil }
             // Counted as a release: a singleton build under way (of any type) may hold the
@@ -232,7 +230,6 @@ extension WeaveDI.Container {
             releases.add(1, ordering: .relaxed)
             let fresh = entry.fresh()
             if let old = table.store(fresh, at: slot) { state.retired.append(old) }
-            state.entries[slot] = fresh
             let built = ObjectIdentifier(entry)
             let index = state.disposables.firstIndex { $0.entry == built }
             return .some(index.map { state.disposables.remove(at: $0).disposable })
@@ -249,7 +246,7 @@ extension WeaveDI.Container {
         let names = reportNames()
         return state.withLock { state in
             state.order.compactMap { slot in
-                guard let entry = state.entries[slot], let reporter = entry.builtInstance as? any HealthReporting
+                guard let entry = entry(at: slot), let reporter = entry.builtInstance as? any HealthReporting
                 else { return nil }
                 return (slot, names[slot] ?? entry.typeName, reporter)
             }

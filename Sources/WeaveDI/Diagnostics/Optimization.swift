@@ -50,7 +50,7 @@ extension WeaveDI.Container {
         let entries: [Entry] = state.withLock { state in
             state.optimized = true
             state.unoptimized = []
-            return state.order.compactMap { state.entries[$0] }
+            return state.order.compactMap(entry(at:))
         }
         return validationPass(entries, logged: true)
     }
@@ -63,7 +63,7 @@ extension WeaveDI.Container {
         let entries: [Entry] = state.withLock { state in
             guard state.optimized else { return [] }
             defer { state.unoptimized = [] }
-            return state.unoptimized.compactMap { state.entries[$0] }
+            return state.unoptimized.compactMap(entry(at:))
         }
         guard !entries.isEmpty else { return nil }
         let pass = validationPass(entries, logged: true)
