@@ -23,8 +23,11 @@ final class Entry: @unchecked Sendable {
     let module: String
     /// True for `register(_:instance:)`: the container did not build it and never disposes it.
     let isProvidedInstance: Bool
-    /// The factory, a `TypedFactory<T>` of the registered type with `T` erased.
+    /// The factory with `T` erased: a `TypedFactory<T>` if `factoryTakesResolver`, else a
+    /// `ResolverFreeFactory<T>` (the user's closure as it is: wrapping it in one that takes a
+    /// resolver would cost every such registration an allocation).
     private let erasedFactory: ErasedFactory
+    private let factoryTakesResolver: Bool
     let erased: Erased
     /// Builds made so far (the first few record the dependency edges).
     let builds = Atomic<Int>(0)
@@ -49,13 +52,14 @@ final class Entry: @unchecked Sendable {
 
     private init(
         slot: Int, scope: WeaveDI.Scope, module: String, isProvidedInstance: Bool, factory: ErasedFactory,
-        erased: @escaping Erased
+        takesResolver: Bool, erased: @escaping Erased
     ) {
         self.slot = slot
         self.scope = scope
         self.module = module
         self.isProvidedInstance = isProvidedInstance
         self.erasedFactory = factory
+        self.factoryTakesResolver = takesResolver
         self.erased = erased
     }
 
@@ -66,7 +70,7 @@ final class Entry: @unchecked Sendable {
     ) {
         self.init(
             slot: slot, scope: scope, module: module, isProvidedInstance: false,
-            factory: TypedFactory(call: factory).erased, erased: Entry.erasedOperations(for: T.self))
+            factory: TypedFactory(call: factory).erased, takesResolver: true, erased: Entry.erasedOperations(for: T.self))
     }
 
     /// A registration of `T` built by `factory`, which needs no resolver.
@@ -75,7 +79,8 @@ final class Entry: @unchecked Sendable {
     ) {
         self.init(
             slot: slot, scope: scope, module: module, isProvidedInstance: false,
-            factory: TypedFactory(call: { _ in try factory() }).erased, erased: Entry.erasedOperations(for: T.self))
+            factory: ResolverFreeFactory(call: factory).erased, takesResolver: false,
+            erased: Entry.erasedOperations(for: T.self))
     }
 
     /// The singleton `value`, given as it is (`register(_:instance:)`).
@@ -83,7 +88,8 @@ final class Entry: @unchecked Sendable {
         let box = Box(value)
         self.init(
             slot: slot, scope: .singleton, module: module, isProvidedInstance: true,
-            factory: TypedFactory(call: { _ in box.value }).erased, erased: Entry.erasedOperations(for: T.self))
+            factory: ResolverFreeFactory(call: { box.value }).erased, takesResolver: false,
+            erased: Entry.erasedOperations(for: T.self))
         instance.store(UnsafeRawPointer(Unmanaged.passRetained(box).toOpaque()), ordering: .releasing)
     }
 
@@ -103,7 +109,8 @@ final class Entry: @unchecked Sendable {
     /// Calls the factory as what it is; `T` must be the registered type.
     @inline(__always)
     func callFactory<T>(as type: T.Type, _ resolver: any Resolver) throws -> T {
-        try TypedFactory<T>(erasedFactory).call(resolver)
+        if factoryTakesResolver { return try TypedFactory<T>(erasedFactory).call(resolver) }
+        return try ResolverFreeFactory<T>(erasedFactory).call()
     }
 
     /// The module and scope it was registered with, for the container's duplicate detection.
@@ -141,7 +148,7 @@ final class Entry: @unchecked Sendable {
     func fresh() -> Entry {
         if isProvidedInstance { return self }
         let copy = Entry(slot: slot, scope: scope, module: module, isProvidedInstance: false, factory: erasedFactory,
-            erased: erased)
+            takesResolver: factoryTakesResolver, erased: erased)
         copy.builds.store(builds.load(ordering: .relaxed), ordering: .relaxed)
         Entry.edgeLock.withLock { copy.recordedEdges = recordedEdges }
         return copy
@@ -223,7 +230,24 @@ struct TypedFactory<T> {
     var erased: ErasedFactory { unsafeBitCast(self, to: ErasedFactory.self) }
 }
 
-/// A `TypedFactory` with its type erased. Never called as it is.
+/// A factory of `T` that needs no resolver, kept as `TypedFactory` keeps its own.
+struct ResolverFreeFactory<T> {
+    let call: @Sendable () throws -> T
+
+    init(call: @escaping @Sendable () throws -> T) {
+        self.call = call
+    }
+
+    /// Reads back the factory `erased` was made from; `T` must be the type it was made with.
+    @inline(__always)
+    init(_ erased: ErasedFactory) {
+        self = unsafeBitCast(erased, to: ResolverFreeFactory<T>.self)
+    }
+
+    var erased: ErasedFactory { unsafeBitCast(self, to: ErasedFactory.self) }
+}
+
+/// A `TypedFactory` or `ResolverFreeFactory` with its type erased. Never called as it is.
 struct ErasedFactory {
     let closure: @Sendable () -> Void
 }
