@@ -34,14 +34,14 @@ extension InjectedKey {
     /// a diagnostic: a test then reads what a running program would (its network, its database).
     public static var testValue: Value {
         let value = liveValue
-        ResolutionStack.noteLiveValueStandIn(for: Self.self, in: .test)
+        ResolutionStack.noteLiveValueStandIn(for: Self.self, value: Value.self, in: .test)
         return value
     }
     /// Defaults to `liveValue`. A key's default computed so in the preview context is said once,
     /// as a diagnostic.
     public static var previewValue: Value {
         let value = liveValue
-        ResolutionStack.noteLiveValueStandIn(for: Self.self, in: .preview)
+        ResolutionStack.noteLiveValueStandIn(for: Self.self, value: Value.self, in: .preview)
         return value
     }
 }

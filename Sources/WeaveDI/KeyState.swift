@@ -193,33 +193,10 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         let standIn = state.pointee.liveValueStandIn
         state.pointee.liveValueStandIn = standInBefore
         defaults[cell].store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
-        if context != .live, let standIn, standIn.key == ObjectIdentifier(K.self), standIn.context == context {
-            readsLiveValue(in: context)
+        if context != .live, let standIn, standIn.key == K.self, standIn.context == context {
+            LiveValueFallbacks.found(key: K.self, value: K.Value.self, in: context)
         }
         return value
-    }
-
-    /// Says that the key has no value of its own for `context` (`test` or `preview`), so that
-    /// context reads its `liveValue`: once per key and context, as its default is computed once.
-    @inline(never)
-    private func readsLiveValue(in context: InjectedContext) {
-        WeaveDILog.log(.diagnostic, subsystem: "injected", Self.liveValueMessage(
-            key: TypeSlots.shared.logName(ofSlot: slot), value: valueSpelling(), context: context))
-    }
-
-    /// How Swift 6 source writes the value's type: the run time spells an existential `any P` as
-    /// `P` (`any` written for the whole type here, for its generic arguments by `sourceSpelling`).
-    private func valueSpelling() -> String {
-        let name = TypeSlots.shared.logName(ofSlot: valueSlot)
-        if name != "Any", name != "AnyObject", TypeRelation.isExistential(K.Value.self) { return "any " + name }
-        return TypeSlots.shared.sourceSpelling(ofName: name) ?? name
-    }
-
-    /// The diagnostic for a key without a value of its own for `context`.
-    static func liveValueMessage(key: String, value: String, context: InjectedContext) -> String {
-        let member = context == .preview ? "previewValue" : "testValue"
-        return "\(key) has no \(member): the \(context) context reads its liveValue (said once for this key); "
-            + "to give it one, declare static var \(member): \(value) { ... } in \(key)"
     }
 
     /// Stops the process: computing this default would open one build too many on this thread

@@ -74,15 +74,16 @@ struct ResolutionStack {
     }
 
     /// A key whose `testValue` or `previewValue` is the protocol extension's, which returns its
-    /// `liveValue`, and the context it stood in for.
+    /// `liveValue`, the key's value type, and the context it stood in for.
     struct LiveValueStandIn {
-        let key: ObjectIdentifier
+        let key: Any.Type
+        let value: Any.Type
         let context: InjectedContext
     }
 
     /// Notes on this thread that `key`'s `context` value is the protocol extension's: its `liveValue`.
-    static func noteLiveValueStandIn(for key: Any.Type, in context: InjectedContext) {
-        current.state.pointee.liveValueStandIn = LiveValueStandIn(key: ObjectIdentifier(key), context: context)
+    static func noteLiveValueStandIn(for key: Any.Type, value: Any.Type, in context: InjectedContext) {
+        current.state.pointee.liveValueStandIn = LiveValueStandIn(key: key, value: value, context: context)
     }
 
     /// Whether `quietly` runs on this thread now (false on a thread that never built).

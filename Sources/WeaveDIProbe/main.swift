@@ -18,6 +18,11 @@ extension InjectedKeys {
     var probeValue: ProbeKey.Type { ProbeKey.self }
 }
 
+/// No `testValue` of its own (`live-fallback-filtered`).
+struct ProbeLiveOnlyKey: InjectedKey {
+    static var liveValue: String { "live-only" }
+}
+
 final class Unregistered: Sendable {}
 
 /// Its disposal resolves `ReleasedLedger`, built after it and so disposed before it.
@@ -527,6 +532,17 @@ case "stderr-flood":
         }
     }
     print("done")
+case "live-fallback-filtered":
+    // In the test context, a key without a testValue read first at a level that filters its
+    // diagnostic, then again at every level: what liveValueFallbacks lists.
+    InjectedContext.current = .test
+    UnifiedDI.setLogLevel(.errors)
+    print(InjectedValues.current[ProbeLiveOnlyKey.self])
+    UnifiedDI.setLogLevel(.all)
+    print(InjectedValues.current[ProbeLiveOnlyKey.self])
+    for fallback in InjectedValues.liveValueFallbacks {
+        print("\(fallback.key) \(fallback.context): \(fallback.message)")
+    }
 case "levels":
     // For each level, which categories get through; and whether a filtered message was built.
     nonisolated(unsafe) var emitted: [LogCategory] = []

@@ -506,6 +506,19 @@ struct GroupedValues {
         #expect(result.stdout == "\(context)\n\(read)\n")
     }
 
+    /// A key's missing testValue, read first at a level that filters its diagnostic: not said
+    /// later at any level, but listed by `liveValueFallbacks`.
+    @Test func missingTestValue_filteredByTheLevel_isStillListed() throws {
+        let result = try ChildProcess.run("weavedi-probe", ["live-fallback-filtered"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stderr.contains("ProbeLiveOnlyKey"), "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n") == [
+            "live-only", "live-only",
+            "ProbeLiveOnlyKey test: ProbeLiveOnlyKey has no testValue: the test context reads its liveValue (said "
+                + "once for this key); to give it one, declare static var testValue: String { ... } in ProbeLiveOnlyKey",
+        ])
+    }
+
     @Test func contextOutsideTests_isLive() throws {
         let result = try ChildProcess.run("weavedi-probe", ["context"])
         #expect(result.stdout == "live\nlive-default\n")

@@ -80,6 +80,11 @@ private struct LenderKey: InjectedKey {
     static var liveValue: Endpoint { Endpoint(name: "lender live") }
 }
 
+/// No `testValue`: its default first computed where its diagnostic is dropped.
+private struct QuietLiveOnlyKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "quiet live") }
+}
+
 /// These read `Container.live` (no registration of `Endpoint` there), so they belong to the
 /// serialized `InjectedTests`, where no test changes the log level meanwhile.
 extension InjectedTests {
@@ -108,6 +113,29 @@ extension InjectedTests {
         // Read again: still nothing more.
         let again = diagnostics(naming: "LiveOnlyKey") { #expect(InjectedValues.current[LiveOnlyKey.self].name == "live") }
         #expect(again.isEmpty)
+    }
+
+    /// The diagnostic dropped where the default is computed (the log level, or here a quiet
+    /// thread) is not said again, but the key is listed, once, with its message.
+    @Test func keyWithoutTestValue_whoseDiagnosticWasDropped_isStillListed_once() {
+        let lines = diagnostics(naming: "QuietLiveOnlyKey") {
+            ResolutionStack.quietly(true) {
+                #expect(InjectedValues.current[QuietLiveOnlyKey.self] == Endpoint(name: "quiet live"))
+            }
+            #expect(InjectedValues.current[QuietLiveOnlyKey.self] == Endpoint(name: "quiet live"))
+            #expect(KeyStates.state(for: QuietLiveOnlyKey.self).defaultValue(in: .test) == Endpoint(name: "quiet live"))
+        }
+        #expect(lines.isEmpty, "\(lines.map(\.message))")
+        let listed = InjectedValues.liveValueFallbacks.filter { $0.key == "QuietLiveOnlyKey" }
+        #expect(listed == [LiveValueFallback(key: "QuietLiveOnlyKey", context: .test, message: "QuietLiveOnlyKey has "
+            + "no testValue: the test context reads its liveValue (said once for this key); to give it one, declare "
+            + "static var testValue: Endpoint { ... } in QuietLiveOnlyKey")])
+        // A key said as usual is listed too, with what was said; a key with its testValue is not.
+        _ = InjectedValues.current[LiveOnlyKey.self]
+        _ = InjectedValues.current[ComputedTestValueKey.self]
+        let all = InjectedValues.liveValueFallbacks
+        #expect(all.filter { $0.key == "LiveOnlyKey" }.map(\.context) == [.test])
+        #expect(!all.contains { $0.key.contains("TestValueKey") })
     }
 
     @Test func keyWithTestValue_computedOrStored_saysNothing() {

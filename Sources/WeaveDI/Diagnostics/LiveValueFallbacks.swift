@@ -1,0 +1,64 @@
+/// A key whose default in the test or preview context is its `liveValue`, for want of a
+/// `testValue` (`previewValue`) of its own: what its diagnostic says, kept whatever the log
+/// level was when it was said (`InjectedValues.liveValueFallbacks`).
+public struct LiveValueFallback: Sendable, Equatable {
+    /// The key, named as the diagnostic names it.
+    public var key: String
+    /// The context that reads the key's `liveValue`: `test` or `preview`.
+    public var context: InjectedContext
+    /// The diagnostic: what the key lacks and the declaration that gives it.
+    public var message: String
+}
+
+extension InjectedValues {
+    /// The keys found so far in this process to read their `liveValue` in the test or preview
+    /// context, for want of a `testValue` (`previewValue`) of their own, in the order found: one
+    /// entry per key and context, each with the diagnostic said for it then, whether or not the
+    /// log level let it out. A key is found when its default for that context is computed (its
+    /// first read there).
+    public static var liveValueFallbacks: [LiveValueFallback] { LiveValueFallbacks.found }
+}
+
+/// The record behind `InjectedValues.liveValueFallbacks`, which also makes its diagnostic said
+/// once per key and context: bounded as the keys are (a key's default is computed once per
+/// context, and a key is recorded once per context).
+enum LiveValueFallbacks {
+    private struct Found: Hashable {
+        let key: ObjectIdentifier
+        let context: InjectedContext
+    }
+
+    private static let record = Locked<(seen: Set<Found>, list: [LiveValueFallback])>((seen: [], list: []))
+
+    static var found: [LiveValueFallback] { record.withLock { $0.list } }
+
+    /// Records that `key`, of value type `value`, reads its `liveValue` in `context` (`test` or
+    /// `preview`), and says so as a diagnostic: the first time only.
+    @inline(never)
+    static func found(key: Any.Type, value: Any.Type, in context: InjectedContext) {
+        let name = TypeSlots.shared.logName(of: key)
+        let fallback = LiveValueFallback(key: name, context: context, message: message(
+            key: name, value: spelling(of: value), context: context))
+        let first = record.withLock { record in
+            guard record.seen.insert(Found(key: ObjectIdentifier(key), context: context)).inserted else { return false }
+            record.list.append(fallback)
+            return true
+        }
+        if first { WeaveDILog.log(.diagnostic, subsystem: "injected", fallback.message) }
+    }
+
+    /// How Swift 6 source writes `type`: the run time spells an existential `any P` as `P` (`any`
+    /// written for the whole type here, for its generic arguments by `sourceSpelling`).
+    private static func spelling(of type: Any.Type) -> String {
+        let name = TypeSlots.shared.logName(of: type)
+        if name != "Any", name != "AnyObject", TypeRelation.isExistential(type) { return "any " + name }
+        return TypeSlots.shared.sourceSpelling(ofName: name) ?? name
+    }
+
+    /// The diagnostic for a key without a value of its own for `context`.
+    static func message(key: String, value: String, context: InjectedContext) -> String {
+        let member = context == .preview ? "previewValue" : "testValue"
+        return "\(key) has no \(member): the \(context) context reads its liveValue (said once for this key); "
+            + "to give it one, declare static var \(member): \(value) { ... } in \(key)"
+    }
+}
