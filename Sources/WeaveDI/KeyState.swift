@@ -178,8 +178,9 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         defer { stack.pop() }
         // Whether this key's own `testValue` (`previewValue`) is the protocol extension's: it
         // notes so on this thread. Cleared first, and put back after, so that a note left by
-        // another key (one whose default this one reads, or a direct read of `X.testValue`
-        // elsewhere) is never taken for this key's.
+        // another key (one whose default this one reads, which puts back the note it found, or a
+        // direct read of `X.testValue` elsewhere) is never taken for this key's. A note of
+        // another key found after is a direct read of its `testValue` by this default.
         let state = stack.state
         let standInBefore = state.pointee.liveValueStandIn
         state.pointee.liveValueStandIn = nil
@@ -193,8 +194,16 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
         let standIn = state.pointee.liveValueStandIn
         state.pointee.liveValueStandIn = standInBefore
         defaults[cell].store(UnsafeRawPointer(Unmanaged.passRetained(Box(value)).toOpaque()), ordering: .releasing)
-        if context != .live, let standIn, standIn.key == K.self, standIn.context == context {
-            LiveValueFallbacks.found(key: K.self, value: K.Value.self, in: context)
+        if context != .live, let standIn {
+            if standIn.key == K.self, standIn.context == context {
+                LiveValueFallbacks.found(key: K.self, value: K.Value.self, in: context)
+            } else {
+                // Another key's `testValue` (`previewValue`), the protocol extension's, read
+                // directly by this default (`static var testValue: T { OtherKey.testValue }`):
+                // that key is the one without a value of its own.
+                LiveValueFallbacks.found(
+                    key: standIn.key, value: standIn.value, in: standIn.context, readBy: (K.self, context))
+            }
         }
         return value
     }

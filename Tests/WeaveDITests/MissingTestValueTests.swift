@@ -70,7 +70,7 @@ private struct DeclaredInnerKey: InjectedKey {
 }
 
 /// A `testValue` of its own that returns another key's `testValue` directly, which is the
-/// protocol extension's: that note is the other key's, not this one's.
+/// protocol extension's: the other key is the one without a `testValue`.
 private struct BorrowedKey: InjectedKey {
     static var liveValue: Endpoint { Endpoint(name: "borrowed live") }
     static var testValue: Endpoint { LenderKey.testValue }
@@ -169,7 +169,8 @@ extension InjectedTests {
             + "NoPreviewValueKey")
     }
 
-    /// A key's own `testValue` that reads a key without one: the line names the inner key only.
+    /// A key's own `testValue` that reads a key without one: the line names the inner key only;
+    /// one that returns another key's `testValue` directly names that key, read through it.
     @Test func nestedDefaults_nameOnlyTheKeyWithoutATestValue() {
         let log = LogCapture()
         log.during {
@@ -178,10 +179,19 @@ extension InjectedTests {
             #expect(InjectedValues.current[BorrowedKey.self] == Endpoint(name: "lender live"))
         }
         let said = log.records.filter { $0.message.contains("has no testValue") }.map(\.message)
-        #expect(said.count == 2, "\(said)")
+        #expect(said.count == 3, "\(said)")
         #expect(said.contains { $0.hasPrefix("InnerKey has no testValue:") }, "\(said)")
         #expect(said.contains { $0.hasPrefix("PlainOuterKey has no testValue:") }, "\(said)")
         #expect(!said.contains { $0.contains("OuterKey") && !$0.contains("PlainOuterKey") }, "\(said)")
-        #expect(!said.contains { $0.contains("DeclaredInnerKey") || $0.contains("BorrowedKey") }, "\(said)")
+        #expect(!said.contains { $0.contains("DeclaredInnerKey") }, "\(said)")
+        #expect(said.contains("LenderKey has no testValue: BorrowedKey's testValue reads LenderKey.testValue, which "
+            + "is its liveValue (said once for this key); to give it one, declare static var testValue: Endpoint "
+            + "{ ... } in LenderKey"), "\(said)")
+        // The lender's own default, computed now, is not said again, nor listed twice.
+        let again = diagnostics(naming: "LenderKey") {
+            #expect(InjectedValues.current[LenderKey.self] == Endpoint(name: "lender live"))
+        }
+        #expect(again.isEmpty, "\(again.map(\.message))")
+        #expect(InjectedValues.liveValueFallbacks.filter { $0.key == "LenderKey" }.map(\.context) == [.test])
     }
 }

@@ -4,7 +4,8 @@
 public struct LiveValueFallback: Sendable, Equatable {
     /// The key, named as the diagnostic names it.
     public var key: String
-    /// The context that reads the key's `liveValue`: `test` or `preview`.
+    /// The context whose value the key lacks: `test` (its `testValue`) or `preview` (its
+    /// `previewValue`).
     public var context: InjectedContext
     /// The diagnostic: what the key lacks and the declaration that gives it.
     public var message: String
@@ -33,12 +34,18 @@ enum LiveValueFallbacks {
     static var found: [LiveValueFallback] { record.withLock { $0.list } }
 
     /// Records that `key`, of value type `value`, reads its `liveValue` in `context` (`test` or
-    /// `preview`), and says so as a diagnostic: the first time only.
+    /// `preview`), and says so as a diagnostic: the first time only. `reader`: the key whose
+    /// default for its context read `key`'s `testValue` (`previewValue`) itself, as
+    /// `static var testValue: T { OtherKey.testValue }` does, if that is how it was found.
     @inline(never)
-    static func found(key: Any.Type, value: Any.Type, in context: InjectedContext) {
+    static func found(
+        key: Any.Type, value: Any.Type, in context: InjectedContext,
+        readBy reader: (key: Any.Type, context: InjectedContext)? = nil
+    ) {
         let name = TypeSlots.shared.logName(of: key)
         let fallback = LiveValueFallback(key: name, context: context, message: message(
-            key: name, value: spelling(of: value), context: context))
+            key: name, value: spelling(of: value), context: context,
+            readBy: reader.map { (TypeSlots.shared.logName(of: $0.key), $0.context) }))
         let first = record.withLock { record in
             guard record.seen.insert(Found(key: ObjectIdentifier(key), context: context)).inserted else { return false }
             record.list.append(fallback)
@@ -55,10 +62,19 @@ enum LiveValueFallbacks {
         return TypeSlots.shared.sourceSpelling(ofName: name) ?? name
     }
 
-    /// The diagnostic for a key without a value of its own for `context`.
-    static func message(key: String, value: String, context: InjectedContext) -> String {
-        let member = context == .preview ? "previewValue" : "testValue"
-        return "\(key) has no \(member): the \(context) context reads its liveValue (said once for this key); "
-            + "to give it one, declare static var \(member): \(value) { ... } in \(key)"
+    /// The diagnostic for a key without a value of its own for `context`, found computing its
+    /// own default, or `reader`'s, which read the key's `testValue` (`previewValue`) itself.
+    static func message(
+        key: String, value: String, context: InjectedContext, readBy reader: (key: String, context: InjectedContext)?
+    ) -> String {
+        let missing = member(for: context)
+        let reads = reader.map { "\($0.key)'s \(member(for: $0.context)) reads \(key).\(missing), which is its liveValue" }
+            ?? "the \(context) context reads its liveValue"
+        return "\(key) has no \(missing): \(reads) (said once for this key); "
+            + "to give it one, declare static var \(missing): \(value) { ... } in \(key)"
+    }
+
+    private static func member(for context: InjectedContext) -> String {
+        context == .preview ? "previewValue" : "testValue"
     }
 }
