@@ -512,10 +512,10 @@ struct GroupedValues {
         let result = try ChildProcess.run("weavedi-probe", ["live-fallback-filtered"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!result.stderr.contains("ProbeLiveOnlyKey"), "\(result.stderr)")
-        #expect(result.stdout.split(separator: "\n") == [
+        #expect(result.stdout.split(separator: "\n").map(String.init) == [
             "live-only", "live-only",
             "ProbeLiveOnlyKey test: ProbeLiveOnlyKey has no testValue: the test context reads its liveValue (said "
-                + "once for this key); to give it one, declare static var testValue: String { ... } in ProbeLiveOnlyKey",
+                + "once for this key); to give it one, declare static var testValue: String { ... } in ProbeLiveOnlyKey" + typeNote("testValue"),
         ])
     }
 

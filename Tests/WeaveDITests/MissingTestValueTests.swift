@@ -85,6 +85,33 @@ private struct QuietLiveOnlyKey: InjectedKey {
     static var liveValue: Endpoint { Endpoint(name: "quiet live") }
 }
 
+/// A `testValue` of another type than `Value` (an optional): not `InjectedKey`'s requirement, so
+/// not read.
+private struct OptionalTestValueKey: InjectedKey {
+    static var liveValue: Endpoint { Endpoint(name: "live") }
+    static var testValue: Endpoint? { Endpoint(name: "test") }
+}
+
+private class Service: @unchecked Sendable {
+    var name: String { "live" }
+}
+
+private final class MockService: Service, @unchecked Sendable {
+    override var name: String { "mock" }
+}
+
+/// A `testValue` of a subclass of `Value`: not `InjectedKey`'s requirement either.
+private struct SubclassTestValueKey: InjectedKey {
+    static var liveValue: Service { Service() }
+    static var testValue: MockService { MockService() }
+}
+
+/// What the diagnostic adds after the declaration to make, for a `member` of another type.
+func typeNote(_ member: String) -> String {
+    ", of that type exactly (a \(member) of another type, such as an optional or a subclass, is not the "
+        + "protocol's and is never read)"
+}
+
 /// These read `Container.live` (no registration of `Endpoint` there), so they belong to the
 /// serialized `InjectedTests`, where no test changes the log level meanwhile.
 extension InjectedTests {
@@ -103,13 +130,13 @@ extension InjectedTests {
         #expect(lines.map(\.category) == [.diagnostic])
         #expect(lines.map(\.subsystem) == ["injected"])
         #expect(lines.first?.message == "LiveOnlyKey has no testValue: the test context reads its liveValue (said once "
-            + "for this key); to give it one, declare static var testValue: Endpoint { ... } in LiveOnlyKey")
+            + "for this key); to give it one, declare static var testValue: Endpoint { ... } in LiveOnlyKey" + typeNote("testValue"))
         let existential = diagnostics(naming: "ExistentialLiveOnlyKey") {
             #expect(InjectedValues.current[ExistentialLiveOnlyKey.self] is LiveEndpointSource)
         }
         #expect(existential.map(\.message) == ["ExistentialLiveOnlyKey has no testValue: the test context reads its "
             + "liveValue (said once for this key); to give it one, declare static var testValue: any EndpointSource "
-            + "{ ... } in ExistentialLiveOnlyKey"])
+            + "{ ... } in ExistentialLiveOnlyKey" + typeNote("testValue")])
         // Read again: still nothing more.
         let again = diagnostics(naming: "LiveOnlyKey") { #expect(InjectedValues.current[LiveOnlyKey.self].name == "live") }
         #expect(again.isEmpty)
@@ -129,13 +156,30 @@ extension InjectedTests {
         let listed = InjectedValues.liveValueFallbacks.filter { $0.key == "QuietLiveOnlyKey" }
         #expect(listed == [LiveValueFallback(key: "QuietLiveOnlyKey", context: .test, message: "QuietLiveOnlyKey has "
             + "no testValue: the test context reads its liveValue (said once for this key); to give it one, declare "
-            + "static var testValue: Endpoint { ... } in QuietLiveOnlyKey")])
+            + "static var testValue: Endpoint { ... } in QuietLiveOnlyKey" + typeNote("testValue"))])
         // A key said as usual is listed too, with what was said; a key with its testValue is not.
         _ = InjectedValues.current[LiveOnlyKey.self]
         _ = InjectedValues.current[ComputedTestValueKey.self]
         let all = InjectedValues.liveValueFallbacks
         #expect(all.filter { $0.key == "LiveOnlyKey" }.map(\.context) == [.test])
         #expect(!all.contains { $0.key.contains("TestValueKey") })
+    }
+
+    /// A `testValue` of another type than `Value` is not the protocol's `testValue`: the key reads
+    /// its `liveValue`, and the line says of which type the `testValue` must be.
+    @Test func testValueOfAnotherType_isNotRead_andTheLineSaysWhichTypeItMustHave() {
+        let lines = diagnostics(naming: "TestValueKey") {
+            #expect(InjectedValues.current[OptionalTestValueKey.self] == Endpoint(name: "live"))
+            #expect(InjectedValues.current[SubclassTestValueKey.self].name == "live")
+        }
+        #expect(lines.map(\.message) == [
+            "OptionalTestValueKey has no testValue: the test context reads its liveValue (said once for this key); "
+                + "to give it one, declare static var testValue: Endpoint { ... } in OptionalTestValueKey"
+                + typeNote("testValue"),
+            "SubclassTestValueKey has no testValue: the test context reads its liveValue (said once for this key); "
+                + "to give it one, declare static var testValue: Service { ... } in SubclassTestValueKey"
+                + typeNote("testValue"),
+        ])
     }
 
     @Test func keyWithTestValue_computedOrStored_saysNothing() {
@@ -166,7 +210,7 @@ extension InjectedTests {
         #expect(lines.map(\.category) == [.diagnostic])
         #expect(lines.first?.message == "NoPreviewValueKey has no previewValue: the preview context reads its liveValue "
             + "(said once for this key); to give it one, declare static var previewValue: Endpoint { ... } in "
-            + "NoPreviewValueKey")
+            + "NoPreviewValueKey" + typeNote("previewValue"))
     }
 
     /// A key's own `testValue` that reads a key without one: the line names the inner key only;
@@ -186,7 +230,7 @@ extension InjectedTests {
         #expect(!said.contains { $0.contains("DeclaredInnerKey") }, "\(said)")
         #expect(said.contains("LenderKey has no testValue: BorrowedKey's testValue reads LenderKey.testValue, which "
             + "is its liveValue (said once for this key); to give it one, declare static var testValue: Endpoint "
-            + "{ ... } in LenderKey"), "\(said)")
+            + "{ ... } in LenderKey" + typeNote("testValue")), "\(said)")
         // The lender's own default, computed now, is not said again, nor listed twice.
         let again = diagnostics(naming: "LenderKey") {
             #expect(InjectedValues.current[LenderKey.self] == Endpoint(name: "lender live"))

@@ -63,7 +63,9 @@ enum LiveValueFallbacks {
     }
 
     /// The diagnostic for a key without a value of its own for `context`, found computing its
-    /// own default, or `reader`'s, which read the key's `testValue` (`previewValue`) itself.
+    /// own default, or `reader`'s, which read the key's `testValue` (`previewValue`) itself. It
+    /// says the type the declaration must have: one of another type (`T?`, a subclass of `T`)
+    /// compiles, silently, as a member of the key's own, and the protocol extension's is read.
     static func message(
         key: String, value: String, context: InjectedContext, readBy reader: (key: String, context: InjectedContext)?
     ) -> String {
@@ -71,7 +73,8 @@ enum LiveValueFallbacks {
         let reads = reader.map { "\($0.key)'s \(member(for: $0.context)) reads \(key).\(missing), which is its liveValue" }
             ?? "the \(context) context reads its liveValue"
         return "\(key) has no \(missing): \(reads) (said once for this key); "
-            + "to give it one, declare static var \(missing): \(value) { ... } in \(key)"
+            + "to give it one, declare static var \(missing): \(value) { ... } in \(key), of that type exactly (a "
+            + "\(missing) of another type, such as an optional or a subclass, is not the protocol's and is never read)"
     }
 
     private static func member(for context: InjectedContext) -> String {
