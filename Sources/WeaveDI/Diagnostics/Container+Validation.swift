@@ -52,9 +52,12 @@ extension WeaveDI.Container {
     }
 
     /// What the `container.graph` check remembers between its rounds: the registrations it
-    /// built and those that failed, as of a count of registration changes.
+    /// built and those that failed, as of a count of registration changes of one container
+    /// (the check of `Container.live` looks at another one once `live` is replaced).
     final class GraphCheckMemory: Sendable {
         struct Validated {
+            /// The `id` of the container validated.
+            var container: UInt64
             var changes: UInt64
             var built: Set<Int>
             var failures: [(slot: Int, failure: WeaveDI.ValidationReport.Failure)]
@@ -74,11 +77,11 @@ extension WeaveDI.Container {
         let (changes, entries) = state.withLock { state in
             (state.registrationChanges, state.order.compactMap(entry(at:)))
         }
-        guard let known = memory.validated.withLock({ $0 }), known.changes == changes else {
+        guard let known = memory.validated.withLock({ $0 }), known.container == id, known.changes == changes else {
             let pass = validationPass(entries, logged: logged)
             await pass.closeProbe(logged: logged)
             memory.validated.withLock {
-                $0 = .init(changes: changes, built: Set(pass.built), failures: pass.failures, keptDefaults: pass.keptDefaults)
+                $0 = .init(container: id, changes: changes, built: Set(pass.built), failures: pass.failures, keptDefaults: pass.keptDefaults)
             }
             return finish(pass, logged: logged)
         }
@@ -95,8 +98,8 @@ extension WeaveDI.Container {
         let built = known.built.union(pass.built).subtracting(pass.failures.map(\.slot))
         memory.validated.withLock { validated in
             // Kept only if no registration changed meanwhile (a newer round would validate again).
-            guard validated?.changes == changes else { return }
-            validated = .init(changes: changes, built: built, failures: pass.failures, keptDefaults: pass.keptDefaults)
+            guard validated?.container == id, validated?.changes == changes else { return }
+            validated = .init(container: id, changes: changes, built: built, failures: pass.failures, keptDefaults: pass.keptDefaults)
         }
         pass.built = entries.map(\.slot).filter(built.contains)
         pass.count = entries.count
