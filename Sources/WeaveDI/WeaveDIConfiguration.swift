@@ -29,6 +29,10 @@ public enum WeaveDIConfiguration {
 
     private static let warned = Locked<Set<String>>([])
 
+    /// Whether `applyFromEnvironment()` has offered `UnifiedRegistry.shared` the built-in checks
+    /// of the live container (it does once: checks removed after it stay removed).
+    private static let liveChecksOffered = Locked(false)
+
     /// The variables above: what `applyFromEnvironment()` reads, and warns about itself when
     /// a value is not valid (not UTF-8 included).
     public static let variableNames = [
@@ -44,6 +48,14 @@ public enum WeaveDIConfiguration {
     /// Reads the variables above and applies them to `UnifiedRegistry.shared`, the log level
     /// and `InjectedContext`; returns the settings now in effect. An unset variable, or one with
     /// a value that is not valid (warned about), leaves its setting as it is.
+    ///
+    /// The first call also registers on the registry the built-in checks of the live container
+    /// (`registerLiveContainerChecks()`: `container.graph`, `container.singletons`,
+    /// `container.sessions`, of whichever container `WeaveDI.Container.live` is as they run),
+    /// unless it has a check of one of those names already (`registerContainerChecks(for:)`
+    /// called before, with a container of the program's): the loop and the flags have something
+    /// to look at. Unregister them after the call to do without them; a later call does not
+    /// bring them back.
     ///
     /// With `WEAVEDI_REGISTRY_AUTO_HEALTH` on (the default) it also starts the registry's check
     /// loop, every `healthLoopInterval`, unless the loop already runs; off, it stops the loop.
@@ -63,10 +75,22 @@ public enum WeaveDIConfiguration {
         registry.autoFixEnabled = settings.autoFix
         InjectedContext.current = settings.injectedContext
         WeaveDILog.level = settings.logLevel
+        offerLiveContainerChecks(to: registry)
         if settings.autoHealth, let interval = healthLoopInterval, !registry.isRunning {
             registry.start(interval: interval)
         }
         return settings
+    }
+
+    /// Registers the live container's built-in checks on `registry`, the first time only, and
+    /// only if it has none of their names (see `applyFromEnvironment`).
+    static func offerLiveContainerChecks(to registry: UnifiedRegistry) {
+        let first = liveChecksOffered.withLock { offered in
+            defer { offered = true }
+            return !offered
+        }
+        guard first, Set(registry.checkNames).isDisjoint(with: UnifiedRegistry.containerCheckNames) else { return }
+        registry.registerLiveContainerChecks()
     }
 
     /// Parses a boolean environment value; nil for anything but `1/true/yes/on`, `0/false/no/off`.

@@ -198,6 +198,17 @@ struct MixedOnOneLine: WeaveDI.Component {
 }
 
 final class Clock: Sendable {}
+
+/// Two services that need each other: a dependency cycle.
+final class CycleA: Sendable {
+    let b: CycleB
+    init(b: CycleB) { self.b = b }
+}
+
+final class CycleB: Sendable {
+    let a: CycleA
+    init(a: CycleA) { self.a = a }
+}
 final class Store: Sendable {}
 /// Built by a factory that looks for a type nobody registered (a line the resolve logs).
 final class NeedsMissing: Sendable {}
@@ -470,6 +481,57 @@ case "sessions-fix-logs":
         await registry.runChecks()
         print("\(name): open \(container.openSessions.count), lines \(closings.withLock { $0 })")
     }
+case "live-container-checks", "live-container-checks-own":
+    // What a program gets from `applyFromEnvironment()` alone: the shared registry checks the
+    // live container (a registration that cannot be built, then, once another container is
+    // assigned to `live`, that one's cycle and idle session), its lines logged as the
+    // environment says; or, with checks of its own container registered before the call
+    // ("-own"), those, left as they are.
+    let lines = Locked<[String]>([])
+    UnifiedDI.setLogSink { record in lines.withLock { $0.append("\(record.category): \(record.message)") } }
+    final class LiveBroken: Sendable {}
+    struct LiveFailure: Error {}
+    await WeaveDI.Container.bootstrap { container in
+        container.register(LiveBroken.self) { () throws -> LiveBroken in throw LiveFailure() }
+        // As many registrations as the container made live later: what the graph check
+        // remembers of one container is not taken for the other's.
+        container.register(Clock.self) { Clock() }
+    }
+    let registry = UnifiedRegistry.shared
+    if arguments.first == "live-container-checks-own" {
+        let own = WeaveDI.Container()
+        own.register(Clock.self) { Clock() }
+        registry.registerContainerChecks(for: own)
+    }
+    let settings = WeaveDIConfiguration.applyFromEnvironment()
+    print("loop=\(registry.isRunning) autoFix=\(settings.autoFix)")
+    print("checks=\(registry.checkNames)")
+    func graph(_ report: HealthReport) -> String {
+        report.checks.first { $0.name == "container.graph" }.map { "\($0.status?.rawValue ?? "nil"): \($0.message)" } ?? "none"
+    }
+    print("graph=\(graph(await registry.runChecks()))")
+    print("transition logged=\(lines.withLock { $0.contains { $0.contains(#""container.graph": unknown -> unhealthy"#) } })")
+    if arguments.first == "live-container-checks" {
+        // Another container made live: the checks follow it, the sessions check with a shorter limit.
+        let next = WeaveDI.Container()
+        next.register(CycleA.self) { r in CycleA(b: try r.require(CycleB.self)) }
+        next.register(CycleB.self) { r in CycleB(a: try r.require(CycleA.self)) }
+        WeaveDI.Container.live = next
+        registry.registerLiveContainerChecks(sessionIdleLimit: .milliseconds(1))
+        _ = next.openSession(id: "forgotten")
+        try? await Task.sleep(for: .milliseconds(20))
+        print("graph after swap=\(graph(await registry.runChecks()))")
+        print("open sessions after swap=\(next.openSessions.count)")
+        // weavedid registers the checks of its own container over them: replaced, not doubled.
+        lines.withLock { $0.removeAll() }
+        registry.registerContainerChecks(for: next)
+        print("checks after own=\(registry.checkNames) overwrite logged=\(lines.withLock { $0.contains { $0.contains("registered again") } })")
+        // Removed, they stay removed.
+        for name in UnifiedRegistry.containerCheckNames { registry.unregister(name) }
+        WeaveDIConfiguration.applyFromEnvironment()
+        print("checks after removal=\(registry.checkNames)")
+    }
+    registry.stop()
 case "health-misuse":
     // A check and a loop interval the registry cannot use: logged errors, not a crash.
     let registry = UnifiedRegistry(clock: ManualHealthClock())

@@ -21,10 +21,29 @@ extension UnifiedRegistry {
     public func registerContainerChecks(
         for container: WeaveDI.Container, sessionIdleLimit: Duration = .seconds(300)
     ) {
+        registerContainerChecks(of: { container }, sessionIdleLimit: sessionIdleLimit)
+    }
+
+    /// Registers the built-in checks (`registerContainerChecks(for:sessionIdleLimit:)`) of
+    /// whichever container is `WeaveDI.Container.live` when each runs: a container assigned to
+    /// `live` later is the one checked from then on. `WeaveDIConfiguration.applyFromEnvironment()`
+    /// registers them on `UnifiedRegistry.shared`; called again, with another
+    /// `sessionIdleLimit`, it replaces them, keeping their states, as that does.
+    public func registerLiveContainerChecks(sessionIdleLimit: Duration = .seconds(300)) {
+        registerContainerChecks(of: { WeaveDI.Container.live }, sessionIdleLimit: sessionIdleLimit)
+    }
+
+    /// The names of the built-in checks, in the order they are registered.
+    public static let containerCheckNames = ["container.graph", "container.singletons", "container.sessions"]
+
+    /// The built-in checks of the container `containerNow` returns as each check or fix runs.
+    func registerContainerChecks(
+        of containerNow: @escaping @Sendable () -> WeaveDI.Container, sessionIdleLimit: Duration
+    ) {
         let memory = WeaveDI.Container.GraphCheckMemory()
         register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(5)) { [weak self] in
             // Quiet every round unless health logging is on (`WEAVEDI_REGISTRY_HEALTH_LOGGING`).
-            let report = await container.validateForHealth(memory, logged: self?.healthLoggingEnabled ?? false)
+            let report = await containerNow().validateForHealth(memory, logged: self?.healthLoggingEnabled ?? false)
             let data = [
                 "built": "\(report.built.count)", "failures": "\(report.failures.count)",
                 "cycles": "\(report.cycles.count)", "componentIssues": "\(report.componentIssues.count)",
@@ -43,6 +62,7 @@ extension UnifiedRegistry {
         }, replacing: true)
 
         register(HealthCheck(name: "container.singletons", tags: [HealthCheck.liveness]) {
+            let container = containerNow()
             var worst = HealthStatus.healthy
             var bad: [String] = []
             for singleton in container.healthReportingSingletons() {
@@ -56,6 +76,7 @@ extension UnifiedRegistry {
         } fix: { [weak self] in
             // Said in the log only with health logging on, as the fix's outcome is.
             let logged = self?.healthLoggingEnabled ?? false
+            let container = containerNow()
             var evicted: [String] = []
             for singleton in container.healthReportingSingletons()
             where await singleton.reporter.health().status == .unhealthy {
@@ -66,6 +87,7 @@ extension UnifiedRegistry {
         }, replacing: true)
 
         register(HealthCheck(name: "container.sessions", tags: [HealthCheck.liveness]) {
+            let container = containerNow()
             let idle = container.idleSessions(longerThan: sessionIdleLimit)
             let now = ContinuousClock.now
             return idle.isEmpty
@@ -75,6 +97,7 @@ extension UnifiedRegistry {
                         + namedSessions(idle.map { ($0.id, now - $0.lastActiveAt) }),
                     data: ["idle": idle.map(\.id).joined(separator: ",")])
         } fix: {
+            let container = containerNow()
             let cutoff = ContinuousClock.now - sessionIdleLimit
             var closed: [(id: String, idle: Duration)] = []
             // Each closed only if still idle: one that came into use since the list stays open.
