@@ -517,10 +517,11 @@ case "live-container-checks", "live-container-checks-own":
         next.register(CycleA.self) { r in CycleA(b: try r.require(CycleB.self)) }
         next.register(CycleB.self) { r in CycleB(a: try r.require(CycleA.self)) }
         WeaveDI.Container.live = next
+        print("graph after swap=\(graph(await registry.runChecks()))")
         registry.registerLiveContainerChecks(sessionIdleLimit: .milliseconds(1))
         _ = next.openSession(id: "forgotten")
         try? await Task.sleep(for: .milliseconds(20))
-        print("graph after swap=\(graph(await registry.runChecks()))")
+        await registry.runChecks()
         print("open sessions after swap=\(next.openSessions.count)")
         // weavedid registers the checks of its own container over them: replaced, not doubled.
         lines.withLock { $0.removeAll() }
