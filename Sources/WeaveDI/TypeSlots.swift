@@ -19,20 +19,39 @@ final class TypeSlots: Sendable {
         /// The type of every slot; names are spelled out only when asked for (diagnostics),
         /// because spelling a type the runtime has not printed before is slow.
         var types: [Any.Type] = []
-        /// Names spelled so far, by slot.
-        var names: [String?] = []
+        /// What was spelled of each slot's type so far, by slot; as long as the highest slot
+        /// spelled (a new type's slot adds nothing here: `spelling(ofSlot:)` reads past the end
+        /// as nothing spelled).
+        var spellings: [Spelling] = []
         /// The slots of each name spelled so far (more than one: types of one name).
         var slotsByName: [String: [Int]] = [:]
-        /// By slot: whether another type's name spelled so far is the same (`slotsByName` holds
-        /// more than one slot for it). A name no other has needs no qualifying in any message.
-        var nameShared: [Bool] = []
-        /// By slot: the name as `NameSimilarity` compares it (lowercased), made with the name.
-        var comparedNames: [NameSimilarity.Compared?] = []
-        /// Qualified names (`Module.Outer.Name`) spelled so far, by slot.
-        var qualifiedNames: [String?] = []
         /// The slot of each qualified name spelled so far.
         var slotsByQualifiedName: [String: Int] = [:]
         var retired: [SlotTable] = []
+
+        func spelling(ofSlot slot: Int) -> Spelling {
+            slot < spellings.count ? spellings[slot] : Spelling()
+        }
+
+        mutating func updateSpelling(ofSlot slot: Int, _ update: (inout Spelling) -> Void) {
+            if slot >= spellings.count {
+                spellings.append(contentsOf: repeatElement(Spelling(), count: slot + 1 - spellings.count))
+            }
+            update(&spellings[slot])
+        }
+    }
+
+    /// What was spelled of one slot's type.
+    fileprivate struct Spelling {
+        /// Its name, as `name(ofSlot:)` spells it.
+        var name: String?
+        /// The name as `NameSimilarity` compares it (lowercased), made with the name.
+        var compared: NameSimilarity.Compared?
+        /// Whether another type's name spelled so far is the same (`slotsByName` holds more than
+        /// one slot for it). A name no other has needs no qualifying in any message.
+        var isShared = false
+        /// Its qualified name (`Module.Outer.Name`).
+        var qualified: String?
     }
 
     private let writer = Locked(WriterState())
@@ -56,7 +75,7 @@ final class TypeSlots: Sendable {
     /// request and remembered.
     func name(ofSlot slot: Int) -> String {
         let known: (type: Any.Type, name: String?)? = writer.withLock { state in
-            slot < state.types.count ? (state.types[slot], state.names[slot]) : nil
+            slot < state.types.count ? (state.types[slot], state.spelling(ofSlot: slot).name) : nil
         }
         guard let known else { return "slot \(slot)" }
         if let name = known.name { return name }
@@ -69,12 +88,14 @@ final class TypeSlots: Sendable {
 
     /// Remembers `name` as the name of `slot`, unless one is already.
     private static func record(_ name: String, _ compared: NameSimilarity.Compared, ofSlot slot: Int, in state: inout WriterState) {
-        guard state.names[slot] == nil else { return }
-        state.names[slot] = name
-        state.comparedNames[slot] = compared
+        guard state.spelling(ofSlot: slot).name == nil else { return }
+        state.updateSpelling(ofSlot: slot) { spelling in
+            spelling.name = name
+            spelling.compared = compared
+        }
         state.slotsByName[name, default: []].append(slot)
         if let sharing = state.slotsByName[name], sharing.count > 1 {
-            for other in sharing { state.nameShared[other] = true }
+            for other in sharing { state.updateSpelling(ofSlot: other) { $0.isShared = true } }
         }
     }
 
@@ -83,7 +104,7 @@ final class TypeSlots: Sendable {
     func spellNames(ofSlots slots: [Int]) {
         let unspelled: [(slot: Int, type: Any.Type)] = writer.withLock { state in
             slots.compactMap { slot in
-                slot < state.types.count && state.names[slot] == nil ? (slot, state.types[slot]) : nil
+                slot < state.types.count && state.spelling(ofSlot: slot).name == nil ? (slot, state.types[slot]) : nil
             }
         }
         guard !unspelled.isEmpty else { return }
@@ -99,26 +120,24 @@ final class TypeSlots: Sendable {
     /// The types and names of the slots at one moment (`spelledNames()`).
     struct SpelledNames {
         fileprivate let types: [Any.Type]
-        fileprivate let names: [String?]
-        fileprivate let comparedNames: [NameSimilarity.Compared?]
-        fileprivate let nameShared: [Bool]
+        fileprivate let spellings: [Spelling]
 
+        private func spelling(ofSlot slot: Int) -> Spelling? { slot < spellings.count ? spellings[slot] : nil }
         /// The type at `slot` (a slot given out before the snapshot).
         func type(ofSlot slot: Int) -> Any.Type { types[slot] }
         /// The name of `slot`, if it was spelled.
-        func name(ofSlot slot: Int) -> String? { names[slot] }
+        func name(ofSlot slot: Int) -> String? { spelling(ofSlot: slot)?.name }
         /// The name of `slot` as `NameSimilarity` compares it, if it was spelled.
-        func compared(ofSlot slot: Int) -> NameSimilarity.Compared? { comparedNames[slot] }
+        func compared(ofSlot slot: Int) -> NameSimilarity.Compared? { spelling(ofSlot: slot)?.compared }
         /// Whether another type spelled had the name of `slot`.
-        func isShared(_ slot: Int) -> Bool { nameShared[slot] }
+        func isShared(_ slot: Int) -> Bool { spelling(ofSlot: slot)?.isShared ?? false }
     }
 
     /// The types and names of every slot, as they are now: the names of many slots at the cost
     /// of one lock (the arrays are shared, not copied, until a slot or a name is added).
     func spelledNames() -> SpelledNames {
         writer.withLock { state in
-            SpelledNames(
-                types: state.types, names: state.names, comparedNames: state.comparedNames, nameShared: state.nameShared)
+            SpelledNames(types: state.types, spellings: state.spellings)
         }
     }
 
@@ -147,7 +166,7 @@ final class TypeSlots: Sendable {
 
     /// Whether the name of `slot` was spelled (tests: a filtered-out log line spells nothing).
     func hasSpelledName(ofSlot slot: Int) -> Bool {
-        writer.withLock { state in slot < state.names.count && state.names[slot] != nil }
+        writer.withLock { state in state.spelling(ofSlot: slot).name != nil }
     }
 
     /// The name of the type at `slot` with its module and enclosing types
@@ -155,13 +174,13 @@ final class TypeSlots: Sendable {
     /// of the same short name. Spelled on the first request and remembered.
     func qualifiedName(ofSlot slot: Int) -> String {
         let known: (type: Any.Type, name: String?)? = writer.withLock { state in
-            slot < state.types.count ? (state.types[slot], state.qualifiedNames[slot]) : nil
+            slot < state.types.count ? (state.types[slot], state.spelling(ofSlot: slot).qualified) : nil
         }
         guard let known else { return "slot \(slot)" }
         if let name = known.name { return name }
         let name = _typeName(known.type, qualified: true)
         writer.withLock { state in
-            state.qualifiedNames[slot] = name
+            state.updateSpelling(ofSlot: slot) { $0.qualified = name }
             state.slotsByQualifiedName[name] = slot
         }
         return name
@@ -316,10 +335,6 @@ final class TypeSlots: Sendable {
             if again >= 0 { return again }
             let slot = state.types.count
             state.types.append(type)
-            state.names.append(nil)
-            state.nameShared.append(false)
-            state.comparedNames.append(nil)
-            state.qualifiedNames.append(nil)
             if (slot + 1) * 4 > current.capacity * 3 {
                 let bigger = SlotTable(capacity: current.capacity * 2)
                 current.forEach { bigger.insert(key: $0, slot: $1) }
