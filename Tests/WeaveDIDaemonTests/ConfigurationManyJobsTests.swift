@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import WeaveDIDaemon
+import WeaveDIControl
 import WeaveDIPosix
 
 /// Configurations of thousands of mirror jobs: the checks that no two jobs' trees meet find the
@@ -43,6 +44,40 @@ import WeaveDIPosix
                 "\(lines[index])")
         }
         #expect(lines.dropFirst(10).joined(separator: "\n") == "weavedid: warning: \(config): 1990 more path warnings like these, not shown\n")
+    }
+
+    /// More jobs than `DaemonConfiguration.Sync.maximumJobs` are refused before any is read
+    /// (the last one's error, its name repeated, is not reached), with the file, the key, the
+    /// count and the limit, and exit 78 as any configuration error.
+    @Test func checkConfig_ofMoreJobsThanTheLimit_isRefused_namingTheCountAndTheLimit() throws {
+        let directory = TemporaryDirectory("weavedi-many-jobs")
+        let d = directory.path
+        let config = directory.write("weavedid.json", Self.document(d, count: 4097, replacing: [4096: ("\(d)/src/j0", "\(d)/dst/j0")]))
+        let checked = try Subprocess.run(DaemonProcess.binary, arguments: ["--check-config", "--config", config], environment: [:])
+        #expect(checked.status == .exited(78))
+        #expect(checked.standardOutput.isEmpty)
+        #expect(checked.standardErrorText == "weavedid: \(config): sync.jobs: expected at most 4096 jobs, got 4097\n")
+        // The limit itself is taken.
+        #expect(try loadConfiguration(Self.document("/srv/many", count: 4096)).sync.jobs.count == 4096)
+    }
+
+    /// A reload of a file with too many jobs is refused, saying why, and the jobs in effect stay.
+    @Test func aReloadOfMoreJobsThanTheLimit_isRefused_andKeepsTheJobsInEffect() throws {
+        let directory = TemporaryDirectory("weavedi-many-jobs")
+        let d = directory.path
+        try FileManager.default.createDirectory(atPath: "\(d)/src/j0", withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", Self.document(d, count: 1))
+        let daemon = try readyDaemon(["--config", config], directory: directory)
+        directory.write("weavedid.json", Self.document(d, count: 5000))
+        let problem = "\(config): sync.jobs: expected at most 4096 jobs, got 5000"
+        let refusal = try reloadFailure(daemon.defaultSocket)
+        #expect(refusal?.name == "io.weavedi.Daemon.ReloadRefused", "\(daemon.log)")
+        #expect(refusal?.reply.parameter("reason")?.stringValue == problem, "\(daemon.log)")
+        #expect(daemon.waitForLog("reload refused: \(problem); keeping the previous configuration"), "\(daemon.log)")
+        let jobs = daemon.sendCallReply("ListJobs")?.parameter("jobs")?.arrayValue
+        #expect(jobs?.compactMap { $0[member: "name"]?.stringValue } == ["j0"], "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     @Test func amongThousandsOfJobs_theFirstThatMeetsALaterOne_isNamed() throws {

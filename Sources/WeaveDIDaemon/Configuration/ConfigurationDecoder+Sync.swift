@@ -29,7 +29,12 @@ extension ConfigurationDecoder {
                 configuration.sync.jobs = []
                 jobIndices = [:]
                 mirrorTrees = MirrorTreeIndex()
-                for (index, element) in try fields.elements(of: value, at: path).enumerated() {
+                let elements = try fields.elements(of: value, at: path)
+                // Counted before any job is read: a file of a million jobs is refused at once.
+                guard elements.count <= DaemonConfiguration.Sync.maximumJobs else {
+                    throw fields.fail(path, "expected at most \(DaemonConfiguration.Sync.maximumJobs) jobs, got \(elements.count)")
+                }
+                for (index, element) in elements.enumerated() {
                     let job = try decodeJob(element, at: "\(path)[\(index)]", index: index)
                     try checkOverlaps(job, at: "\(path)[\(index)]", with: configuration.sync.jobs, in: path)
                     configuration.sync.jobs.append(job)

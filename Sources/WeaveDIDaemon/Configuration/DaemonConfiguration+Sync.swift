@@ -7,8 +7,13 @@ extension DaemonConfiguration {
         public var maxConcurrentRuns = 2
         /// A node_exporter textfile (`*.prom`) the daemon writes job metrics to; default none.
         public var metricsFile: String?
-        /// The jobs, in file order; names are unique.
+        /// The jobs, in file order; names are unique; at most `maximumJobs`.
         public var jobs: [Job] = []
+
+        /// The most jobs a configuration may hold: a bound on what one start, reload or
+        /// `--check-config` reads, checks and schedules (100,000 jobs took a minute to check),
+        /// far above any real machine's jobs.
+        public static let maximumJobs = 4096
     }
 
     /// One entry of `sync.jobs`: when it runs and how its health is judged.
