@@ -40,11 +40,11 @@ public enum InjectedContext: String, Sendable, CaseIterable {
 
     var index: UInt8 { UInt8(InjectedContext.allCases.firstIndex(of: self)!) }
 
-    /// `WEAVEDI_INJECTED_ENV`, if set to a context; nil for `automatic`, unset or invalid.
+    /// `WEAVEDI_INJECTED_ENV`, if set to a context; nil for `automatic`, unset, empty or invalid.
     static func fromEnvironment() -> InjectedContext? {
-        guard let raw = environmentValue("WEAVEDI_INJECTED_ENV") else { return nil }
+        guard let raw = WeaveDIConfiguration.settingValue("WEAVEDI_INJECTED_ENV") else { return nil }
         let value = raw.trimmingASCIISpaces().lowercased()
-        if value == "automatic" || value.isEmpty { return nil }
+        if value == "automatic" { return nil }
         if let context = InjectedContext(rawValue: value) { return context }
         WeaveDIConfiguration.warnOnce(
             variable: "WEAVEDI_INJECTED_ENV", value: raw, accepted: "live, test, preview or automatic",
@@ -53,11 +53,11 @@ public enum InjectedContext: String, Sendable, CaseIterable {
     }
 
     /// The context `WEAVEDI_INJECTED_ENV` asks for: its context, the detected one for
-    /// `automatic` (or empty), `current` when it is unset or not valid (warned about).
+    /// `automatic`, `current` when it is unset, empty (as unset) or not valid (warned about).
     static func fromEnvironment(current: @autoclosure () -> InjectedContext) -> InjectedContext {
-        guard let raw = environmentValue("WEAVEDI_INJECTED_ENV") else { return current() }
+        guard let raw = WeaveDIConfiguration.settingValue("WEAVEDI_INJECTED_ENV") else { return current() }
         let value = raw.trimmingASCIISpaces().lowercased()
-        if value == "automatic" || value.isEmpty { return detect() }
+        if value == "automatic" { return detect() }
         if let context = InjectedContext(rawValue: value) { return context }
         let kept = current()
         WeaveDIConfiguration.warnOnce(

@@ -9,7 +9,8 @@
 /// | `WEAVEDI_LOG_LEVEL` | all | `all`, `registration`, `optimization`, `errors` or `off` |
 ///
 /// The defaults are the settings' own before anything changes them. A variable that is unset
-/// leaves its setting as it is (a level set by `UnifiedDI.setLogLevel(_:)`, say).
+/// or empty leaves its setting as it is (a level set by `UnifiedDI.setLogLevel(_:)`, say): an
+/// empty value is how a systemd drop-in unsets one (`Environment=WEAVEDI_LOG_LEVEL=`).
 /// Booleans accept `1/true/yes/on` and `0/false/no/off` in any case. Any other value leaves the
 /// setting as it is and is warned about once, naming the variable, the value and what is accepted.
 public enum WeaveDIConfiguration {
@@ -102,18 +103,27 @@ public enum WeaveDIConfiguration {
         }
     }
 
-    /// The boolean variable `name`; `current` when it is unset or not valid (warned about).
+    /// The value of the variable `name` above; nil when it is unset or empty. An empty value
+    /// counts as unset, as weavedid counts an empty `WEAVEDID_LOG` or directory variable:
+    /// `Environment=NAME=` in a systemd drop-in is the usual way to unset what the unit sets.
+    /// A value of spaces only is not empty: it is read, trimmed, and refused as any other.
+    static func settingValue(_ name: String) -> String? {
+        guard let raw = environmentValue(name), !raw.isEmpty else { return nil }
+        return raw
+    }
+
+    /// The boolean variable `name`; `current` when it is unset, empty or not valid (warned about).
     static func flag(_ name: String, current: Bool) -> Bool {
-        guard let raw = environmentValue(name) else { return current }
+        guard let raw = settingValue(name) else { return current }
         if let value = parseBool(raw) { return value }
         warnOnce(variable: name, value: raw, accepted: "1, true, yes, on, 0, false, no or off (any case)",
                  using: "the current setting (\(current ? "on" : "off"))")
         return current
     }
 
-    /// `WEAVEDI_LOG_LEVEL`; `current` when it is unset or not valid (warned about).
+    /// `WEAVEDI_LOG_LEVEL`; `current` when it is unset, empty or not valid (warned about).
     static func logLevel(current: LogLevel) -> LogLevel {
-        guard let raw = environmentValue("WEAVEDI_LOG_LEVEL") else { return current }
+        guard let raw = settingValue("WEAVEDI_LOG_LEVEL") else { return current }
         if let level = LogLevel(name: raw.trimmingASCIISpaces()) { return level }
         warnOnce(variable: "WEAVEDI_LOG_LEVEL", value: raw, accepted: LogLevel.allCases.map(\.rawValue).joined(separator: ", "),
                  using: "the current level (\(current))")

@@ -217,9 +217,10 @@ public enum DaemonMain {
     /// The warning about a `WEAVEDID_LOG` that is no filter, shaped as the library's about a
     /// `WEAVEDI_*` value: the variable, its value quoted, what is wrong, what is used instead
     /// (`WEAVEDID_LOG="info,sync=loud" is not valid ("sync=loud": unknown level "loud"); using
-    /// info everywhere`); nil when it is unset or a filter.
+    /// info everywhere`); nil when it is unset, empty (which counts as unset, as an empty
+    /// `WEAVEDI_*` or directory variable does: `Environment=WEAVEDID_LOG=` unsets it) or a filter.
     static func logFilterProblem(_ environment: [String: String]) -> String? {
-        guard let text = environment["WEAVEDID_LOG"], case let .failure(error) = LogFilter.parse(text) else { return nil }
+        guard let text = environment["WEAVEDID_LOG"], !text.isEmpty, case let .failure(error) = LogFilter.parse(text) else { return nil }
         // A value of one entry is not quoted twice.
         let problem = error.part == text ? error.problem : error.description
         return "WEAVEDID_LOG=\(JSONValue.quotedForMessage(text)) is not valid (\(problem)); using info everywhere"

@@ -102,6 +102,10 @@ import WeaveDIControl
         let valid = try CtlRun.run(
             ["diagnose-components", "--offline", "--config", config], environment: ["WEAVEDI_LOG_LEVEL": " Errors "], in: directory)
         #expect(valid.code == 0 && valid.error.isEmpty, "\(valid.all)")
+        // Empty, it counts as unset, as the library and the daemon count it.
+        let empty = try CtlRun.run(
+            ["diagnose-components", "--offline", "--config", config], environment: ["WEAVEDI_LOG_LEVEL": ""], in: directory)
+        #expect(empty.code == 0 && empty.error.isEmpty, "\(empty.all)")
     }
 
     @Test func offline_invalidConfiguration_exits78WithTheLoadersMessage() throws {

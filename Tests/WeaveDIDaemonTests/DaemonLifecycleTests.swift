@@ -436,6 +436,26 @@ import WeaveDIPosix
             "\(bad.log)")
     }
 
+    /// An empty `WEAVEDID_LOG` or `WEAVEDI_*` counts as unset, as an empty directory variable
+    /// does (`Environment=WEAVEDID_LOG=` in a drop-in unsets it): no warning, the defaults used.
+    @Test func emptyEnvironmentValues_countAsUnset_withoutAWarning() throws {
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", #"{"runtimeDirectory": "\#(directory.path)/run", "stateDirectory": "\#(directory.path)/state"}"#)
+        // Exported by the shell: the helper leaves out a variable given as "".
+        let names = [
+            "WEAVEDID_LOG", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "WEAVEDI_REGISTRY_HEALTH_LOGGING", "WEAVEDI_REGISTRY_AUTO_HEALTH",
+            "WEAVEDI_REGISTRY_AUTO_FIX", "WEAVEDI_INJECTED_ENV", "WEAVEDI_LOG_LEVEL",
+        ]
+        let daemon = try DaemonProcess(["--config", config], directory: directory, prefix: "export " + names.map { $0 + "=" }.joined(separator: " ") + ";")
+        #expect(daemon.waitForLog("ready;"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+        #expect(!daemon.log.contains("warning "), "\(daemon.log)")
+        #expect(!daemon.log.contains("not valid"), "\(daemon.log)")
+        // `info` everywhere, as unset.
+        #expect(daemon.log.contains("info    daemon: weavedid"), "\(daemon.log)")
+    }
+
     /// A `WEAVEDI_*` value the library ignores, using its default, is a warning, as a bad
     /// `WEAVEDID_LOG` is, and said in the same shape: the variable, its value quoted, what is
     /// wrong, what is used instead.

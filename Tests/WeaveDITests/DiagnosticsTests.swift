@@ -342,6 +342,22 @@ final class Moody: HealthReporting, Disposable {
         #expect(result.stderr.isEmpty, "\(result.stderr)")
     }
 
+    /// An empty variable counts as unset (`Environment=WEAVEDI_LOG_LEVEL=` in a systemd
+    /// drop-in): each earlier setting stays, and nothing is said. Spaces only are no empty value.
+    @Test func emptyVariables_countAsUnset() throws {
+        let empty = Dictionary(uniqueKeysWithValues: WeaveDIConfiguration.variableNames.map { ($0, "") })
+        let result = try ChildProcess.run("weavedi-probe", ["env-preset"], environment: empty)
+        #expect(result.status == 0)
+        #expect(result.stdout.split(separator: "\n") == [
+            "healthLogging=true", "autoHealth=false", "autoFix=false", "context=preview", "logLevel=errors",
+            "registry=true,false,false", "level=errors", "loop=false",
+        ])
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
+        let spaces = try ChildProcess.run("weavedi-probe", ["env-preset"], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": " ", "WEAVEDI_INJECTED_ENV": " "])
+        #expect(spaces.stderr.contains(#"WEAVEDI_REGISTRY_AUTO_FIX=" " is not valid"#), "\(spaces.stderr)")
+        #expect(spaces.stderr.contains(#"WEAVEDI_INJECTED_ENV=" " is not valid"#), "\(spaces.stderr)")
+    }
+
     /// A value that is not valid leaves the earlier setting as it is too, and says so; a valid
     /// one replaces it, `automatic` with the detected context.
     @Test func badValues_leaveEarlierSettingsAsTheyAre_validOnesReplaceThem() throws {

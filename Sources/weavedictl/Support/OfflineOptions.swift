@@ -55,10 +55,10 @@ struct OfflineOptions {
     }
 
     /// The library's log level: `WEAVEDI_LOG_LEVEL` read as the library reads it (any case,
-    /// spaces around ignored), else errors only. A value that is no level is said on standard
-    /// error, as the daemon logs it, rather than ignored in silence.
+    /// spaces around ignored; empty counts as unset), else errors only. A value that is no level
+    /// is said on standard error, as the daemon logs it, rather than ignored in silence.
     static func logLevel(environment: [String: String]) -> LogLevel {
-        guard let raw = environment["WEAVEDI_LOG_LEVEL"] else { return .errors }
+        guard let raw = environment["WEAVEDI_LOG_LEVEL"], !raw.isEmpty else { return .errors }
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
         let trimmed = raw.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
         if let level = LogLevel(name: String(trimmed)) { return level }
