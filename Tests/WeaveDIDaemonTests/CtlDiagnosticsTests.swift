@@ -100,7 +100,7 @@ import WeaveDIControl
             in: directory)
         #expect(long.error.contains("(100000 characters) is not valid") && long.error.utf8.count < 300, "\(long.error.prefix(400))")
         let valid = try CtlRun.run(
-            ["diagnose-components", "--offline", "--config", config], environment: ["WEAVEDI_LOG_LEVEL": " Errors "], in: directory)
+            ["diagnose-components", "--offline", "--config", config], environment: ["WEAVEDI_LOG_LEVEL": " Errors\r\n"], in: directory)
         #expect(valid.code == 0 && valid.error.isEmpty, "\(valid.all)")
         // Empty, it counts as unset, as the library and the daemon count it.
         let empty = try CtlRun.run(

@@ -331,6 +331,23 @@ final class Moody: HealthReporting, Disposable {
         #expect(lines.contains("loop=false"))
     }
 
+    /// Spaces, tabs and line ends around a value are ignored (a value pasted into a unit's
+    /// `Environment=` or an env file with its line end), for the flags, the level and the context.
+    @Test func spacesAroundAValue_areIgnored() throws {
+        let (on, onErrors) = try settings([
+            "WEAVEDI_REGISTRY_HEALTH_LOGGING": " On\n", "WEAVEDI_REGISTRY_AUTO_HEALTH": "\tyes ", "WEAVEDI_REGISTRY_AUTO_FIX": "1\r\n",
+            "WEAVEDI_LOG_LEVEL": " errors\t", "WEAVEDI_INJECTED_ENV": "\npreview ",
+        ])
+        #expect(on.contains("registry=true,true,true"), "\(on)")
+        #expect(on.contains("logLevel=errors") && on.contains("context=preview"), "\(on)")
+        #expect(onErrors.isEmpty, "\(onErrors)")
+        let (off, offErrors) = try settings([
+            "WEAVEDI_REGISTRY_HEALTH_LOGGING": "\toff", "WEAVEDI_REGISTRY_AUTO_HEALTH": "NO  ", "WEAVEDI_REGISTRY_AUTO_FIX": " 0 ",
+        ])
+        #expect(off.contains("registry=false,false,false"), "\(off)")
+        #expect(offErrors.isEmpty, "\(offErrors)")
+    }
+
     /// Settings the program made before: an unset variable leaves each as it is.
     @Test func unsetVariables_leaveEarlierSettingsAsTheyAre() throws {
         let result = try ChildProcess.run("weavedi-probe", ["env-preset"])
