@@ -312,6 +312,17 @@ import WeaveDIPosix
         #expect(option.output.isEmpty && environment.output.isEmpty)
     }
 
+    /// A socket path past 4,096 characters is cut as every path a message shows is: its first
+    /// 4,093, `...` and its length (which the message gives in bytes too).
+    @Test func aSocketPathPast4096Characters_isCutInTheError() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let socket = "/" + String(repeating: "s", count: 5999)
+        let run = try CtlRun.run(["--socket", socket, "ping"], in: directory)
+        #expect(run.code == 64, "\(run.all.prefix(300))")
+        #expect(run.error == "weavedictl: the socket path /\(String(repeating: "s", count: 4092))... (6000 characters) (given with --socket) is 6000 bytes long, "
+            + "but a Unix socket path may have at most 107 bytes (sun_path); give a shorter path to the same socket, e.g. through a symbolic link to its directory.\n")
+    }
+
     @Test func withoutAnySocket_theErrorNamesTheSystemSocket() throws {
         try #require(!fileExists("/run/weavedi/control.sock"), "a system daemon runs here")
         let directory = TemporaryDirectory("weavedictl")

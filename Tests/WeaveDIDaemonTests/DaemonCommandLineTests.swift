@@ -17,6 +17,16 @@ import WeaveDIPosix
         #expect(help.standardOutputText.hasPrefix("usage: weavedid [--config PATH] [--check-config] [--version] [--help]"))
     }
 
+    /// A `--config` path past 4,096 characters is cut in the error as every path a message
+    /// shows is: its first 4,093, `...` and its length.
+    @Test func aConfigPathPast4096Characters_isCutInTheError() throws {
+        let path = "/" + String(repeating: "c", count: 4999) + "\u{1B}"
+        let result = try run(["--check-config", "--config", path])
+        #expect(result.status == .exited(78))
+        #expect(result.standardErrorText
+            == "weavedid: /\(String(repeating: "c", count: 4092))... (5001 characters): cannot read: File name too long (ENAMETOOLONG)\n")
+    }
+
     /// What was asked for that standard output does not take (`> /dev/full`) is no success:
     /// exit 74, said on standard error, for the version, the help and a configuration check.
     @Test(arguments: [["--version"], ["--help"], ["--check-config", "--config", "/dev/null/none"]])

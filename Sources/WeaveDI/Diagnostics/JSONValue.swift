@@ -115,6 +115,18 @@ public enum JSONValue: Sendable, Equatable {
         quotedForMessage(path, shortenedPast: 4096)
     }
 
+    /// A path from outside that a message shows unquoted at its head (a configuration file's
+    /// given with `--config`, weavedictl's `--socket`): as it is up to 4,096 Unicode scalars,
+    /// past that cut as `quotedPathForMessage` cuts, its first 4,093, `...` and its length
+    /// (`/srv/aaa... (5000 characters)`). Not escaped: the message is, where it is written.
+    package static func shortenedPathForMessage(_ path: String) -> String {
+        let scalars = path.unicodeScalars
+        guard scalars.count > 4096 else { return path }
+        var shown = String.UnicodeScalarView()
+        shown.append(contentsOf: scalars.prefix(4093))
+        return String(shown) + "... (\(scalars.count) characters)"
+    }
+
     private static func quotedForMessage(_ text: String, shortenedPast limit: Int) -> String {
         let scalars = text.unicodeScalars
         guard scalars.count > limit else { return quotedForDisplay(text) }

@@ -1,4 +1,5 @@
 import Glibc
+import WeaveDI
 
 /// Why a configuration file was rejected: which file, which field, what is wrong, and an
 /// `errno` value the daemon can pass to systemd as `ERRNO=`.
@@ -30,8 +31,10 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
         self.init(file: file, fieldPath: fieldPath, problem: problem, errno: EINVAL)
     }
 
-    /// `file: fieldPath: problem`, or `file: problem` without a field path.
+    /// `file: fieldPath: problem`, or `file: problem` without a field path; a file's path past
+    /// 4,096 characters cut (`JSONValue.shortenedPathForMessage`), as any path a message shows.
     public var description: String {
+        let file = JSONValue.shortenedPathForMessage(file)
         if let fieldPath { return "\(file): \(fieldPath): \(problem)" }
         return "\(file): \(problem)"
     }

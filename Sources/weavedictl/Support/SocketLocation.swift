@@ -1,3 +1,4 @@
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
@@ -86,8 +87,8 @@ struct SocketLocation: Equatable {
     }
 
     /// The path for a message: its control characters escaped (it comes from the command line
-    /// or the environment).
-    var shownPath: String { path.escapingControlCharacters }
+    /// or the environment), and cut past 4,096 characters as every path a message shows.
+    var shownPath: String { JSONValue.shortenedPathForMessage(path).escapingControlCharacters }
 
     /// A line saying where else weavedictl looked, for the "cannot connect" message.
     var searchNote: String {
