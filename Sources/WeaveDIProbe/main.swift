@@ -262,6 +262,14 @@ struct Scenario: WeaveDI.Module {
                     c.register(Store.self) { r in _ = r.resolve(Mailer.self); return Store() }
                 },
             ]
+        case "scope-mismatch":
+            // A singleton that needs a session-scoped service.
+            return [
+                Scenario(name: "core") { c in
+                    c.register(Clock.self, scope: .session) { Clock() }
+                    c.register(Store.self) { r in _ = r.resolve(Clock.self); return Store() }
+                },
+            ]
         default:
             return nil
         }
@@ -277,7 +285,7 @@ func scenarioArgument() -> String {
 
 func bootstrapScenario() async -> WeaveDI.Container {
     guard let modules = Scenario.modules(scenarioArgument()) else {
-        print("unknown scenario '\(scenarioArgument())' (clean, duplicates, cycle)")
+        print("unknown scenario '\(scenarioArgument())' (clean, duplicates, cycle, scope-mismatch)")
         exit(64)
     }
     UnifiedDI.setLogLevel(.off)
@@ -624,6 +632,7 @@ case "levels":
     }
 case "diagnose-components":
     let container = await bootstrapScenario()
+    _ = await container.validate()  // records the graph, in which scope mismatches are seen
     let diagnostics = container.diagnoseComponents()
     print(diagnostics.json.serialized)
     exit(diagnostics.issues.isEmpty ? 0 : 1)

@@ -15,7 +15,7 @@ import WeaveDIControl
         #expect(run.code == 0, "\(run.all)")
         #expect(run.output == "{\"issues\":[]}\n")
         let table = try CtlRun.run(["--socket", daemon.defaultSocket, "diagnose-components"])
-        #expect(table.code == 0 && table.output == "No issues: no duplicate providers, no scope drift.\n")
+        #expect(table.code == 0 && table.output == "No issues: no duplicate providers, no scope drift, no scope mismatches.\n")
     }
 
     @Test func diagnoseComponents_offline_needsNoDaemon_andPrintsTheSameShape() throws {

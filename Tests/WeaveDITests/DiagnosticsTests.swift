@@ -4,6 +4,11 @@ import Testing
 final class NodeA: Sendable {}
 final class NodeB: Sendable {}
 final class NodeC: Sendable {}
+final class NodeD: Sendable {}
+final class NodeE: Sendable {}
+final class NodeF: Sendable {}
+final class NodeG: Sendable {}
+final class NodeH: Sendable {}
 
 struct TestModule: WeaveDI.Module {
     let name: String
@@ -69,6 +74,72 @@ final class Moody: HealthReporting, Disposable {
         // Removed for good, it is still on record, and named in the reports.
         #expect(container.unregister(NodeA.self))
         #expect(container.diagnoseComponents().issues.map(\.type) == ["NodeA", "NodeA"])
+    }
+
+    @Test func singletonNeedingASessionScopedService_isAScopeMismatch_onceBuilt() async {
+        let container = WeaveDI.Container()
+        await container.bootstrap(modules: [
+            TestModule(name: "core") { c in
+                c.register(NodeB.self, scope: .session) { NodeB() }
+                c.register(NodeA.self) { r in _ = try r.require(NodeB.self); return NodeA() }
+            },
+        ])
+        // Never built: no edge is known yet, so nothing can be seen.
+        #expect(container.diagnoseComponents().issues.isEmpty)
+        let report = await container.validate()
+        #expect(report.failures.map(\.isScopeMismatch) == [true])
+        let issues = container.diagnoseComponents().issues
+        #expect(issues.map(\.kind) == [.scopeMismatch])
+        #expect(report.componentIssues == issues)
+        #expect(container.diagnoseComponents().json.serialized == #"{"issues":[{"type":"NodeA","providers":["core(singleton)"],"#
+            + #""detail":"singleton NodeA needs NodeB (session), which it would keep beyond its session; register NodeA "#
+            + #"with scope .session or shorter, or NodeB with a longer one","kind":"scopeMismatch"}]}"#)
+    }
+
+    @Test func scopeMismatches_throughTransients_andNoOthers() async {
+        let container = WeaveDI.Container()
+        await container.bootstrap(modules: [
+            TestModule(name: "core") { c in
+                // A singleton may hold a transient; not what the transient needs of a shorter scope.
+                c.register(NodeA.self) { r in _ = r.resolve(NodeB.self); return NodeA() }
+                c.register(NodeB.self, scope: .transient) { r in _ = r.resolve(NodeC.self); return NodeB() }
+                c.register(NodeC.self, scope: .request) { NodeC() }
+                // Shorter-lived needing longer-lived, and a singleton holding a transient: no mismatch.
+                c.register(NodeD.self, scope: .request) { r in _ = r.resolve(NodeE.self); return NodeD() }
+                c.register(NodeE.self, scope: .session) { r in _ = r.resolve(NodeF.self); return NodeE() }
+                c.register(NodeF.self) { r in _ = r.resolve(NodeG.self); return NodeF() }
+                c.register(NodeG.self, scope: .transient) { NodeG() }
+                // Session needing request.
+                c.register(NodeH.self, scope: .session) { r in _ = r.resolve(NodeC.self); return NodeH() }
+            },
+        ])
+        // `resolve` gives nil on the mismatch: every build succeeds, and only the graph shows it.
+        #expect(await container.validate().isValid)
+        let issues = container.diagnoseComponents().issues
+        #expect(issues.map(\.type) == ["NodeA", "NodeH"])
+        #expect(issues.map(\.kind) == [.scopeMismatch, .scopeMismatch])
+        #expect(issues.map(\.providers) == [["core(singleton)"], ["core(session)"]])
+        #expect(issues.first?.detail.hasPrefix("singleton NodeA needs NodeC (request) through NodeB, ") == true)
+        #expect(issues.last?.detail.hasPrefix("session NodeH needs NodeC (request), ") == true)
+    }
+
+    @Test func scopeMismatch_comesAfterDuplicatesAndDrift_ofItsType() async {
+        let container = WeaveDI.Container()
+        await container.bootstrap(modules: [
+            TestModule(name: "core") { c in
+                c.register(NodeA.self, scope: .session) { NodeA() }
+                c.register(NodeB.self, scope: .request) { NodeB() }
+            },
+            TestModule(name: "testing") { c in
+                c.register(NodeA.self) { r in _ = r.resolve(NodeC.self); _ = r.resolve(NodeB.self); return NodeA() }
+                c.register(NodeC.self, scope: .session) { NodeC() }
+            },
+        ])
+        await container.validate()
+        let issues = container.diagnoseComponents().issues
+        #expect(issues.map(\.kind) == [.duplicateProvider, .scopeDrift, .scopeMismatch, .scopeMismatch])
+        #expect(issues.filter { $0.kind == .scopeMismatch }.map { String($0.detail.prefix(40)) }
+            == ["singleton NodeA needs NodeB (request), w", "singleton NodeA needs NodeC (session), w"])
     }
 
     @Test func registeringAgainAndAgain_keepsOneRecordPerModuleAndScope_latestLast() {
@@ -451,7 +522,7 @@ final class Moody: HealthReporting, Disposable {
         ])
     }
 
-    @Test(arguments: [("clean", 0), ("duplicates", 1)])
+    @Test(arguments: [("clean", 0), ("duplicates", 1), ("scope-mismatch", 1)])
     func diagnoseComponentsCommand_exitsOneOnIssues(scenario: String, status: Int32) throws {
         let result = try ChildProcess.run("weavedi-probe", ["diagnose-components", "--scenario", scenario])
         #expect(result.status == status)

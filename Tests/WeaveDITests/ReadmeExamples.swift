@@ -105,6 +105,7 @@ func diagnose(_ command: String?) async -> Int32 {
     await container.bootstrap(modules: [UserComponent(), NetworkModule()])
     switch command {
     case "diagnose-components":
+        await container.validate()                 // records the graph, for scope mismatches
         let diagnostics = container.diagnoseComponents()
         print(diagnostics.json.serialized)
         return diagnostics.issues.isEmpty ? 0 : 1

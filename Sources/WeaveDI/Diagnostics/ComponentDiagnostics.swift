@@ -1,4 +1,4 @@
-/// One finding of `diagnoseComponents()`: a duplicate provider or scope drift.
+/// One finding of `diagnoseComponents()`: a duplicate provider, scope drift or a scope mismatch.
 public struct ComponentIssue: Sendable, Equatable {
     /// What kind of finding it is.
     public enum Kind: String, Sendable {
@@ -6,13 +6,18 @@ public struct ComponentIssue: Sendable, Equatable {
         case duplicateProvider
         /// The same type is registered with different scopes.
         case scopeDrift
+        /// A registration with a lifetime of its own (singleton, session) needs a shorter-lived
+        /// one (session, request), directly or through transients: its build throws
+        /// `ResolutionError.scopeMismatch`. Seen in the dependency edges recorded by builds only.
+        case scopeMismatch
     }
 
     /// The kind of finding.
     public var kind: Kind
     /// The type concerned.
     public var type: String
-    /// Who provides it: module names (duplicates) or `module(scope)` (scope drift), sorted.
+    /// Who provides it: module names (duplicates) or `module(scope)` (scope drift), sorted; for
+    /// a scope mismatch, the `module(scope)` of the longer-lived registration (`type`).
     public var providers: [String]
     /// One line saying what is wrong and what wins.
     public var detail: String
@@ -21,7 +26,7 @@ public struct ComponentIssue: Sendable, Equatable {
 /// The result of `diagnoseComponents()`, in the documented JSON shape
 /// `{"issues":[{"type":…,"providers":[…],"detail":…}]}`.
 public struct ComponentDiagnostics: Sendable, Equatable {
-    /// The findings, sorted by type, duplicates before drift.
+    /// The findings, sorted by type, then duplicates, drift, mismatches (these by detail).
     public var issues: [ComponentIssue]
 
     /// The documented JSON, with `kind` added to each issue.
@@ -62,7 +67,11 @@ public struct CycleReport: Sendable, Equatable {
 
 extension WeaveDI.Container {
     /// Duplicate providers (one type registered by two or more modules) and scope drift (one
-    /// type registered with different scopes), from every registration ever made here.
+    /// type registered with different scopes), from every registration ever made here; and scope
+    /// mismatches (a singleton or session-scoped registration that needs a shorter-lived one,
+    /// directly or through transients), from the dependency edges recorded so far: a
+    /// registration whose factory has never run has none (`checkCycles().notBuilt`), so call
+    /// `validate()` first, which builds every registration once.
     public func diagnoseComponents() -> ComponentDiagnostics {
         let history = state.withLock { $0.history }
         let names = reportNames()
@@ -85,8 +94,60 @@ extension WeaveDI.Container {
                         + "the last, \(records.last!.scope), is in effect"))
             }
         }
-        issues.sort { ($0.type, $0.kind == .duplicateProvider ? 0 : 1) < ($1.type, $1.kind == .duplicateProvider ? 0 : 1) }
+        issues += scopeMismatches(names: names)
+        func rank(_ kind: ComponentIssue.Kind) -> Int {
+            switch kind {
+            case .duplicateProvider: 0
+            case .scopeDrift: 1
+            case .scopeMismatch: 2
+            }
+        }
+        issues.sort { ($0.type, rank($0.kind), $0.detail) < ($1.type, rank($1.kind), $1.detail) }
         return ComponentDiagnostics(issues: issues)
+    }
+
+    /// The scope mismatches in the recorded edges of the current registrations: for each
+    /// singleton or session-scoped one, every shorter-lived (session, request) registration it
+    /// needs, directly or through transients (a transient has no lifetime of its own: a
+    /// singleton may hold one, but not what the transient needs of a shorter scope), as
+    /// building it would find (`ResolutionError.scopeMismatch`). Each is reached by the
+    /// shortest path, edges taken in name order.
+    private func scopeMismatches(names: [Int: String]) -> [ComponentIssue] {
+        let entries = currentEntries()
+        var bySlot: [Int: Entry] = [:]
+        for entry in entries { bySlot[entry.slot] = entry }
+        func name(_ slot: Int) -> String { names[slot] ?? TypeSlots.shared.name(ofSlot: slot) }
+        func needs(_ slot: Int) -> [Int] {
+            (bySlot[slot]?.edges ?? []).filter { bySlot[$0] != nil }.sorted { name($0) < name($1) }
+        }
+        var issues: [ComponentIssue] = []
+        for outer in entries where outer.scope != .transient {
+            // Breadth first through transients, from `outer`: the path to each slot reached.
+            var paths: [Int: [Int]] = [outer.slot: []]
+            var queue = [outer.slot]
+            var next = 0
+            while next < queue.count {
+                let slot = queue[next]
+                next += 1
+                for dependency in needs(slot) where paths[dependency] == nil {
+                    let path = paths[slot]! + [dependency]
+                    paths[dependency] = path
+                    let inner = bySlot[dependency]!
+                    if inner.scope == .transient {
+                        queue.append(dependency)
+                    } else if inner.scope.lifetime < outer.scope.lifetime {
+                        let through = path.dropLast().map(name)
+                        let via = through.isEmpty ? "" : " through \(through.joined(separator: " -> "))"
+                        issues.append(ComponentIssue(
+                            kind: .scopeMismatch, type: name(outer.slot), providers: ["\(outer.module)(\(outer.scope))"],
+                            detail: "\(outer.scope) \(name(outer.slot)) needs \(name(dependency)) (\(inner.scope))\(via), "
+                                + "which it would keep beyond its \(inner.scope); register \(name(outer.slot)) with scope "
+                                + ".\(inner.scope) or shorter, or \(name(dependency)) with a longer one"))
+                    }
+                }
+            }
+        }
+        return issues
     }
 
     /// The cycles in the dependency graph recorded so far (edges are recorded in each

@@ -8,7 +8,7 @@ extension WeaveDI {
         public var failures: [Failure]
         /// Dependency cycles in the recorded graph (see `Container.checkCycles()`).
         public var cycles: [[String]]
-        /// Duplicate providers and scope drift (see `Container.diagnoseComponents()`).
+        /// Duplicate providers, scope drift and scope mismatches (see `Container.diagnoseComponents()`).
         public var componentIssues: [ComponentIssue]
 
         /// One registration that failed to build.

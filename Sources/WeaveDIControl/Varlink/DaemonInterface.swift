@@ -86,7 +86,8 @@ public enum DaemonInterface {
         # One registration of the daemon's container, with what its factory resolved.
         type Registration (type: string, scope: string, module: string, dependencies: []string, built: bool)
 
-        # A duplicate provider or scope drift.
+        # A duplicate provider, scope drift or scope mismatch (kind: duplicateProvider,
+        # scopeDrift, scopeMismatch).
         type ComponentIssue (type: string, kind: string, providers: []string, detail: string)
 
         # One run of a sync job. A run RunJob asked for that could not start (result "skipped": a
@@ -199,7 +200,8 @@ public enum DaemonInterface {
         # The dependency graph of the daemon's container.
         method ListRegistrations() -> (registrations: []Registration)
 
-        # Duplicate providers and scope drift.
+        # Duplicate providers, scope drift, and scope mismatches among the dependencies recorded
+        # so far (the container.graph check builds every registration).
         method DiagnoseComponents() -> (issues: []ComponentIssue)
 
         # Dependency cycles, each from its smallest name, among the edges recorded so far;

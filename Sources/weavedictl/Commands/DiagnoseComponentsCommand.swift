@@ -1,19 +1,22 @@
 import WeaveDI
 import WeaveDIDaemon
 
-/// `weavedictl diagnose-components [--offline [--config PATH]]`: duplicate providers and
-/// scope drift among the daemon's registrations.
+/// `weavedictl diagnose-components [--offline [--config PATH]]`: duplicate providers, scope
+/// drift and scope mismatches among the daemon's registrations.
 struct DiagnoseComponentsCommand: CtlCommand {
     static let configuration = CommandConfiguration(
         name: "diagnose-components",
-        abstract: "Find duplicate providers and scope drift (also --offline, for CI).",
+        abstract: "Find duplicate providers, scope drift and scope mismatches (also --offline, for CI).",
         arguments: "[--offline [--config PATH]]",
         discussion: OfflineOptions.help + """
 
 
             With --json the output is exactly the documented shape
               {"issues":[{"type":"…","providers":["…"],"detail":"…","kind":"duplicateProvider"}]}
-            so a CI step can run `weavedictl diagnose-components --offline --json`.
+            so a CI step can run `weavedictl diagnose-components --offline --json`. The kinds
+            are duplicateProvider, scopeDrift and scopeMismatch (a singleton or session-scoped
+            service that needs a shorter-lived one, seen in the dependencies recorded by builds:
+            --offline builds every registration first, as the daemon's container.graph check does).
 
             Exit status: 0 when there are no issues; 1 when there are; 69 when the daemon
             cannot be reached (without --offline); 78 when the configuration is invalid.
@@ -38,7 +41,7 @@ struct DiagnoseComponentsCommand: CtlCommand {
         if context.options.json {
             context.printJSON(report)
         } else if issues.isEmpty {
-            context.terminal.line("No issues: no duplicate providers, no scope drift.")
+            context.terminal.line("No issues: no duplicate providers, no scope drift, no scope mismatches.")
         } else {
             var table = Table(["KIND", "TYPE", "PROVIDERS", "DETAIL"])
             for issue in issues {
