@@ -439,3 +439,20 @@ struct DisposableValue: Disposable {
     let ledger: Ledger
     func dispose() async { ledger.disposed(name) }
 }
+
+/// An older documentation page writes `await Container.bootstrap { container in … }` inside
+/// `extension WeaveDI`: there the bare `Container` is `WeaveDI.Container`.
+extension WeaveDI {
+    static func bareContainerSpelling() async -> Container {
+        let made = Container()
+        await made.bootstrap { container in container.register(NodeA.self) { NodeA() } }
+        return made
+    }
+}
+
+@Suite struct BareContainerSpellingTests {
+    @Test func bareContainer_insideExtensionWeaveDI_isWeaveDIContainer() async throws {
+        let container: WeaveDI.Container = await WeaveDI.bareContainerSpelling()
+        #expect(container.resolve(NodeA.self) != nil)
+    }
+}

@@ -182,6 +182,10 @@ struct GroupedValues {
             #expect(model.greeter.greet() == "mock")
             #expect(InjectedValues.current.greeter.greet() == "mock")
         }
+        // A test that wants the key's testValue over a registration overrides the key with it.
+        withInjectedValues { $0.greeter = GreeterKey.testValue } operation: {
+            #expect(model.greeter.greet() == "test")
+        }
         #expect(model.greeter.greet() == "registered")
         WeaveDI.Container.live = WeaveDI.Container()
         #expect(model.greeter.greet() == "test")
