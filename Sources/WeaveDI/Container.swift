@@ -189,6 +189,9 @@ extension WeaveDI {
         /// `container.sessions` health check never counts it idle and its fix never closes it:
         /// for a session the program keeps open on purpose, used now and then (a server's
         /// parent session for stateless requests).
+        ///
+        /// `id` names the session in logs and health messages; it is not a key: two open sessions
+        /// of one id are two sessions, each with its own instances.
         public func openSession(id: String, attributes: [String: String] = [:], closesWhenIdle: Bool = true) -> Session {
             openSession(id: id, attributes: attributes, logged: true, closesWhenIdle: closesWhenIdle)
         }
