@@ -124,10 +124,12 @@ struct RunJobCommand: CtlCommand {
                     !ProgressBar.countsNothing(progress) {
                     // A run that stopped before its walk (a source that cannot be opened) sends
                     // counts of nothing: no `0/0 files` as though it had walked an empty tree.
+                    // Flagged before it is drawn: a signal between the two would otherwise put
+                    // the message on the bar's line (flagged first, the worst is an empty line).
+                    InterruptNotice.barDrawn(context.terminal.isTerminal)
                     context.terminal.write(bar.update(progress, isTerminal: context.terminal.isTerminal))
                     shown = progress
                     drawn = true
-                    InterruptNotice.barDrawn(context.terminal.isTerminal)
                 }
             }
         } catch {
