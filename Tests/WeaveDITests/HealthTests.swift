@@ -875,10 +875,14 @@ final class RecordingClock: HealthClock {
         #expect(runs.load(ordering: .relaxed) == 2)
     }
 
-    @Test func loop_doesNotStart_whenAutoHealthIsOff() {
+    /// Nor is a word said: the program (or its environment, `WEAVEDI_REGISTRY_AUTO_HEALTH=0`)
+    /// turned it off, and weavedid calls `start` on every start of its own.
+    @Test func loop_doesNotStart_whenAutoHealthIsOff_quietly() {
         let registry = registry()
         registry.autoHealthEnabled = false
-        registry.start(interval: .seconds(1))
+        let capture = LogCapture()
+        capture.during { registry.start(interval: .seconds(1)) }
         #expect(!registry.isRunning)
+        #expect(capture.messages == [])
     }
 }

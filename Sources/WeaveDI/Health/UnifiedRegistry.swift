@@ -372,10 +372,8 @@ public final class UnifiedRegistry: Sendable {
     /// for a program that has just run a round itself (`runChecks()`), as weavedid does before it
     /// says it is ready.
     public func start(interval: Duration = .seconds(30), runsFirstRoundNow: Bool = true) {
-        guard autoHealthEnabled else {
-            WeaveDILog.log(.diagnostic, subsystem: "health", "health loop not started: WEAVEDI_REGISTRY_AUTO_HEALTH is off")
-            return
-        }
+        // Off, as the program (or its environment) said: nothing to say.
+        guard autoHealthEnabled else { return }
         var interval = interval
         if interval <= .zero {
             WeaveDILog.log(
