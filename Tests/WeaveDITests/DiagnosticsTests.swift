@@ -189,6 +189,16 @@ final class Moody: HealthReporting, Disposable {
         #expect(container.registrations.first { $0.type == "NodeA" }?.isBuilt == true)
     }
 
+    /// A failure prints as the bootstrap's log says it, alone or in a list, not as a dump.
+    @Test func validationFailure_printsReadably() async throws {
+        struct Refused: Error, CustomStringConvertible { var description: String { "refused" } }
+        let container = WeaveDI.Container()
+        container.register(NodeB.self, scope: .session) { () throws -> NodeB in throw Refused() }
+        let failure = try #require(await container.validate().failures.first)
+        #expect("\(failure)" == "NodeB (session) failed to build: the factory of NodeB failed: refused")
+        #expect("\([failure])" == "[NodeB (session) failed to build: the factory of NodeB failed: refused]")
+    }
+
     @Test func containerGraphCheck_reflectsTheGraph() async {
         let registry = UnifiedRegistry(clock: ManualHealthClock())
         let container = WeaveDI.Container()

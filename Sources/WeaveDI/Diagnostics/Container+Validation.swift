@@ -11,8 +11,9 @@ extension WeaveDI {
         /// Duplicate providers, scope drift and scope mismatches (see `Container.diagnoseComponents()`).
         public var componentIssues: [ComponentIssue]
 
-        /// One registration that failed to build.
-        public struct Failure: Sendable, Equatable {
+        /// One registration that failed to build; printed as the bootstrap's log says it,
+        /// `NodeB (singleton) failed to build: <reason>` (the reason as it is, not escaped).
+        public struct Failure: Sendable, Equatable, CustomStringConvertible {
             /// The registered type.
             public var type: String
             /// Its scope.
@@ -24,6 +25,8 @@ extension WeaveDI {
             public var isScopeMismatch: Bool
             /// Whether the reason is a cycle.
             public var isCycle: Bool
+
+            public var description: String { "\(type) (\(scope)) failed to build: \(reason)" }
         }
 
         /// True when nothing failed and no cycles were found.
