@@ -50,13 +50,15 @@ public enum WeaveDIConfiguration {
     /// and `InjectedContext`; returns the settings now in effect. An unset variable, or one with
     /// a value that is not valid (warned about), leaves its setting as it is.
     ///
-    /// The first call also registers on the registry the built-in checks of the live container
-    /// (`registerLiveContainerChecks()`: `container.graph`, `container.singletons`,
-    /// `container.sessions`, of whichever container `WeaveDI.Container.live` is as they run),
-    /// unless it has a check of one of those names already (`registerContainerChecks(for:)`
+    /// The first call also registers on the registry the passive built-in checks of the live
+    /// container (`registerLiveContainerChecks()`, `ContainerChecks.passive`: `container.graph`
+    /// reading the recorded graph, `container.singletons` asking built singletons that adopt
+    /// `HealthReporting`, of whichever container `WeaveDI.Container.live` is as they run), unless
+    /// it has a check of one of the built-in names already (`registerContainerChecks(for:)`
     /// called before, with a container of the program's): the loop and the flags have something
-    /// to look at. Unregister them after the call to do without them; a later call does not
-    /// bring them back.
+    /// to look at. They build nothing, run no factory, open and close no session.
+    /// `registerLiveContainerChecks(.active())` asks for the checks that build. Unregister them
+    /// after the call to do without them; a later call does not bring them back.
     ///
     /// With `WEAVEDI_REGISTRY_AUTO_HEALTH` on (the default) it also starts the registry's check
     /// loop, every `healthLoopInterval`, unless the loop already runs; off, it stops the loop.

@@ -490,21 +490,47 @@ case "sessions-fix-logs":
         print("\(name): open \(container.openSessions.count), lines \(closings.withLock { $0 })")
     }
 case "live-container-checks", "live-container-checks-own":
-    // What a program gets from `applyFromEnvironment()` alone: the shared registry checks the
-    // live container (a registration that cannot be built, then, once another container is
-    // assigned to `live`, that one's cycle and idle session), its lines logged as the
-    // environment says; or, with checks of its own container registered before the call
-    // ("-own"), those, left as they are.
+    // What a program gets from `applyFromEnvironment()` alone: the shared registry's passive
+    // checks of the live container, which build nothing (no factory runs, no session opens,
+    // none closes, a registration that cannot be built outside a real request is left alone),
+    // then, once another container is assigned to `live` and the program met its cycle, that
+    // cycle; the active checks asked for explicitly; its lines logged as the environment says.
+    // With checks of its own container registered before the call ("-own"): those, kept.
     let lines = Locked<[String]>([])
     UnifiedDI.setLogSink { record in lines.withLock { $0.append("\(record.category): \(record.message)") } }
+    let factoriesRun = Locked<[String]>([])
     final class LiveBroken: Sendable {}
+    final class LiveDatabase: Sendable {}
+    final class LiveSessionState: Sendable {}
+    final class LiveRequestState: Sendable {}
+    final class LiveTransient: Sendable {}
     struct LiveFailure: Error {}
     await WeaveDI.Container.bootstrap { container in
-        container.register(LiveBroken.self) { () throws -> LiveBroken in throw LiveFailure() }
-        // As many registrations as the container made live later: what the graph check
-        // remembers of one container is not taken for the other's.
-        container.register(Clock.self) { Clock() }
+        container.register(LiveBroken.self) { () throws -> LiveBroken in
+            factoriesRun.withLock { $0.append("LiveBroken") }
+            throw LiveFailure()
+        }
+        container.register(LiveDatabase.self) {
+            factoriesRun.withLock { $0.append("LiveDatabase") }
+            return LiveDatabase()
+        }
+        container.register(LiveSessionState.self, scope: .session) {
+            factoriesRun.withLock { $0.append("LiveSessionState") }
+            return LiveSessionState()
+        }
+        // Needs what only a real request has (the HTTP layer's task-local): throws elsewhere.
+        container.register(LiveRequestState.self, scope: .request) { () throws -> LiveRequestState in
+            factoriesRun.withLock { $0.append("LiveRequestState") }
+            throw LiveFailure()
+        }
+        container.register(LiveTransient.self, scope: .transient) {
+            factoriesRun.withLock { $0.append("LiveTransient") }
+            return LiveTransient()
+        }
     }
+    let first = WeaveDI.Container.live
+    // A session the program holds (a websocket's), quiet from now on.
+    let held = first.openSession(id: "websocket-1")
     let registry = UnifiedRegistry.shared
     if arguments.first == "live-container-checks-own" {
         let own = WeaveDI.Container()
@@ -517,20 +543,33 @@ case "live-container-checks", "live-container-checks-own":
     func graph(_ report: HealthReport) -> String {
         report.checks.first { $0.name == "container.graph" }.map { "\($0.status?.rawValue ?? "nil"): \($0.message)" } ?? "none"
     }
+    func sessions(_ container: WeaveDI.Container) -> [String] { container.openSessions.map(\.id).sorted() }
+    // Well past any idle limit the active checks would use below.
+    try? await Task.sleep(for: .milliseconds(20))
     print("graph=\(graph(await registry.runChecks()))")
-    print("transition logged=\(lines.withLock { $0.contains { $0.contains(#""container.graph": unknown -> unhealthy"#) } })")
+    print("graph=\(graph(await registry.runChecks()))")
     if arguments.first == "live-container-checks" {
-        // Another container made live: the checks follow it, the sessions check with a shorter limit.
+        print("factories run=\(factoriesRun.withLock { $0 })")
+        print("open sessions=\(sessions(first))")
+        // Another container made live, whose cycle the program met: the checks follow it.
         let next = WeaveDI.Container()
         next.register(CycleA.self) { r in CycleA(b: try r.require(CycleB.self)) }
         next.register(CycleB.self) { r in CycleB(a: try r.require(CycleA.self)) }
         WeaveDI.Container.live = next
+        _ = try? next.require(CycleA.self)
         print("graph after swap=\(graph(await registry.runChecks()))")
-        registry.registerLiveContainerChecks(sessionIdleLimit: .milliseconds(1))
-        _ = next.openSession(id: "forgotten")
-        try? await Task.sleep(for: .milliseconds(20))
-        await registry.runChecks()
-        print("open sessions after swap=\(next.openSessions.count)")
+        print("transition logged=\(lines.withLock { $0.contains { $0.contains(#""container.graph": healthy -> unhealthy"#) } })")
+        // The active checks, asked for: they build the live container's registrations and
+        // close its idle sessions.
+        WeaveDI.Container.live = first
+        registry.registerLiveContainerChecks(.active(sessionIdleLimit: .milliseconds(1)))
+        print("checks after active=\(registry.checkNames)")
+        print("graph after active=\(graph(await registry.runChecks()))")
+        print("factories run after active=\(Set(factoriesRun.withLock { $0 }).sorted())")
+        print("open sessions after active=\(sessions(first)) held closed=\(held.isClosed)")
+        // Passive again: the sessions check goes.
+        registry.registerLiveContainerChecks()
+        print("checks after passive=\(registry.checkNames)")
         // weavedid registers the checks of its own container over them: replaced, not doubled.
         lines.withLock { $0.removeAll() }
         registry.registerContainerChecks(for: next)

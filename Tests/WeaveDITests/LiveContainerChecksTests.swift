@@ -1,9 +1,11 @@
 import Testing
+@testable import WeaveDI
 
-/// `WeaveDIConfiguration.applyFromEnvironment()` gives `UnifiedRegistry.shared` the built-in
-/// checks of the live container, so that the loop and the `WEAVEDI_REGISTRY_*` flags act on
-/// something without another call. Each run is a child process: it bootstraps and replaces
-/// `WeaveDI.Container.live`.
+/// `WeaveDIConfiguration.applyFromEnvironment()` gives `UnifiedRegistry.shared` the passive
+/// built-in checks of the live container, so that the loop and the `WEAVEDI_REGISTRY_*` flags
+/// act on something without another call, and without doing anything the program did not ask
+/// for: nothing built, no factory run, no session opened or closed. Each run is a child process:
+/// it bootstraps and replaces `WeaveDI.Container.live`.
 @Suite struct LiveContainerChecksTests {
     func probe(_ command: String, _ environment: [String: String]) throws -> [String] {
         let result = try ChildProcess.run("weavedi-probe", [command], environment: environment)
@@ -12,16 +14,26 @@ import Testing
     }
 
     static let names = #"["container.graph", "container.singletons", "container.sessions"]"#
+    static let passiveNames = #"["container.graph", "container.singletons"]"#
 
-    @Test func theSharedRegistry_checksTheLiveContainer_andFollowsIt() throws {
+    @Test func theSharedRegistry_checksTheLiveContainer_passively_andFollowsIt() throws {
         let lines = try probe("live-container-checks", ["WEAVEDI_REGISTRY_HEALTH_LOGGING": "1"])
         #expect(lines.contains("loop=true autoFix=true"), "\(lines)")
-        #expect(lines.contains("checks=\(Self.names)"), "\(lines)")
-        #expect(lines.contains { $0.hasPrefix("graph=unhealthy: 1 registration(s) cannot be built") && $0.contains("LiveBroken") }, "\(lines)")
+        #expect(lines.contains("checks=\(Self.passiveNames)"), "\(lines)")
+        // Two rounds (and the loop's): a failing factory and one that needs a real request are
+        // not run, nor any other; the session the program holds, idle, stays open.
+        #expect(lines.filter { $0.hasPrefix("graph=healthy: no cycle or component issue among 5 registration(s); 5 not built yet") }.count == 2, "\(lines)")
+        #expect(lines.contains("factories run=[]"), "\(lines)")
+        #expect(lines.contains(#"open sessions=["websocket-1"]"#), "\(lines)")
+        // Another container assigned to `live`, whose cycle the program met: that cycle.
+        #expect(lines.contains("graph after swap=unhealthy: dependency cycle: CycleA -> CycleB -> CycleA"), "\(lines)")
         #expect(lines.contains("transition logged=true"), "\(lines)")
-        // Another container assigned to `live`: its cycle found, its idle session closed.
-        #expect(lines.contains { $0.hasPrefix("graph after swap=unhealthy: ") && $0.contains("CycleA") }, "\(lines)")
-        #expect(lines.contains("open sessions after swap=0"), "\(lines)")
+        // The active checks, asked for: they build everything, and close the idle session.
+        #expect(lines.contains("checks after active=\(Self.names)"), "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("graph after active=unhealthy: 2 registration(s) cannot be built") && $0.contains("LiveBroken") }, "\(lines)")
+        #expect(lines.contains(#"factories run after active=["LiveBroken", "LiveDatabase", "LiveRequestState", "LiveSessionState", "LiveTransient"]"#), "\(lines)")
+        #expect(lines.contains("open sessions after active=[] held closed=true"), "\(lines)")
+        #expect(lines.contains("checks after passive=\(Self.passiveNames)"), "\(lines)")
         // The checks of a container of one's own (weavedid's) replace them, quietly.
         #expect(lines.contains("checks after own=\(Self.names) overwrite logged=false"), "\(lines)")
         #expect(lines.contains("checks after removal=[]"), "\(lines)")
@@ -29,20 +41,24 @@ import Testing
 
     @Test func healthLines_stayOut_unlessHealthLoggingIsOn() throws {
         let lines = try probe("live-container-checks", [:])
-        #expect(lines.contains { $0.hasPrefix("graph=unhealthy: ") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("graph after swap=unhealthy: ") }, "\(lines)")
         #expect(lines.contains("transition logged=false"), "\(lines)")
     }
 
-    @Test func autoFixOff_leavesIdleSessionsOpen() throws {
+    @Test func autoFixOff_leavesIdleSessionsOpen_evenUnderTheActiveChecks() throws {
         let lines = try probe("live-container-checks", ["WEAVEDI_REGISTRY_AUTO_FIX": "0"])
         #expect(lines.contains("loop=true autoFix=false"), "\(lines)")
-        #expect(lines.contains("open sessions after swap=1"), "\(lines)")
+        #expect(lines.contains(#"open sessions after active=["websocket-1"] held closed=false"#), "\(lines)")
     }
 
-    @Test func autoHealthOff_startsNoLoop_butTheChecksAreThere() throws {
-        let lines = try probe("live-container-checks", ["WEAVEDI_REGISTRY_AUTO_HEALTH": "0"])
+    /// Off, no loop, and not a word about it: the program (or its environment) said so.
+    @Test func autoHealthOff_startsNoLoop_saysNothing_butTheChecksAreThere() throws {
+        let result = try ChildProcess.run(
+            "weavedi-probe", ["live-container-checks"], environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "0"])
+        let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains("loop=false autoFix=true"), "\(lines)")
-        #expect(lines.contains("checks=\(Self.names)"), "\(lines)")
+        #expect(lines.contains("checks=\(Self.passiveNames)"), "\(lines)")
+        #expect(!result.stderr.contains("health loop"), "\(result.stderr)")
     }
 
     /// Checks of the program's own container, registered before the call, are left as they are.
@@ -50,5 +66,93 @@ import Testing
         let lines = try probe("live-container-checks-own", [:])
         #expect(lines.contains("checks=\(Self.names)"), "\(lines)")
         #expect(lines.contains("graph=healthy: the 1 registration builds"), "\(lines)")
+    }
+
+    // MARK: The passive checks, in process
+
+    /// Registrations whose factories say when they run: a singleton, a session-scoped one, one
+    /// that throws outside a real request, a transient, and one that always throws.
+    static func countedContainer(_ runs: Locked<[String]>) -> WeaveDI.Container {
+        struct Outside: Error {}
+        let container = WeaveDI.Container()
+        container.register(NodeA.self) {
+            runs.withLock { $0.append("NodeA") }
+            return NodeA()
+        }
+        container.register(NodeB.self, scope: .session) {
+            runs.withLock { $0.append("NodeB") }
+            return NodeB()
+        }
+        container.register(NodeC.self, scope: .request) { () throws -> NodeC in
+            runs.withLock { $0.append("NodeC") }
+            throw Outside()
+        }
+        container.register(NodeD.self, scope: .transient) {
+            runs.withLock { $0.append("NodeD") }
+            return NodeD()
+        }
+        container.register(NodeE.self) { () throws -> NodeE in
+            runs.withLock { $0.append("NodeE") }
+            throw Outside()
+        }
+        return container
+    }
+
+    @Test func passiveChecks_buildNothing_andLeaveTheProgramsSessionsAlone() async {
+        let runs = Locked<[String]>([])
+        let container = Self.countedContainer(runs)
+        let held = container.openSession(id: "websocket-1")
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        registry.registerContainerChecks(for: container, .passive)
+        #expect(registry.checkNames == ["container.graph", "container.singletons"])
+        for _ in 0..<3 {
+            let graph = await registry.runChecks().checks[0]
+            #expect(graph.status == .healthy)
+            #expect(graph.message == "no cycle or component issue among 5 registration(s); 5 not built yet, their dependencies unknown (this check builds nothing)")
+        }
+        #expect(runs.withLock { $0 } == [])
+        #expect(container.registrations.allSatisfy { !$0.isBuilt })
+        #expect(container.openSessions.map(\.id) == ["websocket-1"])
+        #expect(!held.isClosed)
+    }
+
+    @Test func passiveGraph_gradesWhatIsRecorded_asTheActiveOneDoes() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let container = WeaveDI.Container()
+        registry.registerContainerChecks(for: container, .passive)
+        #expect(await registry.runChecks().checks[0].message == "no cycle or component issue among 0 registration(s)")
+        // Two modules providing one type: degraded.
+        await container.bootstrap(modules: [
+            TestModule(name: "core") { c in c.register(NodeA.self) { NodeA() } },
+            TestModule(name: "testing") { c in c.register(NodeA.self) { NodeA() } },
+        ])
+        let duplicate = await registry.runChecks().checks[0]
+        #expect(duplicate.status == .degraded)
+        #expect(duplicate.message.hasPrefix("1 component issue(s); first: NodeA: provided by 2 modules"))
+        // A cycle the program met: unhealthy.
+        container.register(CycleA.self) { r in CycleA(b: try r.require(CycleB.self)) }
+        container.register(CycleB.self) { r in CycleB(a: try r.require(CycleA.self)) }
+        _ = try? container.require(CycleA.self)
+        let cycle = await registry.runChecks().checks[0]
+        #expect(cycle.status == .unhealthy)
+        #expect(cycle.message == "dependency cycle: CycleA -> CycleB -> CycleA")
+        #expect(cycle.data["cycles"] == "1")
+    }
+
+    /// Passive registered over active takes `container.sessions` away; active brings it back.
+    @Test func passiveAndActive_replaceEachOther() async {
+        let runs = Locked<[String]>([])
+        let container = Self.countedContainer(runs)
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        registry.registerContainerChecks(for: container)
+        #expect(registry.checkNames == UnifiedRegistry.containerCheckNames)
+        registry.registerContainerChecks(for: container, .passive)
+        #expect(registry.checkNames == ["container.graph", "container.singletons"])
+        _ = await registry.runChecks()
+        #expect(runs.withLock { $0 } == [])
+        registry.registerContainerChecks(for: container, .active(sessionIdleLimit: .seconds(60)))
+        #expect(registry.checkNames == UnifiedRegistry.containerCheckNames)
+        #expect(await registry.runChecks().checks[0].status == .unhealthy)
+        #expect(Set(runs.withLock { $0 }) == ["NodeA", "NodeB", "NodeC", "NodeD", "NodeE"])
     }
 }

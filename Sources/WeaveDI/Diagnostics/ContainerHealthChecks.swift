@@ -1,5 +1,28 @@
+/// Which built-in checks of a container `UnifiedRegistry.registerContainerChecks` and
+/// `registerLiveContainerChecks` register.
+public enum ContainerChecks: Sendable, Equatable {
+    /// What `WeaveDIConfiguration.applyFromEnvironment()` registers: checks that build nothing,
+    /// run no factory, and open or close no session.
+    ///
+    /// - `container.graph` reads what is recorded: dependency cycles among the edges builds
+    ///   recorded (`checkCycles()`) make it unhealthy; duplicate providers, scope drift and scope
+    ///   mismatches (`diagnoseComponents()`) degraded. A registration never built has no edges
+    ///   yet, and is counted, not built (`notBuilt` in its data). No fix.
+    /// - `container.singletons`, as in `active`: only built singletons that adopt
+    ///   `HealthReporting` are asked; its fix evicts the unhealthy ones, as that protocol says.
+    ///
+    /// No `container.sessions`: the program owns its sessions. Registered over `active` checks,
+    /// it removes `container.sessions`.
+    case passive
+    /// The checks that build (weavedid's): `container.graph` builds every registration in its
+    /// own scope (a probe session and request included), `container.singletons`, and
+    /// `container.sessions`, whose fix closes sessions idle longer than `sessionIdleLimit`.
+    /// See `UnifiedRegistry.registerContainerChecks(for:sessionIdleLimit:)`.
+    case active(sessionIdleLimit: Duration = .seconds(300))
+}
+
 extension UnifiedRegistry {
-    /// Registers the built-in checks of `container`:
+    /// Registers the active built-in checks of `container` (`ContainerChecks.active`):
     ///
     /// - `container.graph`: every registration builds in its own scope, no cycles, no scope
     ///   mismatches (unhealthy otherwise); duplicate providers or scope drift across modules
@@ -21,25 +44,69 @@ extension UnifiedRegistry {
     public func registerContainerChecks(
         for container: WeaveDI.Container, sessionIdleLimit: Duration = .seconds(300)
     ) {
-        registerContainerChecks(of: { container }, sessionIdleLimit: sessionIdleLimit)
+        registerContainerChecks(of: { container }, .active(sessionIdleLimit: sessionIdleLimit))
     }
 
-    /// Registers the built-in checks (`registerContainerChecks(for:sessionIdleLimit:)`) of
-    /// whichever container is `WeaveDI.Container.live` when each runs: a container assigned to
-    /// `live` later is the one checked from then on. `WeaveDIConfiguration.applyFromEnvironment()`
-    /// registers them on `UnifiedRegistry.shared`; called again, with another
-    /// `sessionIdleLimit`, it replaces them, keeping their states, as that does.
-    public func registerLiveContainerChecks(sessionIdleLimit: Duration = .seconds(300)) {
-        registerContainerChecks(of: { WeaveDI.Container.live }, sessionIdleLimit: sessionIdleLimit)
+    /// Registers the built-in checks of `container` that `checks` names (`.passive`: those that
+    /// build nothing), replacing those registered before, their states kept.
+    public func registerContainerChecks(for container: WeaveDI.Container, _ checks: ContainerChecks) {
+        registerContainerChecks(of: { container }, checks)
     }
 
-    /// The names of the built-in checks, in the order they are registered.
+    /// Registers the built-in checks `checks` names (`.passive` unless asked:
+    /// `.active(sessionIdleLimit:)` for those that build) of whichever container is
+    /// `WeaveDI.Container.live` when each runs: a container assigned to `live` later is the one
+    /// checked from then on. `WeaveDIConfiguration.applyFromEnvironment()` registers the passive
+    /// ones on `UnifiedRegistry.shared`; called again, it replaces them, keeping their states.
+    public func registerLiveContainerChecks(_ checks: ContainerChecks = .passive) {
+        registerContainerChecks(of: { WeaveDI.Container.live }, checks)
+    }
+
+    /// The names of the built-in checks, in the order they are registered (`.passive`
+    /// registers the first two).
     public static let containerCheckNames = ["container.graph", "container.singletons", "container.sessions"]
 
     /// The built-in checks of the container `containerNow` returns as each check or fix runs.
-    func registerContainerChecks(
-        of containerNow: @escaping @Sendable () -> WeaveDI.Container, sessionIdleLimit: Duration
-    ) {
+    func registerContainerChecks(of containerNow: @escaping @Sendable () -> WeaveDI.Container, _ checks: ContainerChecks) {
+        switch checks {
+        case .passive:
+            registerPassiveGraphCheck(of: containerNow)
+            registerSingletonsCheck(of: containerNow)
+            // The program owns its sessions: none is judged, none closed.
+            _ = unregister("container.sessions")
+        case let .active(sessionIdleLimit):
+            registerActiveGraphCheck(of: containerNow)
+            registerSingletonsCheck(of: containerNow)
+            registerSessionsCheck(of: containerNow, sessionIdleLimit: sessionIdleLimit)
+        }
+    }
+
+    /// `container.graph` of `ContainerChecks.passive`: what the recorded graph and the
+    /// registrations say, nothing built.
+    private func registerPassiveGraphCheck(of containerNow: @escaping @Sendable () -> WeaveDI.Container) {
+        register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness]) {
+            let container = containerNow()
+            let cycles = container.checkCycles()
+            let issues = container.diagnoseComponents().issues
+            let notBuilt = cycles.notBuilt.count
+            let data = [
+                "registrations": "\(cycles.componentCount)", "notBuilt": "\(notBuilt)",
+                "cycles": "\(cycles.cycles.count)", "componentIssues": "\(issues.count)",
+            ]
+            if let cycle = cycles.cycles.first {
+                return .unhealthy("dependency cycle: \((cycle + [cycle[0]]).joined(separator: " -> "))", data: data)
+            }
+            if let issue = issues.first {
+                return .degraded("\(issues.count) component issue(s); first: \(issue.type): \(issue.detail)", data: data)
+            }
+            let unknown = notBuilt == 0 ? "" : "; \(notBuilt) not built yet, their dependencies unknown (this check builds nothing)"
+            return .healthy(
+                "no cycle or component issue among \(cycles.componentCount) registration(s)\(unknown)", data: data)
+        }, replacing: true)
+    }
+
+    /// `container.graph` of `ContainerChecks.active`: builds (see `validateForHealth`).
+    private func registerActiveGraphCheck(of containerNow: @escaping @Sendable () -> WeaveDI.Container) {
         let memory = WeaveDI.Container.GraphCheckMemory()
         register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(5)) { [weak self] in
             // Quiet every round unless health logging is on (`WEAVEDI_REGISTRY_HEALTH_LOGGING`).
@@ -60,7 +127,10 @@ extension UnifiedRegistry {
             let built = report.built.count
             return .healthy(built == 1 ? "the 1 registration builds" : built == 0 ? "no registrations" : "all \(built) registrations build", data: data)
         }, replacing: true)
+    }
 
+    /// `container.singletons`: asks the built singletons that adopt `HealthReporting`.
+    private func registerSingletonsCheck(of containerNow: @escaping @Sendable () -> WeaveDI.Container) {
         register(HealthCheck(name: "container.singletons", tags: [HealthCheck.liveness]) {
             let container = containerNow()
             var worst = HealthStatus.healthy
@@ -85,7 +155,12 @@ extension UnifiedRegistry {
             guard !evicted.isEmpty else { throw FixNotApplicable("no self-reporting singleton is unhealthy: nothing to evict") }
             return "evicted \(evicted.joined(separator: ", "))"
         }, replacing: true)
+    }
 
+    /// `container.sessions`: sessions idle longer than `sessionIdleLimit`; its fix closes them.
+    private func registerSessionsCheck(
+        of containerNow: @escaping @Sendable () -> WeaveDI.Container, sessionIdleLimit: Duration
+    ) {
         register(HealthCheck(name: "container.sessions", tags: [HealthCheck.liveness]) {
             let container = containerNow()
             let idle = container.idleSessions(longerThan: sessionIdleLimit)
