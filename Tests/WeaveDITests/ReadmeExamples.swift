@@ -171,22 +171,28 @@ extension InjectedTests {
         let b = try WeaveDI.Container.live.require((any NetworkService).self)  // throws ResolutionError
         #expect(a as AnyObject === b as AnyObject)
         #expect(ViewModel().userService is LiveUser)  // a registration of the value's type wins over the default
-        await WeaveDI.Container.releaseAll()
-        WeaveDI.Container.live = WeaveDI.Container()                           // swap the process-wide container
+        await WeaveDI.Container.releaseAll()                                   // disposes what was built; registrations stay
+        // WeaveDI.Container.live = WeaveDI.Container()  would swap the process-wide container (tests: below)
     }
 
     @Test func readme_resetBetweenTests() async {
         WeaveDI.Container.live.register((any NetworkService).self, instance: RecordingNetwork())
         await WeaveDI.Container.releaseAll()
         #expect(WeaveDI.Container.live.resolve((any NetworkService).self) is RecordingNetwork)  // still there
-        // in tearDown (XCTest), or in a test of a serialized suite (below):
-        WeaveDI.Container.live = WeaveDI.Container()      // no registration, no mock left over
+
+        func resetContainer() {       // in tearDown (XCTest), or in a test of a serialized suite (below)
+            WeaveDI.Container.live = WeaveDI.Container()      // no registration, no mock left over
+        }
+        resetContainer()
         #expect(!WeaveDI.Container.live.isRegistered((any NetworkService).self))
     }
 
+    /// Run after the examples before it, as a reader who copied them in order runs it: the
+    /// container's (which leaves `live` as it bootstrapped it) and the reset's (whose swap is a
+    /// function, for a test's tear-down), so `live` still has what this one resolves.
     @Test func readme_sessionsAndRequests() async throws {
-        WeaveDI.Container.live.register(SessionStore.self, scope: .session) { SessionStore() }
-        WeaveDI.Container.live.register(RequestContext.self, scope: .request) { RequestContext() }
+        try await readme_container()
+        WeaveDI.Container.live.register((any NetworkService).self, instance: RecordingNetwork())
         let container = WeaveDI.Container.live
         let session = container.openSession(id: "client-7")
         let store = try session.require(SessionStore.self)         // one per session
