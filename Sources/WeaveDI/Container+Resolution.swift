@@ -118,10 +118,7 @@ extension WeaveDI.Container {
                 else { continue }
                 defer { BuildGates.shared.leave(gate) }
                 let releasesBefore = releases.load(ordering: .relaxed)
-                // Of an earlier build that failed: this one says afresh what it keeps.
-                if !entry.keptDefaults.isEmpty { entry.keptDefaults.removeAll() }
                 let value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack)
-                noteBuiltWith(entry)
                 let disposable = entry.disposable(value)
                 // Published and listed at once: an `evict` (which looks under this lock) sees
                 // both or neither, so it never takes an instance without its disposal. Under the

@@ -143,9 +143,6 @@ extension WeaveDI.Container {
         let request = session.openRequest(id: "weavedi-validation")
         var pass = ValidationPass(count: entries.count, probe: session)
         let collector = KeyFallbackCollector(containerID: id)
-        // Singletons built before: read, not built, so what their build found is told from it.
-        let builtBefore = Set(entries.lazy.filter { $0.scope == .singleton && !$0.isProvidedInstance && $0.hasInstance }
-            .map(\.slot))
         for entry in entries {
             collector.validating = (entry.slot, entry.scope)
             let owner: ScopeOwner? = switch entry.scope {
@@ -164,13 +161,7 @@ extension WeaveDI.Container {
                     }
                 }
                 _ = try result.get()
-                let prior = builtBefore.contains(entry.slot) ? priorBuildFailures(of: entry) : []
-                if prior.isEmpty {
-                    pass.built.append(entry.slot)
-                } else {
-                    pass.failures += prior.map { (entry.slot, $0) }
-                    if !entry.keptDefaults.isEmpty { pass.keptDefaults[entry.slot] = ObjectIdentifier(entry) }
-                }
+                pass.built.append(entry.slot)
             } catch {
                 var mismatch = false, cycle = false
                 if case .scopeMismatch = error { mismatch = true }
@@ -194,71 +185,6 @@ extension WeaveDI.Container {
             if let entry = entry(at: fallback.slot) { pass.keptDefaults[fallback.slot] = ObjectIdentifier(entry) }
         }
         return pass
-    }
-
-    /// Records in the singleton `entry`, just built, the dependencies its build asked for that
-    /// were registered then, with their scope then (`Entry.builtWith`). Called inside its gate,
-    /// before the instance is published; a singleton is built once, so this costs no read.
-    @inline(never)
-    func noteBuiltWith(_ entry: Entry) {
-        var builtWith: [Int: WeaveDI.Scope] = [:]
-        for slot in entry.edges { if let dependency = self.entry(at: slot) { builtWith[slot] = dependency.scope } }
-        entry.builtWith = builtWith
-    }
-
-    /// A key read on this thread got the key's default because the registration of its value
-    /// type (`valueSlot`, here) failed with `error`: the innermost singleton of this container
-    /// being built on this thread keeps that default, which `validate()` reports once it reads
-    /// the instance instead of building it. (Not a cycle through the key: `checkCycles()` shows it.)
-    @inline(never)
-    func keptDefault(key: Int, valueSlot: Int, error: ResolutionError) {
-        let stack = ResolutionStack.current
-        if case .cycle = error, stack.index(of: valueSlot, in: id) != nil { return }
-        guard let frame = stack.frames.last(where: { $0.containerID == id && $0.scope == .singleton }),
-            let entry = entry(at: frame.slot), !entry.hasInstance,
-            !entry.keptDefaults.contains(where: { $0.key == key })
-        else { return }
-        let names = ResolutionStack.names(of: [frame.slot, key, valueSlot])
-        entry.keptDefaults.append(.init(
-            slot: frame.slot, scope: .singleton, key: key,
-            reason: "\(names[1]) was read while building \(names[0]) and gave the key's default, which \(names[0]) "
-                + "keeps: the registration of \(names[2]) failed (\(error))",
-            error: error))
-    }
-
-    /// What `validate()` reports of the singleton `entry`, built before it ran, which it reads
-    /// instead of building: what its build kept of a failed registration (a key's default), a
-    /// dependency it was built with that is no longer registered, and one registered since in a
-    /// shorter-lived scope than it was then (a build now would be a scope mismatch).
-    func priorBuildFailures(of entry: Entry) -> [WeaveDI.ValidationReport.Failure] {
-        var failures: [WeaveDI.ValidationReport.Failure] = entry.keptDefaults.map { kept in
-            var mismatch = false, cycle = false
-            if case .scopeMismatch = kept.error { mismatch = true }
-            if case .cycle = kept.error { cycle = true }
-            return .init(type: "", scope: .singleton, reason: kept.reason, isScopeMismatch: mismatch, isCycle: cycle)
-        }
-        for (slot, scopeThen) in entry.builtWith.sorted(by: { $0.key < $1.key }) {
-            let names = ResolutionStack.names(of: [entry.slot, slot])
-            guard let now = self.entry(at: slot) else {
-                failures.append(.init(
-                    type: "", scope: .singleton,
-                    reason: "\(names[0]) was built with \(names[1]), which is no longer registered: building "
-                        + "\(names[0]) again (after releaseAll() or evict) would not find it",
-                    isScopeMismatch: false, isCycle: false))
-                continue
-            }
-            if now.scope != .transient, now.scope.lifetime < WeaveDI.Scope.singleton.lifetime,
-                scopeThen == .transient || scopeThen.lifetime >= WeaveDI.Scope.singleton.lifetime {
-                let mismatch = ResolutionError.scopeMismatch(
-                    outer: names[0], outerScope: .singleton, inner: names[1], innerScope: now.scope)
-                failures.append(.init(
-                    type: "", scope: .singleton,
-                    reason: "\(names[0]) was built with \(names[1]) (\(scopeThen)), registered since as \(now.scope): "
-                        + "building \(names[0]) again would fail (\(mismatch))",
-                    isScopeMismatch: true, isCycle: false))
-            }
-        }
-        return failures
     }
 
     /// The report of `pass`: its builds and failures, the cycles and component issues of the
