@@ -82,7 +82,7 @@ public enum InjectedContext: String, Sendable, CaseIterable {
 extension String {
     /// The text without the spaces, tabs, `\n` and `\r` around it; by scalars, as a `\r\n`
     /// is one `Character` that is neither `\r` nor `\n`.
-    func trimmingASCIISpaces() -> String {
+    package func trimmingASCIISpaces() -> String {
         var s = Substring(self).unicodeScalars
         let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
         while let c = s.first, isSpace(c) { s.removeFirst() }

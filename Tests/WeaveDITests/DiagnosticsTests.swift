@@ -71,7 +71,7 @@ final class Moody: HealthReporting, Disposable {
         #expect(issues.map(\.kind) == [.duplicateProvider, .scopeDrift])
         #expect(issues.first?.providers == ["core", "testing"])
         #expect(issues.last?.providers == ["core(singleton)", "testing(transient)"])
-        // Removed for good, it is still on record, and named in the reports.
+        // Removed for good, it stays on record: the issues stand.
         #expect(container.unregister(NodeA.self))
         #expect(container.diagnoseComponents().issues.map(\.type) == ["NodeA", "NodeA"])
     }

@@ -59,12 +59,7 @@ struct OfflineOptions {
     /// is said on standard error, as the daemon logs it, rather than ignored in silence.
     static func logLevel(environment: [String: String]) -> LogLevel {
         guard let raw = environment["WEAVEDI_LOG_LEVEL"], !raw.isEmpty else { return .errors }
-        // By scalars: a `\r\n` is one `Character`, neither `\r` nor `\n`.
-        let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
-        var trimmed = Substring(raw).unicodeScalars
-        while let first = trimmed.first, isSpace(first) { trimmed.removeFirst() }
-        while let last = trimmed.last, isSpace(last) { trimmed.removeLast() }
-        if let level = LogLevel(name: String(trimmed)) { return level }
+        if let level = LogLevel(name: raw.trimmingASCIISpaces()) { return level }
         Terminal.error("weavedictl: WEAVEDI_LOG_LEVEL=\(JSONValue.quotedForMessage(raw).escapingControlCharacters) is not valid "
             + "(accepted: \(LogLevel.allCases.map(\.rawValue).joined(separator: ", "))); using errors")
         return .errors
