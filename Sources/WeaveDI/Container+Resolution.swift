@@ -51,10 +51,18 @@ extension WeaveDI.Container {
     }
 
     /// Logs why `resolve` returns nil. (A type not registered is explained only if the line is
-    /// written: see `requireSlow`.)
+    /// written: see `requireSlow`.) No active scope while another container's session or request
+    /// is in effect is said as that (`noActiveScopeElsewhere`).
     @usableFromInline
     func resolveFailed(_ type: Any.Type, _ error: ResolutionError) {
-        WeaveDILog.log(.error, "resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(explained(error, for: type))")
+        WeaveDILog.log(.error, "resolve(\(TypeSlots.shared.logName(of: type))) returned nil: \(failure(error, resolving: type))")
+    }
+
+    /// What `resolveFailed` says of `error`.
+    @inline(never)
+    private func failure(_ error: ResolutionError, resolving type: Any.Type) -> String {
+        let name = self === WeaveDI.Container.live ? "WeaveDI.Container.live" : "this container"
+        return noActiveScopeElsewhere(error, asked: type, name: name) ?? explained(error, for: type).description
     }
 
     /// `logged`: the caller only logs the error (`resolve`), and passes it through

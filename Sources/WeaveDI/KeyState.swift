@@ -120,13 +120,23 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
             guard !noActiveScopeLogged.exchange(true, ordering: .relaxed) else { return }
             WeaveDILog.log(
                 .diagnostic, subsystem: "injected",
-                "\(TypeSlots.shared.logName(ofSlot: slot)) reads the key's default: \(error) (said once for this key)")
+                "\(TypeSlots.shared.logName(ofSlot: slot)) reads the key's default: \(noActiveScope(error, in: container)) "
+                    + "(said once for this key)")
         default:
             WeaveDILog.log(.error, subsystem: "injected", registrationFailed(error, in: container))
             if let collector = ResolutionStack.current.state.pointee.validation {
                 collector.fellBack(key: slot, valueSlot: valueSlot, error: error, in: container)
             }
         }
+    }
+
+    /// `error`, or, for a `noActiveScope` while another container's session or request is in
+    /// effect (which `Container.live`, the container every key reads, does not use), the error
+    /// told as that.
+    private func noActiveScope(_ error: ResolutionError, in container: WeaveDI.Container) -> String {
+        container.noActiveScopeElsewhere(
+            error, asked: K.Value.self, name: "WeaveDI.Container.live", role: ", the container the key reads")
+            ?? error.description
     }
 
     /// Why the key's default is read instead of the registration of its value's type. Read while

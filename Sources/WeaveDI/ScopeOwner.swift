@@ -102,3 +102,33 @@ extension WeaveDI.Container {
         }
     }
 }
+
+extension WeaveDI.Container {
+    /// `error`, a `noActiveScope` raised in this container, told as what it is when the session
+    /// or request in effect (made current by `withCurrent`, or the one building) belongs to
+    /// another container, which this container does not use: whose scope was current, and what
+    /// to do (open the scope on this container, or resolve `type`, the type asked for, through
+    /// the current scope when its container registers it). Nil for any other error, or with no
+    /// other container's scope in effect. `name`: how the line names this container; `role`:
+    /// what follows the name where the error is told (", the container the key reads").
+    /// Only failure paths call it.
+    @inline(never)
+    func noActiveScopeElsewhere(_ error: ResolutionError, asked type: Any.Type, name: String, role: String = "") -> String? {
+        guard case let .noActiveScope(subject, scope, path) = error,
+            let owner = ResolutionStack.current.owner, owner.container !== self
+        else { return nil }
+        let building = path.first.map { "cannot build \($0) (\(path.joined(separator: " -> "))): " } ?? ""
+        let opener = self === WeaveDI.Container.live ? "WeaveDI.Container.live" : "container"
+        var fix = scope == .session
+            ? "open the session on \(name) (\(opener).openSession(id:)) and make it current"
+            : "open the request on a session of \(name) (\(opener).openSession(id:), then session.openRequest(id:)) "
+                + "and make it current"
+        if owner.container.table.load(TypeSlots.shared.slot(forAny: type)) != nil {
+            let typeName = TypeSlots.shared.logName(of: type)
+            let metatype = ResolutionError.metatype(named: typeName) ?? "\(typeName).self"
+            fix += ", or resolve through it (\(owner.kind).require(\(metatype)))"
+        }
+        return building + "no active \(scope) for \(subject) in \(name)\(role): the current \(owner.kind) "
+            + "'\(owner.escapedID)' belongs to another container; " + fix
+    }
+}

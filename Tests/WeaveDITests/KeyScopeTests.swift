@@ -168,3 +168,55 @@ extension InjectedTests {
         }, "\(messages)")
     }
 }
+
+extension InjectedTests {
+    /// A key read while a session or request of another container is current reads
+    /// `Container.live`, which finds no active scope of its own and falls back to the default:
+    /// its line says the current scope is another container's, and what to do.
+    @Test func keyOfASessionScopedType_readInAnotherContainersSession_saysWhoseSessionWasCurrent() async {
+        final class Aisle: Sendable { let name: String; init(_ name: String) { self.name = name } }
+        struct AisleKey: InjectedKey { static var liveValue: Aisle { Aisle("default") } }
+        WeaveDI.Container.live.register(Aisle.self, scope: .session) { Aisle("live") }
+        let other = WeaveDI.Container()
+        other.register(Aisle.self, scope: .session) { Aisle("other") }
+        let session = other.openSession(id: "elsewhere")
+        let log = LogCapture()
+        let read = log.during { session.withCurrent { InjectedValues.current[AisleKey.self].name } }
+        #expect(read == "default")
+        let lines = log.records.filter { $0.message.contains("AisleKey reads the key's default") }
+        #expect(lines.map(\.category) == [.diagnostic], "\(log.messages)")
+        let line = lines.first?.message ?? ""
+        #expect(line.contains(
+            "no active session for Aisle in WeaveDI.Container.live, the container the key reads: the current session "
+                + "'elsewhere' belongs to another container"), "\(line)")
+        #expect(line.contains("open the session on WeaveDI.Container.live"), "\(line)")
+        // Registered there too: reading through that session is the other way.
+        #expect(line.contains("session.require(Aisle.self)"), "\(line)")
+        // Not the usual advice, which a session was current to follow already.
+        #expect(!line.contains("inside session.withCurrent"), "\(line)")
+        await session.close()
+    }
+
+    /// The same for a request-scoped type and another container's request, which has no
+    /// registration of the type: the fix is a request of `Container.live`'s only.
+    @Test func keyOfARequestScopedType_readInAnotherContainersRequest_saysWhoseRequestWasCurrent() async {
+        final class Docket: Sendable {}
+        struct DocketKey: InjectedKey { static var liveValue: Docket? { nil } }
+        WeaveDI.Container.live.register(Docket?.self, scope: .request) { Docket() }
+        let other = WeaveDI.Container()
+        let session = other.openSession(id: "s")
+        let request = session.openRequest(id: "elsewhere-request")
+        let log = LogCapture()
+        let read = log.during { request.withCurrent { InjectedValues.current[DocketKey.self] } }
+        #expect(read == nil)
+        let lines = log.records.filter { $0.message.contains("DocketKey reads the key's default") }
+        #expect(lines.map(\.category) == [.diagnostic], "\(log.messages)")
+        let line = lines.first?.message ?? ""
+        #expect(line.contains(
+            "no active request for Optional<Docket> in WeaveDI.Container.live, the container the key reads: the current "
+                + "request 'elsewhere-request' belongs to another container"), "\(line)")
+        #expect(line.contains("open the request on a session of WeaveDI.Container.live"), "\(line)")
+        #expect(!line.contains("request.require"), "\(line)")
+        await session.close()
+    }
+}

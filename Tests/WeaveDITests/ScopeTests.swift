@@ -257,3 +257,31 @@ final class Named: Sendable {
     let name: String
     init(_ name: String) { self.name = name }
 }
+
+extension ScopeTests {
+    /// `resolve` by type with another container's session current: this container's session-scoped
+    /// type finds no active session here, and the logged line says whose session was current.
+    @Test func resolve_inAnotherContainersSession_saysWhoseSessionWasCurrent() async {
+        let container = container(Ledger())
+        let other = WeaveDI.Container()
+        other.register(SessionCache.self, scope: .session) { SessionCache() }
+        let session = other.openSession(id: "other-session")
+        let log = LogCapture()
+        let read = log.during { session.withCurrent { container.resolve(SessionCache.self) } }
+        #expect(read == nil)
+        let line = log.messages.first { $0.hasPrefix("resolve(SessionCache) returned nil: ") } ?? ""
+        #expect(line.contains(
+            "no active session for SessionCache in this container: the current session 'other-session' belongs to "
+                + "another container"), "\(log.messages)")
+        #expect(line.contains("open the session on this container"), "\(line)")
+        #expect(line.contains("session.require(SessionCache.self)"), "\(line)")
+        #expect(!line.contains("inside session.withCurrent"), "\(line)")
+        // Its own session current: found, nothing logged.
+        let own = container.openSession(id: "own")
+        let found = LogCapture()
+        #expect(found.during { own.withCurrent { container.resolve(SessionCache.self) } } != nil)
+        #expect(found.messages.isEmpty, "\(found.messages)")
+        await session.close()
+        await own.close()
+    }
+}
