@@ -194,6 +194,11 @@ extension InjectedTests {
         #expect(line.contains("session.require(Aisle.self)"), "\(line)")
         // Not the usual advice, which a session was current to follow already.
         #expect(!line.contains("inside session.withCurrent"), "\(line)")
+        // The whole line, as the README shows it.
+        #expect(line == "AisleKey reads the key's default: no active session for Aisle in WeaveDI.Container.live, the "
+            + "container the key reads: the current session 'elsewhere' belongs to another container; open the session on "
+            + "WeaveDI.Container.live (WeaveDI.Container.live.openSession(id:)) and make it current, or resolve through it "
+            + "(session.require(Aisle.self)) (said once for this key)")
         await session.close()
     }
 
