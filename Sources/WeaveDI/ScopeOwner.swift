@@ -80,10 +80,16 @@ extension WeaveDI.Container {
     /// with `error` says about it: `error`, or, when the session or request current here (made
     /// current by `withCurrent`, or the one building) belongs to another container, the error
     /// told as what it is: a read of `Container.live`, which the wrappers read whatever is
-    /// current, and how to resolve through the current scope instead. Only failure paths call it.
+    /// current, and how to resolve through the current scope instead (no active scope: as a key
+    /// read says it, `noActiveScopeElsewhere`). Only failure paths call it.
     @inline(never)
     static func wrapperFailure(_ error: ResolutionError, reading type: Any.Type) -> String {
         let live = WeaveDI.Container.live
+        if let told = live.noActiveScopeElsewhere(
+            error, asked: type, name: "WeaveDI.Container.live", role: ", the container wrapper reads use")
+        {
+            return told
+        }
         guard let owner = ResolutionStack.current.owner, owner.container !== live, error.path.isEmpty else {
             return error.description
         }
@@ -94,9 +100,6 @@ extension WeaveDI.Container {
             let metatype = ResolutionError.metatype(named: name) ?? "\(name).self"
             return "no registration for \(name) in WeaveDI.Container.live; \(current): resolve through it "
                 + "(\(owner.kind).require(\(metatype)))"
-        case let .noActiveScope(name, _, _) where registeredThere:
-            let metatype = ResolutionError.metatype(named: name) ?? "\(name).self"
-            return "\(error) (in WeaveDI.Container.live; \(current): resolve through it, \(owner.kind).require(\(metatype)))"
         default:
             return "\(error) (in WeaveDI.Container.live; \(current))"
         }

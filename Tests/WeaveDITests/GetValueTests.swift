@@ -128,3 +128,32 @@ extension InjectedTests {
         await session.close()
     }
 }
+
+/// Registered session-scoped in `Container.live` and in another container.
+final class ElsewhereBasket: Sendable {}
+final class ElsewhereBasketHolder: @unchecked Sendable {
+    @Injected var basket: ElsewhereBasket?
+}
+
+extension InjectedTests {
+    /// A session of another container, current: an optional wrapper read of a type registered
+    /// session-scoped in `Container.live` finds no active session there, and its line says so as
+    /// a key read's does (not the usual "resolve it through a session", which a session was current for).
+    @Test func optionalReadOfASessionScopedType_inAnotherContainersSession_saysWhoseSessionWasCurrent() async {
+        WeaveDI.Container.live.register(ElsewhereBasket.self, scope: .session) { ElsewhereBasket() }
+        let other = WeaveDI.Container()
+        other.register(ElsewhereBasket.self, scope: .session) { ElsewhereBasket() }
+        let session = other.openSession(id: "elsewhere")
+        let log = LogCapture()
+        let read = log.during { session.withCurrent { ElsewhereBasketHolder().basket } }
+        #expect(read == nil)
+        let line = log.messages.first { $0.contains("ElsewhereBasket? reads nil") } ?? ""
+        #expect(line.contains(
+            "no active session for ElsewhereBasket in WeaveDI.Container.live, the container wrapper reads use: the current "
+                + "session 'elsewhere' belongs to another container; open the session on WeaveDI.Container.live "
+                + "(WeaveDI.Container.live.openSession(id:)) and make it current, or resolve through it "
+                + "(session.require(ElsewhereBasket.self))"), "\(log.messages)")
+        #expect(!line.contains("inside session.withCurrent"), "\(line)")
+        await session.close()
+    }
+}
