@@ -93,7 +93,9 @@ public enum WeaveDIConfiguration {
             return !offered
         }
         guard first, Set(registry.checkNames).isDisjoint(with: UnifiedRegistry.containerCheckNames) else { return }
-        registry.registerLiveContainerChecks()
+        // Each only if absent, in the same step as the look: a program's own checks registered
+        // meanwhile on another thread are not displaced.
+        registry.registerContainerChecks(of: { WeaveDI.Container.live }, .passive, .addIfAbsent)
     }
 
     /// Parses a boolean environment value; nil for anything but `1/true/yes/on`, `0/false/no/off`.

@@ -155,4 +155,18 @@ import Testing
         #expect(await registry.runChecks().checks[0].status == .unhealthy)
         #expect(Set(runs.withLock { $0 }) == ["NodeA", "NodeB", "NodeC", "NodeD", "NodeE"])
     }
+
+    /// What `applyFromEnvironment()` offers is added check by check only where no check of the
+    /// name is (in the same step as the look): a program's own check, even one registered just
+    /// before, is kept, and its `container.sessions` is not removed.
+    @Test func offeredChecks_leaveAProgramsOwnChecksOfThoseNames() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        registry.register(HealthCheck(name: "container.graph") { .healthy("mine") })
+        registry.register(HealthCheck(name: "container.sessions") { .healthy("my sessions") })
+        registry.registerContainerChecks(of: { WeaveDI.Container() }, .passive, .addIfAbsent)
+        #expect(registry.checkNames == ["container.graph", "container.sessions", "container.singletons"])
+        let report = await registry.runChecks()
+        #expect(report.checks.first { $0.name == "container.graph" }?.message == "mine")
+        #expect(report.checks.first { $0.name == "container.sessions" }?.message == "my sessions")
+    }
 }

@@ -67,23 +67,30 @@ extension UnifiedRegistry {
     public static let containerCheckNames = ["container.graph", "container.singletons", "container.sessions"]
 
     /// The built-in checks of the container `containerNow` returns as each check or fix runs.
-    func registerContainerChecks(of containerNow: @escaping @Sendable () -> WeaveDI.Container, _ checks: ContainerChecks) {
+    /// `registration`: `.addOrReplace` (checks of these names registered before are replaced),
+    /// or `.addIfAbsent` (they are kept, and nothing is removed).
+    func registerContainerChecks(
+        of containerNow: @escaping @Sendable () -> WeaveDI.Container, _ checks: ContainerChecks,
+        _ registration: Registration = .addOrReplace
+    ) {
         switch checks {
         case .passive:
-            registerPassiveGraphCheck(of: containerNow)
-            registerSingletonsCheck(of: containerNow)
+            registerPassiveGraphCheck(of: containerNow, registration)
+            registerSingletonsCheck(of: containerNow, registration)
             // The program owns its sessions: none is judged, none closed.
-            _ = unregister("container.sessions")
+            if registration != .addIfAbsent { _ = unregister("container.sessions") }
         case let .active(sessionIdleLimit):
-            registerActiveGraphCheck(of: containerNow)
-            registerSingletonsCheck(of: containerNow)
-            registerSessionsCheck(of: containerNow, sessionIdleLimit: sessionIdleLimit)
+            registerActiveGraphCheck(of: containerNow, registration)
+            registerSingletonsCheck(of: containerNow, registration)
+            registerSessionsCheck(of: containerNow, sessionIdleLimit: sessionIdleLimit, registration)
         }
     }
 
     /// `container.graph` of `ContainerChecks.passive`: what the recorded graph and the
     /// registrations say, nothing built.
-    private func registerPassiveGraphCheck(of containerNow: @escaping @Sendable () -> WeaveDI.Container) {
+    private func registerPassiveGraphCheck(
+        of containerNow: @escaping @Sendable () -> WeaveDI.Container, _ registration: Registration
+    ) {
         register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness]) {
             let container = containerNow()
             let cycles = container.checkCycles()
@@ -102,11 +109,13 @@ extension UnifiedRegistry {
             let unknown = notBuilt == 0 ? "" : "; \(notBuilt) not built yet, their dependencies unknown (this check builds nothing)"
             return .healthy(
                 "no cycle or component issue among \(cycles.componentCount) registration(s)\(unknown)", data: data)
-        }, replacing: true)
+        }, as: registration)
     }
 
     /// `container.graph` of `ContainerChecks.active`: builds (see `validateForHealth`).
-    private func registerActiveGraphCheck(of containerNow: @escaping @Sendable () -> WeaveDI.Container) {
+    private func registerActiveGraphCheck(
+        of containerNow: @escaping @Sendable () -> WeaveDI.Container, _ registration: Registration
+    ) {
         let memory = WeaveDI.Container.GraphCheckMemory()
         register(HealthCheck(name: "container.graph", tags: [HealthCheck.readiness], timeout: .seconds(5)) { [weak self] in
             // Quiet every round unless health logging is on (`WEAVEDI_REGISTRY_HEALTH_LOGGING`).
@@ -126,11 +135,13 @@ extension UnifiedRegistry {
             }
             let built = report.built.count
             return .healthy(built == 1 ? "the 1 registration builds" : built == 0 ? "no registrations" : "all \(built) registrations build", data: data)
-        }, replacing: true)
+        }, as: registration)
     }
 
     /// `container.singletons`: asks the built singletons that adopt `HealthReporting`.
-    private func registerSingletonsCheck(of containerNow: @escaping @Sendable () -> WeaveDI.Container) {
+    private func registerSingletonsCheck(
+        of containerNow: @escaping @Sendable () -> WeaveDI.Container, _ registration: Registration
+    ) {
         register(HealthCheck(name: "container.singletons", tags: [HealthCheck.liveness]) {
             let container = containerNow()
             var worst = HealthStatus.healthy
@@ -154,12 +165,13 @@ extension UnifiedRegistry {
             }
             guard !evicted.isEmpty else { throw FixNotApplicable("no self-reporting singleton is unhealthy: nothing to evict") }
             return "evicted \(evicted.joined(separator: ", "))"
-        }, replacing: true)
+        }, as: registration)
     }
 
     /// `container.sessions`: sessions idle longer than `sessionIdleLimit`; its fix closes them.
     private func registerSessionsCheck(
-        of containerNow: @escaping @Sendable () -> WeaveDI.Container, sessionIdleLimit: Duration
+        of containerNow: @escaping @Sendable () -> WeaveDI.Container, sessionIdleLimit: Duration,
+        _ registration: Registration
     ) {
         register(HealthCheck(name: "container.sessions", tags: [HealthCheck.liveness]) {
             let container = containerNow()
@@ -186,7 +198,7 @@ extension UnifiedRegistry {
                 throw FixNotApplicable("no session idle for more than \(format(sessionIdleLimit)): nothing to close")
             }
             return "closed \(closed.count) idle session(s): \(namedSessions(closed))"
-        }, replacing: true)
+        }, as: registration)
     }
 }
 

@@ -146,14 +146,27 @@ public final class UnifiedRegistry: Sendable {
     /// only white space or has control characters (which `fix(name)` can hardly be given, and
     /// the report shows blank or garbled) is logged and kept.
     public func register(_ check: HealthCheck) {
-        register(check, replacing: false)
+        register(check, as: .addOrReplaceLogged)
     }
 
-    /// `register(_:)`; `replacing`: the caller means to replace a check of that name (the
-    /// built-in checks registered again with new settings), which is then not logged.
-    func register(_ check: HealthCheck, replacing: Bool) {
+    /// What `register(_:as:)` does with a check of the same name.
+    enum Registration {
+        /// Replaces it, and logs that (`register(_:)`).
+        case addOrReplaceLogged
+        /// Replaces it without a word: the caller means to (the built-in checks registered
+        /// again with new settings).
+        case addOrReplace
+        /// Leaves it: only a check of a name not registered is added, in the same step as the
+        /// look (the built-in checks `applyFromEnvironment()` offers, which never displace a
+        /// program's own, even one registered meanwhile on another thread).
+        case addIfAbsent
+    }
+
+    /// `register(_:)`, a check of the same name treated as `registration` says.
+    func register(_ check: HealthCheck, as registration: Registration) {
         let check = Self.usable(check)
-        let replaced: Bool = state.withLock { state in
+        let replaced: Bool? = state.withLock { state in
+            if registration == .addIfAbsent, state.checks[check.name] != nil { return nil }
             for tag in check.tags { state.tagCounts[tag, default: 0] += 1 }
             if let old = state.checks[check.name]?.check {
                 state.untag(old)
@@ -164,7 +177,7 @@ public final class UnifiedRegistry: Sendable {
             state.order.append(check.name)
             return false
         }
-        if replaced, !replacing {
+        if replaced == true, registration == .addOrReplaceLogged {
             WeaveDILog.log(
                 .overwrite, subsystem: "health",
                 "health check \(JSONValue.quotedForMessage(check.name)) registered again; it replaces the check "
