@@ -121,7 +121,8 @@ extension WeaveDI.Container {
             let owner = ResolutionStack.current.owner, owner.container !== self
         else { return nil }
         let building = path.first.map { "cannot build \($0) (\(path.joined(separator: " -> "))): " } ?? ""
-        let opener = self === WeaveDI.Container.live ? "WeaveDI.Container.live" : "container"
+        // From `name`, not from another look at `live` (which may have been swapped since).
+        let opener = name == "WeaveDI.Container.live" ? name : "container"
         var fix = scope == .session
             ? "open the session on \(name) (\(opener).openSession(id:)) and make it current"
             : "open the request on a session of \(name) (\(opener).openSession(id:), then session.openRequest(id:)) "
