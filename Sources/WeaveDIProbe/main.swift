@@ -567,6 +567,17 @@ case "live-container-checks", "live-container-checks-own":
         print("graph after active=\(graph(await registry.runChecks()))")
         print("factories run after active=\(Set(factoriesRun.withLock { $0 }).sorted())")
         print("open sessions after active=\(sessions(first)) held closed=\(held.isClosed)")
+        // Another container made live, with as many registrations (as many changes) as `first`:
+        // the active graph check validates it, not what it remembers of `first`.
+        let third = WeaveDI.Container()
+        third.register(CycleA.self) { r in CycleA(b: try r.require(CycleB.self)) }
+        third.register(CycleB.self) { r in CycleB(a: try r.require(CycleA.self)) }
+        third.register(Clock.self) { Clock() }
+        third.register(LiveDatabase.self) { LiveDatabase() }
+        third.register(LiveTransient.self, scope: .transient) { LiveTransient() }
+        WeaveDI.Container.live = third
+        print("graph after active swap=\(graph(await registry.runChecks()))")
+        WeaveDI.Container.live = first
         // Passive again: the sessions check goes.
         registry.registerLiveContainerChecks()
         print("checks after passive=\(registry.checkNames)")

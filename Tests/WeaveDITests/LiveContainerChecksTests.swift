@@ -31,6 +31,9 @@ import Testing
         // The active checks, asked for: they build everything, and close the idle session.
         #expect(lines.contains("checks after active=\(Self.names)"), "\(lines)")
         #expect(lines.contains { $0.hasPrefix("graph after active=unhealthy: 2 registration(s) cannot be built") && $0.contains("LiveBroken") }, "\(lines)")
+        // The active check follows a swapped live: the new container's cycle, not the old one's
+        // remembered failures (the two have as many registration changes).
+        #expect(lines.contains { $0.hasPrefix("graph after active swap=unhealthy") && $0.contains("CycleA") && !$0.contains("LiveBroken") }, "\(lines)")
         #expect(lines.contains(#"factories run after active=["LiveBroken", "LiveDatabase", "LiveRequestState", "LiveSessionState", "LiveTransient"]"#), "\(lines)")
         #expect(lines.contains("open sessions after active=[] held closed=true"), "\(lines)")
         #expect(lines.contains("checks after passive=\(Self.passiveNames)"), "\(lines)")
