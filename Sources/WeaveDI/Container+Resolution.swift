@@ -1,3 +1,5 @@
+import Synchronization
+
 extension WeaveDI.Container {
     /// The instance for `type`, or nil when it cannot be resolved (the reason is logged as an
     /// error: not registered, a cycle, a scope mismatch, no active scope, a failed factory).
@@ -126,7 +128,17 @@ extension WeaveDI.Container {
                 else { continue }
                 defer { BuildGates.shared.leave(gate) }
                 let releasesBefore = releases.load(ordering: .relaxed)
-                let value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack)
+                // What this build requires and the key defaults it keeps, told to the entry with
+                // the instance (`validate()` reads them once it reads the instance).
+                let record = SingletonBuild(slot: entry.slot)
+                let outerRecord = stack.state.pointee.singletonBuild
+                stack.state.pointee.singletonBuild = record
+                let value: T
+                do {
+                    defer { stack.state.pointee.singletonBuild = outerRecord }
+                    value = try build(.passUnretained(entry), as: type, owner: nil, stack: stack, singleton: record)
+                }
+                keep(record, in: entry)
                 let disposable = entry.disposable(value)
                 // Published and listed at once: an `evict` (which looks under this lock) sees
                 // both or neither, so it never takes an instance without its disposal. Under the
@@ -211,9 +223,13 @@ extension WeaveDI.Container {
     /// lives as long as its container), and the body uses it as a guaranteed reference: with an
     /// `unowned(unsafe)` local instead, the optimizer still retained and released it once per
     /// build, around the copy of `owner`.
+    ///
+    /// `singleton`: of `produce`'s gated build of a singleton, what it records of this build
+    /// (the factory is handed an `EdgeRecorder` that tells it the dependencies it requires).
     @inline(__always)
     func build<T>(
-        _ entryRef: Unmanaged<Entry>, as type: T.Type, owner: ScopeOwner?, stack: ResolutionStack
+        _ entryRef: Unmanaged<Entry>, as type: T.Type, owner: ScopeOwner?, stack: ResolutionStack,
+        singleton: SingletonBuild? = nil
     ) throws(ResolutionError) -> T {
         // `_withUnsafeGuaranteedRef` rethrows untyped errors; the body throws only `ResolutionError`.
         do {
@@ -230,8 +246,10 @@ extension WeaveDI.Container {
                 stack.push(.init(containerID: id, slot: slot, scope: entry.scope, owner: owner, records: records))
                 defer { stack.pop() }
                 do {
-                    if records {
-                        return try entry.callFactory(as: T.self, EdgeRecorder(base: owner?.resolver ?? self, parent: entry))
+                    if records || singleton != nil {
+                        return try entry.callFactory(
+                            as: T.self,
+                            EdgeRecorder(base: owner?.resolver ?? self, parent: entry, recordsEdges: records, build: singleton))
                     } else if let owner {
                         return try entry.callFactory(as: T.self, owner.resolver)
                     } else {
@@ -338,32 +356,61 @@ extension WeaveDI.Container {
     }
 }
 
-/// The resolver handed to a factory during its first builds: it records which services the
-/// factory resolves (the dependency graph), then forwards.
+/// The resolver handed to a factory during its first builds, and to a singleton's build in
+/// `produce`: it records which services the factory resolves (the dependency graph, in the
+/// first builds), and of a singleton's build which ones it required, then forwards.
 final class EdgeRecorder: Resolver {
     /// How many builds of each registration record their edges.
     static let recordedBuilds = 4
 
     let base: any Resolver
     let parent: Entry
+    /// Whether this build records the factory's edges (one of its entry's first builds).
+    let recordsEdges: Bool
+    /// Of a singleton's gated build, where the dependencies it got from `require` are told.
+    let build: SingletonBuild?
 
-    init(base: any Resolver, parent: Entry) {
+    init(base: any Resolver, parent: Entry, recordsEdges: Bool = true, build: SingletonBuild? = nil) {
         self.base = base
         self.parent = parent
+        self.recordsEdges = recordsEdges
+        self.build = build
     }
 
+    /// An optional dependency: the factory copes without it, so a build of the singleton later
+    /// would not fail for it (not told to `build`).
     func resolve<T: Sendable>(_ type: T.Type) -> T? {
-        record(type)
+        if recordsEdges { parent.recordEdge(to: TypeSlots.shared.slot(for: type)) }
         return base.resolve(type)
     }
 
+    /// A required dependency: told to `build` once it was got (a build without it would throw).
     func require<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
-        record(type)
-        return try base.require(type)
-    }
-
-    private func record<T>(_ type: T.Type) {
         let slot = TypeSlots.shared.slot(for: type)
-        parent.recordEdge(to: slot)
+        if recordsEdges { parent.recordEdge(to: slot) }
+        let value = try base.require(type)
+        build?.required.withLock { $0.append(slot) }
+        return value
     }
+}
+
+/// What a singleton's build in `produce` (inside its gate) found that `validate()` reports of
+/// the instance once it reads it instead of building it: the dependencies its factory got from
+/// `require` (not those it asked for with `resolve`, which it copes without), and the key reads
+/// that kept a key's default. Made, pushed on the building thread's `ResolutionStack` and popped
+/// by that build; its contents go to the entry inside the gate, before the instance is
+/// published (`Container.keep(_:in:)`).
+///
+/// `@unchecked Sendable`: `keptDefaults` is used only on the building thread while the
+/// (synchronous) factory runs, through the thread's stack; `required` is told by the build's
+/// `EdgeRecorder`, which a factory could keep and call later, from anywhere (what it requires
+/// then is not of this build: `keep` has read it already).
+final class SingletonBuild: @unchecked Sendable {
+    /// The singleton's slot.
+    let slot: Int
+    /// The slots its factory got from `require`, in order.
+    let required = Mutex<[Int]>([])
+    var keptDefaults: [KeyFallbackCollector.Fallback] = []
+
+    init(slot: Int) { self.slot = slot }
 }

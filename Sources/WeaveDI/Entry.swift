@@ -37,6 +37,17 @@ final class Entry: @unchecked Sendable {
     /// One lock for every entry's edges: they are written only in an entry's first builds, and
     /// a lock of its own would cost every registration an allocation.
     private static let edgeLock = Lock()
+    /// Of a singleton, what the build that published its instance found (`SingletonBuild`),
+    /// which `validate()` reports once it reads the instance instead of building it
+    /// (`Container.priorBuildFailures`): the dependencies it got from `require` that were
+    /// registered then, with their scope then, and the key reads that kept a key's default.
+    /// Written only by `produce` inside the singleton's gate, before the instance is published
+    /// (release); read only after the instance is loaded (acquire): never both at once. Not
+    /// copied by `fresh()`: a new entry's build says afresh.
+    @exclusivity(unchecked)
+    var builtWith: [Int: WeaveDI.Scope] = [:]
+    @exclusivity(unchecked)
+    var keptDefaults: [KeyFallbackCollector.Fallback] = []
     /// The built singleton: a retained `Box<T>` of the registered type, as a raw pointer, so
     /// that code which is generic over `T` and not specialized (a factory's `r.require(T.self)`
     /// goes through the `Resolver` protocol) reads it without instantiating metadata at run time.

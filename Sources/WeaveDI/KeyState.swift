@@ -124,6 +124,7 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
                     + "(said once for this key)")
         default:
             WeaveDILog.log(.error, subsystem: "injected", registrationFailed(error, in: container))
+            container.keptDefault(key: slot, valueSlot: valueSlot, error: error)
             if let collector = ResolutionStack.current.state.pointee.validation {
                 collector.fellBack(key: slot, valueSlot: valueSlot, error: error, in: container)
             }

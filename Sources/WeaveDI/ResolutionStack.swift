@@ -66,6 +66,10 @@ struct ResolutionStack {
         /// Set by `validate()` while it builds on this thread: what the key reads of its builds
         /// that fell back to a key's default report. Read only on that failure path.
         var validation: KeyFallbackCollector?
+        /// The innermost singleton build open on this thread inside its gate (`produce`), set
+        /// and restored by it only: a key read that keeps a key's default tells it, on that
+        /// failure path (`Container.keptDefault`).
+        var singletonBuild: SingletonBuild?
         /// Set by the protocol extension's `testValue` and `previewValue` of `InjectedKey`, which
         /// return `liveValue`: which key (and for which context) ran one last on this thread.
         /// Cleared and read by `KeyState.defaultValue()` around computing a key's default, to say

@@ -77,16 +77,18 @@ extension InjectedTests {
         #expect(again.status == .unhealthy)
     }
 
-    /// Outside `validate()`, a read that falls back is logged, as before, and nothing is kept.
-    @Test func aKeyFallbackOutsideValidate_isLoggedOnly() async {
+    /// Outside `validate()`, a read that falls back is logged, as before; the singleton built so
+    /// keeps the default, and `validate()`, which reads it, reports that as its failure.
+    @Test func aKeyFallbackOutsideValidate_isLogged_andValidateReportsIt() async {
         registerFallbackRepro(withOuterFirst: false)
         let log = LogCapture()
         let built = log.during { WeaveDI.Container.live.resolve(SingletonReadsFallbackKey.self) }
         #expect(built?.context.origin == "default")
         #expect(log.messages.filter { $0.hasPrefix("FallbackContextKey: the registration of FallbackContext failed") }.count == 1)
         let report = await WeaveDI.Container.live.validate()
-        // Built already, with the default: validate reads the instance, not the key (a documented
-        // limit: the error was logged when it was built).
-        #expect(report.built.contains("SingletonReadsFallbackKey"))
+        // Built already, with the default: validate reads the instance, and reports what its build kept.
+        #expect(!report.built.contains("SingletonReadsFallbackKey"))
+        #expect(report.failures.map(\.type) == ["SingletonReadsFallbackKey"])
+        #expect(report.failures.first?.isScopeMismatch == true)
     }
 }

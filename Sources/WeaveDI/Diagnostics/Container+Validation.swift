@@ -143,6 +143,9 @@ extension WeaveDI.Container {
         let request = session.openRequest(id: "weavedi-validation")
         var pass = ValidationPass(count: entries.count, probe: session)
         let collector = KeyFallbackCollector(containerID: id)
+        // Singletons built before: read, not built, so what their build found is told from it.
+        let builtBefore = Set(entries.lazy.filter { $0.scope == .singleton && !$0.isProvidedInstance && $0.hasInstance }
+            .map(\.slot))
         for entry in entries {
             collector.validating = (entry.slot, entry.scope)
             let owner: ScopeOwner? = switch entry.scope {
@@ -161,7 +164,13 @@ extension WeaveDI.Container {
                     }
                 }
                 _ = try result.get()
-                pass.built.append(entry.slot)
+                let prior = builtBefore.contains(entry.slot) ? priorBuildFailures(of: entry) : []
+                if prior.isEmpty {
+                    pass.built.append(entry.slot)
+                } else {
+                    pass.failures += prior.map { (entry.slot, $0) }
+                    if !entry.keptDefaults.isEmpty { pass.keptDefaults[entry.slot] = ObjectIdentifier(entry) }
+                }
             } catch {
                 var mismatch = false, cycle = false
                 if case .scopeMismatch = error { mismatch = true }
@@ -185,6 +194,74 @@ extension WeaveDI.Container {
             if let entry = entry(at: fallback.slot) { pass.keptDefaults[fallback.slot] = ObjectIdentifier(entry) }
         }
         return pass
+    }
+
+    /// Gives the singleton `entry`, just built by `produce` inside its gate, what `record` found
+    /// of that build, before the instance is published: the dependencies it got from `require`
+    /// that are registered, with their scope now (the build has just asked for them), and the
+    /// key defaults it kept. A singleton is built once, so this costs no read.
+    @inline(never)
+    func keep(_ record: SingletonBuild, in entry: Entry) {
+        var builtWith: [Int: WeaveDI.Scope] = [:]
+        for slot in record.required.withLock({ $0 }) { if let dependency = self.entry(at: slot) { builtWith[slot] = dependency.scope } }
+        entry.builtWith = builtWith
+        entry.keptDefaults = record.keptDefaults
+    }
+
+    /// A key read on this thread got the key's default because the registration of its value
+    /// type (`valueSlot`, here) failed with `error`: the innermost singleton being built inside
+    /// its gate on this thread (`ResolutionStack.State.singletonBuild`, which a `makeFresh`
+    /// build never sets) keeps that default, which `validate()` reports once it reads the
+    /// instance instead of building it. (Not a cycle through the key: `checkCycles()` shows it.)
+    @inline(never)
+    func keptDefault(key: Int, valueSlot: Int, error: ResolutionError) {
+        let stack = ResolutionStack.current
+        if case .cycle = error, stack.index(of: valueSlot, in: id) != nil { return }
+        guard let build = stack.state.pointee.singletonBuild, !build.keptDefaults.contains(where: { $0.key == key })
+        else { return }
+        let names = ResolutionStack.names(of: [build.slot, key, valueSlot])
+        build.keptDefaults.append(.init(
+            slot: build.slot, scope: .singleton, key: key,
+            reason: "\(names[1]) was read while building \(names[0]) and gave the key's default, which \(names[0]) "
+                + "keeps: the registration of \(names[2]) failed (\(error))",
+            error: error))
+    }
+
+    /// What `validate()` reports of the singleton `entry`, built before it ran, which it reads
+    /// instead of building (after loading its instance: `Entry.builtWith`): the key defaults its
+    /// build kept in place of a failed registration, a dependency its factory required that is
+    /// no longer registered, and one registered since in a shorter-lived scope than it was then
+    /// (a build now would be a scope mismatch). What it got from an optional `resolve` is no
+    /// failure: a build now would do without it.
+    func priorBuildFailures(of entry: Entry) -> [WeaveDI.ValidationReport.Failure] {
+        var failures: [WeaveDI.ValidationReport.Failure] = entry.keptDefaults.map { kept in
+            var mismatch = false, cycle = false
+            if case .scopeMismatch = kept.error { mismatch = true }
+            if case .cycle = kept.error { cycle = true }
+            return .init(type: "", scope: .singleton, reason: kept.reason, isScopeMismatch: mismatch, isCycle: cycle)
+        }
+        for (slot, scopeThen) in entry.builtWith.sorted(by: { $0.key < $1.key }) {
+            let names = ResolutionStack.names(of: [entry.slot, slot])
+            guard let now = self.entry(at: slot) else {
+                failures.append(.init(
+                    type: "", scope: .singleton,
+                    reason: "\(names[0]) was built with \(names[1]), which is no longer registered: building "
+                        + "\(names[0]) again (after releaseAll() or evict) would not find it",
+                    isScopeMismatch: false, isCycle: false))
+                continue
+            }
+            if now.scope != .transient, now.scope.lifetime < WeaveDI.Scope.singleton.lifetime,
+                scopeThen == .transient || scopeThen.lifetime >= WeaveDI.Scope.singleton.lifetime {
+                let mismatch = ResolutionError.scopeMismatch(
+                    outer: names[0], outerScope: .singleton, inner: names[1], innerScope: now.scope)
+                failures.append(.init(
+                    type: "", scope: .singleton,
+                    reason: "\(names[0]) was built with \(names[1]) (\(scopeThen)), registered since as \(now.scope): "
+                        + "building \(names[0]) again would fail (\(mismatch))",
+                    isScopeMismatch: true, isCycle: false))
+            }
+        }
+        return failures
     }
 
     /// The report of `pass`: its builds and failures, the cycles and component issues of the
