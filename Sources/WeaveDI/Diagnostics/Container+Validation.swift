@@ -34,6 +34,16 @@ extension WeaveDI {
     }
 }
 
+extension WeaveDI.ValidationReport.Failure {
+    /// A failure for `reason`, its flags from `error` (its type is named later, by the report).
+    init(scope: WeaveDI.Scope, reason: String, error: ResolutionError) {
+        var mismatch = false, cycle = false
+        if case .scopeMismatch = error { mismatch = true }
+        if case .cycle = error { cycle = true }
+        self.init(type: "", scope: scope, reason: reason, isScopeMismatch: mismatch, isCycle: cycle)
+    }
+}
+
 extension WeaveDI.Container {
     /// Builds every registration once, each in its own scope: singletons are built (and stay
     /// built), session- and request-scoped ones inside a probe session and request that are
@@ -172,21 +182,13 @@ extension WeaveDI.Container {
                     if !entry.keptDefaults.isEmpty { pass.keptDefaults[entry.slot] = ObjectIdentifier(entry) }
                 }
             } catch {
-                var mismatch = false, cycle = false
-                if case .scopeMismatch = error { mismatch = true }
-                if case .cycle = error { cycle = true }
-                pass.failures.append((entry.slot, .init(type: "", scope: entry.scope, reason: error.description,
-                                                        isScopeMismatch: mismatch, isCycle: cycle)))
+                pass.failures.append((entry.slot, .init(scope: entry.scope, reason: error.description, error: error)))
             }
         }
         // A build that kept a key's default in place of a failed registration is a failure,
         // whichever validated build ran it (its own, or one that needed it).
         for fallback in collector.fallbacks {
-            var mismatch = false, cycle = false
-            if case .scopeMismatch = fallback.error { mismatch = true }
-            if case .cycle = fallback.error { cycle = true }
-            pass.failures.append((fallback.slot, .init(type: "", scope: fallback.scope, reason: fallback.reason,
-                                                       isScopeMismatch: mismatch, isCycle: cycle)))
+            pass.failures.append((fallback.slot, .init(scope: fallback.scope, reason: fallback.reason, error: fallback.error)))
         }
         let failed = Set(collector.fallbacks.map(\.slot))
         pass.built.removeAll { failed.contains($0) }
@@ -235,10 +237,7 @@ extension WeaveDI.Container {
     /// failure: a build now would do without it.
     func priorBuildFailures(of entry: Entry) -> [WeaveDI.ValidationReport.Failure] {
         var failures: [WeaveDI.ValidationReport.Failure] = entry.keptDefaults.map { kept in
-            var mismatch = false, cycle = false
-            if case .scopeMismatch = kept.error { mismatch = true }
-            if case .cycle = kept.error { cycle = true }
-            return .init(type: "", scope: .singleton, reason: kept.reason, isScopeMismatch: mismatch, isCycle: cycle)
+            .init(scope: .singleton, reason: kept.reason, error: kept.error)
         }
         for (slot, scopeThen) in entry.builtWith.sorted(by: { $0.key < $1.key }) {
             let names = ResolutionStack.names(of: [entry.slot, slot])
