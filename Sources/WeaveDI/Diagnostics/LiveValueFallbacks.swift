@@ -42,12 +42,15 @@ enum LiveValueFallbacks {
         key: Any.Type, value: Any.Type, in context: InjectedContext,
         readBy reader: (key: Any.Type, context: InjectedContext)? = nil
     ) {
+        let found = Found(key: ObjectIdentifier(key), context: context)
+        // Found before (another key's default that read this one's): its names are not spelled again.
+        guard !record.withLock({ $0.seen.contains(found) }) else { return }
         let name = TypeSlots.shared.logName(of: key)
         let fallback = LiveValueFallback(key: name, context: context, message: message(
             key: name, value: spelling(of: value), context: context,
             readBy: reader.map { (TypeSlots.shared.logName(of: $0.key), $0.context) }))
         let first = record.withLock { record in
-            guard record.seen.insert(Found(key: ObjectIdentifier(key), context: context)).inserted else { return false }
+            guard record.seen.insert(found).inserted else { return false }
             record.list.append(fallback)
             return true
         }
