@@ -11,6 +11,8 @@
 /// The defaults are the settings' own before anything changes them. A variable that is unset
 /// or empty leaves its setting as it is (a level set by `UnifiedDI.setLogLevel(_:)`, say): an
 /// empty value is how a systemd drop-in unsets one (`Environment=WEAVEDI_LOG_LEVEL=`).
+/// Spaces, tabs and line ends around a value are ignored (a value of nothing else is not empty:
+/// it is warned about, as below).
 /// Booleans accept `1/true/yes/on` and `0/false/no/off` in any case. Any other value leaves the
 /// setting as it is and is warned about once, naming the variable, the value and what is accepted.
 public enum WeaveDIConfiguration {

@@ -125,10 +125,11 @@ extension CommandLineOptions {
 
     /// `PROGRAM: argument N ("c\u{FFFD}.json" as text) is not valid UTF-8`: the argument at
     /// `index` as text (`repaired`, its bytes that are no UTF-8 each U+FFFD, shown as
-    /// `\u{FFFD}`, control characters escaped); what to do follows it.
+    /// `\u{FFFD}`, control characters escaped; past 4,096 characters cut as a path a message
+    /// shows is); what to do follows it.
     public static func notUTF8(program: String, index: Int, repaired: String) -> String {
         var shown = ""
-        for scalar in repaired.escapingControlCharacters.unicodeScalars {
+        for scalar in JSONValue.shortenedPathForMessage(repaired).escapingControlCharacters.unicodeScalars {
             if scalar == "\u{FFFD}" { shown += "\\u{FFFD}" } else { shown.unicodeScalars.append(scalar) }
         }
         return "\(program): argument \(index) (\"\(shown)\" as text) is not valid UTF-8"

@@ -74,6 +74,18 @@ import WeaveDIPosix
         #expect(run.output.isEmpty, "\(run.all)")
     }
 
+    /// Such an argument past 4,096 characters is cut in the message, as a path is.
+    @Test func aLongArgumentThatIsNotUTF8_isCutInTheError() throws {
+        let directory = TemporaryDirectory("weavedictl")
+        let run = try CtlRun.execute(
+            ["/bin/sh", "-c", #"exec "$0" check-cycles --offline --config "$(printf 'c\377%05000d' 0)""#, CtlRun.binary],
+            in: directory)
+        #expect(run.code == 64, "\(run.all)")
+        let cut = "c\\u{FFFD}" + String(repeating: "0", count: 4091) + "... (5002 characters)\" as text) is not valid UTF-8"
+        #expect(run.error.hasPrefix(#"weavedictl: argument 4 (""# + cut), "\(run.error.prefix(200))")
+        #expect(run.error.count < 4_500, "\(run.error.count)")
+    }
+
     /// Help about `help` is the general help, not "no help for '--help'".
     @Test func helpAboutHelp_printsTheGeneralHelp() throws {
         let general = try CtlRun.run(["--help"])
