@@ -143,6 +143,30 @@ import Testing
         #expect(cycle.data["cycles"] == "1")
     }
 
+    /// A scope mismatch the program's own build met (a singleton that requires a session-scoped
+    /// service, resolved outside any session) is in the recorded graph: the passive check
+    /// degrades on it, naming it, without building anything itself.
+    @Test func passiveGraph_degradesOnAScopeMismatchTheProgramsBuildRecorded() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock())
+        let container = WeaveDI.Container()
+        registry.registerContainerChecks(for: container, .passive)
+        let builds = Locked(0)
+        container.register(NodeB.self, scope: .session) { NodeB() }
+        container.register(NodeA.self) { r in
+            builds.withLock { $0 += 1 }
+            _ = try r.require(NodeB.self)
+            return NodeA()
+        }
+        #expect(await registry.runChecks().checks[0].status == .healthy)
+        #expect(builds.withLock { $0 } == 0)
+        #expect(container.resolve(NodeA.self) == nil)
+        let mismatch = await registry.runChecks().checks[0]
+        #expect(mismatch.status == .degraded)
+        #expect(mismatch.message.hasPrefix("1 component issue(s); first: NodeA: singleton NodeA needs NodeB (session)"),
+            "\(mismatch.message)")
+        #expect(builds.withLock { $0 } == 1)
+    }
+
     /// Passive registered over active takes `container.sessions` away; active brings it back.
     @Test func passiveAndActive_replaceEachOther() async {
         let runs = Locked<[String]>([])
