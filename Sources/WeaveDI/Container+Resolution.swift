@@ -130,7 +130,7 @@ extension WeaveDI.Container {
                 let releasesBefore = releases.load(ordering: .relaxed)
                 // What this build requires and the key defaults it keeps, told to the entry with
                 // the instance (`validate()` reads them once it reads the instance).
-                let record = SingletonBuild(slot: entry.slot)
+                let record = SingletonBuild(containerID: id, slot: entry.slot)
                 let outerRecord = stack.state.pointee.singletonBuild
                 stack.state.pointee.singletonBuild = record
                 let value: T
@@ -406,11 +406,15 @@ final class EdgeRecorder: Resolver {
 /// `EdgeRecorder`, which a factory could keep and call later, from anywhere (what it requires
 /// then is not of this build: `keep` has read it already).
 final class SingletonBuild: @unchecked Sendable {
-    /// The singleton's slot.
+    /// The singleton's container and slot.
+    let containerID: UInt64
     let slot: Int
     /// The slots its factory got from `require`, in order.
     let required = Mutex<[Int]>([])
     var keptDefaults: [KeyFallbackCollector.Fallback] = []
 
-    init(slot: Int) { self.slot = slot }
+    init(containerID: UInt64, slot: Int) {
+        self.containerID = containerID
+        self.slot = slot
+    }
 }

@@ -88,6 +88,22 @@ extension InjectedTests {
                 + "SingletonReadsFallbackKey (singleton) needs FallbackContext (session)"), "\(failure.reason)")
     }
 
+    /// A key's default kept by a transient that a singleton's factory requires is the
+    /// transient's, as `validate()` tells it when it builds the graph; the singleton's gated
+    /// build records it not as its own read: a later validation, which reads the singleton
+    /// built, does not blame it for a read its factory did not make.
+    @Test func aDefaultKeptByATransientTheSingletonNeeds_isTheTransients_notTheSingletons() async throws {
+        let live = WeaveDI.Container.live
+        live.register(FallbackContext.self, scope: .request) { FallbackContext("request") }
+        live.register(SingletonReadsFallbackKey.self, scope: .transient) { SingletonReadsFallbackKey() }
+        live.register(NeedsSingletonReadingKey.self) { r in NeedsSingletonReadingKey(inner: try r.require(SingletonReadsFallbackKey.self)) }
+        let first = await live.validate()
+        let second = await live.validate()
+        #expect(first.failures.map(\.type) == ["SingletonReadsFallbackKey"], "\(first.failures.map(\.reason))")
+        #expect(!second.failures.contains { $0.type == "NeedsSingletonReadingKey" }, "\(second.failures.map(\.reason))")
+        #expect(second.built.contains("NeedsSingletonReadingKey"))
+    }
+
     /// A `makeFresh` build of a singleton (no gate: the instance is its caller's) that keeps a
     /// key's default says nothing to the registration's entry, built or not: the cached
     /// instance, built while the key's type could be built, is reported as built.

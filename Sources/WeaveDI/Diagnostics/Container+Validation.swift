@@ -219,7 +219,12 @@ extension WeaveDI.Container {
     func keptDefault(key: Int, valueSlot: Int, error: ResolutionError) {
         let stack = ResolutionStack.current
         if case .cycle = error, stack.index(of: valueSlot, in: id) != nil { return }
-        guard let build = stack.state.pointee.singletonBuild, !build.keptDefaults.contains(where: { $0.key == key })
+        // Read by the singleton's own factory (its container's innermost build), as `validate()`
+        // itself tells a fallback (`KeyFallbackCollector.fellBack`): one read by a transient it
+        // builds is that transient's, reported whenever the transient is validated.
+        guard let build = stack.state.pointee.singletonBuild,
+            stack.frames.last(where: { $0.containerID == build.containerID })?.slot == build.slot,
+            !build.keptDefaults.contains(where: { $0.key == key })
         else { return }
         let names = ResolutionStack.names(of: [build.slot, key, valueSlot])
         build.keptDefaults.append(.init(
