@@ -54,9 +54,9 @@ import Testing
         #expect(lines.contains(#"open sessions after active=["websocket-1"] held closed=false"#), "\(lines)")
     }
 
-    /// Off, no loop, but the checks are registered, for a program to run itself. (That it says
-    /// nothing about it is `HealthTests.loop_doesNotStart_whenAutoHealthIsOff_quietly`: the probe
-    /// keeps the library's lines from its standard error.)
+    /// Off, no loop, but the checks are registered, for a program to run itself. (The probe
+    /// keeps the library's lines from its standard error, so whether it says anything about
+    /// the loop is not seen here.)
     @Test func autoHealthOff_startsNoLoop_butTheChecksAreThere() throws {
         let result = try ChildProcess.run(
             "weavedi-probe", ["live-container-checks"], environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "0"])

@@ -259,10 +259,10 @@ extension WeaveDI.Container {
                 let mismatch = ResolutionError.scopeMismatch(
                     outer: names[0], outerScope: .singleton, inner: names[1], innerScope: now.scope)
                 failures.append(.init(
-                    type: "", scope: .singleton,
+                    scope: .singleton,
                     reason: "\(names[0]) was built with \(names[1]) (\(scopeThen)), registered since as \(now.scope): "
                         + "building \(names[0]) again would fail (\(mismatch))",
-                    isScopeMismatch: true, isCycle: false))
+                    error: mismatch))
             }
         }
         return failures
