@@ -63,7 +63,7 @@ extension WeaveDI.Container {
     /// What `resolveFailed` says of `error`.
     @inline(never)
     private func failure(_ error: ResolutionError, resolving type: Any.Type) -> String {
-        let name = self === WeaveDI.Container.live ? "WeaveDI.Container.live" : "this container"
+        let name = self === WeaveDI.Container.live ? Self.liveName : "this container"
         return noActiveScopeElsewhere(error, asked: type, name: name) ?? explained(error, for: type).description
     }
 

@@ -136,7 +136,7 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
     /// told as that.
     private func noActiveScope(_ error: ResolutionError, in container: WeaveDI.Container) -> String {
         container.noActiveScopeElsewhere(
-            error, asked: K.Value.self, name: "WeaveDI.Container.live", role: ", the container the key reads")
+            error, asked: K.Value.self, name: WeaveDI.Container.liveName, role: ", the container the key reads")
             ?? error.description
     }
 

@@ -86,7 +86,7 @@ extension WeaveDI.Container {
     static func wrapperFailure(_ error: ResolutionError, reading type: Any.Type) -> String {
         let live = WeaveDI.Container.live
         if let told = live.noActiveScopeElsewhere(
-            error, asked: type, name: "WeaveDI.Container.live", role: ", the container wrapper reads use")
+            error, asked: type, name: liveName, role: ", the container wrapper reads use")
         {
             return told
         }
@@ -107,6 +107,9 @@ extension WeaveDI.Container {
 }
 
 extension WeaveDI.Container {
+    /// How the messages below name `Container.live`.
+    static let liveName = "WeaveDI.Container.live"
+
     /// `error`, a `noActiveScope` raised in this container, told as what it is when the session
     /// or request in effect (made current by `withCurrent`, or the one building) belongs to
     /// another container, which this container does not use: whose scope was current, and what
@@ -122,7 +125,7 @@ extension WeaveDI.Container {
         else { return nil }
         let building = path.first.map { "cannot build \($0) (\(path.joined(separator: " -> "))): " } ?? ""
         // From `name`, not from another look at `live` (which may have been swapped since).
-        let opener = name == "WeaveDI.Container.live" ? name : "container"
+        let opener = name == Self.liveName ? name : "container"
         var fix = scope == .session
             ? "open the session on \(name) (\(opener).openSession(id:)) and make it current"
             : "open the request on a session of \(name) (\(opener).openSession(id:), then session.openRequest(id:)) "

@@ -226,12 +226,7 @@ extension WeaveDI.Container {
             stack.frames.last(where: { $0.containerID == build.containerID })?.slot == build.slot,
             !build.keptDefaults.contains(where: { $0.key == key })
         else { return }
-        let names = ResolutionStack.names(of: [build.slot, key, valueSlot])
-        build.keptDefaults.append(.init(
-            slot: build.slot, scope: .singleton, key: key,
-            reason: "\(names[1]) was read while building \(names[0]) and gave the key's default, which \(names[0]) "
-                + "keeps: the registration of \(names[2]) failed (\(error))",
-            error: error))
+        build.keptDefaults.append(.init(slot: build.slot, scope: .singleton, key: key, valueSlot: valueSlot, error: error))
     }
 
     /// What `validate()` reports of the singleton `entry`, built before it ran, which it reads
@@ -354,6 +349,18 @@ final class KeyFallbackCollector {
         let key: Int
         let reason: String
         let error: ResolutionError
+
+        /// The fallback of the key at `key`, read while `slot` (of `scope`) built, whose value
+        /// type's registration (`valueSlot`) failed with `error`.
+        init(slot: Int, scope: WeaveDI.Scope, key: Int, valueSlot: Int, error: ResolutionError) {
+            let names = ResolutionStack.names(of: [slot, key, valueSlot])
+            self.slot = slot
+            self.scope = scope
+            self.key = key
+            self.reason = "\(names[1]) was read while building \(names[0]) and gave the key's default, which "
+                + "\(names[0]) keeps: the registration of \(names[2]) failed (\(error))"
+            self.error = error
+        }
     }
 
     /// The validated container.
@@ -375,11 +382,6 @@ final class KeyFallbackCollector {
         let open = stack.frames.last { $0.containerID == containerID }
         guard let (slot, scope) = open.map({ ($0.slot, $0.scope) }) ?? validating else { return }
         if fallbacks.contains(where: { $0.slot == slot && $0.key == key }) { return }
-        let names = ResolutionStack.names(of: [slot, key, valueSlot])
-        fallbacks.append(.init(
-            slot: slot, scope: scope, key: key,
-            reason: "\(names[1]) was read while building \(names[0]) and gave the key's default, which \(names[0]) "
-                + "keeps: the registration of \(names[2]) failed (\(error))",
-            error: error))
+        fallbacks.append(.init(slot: slot, scope: scope, key: key, valueSlot: valueSlot, error: error))
     }
 }

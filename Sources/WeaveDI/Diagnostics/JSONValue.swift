@@ -120,19 +120,23 @@ public enum JSONValue: Sendable, Equatable {
     /// past that cut as `quotedPathForMessage` cuts, its first 4,093, `...` and its length
     /// (`/srv/aaa... (5000 characters)`). Not escaped: the message is, where it is written.
     package static func shortenedPathForMessage(_ path: String) -> String {
-        let scalars = path.unicodeScalars
-        guard scalars.count > 4096 else { return path }
-        var shown = String.UnicodeScalarView()
-        shown.append(contentsOf: scalars.prefix(4093))
-        return String(shown) + "... (\(scalars.count) characters)"
+        guard let cut = cut(path, past: 4096) else { return path }
+        return cut.head + "... (\(cut.length) characters)"
     }
 
     private static func quotedForMessage(_ text: String, shortenedPast limit: Int) -> String {
+        guard let cut = cut(text, past: limit) else { return quotedForDisplay(text) }
+        return quotedForDisplay(cut.head + "...") + " (\(cut.length) characters)"
+    }
+
+    /// Of `text` past `limit` Unicode scalars, its first `limit - 3` (room for `...`) and its
+    /// length in scalars; nil when it is no longer than `limit`.
+    private static func cut(_ text: String, past limit: Int) -> (head: String, length: Int)? {
         let scalars = text.unicodeScalars
-        guard scalars.count > limit else { return quotedForDisplay(text) }
-        var shown = String.UnicodeScalarView()
-        shown.append(contentsOf: scalars.prefix(limit - 3))
-        return quotedForDisplay(String(shown) + "...") + " (\(scalars.count) characters)"
+        guard scalars.count > limit else { return nil }
+        var head = String.UnicodeScalarView()
+        head.append(contentsOf: scalars.prefix(limit - 3))
+        return (String(head), scalars.count)
     }
 }
 
