@@ -5,7 +5,7 @@ extension WeaveDI.Container {
     /// error: not registered, a cycle, a scope mismatch, no active scope, a failed factory).
     @inlinable
     public func resolve<T: Sendable>(_ type: T.Type) -> T? {
-        let slot = TypeSlots.shared.slot(for: type)
+        let slot = typeSlots.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         // Wrapped in the optional here, where `T` is known, rather than in generic code.
         do {
@@ -28,7 +28,7 @@ extension WeaveDI.Container {
     /// `logged`: as `requireSlow`'s.
     @inlinable @inline(__always)
     func requireSendable<T>(_ type: T.Type, logged: Bool = false) throws(ResolutionError) -> T {
-        let slot = TypeSlots.shared.slot(for: type)
+        let slot = typeSlots.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         return try requireSlow(type, slot: slot, explicit: nil, logged: logged)
     }
@@ -86,7 +86,7 @@ extension WeaveDI.Container {
 
     /// Resolves through a session or request; `logged`: as `requireSlow`'s.
     func requireScoped<T>(_ type: T.Type, explicit: ScopeOwner, logged: Bool = false) throws(ResolutionError) -> T {
-        let slot = TypeSlots.shared.slot(for: type)
+        let slot = typeSlots.slot(for: type)
         if let box = table.singletonBox(slot) { return unbox(box, as: T.self) }
         return try requireSlow(type, slot: slot, explicit: explicit, logged: logged)
     }

@@ -18,6 +18,10 @@ extension WeaveDI {
         public let id: UInt64
         @usableFromInline
         let table = EntryTable()
+        /// `TypeSlots.shared`, kept here: a resolve loads it from the container at hand instead
+        /// of calling into this module for the lazily made global (its `swift_once` check).
+        @usableFromInline
+        let typeSlots = TypeSlots.shared
         let state = Locked(State())
         /// How many `releaseAll()`s and `evict`s (of a built singleton) have started, raised
         /// under `state`'s lock as each swaps built singletons out: a singleton build that saw

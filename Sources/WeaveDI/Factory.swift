@@ -95,7 +95,7 @@ extension WeaveDI.Container {
     /// container keeps no reference to it, and no session, request or `releaseAll()` disposes
     /// it. A `Disposable` one is disposed by its caller (`await instance.dispose()`) when done.
     public func makeFresh<T: Sendable>(_ type: T.Type) throws(ResolutionError) -> T {
-        let slot = TypeSlots.shared.slot(for: type)
+        let slot = typeSlots.slot(for: type)
         guard let unmanaged = table.load(slot) else { throw notRegistered(type) }
         let stack = ResolutionStack.current
         let scope = unmanaged._withUnsafeGuaranteedRef { $0.scope }

@@ -319,12 +319,19 @@ class TypeLookup<Value>: @unchecked Sendable {
     /// stored as `x`), as for classes and existentials.
     @usableFromInline
     let readsInPlace: Bool
+    /// `Generation.counter`, kept here: see `Generation`.
+    @usableFromInline
+    let generationCounter = Generation.counter
 
     init(readsInPlace: Bool) { self.readsInPlace = readsInPlace }
 
+    /// The current generation (`Generation.current`, through `generationCounter`).
+    @inlinable @inline(__always)
+    final var generation: UInt64 { generationCounter.pointee.load(ordering: .acquiring) }
+
     @inlinable @inline(__always)
     final func read() -> Value {
-        if readsInPlace, let raw = cache.load(at: Generation.current) {
+        if readsInPlace, let raw = cache.load(at: generation) {
             return boxedValuePointer(raw, as: Value.self).pointee
         }
         return readSlow()
@@ -337,7 +344,7 @@ class TypeLookup<Value>: @unchecked Sendable {
     /// the program with the error's message (which names `T`, not the `T?` of the lookup).
     @inlinable @inline(__always)
     final func readRequired() -> Value {
-        if readsInPlace, let raw = cache.load(at: Generation.current) {
+        if readsInPlace, let raw = cache.load(at: generation) {
             return boxedValuePointer(raw, as: Value.self).pointee
         }
         return readSlowQuietly()

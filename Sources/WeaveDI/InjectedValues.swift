@@ -23,7 +23,7 @@ public struct InjectedValues: Sendable {
     /// The values in effect here: the overrides of enclosing `withInjectedValues` calls.
     public static var current: InjectedValues {
         // Until the first override in the process, there is none to look up.
-        InjectedValues(overrides: Overrides.everUsed.load(ordering: .relaxed) ? Overrides.current : nil)
+        InjectedValues(overrides: Overrides.everUsed ? Overrides.current : nil)
     }
 
     /// The value for `key`: an override, else a registration of its type, else its default.
@@ -36,7 +36,7 @@ public struct InjectedValues: Sendable {
     public subscript<K: InjectedKey>(key: K.Type) -> K.Value {
         get {
             if overrides == nil, probe == nil, let reader = KeyStates.existingReader(for: K.self),
-                let raw = reader._withUnsafeGuaranteedRef({ $0.box(at: Generation.current) })
+                let raw = reader._withUnsafeGuaranteedRef({ $0.box(at: $0.generation) })
             {
                 return unbox(raw, as: K.Value.self)
             }
@@ -58,7 +58,7 @@ public struct InjectedValues: Sendable {
         if let probe { probe.record(state) }
         if let overrides, let box = overrides.box(for: state.slot) { return unsafeDowncast(box, to: Box<K.Value>.self).value }
         // The answer without overrides, when the key's reader knows it (as `KeyReader.read()`).
-        if let raw = state.box(at: Generation.current) { return unbox(raw, as: K.Value.self) }
+        if let raw = state.box(at: state.generation) { return unbox(raw, as: K.Value.self) }
         return state.resolved()
     }
 
@@ -141,13 +141,14 @@ enum Overrides {
 
     /// Whether any override was ever made in this process. Until then reads skip the
     /// task-local lookup entirely. It never goes back to false: a `Task {}` started inside
-    /// `withInjectedValues` keeps its overrides for as long as it runs.
-    @usableFromInline
-    static let everUsed = Atomic<Bool>(false)
+    /// `withInjectedValues` keeps its overrides for as long as it runs. (A bit of the generation
+    /// counter: see `Generation.overridesUsed`.)
+    @inlinable
+    static var everUsed: Bool { Generation.counter.pointee.load(ordering: .relaxed) & Generation.overridesUsed != 0 }
 
     /// Runs `body` with no override in effect (in it and in the tasks it starts).
     static func withoutOverrides<R>(_ body: () -> R) -> R {
-        guard everUsed.load(ordering: .relaxed), current != nil else { return body() }
+        guard everUsed, current != nil else { return body() }
         return $current.withValue(nil, operation: body)
     }
 }
@@ -186,7 +187,7 @@ public func withInjectedValues<R>(
 ) rethrows -> R {
     var values = InjectedValues.current
     try update(&values)
-    Overrides.everUsed.store(true, ordering: .relaxed)
+    Generation.noteOverridesUsed()
     return try Overrides.$current.withValue(values.overrides, operation: operation)
 }
 
@@ -200,6 +201,6 @@ public func withInjectedValues<R>(
 ) async rethrows -> R {
     var values = InjectedValues.current
     try await update(&values)
-    Overrides.everUsed.store(true, ordering: .relaxed)
+    Generation.noteOverridesUsed()
     return try await Overrides.$current.withValue(values.overrides, operation: operation, isolation: isolation)
 }

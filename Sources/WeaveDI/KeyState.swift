@@ -26,6 +26,9 @@ class KeyReader<Value>: @unchecked Sendable {
     /// the key's default for the context then current (a change of context starts a generation).
     @usableFromInline
     let answer = BoxCache()
+    /// `Generation.counter`, kept here: see `Generation`.
+    @usableFromInline
+    let generationCounter = Generation.counter
 
     init() {
         defaults = .allocate(capacity: InjectedContext.allCases.count)
@@ -43,7 +46,9 @@ class KeyReader<Value>: @unchecked Sendable {
     /// The key's value here: override, registration or default.
     @inlinable @inline(__always)
     final func read() -> Value {
-        if !Overrides.everUsed.load(ordering: .relaxed), let raw = box(at: Generation.current) {
+        // One load for both: no override ever made (the generation's bit), and the generation.
+        let generation = self.generation
+        if generation & Generation.overridesUsed == 0, let raw = box(at: generation) {
             return Unmanaged<Box<Value>>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.value }
         }
         return readSlow()
@@ -56,6 +61,10 @@ class KeyReader<Value>: @unchecked Sendable {
     final func box(at generation: UInt64) -> UnsafeRawPointer? {
         answer.load(at: generation)
     }
+
+    /// The current generation (`Generation.current`, through `generationCounter`).
+    @inlinable @inline(__always)
+    final var generation: UInt64 { generationCounter.pointee.load(ordering: .acquiring) }
 
     /// `read()` in full.
     @usableFromInline
@@ -75,9 +84,11 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
     }
 
     override func readSlow() -> K.Value {
-        if Overrides.everUsed.load(ordering: .relaxed), let node = Overrides.current, let box = node.boxAddress(for: slot) {
+        if Overrides.everUsed, let node = Overrides.current, let box = node.boxAddress(for: slot) {
             return unbox(box, as: K.Value.self)  // `node` keeps the box alive
         }
+        // Not overridden here: the answer, when known (as `read()` once no override was ever made).
+        if let raw = box(at: generation) { return unbox(raw, as: K.Value.self) }
         return resolved()
     }
 
