@@ -42,6 +42,30 @@ import WeaveDIPosix
         #expect(fileExists(socketPath))  // systemd owns it
     }
 
+    /// Sockets passed for another process (`LISTEN_PID` naming another one, as in a program
+    /// that started the daemon without clearing its own) are not taken: the daemon binds its
+    /// own socket and serves there, as `sd_listen_fds(3)` ignores them.
+    @Test func socketsPassedForAnotherProcess_areLeftAlone() throws {
+        let directory = TemporaryDirectory()
+        let socketPath = directory.path + "/activated.sock"
+        // As in the test above, but LISTEN_PID names the process's parent, not the daemon.
+        let wrapper = ["/usr/bin/env", "python3", "-c", """
+            import os, socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(sys.argv[1]); s.listen(16)
+            os.dup2(s.fileno(), 3); os.set_inheritable(3, True)
+            os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getppid()), LISTEN_FDNAMES="control")
+            os.execv(sys.argv[2], sys.argv[2:])
+            """, socketPath]
+        let daemon = try DaemonProcess(directory: directory, wrapper: wrapper)
+        #expect(daemon.waitForLog("ready;"))
+        #expect(!daemon.log.contains("passed by systemd"), "\(daemon.log)")
+        #expect(daemon.log.contains("ready; control socket \"\(daemon.defaultSocket)\""), "\(daemon.log)")
+        #expect(!(try roundTrip(daemon.defaultSocket)).isEmpty)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     /// Under socket activation a reload that changes `control.socket` is taken (the socket
     /// systemd passed is the one served), and the log says the change moves nothing and where
     /// the socket is set instead.
