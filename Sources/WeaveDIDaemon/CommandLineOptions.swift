@@ -49,7 +49,8 @@ public struct CommandLineOptions: Sendable, Equatable {
         WEAVEDI_LOG_LEVEL, WEAVEDI_REGISTRY_*, WEAVEDI_INJECTED_ENV (see /etc/default/weavedid),
         XDG_RUNTIME_DIR (the default control socket is $RUNTIME_DIRECTORY/control.sock, else
         $XDG_RUNTIME_DIR/weavedi/control.sock, else ./.weavedi/run/control.sock), and systemd's
-        NOTIFY_SOCKET, WATCHDOG_USEC, LISTEN_FDS, RUNTIME_DIRECTORY, STATE_DIRECTORY.
+        NOTIFY_SOCKET, WATCHDOG_USEC, LISTEN_FDS, RUNTIME_DIRECTORY, STATE_DIRECTORY and
+        JOURNAL_STREAM (log lines carry journald's <N> priorities when it names standard error).
         """
 
     /// A command-line mistake; exit status 64 (EX_USAGE).

@@ -46,6 +46,27 @@ import WeaveDIControl
         #expect(unchanged.output.hasPrefix("level:  all\n"))
     }
 
+    /// A call whose filter is refused changes nothing, the level it also names included, and
+    /// logs no change; a call that names neither logs nothing either.
+    @Test func logLevel_withABadFilter_changesNeither() throws {
+        let daemon = try readyDaemon()
+        let run = try CtlRun.run(["--socket", daemon.defaultSocket, "log-level", "off", "--filter", "sync=loud"])
+        #expect(run.code == 1, "\(run.all)")
+        #expect(run.error.contains(#"{"parameter":"filter","reason":"#), "\(run.error)")
+        let wrongType = try daemon.sendCall("SetLogLevel", #"{"level":"off","filter":5}"#).reply() ?? ""
+        #expect(wrongType.contains(#""parameter":"filter""#), "\(wrongType)")
+        let unchanged = try CtlRun.run(["--socket", daemon.defaultSocket, "log-level"])
+        #expect(unchanged.output == "level:  all\nfilter: info\n", "\(unchanged.all)")
+        let neither = try daemon.sendCall("SetLogLevel").reply() ?? ""
+        #expect(neither.contains(#""level":"all""#), "\(neither)")
+        // The next change is logged: nothing before it was.
+        let set = try CtlRun.run(["--socket", daemon.defaultSocket, "log-level", "errors"])
+        #expect(set.code == 0, "\(set.all)")
+        #expect(daemon.waitForLog("log level now errors"))
+        #expect(!daemon.log.contains("log level now all"), "\(daemon.log)")
+        #expect(!daemon.log.contains("log level now off"), "\(daemon.log)")
+    }
+
     @Test func reload_withTheBuiltInDefault_succeeds() throws {
         let daemon = try readyDaemon()
         let run = try CtlRun.run(["--socket", daemon.defaultSocket, "reload"])

@@ -49,6 +49,16 @@ import WeaveDIPosix
         #expect(help.contains("XDG_RUNTIME_DIR") && help.contains("./.weavedi/run/control.sock"), "\(help)")
     }
 
+    /// The help names the environment variables an operator sets or systemd does, JOURNAL_STREAM
+    /// (which changes every log line's shape) among them.
+    @Test func help_namesTheEnvironmentVariablesRead() throws {
+        let help = try run(["--help"]).standardOutputText
+        for name in ["WEAVEDID_LOG", "WEAVEDI_LOG_LEVEL", "WEAVEDI_REGISTRY_", "NOTIFY_SOCKET", "WATCHDOG_USEC", "LISTEN_FDS",
+                     "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "JOURNAL_STREAM"] {
+            #expect(help.contains(name), "\(name) is not in the help: \(help)")
+        }
+    }
+
     @Test(arguments: [
         ["--bogus"], ["--config"], ["--config="], ["extra"],
         ["--config", "/a.json", "--config", "/b.json"], ["--config=/a.json", "--check-config", "--config", "/a.json"],

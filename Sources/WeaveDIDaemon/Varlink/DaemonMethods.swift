@@ -236,22 +236,29 @@ final class DaemonMethods: Sendable {
             let notSaved = try await jobs.setPaused(name, method == "PauseJob")
             return VarlinkReply(parameters: notSaved.map { [("notSaved", .string($0))] } ?? [])
         case "SetLogLevel":
+            // All or nothing: both parameters are checked before either is changed.
             try call.accept(["level", "filter"])
+            var level: LogLevel?
             if let name = try call.string("level") {
-                guard let level = LogLevel(name: name) else {
+                guard let named = LogLevel(name: name) else {
                     let names = LogLevel.allCases.map(\.rawValue).joined(separator: ", ")
                     throw .invalidParameter("level", reason: "expected one of \(names), got \(FieldReader.describe(.string(name)))")
                 }
-                UnifiedDI.setLogLevel(level)
+                level = named
             }
+            var filter: LogFilter?
             if let text = try call.string("filter") {
                 switch LogFilter.parse(text) {
-                case let .success(filter): log.currentFilter = filter
+                case let .success(parsed): filter = parsed
                 case let .failure(error):
                     throw .invalidParameter(
                         "filter", reason: "\(error) (expected a default level and subsystem=level entries, such as \"info,sync=debug\")")
                 }
             }
+            // A call that names neither changes nothing, and says nothing in the log.
+            guard level != nil || filter != nil else { return logLevelReply() }
+            if let level { UnifiedDI.setLogLevel(level) }
+            if let filter { log.currentFilter = filter }
             log.notice("control", "log level now \(UnifiedDI.logLevel), filter \(log.currentFilter.text)")
             return logLevelReply()
         case "GetMetrics":
