@@ -36,6 +36,8 @@ import WeaveDIPosix
         directory.write("weavedid.json", #"{"shutdownTimeout": 120}"#)
         daemon.send(.hangup)
         #expect(notify.wait(forLine: "STATUS=running; configuration reloaded"))
+        // The log names who asked, as it does for the stop.
+        #expect(daemon.log.contains("reloading the configuration (asked by SIGHUP from pid \(getpid()))"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
         #expect(notify.wait { $0.hasPrefix("STOPPING=1\n") })
@@ -85,6 +87,9 @@ import WeaveDIPosix
             #expect(notify.wait(forLine: "STATUS=running; configuration reloaded"), "\(notify.lines) \(daemon.log)")
             #expect(!daemon.log.contains("reload ignored"), "\(daemon.log)")
             caughtStarting = daemon.log.contains("SIGHUP while starting; the configuration is read again once started")
+            if caughtStarting {
+                #expect(daemon.log.contains("reloading the configuration (asked by SIGHUP from pid \(getpid()))"), "\(daemon.log)")
+            }
             daemon.send(.terminate)
             #expect(daemon.wait() == .exited(0), "\(daemon.log)")
             #expect(notify.wait { $0.hasPrefix("STOPPING=1\n") })

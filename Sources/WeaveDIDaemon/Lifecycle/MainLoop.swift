@@ -86,7 +86,8 @@ final class MainLoop {
                         let reason = "\(received.signal.name) from pid \(received.senderPID)"
                         Task { await supervisor.shutdown(reason: reason) }
                     case .hangup:
-                        Task { await supervisor.reloadForSignal() }
+                        let sender = "\(received.signal.name) from pid \(received.senderPID)"
+                        Task { await supervisor.reloadForSignal(sender: sender) }
                     default:
                         ignoredSignals.notice(context.log, "daemon", "\(received.signal.name) from pid \(received.senderPID) ignored: "
                             + "weavedid stops on SIGTERM or SIGINT and reloads its configuration on SIGHUP, and uses no other signal")

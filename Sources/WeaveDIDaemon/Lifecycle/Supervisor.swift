@@ -27,6 +27,10 @@ public actor Supervisor {
     private var reloading = false
     /// Callers that asked while a reload ran: the next reload is theirs.
     private var reloadWaiters: [CheckedContinuation<ReloadOutcome, Never>] = []
+    /// Who asked for the reload the waiters share (`reload(asker:)`), in order, each once.
+    private var waitingAskers: [String] = []
+    /// Who asked for the reload due once the start is over (`reloadForSignal`).
+    private var askedWhileStarting: [String] = []
     /// Why the last reload was refused; nil once a reload succeeds.
     public private(set) var reloadProblem: String?
     /// How many path warnings (`DaemonConfiguration.fileSystemWarnings`, what `--check-config`
@@ -125,7 +129,9 @@ public actor Supervisor {
         if reloadRequestedWhileStarting {
             reloadRequestedWhileStarting = false
             log.notice("daemon", "reloading for the SIGHUP received while starting")
-            await reload()
+            let askers = askedWhileStarting
+            askedWhileStarting = []
+            await reload(asker: askers.joined(separator: ", "))
         }
     }
 
@@ -134,14 +140,16 @@ public actor Supervisor {
     /// be in effect: the reload is done once the start is over, right after `READY=1` (several
     /// signals meanwhile make one reload). A start that fails, or that a shutdown ends, reloads
     /// nothing. While stopping, the signal is ignored, as `reload()` says.
-    public func reloadForSignal() async {
+    /// `sender`: who sent it (`SIGHUP from pid 1`), for the log.
+    public func reloadForSignal(sender: String) async {
         guard phase == .starting else {
-            await reload()
+            await reload(asker: sender)
             return
         }
         if !reloadRequestedWhileStarting {
             log.notice("daemon", "SIGHUP while starting; the configuration is read again once started")
         }
+        if !askedWhileStarting.contains(sender) { askedWhileStarting.append(sender) }
         reloadRequestedWhileStarting = true
     }
 
@@ -235,22 +243,29 @@ public actor Supervisor {
     /// A caller that asks while a reload runs is answered by the next one, which begins once
     /// the running one ends (all such callers share it): the file it reads is at least as new
     /// as the request, so its outcome is the caller's.
+    ///
+    /// `asker`: who asked (`SIGHUP from pid 1`, `Reload from uid 0 (pid 812)`), named in the
+    /// log line that begins the reload (those who share one are named together).
     @discardableResult
-    public func reload() async -> ReloadOutcome {
+    public func reload(asker: String = "") async -> ReloadOutcome {
         guard phase == .running else {
             log.warning("daemon", "reload ignored while \(phase.rawValue)")
             return .notRunning("the daemon is \(phase.rawValue)")
         }
         if reloading {
+            if !asker.isEmpty, !waitingAskers.contains(asker) { waitingAskers.append(asker) }
             return await withCheckedContinuation { reloadWaiters.append($0) }
         }
         reloading = true
         defer { reloading = false }
-        let outcome = await reloadOnce()
+        let outcome = await reloadOnce(asker: asker)
         while !reloadWaiters.isEmpty {
             let waiters = reloadWaiters
+            let askers = waitingAskers
             reloadWaiters = []
-            let theirs = phase == .running ? await reloadOnce() : .notRunning("the daemon is \(phase.rawValue)")
+            waitingAskers = []
+            let theirs = phase == .running
+                ? await reloadOnce(asker: askers.joined(separator: ", ")) : .notRunning("the daemon is \(phase.rawValue)")
             for waiter in waiters { waiter.resume(returning: theirs) }
         }
         return outcome
@@ -262,9 +277,9 @@ public actor Supervisor {
         return .notRunning("the daemon is \(phase.rawValue)")
     }
 
-    private func reloadOnce() async -> ReloadOutcome {
+    private func reloadOnce(asker: String) async -> ReloadOutcome {
         notifier.notify("RELOADING=1", "MONOTONIC_USEC=\(SystemClock.monotonicMicroseconds())", "STATUS=reloading the configuration")
-        log.notice("daemon", "reloading the configuration")
+        log.notice("daemon", "reloading the configuration" + (asker.isEmpty ? "" : " (asked by \(asker))"))
         let loaded: Result<DaemonConfiguration, ConfigurationError>
         do { loaded = .success(try await context.loadConfiguration()) } catch { loaded = .failure(error) }
         // Its path warnings, looked at now (off the actor), logged once it is in effect.
