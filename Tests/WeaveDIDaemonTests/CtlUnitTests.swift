@@ -146,6 +146,12 @@ import WeaveDIDaemon
         #expect(bar.update(short, isTerminal: false) == "progress: 9/10 files (1 failed), 5.0 KiB / 5.0 KiB (99%)\n")
         let whole = JSONValue.object([("filesDone", .int(10)), ("filesTotal", .int(10)), ("bytesDone", .int(5120)), ("bytesTotal", .int(5120))])
         #expect(bar.update(whole, isTerminal: false) == "progress: 10/10 files, 5.0 KiB / 5.0 KiB (100%)\n")
+        // Files skipped (changed while being copied) are said so: done, but not copied.
+        let skipped = JSONValue.object([
+            ("filesDone", .int(9)), ("filesSkipped", .int(2)), ("filesFailed", .int(1)), ("filesTotal", .int(10)),
+            ("bytesDone", .int(5120)), ("bytesTotal", .int(5120)),
+        ])
+        #expect(bar.update(skipped, isTerminal: false) == "progress: 9/10 files (1 failed, 2 skipped), 5.0 KiB / 5.0 KiB (99%)\n")
     }
 
     /// A reply's integer may be written with a fraction or an exponent; a number no Double

@@ -10,7 +10,10 @@ import WeaveDIPosix
 /// and a metric tell; skipped so in `ChangingFiles.runsBeforeError` runs in a row (a file
 /// written all the time, never in the backup), it is an error of the run, across a restart,
 /// until a run copies it. The copy is made to see a change by a preloaded `openat`: creating
-/// the copy's temporary file appends a byte to the source file while `change` exists.
+/// the copy's temporary file appends a byte to the source file while `change` exists. Each
+/// place that says so says whether the backup has an earlier copy: not in the first runs (the
+/// destination never had the file), so none is said to be kept; and the run's last progress
+/// counts the file skipped, its bytes not copied, as the run's summary does.
 @Suite struct DaemonChangingFileTests {
     @Test func aFileChangingInEveryRun_isSaidSkipped_thenAnErrorFromTheThirdRun_untilARunCopiesIt() throws {
         let directory = TemporaryDirectory()
@@ -39,8 +42,9 @@ import WeaveDIPosix
             try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
             return daemon
         }
+        var waited = ""
         func run(_ daemon: DaemonProcess) throws -> JSONValue? {
-            _ = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "j", "--wait"])
+            waited = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "j", "--wait"]).output
             let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
             return job?[member: "lastRun"]
         }
@@ -48,11 +52,12 @@ import WeaveDIPosix
             let text = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue
             return text?.split(separator: "\n").first { $0.hasPrefix("weavedi_sync_files_skipped_total{job=\"j\"}") }.map(String.init)
         }
-        let skippedReason = "changed while being copied; the previous version is kept (the source changed during the run; not an error)"
+        let skippedReason = "changed while being copied; the destination has no copy of it yet (the source changed during the run; not an error)"
+        let keptReason = "changed while being copied; the previous version is kept (the source changed during the run; not an error)"
         let tooOften = { (runs: Int) in
-            "changed while being copied in each of the last \(runs) runs, so the backup has no copy of it as it is now (only an "
-                + "older one, if any); a file written all the time cannot be copied whole: stop its writer during the run, or "
-                + "mirror a snapshot (LVM, btrfs) of its file system"
+            "changed while being copied in each of the last \(runs) runs, so the backup has no copy of it at all; a file "
+                + "written all the time cannot be copied whole: stop its writer during the run, or mirror a snapshot (LVM, "
+                + "btrfs) of its file system"
         }
 
         var daemon = try start()
@@ -63,7 +68,20 @@ import WeaveDIPosix
             #expect(last?[member: "filesSkipped"]?.intValue == 1)
             #expect(last?[member: "message"]?.stringValue == "skipped 1 item(s); first: grow: \(skippedReason)", "\(String(describing: last))")
             #expect(try skippedMetric(daemon) == "weavedi_sync_files_skipped_total{job=\"j\"} \(runs)")
+            // weavedictl run-job --wait: its last progress, whose bytes are the summary's (fine.txt
+            // copied in the first run; grow in neither), and the run's end.
+            let (copied, bytes) = runs == 1 ? (1, "4 B") : (0, "0 B")
+            let lines = waited.split(separator: "\n").map(String.init)
+            #expect(lines.last { $0.hasPrefix("progress: ") } == "progress: 2/2 files (1 skipped), \(bytes) / \(bytes) (100%)", "\(waited)")
+            #expect(lines.last?.contains("(copied \(copied), updated 0, deleted 0, skipped 1, errors 0, \(bytes))") == true, "\(waited)")
+            #expect(lines.last?.contains("grow: \(skippedReason)") == true, "\(waited)")
+            #expect(!waited.contains("previous version"), "\(waited)")
         }
+        #expect(daemon.log.contains("skipped grow: \(skippedReason)"), "\(daemon.log)")
+        #expect(!daemon.log.contains("previous version"), "\(daemon.log)")
+        let jobs = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "j"]).output
+        #expect(jobs.contains("grow: changed while being copied; the destination has no copy of it yet"), "\(jobs)")
+        #expect(!jobs.contains("previous version"), "\(jobs)")
         #expect(!fileExists(d + "/mirror/grow"))
         #expect(directory.read("mirror/fine.txt") == "fine")
         // The third: an error, the run partial.
@@ -88,12 +106,22 @@ import WeaveDIPosix
         #expect(last?[member: "result"]?.stringValue == "success", "\(String(describing: last))\n\(daemon.log)")
         #expect(last?[member: "message"] == .null)
         #expect(fileExists(d + "/mirror/grow"))
-        // Changing again, it is a warning again: the count starts anew.
+        // Changing again, it is a warning again: the count starts anew; the copy made stays.
         directory.write("source/grow", "written again")
         directory.write("change", "")
         last = try run(daemon)
         #expect(last?[member: "result"]?.stringValue == "success", "\(String(describing: last))\n\(daemon.log)")
         #expect(last?[member: "filesSkipped"]?.intValue == 1)
+        #expect(last?[member: "message"]?.stringValue == "skipped 1 item(s); first: grow: \(keptReason)", "\(String(describing: last))")
+        #expect(fileExists(d + "/mirror/grow"))
+        // In 3 runs in a row: an error again, which says that the backup has an older copy.
+        _ = try run(daemon)
+        last = try run(daemon)
+        let tooOftenKept = "changed while being copied in each of the last 3 runs, so the backup has no copy of it as it is now "
+            + "(only an older one); a file written all the time cannot be copied whole: stop its writer during the run, or "
+            + "mirror a snapshot (LVM, btrfs) of its file system"
+        #expect(last?[member: "result"]?.stringValue == "partial", "\(String(describing: last))\n\(daemon.log)")
+        #expect(last?[member: "failedItems"]?.arrayValue?.first?[member: "reason"]?.stringValue == tooOftenKept)
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

@@ -133,6 +133,47 @@ import WeaveDIPosix
         #expect(try fixture.temporaryFiles().isEmpty)
     }
 
+    /// A file the destination has no copy of yet (a first run), changing during its copy, is
+    /// skipped as one that changed, but its warning does not say that a previous version is kept:
+    /// the backup has none. The run's last progress counts it done and skipped, its bytes neither
+    /// done nor to do, so that its bytes are those the report says were copied, not its 100 %.
+    @Test func newFileChangingDuringItsFirstCopy_isSaidToHaveNoCopy_andItsBytesAreNotCountedDone() async throws {
+        let fixture = try MirrorFixture()
+        try fixture.write("src/growing.log", [UInt8](repeating: 0x61, count: 64 << 20), mtime: sampleTime())
+        try fixture.write("src/other.txt", "other", mtime: sampleTime())
+        let size = try #require(fixture.status("src/growing.log")).size
+
+        let stop = Locked(false)
+        let path = fixture.source + "/growing.log"
+        let writer = try PosixThread {
+            guard let file = try? FileDescriptor.open(path, .writeOnly, options: [.append]) else { return }
+            let chunk = [UInt8](repeating: 0x62, count: 64 << 10)
+            while !stop.withLock({ $0 }) {
+                try? file.descriptor.writeAll(chunk)
+                usleep(250)
+            }
+        }
+        while (fixture.status("src/growing.log")?.size ?? 0) == size { usleep(1000) }
+
+        let last = Locked(MirrorProgress())
+        let report = await MirrorEngine(settings: fixture.settings(), container: .mirrorWorkers()).run { progress in
+            last.withLock { $0 = progress }
+        }
+        stop.withLock { $0 = true }
+        writer.join()
+
+        #expect(report.result == .success && report.errorCount == 0, "\(report.errors)")
+        #expect(report.skipped == 1 && report.copied == 1 && report.bytes == 5)
+        #expect(report.warnings == [MirrorIssue(
+            path: "growing.log",
+            reason: "changed while being copied; the destination has no copy of it yet (the source changed during the run; not an error)")])
+        #expect(report.changedWhileCopying == ["growing.log"] && report.changedWithNoCopy == ["growing.log"])
+        #expect(fixture.status("dst/growing.log") == nil)
+        #expect(fixture.read("dst/other.txt") == "other")
+        #expect(try fixture.temporaryFiles().isEmpty)
+        #expect(last.withLock { $0 } == MirrorProgress(filesDone: 2, filesSkipped: 1, filesTotal: 2, bytesDone: 5, bytesTotal: 5))
+    }
+
     @Test func fileVanishingBetweenListingAndCopy_isAWarning_andTheRunGoesOn() async throws {
         let fixture = try MirrorFixture()
         try fixture.write("src/doomed.txt", "here at listing time")

@@ -121,9 +121,11 @@ public enum DaemonInterface {
 
         # Progress of a running job. Done counts what was done (copied, checked, skipped with a
         # warning), not the items that failed: a run with errors ends short of its totals.
-        # filesFailed counts the files (not directories) that failed so far, each an error of the run;
-        # optional, as a daemon before it sends none (this one always does).
-        type Progress (filesDone: int, filesFailed: ?int, filesTotal: int, bytesDone: int, bytesTotal: int)
+        # filesSkipped counts those of filesDone skipped with a warning (a file that changed while
+        # being copied): not copied, their bytes are in neither bytesDone nor bytesTotal.
+        # filesFailed counts the files (not directories) that failed so far, each an error of the run.
+        # Both optional, as a daemon before them sends none (this one always does).
+        type Progress (filesDone: int, filesSkipped: ?int, filesFailed: ?int, filesTotal: int, bytesDone: int, bytesTotal: int)
 
         # A configured sync job. running is true while a run of it is going or waits for a slot;
         # queued (null otherwise) says that it waits, with the runs going and the cap now.

@@ -37,7 +37,8 @@ struct MirrorJob: SyncJob {
         let engine = MirrorEngine(settings: settings, container: container)
         var report = await engine.run { progress in
             context.progress(SyncProgress(
-                filesDone: progress.filesDone, filesFailed: progress.filesFailed, filesTotal: progress.filesTotal,
+                filesDone: progress.filesDone, filesSkipped: progress.filesSkipped, filesFailed: progress.filesFailed,
+                filesTotal: progress.filesTotal,
                 bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal)))
         }
         Self.noteRootUnavailable(name, settings, report)
@@ -48,7 +49,9 @@ struct MirrorJob: SyncJob {
         if wentThrough {
             for path in report.changedWhileCopying {
                 let runs = ChangingFiles.runsInARow(path, after: context.changingFiles)
-                if runs >= ChangingFiles.runsBeforeError { report.changedTooOften(path, Self.changingTooOften(runs: runs)) }
+                if runs >= ChangingFiles.runsBeforeError {
+                    report.changedTooOften(path, Self.changingTooOften(runs: runs, copyKept: !report.changedWithNoCopy.contains(path)))
+                }
             }
         }
         if report.destinationIsMountRoot == true, !settings.destinationMountPoint, Self.firstMountPointNotice(for: name) {
@@ -181,10 +184,12 @@ struct MirrorJob: SyncJob {
     }
 
     /// Why a file that changed while being copied in `runs` runs in a row (at least
-    /// `ChangingFiles.runsBeforeError`) is an error of the run, and what to do.
-    static func changingTooOften(runs: Int) -> String {
-        "changed while being copied in each of the last \(runs) runs, so the backup has no copy of it as it is now (only an "
-            + "older one, if any); a file written all the time cannot be copied whole: stop its writer during the run, or "
+    /// `ChangingFiles.runsBeforeError`) is an error of the run, and what to do; `copyKept`:
+    /// whether the destination has an earlier copy of it (`MirrorReport.changedWithNoCopy`).
+    static func changingTooOften(runs: Int, copyKept: Bool) -> String {
+        "changed while being copied in each of the last \(runs) runs, so the backup has "
+            + (copyKept ? "no copy of it as it is now (only an older one)" : "no copy of it at all")
+            + "; a file written all the time cannot be copied whole: stop its writer during the run, or "
             + "mirror a snapshot (LVM, btrfs) of its file system"
     }
 

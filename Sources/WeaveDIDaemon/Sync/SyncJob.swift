@@ -67,14 +67,19 @@ public struct SyncSourceMounts: Sendable, Equatable {
 
 /// How far a run has got.
 public struct SyncProgress: Sendable, Equatable {
-    /// Files done, failed (errors of the run: not done) and to do.
-    public var filesDone = 0, filesFailed = 0, filesTotal = 0
-    /// Bytes done and to do.
+    /// Files done, of those skipped with a warning (not copied), failed (errors of the run: not
+    /// done) and to do.
+    public var filesDone = 0, filesSkipped = 0, filesFailed = 0, filesTotal = 0
+    /// Bytes done and to do (a skipped file's bytes are in neither: `MirrorProgress`).
     public var bytesDone = 0, bytesTotal = 0
 
     /// A progress value.
-    public init(filesDone: Int = 0, filesFailed: Int = 0, filesTotal: Int = 0, bytesDone: Int = 0, bytesTotal: Int = 0) {
+    public init(
+        filesDone: Int = 0, filesSkipped: Int = 0, filesFailed: Int = 0, filesTotal: Int = 0, bytesDone: Int = 0,
+        bytesTotal: Int = 0
+    ) {
         self.filesDone = filesDone
+        self.filesSkipped = filesSkipped
         self.filesFailed = filesFailed
         self.filesTotal = filesTotal
         self.bytesDone = bytesDone

@@ -92,7 +92,8 @@ enum SyncRunEncoding {
 
     static func progress(_ progress: SyncProgress) -> JSONValue {
         .object([
-            ("filesDone", .int(progress.filesDone)), ("filesFailed", .int(progress.filesFailed)),
+            ("filesDone", .int(progress.filesDone)), ("filesSkipped", .int(progress.filesSkipped)),
+            ("filesFailed", .int(progress.filesFailed)),
             ("filesTotal", .int(progress.filesTotal)),
             ("bytesDone", .int(progress.bytesDone)), ("bytesTotal", .int(progress.bytesTotal)),
         ])

@@ -9,7 +9,7 @@ struct ProgressBar {
 
     /// The bar and figures for a `Progress` object, e.g.
     /// `[#########.....................]  30%  3/10 files  1.5 MiB / 5.0 MiB`, with the files
-    /// that failed when there are any: `3/10 files (2 failed)`.
+    /// that failed or were skipped (not copied) when there are any: `3/10 files (2 failed, 1 skipped)`.
     func bar(_ progress: JSONValue) -> String {
         let fraction = Self.fraction(progress)
         let filled = Int((fraction * Double(width)).rounded(.down))
@@ -31,7 +31,7 @@ struct ProgressBar {
     /// Whether `progress` counts nothing at all, done or to do, in files or bytes: the run has
     /// not walked its tree (or stopped before it did), so there is no progress to show.
     static func countsNothing(_ progress: JSONValue) -> Bool {
-        ["filesDone", "filesFailed", "filesTotal", "bytesDone", "bytesTotal"].allSatisfy { (progress.int($0) ?? 0) == 0 }
+        ["filesDone", "filesSkipped", "filesFailed", "filesTotal", "bytesDone", "bytesTotal"].allSatisfy { (progress.int($0) ?? 0) == 0 }
     }
 
     /// Done over total, by bytes when the total is known, else by files; 0 to 1. Short of 1
@@ -53,8 +53,11 @@ struct ProgressBar {
     }
 
     private static func figures(_ progress: JSONValue) -> String {
-        let failed = (progress.int("filesFailed") ?? 0) > 0 ? " (\(progress.intText("filesFailed")) failed)" : ""
-        return "\(progress.intText("filesDone"))/\(progress.intText("filesTotal")) files\(failed)  "
+        let notes = [("filesFailed", "failed"), ("filesSkipped", "skipped")].compactMap { key, word in
+            (progress.int(key) ?? 0) > 0 ? "\(progress.intText(key)) \(word)" : nil
+        }
+        let counted = notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")"
+        return "\(progress.intText("filesDone"))/\(progress.intText("filesTotal")) files\(counted)  "
             + Format.bytes(progress.int("bytesDone") ?? 0) + " / " + Format.bytes(progress.int("bytesTotal") ?? 0)
     }
 }

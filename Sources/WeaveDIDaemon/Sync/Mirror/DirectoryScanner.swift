@@ -170,6 +170,7 @@ struct DirectoryScanner {
             if MirrorTemporaryName.isTemporary(entry.name) {
                 outcome.entriesFound += 1
                 outcome.entriesSettled += 1
+                outcome.entriesSkipped += 1
                 outcome.report.skip(directory.path(of: entry.name), "an unfinished copy of another mirror; not mirrored")
                 continue
             }
@@ -185,6 +186,7 @@ struct DirectoryScanner {
                     outcome.entriesFailed += 1
                 } else {
                     outcome.entriesSettled += 1
+                    outcome.entriesSkipped += 1
                 }
                 continue
             }
@@ -206,7 +208,12 @@ struct DirectoryScanner {
             } catch {
                 let isError = outcome.report.failIsError(directory.path(of: entry.name), error)
                 if status.kind != .directory {
-                    if isError { outcome.entriesFailed += 1 } else { outcome.entriesSettled += 1 }
+                    if isError {
+                        outcome.entriesFailed += 1
+                    } else {
+                        outcome.entriesSettled += 1
+                        outcome.entriesSkipped += 1
+                    }
                 }
             }
         }
@@ -304,7 +311,7 @@ struct DirectoryScanner {
                 return
             }
             if let action = fileAction(source: source, destination: destination) {
-                outcome.jobs.append(FileJob(name: name, action: action, source: source, isNew: false))
+                outcome.jobs.append(FileJob(name: name, action: action, source: source, isNew: false, hasEarlierCopy: true))
             } else {
                 outcome.report.unchanged += 1
                 outcome.entriesSettled += 1
@@ -344,6 +351,7 @@ struct DirectoryScanner {
                                         isNew: destination == nil))
         default:
             outcome.entriesSettled += 1
+            outcome.entriesSkipped += 1
             outcome.report.skip(directory.path(of: name), "\(source.kind.phrase) skipped: only files, directories and links are mirrored")
         }
     }

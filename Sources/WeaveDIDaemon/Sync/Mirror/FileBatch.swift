@@ -32,6 +32,9 @@ struct FileJob: Sendable {
     let source: FileStatus
     /// Whether the destination had nothing under this name (a copy then counts as `copied`).
     let isNew: Bool
+    /// Whether the destination has a regular file under this name, an earlier copy, which
+    /// stays where the copy is not published (a source that changed during it).
+    var hasEarlierCopy = false
 
     /// The bytes this job reads or copies, for progress.
     var plannedBytes: Int64 {
@@ -129,7 +132,7 @@ extension FileBatch {
                 outcome.interrupted = true
                 break
             }
-            var done = true
+            var done = true, skipped = false
             do {
                 if let copy = try perform(job, copier: copier, hasher: &hasher, context: context, outcome: &outcome) {
                     if durable {
@@ -143,8 +146,9 @@ extension FileBatch {
                 break
             } catch {
                 done = !fail(job, error, in: &outcome)
+                skipped = done  // a warning: skipped, not copied
             }
-            settle(job, done: done, in: &outcome, context)
+            settle(job, done: done, skipped: skipped, in: &outcome, context)
         }
         // Whole copies, checked: published even after a cancellation, which stops between files.
         var flushed = false
@@ -171,23 +175,32 @@ extension FileBatch {
             }
         }
         for (job, copy) in prepared {
-            var done = true
+            var done = true, skipped = false
             do {
                 try publish(copy, of: job, copier: copier, durable: !flushed, outcome: &outcome)
             } catch {
                 done = !fail(job, error, in: &outcome)
+                skipped = done  // a warning: skipped, not copied
             }
-            settle(job, done: done, in: &outcome, context)
+            settle(job, done: done, skipped: skipped, in: &outcome, context)
         }
         return outcome
     }
 
     /// Counts `job` handled, and done unless it failed (`done`: the progress counts only what
     /// was done, so that a run whose writes fail, a full disk, ends short of its totals, not at
-    /// 100 %; one that failed counts among the failed), and hands what the batch did so far over to the run's tally (a run given up on
-    /// while the batch is under way counts it).
-    private func settle(_ job: FileJob, done: Bool, in outcome: inout BatchOutcome, _ context: MirrorContext) {
-        if done {
+    /// 100 %; one that failed counts among the failed; one `skipped` with a warning is done, its
+    /// bytes not: they leave the total), and hands what the batch did so far over to the run's
+    /// tally (a run given up on while the batch is under way counts it).
+    private func settle(
+        _ job: FileJob, done: Bool, skipped: Bool = false, in outcome: inout BatchOutcome, _ context: MirrorContext
+    ) {
+        if done && skipped {
+            // Done, but nothing of it copied: its bytes leave the total (`MirrorProgress`).
+            outcome.doneFiles += 1
+            outcome.skippedFiles += 1
+            outcome.skippedBytes += job.plannedBytes
+        } else if done {
             outcome.doneFiles += 1
             outcome.doneBytes += job.plannedBytes
         } else {
@@ -238,7 +251,8 @@ extension FileBatch {
         switch job.action {
         case .copy:
             return .file(try copier.prepare(
-                job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime))
+                job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime,
+                hasEarlierCopy: job.hasEarlierCopy))
         case .verify:
             let digester: FileHasher
             if let hasher {
@@ -263,7 +277,8 @@ extension FileBatch {
             if sourceDigest != destinationDigest {
                 try directory.makeWritable()
                 return .file(try copier.prepare(
-                    job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime))
+                    job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime,
+                    hasEarlierCopy: true))
             } else {
                 try fixAttributes(of: job, copier: copier, durable: durable, outcome: &outcome)
             }

@@ -41,12 +41,15 @@ public final class FileCopier: Sendable {
     /// `destination`: the content, mode and mtime in a temporary file, checked against changes of
     /// the source, with its writeback started when `durable`; not visible yet. `noAccessTime`
     /// opens the source with `O_NOATIME` (allowed to its owner or a privileged process).
+    /// `hasEarlierCopy`: whether `destination` has a regular file `name`, which stays should
+    /// the source change during the copy (`MirrorFailure.changedWhileCopying(copyKept:)`).
     func prepare(
         _ name: String,
         from source: FileDescriptor,
         to destination: FileDescriptor,
         durable: Bool,
-        noAccessTime: Bool
+        noAccessTime: Bool,
+        hasEarlierCopy: Bool
     ) throws(MirrorFailure) -> PreparedCopy {
         try WalkWatch.begin(.openingFile, name)
         // Not waiting on a fifo swapped in after the listing; only a regular file is read.
@@ -66,7 +69,7 @@ public final class FileCopier: Sendable {
             if copied != before.size || after.size != before.size
                 || after.modificationTime != before.modificationTime || after.changeTime != before.changeTime
             {
-                throw MirrorFailure.changedWhileCopying
+                throw MirrorFailure.changedWhileCopying(copyKept: hasEarlierCopy)
             }
             try WalkWatch.begin(.settingAttributes, name)
             if before.hasSetIDBits {

@@ -116,7 +116,7 @@ struct MirrorCoordinator {
             tally.absorb(scan.report)
             if scan.interrupted { books.interrupted = true }
             books.meter.found(
-                files: scan.entriesFound, settled: scan.entriesSettled, failed: scan.entriesFailed,
+                files: scan.entriesFound, settled: scan.entriesSettled, skipped: scan.entriesSkipped, failed: scan.entriesFailed,
                 bytes: scan.jobs.reduce(0) { $0 + $1.plannedBytes })
             if let parent {
                 if scan.parentModified { books.directories[ObjectIdentifier(parent)]?.modified = true }
@@ -138,7 +138,9 @@ struct MirrorCoordinator {
             for batch in batches.reversed() { books.stack.append(.files(batch)) }
         case let .files(batch, directory):
             tally.absorb(batch.report)
-            books.meter.settled(files: batch.doneFiles, failed: batch.failedFiles, bytes: batch.doneBytes)
+            books.meter.settled(
+                files: batch.doneFiles, skipped: batch.skippedFiles, failed: batch.failedFiles, bytes: batch.doneBytes,
+                skippedBytes: batch.skippedBytes)
             if batch.modified { books.directories[ObjectIdentifier(directory)]?.modified = true }
             if batch.interrupted { books.interrupted = true }
             sourceUserDone(directory, &books)

@@ -5,8 +5,11 @@ import WeaveDIPosix
 enum MirrorFailure: Error, Equatable, CustomStringConvertible {
     /// A system call failed.
     case system(_ operation: String, Errno)
-    /// The source file's size, mtime or ctime moved during the copy, or a read came up short.
-    case changedWhileCopying
+    /// The source file's size, mtime or ctime moved during the copy, or a read came up short:
+    /// the copy is not published. `copyKept`: whether the destination has an earlier copy of the
+    /// file (a regular file under its name), which stays; when it has none, the backup has no
+    /// copy of the file at all, and the message must not say that one is kept.
+    case changedWhileCopying(copyKept: Bool)
     /// The source entry disappeared between the listing and the copy: the source is in use
     /// (a warning, `MirrorReport.fail(_:_:)`).
     case vanished
@@ -42,7 +45,9 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
     var description: String {
         switch self {
         case let .system(operation, errno): "\(operation): \(DescriptorLimit.explain(errno))"
-        case .changedWhileCopying: "changed while being copied; the previous version is kept"
+        case let .changedWhileCopying(copyKept):
+            MirrorFailure.changedWhileCopyingPhrase
+                + (copyKept ? "; the previous version is kept" : "; the destination has no copy of it yet")
         case .vanished: "vanished before it could be copied"
         case .vanishedFromDestination:
             "vanished from the destination during the run (something else is changing the destination)"
@@ -60,6 +65,9 @@ enum MirrorFailure: Error, Equatable, CustomStringConvertible {
         case let .notTried(problem): problem
         }
     }
+
+    /// What the description of `changedWhileCopying` starts with, an earlier copy kept or not.
+    static let changedWhileCopyingPhrase = "changed while being copied"
 
     /// The failure saying that an entry of `side` vanished: `.vanished` for the source (in
     /// use: a warning), `.vanishedFromDestination` for the destination (an error).

@@ -56,6 +56,9 @@ public struct MirrorReport: Sendable, Equatable {
     /// copied (each also among `warnings` while there is room): a job counts the runs in a row
     /// that skip a path so (`ChangingFiles`).
     public var changedWhileCopying: [String] = []
+    /// Those of `changedWhileCopying` the destination has no earlier copy of: the backup has
+    /// none of them at all.
+    public var changedWithNoCopy: Set<String> = []
     /// Copies given the source's mode without its set-user-ID or set-group-ID bits, which this
     /// process may not set (`SetIDBits`: systemd's `RestrictSUIDSGID=yes`); counted on every
     /// run that finds them so, made or found.
@@ -132,16 +135,20 @@ public struct MirrorReport: Sendable, Equatable {
 
     /// Records that the entry at `path` could not be mirrored because of `failure`. One that
     /// only says the source is busy, the source's entry gone (`vanished`) or changed while being
-    /// copied (`changedWhileCopying`, the previous copy kept), is a warning and counts as
-    /// skipped, not as an error: a source in use (logs rotated, files written) would make every
-    /// run partial, never a success, and the job would turn unhealthy. The next run mirrors what
-    /// is there then. An entry gone from the destination (`vanishedFromDestination`: something
+    /// copied (`changedWhileCopying`: the previous copy kept, or, for a file the destination has
+    /// no copy of yet, none, which its warning says), is a warning and counts as skipped, not as
+    /// an error: a source in use (logs rotated, files written) would make every run partial,
+    /// never a success, and the job would turn unhealthy. The next run mirrors what is there
+    /// then; a file skipped so in several runs in a row becomes an error (`changedTooOften`). An entry gone from the destination (`vanishedFromDestination`: something
     /// else changes the backup) is an error, as any other: the source's entry is not in the backup.
     mutating func fail(_ path: String, _ failure: MirrorFailure) {
         switch failure {
         case .vanished, .changedWhileCopying:
             skip(path, failure.description + " (the source changed during the run; not an error)")
-            if failure == .changedWhileCopying, changedWhileCopying.count < MirrorReport.issueLimit { changedWhileCopying.append(path) }
+            if case let .changedWhileCopying(copyKept) = failure, changedWhileCopying.count < MirrorReport.issueLimit {
+                changedWhileCopying.append(path)
+                if !copyKept { changedWithNoCopy.insert(path) }
+            }
         default: fail(path, failure.description)
         }
     }
@@ -160,7 +167,7 @@ public struct MirrorReport: Sendable, Equatable {
     /// `path` is one of `changedWhileCopying`, so it was skipped; its warning may not have been
     /// kept (past `issueLimit` warnings), and the skip is turned into an error all the same.
     mutating func changedTooOften(_ path: String, _ reason: String) {
-        if let index = warnings.firstIndex(where: { $0.path == path && $0.reason.hasPrefix(MirrorFailure.changedWhileCopying.description) }) {
+        if let index = warnings.firstIndex(where: { $0.path == path && $0.reason.hasPrefix(MirrorFailure.changedWhileCopyingPhrase) }) {
             warnings.remove(at: index)
         }
         skipped = max(0, skipped - 1)
@@ -200,7 +207,9 @@ public struct MirrorReport: Sendable, Equatable {
         warnings.append(contentsOf: other.warnings.prefix(MirrorReport.issueLimit - warnings.count))
         mountsFound += other.mountsFound
         mountsForgotten += other.mountsForgotten
-        changedWhileCopying.append(contentsOf: other.changedWhileCopying.prefix(MirrorReport.issueLimit - changedWhileCopying.count))
+        let changing = other.changedWhileCopying.prefix(MirrorReport.issueLimit - changedWhileCopying.count)
+        changedWhileCopying.append(contentsOf: changing)
+        changedWithNoCopy.formUnion(changing.filter { other.changedWithNoCopy.contains($0) })
     }
 }
 

@@ -55,6 +55,8 @@ struct ScanOutcome: Sendable {
     var entriesFound = 0
     var entriesSettled = 0
     var entriesFailed = 0
+    /// Of `entriesSettled`, those skipped with a warning (special files, entries that vanished).
+    var entriesSkipped = 0
     /// Whether the scan changed the parent's destination directory (created this one in it).
     var parentModified = false
     /// Whether the scan changed this destination directory (removed leftovers or extras).
@@ -75,6 +77,10 @@ struct BatchOutcome: Sendable {
     /// warning) is handled but not done.
     var doneFiles = 0
     var doneBytes: Int64 = 0
+    /// Of `doneFiles`, those skipped with a warning (a source that changed under the run), and
+    /// their planned bytes (not in `doneBytes`).
+    var skippedFiles = 0
+    var skippedBytes: Int64 = 0
     /// Jobs that failed (an error, not a warning).
     var failedFiles = 0
     /// Whether anything was renamed into or changed in the destination directory.
