@@ -22,6 +22,13 @@ final class ControlConnection {
     var nextReplySequence: UInt64 = 0
     /// Finished calls' replies (wire bytes) waiting for earlier calls to finish.
     var finished: [UInt64: [UInt8]] = [:]
+    /// The call running as a task, if one is: the connection's calls run one at a time, in
+    /// the order sent, so that none starts before the one before it has ended.
+    var running: UInt64?
+    /// Calls read while an earlier one still runs, each waiting its turn (oldest first, from
+    /// `queueStart` on): at most `maxCallsInFlight`, as they count among the calls pending.
+    var queue: [(sequence: UInt64, message: [UInt8])] = []
+    var queueStart = 0
     /// The newest progress reply (wire bytes) of each call still running (a `more` call's
     /// stream) that is not in the output yet: one at most per call, for each supersedes the
     /// one before.
@@ -91,6 +98,28 @@ final class ControlConnection {
         }
     }
     var callsInFlight: Bool { nextReplySequence < nextCallSequence }
+    /// Whether a call runs or waits its turn: a call read now must wait behind it.
+    var isBusy: Bool { running != nil || queueStart < queue.count }
+    /// Whether the oldest call waiting may start: none runs.
+    var hasCallReadyToStart: Bool { running == nil && queueStart < queue.count }
+
+    /// Puts call `sequence` behind the calls before it.
+    func enqueueCall(_ sequence: UInt64, _ message: [UInt8]) {
+        queue.append((sequence, message))
+    }
+
+    /// Takes the oldest call waiting its turn.
+    func dequeueCall() -> (sequence: UInt64, message: [UInt8])? {
+        guard queueStart < queue.count else { return nil }
+        let next = queue[queueStart]
+        queue[queueStart].message = []
+        queueStart += 1
+        if queueStart == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueStart = 0
+        }
+        return next
+    }
     /// Calls read but not answered yet (running, or finished behind one still running).
     var callsPending: UInt64 { nextCallSequence - nextReplySequence }
 
@@ -112,10 +141,10 @@ final class ControlConnection {
         !inputClosed && (lingering || (mayDispatch(outputBound: outputBound) && !hasUnscannedInput))
     }
 
-    /// Whether messages read already wait for nothing but the connection's next turn: the loop
-    /// is not to wait in `poll` for them.
+    /// Whether calls wait for nothing but the connection's next turn (messages read already, or
+    /// calls queued behind one that has ended): the loop is not to wait in `poll` for them.
     func hasHeldBackCalls(outputBound: Int) -> Bool {
-        !lingering && hasUnscannedInput && mayDispatch(outputBound: outputBound)
+        hasCallReadyToStart || (!lingering && hasUnscannedInput && mayDispatch(outputBound: outputBound))
     }
 
     /// Drops the output already written, so that appending does not grow the buffer.
@@ -162,6 +191,7 @@ final class ControlConnection {
     /// written yet is dropped (the final reply supersedes it), and the replies go out in call
     /// order.
     func finish(_ sequence: UInt64, replies: [UInt8]) {
+        if running == sequence { running = nil }
         progress[sequence] = nil
         finished[sequence] = replies
         flushInOrder()

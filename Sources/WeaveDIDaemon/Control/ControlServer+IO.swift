@@ -99,6 +99,8 @@ extension ControlServer {
                 let events = polled[id].map { entries[$0].returnedEvents } ?? []
                 var alive = true
                 connection.callsLeftInTurn = Self.callsPerTurn
+                // Calls that waited for the one that ran go before anything read later.
+                startQueuedCalls(on: connection)
                 // Messages held back while the connection waited (output, calls in flight, or its turn) go first.
                 if connection.hasUnscannedInput, connection.mayDispatch(outputBound: limits.maxMessageBytes),
                     !takeBufferedMessages(on: connection, limit: limits.maxMessageBytes, now: after)
@@ -389,24 +391,41 @@ extension ControlServer {
         return (start, from, true)  // the rest waits until the connection may dispatch again
     }
 
+    /// Dispatches call `message`: it starts at once when no earlier call of the connection
+    /// runs or waits its turn (the fast path: an inline call is answered straight into the
+    /// output); otherwise it is queued behind them, to start once they have ended
+    /// (`startQueuedCalls`). A connection's calls, `oneway` ones included, so run one at a time,
+    /// in the order sent, whether they are answered on this thread or run as tasks.
     private func dispatch(_ message: UnsafeBufferPointer<UInt8>, on connection: ControlConnection) {
         let sequence = connection.nextCallSequence
         connection.nextCallSequence += 1
-        if sequence == connection.nextReplySequence {
-            // Nothing earlier is still running: an inline reply goes straight to the output.
-            connection.compactOutput()
-            if handler.handleInline(message: message, peer: connection.peer, session: connection.session, replies: &connection.output) {
-                connection.nextReplySequence += 1
-                return
-            }
-        } else {
-            var replies: [UInt8] = []
-            if handler.handleInline(message: message, peer: connection.peer, session: connection.session, replies: &replies) {
-                connection.finished[sequence] = replies  // still in call order behind calls in flight
-                connection.flushInOrder()
-                return
-            }
+        if connection.isBusy {
+            connection.enqueueCall(sequence, Array(message))
+            return
         }
+        start(message, sequence: sequence, on: connection)
+    }
+
+    /// Starts the calls that waited for the one that ran, oldest first, while none runs (an
+    /// inline call ends as it starts) and the connection has calls left in its turn.
+    private func startQueuedCalls(on connection: ControlConnection) {
+        while connection.hasCallReadyToStart, connection.callsLeftInTurn > 0, let next = connection.dequeueCall() {
+            connection.callsLeftInTurn -= 1
+            next.message.withUnsafeBufferPointer { start($0, sequence: next.sequence, on: connection) }
+        }
+    }
+
+    /// Starts call `sequence`, the oldest unanswered one, while no other runs: answered at once
+    /// on this thread when it never suspends (its reply straight into the output), or run as a
+    /// task, the connection's `running` call until its end (`.finished`).
+    private func start(_ message: UnsafeBufferPointer<UInt8>, sequence: UInt64, on connection: ControlConnection) {
+        assert(connection.running == nil && sequence == connection.nextReplySequence, "call \(sequence) started out of turn")
+        connection.compactOutput()
+        if handler.handleInline(message: message, peer: connection.peer, session: connection.session, replies: &connection.output) {
+            connection.nextReplySequence += 1
+            return
+        }
+        connection.running = sequence
         let id = connection.id, peer = connection.peer, session = connection.session
         let handler = self.handler
         let owned = Array(message)
@@ -464,9 +483,12 @@ extension ControlServer {
         for connection in open {
             _ = write(connection, now: now)
             if connection.callsInFlight {
-                // Calls finished behind the one still running are not written either: replies go in call order.
+                // Calls waiting behind the one still running are never started, and a reply
+                // behind it (a refusal) is not written either: replies go in call order.
                 let unanswered = connection.callsPending
-                log.warning("control", "connection \(connection.id) closed with \(unanswered) call(s) unanswered (\(unanswered - UInt64(connection.finished.count)) still running \(drainGrace) into the shutdown)")
+                let waiting = connection.queue.count - connection.queueStart
+                let behind = waiting == 0 ? "" : ", \(waiting) waiting behind it, not started"
+                log.warning("control", "connection \(connection.id) closed with \(unanswered) call(s) unanswered (\(connection.running == nil ? 0 : 1) still running \(drainGrace) into the shutdown\(behind))")
             }
             try? connection.descriptor.close()
         }
