@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WeaveDI
 import WeaveDIControl
@@ -74,6 +75,10 @@ import WeaveDIControl
         #expect(run.output == "configuration reloaded\n")
         let json = try CtlRun.run(["--socket", daemon.defaultSocket, "reload", "--json"])
         #expect(json.output == "{\"status\":\"configuration reloaded\"}\n")
+        // The log names who asked: the caller's uid and pid (here, this process's own).
+        let reply = try daemon.sendCall("Reload").reply() ?? ""
+        #expect(reply.contains("configuration reloaded"), "\(reply)")
+        #expect(daemon.waitForLog("reloading the configuration (asked by Reload from uid \(getuid()) (pid \(getpid())))"), "\(daemon.log)")
     }
 
     @Test(arguments: [["run-job", "nope"], ["run-job", "nope", "--wait"], ["pause-job", "nope"], ["resume-job", "nope"]])

@@ -177,8 +177,11 @@ final class DaemonMethods: Sendable {
     /// How many unknown tags a `NoSuchTag` names at most.
     static let unknownTagsNamed = 10
 
-    /// Runs `method` (its short name) for `call`; `stream` sends a `continues` reply early.
-    func invoke(_ method: String, _ call: VarlinkCall, stream: @escaping @Sendable (VarlinkReply) -> Void) async throws(VarlinkFailure) -> VarlinkReply {
+    /// Runs `method` (its short name) for `call` from the peer of `credentials` (named in the
+    /// log where a change says who asked); `stream` sends a `continues` reply early.
+    func invoke(
+        _ method: String, _ call: VarlinkCall, from credentials: PeerCredentials, stream: @escaping @Sendable (VarlinkReply) -> Void
+    ) async throws(VarlinkFailure) -> VarlinkReply {
         if Self.isInline(method) { return try invokeInline(method, call) }
         switch method {
         case "RunChecks":
@@ -266,7 +269,7 @@ final class DaemonMethods: Sendable {
             return VarlinkReply(parameters: [("text", .string(await metrics.render(methods: self)))])
         case "Reload":
             try call.accept([])
-            switch await supervisor.reload() {
+            switch await supervisor.reload(asker: "Reload from uid \(credentials.uid) (pid \(credentials.pid))") {
             case .reloaded:
                 return VarlinkReply(parameters: [("status", .string("configuration reloaded"))])
             case let .refused(problem), let .notRunning(problem):

@@ -211,10 +211,10 @@ final class VarlinkService: ControlMessageHandler {
             let methods = self.methods
             let outcome: Result<VarlinkReply, VarlinkFailure>
             if call.more && DaemonMethods.streams(method) {  // a stream (RunJob) runs as long as its job
-                outcome = await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
+                outcome = await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, from: peer.credentials, stream: stream) }
             } else {
                 let timed = await withTimeout(limit, clock: SystemHealthClock()) {
-                    await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, stream: stream) }
+                    await Self.run { () async throws(VarlinkFailure) in try await methods.invoke(method, call, from: peer.credentials, stream: stream) }
                 }
                 // The limit the call had in all, `control.callTimeout`, as the client knows it:
                 // not what was left of it after a wait for the start.
