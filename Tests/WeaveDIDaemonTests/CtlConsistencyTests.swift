@@ -147,9 +147,7 @@ import WeaveDIPosix
     /// A daemon that answers a tag no check has with no check (older than `NoSuchTag`) does
     /// not say which tags there are: weavedictl names none in its stead.
     @Test func anOlderDaemonsEmptyAnswerForATag_namesNoTagsItDidNotSay() throws {
-        let fake = try FakeDaemon(["GetHealth": [VarlinkReply(parameters: [("health", .object([
-            ("status", .string("healthy")), ("score", .int(100)), ("checks", .array([])),
-        ]))])]])
+        let fake = try FakeDaemon(["GetHealth": [VarlinkReply(parameters: [("health", .health([]))])]])
         let run = try CtlRun.run(["--socket", fake.socket, "health", "--tag", "readyness"])
         #expect(run.code == 1 && run.output.isEmpty, "\(run.all)")
         #expect(run.error == #"weavedictl: no health check has the tag "readyness": nothing was checked "#

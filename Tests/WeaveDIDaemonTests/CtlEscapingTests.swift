@@ -66,12 +66,13 @@ import WeaveDIControl
 
     @Test func repliesShownToPeople_areEscaped() throws {
         let hostile = JSONValue.string(Self.hostile)
-        let run = JSONValue.object([("result", hostile), ("duration", .double(1)), ("message", hostile)])
+        // A run without an id is said by its result alone.
+        let run = JSONValue.jobRun.with([("id", .null), ("result", hostile), ("message", hostile)])
         let fake = try FakeDaemon([
             "Ping": [VarlinkReply(parameters: [("version", hostile), ("pid", .int(1)), ("uptime", .double(1))])],
             "GetLogLevel": [VarlinkReply(parameters: [("level", hostile), ("filter", hostile)])],
             "Reload": [VarlinkReply(parameters: [("status", hostile)])],
-            "GetHealth": [VarlinkReply(parameters: [("health", .object([("status", hostile), ("checks", .array([]))]))])],
+            "GetHealth": [VarlinkReply(parameters: [("health", .health([JSONValue.check.with([("name", hostile)])]))])],
             // A line break is the format's own; other control characters are escaped.
             "GetMetrics": [VarlinkReply(parameters: [("text", .string("# HELP a b\u{1B}[31m\u{9B}2J\na 1\n"))])],
             "PauseJob": [VarlinkReply()],
@@ -81,7 +82,7 @@ import WeaveDIControl
             (["ping"], "weavedid \(Self.escaped) answers on "),
             (["log-level"], "level:  \(Self.escaped)\nfilter: \(Self.escaped)\n"),
             (["reload"], "\(Self.escaped)\n"),
-            (["health"], "Health: \(Self.escaped) ("),
+            (["health"], "\n\(Self.escaped)  healthy"),
             (["metrics"], #"# HELP a b\u{1B}[31m\u{9B}2J"# + "\na 1\n"),
             (["pause-job", Self.hostile], "job \(Self.escaped): paused\n"),
             (["run-job", Self.hostile], "job \(Self.escaped): \(Self.escaped) in 1.0 s"),

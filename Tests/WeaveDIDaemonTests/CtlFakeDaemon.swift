@@ -141,3 +141,69 @@ extension VarlinkReply {
         ])
     }
 }
+
+/// Objects of `io.weavedi.Daemon` whole, as the daemon sends them (every member the interface
+/// does not mark optional), for fakes that vary a few members with `with`: weavedictl refuses
+/// a reply that lacks one (`ReplyContract`).
+extension JSONValue {
+    /// This object with `changes`: a member of the same name replaced, others appended.
+    func with(_ changes: [(String, JSONValue)]) -> JSONValue {
+        var members = objectMembers ?? []
+        for (key, value) in changes {
+            if let index = members.firstIndex(where: { $0.0 == key }) { members[index].1 = value } else { members.append((key, value)) }
+        }
+        return .object(members)
+    }
+
+    /// A `Check` that passed.
+    static let check = JSONValue.object([
+        ("name", .string("disk.space")), ("tags", .array([.string("liveness")])), ("status", .string("healthy")),
+        ("message", .string("40% used")), ("data", .object([])), ("duration", .double(0.002)), ("lastRun", .double(1000)),
+        ("lastSuccess", .double(1000)), ("lastFailure", .null), ("consecutiveFailures", .int(0)), ("fixable", .bool(false)),
+        ("fixesTried", .int(0)), ("fixHeldBack", .null), ("fixInProgress", .null), ("breaker", .string("closed")),
+    ])
+
+    /// A healthy `Health` with `checks`.
+    static func health(_ checks: [JSONValue]) -> JSONValue {
+        .object([("status", .string("healthy")), ("score", .int(100)), ("takenAt", .double(1000)), ("checks", .array(checks))])
+    }
+
+    /// A `Job` (a mirror) that is scheduled and never ran.
+    static let job = JSONValue.object([
+        ("name", .string("docs")), ("kind", .string("mirror")), ("enabled", .bool(true)), ("paused", .bool(false)),
+        ("running", .bool(false)), ("queued", .null), ("removedRunStopping", .null), ("interval", .double(300)),
+        ("consecutiveFailures", .int(0)), ("skippedRuns", .int(0)), ("nextRunIn", .double(60)), ("lastRun", .null), ("mirror", .null),
+    ])
+
+    /// A `JobRun` that succeeded.
+    static let jobRun = JSONValue.object([
+        ("id", .string("docs-1")), ("job", .string("docs")), ("result", .string("success")), ("startedAt", .double(1000)),
+        ("endedAt", .double(1001)), ("duration", .double(1)), ("filesCopied", .int(1)), ("filesUpdated", .int(0)),
+        ("filesDeleted", .int(0)), ("filesSkipped", .int(0)), ("errors", .int(0)), ("bytes", .int(10)), ("message", .null),
+        ("failedItems", .array([])),
+    ])
+
+    /// A control `Session`.
+    static let session = JSONValue.object([
+        ("id", .string("s1")), ("kind", .string("control")), ("uid", .int(1000)), ("gid", .int(1000)), ("pid", .int(42)),
+        ("age", .double(1)), ("instances", .int(0)), ("requests", .int(1)),
+    ])
+
+    /// A `Fix` that succeeded.
+    static let fix = JSONValue.object([
+        ("time", .double(1000)), ("check", .string("disk.space")), ("trigger", .string("manual")), ("outcome", .string("succeeded")),
+        ("message", .string("freed 1 GiB")), ("error", .null), ("duration", .double(0.5)),
+    ])
+
+    /// A `Registration`.
+    static let registration = JSONValue.object([
+        ("type", .string("Clock")), ("scope", .string("singleton")), ("module", .string("core")), ("dependencies", .array([])),
+        ("built", .bool(true)),
+    ])
+
+    /// A `ComponentIssue`.
+    static let issue = JSONValue.object([
+        ("type", .string("Clock")), ("kind", .string("duplicateProvider")), ("providers", .array([.string("a"), .string("b")])),
+        ("detail", .string("two modules register it")),
+    ])
+}

@@ -14,17 +14,14 @@ import WeaveDIPosix
         let huge = JSONValue.double(1e300)
         let fake = try FakeDaemon([
             "Ping": [VarlinkReply(parameters: [("version", .string("9")), ("pid", .int(1)), ("uptime", huge)])],
-            "GetHealth": [VarlinkReply(parameters: [("health", .object([
-                ("status", .string("healthy")), ("score", .int(100)), ("takenAt", .double(-1e300)),
-                ("checks", .array([.object([("name", .string("a")), ("status", .string("healthy")), ("lastRun", .double(-1e300))])])),
+            "GetHealth": [VarlinkReply(parameters: [("health", JSONValue.health([
+                JSONValue.check.with([("name", .string("a")), ("lastRun", .double(-1e300))]),
+            ]).with([("takenAt", .double(-1e300))]))])],
+            "ListJobs": [VarlinkReply(parameters: [("jobs", .array([JSONValue.job.with([("interval", huge), ("nextRunIn", huge)])]))])],
+            "ListSessions": [VarlinkReply(parameters: [("sessions", .array([JSONValue.session.with([("age", huge)])]))])],
+            "ListFixes": [VarlinkReply(parameters: [("fixes", .array([
+                JSONValue.fix.with([("check", .string("a")), ("time", .double(-1e300)), ("duration", huge)]),
             ]))])],
-            "ListJobs": [VarlinkReply(parameters: [("jobs", .array([.object([
-                ("name", .string("docs")), ("kind", .string("mirror")), ("enabled", .bool(true)), ("interval", huge), ("nextRunIn", huge),
-            ])]))])],
-            "ListSessions": [VarlinkReply(parameters: [("sessions", .array([.object([("id", .string("s1")), ("age", huge)])]))])],
-            "ListFixes": [VarlinkReply(parameters: [("fixes", .array([.object([
-                ("check", .string("a")), ("outcome", .string("succeeded")), ("time", .double(-1e300)), ("duration", huge),
-            ])]))])],
         ])
         let cases: [([String], String)] = [
             (["ping"], "(pid 1, up -)"), (["health"], "checked - ago"), (["jobs"], "docs  mirror  scheduled  -         in -"),

@@ -230,10 +230,9 @@ import WeaveDIPosix
 
     /// A value that starts with `--`, given inline, is that value.
     @Test func aValueThatStartsWithDashes_isGivenInline() throws {
-        let fake = try FakeDaemon(["GetHealth": [VarlinkReply(parameters: [("health", .object([
-            ("status", .string("healthy")), ("score", .int(100)),
-            ("checks", .array([.object([("name", .string("a")), ("status", .string("healthy")), ("tags", .array([.string("--json")]))])])),
-        ]))])]])
+        let fake = try FakeDaemon(["GetHealth": [VarlinkReply(parameters: [
+            ("health", .health([JSONValue.check.with([("name", .string("a")), ("tags", .array([.string("--json")]))])])),
+        ])]])
         let run = try CtlRun.run(["--socket", fake.socket, "health", "--tag=--json"])
         #expect(run.code == 0, "\(run.all)")
         #expect(!run.output.hasPrefix("{"), "--json is the tag, not the option: \(run.all)")

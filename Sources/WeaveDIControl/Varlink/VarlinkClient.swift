@@ -84,9 +84,9 @@ public final class VarlinkClient {
     /// (`continues`) to a call without `more`, which varlink does not allow, as
     /// `ConnectionError.malformedReply` (waiting for the rest could wait for ever). When the
     /// call cannot be sent, an error reply the daemon sent before closing is thrown, not the
-    /// broken connection.
+    /// broken connection. An error `onReply` throws ends the call, and is thrown as it is.
     @discardableResult
-    public func call(_ call: VarlinkCall, onReply: (VarlinkReply) -> Void = { _ in }) throws -> VarlinkReply? {
+    public func call(_ call: VarlinkCall, onReply: (VarlinkReply) throws -> Void = { _ in }) throws -> VarlinkReply? {
         do { try send(call) } catch let ConnectionError.broken(reason) {
             // A daemon that refuses the connection (no place left) may answer and close before
             // the call is sent: its error reply is there to read all the same. Only what has
@@ -102,7 +102,7 @@ public final class VarlinkClient {
                 throw ConnectionError.malformedReply("\"continues\" in a reply to a call without \"more\"")
             }
             if let error = reply.error { throw VarlinkFailure(error, reply.parameters) }
-            onReply(reply)
+            try onReply(reply)
             if !reply.continues { return reply }
         }
     }

@@ -32,33 +32,11 @@ struct PingCommand: CtlCommand {
         return ExitStatus.ok
     }
 
-    /// Calls `Ping` and checks its reply: what answers with a pid that is no number is not the
-    /// daemon, and its reply must not read as one (`pid -`, exit 0).
+    /// Calls `Ping`. What answers with a pid that is no number is not the daemon, and its
+    /// reply must not read as one (`pid -`, exit 0): `perform` checks it, as every reply, and
+    /// `ReplyContract.daemon` has a Ping's rules (a positive pid, an uptime of 0 or more).
     static func call(in context: CtlContext) throws(CtlError) -> VarlinkReply {
-        let reply = try context.call("Ping")
-        if let reason = problem(in: reply.object) {
-            throw .invalidReply(context.socket, method: DaemonInterface.name + ".Ping", reason: reason)
-        }
-        return reply
-    }
-
-    /// What is wrong with the parameters of a Ping reply, or nil: `version` a string, `pid` a
-    /// positive integer, `uptime` a number of seconds, not negative.
-    static func problem(in ping: JSONValue) -> String? {
-        // A member of the right type but out of range, or any number, is quoted; one of
-        // another type is named.
-        func got(_ key: String, _ isRightType: (JSONValue) -> Bool) -> String {
-            guard let value = ping[member: key] else { return "it is missing" }
-            return isRightType(value) || value.numberValue != nil ? "got \(value.serialized)" : "got \(value.typeName)"
-        }
-        guard ping.string("version") != nil else { return "\"version\" must be a string, \(got("version") { _ in false })" }
-        guard let pid = ping.int("pid"), pid > 0 else {
-            return "\"pid\" must be a positive integer, \(got("pid") { _ in false })"
-        }
-        guard let uptime = ping.number("uptime"), uptime >= 0 else {
-            return "\"uptime\" must be a number of seconds, 0 or more, \(got("uptime") { $0.numberValue != nil })"
-        }
-        return nil
+        try context.call("Ping")
     }
 
     /// `weavedid VERSION answers on SOCKET (pid N, up DURATION)`.

@@ -141,7 +141,8 @@ struct RunJobCommand: CtlCommand {
         }
         InterruptNotice.clear()
         if drawn, context.terminal.isTerminal { context.terminal.line() }
-        let run = final?.parameter("run") ?? .null
+        // The last reply is the run's end: without its run, it says nothing of how it went.
+        let run = try context.required("run", of: final, to: "RunJob", on: client)
         if context.options.json {
             context.printJSON(final?.object ?? .object([]))
         } else {
@@ -179,8 +180,11 @@ struct RunJobCommand: CtlCommand {
             guard Self.refusesDetach(error) else { throw error }
             reply = try context.perform(VarlinkCall(method: method, parameters: [("name", .string(name))]), on: client)
         }
+        let id = reply?.parameter("runId")?.stringValue
+        // Not started (a run already going): the run the daemon describes says why.
+        let run = id == nil ? try context.required("run", of: reply, to: "RunJob", on: client, unless: "runId") : .null
         if context.options.json { context.printJSON(reply?.object ?? .object([])) }
-        if let id = reply?.parameter("runId")?.stringValue {
+        if let id {
             if !context.options.json {
                 let run = "job \(name.escapingControlCharacters): run \(id.escapingControlCharacters)"
                 if let queued = reply?.parameter("queued"), queued.objectMembers != nil {
@@ -193,8 +197,6 @@ struct RunJobCommand: CtlCommand {
             }
             return ExitStatus.ok
         }
-        // Not started (a run already going): the run the daemon describes says why.
-        let run = reply?.parameter("run") ?? .null
         if !context.options.json { context.terminal.line(Self.summary(run, job: name, on: context.terminal)) }
         return run.string("result") == "success" ? ExitStatus.ok : ExitStatus.failure
     }

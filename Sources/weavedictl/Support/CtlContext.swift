@@ -83,11 +83,22 @@ struct CtlContext {
         return try perform(call, on: client)!
     }
 
-    /// Sends `call` on `client`; `onReply` sees each reply of a `more` call.
+    /// Sends `call` on `client`; `onReply` sees each reply of a `more` call. Each reply is
+    /// checked against the interface first (`ReplyContract`): one that lacks a member the
+    /// daemon always sends, or has one of the wrong type, ends the call as no valid reply
+    /// (`invalidReply`, exit 69) before anything reads it.
     @discardableResult
     func perform(_ call: VarlinkCall, on client: VarlinkClient, onReply: (VarlinkReply) -> Void = { _ in }) throws(CtlError) -> VarlinkReply? {
+        let method = call.method.hasPrefix(DaemonInterface.name + ".") ? String(call.method.dropFirst(DaemonInterface.name.count + 1)) : nil
         do {
-            return try client.call(call, onReply: onReply)
+            return try client.call(call) { reply throws(CtlError) in
+                if let method, let reason = ReplyContract.daemon.problem(inReplyTo: method, reply.object) {
+                    throw .invalidReply(SocketLocation(path: client.path, origin: .option), method: call.method, reason: reason)
+                }
+                onReply(reply)
+            }
+        } catch let error as CtlError {
+            throw error
         } catch let failure as VarlinkFailure {
             throw CtlContext.translate(failure, method: call.method)
         } catch let VarlinkClient.ConnectionError.malformedReply(reason) {
@@ -97,6 +108,20 @@ struct CtlContext {
         } catch {
             throw .broken(SocketLocation(path: client.path, origin: .option), reason: CtlContext.reason(error))
         }
+    }
+
+    /// The member `key` of `reply`, a reply of `client` to `method` (its short name), which the
+    /// caller needs although the interface lets it be null or absent (the `run` of RunJob's
+    /// last reply); `unless`: a member that does instead, when it is there. Without it, the
+    /// reply is no valid reply (exit 69).
+    func required(
+        _ key: String, of reply: VarlinkReply?, to method: String, on client: VarlinkClient, unless other: String? = nil
+    ) throws(CtlError) -> JSONValue {
+        let parameters = reply?.object ?? .object([])
+        if let reason = ReplyContract.daemon.missing(key, inReplyTo: method, parameters, unless: other) {
+            throw .invalidReply(SocketLocation(path: client.path, origin: .option), method: DaemonInterface.name + "." + method, reason: reason)
+        }
+        return parameters[member: key] ?? .null
     }
 
     /// `PermissionDenied` becomes its own error (exit 77); other failures exit 1.

@@ -1,0 +1,194 @@
+import Testing
+import WeaveDI
+import WeaveDIControl
+@testable import weavedictl
+
+/// A reply that lacks a member the daemon always sends (one the interface does not mark `?`),
+/// or has one of the wrong type, is no valid reply: exit 69, the member named by its path,
+/// nothing on standard output, rather than empty results and exit 0 (`No issues`, `healthy`,
+/// `configuration reloaded`).
+@Suite struct CtlReplyContractTests {
+    /// A reply's parameters, written as JSON, served for `method` by a fake daemon; weavedictl
+    /// run with `arguments` must refuse it with `reason`.
+    private func expectRefused(_ arguments: [String], method: String, parameters: String, reason: String) throws {
+        let fake = try FakeDaemon(raw: [method: [Array(#"{"parameters":\#(parameters)}"#.utf8) + [0]]])
+        for json in [false, true] {
+            let run = try CtlRun.run(["--socket", fake.socket] + (json ? ["--json"] : []) + arguments)
+            #expect(run.code == 69, "\(arguments) \(parameters): \(run.all)")
+            #expect(run.output.isEmpty, "\(arguments) \(parameters): \(run.all)")
+            #expect(run.error.hasPrefix("weavedictl: the reply of io.weavedi.Daemon.\(method) from \(fake.socket) is not a valid reply to it: "
+                + reason + "\n"), "\(arguments) \(parameters): \(run.error)")
+        }
+    }
+
+    /// `health` and `check` (a `Health`), the cases of the hostile-reply review among them.
+    @Test func health_anIncompleteOrIllTypedHealth_exits69() throws {
+        // A Check whole but for its status, with `members` added.
+        func check(_ members: String = #","status":"healthy""#) -> String {
+            #"{"name":"a","tags":[],"message":"","data":{},"duration":0.1,"lastRun":1000,"lastSuccess":1000,"lastFailure":null,"#
+                + #""consecutiveFailures":0,"fixable":false,"fixesTried":0,"breaker":"closed"\#(members)}"#
+        }
+        func health(checks: String) -> String {
+            #"{"health":{"status":"healthy","score":100,"takenAt":1000,"checks":\#(checks)}}"#
+        }
+        let cases: [(String, String)] = [
+            ("{}", #""health" must be a Health object, it is missing"#),
+            (#"{"health":[]}"#, #""health" must be a Health object, got array"#),
+            (#"{"health":{"status":"healthy"}}"#, #""health.score" must be an integer from 0 to 100, it is missing"#),
+            (#"{"health":{"status":"healthy","score":1e400,"takenAt":"x","checks":[1,2,null]}}"#,
+                #""health.score" must be an integer from 0 to 100, got 1e400"#),
+            (#"{"health":{"status":"healthy","score":100,"takenAt":"x","checks":[1,2,null]}}"#,
+                #""health.takenAt" must be a number, got string"#),
+            (#"{"health":{"status":"healthy","score":100,"takenAt":1,"checks":[1,2,null]}}"#,
+                #""health.checks[0]" must be a Check object, got 1"#),
+            (#"{"health":{"status":"great","score":100,"takenAt":1,"checks":[]}}"#,
+                #""health.status" must be "healthy", "degraded" or "unhealthy", got "great""#),
+            (#"{"health":{"status":"healthy","score":101,"takenAt":1,"checks":[]}}"#,
+                #""health.score" must be an integer from 0 to 100, got 101"#),
+            (health(checks: "[\(check()),null]"), #""health.checks[1]" must be a Check object, got null"#),
+            (health(checks: "[\(check(#","status":"fine""#))]"),
+                #""health.checks[0].status" must be "healthy", "degraded" or "unhealthy" or null, got "fine""#),
+            (health(checks: #"[{"name":"a","status":"healthy"}]"#), #""health.checks[0].tags" must be an array, it is missing"#),
+            (health(checks: "[\(check().replacing(#""data":{}"#, with: #""data":{"k":1}"#))]"), #""health.checks[0].data["k"]" must be a string, got 1"#),
+            (health(checks: "[\(check().replacing(#""fixable":false"#, with: #""fixable":"no""#))]"), #""health.checks[0].fixable" must be a boolean, got string"#),
+        ]
+        for (parameters, reason) in cases {
+            try expectRefused(["health"], method: "GetHealth", parameters: parameters, reason: reason)
+        }
+        try expectRefused(["check"], method: "RunChecks", parameters: "{}", reason: #""health" must be a Health object, it is missing"#)
+        // Whole, it is shown; a check not run yet (null status) is pending, and a status that
+        // contradicts the checks is the daemon's to answer for, not weavedictl's to mend.
+        let whole = try FakeDaemon(raw: ["GetHealth": [Array(#"{"parameters":\#(health(checks: "[\(check(#","status":null"#))]"))}"#.utf8) + [0]]])
+        let pending = try CtlRun.run(["--socket", whole.socket, "health"])
+        #expect(pending.code == 0 && pending.output.contains("pending"), "\(pending.all)")
+        let contradicting = try FakeDaemon(raw: ["GetHealth": [
+            Array(#"{"parameters":\#(health(checks: "[\(check(#","status":"unhealthy""#))]"))}"#.utf8) + [0],
+        ]])
+        let run = try CtlRun.run(["--socket", contradicting.socket, "health"])
+        #expect(run.code == 0 && run.output.hasPrefix("Health: healthy"), "\(run.all)")
+    }
+
+    /// `check-cycles` and `diagnose-components`: a reply without its findings is no finding of
+    /// none.
+    @Test func findings_anIncompleteOrIllTypedReport_exits69() throws {
+        let cases: [([String], String, String, String)] = [
+            (["check-cycles"], "CheckCycles", "{}", #""componentCount" must be an integer, it is missing"#),
+            (["check-cycles"], "CheckCycles", #"{"componentCount":1,"edgeCount":0}"#, #""cycles" must be an array, it is missing"#),
+            (["check-cycles"], "CheckCycles", #"{"componentCount":1,"edgeCount":0,"cycles":[[1]]}"#, #""cycles[0][0]" must be a string, got 1"#),
+            (["check-cycles"], "CheckCycles", #"{"componentCount":1,"edgeCount":0,"cycles":[],"notBuilt":null}"#,
+                #""notBuilt" must be an array, got null"#),
+            (["diagnose-components"], "DiagnoseComponents", "{}", #""issues" must be an array, it is missing"#),
+            (["diagnose-components"], "DiagnoseComponents", #"{"issues":[{"type":"A"}]}"#, #""issues[0].kind" must be a string, it is missing"#),
+        ]
+        for (arguments, method, parameters, reason) in cases {
+            try expectRefused(arguments, method: method, parameters: parameters, reason: reason)
+        }
+    }
+
+    /// The lists (`fix`, `fixes`, `jobs`, `jobs NAME`, `sessions`, `registrations`): a reply
+    /// without its list, or with an element that lacks what every element has.
+    @Test func lists_anIncompleteOrIllTypedList_exits69() throws {
+        let cases: [([String], String, String, String)] = [
+            (["fix"], "Fix", "{}", #""fixes" must be an array, it is missing"#),
+            (["fixes"], "ListFixes", "{}", #""fixes" must be an array, it is missing"#),
+            (["fixes"], "ListFixes", #"{"fixes":[{"check":"a","outcome":"succeeded"}]}"#, #""fixes[0].time" must be a number, it is missing"#),
+            (["jobs"], "ListJobs", "{}", #""jobs" must be an array, it is missing"#),
+            (["jobs", "docs"], "ListJobs", #"{"jobs":[{"name":"docs"}]}"#, #""jobs[0].kind" must be a string, it is missing"#),
+            (["jobs"], "ListJobs", #"{"jobs":[\#(Self.job),"lastRun":{"id":"x","result":"success"}}]}"#,
+                #""jobs[0].lastRun.job" must be a string, it is missing"#),
+            (["jobs"], "ListJobs", #"{"jobs":[\#(Self.job),"queued":{"runsGoing":"2"}}]}"#,
+                #""jobs[0].queued.runsGoing" must be an integer, got string"#),
+            (["sessions"], "ListSessions", "{}", #""sessions" must be an array, it is missing"#),
+            (["sessions"], "ListSessions", #"{"sessions":[{"id":"s1","age":1}]}"#, #""sessions[0].kind" must be a string, it is missing"#),
+            (["registrations"], "ListRegistrations", "{}", #""registrations" must be an array, it is missing"#),
+        ]
+        for (arguments, method, parameters, reason) in cases {
+            try expectRefused(arguments, method: method, parameters: parameters, reason: reason)
+        }
+    }
+
+    /// A `Job` whole but for the closing brace, to add members to.
+    private static let job = #"{"name":"docs","kind":"mirror","enabled":true,"paused":false,"running":false,"interval":300,"#
+        + #""consecutiveFailures":0,"skippedRuns":0"#
+
+    /// The replies that only say what was done or what is set (`reload`, `log-level`,
+    /// `metrics`, `ping`, `pause-job`, `resume-job`): a reply without it says nothing was done.
+    @Test func simpleReplies_anIncompleteOrIllTypedReply_exits69() throws {
+        let cases: [([String], String, String, String)] = [
+            (["reload"], "Reload", "{}", #""status" must be a string, it is missing"#),
+            (["reload"], "Reload", #"{"status":5}"#, #""status" must be a string, got 5"#),
+            (["log-level"], "GetLogLevel", "{}", #""level" must be a string, it is missing"#),
+            (["log-level", "all"], "SetLogLevel", #"{"level":"all"}"#, #""filter" must be a string, it is missing"#),
+            (["metrics"], "GetMetrics", "{}", #""text" must be a string, it is missing"#),
+            (["ping"], "Ping", "{}", #""version" must be a string, it is missing"#),
+            (["ping"], "Ping", #"{"version":"1","pid":1,"uptime":1e400}"#, #""uptime" must be a number of seconds, 0 or more, got 1e400"#),
+            (["pause-job", "docs"], "PauseJob", #"{"notSaved":false}"#, #""notSaved" must be a string or null, got boolean"#),
+            (["resume-job", "docs"], "ResumeJob", #"{"notSaved":1}"#, #""notSaved" must be a string or null, got 1"#),
+        ]
+        for (arguments, method, parameters, reason) in cases {
+            try expectRefused(arguments, method: method, parameters: parameters, reason: reason)
+        }
+        // `version` says the daemon sent no valid reply, and still exits 0.
+        let fake = try FakeDaemon(raw: ["Ping": [Array(#"{"parameters":{}}"#.utf8) + [0]]])
+        let version = try CtlRun.run(["--socket", fake.socket, "version"])
+        #expect(version.code == 0 && version.output.contains(#"is not a valid reply to it: "version" must be a string, it is missing)"#),
+            "\(version.all)")
+    }
+
+    /// `run-job`: a run without what every run has is no success; a last reply without its run,
+    /// or a start answered with neither the run's id nor a run that did not start, says
+    /// nothing of the run.
+    @Test func runJob_anIncompleteRun_exits69() throws {
+        let cases: [([String], String, String)] = [
+            (["run-job", "docs", "--wait"], #"{"run":{"id":"x","result":"success"}}"#, #""run.job" must be a string, it is missing"#),
+            (["run-job", "docs", "--wait"], "{}", #""run" must be a JobRun object, it is missing"#),
+            (["run-job", "docs", "--wait"], #"{"run":null,"progress":null}"#, #""run" must be a JobRun object, got null"#),
+            (["run-job", "docs", "--wait"], #"{"run":null,"progress":{"filesDone":1}}"#, #""progress.filesTotal" must be an integer, it is missing"#),
+            (["run-job", "docs"], "{}", #""run" must be a JobRun object when there is no "runId", it is missing"#),
+            (["run-job", "docs"], #"{"runId":5}"#, #""runId" must be a string or null, got 5"#),
+            (["run-job", "docs"], #"{"runId":"docs-1","queued":{"runsGoing":1}}"#, #""queued.maxConcurrentRuns" must be an integer, it is missing"#),
+        ]
+        for (arguments, parameters, reason) in cases {
+            try expectRefused(arguments, method: "RunJob", parameters: parameters, reason: reason)
+        }
+    }
+}
+
+/// The contract itself, read from the interface description.
+@Suite struct CtlReplyContractUnitTests {
+    /// Every method a subcommand calls is in the description, so its replies are checked; and
+    /// the objects the fakes send whole pass.
+    @Test func everyMethodCalled_hasAReplyContract_andWholeObjectsPass() throws {
+        let contract = ReplyContract.daemon
+        for method in ["Ping", "GetHealth", "RunChecks", "Fix", "ListFixes", "ListJobs", "RunJob", "PauseJob", "ResumeJob",
+            "ListSessions", "ListRegistrations", "DiagnoseComponents", "CheckCycles", "GetLogLevel", "SetLogLevel", "GetMetrics", "Reload"]
+        {
+            #expect(contract.replies[method] != nil, "\(method)")
+        }
+        let wholes: [(String, [(String, JSONValue)])] = [
+            ("GetHealth", [("health", .health([.check]))]), ("ListJobs", [("jobs", .array([.job.with([("lastRun", .jobRun)])]))]),
+            ("ListSessions", [("sessions", .array([.session]))]), ("ListFixes", [("fixes", .array([.fix]))]),
+            ("ListRegistrations", [("registrations", .array([.registration]))]), ("DiagnoseComponents", [("issues", .array([.issue]))]),
+            ("RunJob", [("run", .jobRun), ("progress", .null)]),
+            // A daemon older than notBuilt does not send it.
+            ("CheckCycles", [("componentCount", .int(1)), ("edgeCount", .int(0)), ("cycles", .array([]))]),
+        ]
+        for (method, parameters) in wholes {
+            #expect(contract.problem(inReplyTo: method, .object(parameters)) == nil, "\(method)")
+        }
+        // An integer written as a float is that integer, as for the daemon.
+        #expect(contract.problem(inReplyTo: "Ping", .object([("version", .string("1")), ("pid", .double(812)), ("uptime", .int(0))])) == nil)
+        // Types the description does not use are read too.
+        let other = ReplyContract(description: """
+            interface com.example.T
+            type Color (red, green)
+            method M() -> (c: Color, o: object, m: [string]?int, s: (x: ?Color))
+            """)
+        #expect(other.problem(inReplyTo: "M", .object([
+            ("c", .string("red")), ("o", .object([])), ("m", .object([("a", .null)])), ("s", .object([])),
+        ])) == nil)
+        #expect(other.problem(inReplyTo: "M", .object([("c", .string("blue"))])) == #""c" must be "red" or "green", got "blue""#)
+        #expect(other.problem(inReplyTo: "M", .object([("c", .string("red")), ("o", .object([])), ("m", .object([])), ("s", .object([("x", .int(1))]))]))
+            == #""s.x" must be "red" or "green" or null, got 1"#)
+    }
+}
