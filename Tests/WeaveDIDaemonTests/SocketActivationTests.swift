@@ -20,19 +20,24 @@ import WeaveDIPosix
         return String(decoding: reply.prefix { $0 != 0 }, as: UTF8.self)
     }
 
-    @Test func passedSocket_isUsed_andNotRemovedAtExit() throws {
-        let directory = TemporaryDirectory()
-        let socketPath = directory.path + "/activated.sock"
-        // Python plays systemd: a listening socket on descriptor 3, LISTEN_* naming this process.
-        let wrapper = ["/usr/bin/env", "python3", "-c", """
+    /// Python playing systemd: a listening socket at `socketPath` on descriptor 3, then the
+    /// daemon exec'd with `LISTEN_PID` set to `listenPID` (Python, evaluated in the wrapper:
+    /// `os.getpid()` is the daemon's pid once it execs).
+    func activationWrapper(socketPath: String, listenPID: String = "os.getpid()") -> [String] {
+        ["/usr/bin/env", "python3", "-c", """
             import os, socket, sys
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.bind(sys.argv[1]); s.listen(16)
             os.dup2(s.fileno(), 3); os.set_inheritable(3, True)
-            os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()), LISTEN_FDNAMES="control")
+            os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(\(listenPID)), LISTEN_FDNAMES="control")
             os.execv(sys.argv[2], sys.argv[2:])
             """, socketPath]
-        let daemon = try DaemonProcess(directory: directory, wrapper: wrapper)
+    }
+
+    @Test func passedSocket_isUsed_andNotRemovedAtExit() throws {
+        let directory = TemporaryDirectory()
+        let socketPath = directory.path + "/activated.sock"
+        let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper(socketPath: socketPath))
         #expect(daemon.waitForLog("ready;"))
         #expect(daemon.log.contains(#"using the control socket passed by systemd (descriptor 3, "control")"#))
         #expect(!fileExists(daemon.defaultSocket))
@@ -48,16 +53,8 @@ import WeaveDIPosix
     @Test func socketsPassedForAnotherProcess_areLeftAlone() throws {
         let directory = TemporaryDirectory()
         let socketPath = directory.path + "/activated.sock"
-        // As in the test above, but LISTEN_PID names the process's parent, not the daemon.
-        let wrapper = ["/usr/bin/env", "python3", "-c", """
-            import os, socket, sys
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.bind(sys.argv[1]); s.listen(16)
-            os.dup2(s.fileno(), 3); os.set_inheritable(3, True)
-            os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getppid()), LISTEN_FDNAMES="control")
-            os.execv(sys.argv[2], sys.argv[2:])
-            """, socketPath]
-        let daemon = try DaemonProcess(directory: directory, wrapper: wrapper)
+        // LISTEN_PID names the wrapper's parent, not the daemon.
+        let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper(socketPath: socketPath, listenPID: "os.getppid()"))
         #expect(daemon.waitForLog("ready;"))
         #expect(!daemon.log.contains("passed by systemd"), "\(daemon.log)")
         #expect(daemon.log.contains("ready; control socket \"\(daemon.defaultSocket)\""), "\(daemon.log)")
