@@ -101,16 +101,7 @@ import WeaveDIPosix
         let previous = try #require(fixture.status("dst/growing.log"))
 
         // A writer appends until the run is over: the file changes during its copy.
-        let stop = Locked(false)
-        let path = fixture.source + "/growing.log"
-        let writer = try PosixThread {
-            guard let file = try? FileDescriptor.open(path, .writeOnly, options: [.append]) else { return }
-            let chunk = [UInt8](repeating: 0x62, count: 64 << 10)
-            while !stop.withLock({ $0 }) {
-                try? file.descriptor.writeAll(chunk)
-                usleep(250)
-            }
-        }
+        let (stop, writer) = try appendingWriter(fixture.source + "/growing.log")
         while (fixture.status("src/growing.log")?.size ?? 0) == previous.size { usleep(1000) }
         try fixture.write("src/other.txt", "changed", mtime: sampleTime(1))
 
@@ -143,16 +134,7 @@ import WeaveDIPosix
         try fixture.write("src/other.txt", "other", mtime: sampleTime())
         let size = try #require(fixture.status("src/growing.log")).size
 
-        let stop = Locked(false)
-        let path = fixture.source + "/growing.log"
-        let writer = try PosixThread {
-            guard let file = try? FileDescriptor.open(path, .writeOnly, options: [.append]) else { return }
-            let chunk = [UInt8](repeating: 0x62, count: 64 << 10)
-            while !stop.withLock({ $0 }) {
-                try? file.descriptor.writeAll(chunk)
-                usleep(250)
-            }
-        }
+        let (stop, writer) = try appendingWriter(fixture.source + "/growing.log")
         while (fixture.status("src/growing.log")?.size ?? 0) == size { usleep(1000) }
 
         let last = Locked(MirrorProgress())
@@ -328,5 +310,19 @@ import WeaveDIPosix
         // The next run completes the mirror.
         #expect(await fixture.mirror().result == .success)
         try fixture.expectExactMirror()
+    }
+
+    /// A thread appending 64 KiB to `path` every 250 µs until `stop` is set (then `join` it).
+    func appendingWriter(_ path: String) throws -> (stop: Locked<Bool>, writer: PosixThread) {
+        let stop = Locked(false)
+        let writer = try PosixThread {
+            guard let file = try? FileDescriptor.open(path, .writeOnly, options: [.append]) else { return }
+            let chunk = [UInt8](repeating: 0x62, count: 64 << 10)
+            while !stop.withLock({ $0 }) {
+                try? file.descriptor.writeAll(chunk)
+                usleep(250)
+            }
+        }
+        return (stop, writer)
     }
 }
