@@ -191,15 +191,16 @@ public enum DaemonMain {
             notifier.notify("STATUS=failed: control: \(refusal)", "ERRNO=\(EADDRINUSE)")
             return 1
         }
+        let stateLock: StateDirectoryLock
         do {
-            _ = try StateDirectoryLock.acquire(directory: configuration.stateDirectory)
+            stateLock = try StateDirectoryLock.acquire(directory: configuration.stateDirectory)
         } catch {
             log.error("daemon", "\(error)")
             notifier.notify("STATUS=failed: \(error)", "ERRNO=\(error.errno)")
             return error.exitStatus
         }
         DescriptorLimit.log(descriptorLimit, to: log)
-        let supervisor = Supervisor(context: context, configuration: configuration)
+        let supervisor = Supervisor(context: context, configuration: configuration, stateLock: stateLock)
         let loop = MainLoop(
             signals: signals, context: context, supervisor: supervisor,
             watchdog: WatchdogSettings(environment: environment, pid: CurrentProcess.id))

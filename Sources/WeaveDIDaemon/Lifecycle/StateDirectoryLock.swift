@@ -19,21 +19,49 @@ import WeaveDIPosix
 /// Every step on the file system (creating the directory, opening, locking, writing the pid)
 /// runs under `StepDeadline`, as the configuration's load: the state directory may be on a
 /// network mount that stopped answering.
-struct StateDirectoryLock: Sendable {
+final class StateDirectoryLock: Sendable {
     /// The lock file's name in the state directory.
     static let fileName = "weavedid.lock"
+    /// The name of the lock's health check.
+    static let checkName = "daemon.stateLock"
 
     /// The state directory.
     let directory: String
     /// The lock file.
     let path: String
-    /// The lock file, open for the process's life: closing it would release the lock.
-    let descriptor: FileDescriptor
+    /// The daemon's pid, written into the lock file.
+    let pid: Int32
+    /// The lock file, open for the process's life: closing it would release the lock. The
+    /// check's fix replaces it by the file it makes again at `path` (see `relock`).
+    private let held: Locked<FileDescriptor>
+    /// The file at `path` another process held the lock on when the fix last tried (its
+    /// device, inode and pid): the check names that daemon while the file is still there.
+    private let sharedWith = Locked<Busy?>(nil)
+
+    private init(directory: String, path: String, pid: Int32, descriptor: FileDescriptor) {
+        self.directory = directory
+        self.path = path
+        self.pid = pid
+        held = Locked(descriptor)
+    }
+
+    /// The lock file this daemon holds the lock on.
+    var descriptor: FileDescriptor { held.withLock { $0 } }
+
+    /// A lock file whose lock another process holds: its device and inode, and the pid it
+    /// names (`holder`), if any.
+    struct Busy: Sendable, Equatable {
+        var device: UInt64
+        var inode: UInt64
+        var pid: Int32?
+    }
 
     /// Why the lock could not be taken: the message, and the `errno` told to systemd.
     struct Problem: Error, CustomStringConvertible {
         var description: String
         var errno: Int32
+        /// Set when the lock is another process's: what `StateDirectoryLock.relock` names.
+        var busy: Busy?
 
         /// The daemon's exit status for it: 75 (EX_TEMPFAIL) when the directory's file system
         /// did not answer (systemd then restarts the daemon, as after a configuration load
@@ -72,33 +100,46 @@ struct StateDirectoryLock: Sendable {
         let creating = Step(subject: "creating \"\(directory)\"", path: directory, directory: directory)
         let raw = try StepDeadline.run(limit: StepDeadline.stepLimit, first: creating, for: "a lock of the state directory") {
             note throws(Problem) -> Int32 in
-            do throws(Errno) {
-                try FileDescriptor.currentWorkingDirectory.makeDirectories(at: directory, permissions: 0o750)
-            } catch {
-                throw creating.failure("\(creating.subject): \(error)", errno: error.rawValue)
-            }
-            let opening = Step(subject: "opening \"\(path)\"", path: path, directory: directory)
-            try note(opening)
-            let file = try Self.open(path, step: opening)
-            let locking = Step(subject: "locking \"\(path)\"", path: path, directory: directory)
-            try note(locking)
-            do throws(Errno) {
-                try file.descriptor.lockWholeFileForWriting()
-            } catch {
-                guard error == .resourceTemporarilyUnavailable || error == .permissionDenied else {
-                    throw locking.failure("\(locking.subject): \(error)", errno: error.rawValue)
-                }
-                let holder = Self.holder(file.descriptor).map { "pid \($0)" } ?? "its pid is not known"
-                throw Problem(
-                    description: "the state directory \(JSONValue.quotedPathForMessage(directory)) is in use by another weavedid (\(holder); it holds the lock on \(JSONValue.quotedPathForMessage(path))); "
-                        + "stop that daemon first, or give this one another state directory (stateDirectory, or STATE_DIRECTORY when the file sets none)",
-                    errno: EBUSY)
-            }
-            try note(Step(subject: "writing the daemon's pid into \"\(path)\"", path: path, directory: directory))
-            Self.write(pid, into: file.descriptor)
-            return file.release().rawValue
+            try Self.take(directory: directory, path: path, pid: pid, note: note)
         }
-        return StateDirectoryLock(directory: directory, path: path, descriptor: FileDescriptor(rawValue: raw))
+        return StateDirectoryLock(directory: directory, path: path, pid: pid, descriptor: FileDescriptor(rawValue: raw))
+    }
+
+    /// The steps of taking the lock, as `StepDeadline` runs them (the first, `creating`, noted
+    /// already): makes the directory if it is not there, opens or creates the lock file, locks
+    /// it and writes `pid` into it; the locked file's descriptor. Never removes nor truncates a
+    /// file another process holds the lock on.
+    private static func take(
+        directory: String, path: String, pid: Int32, note: @Sendable (Step) throws(Problem) -> Void
+    ) throws(Problem) -> Int32 {
+        let creating = Step(subject: "creating \"\(directory)\"", path: directory, directory: directory)
+        do throws(Errno) {
+            try FileDescriptor.currentWorkingDirectory.makeDirectories(at: directory, permissions: 0o750)
+        } catch {
+            throw creating.failure("\(creating.subject): \(error)", errno: error.rawValue)
+        }
+        let opening = Step(subject: "opening \"\(path)\"", path: path, directory: directory)
+        try note(opening)
+        let file = try Self.open(path, step: opening)
+        let locking = Step(subject: "locking \"\(path)\"", path: path, directory: directory)
+        try note(locking)
+        do throws(Errno) {
+            try file.descriptor.lockWholeFileForWriting()
+        } catch {
+            guard error == .resourceTemporarilyUnavailable || error == .permissionDenied else {
+                throw locking.failure("\(locking.subject): \(error)", errno: error.rawValue)
+            }
+            let status = try? file.descriptor.status()
+            let holderPid = Self.holder(file.descriptor)
+            let holder = holderPid.map { "pid \($0)" } ?? "its pid is not known"
+            throw Problem(
+                description: "the state directory \(JSONValue.quotedPathForMessage(directory)) is in use by another weavedid (\(holder); it holds the lock on \(JSONValue.quotedPathForMessage(path))); "
+                    + "stop that daemon first, or give this one another state directory (stateDirectory, or STATE_DIRECTORY when the file sets none)",
+                errno: EBUSY, busy: Busy(device: status?.device ?? 0, inode: status?.inode ?? 0, pid: holderPid))
+        }
+        try note(Step(subject: "writing the daemon's pid into \"\(path)\"", path: path, directory: directory))
+        Self.write(pid, into: file.descriptor)
+        return file.release().rawValue
     }
 
     /// Opens (or creates, 0600) the lock file for writing, not following a link and without
@@ -173,5 +214,122 @@ struct StateDirectoryLock: Sendable {
         } catch {
             try? file.resize(to: 0)
         }
+    }
+}
+
+/// `daemon.stateLock`: the lock file at `path` is still the file this daemon holds the lock on.
+/// Deleted (alone, or with the state directory) or replaced, it keeps nobody out: a second
+/// daemon started on the directory would make a new one, lock it and run beside this one, the
+/// same jobs, the same `jobs.json`. The check compares the two (an `fstat` of the held
+/// descriptor and a `stat` of the path, within `StepDeadline.stepLimit`); its fix makes the
+/// directory and the file again if need be and takes the lock on the file at the path, as the
+/// start does, never waiting for it nor touching a file another process holds the lock on.
+extension StateDirectoryLock {
+    /// What stands at `path`, compared with the file this daemon holds the lock on.
+    enum Found: Sendable, Equatable {
+        /// The held file.
+        case held
+        /// Nothing (the file or its directory is gone).
+        case missing
+        /// Another file, with its device and inode.
+        case other(device: UInt64, inode: UInt64)
+    }
+
+    /// A look at the lock file, as `StepDeadline` watches it.
+    private struct Look: DeadlineStep {
+        let subject: String
+        let path: String
+
+        func failure(_ problem: String, errno: Int32) -> Problem { Problem(description: problem, errno: errno) }
+    }
+
+    /// Compares the file at `path` with the file this daemon holds the lock on (device and
+    /// inode). Throws when either cannot be looked at within the step limit.
+    func look() async throws(Problem) -> Found {
+        let file = descriptor
+        let path = self.path
+        let step = Look(subject: "looking at \(JSONValue.quotedPathForMessage(path))", path: path)
+        return try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a look at the state directory's lock") {
+            _ throws(Problem) -> Found in
+            let mine: FileStatus
+            do throws(Errno) { mine = try file.status() } catch {
+                throw step.failure("looking at the lock file this daemon holds: \(error)", errno: error.rawValue)
+            }
+            let there: FileStatus
+            do throws(Errno) { there = try FileStatus(path: path, followSymlinks: false) } catch {
+                if error == .noSuchFileOrDirectory || error == .notDirectory { return .missing }
+                throw step.failure("\(step.subject): \(error)", errno: error.rawValue)
+            }
+            return there.device == mine.device && there.inode == mine.inode ? .held : .other(device: there.device, inode: there.inode)
+        }
+    }
+
+    /// The check's result.
+    func health() async -> HealthCheckResult {
+        let quoted = JSONValue.quotedPathForMessage(path)
+        let data = ["path": path, "pid": "\(pid)"]
+        let found: Found
+        do {
+            found = try await look()
+        } catch {
+            return .degraded("cannot tell whether the lock file is still this daemon's: \(error.description)", data: data)
+        }
+        let outside = "so nothing keeps another weavedid off the state directory \(JSONValue.quotedPathForMessage(directory)) (it would run "
+            + "the same jobs and write the same jobs.json); the check's fix makes the lock file again and locks it (weavedictl fix \(Self.checkName))"
+        switch found {
+        case .held:
+            return .healthy("holding the lock on \(quoted)", data: data)
+        case .missing:
+            return .unhealthy("the lock file \(quoted) is gone (deleted, or the state directory with it), \(outside)", data: data)
+        case let .other(device, inode):
+            if let busy = sharedWith.withLock({ $0 }), busy.device == device, busy.inode == inode {
+                return .unhealthy(sharedProblem(busy), data: data)
+            }
+            return .unhealthy("the lock file \(quoted) is not the file this daemon holds the lock on (it was replaced), \(outside)", data: data)
+        }
+    }
+
+    /// `another weavedid (pid 1234) holds the lock on "…/weavedid.lock": …; stop one of them`.
+    private func sharedProblem(_ busy: Busy) -> String {
+        let holder = busy.pid.map { "pid \($0)" } ?? "its pid is not known"
+        return "another weavedid (\(holder)) holds the lock on \(JSONValue.quotedPathForMessage(path)), made after the one this daemon "
+            + "(pid \(pid)) locked was deleted or replaced: two daemons now share the state directory "
+            + "\(JSONValue.quotedPathForMessage(directory)), running the same jobs and writing the same jobs.json; stop one of them"
+    }
+
+    /// The check's fix: when the file at `path` is not the held one, makes the state directory
+    /// (0750) and the lock file again if they are gone, takes the lock on the file there
+    /// without waiting, and writes the pid into it; the descriptor of the file held before is
+    /// closed then (the file is deleted, or elsewhere: its lock keeps no daemon off this
+    /// directory, and each fix would keep one more open). When another process holds the lock
+    /// on the file there (a second daemon started meanwhile), fails naming it, and keeps what it
+    /// held; that file is not touched.
+    func relock() async throws -> String {
+        let quoted = JSONValue.quotedPathForMessage(path)
+        let found = try await look()
+        guard found != .held else { throw FixNotApplicable("\(quoted) is the file this daemon holds the lock on: nothing to do") }
+        let directory = self.directory
+        let path = self.path
+        let pid = self.pid
+        let creating = Step(subject: "creating \"\(directory)\"", path: directory, directory: directory)
+        let raw: Int32
+        do {
+            raw = try await StepDeadline.run(limit: StepDeadline.stepLimit, first: creating, for: "a lock of the state directory") {
+                note throws(Problem) -> Int32 in
+                try Self.take(directory: directory, path: path, pid: pid, note: note)
+            }
+        } catch {
+            guard let busy = error.busy else { throw error }
+            sharedWith.withLock { $0 = busy }
+            throw Problem(description: sharedProblem(busy), errno: EBUSY, busy: busy)
+        }
+        let old = held.withLock { current in
+            let old = current
+            current = FileDescriptor(rawValue: raw)
+            return old
+        }
+        sharedWith.withLock { $0 = nil }
+        try? old.close()
+        return found == .missing ? "made \(quoted) again and locked it" : "locked the file now at \(quoted)"
     }
 }

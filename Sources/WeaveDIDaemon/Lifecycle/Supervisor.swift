@@ -19,6 +19,9 @@ public actor Supervisor {
     let context: DaemonContext
     let container: WeaveDI.Container
     let store: ConfigurationStore
+    /// The lock on the state directory the daemon took at start, watched by `daemon.stateLock`;
+    /// nil where none was taken (offline diagnostics, tests that run services in-process).
+    nonisolated let stateLock: StateDirectoryLock?
     private var group: ServiceGroup?
     private(set) var phase: Phase = .starting
     private var shutdownRequested = false
@@ -62,10 +65,18 @@ public actor Supervisor {
     private let makesContainerLive: Bool
 
     /// A supervisor for `configuration`; `container` becomes the daemon's container.
-    public init(context: DaemonContext, configuration: DaemonConfiguration, container: WeaveDI.Container = WeaveDI.Container()) {
+    init(
+        context: DaemonContext, configuration: DaemonConfiguration, container: WeaveDI.Container = WeaveDI.Container(),
+        stateLock: StateDirectoryLock?
+    ) {
         self.init(
             context: context, configuration: configuration, container: container, services: DaemonModules.services(in:),
-            makesContainerLive: true)
+            makesContainerLive: true, stateLock: stateLock)
+    }
+
+    /// A supervisor for `configuration`, holding no lock on its state directory.
+    public init(context: DaemonContext, configuration: DaemonConfiguration, container: WeaveDI.Container = WeaveDI.Container()) {
+        self.init(context: context, configuration: configuration, container: container, stateLock: nil)
     }
 
     /// A supervisor that starts `services` instead of the daemon's own and, unless told,
@@ -74,8 +85,9 @@ public actor Supervisor {
     init(
         context: DaemonContext, configuration: DaemonConfiguration, container: WeaveDI.Container,
         services: @escaping @Sendable (WeaveDI.Container) throws(ResolutionError) -> [any DaemonService],
-        makesContainerLive: Bool = false
+        makesContainerLive: Bool = false, stateLock: StateDirectoryLock? = nil
     ) {
+        self.stateLock = stateLock
         self.context = context
         self.container = container
         self.services = services

@@ -1,8 +1,8 @@
 import WeaveDI
 
 /// Runs the health registry's loop with the daemon's checks: the container's built-in checks
-/// and `daemon.configuration` (degraded while a reload is refused, run again as each reload
-/// ends); logs the checks' changes of state and the fixes that ran.
+/// `daemon.configuration` (degraded while a reload is refused, run again as each reload
+/// ends) and `daemon.stateLock` (see `StateDirectoryLock`); logs the checks' changes of state and the fixes that ran.
 public final class HealthService: DaemonService {
     public let name = "health"
     let registry: UnifiedRegistry
@@ -35,6 +35,13 @@ public final class HealthService: DaemonService {
             let count = await supervisor.pathWarningCount
             return .healthy(count == 0 ? "configuration in effect" : "configuration in effect, with \(count) path warning\(count == 1 ? "" : "s") (in the log)")
         })
+        if let lock = supervisor.stateLock {
+            // Longer than the look's step limit, so that a file system that does not answer is
+            // said so by the look, not cut short as a check that timed out.
+            registry.register(HealthCheck(
+                name: StateDirectoryLock.checkName, tags: [HealthCheck.readiness], timeout: StepDeadline.stepLimit + .seconds(1)
+            ) { await lock.health() } fix: { try await lock.relock() })
+        }
         await supervisor.onReloadEnded { [registry] in _ = await registry.runCheck("daemon.configuration") }
         registry.setEventObserver { [log] event in Self.log(event, to: log) }
         // A first round is run here, before the daemon says it is ready: health read then has
