@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
@@ -116,5 +117,104 @@ import WeaveDIPosix
         #expect(daemon.log.contains("error   daemon: cannot lock the state directory \"\(file)/state\": creating \"\(file)/state\": "
             + "Not a directory (ENOTDIR); the daemon needs a state directory it may create and write in"), "\(daemon.log)")
         #expect(!fileExists(daemon.defaultSocket))
+    }
+
+    /// The `daemon.stateLock` check of the daemon at `socket`, as `RunChecks` runs it.
+    static func lockCheck(_ socket: String) throws -> JSONValue? {
+        let checks = try VarlinkClient(path: socket).call("io.weavedi.Daemon.RunChecks").parameter("health")?[member: "checks"]?.arrayValue ?? []
+        return checks.first { $0[member: "name"]?.stringValue == "daemon.stateLock" }
+    }
+
+    /// `weavedid.lock` deleted while the daemon runs, then the whole state directory: the
+    /// health loop's next round finds it gone, its fix makes it again (the directory too),
+    /// locks it and writes the pid, and a second daemon started then is refused as before.
+    @Test func aDeletedLockFile_isMadeAgainAndLocked_byTheHealthLoop() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        let state = d + "/state"
+        let config = directory.write("one.json", """
+            {"stateDirectory": "\(state)", "control": {"socket": "\(d)/one.sock"}, "health": {"interval": 0.2}}
+            """)
+        let first = try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1"], directory: directory)
+        try #require(first.waitForLog("ready;"), "\(first.log)")
+        let healthy = try Self.lockCheck(d + "/one.sock")
+        #expect(healthy?[member: "status"]?.stringValue == "healthy", "\(healthy.map { "\($0)" } ?? "no check")")
+        #expect(healthy?[member: "message"]?.stringValue == "holding the lock on \"\(state)/weavedid.lock\"")
+        let second = d + "/two.json"
+        _ = directory.write("two.json", #"{"stateDirectory": "\#(state)", "control": {"socket": "\#(d)/two.sock"}}"#)
+
+        for (round, removed) in [state + "/weavedid.lock", state].enumerated() {
+            try FileManager.default.removeItem(atPath: removed)
+            #expect(first.waitForLog("\"daemon.stateLock\": healthy -> unhealthy: the lock file \"\(state)/weavedid.lock\" is gone "
+                + "(deleted, or the state directory with it), so nothing keeps another weavedid off the state directory \"\(state)\" "
+                + "(it would run the same jobs and write the same jobs.json); the check's fix makes the lock file again and locks it "
+                + "(weavedictl fix daemon.stateLock)"), "\(first.log)")
+            #expect(first.waitForLog("fix of \"daemon.stateLock\" (automatic) succeeded: made \"\(state)/weavedid.lock\" again and locked it"), "\(first.log)")
+            #expect(Self.waitForFile(state + "/weavedid.lock"))
+            #expect(try String(contentsOfFile: state + "/weavedid.lock", encoding: .utf8) == "\(first.pid)\n")
+            let refused = try DaemonProcess(["--config", second], directory: directory)
+            #expect(refused.wait() == .exited(1), "round \(round): \(refused.log)")
+            #expect(refused.log.contains("is in use by another weavedid (pid \(first.pid);"), "\(refused.log)")
+            #expect(!fileExists(d + "/two.sock"))
+        }
+        #expect(((try? FileStatus(path: state, followSymlinks: false))?.permissions.rawValue).map { $0 & 0o777 } == 0o750)
+        first.send(.terminate)
+        #expect(first.wait() == .exited(0), "\(first.log)")
+    }
+
+    /// The lock file deleted, and a second daemon started before the check's fix ran (the
+    /// health loop is off here): the second daemon made and locked a new file. The check says
+    /// the file is not the one held; the fix fails, naming the second daemon's pid, takes
+    /// nothing from it (its file and lock stay), and the check says two daemons share the
+    /// directory. Once the second is stopped, the fix locks the file it left.
+    @Test func aSecondDaemonThatLockedANewFile_isNamed_andKeepsItsLock() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        let state = d + "/state"
+        let lock = state + "/weavedid.lock"
+        let one = directory.write("one.json", #"{"stateDirectory": "\#(state)", "control": {"socket": "\#(d)/one.sock"}}"#)
+        let two = directory.write("two.json", #"{"stateDirectory": "\#(state)", "control": {"socket": "\#(d)/two.sock"}}"#)
+        let first = try DaemonProcess(["--config", one], directory: directory)
+        try #require(first.waitForLog("ready;"), "\(first.log)")
+        try FileManager.default.removeItem(atPath: lock)
+        let second = try DaemonProcess(["--config", two], directory: directory)
+        try #require(second.waitForLog("ready;"), "\(second.log)")
+        let inode = try FileStatus(path: lock, followSymlinks: false).inode
+
+        let replaced = try Self.lockCheck(d + "/one.sock")
+        #expect(replaced?[member: "status"]?.stringValue == "unhealthy", "\(replaced.map { "\($0)" } ?? "no check")")
+        #expect(replaced?[member: "message"]?.stringValue == "the lock file \"\(lock)\" is not the file this daemon holds the lock on "
+            + "(it was replaced), so nothing keeps another weavedid off the state directory \"\(state)\" (it would run the same jobs "
+            + "and write the same jobs.json); the check's fix makes the lock file again and locks it (weavedictl fix daemon.stateLock)")
+        let shared = "another weavedid (pid \(second.pid)) holds the lock on \"\(lock)\", made after the one this daemon (pid \(first.pid)) "
+            + "locked was deleted or replaced: two daemons now share the state directory \"\(state)\", running the same jobs and "
+            + "writing the same jobs.json; stop one of them"
+        let client = try VarlinkClient(path: d + "/one.sock")
+        let failed = try client.call("io.weavedi.Daemon.Fix", [("check", .string("daemon.stateLock"))]).parameter("fixes")?.arrayValue?.first
+        #expect(failed?[member: "outcome"]?.stringValue == "failed", "\(failed.map { "\($0)" } ?? "no fix")")
+        #expect(failed?[member: "error"]?.stringValue == shared, "\(failed.map { "\($0)" } ?? "no fix")")
+        let named = try Self.lockCheck(d + "/one.sock")
+        #expect(named?[member: "status"]?.stringValue == "unhealthy")
+        #expect(named?[member: "message"]?.stringValue == shared, "\(named.map { "\($0)" } ?? "no check")")
+        // The second daemon's file and lock are its own still.
+        #expect(try FileStatus(path: lock, followSymlinks: false).inode == inode)
+        #expect(try String(contentsOfFile: lock, encoding: .utf8) == "\(second.pid)\n")
+        let three = directory.write("three.json", #"{"stateDirectory": "\#(state)", "control": {"socket": "\#(d)/three.sock"}}"#)
+        let third = try DaemonProcess(["--config", three], directory: directory)
+        #expect(third.wait() == .exited(1), "\(third.log)")
+        #expect(third.log.contains("is in use by another weavedid (pid \(second.pid);"), "\(third.log)")
+
+        second.send(.terminate)
+        #expect(second.wait() == .exited(0), "\(second.log)")
+        let fixed = try client.call("io.weavedi.Daemon.Fix", [("check", .string("daemon.stateLock"))]).parameter("fixes")?.arrayValue?.first
+        #expect(fixed?[member: "outcome"]?.stringValue == "succeeded", "\(fixed.map { "\($0)" } ?? "no fix")")
+        #expect(fixed?[member: "message"]?.stringValue == "locked the file now at \"\(lock)\"")
+        #expect(try Self.lockCheck(d + "/one.sock")?[member: "status"]?.stringValue == "healthy")
+        #expect(try String(contentsOfFile: lock, encoding: .utf8) == "\(first.pid)\n")
+        let fourth = try DaemonProcess(["--config", three], directory: directory)
+        #expect(fourth.wait() == .exited(1), "\(fourth.log)")
+        #expect(fourth.log.contains("is in use by another weavedid (pid \(first.pid);"), "\(fourth.log)")
+        first.send(.terminate)
+        #expect(first.wait() == .exited(0), "\(first.log)")
     }
 }
