@@ -111,11 +111,20 @@ extension DaemonConfiguration {
         }
     }
 
-    /// The lock file the start opens for writing in an existing state directory: one left by a
-    /// run as another user (root) refuses the start.
+    /// The lock file the start opens for writing in an existing state directory, and the jobs'
+    /// state file it reads: one left by a run as another user (root) refuses the start.
     private func checkLockFile(file: String, note: (LoadStep) throws(ConfigurationError) -> Void) throws(ConfigurationError) {
         let path = ConfigurationDirectories.join(stateDirectory, StateDirectoryLock.fileName)
         try note(LoadStep("looking at", file: file, fieldPath: "stateDirectory", path: path))
+        try checkLockFile(path, file: file)
+        let state = ConfigurationDirectories.join(stateDirectory, SyncStateStore.fileName)
+        try note(LoadStep("looking at", file: file, fieldPath: "stateDirectory", path: state))
+        if let (problem, errno) = StateDirectoryLock.unreadableStateFile(directory: stateDirectory, who: "the user running the check") {
+            throw ConfigurationError(file: file, fieldPath: "stateDirectory", problem: problem, errno: errno)
+        }
+    }
+
+    private func checkLockFile(_ path: String, file: String) throws(ConfigurationError) {
         guard let found = try? FileStatus(path: path, followSymlinks: false), found.kind == .regular else { return }
         do {
             try FileDescriptor.currentWorkingDirectory.checkAccess(at: path, [.read, .write])

@@ -100,7 +100,14 @@ final class StateDirectoryLock: Sendable {
         let creating = Step(subject: "creating \"\(directory)\"", path: directory, directory: directory)
         let raw = try StepDeadline.run(limit: StepDeadline.stepLimit, first: creating, for: "a lock of the state directory") {
             note throws(Problem) -> Int32 in
-            try Self.take(directory: directory, path: path, pid: pid, note: note)
+            let raw = try Self.take(directory: directory, path: path, pid: pid, note: note)
+            let state = ConfigurationDirectories.join(directory, SyncStateStore.fileName)
+            try note(Step(subject: "looking at \"\(state)\"", path: state, directory: directory))
+            if let problem = Self.unreadableStateFile(directory: directory) {
+                _ = Glibc.close(raw)
+                throw problem
+            }
+            return raw
         }
         return StateDirectoryLock(directory: directory, path: path, pid: pid, descriptor: FileDescriptor(rawValue: raw))
     }
@@ -175,18 +182,86 @@ final class StateDirectoryLock: Sendable {
 
     /// Why `who` (the daemon, or the user running `--check-config`) may not open the lock file
     /// at `path`, there with `status` but another user's: a run as that user (root, most
-    /// often) left it, and with it the rest of the state directory's content (`jobs.json`).
-    /// Names the file, its owner, group and mode, and says to give the directory's content to
-    /// the daemon's user: `… may not open "/var/lib/weavedi/weavedid.lock" (mode 0600, owner
-    /// root, group root) for writing: Permission denied (EACCES); a daemon run as root left it:
-    /// give the state directory's content to the daemon's user (chown -R weavedi: …)`.
+    /// often) left it, and maybe with it the rest of the state directory's content
+    /// (`jobs.json`). Names the file, its owner, group and mode, and says to give the
+    /// directory's content to the daemon's user: `… may not open "/var/lib/weavedi/weavedid.lock"
+    /// (mode 0600, owner root, group root) for writing: Permission denied (EACCES); a daemon run
+    /// as root left it: give the state directory's content to the daemon's user (chown -R
+    /// weavedi: …), or remove weavedid.lock alone (…)`. Removing the lock alone is offered only
+    /// while `who` may read `jobs.json` and replace it (create files in the directory);
+    /// otherwise those are named instead (`unusableContent`), as removing the lock alone would
+    /// leave a daemon that cannot read its jobs' state.
     static func foreignFileProblem(path: String, status: FileStatus, directory: String, error: Errno, who: String) -> String {
         let user = FileOwnership.currentUser
         let name = FileOwnership.nameForCommand(CurrentProcess.effectiveUserID)
-        return "\(who) (\(user)) may not open \(JSONValue.quotedPathForMessage(path)) (\(FileOwnership.describe(status))) for writing: "
-            + "\(error); a daemon run as \(FileOwnership.userName(status.userID)) left it, and maybe more of the state directory's "
-            + "content (jobs.json): give it all to the daemon's user (chown -R \(name.shellWord.escapingControlCharacters): "
-            + "\(directory.shellWord.escapingControlCharacters)), or remove \(fileName) alone"
+        let chown = "give the state directory's content to the daemon's user (chown -R \(name.shellWord.escapingControlCharacters): "
+            + "\(directory.shellWord.escapingControlCharacters))"
+        let start = "\(who) (\(user)) may not open \(JSONValue.quotedPathForMessage(path)) (\(FileOwnership.describe(status))) for writing: "
+            + "\(error); a daemon run as \(FileOwnership.userName(status.userID)) left it"
+        let unusable = unusableContent(directory: directory)
+        guard unusable.isEmpty else {
+            return start + ", and \(who) may not use more of the state directory either (\(unusable.joined(separator: "; "))): "
+                + chown + "; removing \(fileName) alone would not do, as the daemon could not read its jobs' state"
+        }
+        return start + ": \(chown), or remove \(fileName) alone (\(who) may read and replace the rest: \(SyncStateStore.fileName))"
+    }
+
+    /// What else of `directory` the calling process may not use as the daemon does, described
+    /// for a message: `jobs.json` when it is there and may not be read (`"…/jobs.json" (mode
+    /// 0640, owner root, group root), which it may not read: …`), the directory when no file
+    /// may be created in it (a write of `jobs.json` replaces it through a new file). Asked of
+    /// the kernel for the effective user (`faccessat` with `AT_EACCESS`).
+    static func unusableContent(directory: String) -> [String] {
+        var found: [String] = []
+        let cwd = FileDescriptor.currentWorkingDirectory
+        let state = ConfigurationDirectories.join(directory, SyncStateStore.fileName)
+        do throws(Errno) { try cwd.checkAccess(at: state, .read) } catch {
+            if error != .noSuchFileOrDirectory, let status = try? FileStatus(path: state, followSymlinks: true) {
+                found.append("\(JSONValue.quotedPathForMessage(state)) (\(FileOwnership.describe(status))), which it may not read: \(error)")
+            }
+        }
+        do throws(Errno) { try cwd.checkAccess(at: directory, [.write, .execute]) } catch {
+            if let status = try? FileStatus(path: directory, followSymlinks: true) {
+                found.append("the directory itself (\(FileOwnership.describe(status))), where it may not create files: \(error)")
+            }
+        }
+        return found
+    }
+
+    /// The start's refusal when the jobs' state file (`jobs.json`) is there but the daemon may
+    /// not read it (`EACCES`, `EPERM`: another user's, or its mode): started, the daemon would
+    /// run without the jobs' pauses and run count and replace the file at the first write,
+    /// losing them. Nil when it may be read, or is not there; any other trouble with it is the
+    /// scheduler's to meet (`SyncStateStore.load`).
+    static func unreadableStateFile(directory: String) -> Problem? {
+        unreadableStateFile(directory: directory, who: "the daemon").map { problem, errno in
+            Problem(description: "cannot use the state directory \(JSONValue.quotedPathForMessage(directory)): \(problem)", errno: errno)
+        }
+    }
+
+    /// `unreadableStateFile(directory:)`'s problem, for `who` (the daemon, or the user running
+    /// `--check-config`), and its `errno`.
+    static func unreadableStateFile(directory: String, who: String) -> (problem: String, errno: Int32)? {
+        let state = ConfigurationDirectories.join(directory, SyncStateStore.fileName)
+        do throws(Errno) {
+            try FileDescriptor.currentWorkingDirectory.checkAccess(at: state, .read)
+            return nil
+        } catch {
+            guard error == .permissionDenied || error == .notPermitted, let status = try? FileStatus(path: state, followSymlinks: true) else {
+                return nil
+            }
+            let remedy = status.userID == CurrentProcess.effectiveUserID
+                ? "give its owner read and write (chmod u+rw \(state.shellWord.escapingControlCharacters))"
+                : "a daemon run as \(FileOwnership.userName(status.userID)) left it: give the state directory's content to the daemon's user "
+                    + "(chown -R \(FileOwnership.nameForCommand(CurrentProcess.effectiveUserID).shellWord.escapingControlCharacters): "
+                    + "\(directory.shellWord.escapingControlCharacters))"
+            return (
+                "\(who) (\(FileOwnership.currentUser)) may not read the jobs' state file \(JSONValue.quotedPathForMessage(state)) "
+                    + "(\(FileOwnership.describe(status))): \(error); the daemon does not start rather than replace the file, which keeps "
+                    + "the jobs' pauses and run count: \(remedy)",
+                error.rawValue
+            )
+        }
     }
 
     /// The pid the lock file names, if it names one that runs. The holder writes it right
