@@ -120,15 +120,62 @@ struct StartDirectoryPermissionTests {
     /// and mode, and say to give the directory's content to the daemon's user.
     @Test func aLockFileLeftByRoot_failsTheCheckAndTheStart_namingItsOwner() throws {
         let (directory, state, lock, config) = try Self.stateDirectoryWithALockFile(owner: 0, mode: 0o600)
-        let problem = "may not open \"\(lock)\" (mode 0600, owner root, group root) for writing: Permission denied (EACCES); a daemon run as root left it, "
-            + "and maybe more of the state directory's content (jobs.json): give it all to the daemon's user (chown -R nobody: \(state)), or remove weavedid.lock alone"
+        let problem = "may not open \"\(lock)\" (mode 0600, owner root, group root) for writing: Permission denied (EACCES); a daemon run as root left it: "
+            + "give the state directory's content to the daemon's user (chown -R nobody: \(state)), or remove weavedid.lock alone"
         let check = try Self.checkAsNobody(config)
         #expect(check.status == .exited(78), "\(check.standardErrorText)")
-        #expect(check.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) \(problem)\n")
+        #expect(check.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) \(problem) "
+            + "(the user running the check may read and replace the rest: jobs.json)\n")
         let daemon = try Self.startAsNobody(config, directory)
         #expect(daemon.wait() == .exited(78), "\(daemon.log)")
-        #expect(daemon.log.contains("error   daemon: cannot lock the state directory \"\(state)\": the daemon (\(Self.nobody)) \(problem)"), "\(daemon.log)")
+        #expect(daemon.log.contains("error   daemon: cannot lock the state directory \"\(state)\": the daemon (\(Self.nobody)) \(problem) "
+            + "(the daemon may read and replace the rest: jobs.json)"), "\(daemon.log)")
         #expect(!daemon.log.contains("the daemon needs a state directory it may create"), "\(daemon.log)")
+    }
+
+    /// The lock file and `jobs.json` both left by root (0600 and 0640, root's) in a state
+    /// directory the daemon's user owns: removing the lock alone would not do, and the refusal
+    /// does not offer it, naming `jobs.json` too. Removed all the same, the start refuses the
+    /// state file it may not read (exit 78) rather than start without it and replace it at its
+    /// first write: the file is left as it was. Given to the daemon's user, it is read.
+    @Test func aJobsFileLeftByRootToo_isNamed_andNeverReplaced() throws {
+        let (directory, state, lock, config) = try Self.stateDirectoryWithALockFile(owner: 0, mode: 0o600)
+        let jobs = directory.write("open/state/jobs.json", #"{"lastRunNumber":7,"jobs":{}}"#)
+        chmod(jobs, 0o640)
+        let inode = try FileStatus(path: jobs, followSymlinks: false).inode
+        let lockProblem = "may not open \"\(lock)\" (mode 0600, owner root, group root) for writing: Permission denied (EACCES); a daemon run as root left it, "
+        let more = "may not use more of the state directory either (\"\(jobs)\" (mode 0640, owner root, group root), which it may not read: "
+            + "Permission denied (EACCES)): give the state directory's content to the daemon's user (chown -R nobody: \(state)); removing "
+            + "weavedid.lock alone would not do, as the daemon could not read its jobs' state"
+        let check = try Self.checkAsNobody(config)
+        #expect(check.status == .exited(78), "\(check.standardErrorText)")
+        #expect(check.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) \(lockProblem)"
+            + "and the user running the check \(more)\n")
+        let daemon = try Self.startAsNobody(config, directory)
+        #expect(daemon.wait() == .exited(78), "\(daemon.log)")
+        #expect(daemon.log.contains("error   daemon: cannot lock the state directory \"\(state)\": the daemon (\(Self.nobody)) \(lockProblem)and the daemon \(more)"),
+            "\(daemon.log)")
+
+        try FileManager.default.removeItem(atPath: lock)
+        let stateProblem = "may not read the jobs' state file \"\(jobs)\" (mode 0640, owner root, group root): Permission denied (EACCES); "
+            + "the daemon does not start rather than replace the file, which keeps the jobs' pauses and run count: a daemon run as root "
+            + "left it: give the state directory's content to the daemon's user (chown -R nobody: \(state))"
+        let checkAgain = try Self.checkAsNobody(config)
+        #expect(checkAgain.status == .exited(78), "\(checkAgain.standardErrorText)")
+        #expect(checkAgain.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) \(stateProblem)\n")
+        let refused = try Self.startAsNobody(config, directory)
+        #expect(refused.wait() == .exited(78), "\(refused.log)")
+        #expect(refused.log.contains("error   daemon: cannot use the state directory \"\(state)\": the daemon (\(Self.nobody)) \(stateProblem)"), "\(refused.log)")
+        #expect(!fileExists(directory.path + "/open/control.sock"), "the refused daemon bound its socket")
+        #expect(try FileStatus(path: jobs, followSymlinks: false).inode == inode)
+        #expect(directory.read("open/state/jobs.json") == #"{"lastRunNumber":7,"jobs":{}}"#)
+
+        chown(jobs, 65534, 65534)
+        let started = try Self.startAsNobody(config, directory)
+        try #require(started.waitForLog("ready;"), "\(started.log)")
+        #expect(!started.log.contains("jobs.json"), "\(started.log)")
+        started.send(.terminate)
+        #expect(started.wait() == .exited(0), "\(started.log)")
     }
 }
 
