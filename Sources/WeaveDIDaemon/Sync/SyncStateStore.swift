@@ -49,8 +49,9 @@ struct SyncStateStore: Sendable {
     struct Unreadable: Sendable, Equatable {
         /// What became of the file.
         enum Fate: Sendable, Equatable {
-            /// Left where it is, as it may be whole (no permission, a directory in its place, a
-            /// file system not answering) or holds nothing the daemon wrote (a named pipe, a link
+            /// Left where it is, as it may be whole (a directory in its place, a file system not
+            /// answering; one the daemon may not read refuses the start before this, see
+            /// `StateDirectoryLock.unreadableStateFile`) or holds nothing the daemon wrote (a named pipe, a link
             /// to a device): the next write replaces it.
             case leftInPlace
             /// Damaged, or larger than `maximumBytes`: renamed `copy` (`jobs.json.corrupt`).
