@@ -206,6 +206,8 @@ import WeaveDIPosix
 
         second.send(.terminate)
         #expect(second.wait() == .exited(0), "\(second.log)")
+        // Stopped, it is named no more: its file is merely another file.
+        #expect(try Self.lockCheck(d + "/one.sock")?[member: "message"]?.stringValue == replaced?[member: "message"]?.stringValue)
         let fixed = try client.call("io.weavedi.Daemon.Fix", [("check", .string("daemon.stateLock"))]).parameter("fixes")?.arrayValue?.first
         #expect(fixed?[member: "outcome"]?.stringValue == "succeeded", "\(fixed.map { "\($0)" } ?? "no fix")")
         #expect(fixed?[member: "message"]?.stringValue == "locked the file now at \"\(lock)\"")

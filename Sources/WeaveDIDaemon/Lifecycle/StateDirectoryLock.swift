@@ -271,10 +271,15 @@ final class StateDirectoryLock: Sendable {
         // Just opened and not written: the file's position is its start.
         guard let bytes = try? file.read(upToCount: 32) else { return nil }
         let line = bytes.prefix { $0 != UInt8(ascii: "\n") }
-        guard let pid = Int32(String(decoding: line, as: UTF8.self)), pid > 0 else { return nil }
-        // Signal 0 sends nothing: it only asks whether the process exists.
-        do throws(Errno) { try Signal(rawValue: 0).send(to: pid) } catch { if error == .noSuchProcess { return nil } }
+        guard let pid = Int32(String(decoding: line, as: UTF8.self)), pid > 0, runs(pid) else { return nil }
         return pid
+    }
+
+    /// Whether a process `pid` exists.
+    private static func runs(_ pid: Int32) -> Bool {
+        // Signal 0 sends nothing: it only asks whether the process exists.
+        do throws(Errno) { try Signal(rawValue: 0).send(to: pid) } catch { if error == .noSuchProcess { return false } }
+        return true
     }
 
     /// Writes `pid` and a newline over the file's content, then cuts what followed: a reader
@@ -357,7 +362,9 @@ extension StateDirectoryLock {
         case .missing:
             return .unhealthy("the lock file \(quoted) is gone (deleted, or the state directory with it), \(outside)", data: data)
         case let .other(device, inode):
-            if let busy = sharedWith.withLock({ $0 }), busy.device == device, busy.inode == inode {
+            // Named while its daemon runs (asked with signal 0: no file system); once it has
+            // stopped, its file is merely another file, for the fix to lock.
+            if let busy = sharedWith.withLock({ $0 }), busy.device == device, busy.inode == inode, busy.pid.map(Self.runs) ?? true {
                 return .unhealthy(sharedProblem(busy), data: data)
             }
             return .unhealthy("the lock file \(quoted) is not the file this daemon holds the lock on (it was replaced), \(outside)", data: data)
