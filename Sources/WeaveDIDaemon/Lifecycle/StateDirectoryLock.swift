@@ -315,6 +315,16 @@ extension StateDirectoryLock {
         case other(device: UInt64, inode: UInt64)
     }
 
+    /// A duplicate of the held descriptor for one look, closed when the look's work lets go of
+    /// it (or when the work was never started).
+    private final class Duplicate: Sendable {
+        let file: FileDescriptor
+
+        init(_ file: FileDescriptor) { self.file = file }
+
+        deinit { try? file.close() }
+    }
+
     /// A look at the lock file, as `StepDeadline` watches it.
     private struct Look: DeadlineStep {
         let subject: String
@@ -326,11 +336,19 @@ extension StateDirectoryLock {
     /// Compares the file at `path` with the file this daemon holds the lock on (device and
     /// inode). Throws when either cannot be looked at within the step limit.
     func look() async throws(Problem) -> Found {
-        let file = descriptor
         let path = self.path
         let step = Look(subject: "looking at \(JSONValue.quotedPathForMessage(path))", path: path)
+        // A duplicate of the held descriptor, taken under the lock and closed by the look: a fix
+        // that replaces the held one meanwhile closes it, and its number may be given to another
+        // file before the look gets to it. A duplicate shares the lock (an OFD lock goes with the
+        // last descriptor of the open file), so closing it releases nothing.
+        let duplicate: Duplicate
+        do throws(Errno) { duplicate = Duplicate(try held.withLock { (file) throws(Errno) in try file.duplicate().release() }) } catch {
+            throw step.failure("looking at the lock file this daemon holds: \(error)", errno: error.rawValue)
+        }
         return try await StepDeadline.run(limit: StepDeadline.stepLimit, first: step, for: "a look at the state directory's lock") {
             _ throws(Problem) -> Found in
+            let file = duplicate.file
             let mine: FileStatus
             do throws(Errno) { mine = try file.status() } catch {
                 throw step.failure("looking at the lock file this daemon holds: \(error)", errno: error.rawValue)
