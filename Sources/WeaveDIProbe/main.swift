@@ -327,6 +327,18 @@ func cachedReads() async {
     let before = tokens(reader)
     let overridden = withInjectedValues { $0.token = Token(99) } operation: { tokens(reader) }
     print("first override: \(before) then \(overridden) then \(tokens(reader))")
+    // Since then a read looks for an override first, then takes the cached answer: every change
+    // still shows at once.
+    await WeaveDI.Container.releaseAll()
+    let released = tokens(reader)
+    registerToken(in: WeaveDI.Container.live)
+    let registered = tokens(reader)
+    WeaveDI.Container.live = WeaveDI.Container()
+    let emptied = tokens(reader)
+    InjectedContext.current = .preview
+    let preview = Reader().value
+    InjectedContext.current = .live
+    print("after the override: \(released) \(registered) \(emptied) \(preview) \(Reader().value)")
     // Readers on four threads while the main thread releases and re-registers: every read
     // returns a token built by then, never a freed one.
     let readers = (0..<4).map { _ in

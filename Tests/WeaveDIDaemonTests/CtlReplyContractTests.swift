@@ -156,6 +156,27 @@ import WeaveDIControl
 
 /// The contract itself, read from the interface description.
 @Suite struct CtlReplyContractUnitTests {
+    /// What a real daemon answers to every method weavedictl calls passes the contract: the
+    /// encoders send every member the interface does not mark optional, of its type (the fakes
+    /// above are written by hand; this reads the daemon's own replies, a run of its example job's
+    /// among them).
+    @Test func aRealDaemonsReplies_passTheContract() throws {
+        let daemon = try readyDaemon()
+        let calls: [(String, String)] = [
+            ("Ping", "{}"), ("GetHealth", "{}"), ("RunChecks", "{}"), ("ListFixes", "{}"), ("ListSessions", "{}"),
+            ("ListRegistrations", "{}"), ("DiagnoseComponents", "{}"), ("CheckCycles", "{}"), ("GetLogLevel", "{}"),
+            ("SetLogLevel", #"{"level":"all"}"#), ("GetMetrics", "{}"), ("Reload", "{}"), ("Fix", "{}"),
+            ("RunJob", #"{"name":"example","detach":true}"#), ("PauseJob", #"{"name":"example"}"#),
+            ("ResumeJob", #"{"name":"example"}"#), ("RunJob", #"{"name":"example"}"#), ("ListJobs", "{}"),
+        ]
+        for (method, parameters) in calls {
+            let reply = try #require(daemon.sendCall(method, parameters).varlinkReply(), "\(method): no reply")
+            #expect(reply.error == nil, "\(method): \(reply)")
+            let problem = ReplyContract.daemon.problem(inReplyTo: method, .object(reply.parameters))
+            #expect(problem == nil, "\(method): \(problem ?? "") in \(reply)")
+        }
+    }
+
     /// Every method a subcommand calls is in the description, so its replies are checked; and
     /// the objects the fakes send whole pass.
     @Test func everyMethodCalled_hasAReplyContract_andWholeObjectsPass() throws {

@@ -538,7 +538,8 @@ struct GroupedValues {
     }
 
     /// In a process that never made an override, `@Injected` answers from its cache; every
-    /// change (context, registration, release, swap) shows in the next read, and reads on other
+    /// change (context, registration, release, swap) shows in the next read, as it does after
+    /// the first override (a read then looks for one before the cache), and reads on other
     /// threads during releases and registrations only ever see tokens that were built.
     @Test func cachedReads_followEveryChange_atOnce() throws {
         let result = try ChildProcess.run("weavedi-probe", ["cached-reads"])
@@ -555,6 +556,7 @@ struct GroupedValues {
         #expect(lines.contains("swapped: 4/4"))
         #expect(lines.contains("swapped to empty: -1/nil"))
         #expect(lines.contains("first override: 5/5 then 99/5 then 5/5"))
+        #expect(lines.contains("after the override: 6/6 7/7 -1/nil preview-default live-default"), "\(lines)")
         #expect(lines.last == "concurrent: read bad=0")
     }
 
