@@ -24,6 +24,24 @@ import WeaveDIPosix
     }
 
     static let d = "io.weavedi.Daemon."
+
+    /// A message refused whole (too large) behind a `oneway` call answered on the I/O thread,
+    /// itself behind a call run as a task: the refusal is sent once their turn is over, and the
+    /// connection closed, though the `oneway` call wrote nothing that would have brought it out.
+    @Test func aRefusalQueuedBehindAOnewayInlineCall_isSent_andTheConnectionClosed() throws {
+        let directory = TemporaryDirectory()
+        let config = directory.write("weavedid.json", #"{"control": {"maxMessageBytes": 1024, "idleTimeout": 120}, "sync": {"jobs": []}}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try RawClient(daemon.defaultSocket)
+        try client.send(call(Self.d + "SetLogLevel", #"{"level":"all"}"#, extra: #","oneway":true"#)
+            + call(Self.d + "Ping", extra: #","oneway":true"#) + String(repeating: "x", count: 2000))
+        let reply = client.varlinkReply(timeout: .seconds(20))
+        #expect(reply?.error == "io.weavedi.Daemon.LimitExceeded", "\(String(describing: reply))")
+        #expect(client.closedByPeer(timeout: .seconds(20)))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
     static let levels = ["all", "registration", "optimization", "errors"]
 
     /// `PauseJob` then `ResumeJob` then `ListJobs`, all run as tasks: the listing sees the job

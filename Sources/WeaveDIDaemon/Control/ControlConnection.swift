@@ -117,6 +117,11 @@ final class ControlConnection {
         if queueStart == queue.count {
             queue.removeAll(keepingCapacity: true)
             queueStart = 0
+        } else if queueStart >= 32, queueStart * 2 >= queue.count {
+            // A queue that never empties (a client keeping one call waiting behind a slow one)
+            // drops the entries taken, so that it holds no more than the calls in flight.
+            queue.removeFirst(queueStart)
+            queueStart = 0
         }
         return next
     }

@@ -423,6 +423,10 @@ extension ControlServer {
         connection.compactOutput()
         if handler.handleInline(message: message, peer: connection.peer, session: connection.session, replies: &connection.output) {
             connection.nextReplySequence += 1
+            // A call that waited its turn may have a refusal parked behind it (a message too
+            // large, one cut short by the end of input): out now, as the output of a `oneway`
+            // call, which has none, would not bring it.
+            if !connection.finished.isEmpty { connection.flushInOrder() }
             return
         }
         connection.running = sequence
