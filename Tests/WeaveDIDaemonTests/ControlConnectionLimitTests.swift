@@ -228,6 +228,28 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// `maxMessageBytes` is the largest message accepted: one of exactly that many bytes (its NUL
+    /// not counted) is answered, one byte more is refused.
+    @Test func aMessageOfExactlyTheLimit_isAnswered_andOneByteMoreIsNot() throws {
+        let daemon = try started(config: #"{"control": {"maxMessageBytes": 1024}, "sync": {"jobs": []}}"#)
+        // A GetInfo call padded with spaces before its closing brace (JSON allows them) to the
+        // size wanted.
+        func message(bytes: Int) -> String {
+            let head = #"{"method":"org.varlink.service.GetInfo""#
+            return head + String(repeating: " ", count: bytes - head.utf8.count - 1) + "}"
+        }
+        #expect(message(bytes: 1024).utf8.count == 1024)
+        let exact = try RawClient(daemon.defaultSocket)
+        try exact.send(message(bytes: 1024) + "\0")
+        let answered = exact.varlinkReply()
+        #expect(answered?.error == nil && answered?.parameter("vendor") != nil, "\(String(describing: answered))")
+        let over = try RawClient(daemon.defaultSocket)
+        try over.send(message(bytes: 1025) + "\0")
+        #expect(over.reply() == #"{"error":"io.weavedi.Daemon.LimitExceeded","parameters":{"limit":"message size","value":1024}}"#)
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     /// A client still sending a message over the limit when the daemon refuses it reads the
     /// refusal: what it sends after is read and dropped, rather than its send failing with a
     /// broken pipe and the reply lost.
