@@ -231,4 +231,18 @@ extension StartDirectoryPermissionTests {
                 "\(check.standardErrorText)")
         }
     }
+
+    /// A jobs.json that is no file (a directory the daemon may not read) is not taken for a
+    /// state file the daemon would replace: the start is not refused over it.
+    @Test func aJobsPathThatIsNoFile_doesNotRefuseTheStart() throws {
+        let (directory, _, _, config) = try Self.stateDirectoryWithALockFile(owner: 65534, mode: 0o600)
+        let jobs = directory.path + "/open/state/jobs.json"
+        try FileManager.default.createDirectory(atPath: jobs, withIntermediateDirectories: false)
+        chmod(jobs, 0)
+        let daemon = try Self.startAsNobody(config, directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(!daemon.log.contains("may not read the jobs' state file"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
 }

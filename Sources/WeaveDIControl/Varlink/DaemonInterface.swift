@@ -122,7 +122,8 @@ public enum DaemonInterface {
         # Progress of a running job. Done counts what was done (copied, checked, skipped with a
         # warning), not the items that failed: a run with errors ends short of its totals.
         # filesSkipped counts those of filesDone skipped with a warning (a file that changed while
-        # being copied): not copied, their bytes are in neither bytesDone nor bytesTotal.
+        # being copied or vanished, a special file, a reserved temporary name): not copied, the
+        # bytes of one skipped during its copy are in neither bytesDone nor bytesTotal.
         # filesFailed counts the files (not directories) that failed so far, each an error of the run.
         # Both optional, as a daemon before them sends none (this one always does).
         type Progress (filesDone: int, filesSkipped: ?int, filesFailed: ?int, filesTotal: int, bytesDone: int, bytesTotal: int)

@@ -146,6 +146,11 @@ final class StateDirectoryLock: Sendable {
         }
         try note(Step(subject: "writing the daemon's pid into \"\(path)\"", path: path, directory: directory))
         Self.write(pid, into: file.descriptor)
+        // A write that outlived its step's limit (a file system that stopped answering, then
+        // answered) has nobody to hand the descriptor to: noting one more step throws then, and
+        // the descriptor is closed here, rather than left open with its lock, which would keep
+        // every later fix off the file with this daemon's own pid in it.
+        try note(Step(subject: "handing over the lock on \"\(path)\"", path: path, directory: directory))
         return file.release().rawValue
     }
 
@@ -247,7 +252,11 @@ final class StateDirectoryLock: Sendable {
             try FileDescriptor.currentWorkingDirectory.checkAccess(at: state, .read)
             return nil
         } catch {
-            guard error == .permissionDenied || error == .notPermitted, let status = try? FileStatus(path: state, followSymlinks: true) else {
+            // Only a file: a directory or anything else there is no state file the daemon
+            // would lose (the scheduler says what it is when it reads it).
+            guard error == .permissionDenied || error == .notPermitted, let status = try? FileStatus(path: state, followSymlinks: true),
+                status.kind == .regular
+            else {
                 return nil
             }
             let remedy = status.userID == CurrentProcess.effectiveUserID
