@@ -585,6 +585,26 @@ final class RecordingClock: HealthClock {
         #expect(check.breaker != .closed)
     }
 
+    /// A fix that throws has its check run again, only to look: the report says how things are
+    /// now, not how they were at the last round (a manual fix between rounds finds them changed).
+    @Test func aFixThatThrows_hasItsCheckRunAgain() async {
+        let registry = registry()
+        let down = Locked(false)
+        let runs = Locked(0)
+        registry.register(HealthCheck(name: "x", run: {
+            runs.withLock { $0 += 1 }
+            return down.withLock { $0 } ? .unhealthy("down now") : .healthy("up")
+        }, fix: { throw ScriptedFix.FixError() }))
+        await registry.runChecks(fixing: false)
+        #expect(registry.report().checks[0].status == .healthy)
+        down.withLock { $0 = true }
+        let record = await registry.fix("x")
+        #expect(record.outcome == .failed)
+        #expect(runs.withLock { $0 } == 2)
+        #expect(registry.report().checks[0].status == .unhealthy)
+        #expect(registry.report().checks[0].message == "down now")
+    }
+
     /// A remedy said by a fix that then throws, or said after its attempt timed out, is not
     /// heard: the attempt is a failure as before.
     @Test func aRemedySaidByAFixThatFails_isNotInProgress() async {

@@ -2,7 +2,7 @@ extension UnifiedRegistry {
     /// Runs the fix of the check named `name` now, by hand: past its backoff and circuit
     /// breaker, but within the attempt limit and the attempt timeout. Re-runs the check after a
     /// fix that returned (a fix that leaves it failing counts as failed for the backoff and
-    /// the breaker). Refused while a fix of the check runs, or one that timed out has not
+    /// the breaker) or threw (only to look: the report then says how things are now). Refused while a fix of the check runs, or one that timed out has not
     /// returned yet. A name no check has, or a check without a fix, is refused too, but not
     /// recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
@@ -129,12 +129,21 @@ extension UnifiedRegistry {
         // it may start): one that leaves it failing counts as failed for the backoff and the
         // breaker, and says so.
         var stillFailing: String?
-        if case .done? = outcome {
+        switch outcome {
+        case .done?:
             await runOne(check, fixingRound: false)
             stillFailing = state.withLock { state in
                 guard let result = state.checks[check.name]?.result, result.status != .healthy else { return nil }
                 return result.message
             }
+        case .failed? where trigger == .manual:
+            // A fix asked for by hand that threw says something is wrong now, perhaps since
+            // the last round: the check is run again too, only to look, so that the report says
+            // how things are, not how they were then. (An automatic fix runs in a round, right
+            // after the check.)
+            await runOne(check, fixingRound: false)
+        case .failed?, .notApplicable?, nil:
+            break
         }
         let record: FixRecord
         // A fix whose remedy goes on (a long run), the check failing until it ends, is in
