@@ -128,4 +128,34 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
+
+    /// `SetLogLevel` calls from two connections at once each set their level and filter
+    /// together: every reply shows one call's pair, never one's level with the other's filter,
+    /// and so does the level in effect at the end.
+    @Test func setLogLevelFromTwoConnections_neverMixesTheirPairs() throws {
+        let daemon = try started()
+        let pairs = [("errors", "warning"), ("off", "debug")]
+        let clients = try pairs.map { _ in try RawClient(daemon.defaultSocket) }
+        // Rounds of 300 calls pipelined on each connection. A race: with the pairs set apart,
+        // this test caught a mixed one in about half of its runs.
+        var mixed: [String] = []
+        for _ in 0..<10 {
+            for (client, pair) in zip(clients, pairs) {
+                try client.send(String(repeating: call(Self.d + "SetLogLevel", #"{"level":"\#(pair.0)","filter":"\#(pair.1)"}"#), count: 300))
+            }
+            for client in clients {
+                for _ in 0..<300 {
+                    let reply = client.varlinkReply()
+                    let seen = (reply?.parameter("level")?.stringValue ?? "?", reply?.parameter("filter")?.stringValue ?? "?")
+                    if !pairs.contains(where: { $0 == seen }) { mixed.append("\(seen)") }
+                }
+            }
+        }
+        #expect(mixed.isEmpty, "\(mixed.count) of 6000 replies mixed two calls' level and filter: \(mixed.prefix(3))")
+        let last = try daemon.sendCall("GetLogLevel").varlinkReply()
+        let seen = (last?.parameter("level")?.stringValue ?? "?", last?.parameter("filter")?.stringValue ?? "?")
+        #expect(pairs.contains { $0 == seen }, "\(seen)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
 }

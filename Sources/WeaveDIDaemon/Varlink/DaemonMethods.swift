@@ -16,6 +16,10 @@ final class DaemonMethods: Sendable {
     let healthReplies = HealthReplyCache()
     /// `Ping`'s reply up to its uptime, which is all that changes.
     let pingReplyHead: [UInt8]
+    /// Held while the log level and filter are changed together (`SetLogLevel`) or read together:
+    /// two calls on two connections never leave one's level with the other's filter, nor a
+    /// reply that shows such a pair.
+    private let logLevels = Locked(())
 
     init(registry: UnifiedRegistry, container: WeaveDI.Container, supervisor: Supervisor, log: DaemonLog,
          jobs: any JobControl, metrics: ControlMetrics) {
@@ -260,10 +264,12 @@ final class DaemonMethods: Sendable {
             }
             // A call that names neither changes nothing, and says nothing in the log.
             guard level != nil || filter != nil else { return logLevelReply() }
-            if let level { UnifiedDI.setLogLevel(level) }
-            if let filter { log.currentFilter = filter }
-            log.notice("control", "log level now \(UnifiedDI.logLevel), filter \(log.currentFilter.text)")
-            return logLevelReply()
+            return logLevels.withLock { _ in
+                if let level { UnifiedDI.setLogLevel(level) }
+                if let filter { log.currentFilter = filter }
+                log.notice("control", "log level now \(UnifiedDI.logLevel), filter \(log.currentFilter.text)")
+                return logLevelReplyHoldingTheLock()
+            }
         case "GetMetrics":
             try call.accept([])
             return VarlinkReply(parameters: [("text", .string(await metrics.render(methods: self)))])
@@ -294,6 +300,11 @@ final class DaemonMethods: Sendable {
     }
 
     private func logLevelReply() -> VarlinkReply {
+        logLevels.withLock { _ in logLevelReplyHoldingTheLock() }
+    }
+
+    /// `logLevelReply()`, with `logLevels` held by the caller.
+    private func logLevelReplyHoldingTheLock() -> VarlinkReply {
         VarlinkReply(parameters: [("level", .string(UnifiedDI.logLevel.rawValue)), ("filter", .string(log.currentFilter.text))])
     }
 }
