@@ -91,6 +91,10 @@ import WeaveDIPosix
         #expect(last?[member: "message"]?.stringValue == "1 item(s) failed; first: grow: \(tooOften(3))", "\(String(describing: last))")
         #expect(last?[member: "failedItems"]?.arrayValue?.first?[member: "reason"]?.stringValue == tooOften(3))
         #expect(try skippedMetric(daemon) == "weavedi_sync_files_skipped_total{job=\"j\"} 2")
+        // Its last progress says so too: the file failed, not done and skipped, as in the summary.
+        let third = waited.split(separator: "\n").map(String.init)
+        #expect(third.last { $0.hasPrefix("progress: ") }?.hasPrefix("progress: 1/2 files (1 failed), ") == true, "\(waited)")
+        #expect(third.last?.contains("skipped 0, errors 1") == true, "\(waited)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
 
