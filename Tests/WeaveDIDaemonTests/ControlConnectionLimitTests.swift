@@ -228,6 +228,36 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// `idleTimeout` counts silence between calls, not the time a call takes: a `RunJob` with
+    /// `more` whose run outlasts it (each copy's open held 1.5 s here) is answered to its end.
+    @Test func aCallThatOutlastsTheIdleTimeout_isAnsweredToItsEnd() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        let shim = try PreloadLibrary.holdingOpenat(#"""
+            static void hold(const char *path) {
+              if (strstr(path, ".weavedi-tmp.")) usleep(1500000);
+            }
+            """#, in: directory)
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", """
+            {"control": {"idleTimeout": 0.5}, "sync": {"jobs": [{"name": "j", "source": "\(d)/source",
+              "destination": "\(d)/mirror", "interval": 3600, "durable": false}]}}
+            """)
+        let daemon = try DaemonProcess(["--config", config], environment: ["LD_PRELOAD": shim], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let client = try RawClient(daemon.defaultSocket)
+        let began = ContinuousClock.now
+        try client.send(call("io.weavedi.Daemon.RunJob", #"{"name":"j"}"#, extra: #","more":true"#))
+        var last: VarlinkReply?
+        repeat { last = client.varlinkReply(timeout: .seconds(20)) } while last?.continues == true
+        #expect(last?.error == nil, "\(String(describing: last)) \(daemon.log)")
+        #expect(last?.parameter("run")?[member: "result"]?.stringValue == "success", "\(String(describing: last))")
+        #expect(ContinuousClock.now - began > .seconds(1), "the run did not outlast the idle timeout: the test shows nothing")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     /// `maxMessageBytes` is the largest message accepted: one of exactly that many bytes (its NUL
     /// not counted) is answered, one byte more is refused.
     @Test func aMessageOfExactlyTheLimit_isAnswered_andOneByteMoreIsNot() throws {
