@@ -143,4 +143,40 @@ import WeaveDIPosix
         let read = try ChangingFiles(json: after.json)
         #expect(read == after)
     }
+
+    /// A file rewritten during its copy with the same size, its modification time put back (as
+    /// some tools that keep times do), is told changed by its status change time: not copied
+    /// half old, half new.
+    @Test func aFileRewrittenInPlace_withItsTimesPutBack_isSeenChanged() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        let shim = try PreloadLibrary.holdingOpenat(#"""
+            #include <sys/stat.h>
+            static void hold(const char *path) {
+              const char *same = getenv("WEAVEDI_TEST_SAME");
+              if (!same || !strstr(path, ".weavedi-tmp.same.")) return;
+              struct stat status;
+              if (stat(same, &status) != 0) return;
+              int file = open(same, O_WRONLY);
+              if (file >= 0) { (void)!pwrite(file, "START", 5, 0); close(file); }
+              struct timespec times[2] = { status.st_atim, status.st_mtim };
+              utimensat(AT_FDCWD, same, times, 0);
+            }
+            """#, in: directory)
+        directory.write("source/same", "start")
+        try FileManager.default.createDirectory(atPath: d + "/mirror", withIntermediateDirectories: true)
+        let config = directory.write("weavedid.json", """
+            {"stateDirectory": "\(d)/state", "sync": {"jobs": [{"name": "j", "source": "\(d)/source",
+              "destination": "\(d)/mirror", "interval": 3600, "durable": false}]}}
+            """)
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["LD_PRELOAD": shim, "WEAVEDI_TEST_SAME": d + "/source/same"], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let waited = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "j", "--wait"]).output
+        #expect(waited.contains("skipped 1 item(s); first: same: changed while being copied"), "\(waited)")
+        #expect(!fileExists(d + "/mirror/same"))
+        #expect(directory.read("source/same") == "START")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
 }
