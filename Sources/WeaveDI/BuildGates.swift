@@ -38,8 +38,12 @@ final class BuildGates: @unchecked Sendable {
     }
 
     /// Waiting for the instance would never end; `path` is the cycle, from an instance this
-    /// thread is building back to it (`["A", "B", "A"]`: this thread builds A and needs B,
-    /// whose builder waits for A).
+    /// thread is building back to it, each type one that the type before it asked for: this
+    /// thread's open builds from that instance on, then what it needs, and for each thread in
+    /// the chain, its open builds from the instance it builds to its innermost, whose factory
+    /// asked for what that thread waits for (`["A", "X", "B", "Y", "A"]`: this thread builds A,
+    /// whose factory needs X, whose factory needs B; another thread builds B, whose factory
+    /// needs Y, whose factory waits for A).
     struct Deadlock: Error {
         let path: [String]
     }
@@ -54,14 +58,25 @@ final class BuildGates: @unchecked Sendable {
     private struct Table {
         /// The builder of every instance being built; the newest last.
         var building: [(key: Key, builder: Builder)] = []
-        /// What each waiting thread waits for.
-        var waiting: [(thread: UInt, key: Key)] = []
+        /// What each waiting thread waits for, and its resolution stack: its open builds, which
+        /// do not change while it waits (it is blocked, or holds the mutex), read by `cycle`.
+        var waiting: [(thread: UInt, key: Key, stack: UnsafeMutablePointer<ResolutionStack.State>)] = []
 
         func builder(of key: Key) -> Builder? {
             var index = building.count
             while index > 0 {
                 index -= 1
                 if building[index].key == key { return building[index].builder }
+            }
+            return nil
+        }
+
+        /// Where the build of `key` is in `building`.
+        func index(of key: Key) -> Int? {
+            var index = building.count
+            while index > 0 {
+                index -= 1
+                if building[index].key == key { return index }
             }
             return nil
         }
@@ -78,16 +93,46 @@ final class BuildGates: @unchecked Sendable {
             }
         }
 
-        func awaited(by thread: UInt) -> Key? {
-            waiting.first { $0.thread == thread }?.key
+        func awaited(by thread: UInt) -> (key: Key, stack: UnsafeMutablePointer<ResolutionStack.State>)? {
+            waiting.first { $0.thread == thread }.map { ($0.key, $0.stack) }
         }
 
-        mutating func setAwaited(_ key: Key?, by thread: UInt) {
+        mutating func setAwaited(_ key: Key, by thread: UInt, stack: UnsafeMutablePointer<ResolutionStack.State>) {
             if let index = waiting.firstIndex(where: { $0.thread == thread }) {
-                if let key { waiting[index].key = key } else { waiting.remove(at: index) }
-            } else if let key {
-                waiting.append((thread, key))
+                waiting[index].key = key
+                waiting[index].stack = stack
+            } else {
+                waiting.append((thread, key, stack))
             }
+        }
+
+        mutating func removeAwaited(by thread: UInt) {
+            if let index = waiting.firstIndex(where: { $0.thread == thread }) { waiting.remove(at: index) }
+        }
+
+        /// The types of the builds open on `stack` from the one that holds the gate at `index`
+        /// in `building` (of that thread) to the innermost: the frame of that build is found by
+        /// its type, counted from the innermost past as many frames of the type (not transient)
+        /// as that thread holds gates of the type opened later. (Builds of one type nest on one
+        /// thread only across containers, or through `makeFresh`; a frame of the type found
+        /// too late still starts a path of real requests, a shorter one.) Just the type if no
+        /// frame is found.
+        func openBuilds(from index: Int, on stack: UnsafeMutablePointer<ResolutionStack.State>) -> [Int] {
+            let builder = building[index].builder
+            var later = 0
+            for newer in building[(index + 1)...]
+            where newer.builder.thread == builder.thread && newer.builder.slot == builder.slot {
+                later += 1
+            }
+            let frames = ResolutionStack(state: stack).frames
+            var start = frames.count
+            while start > 0 {
+                start -= 1
+                guard frames[start].slot == builder.slot, frames[start].scope != .transient else { continue }
+                if later == 0 { return frames[start...].map(\.slot) }
+                later -= 1
+            }
+            return [builder.slot]
         }
     }
 
@@ -161,16 +206,18 @@ final class BuildGates: @unchecked Sendable {
                 return false
             }
             guard let builder = table.pointee.builder(of: key) else { break }
-            if let slots = cycle(waitingFor: key, thread: me) {
+            // About to wait: only here is this thread's stack looked at.
+            let stack = ResolutionStack.current.state
+            if let slots = cycle(waitingFor: key, thread: me, stack: stack) {
                 pthread_mutex_unlock(mutex)
                 throw deadlock(Deadlock(path: ResolutionStack.names(of: slots)))
             }
             let started = waitStarted ?? Self.monotonicNow()
             waitStarted = started
-            table.pointee.setAwaited(key, by: me)
+            table.pointee.setAwaited(key, by: me, stack: stack)
             var deadline = Self.adding(nextReport, to: started)
             let status = pthread_cond_timedwait(finished, mutex, &deadline)
-            table.pointee.setAwaited(nil, by: me)
+            table.pointee.removeAwaited(by: me)
             if status == ETIMEDOUT, table.pointee.builder(of: key)?.thread == builder.thread {
                 pthread_mutex_unlock(mutex)
                 let name = TypeSlots.shared.name(ofSlot: builder.slot)
@@ -195,19 +242,33 @@ final class BuildGates: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    /// The cycle that waiting for `key` on `thread` would close, as type slots, or nil: the
-    /// chain of builders and what they wait for, followed until it ends or comes back to
-    /// `thread`.
-    private func cycle(waitingFor key: Key, thread: UInt) -> [Int]? {
-        var slots: [Int] = []
+    /// The cycle that waiting for `key` on `thread` (whose resolution stack is `stack`) would
+    /// close, as type slots (`Deadlock.path`), or nil: the chain of builders and what they wait
+    /// for, followed until it ends or comes back to `thread`. Each thread's part of the path is
+    /// copied from its stack here, under the mutex, while it cannot change; only once the chain
+    /// is known to come back (most waits close no cycle, and copy nothing).
+    private func cycle(
+        waitingFor key: Key, thread: UInt, stack: UnsafeMutablePointer<ResolutionStack.State>
+    ) -> [Int]? {
         var current = key
-        while let builder = table.pointee.builder(of: current), slots.count <= table.pointee.building.count {
-            slots.append(builder.slot)
-            if builder.thread == thread { return [builder.slot] + slots }
+        var hops = 0
+        while true {
+            guard let builder = table.pointee.builder(of: current), hops <= table.pointee.building.count else { return nil }
+            hops += 1
+            if builder.thread == thread { break }
             guard let next = table.pointee.awaited(by: builder.thread) else { return nil }
-            current = next
+            current = next.key
         }
-        return nil
+        var others: [Int] = []
+        current = key
+        while true {
+            let index = table.pointee.index(of: current)!
+            let builder = table.pointee.building[index].builder
+            if builder.thread == thread { return table.pointee.openBuilds(from: index, on: stack) + others + [builder.slot] }
+            let next = table.pointee.awaited(by: builder.thread)!
+            others += table.pointee.openBuilds(from: index, on: next.stack)
+            current = next.key
+        }
     }
 
     private static func currentThread() -> UInt {

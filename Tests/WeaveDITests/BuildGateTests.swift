@@ -74,6 +74,71 @@ import Testing
         }
     }
 
+    /// Runs `bodies` on threads of their own, each a resolution, and returns the path of the
+    /// cycle each one got (nil: another error, or none).
+    func cyclePaths(_ bodies: [@Sendable () throws(ResolutionError) -> Void]) -> [[String]?] {
+        let errors = Locked<[ResolutionError?]>(Array(repeating: nil, count: bodies.count))
+        let done = finishTogether(bodies.enumerated().map { index, body in
+            { do throws(ResolutionError) { try body() } catch { errors.withLock { $0[index] = error } } }
+        })
+        #expect(done, "the builds waited for each other for good")
+        return errors.withLock { $0 }.enumerated().map { index, error in
+            guard case let .cycle(path) = error else {
+                Issue.record("thread \(index + 1): \(String(describing: error)), not a cycle")
+                return nil
+            }
+            return path
+        }
+    }
+
+    @Test func aCycleThroughTransients_closedAcrossTwoThreads_isReportedOnEachThreadWithItsRealPath() {
+        // Thread 1 builds PathCA and, through the transient PathX1, needs PathCB; thread 2 builds
+        // PathCB and, through PathY1, needs PathCA. Both singletons are under way before either
+        // asks for the other: the second to ask closes the cycle across the threads, the first
+        // then builds the other singleton itself and closes it on its own thread. Each path is
+        // the factories' real requests, from the singleton the thread was asked for.
+        let container = WeaveDI.Container()
+        let meeting = FirstCallsMeeting(parties: 2)
+        container.register(PathCA.self) { r in
+            meeting.arrive(0)
+            _ = try r.require(PathX1.self)
+            return PathCA()
+        }
+        container.register(PathX1.self, scope: .transient) { r in _ = try r.require(PathCB.self); return PathX1() }
+        container.register(PathCB.self) { r in
+            meeting.arrive(1)
+            _ = try r.require(PathY1.self)
+            return PathCB()
+        }
+        container.register(PathY1.self, scope: .transient) { r in _ = try r.require(PathCA.self); return PathY1() }
+        let paths = cyclePaths([
+            { () throws(ResolutionError) in _ = try container.require(PathCA.self) },
+            { () throws(ResolutionError) in _ = try container.require(PathCB.self) },
+        ])
+        #expect(meeting.met, "the two builds did not run at the same time")
+        #expect(paths[0] == ["PathCA", "PathX1", "PathCB", "PathY1", "PathCA"], "thread 1: \(String(describing: paths[0]))")
+        #expect(paths[1] == ["PathCB", "PathY1", "PathCA", "PathX1", "PathCB"], "thread 2: \(String(describing: paths[1]))")
+    }
+
+    @Test func aCycleOfThreeSingletons_closedAcrossThreeThreads_isReportedOnEachThreadWithItsRealPath() {
+        // PathL1 -> PathL2 -> PathL3 -> PathL1, each built on a thread of its own at once: every
+        // thread's path follows the real requests, from the singleton it was asked for.
+        let container = WeaveDI.Container()
+        let meeting = FirstCallsMeeting(parties: 3)
+        container.register(PathL1.self) { r in meeting.arrive(0); _ = try r.require(PathL2.self); return PathL1() }
+        container.register(PathL2.self) { r in meeting.arrive(1); _ = try r.require(PathL3.self); return PathL2() }
+        container.register(PathL3.self) { r in meeting.arrive(2); _ = try r.require(PathL1.self); return PathL3() }
+        let paths = cyclePaths([
+            { () throws(ResolutionError) in _ = try container.require(PathL1.self) },
+            { () throws(ResolutionError) in _ = try container.require(PathL2.self) },
+            { () throws(ResolutionError) in _ = try container.require(PathL3.self) },
+        ])
+        #expect(meeting.met, "the three builds did not run at the same time")
+        #expect(paths[0] == ["PathL1", "PathL2", "PathL3", "PathL1"], "thread 1: \(String(describing: paths[0]))")
+        #expect(paths[1] == ["PathL2", "PathL3", "PathL1", "PathL2"], "thread 2: \(String(describing: paths[1]))")
+        #expect(paths[2] == ["PathL3", "PathL1", "PathL2", "PathL3"], "thread 3: \(String(describing: paths[2]))")
+    }
+
     @Test func sessionInstances_builtByManyThreadsAtOnce_areBuiltOnce() async throws {
         let container = WeaveDI.Container()
         let built = Atomic(0)
@@ -205,6 +270,43 @@ final class FirstCallsBarrier: Sendable {
     /// Whether both first calls found the other under way.
     var met: Bool { metCount.load(ordering: .relaxed) == 2 }
 }
+
+/// First calls on `parties` sides that each wait (up to 30 s) until all have arrived, so that
+/// that many builds are under way at once; later calls go straight through.
+final class FirstCallsMeeting: Sendable {
+    private let parties: Int
+    private let calls: Mutex<(perSide: [Int], arrived: Int)>
+    private let allArrived = DispatchSemaphore(value: 0)
+    private let metCount = Atomic(0)
+
+    init(parties: Int) {
+        self.parties = parties
+        calls = Mutex((Array(repeating: 0, count: parties), 0))
+    }
+
+    func arrive(_ side: Int) {
+        let (first, last) = calls.withLock { calls -> (Bool, Bool) in
+            calls.perSide[side] += 1
+            guard calls.perSide[side] == 1 else { return (false, false) }
+            calls.arrived += 1
+            return (true, calls.arrived == parties)
+        }
+        guard first else { return }
+        if last { for _ in 0..<parties { allArrived.signal() } }
+        if allArrived.wait(timeout: .now() + .seconds(30)) == .success { metCount.add(1, ordering: .relaxed) }
+    }
+
+    /// Whether every side's first call found all the others under way.
+    var met: Bool { metCount.load(ordering: .relaxed) == parties }
+}
+
+final class PathCA: Sendable {}
+final class PathX1: Sendable {}
+final class PathCB: Sendable {}
+final class PathY1: Sendable {}
+final class PathL1: Sendable {}
+final class PathL2: Sendable {}
+final class PathL3: Sendable {}
 
 enum LockOrder {
     static let container = WeaveDI.Container()
