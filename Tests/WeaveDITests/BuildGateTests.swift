@@ -139,6 +139,33 @@ import Testing
         #expect(paths[2] == ["PathL3", "PathL1", "PathL2", "PathL3"], "thread 3: \(String(describing: paths[2]))")
     }
 
+    @Test func aCycleThroughOneTypeInTwoContainers_closedAcrossTwoThreads_namesBothBuildsOfTheType() {
+        // Thread 1 builds first's PathTwice, whose factory needs second's PathTwice, whose
+        // factory needs PathP (second's); thread 2 builds PathP, whose factory needs first's
+        // PathTwice. Both builds of PathTwice are open on thread 1: the path goes from the one
+        // that holds the gate thread 2 waits for, through the other.
+        let first = WeaveDI.Container(), second = WeaveDI.Container()
+        let meeting = FirstCallsMeeting(parties: 2)
+        first.register(PathTwice.self) { _ in _ = try second.require(PathTwice.self); return PathTwice() }
+        second.register(PathTwice.self) { r in
+            meeting.arrive(0)
+            _ = try r.require(PathP.self)
+            return PathTwice()
+        }
+        second.register(PathP.self) { _ in
+            meeting.arrive(1)
+            _ = try first.require(PathTwice.self)
+            return PathP()
+        }
+        let paths = cyclePaths([
+            { () throws(ResolutionError) in _ = try first.require(PathTwice.self) },
+            { () throws(ResolutionError) in _ = try second.require(PathP.self) },
+        ])
+        #expect(meeting.met, "the two builds did not run at the same time")
+        #expect(paths[0] == ["PathTwice", "PathTwice", "PathP", "PathTwice"], "thread 1: \(String(describing: paths[0]))")
+        #expect(paths[1] == ["PathP", "PathTwice", "PathTwice", "PathP"], "thread 2: \(String(describing: paths[1]))")
+    }
+
     @Test func sessionInstances_builtByManyThreadsAtOnce_areBuiltOnce() async throws {
         let container = WeaveDI.Container()
         let built = Atomic(0)
@@ -307,6 +334,8 @@ final class PathY1: Sendable {}
 final class PathL1: Sendable {}
 final class PathL2: Sendable {}
 final class PathL3: Sendable {}
+final class PathTwice: Sendable {}
+final class PathP: Sendable {}
 
 enum LockOrder {
     static let container = WeaveDI.Container()
