@@ -78,6 +78,47 @@ enum ProbeCycle {
     }
 }
 
+/// Two keys whose defaults need each other through a service: A's default resolves
+/// `ProbeViaService` (transient, in `Container.live`), whose factory reads B, whose default
+/// reads A. Each default, once started, waits up to 2 s for the other to start.
+enum ProbeViaCycle {
+    static let started = Atomic(0)
+
+    static func arrive() {
+        started.add(1, ordering: .relaxed)
+        for _ in 0..<200 where started.load(ordering: .relaxed) < 2 { usleep(10_000) }
+    }
+
+    /// Reads key A on one thread and key B on another, and waits for both.
+    static func readOnTwoThreads() {
+        WeaveDI.Container.live.register(ProbeViaService.self, scope: .transient) {
+            ProbeViaService(value: InjectedValues.current[ProbeViaKeyB.self])
+        }
+        var threads = [pthread_t(), pthread_t()]
+        pthread_create(&threads[0], nil, { _ in _ = InjectedValues.current[ProbeViaKeyA.self]; return nil }, nil)
+        pthread_create(&threads[1], nil, { _ in _ = InjectedValues.current[ProbeViaKeyB.self]; return nil }, nil)
+        for thread in threads { pthread_join(thread, nil) }
+    }
+}
+
+struct ProbeViaService: Sendable {
+    let value: Int
+}
+
+struct ProbeViaKeyA: InjectedKey {
+    static var liveValue: Int {
+        ProbeViaCycle.arrive()
+        return (WeaveDI.Container.live.resolve(ProbeViaService.self)?.value ?? 0) + 1
+    }
+}
+
+struct ProbeViaKeyB: InjectedKey {
+    static var liveValue: Int {
+        ProbeViaCycle.arrive()
+        return InjectedValues.current[ProbeViaKeyA.self] + 1
+    }
+}
+
 /// A key whose default reads the next key's default, without end: a chain of defaults that
 /// only the depth limit stops.
 struct ProbeEndlessKey<T>: InjectedKey {
@@ -407,6 +448,9 @@ case "release-rebuild-detached":
 case "key-cycle-threads":
     ProbeCycle.readOnTwoThreads()
     print("unreachable")
+case "key-cycle-threads-via-service":
+    ProbeViaCycle.readOnTwoThreads()
+    print("unreachable")
 case "key-too-deep":
     print(InjectedValues.current[ProbeEndlessKey<Int>.self])
     print("unreachable")
@@ -705,6 +749,6 @@ case "check-cycles":
     print(report.json.serialized)
     exit(report.cycles.isEmpty && report.notBuilt.isEmpty ? 0 : 1)
 default:
-    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-too-deep|injected-missing|injected-foreign-request|factory-foreign-request|graph-check-logs|release-rebuild|health-misuse|stderr-flood|env|levels|diagnose-components|check-cycles [--scenario NAME]")
+    print("usage: weavedi-probe context|cached-reads|factory-missing|factory-cycle|key-cycle-threads|key-cycle-threads-via-service|key-too-deep|injected-missing|injected-foreign-request|factory-foreign-request|graph-check-logs|release-rebuild|health-misuse|stderr-flood|env|levels|diagnose-components|check-cycles [--scenario NAME]")
     exit(64)
 }

@@ -278,6 +278,17 @@ import Testing
         #expect(result.stderr.contains("ProbeCycleKeyA -> ProbeCycleKeyB -> ProbeCycleKeyA")
             || result.stderr.contains("ProbeCycleKeyB -> ProbeCycleKeyA -> ProbeCycleKeyB"), "\(result.stderr)")
     }
+
+    @Test func keyDefaultsThatNeedEachOtherThroughAService_onTwoThreadsAtOnce_stopTheProcess_namingTheRealPath() throws {
+        // A's default resolves ProbeViaService, whose factory reads B, whose default reads A:
+        // whichever thread closes the cycle, the path has the service between A and B.
+        let result = try ChildProcess.run("weavedi-probe", ["key-cycle-threads-via-service"])
+        #expect(result.signaled || result.status != 0)
+        #expect(!result.stdout.contains("unreachable"))
+        #expect(result.stderr.contains("two threads were building them at once"), "\(result.stderr)")
+        #expect(result.stderr.contains("ProbeViaKeyA -> ProbeViaService -> ProbeViaKeyB -> ProbeViaKeyA;")
+            || result.stderr.contains("ProbeViaKeyB -> ProbeViaKeyA -> ProbeViaService -> ProbeViaKeyB;"), "\(result.stderr)")
+    }
 }
 
 /// Two first calls that each wait (up to 30 s) until the other has arrived, so that two builds
