@@ -15,7 +15,9 @@ import Darwin
 /// a circle unnoticed: before waiting, a thread follows the chain (the builder of what it
 /// needs, what that builder waits for, who builds that, …), and if the chain comes back to
 /// itself, waiting would never end: it gets the cycle instead (two builds on two threads, each
-/// needing what the other is building). A wait the gates cannot see (a factory that blocks on a
+/// needing what the other is building), named by the requests that make it: a waiting thread
+/// leaves its resolution stack in the table, and the cycle's path takes each thread's open
+/// builds from the one whose gate it holds (`Deadlock`). A wait the gates cannot see (a factory that blocks on a
 /// thread that needs what the factory builds) is reported after `patience` (5 s), and again
 /// each time as long again has passed.
 ///
