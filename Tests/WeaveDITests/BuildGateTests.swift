@@ -166,6 +166,35 @@ import Testing
         #expect(paths[1] == ["PathP", "PathTwice", "PathTwice", "PathP"], "thread 2: \(String(describing: paths[1]))")
     }
 
+    @Test func aCycleOfSessionInstancesThroughTransients_closedAcrossTwoThreads_isReportedWithItsRealPath() async {
+        // As the singletons' case, with a session's instances: their gates are the session's.
+        let container = WeaveDI.Container()
+        let meeting = FirstCallsMeeting(parties: 2)
+        container.register(PathSessionA.self, scope: .session) { r in
+            meeting.arrive(0)
+            _ = try r.require(PathX1.self)
+            return PathSessionA()
+        }
+        container.register(PathX1.self, scope: .transient) { r in _ = try r.require(PathSessionB.self); return PathX1() }
+        container.register(PathSessionB.self, scope: .session) { r in
+            meeting.arrive(1)
+            _ = try r.require(PathY1.self)
+            return PathSessionB()
+        }
+        container.register(PathY1.self, scope: .transient) { r in _ = try r.require(PathSessionA.self); return PathY1() }
+        let session = container.openSession(id: "paths")
+        let paths = cyclePaths([
+            { () throws(ResolutionError) in _ = try session.require(PathSessionA.self) },
+            { () throws(ResolutionError) in _ = try session.require(PathSessionB.self) },
+        ])
+        #expect(meeting.met, "the two builds did not run at the same time")
+        #expect(paths[0] == ["PathSessionA", "PathX1", "PathSessionB", "PathY1", "PathSessionA"],
+                "thread 1: \(String(describing: paths[0]))")
+        #expect(paths[1] == ["PathSessionB", "PathY1", "PathSessionA", "PathX1", "PathSessionB"],
+                "thread 2: \(String(describing: paths[1]))")
+        await session.close()
+    }
+
     @Test func sessionInstances_builtByManyThreadsAtOnce_areBuiltOnce() async throws {
         let container = WeaveDI.Container()
         let built = Atomic(0)
@@ -347,6 +376,8 @@ final class PathL2: Sendable {}
 final class PathL3: Sendable {}
 final class PathTwice: Sendable {}
 final class PathP: Sendable {}
+final class PathSessionA: Sendable {}
+final class PathSessionB: Sendable {}
 
 enum LockOrder {
     static let container = WeaveDI.Container()
