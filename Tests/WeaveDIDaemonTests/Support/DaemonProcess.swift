@@ -131,12 +131,13 @@ final class DaemonProcess: @unchecked Sendable {  // used from one test at a tim
         (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
     }
 
-    /// Waits until the log contains `text`.
+    /// Waits until the log contains `text`, `count` times (a line that comes again, after the
+    /// one an earlier wait saw).
     @discardableResult
-    func waitForLog(_ text: String, timeout: Duration = .seconds(30)) -> Bool {
+    func waitForLog(_ text: String, count: Int = 1, timeout: Duration = .seconds(30)) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if log.contains(text) { return true }
+            if count == 1 ? log.contains(text) : log.components(separatedBy: text).count > count { return true }
             usleep(10_000)
         }
         return false
