@@ -84,11 +84,15 @@ final class KeyState<K: InjectedKey>: KeyReader<K.Value>, @unchecked Sendable {
     }
 
     override func readSlow() -> K.Value {
-        if Overrides.everUsed, let node = Overrides.current, let box = node.boxAddress(for: slot) {
-            return unbox(box, as: K.Value.self)  // `node` keeps the box alive
+        // With no override ever made, `read()` looked in the cache already.
+        let generation = self.generation
+        if generation & Generation.overridesUsed != 0 {
+            if let node = Overrides.current, let box = node.boxAddress(for: slot) {
+                return unbox(box, as: K.Value.self)  // `node` keeps the box alive
+            }
+            // Not overridden here: the answer, when known (as `read()` takes it before any override).
+            if let raw = box(at: generation) { return unbox(raw, as: K.Value.self) }
         }
-        // Not overridden here: the answer, when known (as `read()` once no override was ever made).
-        if let raw = box(at: generation) { return unbox(raw, as: K.Value.self) }
         return resolved()
     }
 

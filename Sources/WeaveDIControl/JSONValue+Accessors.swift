@@ -30,6 +30,21 @@ extension JSONValue {
         return nil
     }
 
+    /// The integer this number stands for: an `.int`, or a `.double` with no fraction (`5.0`,
+    /// `5e0`, `-0.0`) whose magnitude is below 2^53, where a `Double` holds every integer
+    /// exactly (beyond it, `9007199254740993.0` would be read as another integer); nil for a
+    /// fraction (`5.5`), a number beyond those (a `.number`: no `Double` holds it exactly), or
+    /// anything but a number. How the daemon reads an integer parameter, and weavedictl an
+    /// integer member of a reply.
+    public var wholeNumber: Int? {
+        switch self {
+        case let .int(value): return value
+        case let .double(value) where value.rounded(.towardZero) == value && value.magnitude < 9_007_199_254_740_992:
+            return Int(value)
+        default: return nil
+        }
+    }
+
     /// The numeric value of an `.int`, a `.double` or a `.number` (rounded to the nearest
     /// `Double`; nil when beyond its range).
     public var numberValue: Double? {

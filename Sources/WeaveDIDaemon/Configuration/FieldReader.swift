@@ -164,19 +164,6 @@ struct FieldReader {
 }
 
 extension JSONValue {
-    /// The integer this number stands for: an `.int`, or a `.double` with no fraction (`5.0`,
-    /// `5e0`, `-0.0`) whose magnitude is below 2^53, where a `Double` holds every integer
-    /// exactly (beyond it, `9007199254740993.0` would be read as another integer); nil for a
-    /// fraction (`5.5`), a number beyond those, or anything but a number.
-    var wholeNumber: Int? {
-        switch self {
-        case let .int(value): return value
-        case let .double(value) where value.rounded(.towardZero) == value && value.magnitude < 9_007_199_254_740_992:
-            return Int(value)
-        default: return nil
-        }
-    }
-
     /// Whether this is an integer too large for `Int`, kept as written (`.number` with neither
     /// a fraction nor an exponent).
     var isIntegerBeyondInt: Bool {

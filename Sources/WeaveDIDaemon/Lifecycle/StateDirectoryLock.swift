@@ -185,6 +185,13 @@ final class StateDirectoryLock: Sendable {
         return file
     }
 
+    /// `give the state directory's content to the daemon's user (chown -R weavedi: /var/lib/weavedi)`.
+    static func chownAdvice(_ directory: String) -> String {
+        let name = FileOwnership.nameForCommand(CurrentProcess.effectiveUserID)
+        return "give the state directory's content to the daemon's user (chown -R \(name.shellWord.escapingControlCharacters): "
+            + "\(directory.shellWord.escapingControlCharacters))"
+    }
+
     /// Why `who` (the daemon, or the user running `--check-config`) may not open the lock file
     /// at `path`, there with `status` but another user's: a run as that user (root, most
     /// often) left it, and maybe with it the rest of the state directory's content
@@ -198,9 +205,7 @@ final class StateDirectoryLock: Sendable {
     /// leave a daemon that cannot read its jobs' state.
     static func foreignFileProblem(path: String, status: FileStatus, directory: String, error: Errno, who: String) -> String {
         let user = FileOwnership.currentUser
-        let name = FileOwnership.nameForCommand(CurrentProcess.effectiveUserID)
-        let chown = "give the state directory's content to the daemon's user (chown -R \(name.shellWord.escapingControlCharacters): "
-            + "\(directory.shellWord.escapingControlCharacters))"
+        let chown = chownAdvice(directory)
         let start = "\(who) (\(user)) may not open \(JSONValue.quotedPathForMessage(path)) (\(FileOwnership.describe(status))) for writing: "
             + "\(error); a daemon run as \(FileOwnership.userName(status.userID)) left it"
         let unusable = unusableContent(directory: directory)
@@ -261,9 +266,7 @@ final class StateDirectoryLock: Sendable {
             }
             let remedy = status.userID == CurrentProcess.effectiveUserID
                 ? "give its owner read and write (chmod u+rw \(state.shellWord.escapingControlCharacters))"
-                : "a daemon run as \(FileOwnership.userName(status.userID)) left it: give the state directory's content to the daemon's user "
-                    + "(chown -R \(FileOwnership.nameForCommand(CurrentProcess.effectiveUserID).shellWord.escapingControlCharacters): "
-                    + "\(directory.shellWord.escapingControlCharacters))"
+                : "a daemon run as \(FileOwnership.userName(status.userID)) left it: \(chownAdvice(directory))"
             return (
                 "\(who) (\(FileOwnership.currentUser)) may not read the jobs' state file \(JSONValue.quotedPathForMessage(state)) "
                     + "(\(FileOwnership.describe(status))): \(error); the daemon does not start rather than replace the file, which keeps "

@@ -25,14 +25,13 @@ public actor Supervisor {
     private var group: ServiceGroup?
     private(set) var phase: Phase = .starting
     private var shutdownRequested = false
-    /// A SIGHUP came while starting: the configuration is read again once started.
-    private var reloadRequestedWhileStarting = false
     private var reloading = false
     /// Callers that asked while a reload ran: the next reload is theirs.
     private var reloadWaiters: [CheckedContinuation<ReloadOutcome, Never>] = []
     /// Who asked for the reload the waiters share (`reload(asker:)`), in order, each once.
     private var waitingAskers: [String] = []
-    /// Who asked for the reload due once the start is over (`reloadForSignal`).
+    /// Who sent the SIGHUPs that came while starting, each once: the configuration is read
+    /// again once started when there are any (`reloadForSignal`).
     private var askedWhileStarting: [String] = []
     /// Why the last reload was refused; nil once a reload succeeds.
     public private(set) var reloadProblem: String?
@@ -138,8 +137,7 @@ public actor Supervisor {
         let hint = socket.path.map { " (talk to it: weavedictl --socket \($0.shellWord) health)" } ?? ""
         notifier.notify("READY=1", "STATUS=running; control socket \(socket.description)")
         log.notice("daemon", "weavedid \(DaemonVersion.current) ready; control socket \(socket.description)\(hint)")
-        if reloadRequestedWhileStarting {
-            reloadRequestedWhileStarting = false
+        if !askedWhileStarting.isEmpty {
             log.notice("daemon", "reloading for the SIGHUP received while starting")
             let askers = askedWhileStarting
             askedWhileStarting = []
@@ -158,11 +156,10 @@ public actor Supervisor {
             await reload(asker: sender)
             return
         }
-        if !reloadRequestedWhileStarting {
+        if askedWhileStarting.isEmpty {
             log.notice("daemon", "SIGHUP while starting; the configuration is read again once started")
         }
         if !askedWhileStarting.contains(sender) { askedWhileStarting.append(sender) }
-        reloadRequestedWhileStarting = true
     }
 
     /// The control socket the daemon serves, as the ready message names it: the configured

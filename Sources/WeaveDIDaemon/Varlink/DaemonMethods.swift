@@ -264,12 +264,15 @@ final class DaemonMethods: Sendable {
             }
             // A call that names neither changes nothing, and says nothing in the log.
             guard level != nil || filter != nil else { return logLevelReply() }
-            return logLevels.withLock { _ in
+            // The line is written after the lock is let go: a write may wait on a stalled standard
+            // error, and `GetLogLevel`, answered on the I/O thread, takes the lock.
+            let (reply, line) = logLevels.withLock { _ in
                 if let level { UnifiedDI.setLogLevel(level) }
                 if let filter { log.currentFilter = filter }
-                log.notice("control", "log level now \(UnifiedDI.logLevel), filter \(log.currentFilter.text)")
-                return logLevelReplyHoldingTheLock()
+                return (logLevelReplyHoldingTheLock(), "log level now \(UnifiedDI.logLevel), filter \(log.currentFilter.text)")
             }
+            log.notice("control", line)
+            return reply
         case "GetMetrics":
             try call.accept([])
             return VarlinkReply(parameters: [("text", .string(await metrics.render(methods: self)))])

@@ -90,10 +90,11 @@ struct CtlContext {
     @discardableResult
     func perform(_ call: VarlinkCall, on client: VarlinkClient, onReply: (VarlinkReply) -> Void = { _ in }) throws(CtlError) -> VarlinkReply? {
         let method = call.method.hasPrefix(DaemonInterface.name + ".") ? String(call.method.dropFirst(DaemonInterface.name.count + 1)) : nil
+        let socket = SocketLocation(path: client.path, origin: .option)
         do {
             return try client.call(call) { reply throws(CtlError) in
                 if let method, let reason = ReplyContract.daemon.problem(inReplyTo: method, reply.object) {
-                    throw .invalidReply(SocketLocation(path: client.path, origin: .option), method: call.method, reason: reason)
+                    throw .invalidReply(socket, method: call.method, reason: reason)
                 }
                 onReply(reply)
             }
@@ -102,11 +103,11 @@ struct CtlContext {
         } catch let failure as VarlinkFailure {
             throw CtlContext.translate(failure, method: call.method)
         } catch let VarlinkClient.ConnectionError.malformedReply(reason) {
-            throw .malformedReply(SocketLocation(path: client.path, origin: .option), method: call.method, reason: reason)
+            throw .malformedReply(socket, method: call.method, reason: reason)
         } catch let VarlinkClient.ConnectionError.timedOut(wait) {
-            throw .timedOut(SocketLocation(path: client.path, origin: .option), method: call.method, wait: wait)
+            throw .timedOut(socket, method: call.method, wait: wait)
         } catch {
-            throw .broken(SocketLocation(path: client.path, origin: .option), reason: CtlContext.reason(error))
+            throw .broken(socket, reason: CtlContext.reason(error))
         }
     }
 

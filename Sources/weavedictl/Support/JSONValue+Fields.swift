@@ -6,17 +6,6 @@ import WeaveDIControl
 /// that only an optional member (`?` in the interface) is missing or null here; offline
 /// reports are the library's own.
 extension JSONValue {
-    /// The integer this is: written with a fraction or an exponent (`812.0`, `8.12e2`) too,
-    /// below 2^53, as the daemon reads an integer parameter; nil for anything else.
-    var integerValue: Int? {
-        if let exact = intValue { return exact }
-        // A `.double` only: a `.number` is a literal no Double holds exactly (`1e-400`).
-        guard case let .double(number) = self, number == number.rounded(.towardZero),
-            number.magnitude < 9_007_199_254_740_992
-        else { return nil }
-        return Int(number)
-    }
-
     /// The string member `key`, or nil.
     func string(_ key: String) -> String? {
         self[member: key]?.stringValue
@@ -25,7 +14,7 @@ extension JSONValue {
     /// The integer member `key`, or nil: written with a fraction or an exponent (`812.0`,
     /// `8.12e2`) too, below 2^53, as the daemon reads an integer parameter.
     func int(_ key: String) -> Int? {
-        self[member: key]?.integerValue
+        self[member: key]?.wholeNumber
     }
 
     /// The numeric member `key` (integer or not), or nil.

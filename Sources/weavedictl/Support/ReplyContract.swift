@@ -68,14 +68,14 @@ struct ReplyContract: Sendable {
             typeRules: [
                 "Health": [
                     "status": statuses,
-                    "score": Rule(description: "an integer from 0 to 100") { $0.integerValue.map((0...100).contains) ?? false },
+                    "score": Rule(description: "an integer from 0 to 100") { $0.wholeNumber.map((0...100).contains) ?? false },
                 ],
                 // null while the check has not run yet (`pending`).
                 "Check": ["status": statuses],
             ],
             replyRules: [
                 "Ping": [
-                    "pid": Rule(description: "a positive integer") { ($0.integerValue ?? 0) > 0 },
+                    "pid": Rule(description: "a positive integer") { ($0.wholeNumber ?? 0) > 0 },
                     "uptime": Rule(description: "a number of seconds, 0 or more") { ($0.numberValue ?? -1) >= 0 },
                 ],
                 // A daemon older than `notBuilt` does not send it (check-cycles then leaves it out).
@@ -166,7 +166,7 @@ struct ReplyContract: Sendable {
         switch inner {
         case .optional: preconditionFailure("??T is no varlink type")
         case .bool: if value.boolValue == nil { return invalid(rightType: false) }
-        case .int: if value.integerValue == nil { return invalid(rightType: false) }
+        case .int: if value.wholeNumber == nil { return invalid(rightType: false) }
         case .float: if value.numberValue == nil { return invalid(rightType: false) }
         case .string: if value.stringValue == nil { return invalid(rightType: false) }
         case .object: if value.objectMembers == nil { return invalid(rightType: false) }

@@ -278,7 +278,7 @@ extension FileBatch {
                 try directory.makeWritable()
                 return .file(try copier.prepare(
                     job.name, from: source, to: destination, durable: durable, noAccessTime: noAccessTime,
-                    hasEarlierCopy: true))
+                    hasEarlierCopy: job.hasEarlierCopy))
             } else {
                 try fixAttributes(of: job, copier: copier, durable: durable, outcome: &outcome)
             }
