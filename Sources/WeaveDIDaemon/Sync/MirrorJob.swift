@@ -34,15 +34,16 @@ struct MirrorJob: SyncJob {
         // Mount points remembered below another source (the job's changed since) mean nothing here.
         if let mounts = context.sourceMounts, mounts.source == settings.source { settings.sourceMounts = mounts.paths }
         settings.sweepsLeftovers = context.cleanupDue
+        // Skipped so again, these are errors of the run (below): its progress counts them failed.
+        settings.changingTooOften = Set(context.changingFiles.keys.filter {
+            ChangingFiles.runsInARow($0, after: context.changingFiles) >= ChangingFiles.runsBeforeError
+        })
         let engine = MirrorEngine(settings: settings, container: container)
-        let lastProgress = Locked<SyncProgress?>(nil)
         var report = await engine.run { progress in
-            let told = SyncProgress(
+            context.progress(SyncProgress(
                 filesDone: progress.filesDone, filesSkipped: progress.filesSkipped, filesFailed: progress.filesFailed,
                 filesTotal: progress.filesTotal,
-                bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal))
-            lastProgress.withLock { $0 = told }
-            context.progress(told)
+                bytesDone: Int(progress.bytesDone), bytesTotal: Int(progress.bytesTotal)))
         }
         Self.noteRootUnavailable(name, settings, report)
         // A file skipped as changed while being copied in several runs in a row is written all
@@ -50,21 +51,11 @@ struct MirrorJob: SyncJob {
         // went through the tree counts (and is counted) so.
         let wentThrough = report.result == .success || report.result == .partial
         if wentThrough {
-            var turned = 0
             for path in report.changedWhileCopying {
                 let runs = ChangingFiles.runsInARow(path, after: context.changingFiles)
                 if runs >= ChangingFiles.runsBeforeError {
                     report.changedTooOften(path, Self.changingTooOften(runs: runs, copyKept: !report.changedWithNoCopy.contains(path)))
-                    turned += 1
                 }
-            }
-            // The last progress counted them done and skipped: told again as failed, so that the
-            // last progress agrees with the summary.
-            if turned > 0, var progress = lastProgress.withLock({ $0 }) {
-                progress.filesDone = max(0, progress.filesDone - turned)
-                progress.filesSkipped = max(0, progress.filesSkipped - turned)
-                progress.filesFailed += turned
-                context.progress(progress)
             }
         }
         if report.destinationIsMountRoot == true, !settings.destinationMountPoint, Self.firstMountPointNotice(for: name) {

@@ -145,8 +145,8 @@ extension FileBatch {
                 outcome.interrupted = true
                 break
             } catch {
-                done = !fail(job, error, in: &outcome)
-                skipped = done  // a warning: skipped, not copied
+                done = !fail(job, error, in: &outcome) && !context.settings.changingTooOften.contains(directory.path(of: job.name))
+                skipped = done  // a warning: skipped, not copied (one the run turns into an error counts failed)
             }
             settle(job, done: done, skipped: skipped, in: &outcome, context)
         }
@@ -179,8 +179,8 @@ extension FileBatch {
             do {
                 try publish(copy, of: job, copier: copier, durable: !flushed, outcome: &outcome)
             } catch {
-                done = !fail(job, error, in: &outcome)
-                skipped = done  // a warning: skipped, not copied
+                done = !fail(job, error, in: &outcome) && !context.settings.changingTooOften.contains(directory.path(of: job.name))
+                skipped = done  // a warning: skipped, not copied (one the run turns into an error counts failed)
             }
             settle(job, done: done, skipped: skipped, in: &outcome, context)
         }

@@ -39,6 +39,10 @@ public struct MirrorSettings: Sendable, Equatable {
     /// never ended (killed, crashed, the power). Its report says whether it went through the
     /// whole destination (`MirrorReport.leftoverSweepDone`). Default false.
     public var sweepsLeftovers = false
+    /// The paths (as the report gives them) whose skip as changed while being copied is an
+    /// error of this run, having been one in the runs before (`ChangingFiles`): the progress
+    /// counts such a file failed, as the run's summary then does, not done and skipped.
+    public var changingTooOften: Set<String> = []
     /// The daemon job these settings are for, if any: messages say how to act on it.
     public var jobName: String? = nil
     /// The daemon's other mirror jobs, with their roots as configured. A run does not start when
