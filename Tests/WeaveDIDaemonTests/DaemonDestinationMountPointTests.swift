@@ -98,10 +98,7 @@ import WeaveDIPosix
         }
 
         /// The job's check as the daemon reports it.
-        func check() throws -> JSONValue? {
-            let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
-            return checks.first { $0[member: "name"]?.stringValue == "job.m" }
-        }
+        func check() throws -> JSONValue? { try client.check("job.m", method: "GetHealth") }
 
         /// The fixes recorded.
         func fixes() throws -> [JSONValue] {

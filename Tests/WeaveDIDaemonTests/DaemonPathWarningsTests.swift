@@ -15,8 +15,7 @@ import WeaveDIPosix
     }
 
     static func configurationCheck(_ client: VarlinkClient) throws -> String? {
-        let checks = try client.call("io.weavedi.Daemon.RunChecks", [("tags", .array([.string("readiness")]))]).parameter("health")?[member: "checks"]?.arrayValue ?? []
-        return checks.first { $0[member: "name"]?.stringValue == "daemon.configuration" }?[member: "message"]?.stringValue
+        try client.check("daemon.configuration", [("tags", .array([.string("readiness")]))])?[member: "message"]?.stringValue
     }
 
     @Test func theStartAndAReload_logThePathWarnings_andHealthCountsThem() throws {

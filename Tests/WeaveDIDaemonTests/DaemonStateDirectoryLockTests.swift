@@ -121,8 +121,7 @@ import WeaveDIPosix
 
     /// The `daemon.stateLock` check of the daemon at `socket`, as `RunChecks` runs it.
     static func lockCheck(_ socket: String) throws -> JSONValue? {
-        let checks = try VarlinkClient(path: socket).call("io.weavedi.Daemon.RunChecks").parameter("health")?[member: "checks"]?.arrayValue ?? []
-        return checks.first { $0[member: "name"]?.stringValue == "daemon.stateLock" }
+        try VarlinkClient(path: socket).check("daemon.stateLock")
     }
 
     /// `weavedid.lock` deleted while the daemon runs, then the whole state directory: the

@@ -366,10 +366,7 @@ import WeaveDIPosix
         try waitForReady(daemon)
         #expect(try runJob(daemon, more: false).run?[member: "result"]?.stringValue == "failed")
         let client = try VarlinkClient(path: daemon.defaultSocket)
-        func check() throws -> JSONValue? {
-            let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
-            return checks.first { $0[member: "name"]?.stringValue == "job.docs" }
-        }
+        func check() throws -> JSONValue? { try client.check("job.docs", method: "GetHealth") }
         var heldBack: String?
         for _ in 0..<3000 where heldBack == nil {
             heldBack = try check()?[member: "fixHeldBack"]?.stringValue
@@ -471,10 +468,7 @@ import WeaveDIPosix
         #expect(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
         // Some ten rounds, each a new `lastRun` of the check: three fixes counted as failed
         // would have opened the breaker.
-        func lastRun() throws -> Double? {
-            let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
-            return checks.first { $0[member: "name"]?.stringValue == "job.docs" }?[member: "lastRun"]?.numberValue
-        }
+        func lastRun() throws -> Double? { try client.check("job.docs", method: "GetHealth")?[member: "lastRun"]?.numberValue }
         var rounds: Set<Double> = []
         if let now = try lastRun() { rounds.insert(now) }
         let roundsDeadline = ContinuousClock.now + .seconds(120)
@@ -487,8 +481,7 @@ import WeaveDIPosix
         try #require(jobs.first?[member: "running"] == .bool(true), "the run ended: the test proves nothing\n\(daemon.log)")
         let all = try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue ?? []
         #expect(all.count == 1 && all.first?[member: "trigger"]?.stringValue == "manual", "\(all)")
-        let checks = try client.call("io.weavedi.Daemon.GetHealth", []).parameter("health")?[member: "checks"]?.arrayValue ?? []
-        let check = try #require(checks.first { $0[member: "name"]?.stringValue == "job.docs" })
+        let check = try #require(try client.check("job.docs", method: "GetHealth"))
         #expect(check[member: "breaker"]?.stringValue == "closed", "\(check)")
         #expect(check[member: "fixInProgress"]?.stringValue?.contains("started run docs-2") == true, "\(check)")
         #expect(check[member: "fixHeldBack"]?.stringValue?.contains("auto-fix waits for it to end") == true, "\(check)")

@@ -23,10 +23,7 @@ import WeaveDIPosix
         let idle = try VarlinkClient(path: daemon.defaultSocket)  // a session that then does nothing
         _ = try idle.call(d + "Ping")
         let client = try VarlinkClient(path: daemon.defaultSocket)
-        func sessionsCheck() throws -> JSONValue? {
-            let checks = try client.call(d + "RunChecks").parameter("health")?[member: "checks"]?.arrayValue ?? []
-            return checks.first { $0[member: "name"]?.stringValue == "container.sessions" }
-        }
+        func sessionsCheck() throws -> JSONValue? { try client.check("container.sessions") }
         #expect(try sessionsCheck()?[member: "message"]?.stringValue?.hasSuffix("none idle for more than 3600 s") == true)
 
         _ = directory.write("weavedid.json", text(idleLimit: "0.1"))

@@ -74,10 +74,7 @@ import WeaveDIPosix
         let daemon = try DaemonProcess(["--config", config], directory: directory)
         #expect(daemon.waitForLog("cannot write the metrics file"), "\(daemon.log)")
         let client = try VarlinkClient(path: daemon.defaultSocket)
-        func check() throws -> JSONValue? {
-            let checks = try client.call("io.weavedi.Daemon.RunChecks").parameter("health")?[member: "checks"]?.arrayValue ?? []
-            return checks.first { $0[member: "name"]?.stringValue == "sync.metricsFile" }
-        }
+        func check() throws -> JSONValue? { try client.check("sync.metricsFile") }
         var found = try check()
         #expect(found?[member: "status"]?.stringValue == "degraded", "\(found.map { "\($0)" } ?? "no check")")
         #expect(found?[member: "message"]?.stringValue?.hasPrefix(#"cannot write the metrics file "\#(d)/textfile/weavedi.prom": "#) == true)

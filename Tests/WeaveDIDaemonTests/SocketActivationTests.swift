@@ -112,10 +112,7 @@ import WeaveDIPosix
         let daemon = try DaemonProcess(directory: directory, wrapper: activationWrapper([socketPath], names: ["control"]))
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         let client = try VarlinkClient(path: socketPath)  // keeps working without the file
-        func check() throws -> JSONValue? {
-            let checks = try client.call("io.weavedi.Daemon.RunChecks").parameter("health")?[member: "checks"]?.arrayValue ?? []
-            return checks.first { $0[member: "name"]?.stringValue == "control.socket" }
-        }
+        func check() throws -> JSONValue? { try client.check("control.socket") }
         var found = try check()
         #expect(found?[member: "status"]?.stringValue == "healthy", "\(found.map { "\($0)" } ?? "no check")")
         #expect(found?[member: "message"]?.stringValue == "listening on \"\(socketPath)\", passed by systemd")

@@ -1,4 +1,5 @@
 import Foundation
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
@@ -71,5 +72,14 @@ extension DaemonProcess {
         let client = try RawClient(defaultSocket)
         try client.send(call("io.weavedi.Daemon.\(method)", parameters))
         return client
+    }
+}
+
+extension VarlinkClient {
+    /// The check named `name` in the daemon's health, as `method` (`RunChecks`, which runs the
+    /// checks first, or `GetHealth`) reports it; nil when no check has that name.
+    func check(_ name: String, method: String = "RunChecks", _ parameters: [(String, JSONValue)] = []) throws -> JSONValue? {
+        let checks = try call("io.weavedi.Daemon." + method, parameters).parameter("health")?[member: "checks"]?.arrayValue ?? []
+        return checks.first { $0[member: "name"]?.stringValue == name }
     }
 }
