@@ -117,19 +117,27 @@ struct StartDirectoryPermissionTests {
 
     /// A lock file a run as root left (0600, root's) in a state directory the daemon's user owns:
     /// the directory is not at fault, the file is; the check and the start name it, its owner
-    /// and mode, and say to give the directory's content to the daemon's user.
-    @Test func aLockFileLeftByRoot_failsTheCheckAndTheStart_namingItsOwner() throws {
+    /// and mode, and say to give the directory's content to the daemon's user. Removing the lock
+    /// alone is offered too, saying what becomes of `jobs.json`: with none there, the daemon
+    /// creates it; with one it may read, it reads and replaces it.
+    @Test(arguments: [false, true])
+    func aLockFileLeftByRoot_failsTheCheckAndTheStart_namingItsOwner(withStateFile: Bool) throws {
         let (directory, state, lock, config) = try Self.stateDirectoryWithALockFile(owner: 0, mode: 0o600)
+        if withStateFile {
+            let file = directory.write("open/state/jobs.json", #"{"lastRunNumber": 0, "jobs": {}}"#)
+            chown(file, 65534, 65534)
+        }
+        let rest = withStateFile ? "may read and replace the rest: jobs.json" : "may create the rest there: jobs.json"
         let problem = "may not open \"\(lock)\" (mode 0600, owner root, group root) for writing: Permission denied (EACCES); a daemon run as root left it: "
             + "give the state directory's content to the daemon's user (chown -R nobody: \(state)), or remove weavedid.lock alone"
         let check = try Self.checkAsNobody(config)
         #expect(check.status == .exited(78), "\(check.standardErrorText)")
         #expect(check.standardErrorText == "weavedid: \(config): stateDirectory: the user running the check (\(Self.nobody)) \(problem) "
-            + "(the user running the check may read and replace the rest: jobs.json)\n")
+            + "(the user running the check \(rest))\n")
         let daemon = try Self.startAsNobody(config, directory)
         #expect(daemon.wait() == .exited(78), "\(daemon.log)")
         #expect(daemon.log.contains("error   daemon: cannot lock the state directory \"\(state)\": the daemon (\(Self.nobody)) \(problem) "
-            + "(the daemon may read and replace the rest: jobs.json)"), "\(daemon.log)")
+            + "(the daemon \(rest))"), "\(daemon.log)")
         #expect(!daemon.log.contains("the daemon needs a state directory it may create"), "\(daemon.log)")
     }
 

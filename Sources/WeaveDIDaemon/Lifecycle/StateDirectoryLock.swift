@@ -199,7 +199,8 @@ final class StateDirectoryLock: Sendable {
     /// directory's content to the daemon's user: `… may not open "/var/lib/weavedi/weavedid.lock"
     /// (mode 0600, owner root, group root) for writing: Permission denied (EACCES); a daemon run
     /// as root left it: give the state directory's content to the daemon's user (chown -R
-    /// weavedi: …), or remove weavedid.lock alone (…)`. Removing the lock alone is offered only
+    /// weavedi: …), or remove weavedid.lock alone (…)`, the parenthesis saying what becomes of
+    /// `jobs.json`: read and replaced, or, with none there, created. Removing the lock alone is offered only
     /// while `who` may read `jobs.json` and replace it (create files in the directory);
     /// otherwise those are named instead (`unusableContent`), as removing the lock alone would
     /// leave a daemon that cannot read its jobs' state.
@@ -213,7 +214,11 @@ final class StateDirectoryLock: Sendable {
             return start + ", and \(who) may not use more of the state directory either (\(unusable.joined(separator: "; "))): "
                 + chown + "; removing \(fileName) alone would not do, as the daemon could not read its jobs' state"
         }
-        return start + ": \(chown), or remove \(fileName) alone (\(who) may read and replace the rest: \(SyncStateStore.fileName))"
+        // What the rest is: the state file there, or none yet (the first write makes it).
+        let state = ConfigurationDirectories.join(directory, SyncStateStore.fileName)
+        let rest = (try? FileStatus(path: state, followSymlinks: false)) == nil
+            ? "\(who) may create the rest there: \(SyncStateStore.fileName)" : "\(who) may read and replace the rest: \(SyncStateStore.fileName)"
+        return start + ": \(chown), or remove \(fileName) alone (\(rest))"
     }
 
     /// What else of `directory` the calling process may not use as the daemon does, described
