@@ -34,8 +34,9 @@ enum WeaveDICtl {
 
             Exit status: 0 ok; 1 not healthy, issues or cycles found, a fix or job that failed, or
             an error from the daemon; 64 usage error; 69 daemon unreachable, without a place for
-            another client, or no reply in time; 74 output not written; 77 permission denied;
-            78 invalid configuration (offline diagnostics).
+            another client, or no reply in time; 74 output not written; 75 a job paused or resumed,
+            but not saved in the daemon's state file; 77 permission denied; 78 invalid
+            configuration (offline diagnostics).
             """
     }
 

@@ -23,6 +23,23 @@ import WeaveDIPosix
         }
     }
 
+    /// `weavedictl --help` sums up the exit statuses: every status a subcommand's help names
+    /// (0, 1 and the sysexits 64 to 78) is among them.
+    @Test func theTopLevelHelp_namesEveryExitStatusASubcommandHas() throws {
+        func statuses(_ help: String) -> Set<Int> {
+            guard let paragraph = help.range(of: "Exit status:").map({ help[$0.upperBound...] }) else { return [] }
+            let numbers = paragraph.split { !$0.isNumber }.compactMap { Int($0) }
+            return Set(numbers.filter { $0 <= 1 || (64...78).contains($0) })
+        }
+        let top = try CtlRun.run(["--help"])
+        let summed = statuses(top.output)
+        #expect(summed.isSuperset(of: [0, 1, 64, 69]), "\(top.output)")
+        for name in ctlSubcommands {
+            let missing = statuses(try CtlRun.run([name, "--help"]).output).subtracting(summed)
+            #expect(missing.isEmpty, "\(name) --help names exit status \(missing.sorted()), weavedictl --help does not: \(top.output)")
+        }
+    }
+
     @Test func helpTexts_sayWhatTheREADMESays() throws {
         let pause = try CtlRun.run(["pause-job", "--help"])
         #expect(!pause.output.contains("schedules it again") && pause.output.contains("across restarts of the"), "\(pause.output)")
