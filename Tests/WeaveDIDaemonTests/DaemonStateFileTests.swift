@@ -894,6 +894,32 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// A job stale at the start (its last success more than 3 intervals ago, the daemon down
+    /// meanwhile) is unhealthy, and its check says what comes next: at the start a run due now
+    /// (or going, or, once that run has failed, its next run's time).
+    @Test func aJobStaleAtTheStart_saysWhatComesNext() throws {
+        let fixture = Fixture()
+        let started = Date().timeIntervalSince1970 - 20_000
+        fixture.directory.write("state/jobs.json", #"{"lastRunNumber": 41, "jobs": {"docs": {"consecutiveFailures": 0, "#
+            + #""lastSuccess": \#(started + 1), "lastRun": {"id": "docs-41", "job": "docs", "result": "success", "#
+            + #""startedAt": \#(started), "endedAt": \#(started + 1)}}}}"#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let line = daemon.log.split(separator: "\n").first { $0.contains(#""job.docs": unknown -> unhealthy: "#) }.map(String.init) ?? ""
+        #expect(line.contains("unhealthy: no successful run for ") && line.contains(" s (more than 3 intervals); "), "\(daemon.log)")
+        // Which depends on when the check first ran: before the run started, while it went, or
+        // after it failed (the source is missing).
+        let next = line.components(separatedBy: "intervals); ").last ?? ""
+        #expect(["a run is due now", "run docs-42 is going"].contains(next) || next.hasPrefix("next run in "), "\(daemon.log)")
+        try #require(daemon.waitForLog("docs: run docs-42 failed"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let message = try client.check("job.docs")?[member: "message"]?.stringValue ?? ""
+        // Its backoff after the failure: full jitter over the interval.
+        #expect(message.hasPrefix("no successful run for ") && message.contains("; next run in "), "\(message)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A job not yet due at the start waits what is left of its interval, counted from its
     /// last run's start (600 s ago: about 3000 s more), not a whole interval from the start.
     @Test func theNextRunAfterARestart_isCountedFromTheLastRunsStart() throws {

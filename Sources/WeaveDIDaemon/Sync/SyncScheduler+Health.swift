@@ -44,7 +44,18 @@ extension SyncScheduler {
             age = seconds(ContinuousClock.now - state.addedAt)
         }
         if config.enabled, !state.paused, age > staleAfter {
-            return .unhealthy("no successful run for \(Int(age)) s (more than \(config.staleAfterIntervals) intervals)", data: data)
+            // What comes next, so that a stale job about to catch up (overdue at a start, after
+            // the daemon was down) does not read as broken.
+            let next: String
+            if let running = state.running {
+                next = running.started == nil ? "run \(running.id) waits for a slot" : "run \(running.id) is going"
+            } else if let at = state.nextRun {
+                let left = seconds(at - ContinuousClock.now)
+                next = left <= 0 ? "a run is due now" : "next run in \(Format.duration(left))"
+            } else {
+                next = "no run is scheduled"
+            }
+            return .unhealthy("no successful run for \(Int(age)) s (more than \(config.staleAfterIntervals) intervals); \(next)", data: data)
         }
         if let last, last.result == .failed || last.result == .partial {
             return .degraded("last run \(last.result.rawValue): \(last.message ?? "\(last.errorCount) error(s)")", data: data)
