@@ -225,10 +225,13 @@ enum ControlSocketBinder {
                     description: "\(file): control.socketGroup: cannot look up the group named \(JSONValue.quotedForMessage(name)) in the "
                         + "user database: \(error); see that its sources (nsswitch.conf) answer")
             }
+            // A group the machine does not have is the configuration's fault, as `--check-config`
+            // says (78): a restart would meet the same, until systemd's start limit hid why.
             guard let record else {
                 throw Refusal(
                     description: "\(file): control.socketGroup: no group named \(JSONValue.quotedForMessage(name)) on this machine: create it (the package's weavedi "
-                        + "group comes with systemd/sysusers.d/weavedi.conf), name another group, or remove the field")
+                        + "group comes with systemd/sysusers.d/weavedi.conf), name another group, or remove the field",
+                    byConfiguration: true)
             }
             return record.gid
         }
