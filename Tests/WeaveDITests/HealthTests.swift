@@ -126,8 +126,7 @@ final class RecordingClock: HealthClock {
         registry.register(HealthCheck(name: "x", run: { script.next() }, fix: { try fix.run() }))
         await registry.runChecks(fixing: false)
         await registry.runChecks(fixing: false)
-        await registry.runChecks()  // unhealthy: the fix runs, throws
-        await registry.runChecks(fixing: false)  // unhealthy again: no change, nothing told
+        await registry.runChecks()  // unhealthy: the fix runs, throws; run again, still unhealthy: no change, nothing told
         await registry.runChecks(fixing: false)
         let failed = registry.fixHistory()[0]
         #expect(
@@ -605,6 +604,29 @@ final class RecordingClock: HealthClock {
         #expect(registry.report().checks[0].message == "down now")
     }
 
+    /// An automatic fix that throws has its check run again too, only to look, as one asked
+    /// for by hand: a fix that changed things (half fixed them) before it threw leaves the
+    /// report saying how they are after the attempt, not how the round's run saw them before it.
+    @Test func anAutomaticFixThatThrows_hasItsCheckRunAgain() async {
+        let registry = registry()
+        let disk = Locked("full")
+        let runs = Locked(0)
+        registry.register(HealthCheck(name: "x", run: {
+            runs.withLock { $0 += 1 }
+            return disk.withLock { $0 } == "full" ? .unhealthy("disk full") : .degraded("disk 95% used")
+        }, fix: {
+            disk.withLock { $0 = "pruned" }  // pruned some files, then failed to prune the rest
+            throw ScriptedFix.FixError()
+        }))
+        let report = await registry.runChecks()
+        let record = registry.fixHistory().last
+        #expect(record?.trigger == .automatic && record?.outcome == .failed && record?.error == "still broken")
+        #expect(runs.withLock { $0 } == 2)
+        #expect(report.checks[0].status == .degraded)
+        #expect(report.checks[0].message == "disk 95% used")
+        #expect(registry.report().checks[0].message == "disk 95% used")
+    }
+
     /// A remedy said by a fix that then throws, or said after its attempt timed out, is not
     /// heard: the attempt is a failure as before.
     @Test func aRemedySaidByAFixThatFails_isNotInProgress() async {
@@ -640,9 +662,9 @@ final class RecordingClock: HealthClock {
         policy.breakerCooldown = .seconds(300)
         let registry = registry(policy)
         let fix = ScriptedFix()
-        let script = Script([.unhealthy, .healthy, .unhealthy])
+        let script = Script([.unhealthy, .unhealthy, .healthy, .unhealthy])
         registry.register(HealthCheck(name: "x", run: { script.next() }, fix: { try fix.run() }))
-        await registry.runChecks()  // the fix fails: the breaker opens for 300 s
+        await registry.runChecks()  // the fix fails (the check, run again, still fails): the breaker opens for 300 s
         #expect(fix.runs == 1)
         #expect(registry.report().checks[0].breaker != .closed)
         clock.advance(by: .seconds(10))
@@ -657,9 +679,9 @@ final class RecordingClock: HealthClock {
         policy.backoffBase = .seconds(100)
         let registry = registry(policy)
         let fix = ScriptedFix()
-        let script = Script([.unhealthy, .unhealthy, .healthy])
+        let script = Script([.unhealthy, .unhealthy, .unhealthy, .healthy])
         registry.register(HealthCheck(name: "x", run: { script.next() }, fix: { try fix.run() }))
-        await registry.runChecks()  // the fix fails: backing off for 100 s
+        await registry.runChecks()  // the fix fails (the check, run again, still fails): backing off for 100 s
         clock.advance(by: .seconds(1))
         await registry.runChecks()
         #expect(registry.report().checks[0].fixHeldBack == "backing off for 99 s more after 1 failed fix(es)")

@@ -2,7 +2,8 @@ extension UnifiedRegistry {
     /// Runs the fix of the check named `name` now, by hand: past its backoff and circuit
     /// breaker, but within the attempt limit and the attempt timeout. Re-runs the check after a
     /// fix that returned (a fix that leaves it failing counts as failed for the backoff and
-    /// the breaker) or threw (only to look: the report then says how things are now). Refused while a fix of the check runs, or one that timed out has not
+    /// the breaker) or threw (only to look: the report then says how things are now), as an
+    /// automatic fix does. Refused while a fix of the check runs, or one that timed out has not
     /// returned yet. A name no check has, or a check without a fix, is refused too, but not
     /// recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
@@ -136,13 +137,14 @@ extension UnifiedRegistry {
                 guard let result = state.checks[check.name]?.result, result.status != .healthy else { return nil }
                 return result.message
             }
-        case .failed? where trigger == .manual:
-            // A fix asked for by hand that threw says something is wrong now, perhaps since
-            // the last round: the check is run again too, only to look, so that the report says
-            // how things are, not how they were then. (An automatic fix runs in a round, right
-            // after the check.)
+        case .failed?:
+            // A fix that threw may have changed things, or half fixed them, before it did: the
+            // check is run again too, only to look (it counts toward no threshold), so that the
+            // report says how things are after the attempt, not how they were before it. So for
+            // one asked for by hand, whose check last ran in some earlier round, and for an
+            // automatic one, whose check ran in this round just before it.
             await runOne(check, fixingRound: false)
-        case .failed?, .notApplicable?, nil:
+        case .notApplicable?, nil:
             break
         }
         let record: FixRecord
