@@ -1,6 +1,7 @@
 import Testing
 import WeaveDI
 import WeaveDIControl
+import WeaveDIDaemon
 @testable import weavedictl
 
 /// A reply that lacks a member the daemon always sends (one the interface does not mark `?`),
@@ -211,5 +212,104 @@ import WeaveDIControl
         #expect(other.problem(inReplyTo: "M", .object([("c", .string("blue"))])) == #""c" must be "red" or "green", got "blue""#)
         #expect(other.problem(inReplyTo: "M", .object([("c", .string("red")), ("o", .object([])), ("m", .object([])), ("s", .object([("x", .int(1))]))]))
             == #""s.x" must be "red" or "green" or null, got 1"#)
+    }
+}
+
+/// A reply whole but for a name weavedictl does not know (a status a newer daemon added) is
+/// still no valid reply (exit 69); from what says it is weavedid (`GetInfo`), the hint is the
+/// versions of the two, not whether this is weavedid's socket.
+@Suite struct CtlReplyVersionTests {
+    /// `org.varlink.service.GetInfo`'s reply, written as JSON.
+    private static func info(product: String = "weavedid", version: String, interfaces: [String] = ["org.varlink.service", DaemonInterface.name]) -> [UInt8] {
+        let names = interfaces.map { JSONValue.string($0).serialized }.joined(separator: ",")
+        return Array(#"{"parameters":{"vendor":"WeaveDI","product":"\#(product)","version":"\#(version)","url":"file:///","interfaces":[\#(names)]}}"#.utf8) + [0]
+    }
+
+    /// `GetHealth`'s reply, whole, with `health` (its status `recovering` by default) and a check.
+    private static func health(status: String = "recovering", checkStatus: String = "healthy", score: String = #""score":100,"#) -> [UInt8] {
+        let check = JSONValue.check.with([("status", .string(checkStatus))]).serialized
+        return Array(#"{"parameters":{"health":{"status":"\#(status)",\#(score)"takenAt":1000,"checks":[\#(check)]}}}"#.utf8) + [0]
+    }
+
+    private static let statuses = #""healthy", "degraded" or "unhealthy""#
+
+    /// The first line of the error for a reply of GetHealth from `fake`.
+    private static func refusal(_ fake: FakeDaemon, _ reason: String) -> String {
+        "weavedictl: the reply of io.weavedi.Daemon.GetHealth from \(fake.socket) is not a valid reply to it: \(reason)\n"
+    }
+
+    private static let socketHint = "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration).\n"
+
+    @Test func anUnknownStatus_fromAWeavedidOfAnotherVersion_namesBothVersions() throws {
+        let cases: [([UInt8], String)] = [
+            (Self.health(), #""health.status" must be \#(Self.statuses), got "recovering""#),
+            (Self.health(status: "healthy", checkStatus: "recovering"), #""health.checks[0].status" must be \#(Self.statuses) or null, got "recovering""#),
+        ]
+        for (reply, reason) in cases {
+            let fake = try FakeDaemon(raw: ["GetHealth": [reply], "GetInfo": [Self.info(version: "9.1.0")]])
+            for json in [false, true] {
+                let run = try CtlRun.run(["--socket", fake.socket, "health"] + (json ? ["--json"] : []))
+                #expect(run.code == 69 && run.output.isEmpty, "\(run.all)")
+                #expect(run.error == Self.refusal(fake, reason)
+                    + "weavedid 9.1.0 answers there, and this is weavedictl \(DaemonVersion.current): a weavedid of another version may send "
+                    + "values this weavedictl does not know (a newer one may add some): use the weavedictl built with that weavedid "
+                    + "(weavedictl 9.1.0).\n", "\(run.error)")
+            }
+        }
+        // Of the same version, one of the two is built from other sources.
+        let same = try FakeDaemon(raw: ["GetHealth": [Self.health()], "GetInfo": [Self.info(version: DaemonVersion.current)]])
+        let run = try CtlRun.run(["--socket", same.socket, "health"])
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error == Self.refusal(same, #""health.status" must be \#(Self.statuses), got "recovering""#)
+            + "weavedid \(DaemonVersion.current) answers there, the version of this weavedictl too, yet sends a value this weavedictl "
+            + "does not know: one of the two is likely built from other sources than the other. Use the weavedictl built with that weavedid.\n",
+            "\(run.error)")
+    }
+
+    /// What does not say it is weavedid, or a reply that lacks more than a known name, keeps
+    /// the question whether this is weavedid's socket.
+    @Test func anUnknownStatus_fromWhatIsNotWeavedid_orInAReplyNotWhole_asksWhetherItIsItsSocket() throws {
+        let unknown = #""health.status" must be \#(Self.statuses), got "recovering""#
+        let cases: [(String, [String: [[UInt8]]], String)] = [
+            ("no GetInfo", ["GetHealth": [Self.health()]], unknown),
+            ("another product", ["GetHealth": [Self.health()], "GetInfo": [Self.info(product: "other", version: "9.1.0")]], unknown),
+            ("without the interface", ["GetHealth": [Self.health()], "GetInfo": [Self.info(version: "9.1.0", interfaces: ["org.varlink.service"])]], unknown),
+            ("GetInfo without its version",
+                ["GetHealth": [Self.health()], "GetInfo": [Array(#"{"parameters":{"product":"weavedid","interfaces":["io.weavedi.Daemon"]}}"#.utf8) + [0]]], unknown),
+            // From weavedid, but lacking a member as well: no reply of another version only.
+            ("a member missing too", ["GetHealth": [Self.health(score: "")], "GetInfo": [Self.info(version: "9.1.0")]], unknown),
+            ("a member missing", ["GetHealth": [Self.health(status: "healthy", score: "")], "GetInfo": [Self.info(version: "9.1.0")]],
+                #""health.score" must be an integer from 0 to 100, it is missing"#),
+            ("a member of the wrong type", ["GetHealth": [Self.health(status: "healthy", score: #""score":"100","#)], "GetInfo": [Self.info(version: "9.1.0")]],
+                #""health.score" must be an integer from 0 to 100, got string"#),
+        ]
+        for (name, replies, reason) in cases {
+            let fake = try FakeDaemon(raw: replies)
+            let run = try CtlRun.run(["--socket", fake.socket, "health"])
+            #expect(run.code == 69 && run.output.isEmpty, "\(name): \(run.all)")
+            #expect(run.error == Self.refusal(fake, reason) + Self.socketHint, "\(name): \(run.error)")
+        }
+    }
+
+    /// The contract tells a reply whole but for an unknown name from any other problem.
+    @Test func theContract_tellsUnknownNamesFromOtherProblems() {
+        let contract = ReplyContract.daemon
+        let health = JSONValue.health([.check])
+        func check(_ health: JSONValue) -> ReplyContract.Problem? { contract.check(.object([("health", health)]), inReplyTo: "GetHealth") }
+        #expect(check(health) == nil)
+        #expect(check(health.with([("status", .string("new"))]))?.onlyUnknownNames == true)
+        #expect(check(.health([JSONValue.check.with([("status", .string("new"))])]))?.onlyUnknownNames == true)
+        #expect(check(health.with([("status", .int(1))]))?.onlyUnknownNames == false)
+        #expect(check(health.with([("score", .int(101))]))?.onlyUnknownNames == false)
+        #expect(check(health.with([("status", .string("new")), ("score", .int(101))]))?.onlyUnknownNames == false)
+        let other = ReplyContract(description: """
+            interface com.example.T
+            type Color (red, green)
+            method M() -> (c: Color, s: (x: (red, green)))
+            """)
+        let blue = other.check(.object([("c", .string("blue")), ("s", .object([("x", .string("red"))]))]), inReplyTo: "M")
+        #expect(blue == ReplyContract.Problem(text: #""c" must be "red" or "green", got "blue""#, onlyUnknownNames: true))
+        #expect(other.check(.object([("c", .string("red")), ("s", .object([("x", .string("blue"))]))]), inReplyTo: "M")?.onlyUnknownNames == true)
+        #expect(other.check(.object([("c", .string("blue"))]), inReplyTo: "M")?.onlyUnknownNames == false)
     }
 }

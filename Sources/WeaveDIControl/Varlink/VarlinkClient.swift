@@ -79,6 +79,12 @@ public final class VarlinkClient {
 
     deinit { try? descriptor.close() }
 
+    /// Ends the connection (`shutdown(2)`, both ways): the peer reads its end at once, before
+    /// the client is released, which closes it. No call can be made on it after this.
+    public func disconnect() {
+        try? descriptor.shutdown(.readWrite)
+    }
+
     /// Sends `call` and returns its reply (the last one, for `more`; `onReply` sees each).
     /// A varlink error reply is thrown as `VarlinkFailure`; a reply that says more follow
     /// (`continues`) to a call without `more`, which varlink does not allow, as

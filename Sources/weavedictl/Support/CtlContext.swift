@@ -86,15 +86,16 @@ struct CtlContext {
     /// Sends `call` on `client`; `onReply` sees each reply of a `more` call. Each reply is
     /// checked against the interface first (`ReplyContract`): one that lacks a member the
     /// daemon always sends, or has one of the wrong type, ends the call as no valid reply
-    /// (`invalidReply`, exit 69) before anything reads it.
+    /// (`invalidReply`, exit 69) before anything reads it (see `invalidReply(_:to:on:)`
+    /// for one whole but for a value weavedictl does not know).
     @discardableResult
     func perform(_ call: VarlinkCall, on client: VarlinkClient, onReply: (VarlinkReply) -> Void = { _ in }) throws(CtlError) -> VarlinkReply? {
         let method = call.method.hasPrefix(DaemonInterface.name + ".") ? String(call.method.dropFirst(DaemonInterface.name.count + 1)) : nil
         let socket = SocketLocation(path: client.path, origin: .option)
         do {
             return try client.call(call) { reply throws(CtlError) in
-                if let method, let reason = ReplyContract.daemon.problem(inReplyTo: method, reply.object) {
-                    throw .invalidReply(socket, method: call.method, reason: reason)
+                if let method, let problem = ReplyContract.daemon.check(reply.object, inReplyTo: method) {
+                    throw invalidReply(problem, to: call.method, on: client)
                 }
                 onReply(reply)
             }
@@ -109,6 +110,34 @@ struct CtlContext {
         } catch {
             throw .broken(socket, reason: CtlContext.reason(error))
         }
+    }
+
+    /// The error for `problem`, found in a reply of `client` to `method`. A reply whole but for
+    /// a name weavedictl does not know (a status, a kind) is what a weavedid of another version
+    /// sends, a newer one that added a status: the connection is closed, and the daemon asked
+    /// on one of its own what it is (`org.varlink.service.GetInfo`), so that the message can
+    /// name its version rather than ask whether this is weavedid's socket. Any other problem,
+    /// or an answer that is not weavedid's, keeps that question.
+    func invalidReply(_ problem: ReplyContract.Problem, to method: String, on client: VarlinkClient) -> CtlError {
+        let socket = SocketLocation(path: client.path, origin: .option)
+        guard problem.onlyUnknownNames else { return .invalidReply(socket, method: method, reason: problem.text) }
+        // A daemon that serves one connection at a time must see this one end first.
+        client.disconnect()
+        return .invalidReply(
+            socket, method: method, reason: problem.text, weavedid: weavedidVersion(at: client.path))
+    }
+
+    /// The version of the weavedid at `path`, from its `org.varlink.service.GetInfo` (within
+    /// `--timeout`), or nil when what answers there does not say it is weavedid serving
+    /// `io.weavedi.Daemon`, or does not answer.
+    func weavedidVersion(at path: String) -> String? {
+        guard let client = try? VarlinkClient(path: path, timeout: options.replyTimeout()),
+            let info = try? client.call("org.varlink.service.GetInfo").object,
+            info.string("product") == "weavedid",
+            info[member: "interfaces"]?.arrayValue?.contains(.string(DaemonInterface.name)) == true,
+            let version = info.string("version"), !version.isEmpty
+        else { return nil }
+        return version
     }
 
     /// The member `key` of `reply`, a reply of `client` to `method` (its short name), which the

@@ -57,8 +57,10 @@ enum CtlError: Error {
     /// The reply to `method` is not a varlink reply (`reason` says why).
     case malformedReply(SocketLocation, method: String, reason: String)
     /// The reply to `method` is a varlink reply, but its parameters are not those of one
-    /// (`reason` says which member is wrong): what answers is no weavedid, or a broken one.
-    case invalidReply(SocketLocation, method: String, reason: String)
+    /// (`reason` says which member is wrong): what answers is no weavedid, or a broken one; or,
+    /// with `weavedid` (the version it says it is), a weavedid of another version than
+    /// weavedictl's, which sent a value weavedictl does not know.
+    case invalidReply(SocketLocation, method: String, reason: String, weavedid: String? = nil)
     /// No reply to `method` came within `wait` (`--timeout`).
     case timedOut(SocketLocation, method: String, wait: Duration)
     /// `io.weavedi.Daemon.PermissionDenied`: the method needs administrator rights.
@@ -158,10 +160,24 @@ enum CtlError: Error {
             return "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid varlink reply: "
                 + "\(reason.escapingControlCharacters)\n"
                 + "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration)."
-        case let .invalidReply(socket, method, reason):
-            return "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid reply to it: "
+        case let .invalidReply(socket, method, reason, weavedid):
+            let problem = "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid reply to it: "
                 + "\(reason.escapingControlCharacters)\n"
-                + "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration)."
+            guard let weavedid else {
+                return problem
+                    + "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration)."
+            }
+            // Only a value is unknown, in a reply whole otherwise, from what says it is weavedid.
+            let version = weavedid.count > 40 ? JSONValue.quotedForMessage(weavedid) : weavedid.escapingControlCharacters
+            guard weavedid == DaemonVersion.current else {
+                return problem
+                    + "weavedid \(version) answers there, and this is weavedictl \(DaemonVersion.current): a weavedid of another version "
+                    + "may send values this weavedictl does not know (a newer one may add some): "
+                    + "use the weavedictl built with that weavedid (weavedictl \(version))."
+            }
+            return problem
+                + "weavedid \(version) answers there, the version of this weavedictl too, yet sends a value this weavedictl does not know: "
+                + "one of the two is likely built from other sources than the other. Use the weavedictl built with that weavedid."
         case let .timedOut(socket, method, wait):
             return "weavedictl: no reply to \(method.escapingControlCharacters) from \(socket.shownPath) within \(VarlinkClient.ConnectionError.seconds(wait)) s\n"
                 + "The daemon may be stuck, or busy with a call that takes longer: --timeout SECONDS waits longer (0: for ever)."

@@ -42,13 +42,28 @@ struct ReplyContract: Sendable {
         var accepts: @Sendable (JSONValue) -> Bool = { _ in true }
         /// Whether the member may be absent.
         var mayBeAbsent = false
+        /// Whether the member is one of some strings (`oneOf`): another string is a value
+        /// weavedictl does not know, not a value of the wrong kind.
+        var namesValues = false
 
         /// One of `values`: `"healthy", "degraded" or "unhealthy"`.
         static func oneOf(_ values: [String]) -> Rule {
             let quoted = values.map { "\"\($0)\"" }
             let words = quoted.count < 2 ? quoted.joined() : quoted.dropLast().joined(separator: ", ") + " or " + quoted[quoted.count - 1]
-            return Rule(description: words) { $0.stringValue.map(values.contains) ?? false }
+            return Rule(description: words, accepts: { $0.stringValue.map(values.contains) ?? false }, namesValues: true)
         }
+    }
+
+    /// What is wrong with a reply.
+    struct Problem: Equatable, Sendable {
+        /// The first member missing or invalid, by its path (`"health.checks[2].status" must
+        /// be …, got …`).
+        let text: String
+        /// Whether the reply is whole, each member of its type, and only strings that must be one
+        /// of some names (an enum, a status) are none weavedictl knows: what a daemon of
+        /// another version may send (a newer one may add a status), not what some other
+        /// service would.
+        let onlyUnknownNames: Bool
     }
 
     /// The `type`s of the interface, by name.
@@ -120,9 +135,22 @@ struct ReplyContract: Sendable {
     /// member missing or invalid, by its path (`"health.checks[2].status" must be …, got …`).
     /// A method the description does not have is not checked.
     func problem(inReplyTo method: String, _ parameters: JSONValue) -> String? {
+        check(parameters, inReplyTo: method)?.text
+    }
+
+    /// What is wrong with `parameters`, a reply to `method` (its short name), or nil: the first
+    /// member missing or invalid (`problem(inReplyTo:_:)`), and whether the reply is whole but
+    /// for names weavedictl does not know.
+    func check(_ parameters: JSONValue, inReplyTo method: String) -> Problem? {
         guard let fields = replies[method] else { return nil }
-        guard parameters.objectMembers != nil else { return "the parameters must be an object, got \(parameters.typeName)" }
-        return problem(in: parameters, fields, rules: replyRules[method] ?? [:], at: "")
+        guard parameters.objectMembers != nil else {
+            return Problem(text: "the parameters must be an object, got \(parameters.typeName)", onlyUnknownNames: false)
+        }
+        let rules = replyRules[method] ?? [:]
+        guard let first = problem(in: parameters, fields, rules: rules, at: "", knownNamesOnly: true) else { return nil }
+        // Read again with any string taken for a name: nothing else wrong, the reply is whole.
+        let whole = problem(in: parameters, fields, rules: rules, at: "", knownNamesOnly: false) == nil
+        return Problem(text: first, onlyUnknownNames: whole)
     }
 
     /// What is wrong with the member `key` of a reply to `method` that the caller needs
@@ -137,8 +165,9 @@ struct ReplyContract: Sendable {
         return nil
     }
 
-    /// The first problem among `fields` of `object`, whose path is `path`.
-    private func problem(in object: JSONValue, _ fields: [Field], rules: [String: Rule], at path: String) -> String? {
+    /// The first problem among `fields` of `object`, whose path is `path`. Without
+    /// `knownNamesOnly`, a string where one of some names must be is taken, whatever it is.
+    private func problem(in object: JSONValue, _ fields: [Field], rules: [String: Rule], at path: String, knownNamesOnly: Bool) -> String? {
         for field in fields {
             let memberPath = path.isEmpty ? field.name : path + "." + field.name
             let rule = rules[field.name]
@@ -147,13 +176,13 @@ struct ReplyContract: Sendable {
                 if rule?.mayBeAbsent == true { continue }
                 return "\"\(memberPath)\" must be \(words(for: field.shape, rule: rule)), it is missing"
             }
-            if let problem = problem(in: value, field.shape, rule: rule, at: memberPath) { return problem }
+            if let problem = problem(in: value, field.shape, rule: rule, at: memberPath, knownNamesOnly: knownNamesOnly) { return problem }
         }
         return nil
     }
 
     /// What is wrong with `value`, of `shape`, at `path`, or nil.
-    private func problem(in value: JSONValue, _ shape: Shape, rule: Rule?, at path: String) -> String? {
+    private func problem(in value: JSONValue, _ shape: Shape, rule: Rule?, at path: String, knownNamesOnly: Bool) -> String? {
         // The message says what the member must be as a whole: `… or null` for an optional one.
         func invalid(rightType: Bool) -> String {
             "\"\(path)\" must be \(words(for: shape, rule: rule)), got \(Self.shown(value, rightType: rightType))"
@@ -170,33 +199,39 @@ struct ReplyContract: Sendable {
         case .float: if value.numberValue == nil { return invalid(rightType: false) }
         case .string: if value.stringValue == nil { return invalid(rightType: false) }
         case .object: if value.objectMembers == nil { return invalid(rightType: false) }
-        case let .choice(names): if !(value.stringValue.map(names.contains) ?? false) { return invalid(rightType: value.stringValue != nil) }
+        case let .choice(names):
+            if !(value.stringValue.map { names.contains($0) || !knownNamesOnly } ?? false) { return invalid(rightType: value.stringValue != nil) }
         case let .named(name):
             guard let type = types[name] else { preconditionFailure("type \(name) is not in the interface description") }
             // A varlink type is a struct or an enum.
             switch type {
             case let .fields(fields):
                 guard value.objectMembers != nil else { return invalid(rightType: false) }
-                if let problem = problem(in: value, fields, rules: typeRules[name] ?? [:], at: path) { return problem }
+                if let problem = problem(in: value, fields, rules: typeRules[name] ?? [:], at: path, knownNamesOnly: knownNamesOnly) {
+                    return problem
+                }
             case let .choice(names):
-                if !(value.stringValue.map(names.contains) ?? false) { return invalid(rightType: value.stringValue != nil) }
+                if !(value.stringValue.map { names.contains($0) || !knownNamesOnly } ?? false) {
+                    return invalid(rightType: value.stringValue != nil)
+                }
             default: preconditionFailure("type \(name) is neither a struct nor an enum")
             }
         case let .fields(fields):
             guard value.objectMembers != nil else { return invalid(rightType: false) }
-            if let problem = problem(in: value, fields, rules: [:], at: path) { return problem }
+            if let problem = problem(in: value, fields, rules: [:], at: path, knownNamesOnly: knownNamesOnly) { return problem }
         case let .array(element):
             guard let elements = value.arrayValue else { return invalid(rightType: false) }
             for (index, item) in elements.enumerated() {
-                if let problem = problem(in: item, element, rule: nil, at: "\(path)[\(index)]") { return problem }
+                if let problem = problem(in: item, element, rule: nil, at: "\(path)[\(index)]", knownNamesOnly: knownNamesOnly) { return problem }
             }
         case let .map(element):
             guard let members = value.objectMembers else { return invalid(rightType: false) }
             for (key, item) in members {
-                if let problem = problem(in: item, element, rule: nil, at: "\(path)[\(JSONValue.quotedForMessage(key))]") { return problem }
+                let at = "\(path)[\(JSONValue.quotedForMessage(key))]"
+                if let problem = problem(in: item, element, rule: nil, at: at, knownNamesOnly: knownNamesOnly) { return problem }
             }
         }
-        if let rule, !rule.accepts(value) { return invalid(rightType: true) }
+        if let rule, !rule.accepts(value), knownNamesOnly || !rule.namesValues || value.stringValue == nil { return invalid(rightType: true) }
         return nil
     }
 
