@@ -313,3 +313,45 @@ import WeaveDIDaemon
         #expect(other.check(.object([("c", .string("blue"))]), inReplyTo: "M")?.onlyUnknownNames == false)
     }
 }
+
+/// `run-job --wait`: a reply weavedictl cannot read, more to follow, ends the following but not
+/// the run, and says so, as Ctrl-C does; a last reply it cannot read says nothing of a run going on.
+@Suite struct CtlRunJobInvalidReplyTests {
+    private static func reply(_ parameters: String, continues: Bool) -> [UInt8] {
+        Array(#"{"parameters":\#(parameters)\#(continues ? #","continues":true"# : "")}"#.utf8) + [0]
+    }
+
+    private static let socketHint = "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration).\n"
+
+    @Test func anInvalidReplyAmidTheRun_saysTheRunGoesOn() throws {
+        let started = Self.reply(#"{"runId":"docs-1"}"#, continues: true)
+        let invalid = Self.reply(#"{"run":null,"progress":{"filesDone":"1"}}"#, continues: true)
+        let fake = try FakeDaemon(raw: ["RunJob": [started, invalid, Self.reply(#"{"run":\#(JSONValue.jobRun.serialized)}"#, continues: false)]])
+        for json in [false, true] {
+            let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs", "--wait"] + (json ? ["--json"] : []))
+            #expect(run.code == 69, "\(run.all)")
+            #expect(run.output == (json ? #"{"runId":"docs-1"}"# + "\n" : "job docs: run docs-1 started\n"), "\(run.all)")
+            #expect(run.error == "weavedictl: the reply of io.weavedi.Daemon.RunJob from \(fake.socket) is not a valid reply to it: "
+                + #""progress.filesDone" must be an integer, got string"# + "\n" + Self.socketHint
+                + "The run docs-1 goes on in the daemon (`weavedictl jobs` shows how it ends).\n", "\(run.error)")
+        }
+        // The first reply invalid: the run is not named, but may have started.
+        let first = try FakeDaemon(raw: ["RunJob": [Self.reply(#"{"runId":5}"#, continues: true)]])
+        let run = try CtlRun.run(["--socket", first.socket, "run-job", "docs", "--wait"])
+        #expect(run.code == 69 && run.output.isEmpty, "\(run.all)")
+        #expect(run.error == "weavedictl: the reply of io.weavedi.Daemon.RunJob from \(first.socket) is not a valid reply to it: "
+            + #""runId" must be a string or null, got 5"# + "\n" + Self.socketHint
+            + "A run of docs the daemon started goes on there (`weavedictl jobs` shows whether and how it ends).\n", "\(run.error)")
+    }
+
+    /// The last reply says the run ended: one weavedictl cannot read says nothing of a run going on.
+    @Test func anInvalidLastReply_saysNothingOfTheRunGoingOn() throws {
+        let started = Self.reply(#"{"runId":"docs-1"}"#, continues: true)
+        let last = Self.reply(#"{"run":{"id":"docs-1","result":"success"}}"#, continues: false)
+        let fake = try FakeDaemon(raw: ["RunJob": [started, last]])
+        let run = try CtlRun.run(["--socket", fake.socket, "run-job", "docs", "--wait"])
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.error == "weavedictl: the reply of io.weavedi.Daemon.RunJob from \(fake.socket) is not a valid reply to it: "
+            + #""run.job" must be a string, it is missing"# + "\n" + Self.socketHint, "\(run.error)")
+    }
+}

@@ -19,7 +19,8 @@ struct RunJobCommand: CtlCommand {
                        queued, then started once it has one. The daemon's first answer is
                        waited for as any call's (--timeout, default 30 s); then the run is
                        followed for as long as it takes, unless --timeout is given. Ctrl-C
-                       stops following, not the run, and says so.
+                       stops following, not the run, and says so; so does a reply of the run
+                       weavedictl cannot read (exit 69).
 
             Without --wait the daemon answers as soon as the run has started, with its id
             (`job NAME: run NAME-3 started; …`), and the run goes on in the daemon: however long
@@ -36,7 +37,7 @@ struct RunJobCommand: CtlCommand {
 
             Exit status: 0 when the run started or was queued (without --wait), or succeeded
             (with --wait); 1 when it did not succeed or was skipped, or the job does not exist;
-            69 when the daemon cannot be reached; 77 without the rights.
+            69 when the daemon cannot be reached or sends no valid reply; 77 without the rights.
             """,
         method: "RunJob")
 
@@ -137,7 +138,12 @@ struct RunJobCommand: CtlCommand {
             // starts a line of its own on the terminal.
             InterruptNotice.clear()
             if drawn, context.terminal.isTerminal { context.terminal.line() }
-            throw error
+            // A reply weavedictl cannot read, more to follow, ends the following, not the run,
+            // as Ctrl-C does: said so, or one would believe the run failed or stopped.
+            guard case .invalidReply(_, _, _, continues: true, _) = error else { throw error }
+            let note = runID.map { "The run \($0.escapingControlCharacters) goes on in the daemon (`weavedictl jobs` shows how it ends)." }
+                ?? "A run of \(job) the daemon started goes on there (`weavedictl jobs` shows whether and how it ends)."
+            throw .noted(error, note: note)
         }
         InterruptNotice.clear()
         if drawn, context.terminal.isTerminal { context.terminal.line() }

@@ -86,7 +86,7 @@ struct CtlContext {
     /// Sends `call` on `client`; `onReply` sees each reply of a `more` call. Each reply is
     /// checked against the interface first (`ReplyContract`): one that lacks a member the
     /// daemon always sends, or has one of the wrong type, ends the call as no valid reply
-    /// (`invalidReply`, exit 69) before anything reads it (see `invalidReply(_:to:on:)`
+    /// (`invalidReply`, exit 69) before anything reads it (see `invalidReply(_:to:on:continues:)`
     /// for one whole but for a value weavedictl does not know).
     @discardableResult
     func perform(_ call: VarlinkCall, on client: VarlinkClient, onReply: (VarlinkReply) -> Void = { _ in }) throws(CtlError) -> VarlinkReply? {
@@ -95,7 +95,7 @@ struct CtlContext {
         do {
             return try client.call(call) { reply throws(CtlError) in
                 if let method, let problem = ReplyContract.daemon.check(reply.object, inReplyTo: method) {
-                    throw invalidReply(problem, to: call.method, on: client)
+                    throw invalidReply(problem, to: call.method, on: client, continues: reply.continues)
                 }
                 onReply(reply)
             }
@@ -118,13 +118,13 @@ struct CtlContext {
     /// on one of its own what it is (`org.varlink.service.GetInfo`), so that the message can
     /// name its version rather than ask whether this is weavedid's socket. Any other problem,
     /// or an answer that is not weavedid's, keeps that question.
-    func invalidReply(_ problem: ReplyContract.Problem, to method: String, on client: VarlinkClient) -> CtlError {
+    func invalidReply(_ problem: ReplyContract.Problem, to method: String, on client: VarlinkClient, continues: Bool) -> CtlError {
         let socket = SocketLocation(path: client.path, origin: .option)
-        guard problem.onlyUnknownNames else { return .invalidReply(socket, method: method, reason: problem.text) }
+        guard problem.onlyUnknownNames else { return .invalidReply(socket, method: method, reason: problem.text, continues: continues) }
         // A daemon that serves one connection at a time must see this one end first.
         client.disconnect()
         return .invalidReply(
-            socket, method: method, reason: problem.text, weavedid: weavedidVersion(at: client.path))
+            socket, method: method, reason: problem.text, continues: continues, weavedid: weavedidVersion(at: client.path))
     }
 
     /// The version of the weavedid at `path`, from its `org.varlink.service.GetInfo` (within

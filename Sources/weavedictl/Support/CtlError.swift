@@ -59,14 +59,17 @@ enum CtlError: Error {
     /// The reply to `method` is a varlink reply, but its parameters are not those of one
     /// (`reason` says which member is wrong): what answers is no weavedid, or a broken one; or,
     /// with `weavedid` (the version it says it is), a weavedid of another version than
-    /// weavedictl's, which sent a value weavedictl does not know.
-    case invalidReply(SocketLocation, method: String, reason: String, weavedid: String? = nil)
+    /// weavedictl's, which sent a value weavedictl does not know. `continues`: the reply said
+    /// more would follow, so the call goes on without weavedictl (a run of `run-job --wait`).
+    case invalidReply(SocketLocation, method: String, reason: String, continues: Bool = false, weavedid: String? = nil)
     /// No reply to `method` came within `wait` (`--timeout`).
     case timedOut(SocketLocation, method: String, wait: Duration)
     /// `io.weavedi.Daemon.PermissionDenied`: the method needs administrator rights.
     case permissionDenied(method: String, uid: Int?)
     /// Any other varlink error reply (exit 1; 69 for a connection refused for want of a place).
     case failure(VarlinkFailure, method: String)
+    /// `error`, then `note` on a line of its own (what goes on after weavedictl leaves).
+    indirect case noted(CtlError, note: String)
     /// The configuration for the offline diagnostics is invalid.
     case configuration(ConfigurationError)
     /// The daemon's modules could not be bootstrapped offline.
@@ -84,6 +87,7 @@ enum CtlError: Error {
         case let .failure(failure, _): FailureHint.refusesConnection(failure) ? ExitStatus.unavailable : ExitStatus.failure
         case .offline: ExitStatus.failure
         case .configuration: ExitStatus.configuration
+        case let .noted(error, _): error.status
         }
     }
 
@@ -160,7 +164,7 @@ enum CtlError: Error {
             return "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid varlink reply: "
                 + "\(reason.escapingControlCharacters)\n"
                 + "Is this weavedid's control socket? Pass the socket's path with --socket PATH (control.socket in its configuration)."
-        case let .invalidReply(socket, method, reason, weavedid):
+        case let .invalidReply(socket, method, reason, _, weavedid):
             let problem = "weavedictl: the reply of \(method.escapingControlCharacters) from \(socket.shownPath) is not a valid reply to it: "
                 + "\(reason.escapingControlCharacters)\n"
             guard let weavedid else {
@@ -194,6 +198,8 @@ enum CtlError: Error {
             return "weavedictl: \(String(describing: error).escapingControlCharacters)"
         case let .offline(reason):
             return "weavedictl: \(reason.escapingControlCharacters)"
+        case let .noted(error, note):
+            return error.message + "\n" + note
         }
     }
 
