@@ -344,6 +344,16 @@ import WeaveDIDaemon
             + "A run of docs the daemon started goes on there (`weavedictl jobs` shows whether and how it ends).\n", "\(run.error)")
     }
 
+    /// `--timeout` run out while the run is followed ends the following, not the run: said so.
+    @Test func aTimeoutAmidTheRun_saysTheRunGoesOn() throws {
+        let fake = try FakeDaemon(raw: ["RunJob": [Self.reply(#"{"runId":"docs-1"}"#, continues: true)]])
+        let run = try CtlRun.run(["--socket", fake.socket, "--timeout", "1", "run-job", "docs", "--wait"])
+        #expect(run.code == 69, "\(run.all)")
+        #expect(run.output == "job docs: run docs-1 started\n", "\(run.all)")
+        #expect(run.error.contains("no reply to io.weavedi.Daemon.RunJob from \(fake.socket) within 1 s"), "\(run.error)")
+        #expect(run.error.hasSuffix("\nThe run docs-1 goes on in the daemon (`weavedictl jobs` shows how it ends).\n"), "\(run.error)")
+    }
+
     /// The last reply says the run ended: one weavedictl cannot read says nothing of a run going on.
     @Test func anInvalidLastReply_saysNothingOfTheRunGoingOn() throws {
         let started = Self.reply(#"{"runId":"docs-1"}"#, continues: true)

@@ -19,8 +19,8 @@ struct RunJobCommand: CtlCommand {
                        queued, then started once it has one. The daemon's first answer is
                        waited for as any call's (--timeout, default 30 s); then the run is
                        followed for as long as it takes, unless --timeout is given. Ctrl-C
-                       stops following, not the run, and says so; so does a reply of the run
-                       weavedictl cannot read (exit 69).
+                       stops following, not the run, and says so; so do a reply of the run
+                       weavedictl cannot read and a --timeout run out (exit 69).
 
             Without --wait the daemon answers as soon as the run has started, with its id
             (`job NAME: run NAME-3 started; …`), and the run goes on in the daemon: however long
@@ -139,8 +139,13 @@ struct RunJobCommand: CtlCommand {
             InterruptNotice.clear()
             if drawn, context.terminal.isTerminal { context.terminal.line() }
             // A reply weavedictl cannot read, more to follow, ends the following, not the run,
-            // as Ctrl-C does: said so, or one would believe the run failed or stopped.
-            guard case .invalidReply(_, _, _, continues: true, _) = error else { throw error }
+            // as Ctrl-C does, and so does a --timeout run out once the daemon answered: said so,
+            // or one would believe the run failed or stopped.
+            switch error {
+            case .invalidReply(_, _, _, continues: true, _): break
+            case .timedOut where answered: break
+            default: throw error
+            }
             let note = runID.map { "The run \($0.escapingControlCharacters) goes on in the daemon (`weavedictl jobs` shows how it ends)." }
                 ?? "A run of \(job) the daemon started goes on there (`weavedictl jobs` shows whether and how it ends)."
             throw .noted(error, note: note)
