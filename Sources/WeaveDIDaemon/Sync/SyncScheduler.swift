@@ -468,8 +468,12 @@ public actor SyncScheduler: DaemonService {
     }
 
     /// One timer tick: starts a run unless paused or already running; returns the next wait.
+    /// Nothing for a loop cancelled meanwhile: one whose sleep had ended, waiting for the actor
+    /// when `schedule` (a resume, a reload, a reset of the backoff) replaced it, would start a
+    /// run the new timer does not plan. It runs on the actor after the code that cancelled it,
+    /// so it sees that.
     private func tick(_ name: String) -> Duration? {
-        guard var state = jobs[name], !stopping else { return nil }
+        guard !Task.isCancelled, var state = jobs[name], !stopping else { return nil }
         let next = state.config.interval + jitter(state.config.jitter)
         state.nextRun = ContinuousClock.now + next
         state.inBackoff = false
