@@ -786,9 +786,11 @@ import WeaveDIPosix
     }
 
     /// A run that never ended keeps its job due at once until a run of it does work: the state
-    /// file says so (`unfinished`), so that a write before the run again starts (here the resume
-    /// of the job, paused meanwhile) and a second restart do not lose it. Before, the second
-    /// start saw a plain failed run and waited up to an interval, the destination half done.
+    /// file says so (`unfinished`), so that a write before the run again starts (here the fix of
+    /// `sync.stateFile`, the job paused meanwhile) and a second restart do not lose it: resumed
+    /// after that restart, the job runs at once. Before, the second start saw a plain failed run
+    /// and waited up to an interval, the destination half done. (The write is not the resume:
+    /// a job due at once starts its run as it is resumed, before any signal could stop it.)
     @Test func aRunThatNeverEnded_isRunAgain_afterAWriteAndASecondRestart() throws {
         let fixture = Fixture()
         var (daemon, start, release) = try startWithARunGoing(fixture)
@@ -805,8 +807,10 @@ import WeaveDIPosix
         #expect(daemon.log.contains("notice  sync: docs: its last run docs-1 never ended (the destination may be behind); it "
             + "stays paused"), "\(daemon.log)")
         #expect(!daemon.log.contains("it runs again"), "\(daemon.log)")
-        // The file is written again (the job resumed) before any run of the job starts.
-        _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
+        // The file is written again before any run of the job starts.
+        let fix = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.Fix", [("check", .string("sync.stateFile"))])
+            .parameter("fixes")?.arrayValue?.first
+        #expect(fix?[member: "outcome"]?.stringValue == "succeeded", "\(fix.map { "\($0)" } ?? "no fix")")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         try #require(!daemon.log.contains("run docs-2"), "\(daemon.log)")
@@ -815,9 +819,12 @@ import WeaveDIPosix
         #expect(entry?[member: "lastRun"]?[member: "result"]?.stringValue == "failed", "\(entry.map { "\($0)" } ?? "no entry")")
         #expect(entry?[member: "unfinished"] == .bool(true), "\(entry.map { "\($0)" } ?? "no entry")")
 
+        // Still due at once after the second restart: resumed, it runs now, not an interval
+        // after docs-1 started.
         daemon = try start(false)
-        #expect(daemon.log.contains("notice  sync: docs: its last run docs-1 never ended (the destination may be behind): it runs "
-            + "again now"), "\(daemon.log)")
+        #expect(daemon.log.contains("notice  sync: docs: its last run docs-1 never ended (the destination may be behind); it "
+            + "stays paused"), "\(daemon.log)")
+        _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
         #expect(daemon.waitForLog("docs: run docs-2 success"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")

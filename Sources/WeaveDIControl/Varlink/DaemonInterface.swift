@@ -194,7 +194,9 @@ public enum DaemonInterface {
         # notSaved says why: the pause holds until the daemon stops, and a restart resumes the job.
         method PauseJob(name: string) -> (notSaved: ?string)
 
-        # Schedules a paused job again; notSaved as for PauseJob (a restart would pause it again).
+        # Schedules a paused job again: a job due (its last run never ended or was cancelled, or
+        # its next run came while it was paused) runs at once, any other at the next run it had.
+        # notSaved as for PauseJob (a restart would pause it again).
         method ResumeJob(name: string) -> (notSaved: ?string)
 
         # The open sessions.

@@ -32,6 +32,8 @@ extension SyncScheduler {
         }
         jobs[name]?.running = ActiveRun(task: task, id: runID, started: holdsSlot ? .now : nil, queued: queued)
         jobs[name]?.progress = SyncProgress()
+        // A run missed while the job was paused is made up by this one.
+        jobs[name]?.missedWhilePaused = nil
         return task
     }
 
@@ -224,6 +226,7 @@ extension SyncScheduler {
         // A run that did work is the job's last: a run before it that never ended is behind it.
         if worked {
             state.unfinished = false
+            state.neverEndedTwice = nil
             // What the run says is left of a run that never ended, and what it found mounted
             // below the source (nil: it did not look, and what was remembered stays).
             state.cleanupDue = outcome.cleanupDue
@@ -366,17 +369,16 @@ extension SyncScheduler {
         return record
     }
 
-    /// Pauses (no timer runs) or resumes (the timer starts again) `name`, and writes the state
-    /// file, waiting for the write: returns why it could not be written (the change holds in
-    /// this process, but a restart would undo it), nil once it was.
+    /// Pauses (no timer runs) or resumes (`resumeTimer`: a job due runs at once, another at its
+    /// next run as planned) `name`, and writes the state file, waiting for the write: returns
+    /// why it could not be written (the change holds in this process, but a restart would undo
+    /// it), nil once it was.
     @discardableResult
     public func setPaused(_ name: String, paused: Bool) async throws(VarlinkFailure) -> String? {
         guard let state = jobs[name] else { throw .noSuchJob(name) }
         jobs[name]?.paused = paused
-        if !paused, state.paused, state.config.enabled {
-            schedule(name, after: state.config.interval + jitter(state.config.jitter))
-        }
-        log.notice("sync", "\(name) \(paused ? "paused" : "resumed")")
+        let said = !paused && state.paused && state.config.enabled ? resumeTimer(name) : paused ? "paused" : "resumed"
+        log.notice("sync", "\(name) \(said)")
         // Kept in the state file: a restart (a crash, the watchdog, a reboot) does not resume
         // a job paused for maintenance. Written even when unchanged, so that asking again tells
         // whether it is saved now.

@@ -182,6 +182,14 @@ public actor SyncScheduler: DaemonService {
         /// with `runAtStart` ran an interval late).
         var runsAfterRemovedRun = false
         var nextRun: ContinuousClock.Instant?
+        /// When a tick of the job's timer came while it was paused (the first such): the run it
+        /// missed starts at once when the job is resumed, as systemd's `Persistent=true` timers
+        /// catch up. nil once a run of it started, or its timer was started again.
+        var missedWhilePaused: ContinuousClock.Instant?
+        /// Set at the start when two runs of the job in a row never ended
+        /// (`PersistedJobState.neverEndedTwice`), until a run of it does work: its last run that
+        /// never ended does not make it run at once when it is resumed either.
+        var neverEndedTwice: PersistedJobState.NeverEndedTwice?
         var runsByResult: [SyncResult: Int] = [:]
         var filesCopied = 0
         var bytesCopied = 0
@@ -271,6 +279,7 @@ public actor SyncScheduler: DaemonService {
             state.unfinished = saved.endedUnfinished
             state.sourceMounts = saved.sourceMounts
             state.cleanupDue = saved.cleanupDue
+            if restoringPause { state.neverEndedTwice = saved.neverEndedTwice }
             // Only at the start, and for the roots it was counted on: a job a reload adds back,
             // or whose roots changed while the daemon was down, counts afresh.
             if restoringPause, let changing = saved.changing, changing.isOf(source: state.roots.source, destination: state.roots.destination) {
@@ -453,6 +462,7 @@ public actor SyncScheduler: DaemonService {
         guard !stopping else { return }
         jobs[name]?.nextRun = ContinuousClock.now + delay
         jobs[name]?.inBackoff = false
+        jobs[name]?.missedWhilePaused = nil
         // A timer a fix (re)starts is not part of the fix: neither the fix's attempt nor who
         // asked for it follows it.
         loops[name] = Task { [weak self] in
@@ -477,8 +487,15 @@ public actor SyncScheduler: DaemonService {
         let next = state.config.interval + jitter(state.config.jitter)
         state.nextRun = ContinuousClock.now + next
         state.inBackoff = false
+        if state.paused {
+            if state.missedWhilePaused == nil {
+                state.missedWhilePaused = .now
+                log.debug("sync", "\(name): a run is due, but the job is paused: it runs once resumed")
+            }
+            jobs[name] = state
+            return next
+        }
         jobs[name] = state
-        if state.paused { return next }
         if let removed = orphanRunID(of: name) {
             jobs[name]?.skippedRuns += 1
             jobs[name]?.runsAfterRemovedRun = true
@@ -492,6 +509,54 @@ public actor SyncScheduler: DaemonService {
         }
         _ = launch(name)
         return next
+    }
+
+    /// Starts `name`'s timer again as the job is resumed (it was paused, and is enabled); says
+    /// how, for the log. A job due runs at once (after its jitter), as systemd's
+    /// `Persistent=true` timers catch up, and by the rules of the start (`firstWaitAtStart`):
+    /// its last run did not finish (never ended, or was cancelled) and no run has done work
+    /// since, but for two in a row that never ended; or a tick of its timer came while it was
+    /// paused (`missedWhilePaused`: the run it missed; the start's first tick of a job overdue
+    /// then is one), or is due now. Otherwise its timer goes on as planned (the interval, or a
+    /// backoff being waited out), not a whole interval from now; and so it does while a run of
+    /// the job is going, which does its work (a tick would skip).
+    func resumeTimer(_ name: String) -> String {
+        guard let state = jobs[name] else { return "resumed" }
+        let config = state.config
+        let now = ContinuousClock.now
+        func runsNow(_ again: String) -> String {
+            schedule(name, after: jitter(config.jitter))
+            return "it runs \(again)" + (config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now")
+        }
+        if state.running == nil {
+            if state.unfinished || state.lastKept?.result == .cancelled, state.neverEndedTwice == nil {
+                let how = state.unfinished ? "never ended" : "was cancelled"
+                let run = state.lastKept.map { "its last run \($0.id)" } ?? "its last run"
+                return "resumed: \(run) \(how) (the destination may be behind); \(runsNow("again "))"
+            }
+            if let due = state.missedWhilePaused ?? state.nextRun.flatMap({ $0 <= now ? $0 : nil }) {
+                return "resumed: a run was due while it was paused (\(Format.duration(seconds(now - due))) ago); \(runsNow(""))"
+            }
+        }
+        jobs[name]?.missedWhilePaused = nil
+        guard loops[name] != nil, let next = state.nextRun else {
+            // No timer going: started anew.
+            let wait = config.interval + jitter(config.jitter)
+            schedule(name, after: wait)
+            return "resumed; next run in \(Format.duration(seconds(wait)))"
+        }
+        var why = ""
+        if let run = state.running {
+            why = " (run \(run.id) is going)"
+        } else if state.inBackoff {
+            let failures = state.consecutiveFailures == 1 ? "1 failed run" : "\(state.consecutiveFailures) failed runs in a row"
+            why = " (backoff after \(failures))"
+        } else if let twice = state.neverEndedTwice {
+            let runs = twice.earlier.map { "runs \($0) and \(twice.latest)" } ?? "run \(twice.latest) and the one before it"
+            return "resumed: its \(runs) both never ended, so it is not run again at once, but at its interval; next run in "
+                + "\(Format.duration(seconds(next - now))) (weavedictl run-job \(name) runs it now)"
+        }
+        return "resumed; next run in \(Format.duration(seconds(next - now)))\(why)"
     }
 
     /// Resets `name`'s backoff (a success, the job's fix): a timer waiting out a backoff is

@@ -10,7 +10,9 @@ struct ResumeJobCommand: CtlCommand {
             Arguments:
               NAME   the job (see `weavedictl jobs`)
 
-            The job runs again at its interval; `weavedictl run-job NAME` runs it at once.
+            A job due runs at once (its last run never ended or was cancelled, or its next run
+            came while it was paused); any other at the next run it had, not an interval from
+            now (the daemon's log says which). `weavedictl run-job NAME` runs it at once.
             Needs administrator rights (see `weavedictl fix --help`).
 
             Exit status: 0 when resumed; 1 when the job does not exist; 69 when the daemon cannot be reached;

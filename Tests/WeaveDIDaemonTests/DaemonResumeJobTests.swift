@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// `ResumeJob` catches up, as systemd's `Persistent=true` timers do: a job due while it was
+/// paused runs at once, and one not yet due keeps its next run as planned, not a whole
+/// interval from the resume. Before, every resume restarted the timer on a full interval.
+@Suite struct DaemonResumeJobTests {
+    /// A daemon with one job, `docs` (interval 1 h, its source there: its runs succeed), whose
+    /// state file says `entry`.
+    func start(_ directory: TemporaryDirectory, entry: String, lastRunNumber: Int = 1) throws -> DaemonProcess {
+        directory.write("source/a.txt", "a")
+        try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
+        directory.write("state/jobs.json", #"{"lastRunNumber": \#(lastRunNumber), "jobs": {"docs": \#(entry)}}"#)
+        let config = directory.write("weavedid.json", """
+            {"stateDirectory": "\(directory.path)/state", "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
+              "destination": "\(directory.path)/mirror", "interval": 3600}]}}
+            """)
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0", "WEAVEDID_LOG": "info,sync=debug"],
+            directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        return daemon
+    }
+
+    func job(_ daemon: DaemonProcess) throws -> JSONValue? {
+        try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+    }
+
+    func resume(_ daemon: DaemonProcess) throws {
+        _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
+    }
+
+    /// The time in seconds since 1970 `ago` seconds before now, as the state file has it.
+    static func time(_ ago: Int) -> String { String(Int(Date().timeIntervalSince1970) - ago) }
+
+    /// A run due while the job was paused (its timer's tick came, 2 s after the start) is
+    /// made up at once when it is resumed, and the log says why; its timer then goes on an
+    /// interval from that run.
+    @Test func aJobWhoseTickCameWhilePaused_runsAtOnce_whenResumed() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: """
+            {"consecutiveFailures": 0, "paused": true, "firstSeenAt": \(Self.time(7200)), "lastSuccess": \(Self.time(3597)),
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(Self.time(3598)),
+               "endedAt": \(Self.time(3597))}}
+            """)
+        #expect(try job(daemon)?[member: "nextRunIn"]?.isNull == true)
+        try #require(daemon.waitForLog("sync: docs: a run is due, but the job is paused: it runs once resumed"), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+        try resume(daemon)
+        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
+                "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        let after = try job(daemon)
+        let next = after?[member: "nextRunIn"]?.numberValue ?? -1
+        #expect(next > 3000 && next <= 3600, "\(after.map { "\($0)" } ?? "no job")")
+        // One run: the tick the resume planned, none of a timer before it.
+        #expect(after?[member: "skippedRuns"]?.intValue == 0, "\(after.map { "\($0)" } ?? "no job")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+    }
+
+    /// A job paused and resumed before its next run was due keeps that next run: `ListJobs`'
+    /// `nextRunIn` goes on from where it was (half an hour here, not a new hour), no run starts,
+    /// and the log says when the next one comes.
+    @Test func aJobNotYetDue_keepsItsPlannedNextRun_whenResumed() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: """
+            {"consecutiveFailures": 0, "firstSeenAt": \(Self.time(7200)), "lastSuccess": \(Self.time(1799)),
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(Self.time(1800)),
+               "endedAt": \(Self.time(1799))}}
+            """)
+        let before = try #require(try job(daemon)?[member: "nextRunIn"]?.numberValue, "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        _ = try client.call("io.weavedi.Daemon.PauseJob", [("name", .string("docs"))])
+        #expect(try job(daemon)?[member: "nextRunIn"]?.isNull == true)
+        try resume(daemon)
+        let after = try job(daemon)
+        let next = try #require(after?[member: "nextRunIn"]?.numberValue, "\(after.map { "\($0)" } ?? "no job")")
+        #expect(next <= before && next > 1000, "before \(before), after \(next)")
+        #expect(after?[member: "running"]?.boolValue == false, "\(after.map { "\($0)" } ?? "no job")")
+        // The line says the same time, in minutes and seconds.
+        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(line.contains("notice  sync: docs resumed; next run in "), "\(daemon.log)")
+        let said = line.split(separator: " ").suffix(2).map { Int($0.dropLast()) ?? -1 }
+        let logged = Double(said.first ?? -1) * 60 + Double(said.last ?? -1)
+        #expect(logged >= next.rounded(.down) - 1 && logged <= before + 1, "\(line): before \(before), after \(next)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+    }
+
+    /// A job whose last run never ended, or was cancelled (by a stop), stays paused at the
+    /// start, and runs at once when it is resumed, saying why, as an unpaused one would have
+    /// at the start.
+    @Test(arguments: [
+        (#""unfinished": true, "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "message": "run docs-1 never ended", "#,
+         "never ended"),
+        (#""lastRun": {"id": "docs-1", "job": "docs", "result": "cancelled", "message": "the daemon is stopping", "#, "was cancelled"),
+    ])
+    func aJobWhoseLastRunDidNotFinish_runsAtOnce_whenResumed(entry: String, how: String) throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: """
+            {"consecutiveFailures": 0, "paused": true, "firstSeenAt": \(Self.time(7200)), \(entry)
+               "startedAt": \(Self.time(10)), "endedAt": \(Self.time(9))}}
+            """)
+        #expect(daemon.log.contains("notice  sync: docs: its last run docs-1 \(how) (the destination may be behind); it stays paused"),
+                "\(daemon.log)")
+        try resume(daemon)
+        #expect(daemon.log.contains("notice  sync: docs resumed: its last run docs-1 \(how) (the destination may be behind); it runs "
+            + "again now"), "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// Two runs in a row that never ended (what a run that crashes the daemon leaves) keep a
+    /// paused job from running at once when it is resumed too, as at the start: its timer goes
+    /// on to its interval, and the log says why.
+    @Test func aJobWhoseTwoRunsNeverEnded_isNotRunAtOnce_whenResumed() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: """
+            {"consecutiveFailures": 1, "paused": true, "firstSeenAt": \(Self.time(60)), "unfinished": true,
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "startedAt": \(Self.time(30)), "endedAt": \(Self.time(30)),
+               "message": "run docs-1, started at …, never ended"},
+             "runGoing": {"id": "docs-2", "startedAt": \(Self.time(5))}}
+            """, lastRunNumber: 2)
+        #expect(daemon.log.contains("(it is paused); weavedictl run-job docs runs it now"), "\(daemon.log)")
+        try resume(daemon)
+        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(line.contains("notice  sync: docs resumed: its runs docs-1 and docs-2 both never ended, so it is not run again at "
+            + "once, but at its interval; next run in 59m ") && line.hasSuffix("s (weavedictl run-job docs runs it now)"), "\(daemon.log)")
+        let after = try job(daemon)
+        let next = after?[member: "nextRunIn"]?.numberValue ?? -1
+        #expect(next > 3000 && next <= 3600, "\(after.map { "\($0)" } ?? "no job")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+    }
+}
