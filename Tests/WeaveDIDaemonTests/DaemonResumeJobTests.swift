@@ -8,10 +8,10 @@ import WeaveDIPosix
 /// paused runs at once, and one not yet due keeps its next run as planned, not a whole
 /// interval from the resume. Before, every resume restarted the timer on a full interval.
 @Suite struct DaemonResumeJobTests {
-    /// A daemon with one job, `docs` (interval 1 h, its source there: its runs succeed), whose
-    /// state file says `entry`.
-    func start(_ directory: TemporaryDirectory, entry: String, lastRunNumber: Int = 1) throws -> DaemonProcess {
-        directory.write("source/a.txt", "a")
+    /// A daemon with one job, `docs` (interval 1 h, its source there unless `withoutSource`:
+    /// its runs succeed, or fail), whose state file says `entry`.
+    func start(_ directory: TemporaryDirectory, entry: String, lastRunNumber: Int = 1, withoutSource: Bool = false) throws -> DaemonProcess {
+        if !withoutSource { directory.write("source/a.txt", "a") }
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         directory.write("state/jobs.json", #"{"lastRunNumber": \#(lastRunNumber), "jobs": {"docs": \#(entry)}}"#)
         let config = directory.write("weavedid.json", """
@@ -140,5 +140,36 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+    }
+
+    /// A backoff being waited out goes on through a pause: resumed before its end, the job
+    /// keeps it (`nextRunIn` goes on from where it was, not a new interval), and the log says so.
+    @Test func aBackoffBeingWaitedOut_isKept_whenResumed() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: #"{"consecutiveFailures": 0, "firstSeenAt": \#(Self.time(60))}"#, lastRunNumber: 0,
+                               withoutSource: true)
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        // The backoff is drawn at random up to the interval (doubled after each failure): one
+        // that would end before the resume (a minute) is drawn again by another failed run.
+        var failures = 0
+        var before = 0.0
+        while failures < 5, before <= 60 {
+            let run = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))]).parameter("run")
+            try #require(run?[member: "result"]?.stringValue == "failed", "\(run.map { "\($0)" } ?? "no run")")
+            failures += 1
+            before = try job(daemon)?[member: "nextRunIn"]?.numberValue ?? 0
+        }
+        try #require(before > 60, "\(daemon.log)")
+        #expect(daemon.log.contains("sync: docs: retrying in "), "\(daemon.log)")
+        _ = try client.call("io.weavedi.Daemon.PauseJob", [("name", .string("docs"))])
+        try resume(daemon)
+        let next = try #require(try job(daemon)?[member: "nextRunIn"]?.numberValue, "\(daemon.log)")
+        #expect(next <= before && next > 30, "before \(before), after \(next)")
+        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        let after = failures == 1 ? "1 failed run" : "\(failures) failed runs in a row"
+        #expect(line.contains("notice  sync: docs resumed; next run in ") && line.hasSuffix(" (backoff after \(after))"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-\(failures + 1)"), "\(daemon.log)")
     }
 }
