@@ -10,7 +10,9 @@ import WeaveDIPosix
 @Suite struct DaemonResumeJobTests {
     /// A daemon with one job, `docs` (interval 1 h, its source there unless `withoutSource`:
     /// its runs succeed, or fail), whose state file says `entry`.
-    func start(_ directory: TemporaryDirectory, entry: String, lastRunNumber: Int = 1, withoutSource: Bool = false) throws -> DaemonProcess {
+    func start(
+        _ directory: TemporaryDirectory, entry: String, lastRunNumber: Int = 1, withoutSource: Bool = false, environment: [String: String] = [:]
+    ) throws -> DaemonProcess {
         if !withoutSource { directory.write("source/a.txt", "a") }
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         directory.write("state/jobs.json", #"{"lastRunNumber": \#(lastRunNumber), "jobs": {"docs": \#(entry)}}"#)
@@ -19,7 +21,7 @@ import WeaveDIPosix
               "destination": "\(directory.path)/mirror", "interval": 3600}]}}
             """)
         let daemon = try DaemonProcess(
-            ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0", "WEAVEDID_LOG": "info,sync=debug"],
+            ["--config", config], environment: environment.merging(["WEAVEDI_REGISTRY_AUTO_FIX": "0", "WEAVEDID_LOG": "info,sync=debug"]) { $1 },
             directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         return daemon
@@ -171,5 +173,36 @@ import WeaveDIPosix
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         #expect(!daemon.log.contains("run docs-\(failures + 1)"), "\(daemon.log)")
+    }
+
+    /// A job resumed while a run of it is going keeps its next run, even one due (its last run
+    /// never ended): the run going does that work, and a run started at once would only be
+    /// skipped beside it.
+    @Test func aJobWithARunGoing_keepsItsPlannedNextRun_whenResumed() throws {
+        let directory = TemporaryDirectory()
+        let gate = try CopyGate.build(in: directory)
+        let big = directory.write("source/slow-big.bin", "")
+        try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
+        let daemon = try start(directory, entry: """
+            {"consecutiveFailures": 1, "paused": true, "firstSeenAt": \(Self.time(7200)), "unfinished": true,
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "startedAt": \(Self.time(10)), "endedAt": \(Self.time(10)),
+               "message": "run docs-1 never ended"}}
+            """, environment: gate.environment)
+        defer { gate.release("slow-big.bin") }
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
+        try #require(id == "docs-2", "\(daemon.log)")
+        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
+        try resume(daemon)
+        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(line.contains("notice  sync: docs resumed; next run in ") && line.hasSuffix(" (run docs-2 is going)"), "\(daemon.log)")
+        let next = try job(daemon)?[member: "nextRunIn"]?.numberValue ?? -1
+        #expect(next > 3000 && next <= 3600, "\(daemon.log)")
+        gate.release("slow-big.bin")
+        #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        #expect(try job(daemon)?[member: "skippedRuns"]?.intValue == 0, "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-3") && !daemon.log.contains("this run is skipped"), "\(daemon.log)")
     }
 }

@@ -547,7 +547,7 @@ public actor SyncScheduler: DaemonService {
         }
         var why = ""
         if let run = state.running {
-            why = " (run \(run.id) is going)"
+            why = " (run \(run.id) \(run.isQueued ? "waits for a slot" : "is going"))"
         } else if state.inBackoff {
             let failures = state.consecutiveFailures == 1 ? "1 failed run" : "\(state.consecutiveFailures) failed runs in a row"
             why = " (backoff after \(failures))"
