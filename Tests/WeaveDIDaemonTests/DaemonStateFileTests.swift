@@ -911,7 +911,7 @@ import WeaveDIPosix
             + #""lastSuccess": \#(started + 1), "lastRun": {"id": "docs-41", "job": "docs", "result": "success", "#
             + #""startedAt": \#(started), "endedAt": \#(started + 1)}}}}"#)
         let daemon = try fixture.start()
-        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        try #require(daemon.waitForLog(#""job.docs": unknown -> unhealthy: "#), "\(daemon.log)")
         let line = daemon.log.split(separator: "\n").first { $0.contains(#""job.docs": unknown -> unhealthy: "#) }.map(String.init) ?? ""
         #expect(line.contains("unhealthy: no successful run for ") && line.contains(" s (more than 3 intervals); "), "\(daemon.log)")
         // Which depends on when the check first ran: before the run started, while it went, or
