@@ -157,30 +157,6 @@ final class RecordingClock: HealthClock {
         #expect(await registry.runCheck("none") == nil)
     }
 
-    /// Runs of one check that overlap: one that started before the last one recorded and
-    /// returns after it is not recorded, its result being the older; so a program that changed
-    /// what the check looks at and then ran it (`runCheck`) has the last word.
-    @Test func aRunThatReturnsAfterANewerOne_isNotRecorded() async throws {
-        let registry = registry()
-        let broken = Atomic<Bool>(false)
-        let parksFirst = Atomic<Bool>(true)
-        let gate = Gate()
-        registry.register(HealthCheck(name: "file") {
-            let seen = broken.load(ordering: .relaxed)
-            if parksFirst.exchange(false, ordering: .relaxed) { await gate.wait() }
-            return seen ? .degraded("cannot write") : .healthy("written")
-        })
-        let round = Task { await registry.runChecks(fixing: false) }
-        try #require(await eventually { gate.waiting >= 1 })  // the round's run has looked: all was well
-        broken.store(true, ordering: .relaxed)
-        #expect(await registry.runCheck("file")?.status == .degraded)
-        gate.open()
-        let report = await round.value.checks[0]
-        #expect(report.status == .degraded)
-        #expect(report.message == "cannot write")
-        #expect(report.consecutiveFailures == 1)
-    }
-
     /// `checkTags` follows the checks registered, replaced and removed.
     @Test func checkTags_areTheTagsOfTheChecksRegistered() {
         let registry = registry()

@@ -11,7 +11,9 @@ public struct HealthCheck: Sendable {
     public var tags: Set<String>
     /// How long one run may take; a run still going then counts as unhealthy
     /// ("timed out after 2 s") and is cancelled; until that run returns, the check is not run
-    /// again (each run counts as timed out, unrun). Must be positive.
+    /// again (each run counts as timed out, unrun). Also how long a caller waits for its answer,
+    /// a caller that waited behind a run going included (see `UnifiedRegistry.runChecks`). Must
+    /// be positive.
     public var timeout: Duration
     /// How many failing runs in a row (degraded or unhealthy) before the check's state turns
     /// bad, and before auto-fix acts; at least 1.

@@ -132,10 +132,9 @@ extension UnifiedRegistry {
         var stillFailing: String?
         switch outcome {
         case .done?:
-            await runOne(check, fixingRound: false)
-            stillFailing = state.withLock { state in
-                guard let result = state.checks[check.name]?.result, result.status != .healthy else { return nil }
-                return result.message
+            // Judged by the answer of a run that started after the fix returned.
+            if let result = await runOne(check, fixingRound: false).result, result.status != .healthy {
+                stillFailing = result.message
             }
         case .failed?:
             // A fix that threw may have changed things, or half fixed them, before it did: the

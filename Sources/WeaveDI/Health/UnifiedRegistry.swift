@@ -21,10 +21,9 @@ public final class UnifiedRegistry: Sendable {
         var lastFailure: Double?
         var consecutiveFailures = 0
         var consecutiveSuccesses = 0
-        /// The number (`State.serial`) of the run whose result was recorded last: a run started
-        /// before it that returns after it is not recorded, as its result is older. A program
-        /// that changes what a check looks at and then runs it (`runCheck`) has the last word,
-        /// whatever a round that looked just before returns after it.
+        /// The number (`State.serial`) of the run whose result was recorded last: an older
+        /// result is not recorded over a newer one. (Runs of a check go one at a time, so they
+        /// return in order; a run that timed out records nothing when it returns at last.)
         var lastRecordedRun: UInt64 = 0
         /// The failing results in a row that rounds which may fix (`runChecks()`, the loop's)
         /// saw: what auto-fix's threshold counts. Runs that only look (`fixing: false`, which
@@ -60,11 +59,6 @@ public final class UnifiedRegistry: Sendable {
         var abandoned = false
     }
 
-    struct RunInFlight {
-        var started: Duration
-        var deadline: Duration
-    }
-
     struct State {
         /// Counts the changes to `checks` and `order` (see `reportChanges`).
         var changes: UInt64 = 0
@@ -74,9 +68,11 @@ public final class UnifiedRegistry: Sendable {
         /// with tags: kept as checks come and go rather than gathered from every check).
         var tagCounts: [String: Int] = [:]
         var history: [FixRecord] = []
-        /// The runs of each check that have not returned yet (by run number): when it started
-        /// and when it timed out or will. Kept apart from `checks`, which the report describes.
-        var runsInFlight: [String: [UInt64: RunInFlight]] = [:]
+        /// The run of each check that has not returned yet (at most one; see `runOne`), with the
+        /// callers it answers. Kept apart from `checks`, which the report describes.
+        var runsInFlight: [String: RunInFlight] = [:]
+        /// The callers of each check that came while its run went: they share the next run.
+        var nextRuns: [String: NextRun] = [:]
         /// Numbers the runs and the fixes.
         var serial: UInt64 = 0
         var loop: Task<Void, Never>?
@@ -218,15 +214,17 @@ public final class UnifiedRegistry: Sendable {
     /// Removes the check named `name`; returns whether there was one.
     @discardableResult
     public func unregister(_ name: String) -> Bool {
-        state.withLock { state in
-            guard let removed = state.checks.removeValue(forKey: name) else { return false }
+        let (removed, callers): (Bool, [RunCaller]) = state.withLock { state in
+            guard let removed = state.checks.removeValue(forKey: name) else { return (false, []) }
             state.untag(removed.check)
             state.order.removeAll { $0 == name }
             // A run of the removed check still going must not hold back a check registered
-            // later under the same name (a job removed and added back by reloads).
-            state.runsInFlight[name] = nil
-            return true
+            // later under the same name (a job removed and added back by reloads); its callers,
+            // and those waiting behind it, are answered at once.
+            return (true, Self.dropRuns(of: name, in: &state))
         }
+        for caller in callers { caller.continuation.resume(returning: .removed) }
+        return removed
     }
 
     /// The names of the registered checks, in registration order.
@@ -242,15 +240,24 @@ public final class UnifiedRegistry: Sendable {
     /// `RunChecks`, which anyone who can connect may call, that way. Its results update the
     /// states and the report, but do not count toward auto-fix's failure threshold: only the
     /// failures that rounds with `fixing` saw do, so looking often cannot hurry a fix.
+    ///
+    /// Callers share runs: one run of a check goes at a time, and a caller that comes while one
+    /// goes waits for it to end and shares the next run with every caller that came meanwhile,
+    /// so each gets a run that started after it asked (see `runOne`).
     @discardableResult
     public func runChecks(tags: Set<String>? = nil, fixing: Bool = true) async -> HealthReport {
         let selected = state.withLock { state in
             state.order.compactMap { state.checks[$0]?.check }.filter { tags == nil || !$0.tags.isDisjoint(with: tags!) }
         }
-        await withTaskGroup(of: Void.self) { group in
+        let waitedTooLong = await withTaskGroup(of: (String, RunAnswer).self) { group in
             for check in selected {
-                group.addTask { await self.runOne(check, fixingRound: fixing) }
+                group.addTask { (check.name, await self.runOne(check, fixingRound: fixing)) }
             }
+            var answers: [String: (HealthCheckResult, Duration)] = [:]
+            for await (name, answer) in group {
+                if case let .waitedTooLong(result, waited) = answer { answers[name] = (result, waited) }
+            }
+            return answers
         }
         if fixing, autoFixEnabled, !Task.isCancelled {
             await withTaskGroup(of: Void.self) { group in
@@ -259,7 +266,7 @@ public final class UnifiedRegistry: Sendable {
                 }
             }
         }
-        return report(tags: tags)
+        return report(tags: tags, waitedTooLong: waitedTooLong)
     }
 
     /// Runs the check named `name` now, only to look (as `runChecks(fixing: false)` runs it:
@@ -270,8 +277,9 @@ public final class UnifiedRegistry: Sendable {
     @discardableResult
     public func runCheck(_ name: String) async -> CheckReport? {
         guard let check = state.withLock({ $0.checks[name]?.check }) else { return nil }
-        await runOne(check, fixingRound: false)
-        return report().checks.first { $0.name == name }
+        var waitedTooLong: [String: (HealthCheckResult, Duration)] = [:]
+        if case let .waitedTooLong(result, waited) = await runOne(check, fixingRound: false) { waitedTooLong[name] = (result, waited) }
+        return report(waitedTooLong: waitedTooLong).checks.first { $0.name == name }
     }
 
     /// A count of the changes to the checks `report()` describes (a check registered, removed,
@@ -283,12 +291,24 @@ public final class UnifiedRegistry: Sendable {
 
     /// The last known state of the selected checks, without running them.
     public func report(tags: Set<String>? = nil) -> HealthReport {
+        report(tags: tags, waitedTooLong: [:])
+    }
+
+    /// `report(tags:)`, with the answers a caller got unrecorded (`RunAnswer.waitedTooLong`)
+    /// folded into its checks as a recorded result would be: the caller's report says what it
+    /// was answered, not the result of a run older than its call.
+    func report(tags: Set<String>? = nil, waitedTooLong: [String: (HealthCheckResult, Duration)]) -> HealthReport {
         let wall = clock.wallTime
         let now = clock.now
         let checks = state.withLock { state in
             state.order.compactMap { state.checks[$0] }
                 .filter { tags == nil || !$0.check.tags.isDisjoint(with: tags!) }
-                .map { Self.report(of: $0, at: now, wallNow: wall) }
+                .map { entry in
+                    guard let (result, waited) = waitedTooLong[entry.check.name] else { return Self.report(of: entry, at: now, wallNow: wall) }
+                    var answered = entry
+                    answered.apply(result, duration: waited, at: wall, fixingRound: false)
+                    return Self.report(of: answered, at: now, wallNow: wall)
+                }
         }
         return HealthReport(checks: checks, takenAt: wall)
     }
@@ -296,73 +316,6 @@ public final class UnifiedRegistry: Sendable {
     /// Every fix attempt recorded, oldest first (at most `historyLimit`).
     public func fixHistory() -> [FixRecord] {
         state.withLock { $0.history }
-    }
-
-    /// Runs one check now and records its result. A run of it that timed out and has not
-    /// returned yet is not joined by another: the check counts as timed out again, unrun.
-    /// `fixingRound`: the run is part of a round that may fix, so a failure counts toward
-    /// auto-fix's threshold.
-    func runOne(_ check: HealthCheck, fixingRound: Bool) async {
-        await refreshRemedy(check.name)
-        let start = clock.now
-        enum Admission {
-            case run(UInt64)
-            case stillRunning(UInt64, Duration)
-            case removed
-        }
-        let admission: Admission = state.withLock { state in
-            guard state.checks[check.name] != nil else { return .removed }
-            state.serial &+= 1
-            let runs = state.runsInFlight[check.name, default: [:]]
-            if let oldest = runs.values.filter({ $0.deadline <= start }).map(\.started).min() {
-                return .stillRunning(state.serial, start - oldest)
-            }
-            state.runsInFlight[check.name, default: [:]][state.serial] = RunInFlight(started: start, deadline: start + check.timeout)
-            return .run(state.serial)
-        }
-        let result: HealthCheckResult
-        let run: UInt64
-        switch admission {
-        case .removed:
-            return
-        case let .stillRunning(id, age):
-            run = id
-            result = .unhealthy(
-                "timed out after \(format(check.timeout)), and still running \(format(age)) after it started: not run again until it returns")
-        case let .run(id):
-            run = id
-            result = await withTimeout(check.timeout, clock: clock) {
-                let result = await check.run()
-                self.state.withLock { state in
-                    state.runsInFlight[check.name]?[id] = nil
-                    if state.runsInFlight[check.name]?.isEmpty == true { state.runsInFlight[check.name] = nil }
-                }
-                return result
-            } ?? .unhealthy("timed out after \(format(check.timeout))")
-        }
-        let duration = clock.now - start
-        let wall = clock.wallTime
-        let transition: (HealthStatus?, HealthStatus?, Bool) = state.withLock { state in
-            // A run that started after this one has been recorded: its result is newer.
-            guard var entry = state.checks[check.name], entry.lastRecordedRun < run else { return (nil, nil, false) }
-            entry.lastRecordedRun = run
-            let old = entry.status
-            entry.apply(result, duration: duration, at: wall, fixingRound: fixingRound)
-            state.checks[check.name] = entry
-            return (old, entry.status, state.healthLogging)
-        }
-        guard transition.0 != transition.1, let new = transition.1 else { return }
-        if transition.2 {
-            // The name quoted as the registration's complaints quote it, and the message (often
-            // an error from outside: a path, a server's answer) with its control characters
-            // escaped as the daemon's log escapes them: the default sink writes lines as they
-            // are, and a newline in either would forge one.
-            WeaveDILog.log(
-                new == .healthy ? .health : .error, subsystem: "health",
-                "\(JSONValue.quotedForMessage(check.name)): \(transition.0.map(\.rawValue) ?? "unknown") -> \(new.rawValue): "
-                    + ControlCharacters.escaped(result.message))
-        }
-        tell(.transition(check: check.name, from: transition.0, to: new, message: result.message))
     }
 
     static func report(of entry: CheckState, at now: Duration, wallNow: Double) -> CheckReport {

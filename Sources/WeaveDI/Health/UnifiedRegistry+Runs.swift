@@ -1,0 +1,330 @@
+/// The runs of a check, shared by its callers: at most one run of a check goes at a time. A
+/// caller that finds none going starts one; a caller that comes while one goes waits for it to
+/// end (its result, which looked before the call, is not the caller's) and then shares the next
+/// run with every caller that came meanwhile. So any number of callers cost at most one run going
+/// and one waiting, per check, and each gets the result of a run that started after it asked.
+extension UnifiedRegistry {
+    /// What `runOne` answers its caller.
+    enum RunAnswer: Sendable {
+        /// The check is not registered (any more).
+        case removed
+        /// A result recorded in the check's state: the run's, its timeout's, or that the run
+        /// that timed out is still going.
+        case recorded(HealthCheckResult)
+        /// The caller's timeout passed while the run it waited for still went (within its own
+        /// timeout): this result answers the caller, unrecorded, after waiting so long; the
+        /// run's own result is recorded when it returns.
+        case waitedTooLong(HealthCheckResult, Duration)
+
+        var result: HealthCheckResult? {
+            switch self {
+            case .removed: nil
+            case let .recorded(result), let .waitedTooLong(result, _): result
+            }
+        }
+    }
+
+    /// A caller waiting for a run's result.
+    struct RunCaller {
+        /// When it asked.
+        let called: Duration
+        /// The check's timeout as the caller selected it: it waits no longer.
+        let timeout: Duration
+        let continuation: CheckedContinuation<RunAnswer, Never>
+        var deadline: Duration { called + timeout }
+    }
+
+    /// The run of a check going now: at most one per check, kept past its timeout until it
+    /// returns.
+    struct RunInFlight {
+        /// The run's number (`State.serial`).
+        let id: UInt64
+        let started: Duration
+        let timeout: Duration
+        /// The run passed its timeout: its callers were answered so, and the check is not run
+        /// again until it returns.
+        var timedOut = false
+        /// A round that may fix asked for it: a failure counts toward auto-fix's threshold.
+        var fixing: Bool
+        /// The callers it answers.
+        var callers: [RunCaller]
+        var deadline: Duration { started + timeout }
+    }
+
+    /// The callers that came while a run of the check went: they share the run after it.
+    struct NextRun {
+        var fixing = false
+        var callers: [RunCaller] = []
+
+        mutating func join(_ caller: RunCaller, fixingRound: Bool) {
+            callers.append(caller)
+            fixing = fixing || fixingRound
+        }
+    }
+
+    /// A run to start, as decided under the lock.
+    struct RunStart {
+        let check: HealthCheck
+        let id: UInt64
+        let deadline: Duration
+    }
+
+    /// A change of a check's state, to log and tell outside the lock.
+    struct Transition {
+        let check: String
+        let from: HealthStatus?
+        let to: HealthStatus
+        let message: String
+        let logging: Bool
+    }
+
+    /// Runs `check` (or has it run) and records its result, as the type's note above says. A
+    /// run of it that timed out and has not returned yet is not joined by another: the check
+    /// counts as timed out again, unrun. `fixingRound`: the caller is a round that may fix, so
+    /// the failure of the run it gets counts toward auto-fix's threshold (a run shared with
+    /// callers that only look counts if any caller sharing it may fix).
+    @discardableResult
+    func runOne(_ check: HealthCheck, fixingRound: Bool) async -> RunAnswer {
+        await withCheckedContinuation { (continuation: CheckedContinuation<RunAnswer, Never>) in
+            let now = clock.now
+            let wall = clock.wallTime
+            let caller = RunCaller(called: now, timeout: check.timeout, continuation: continuation)
+            enum Admission {
+                case removed
+                case waits
+                case start(RunStart)
+                case stillRunning(HealthCheckResult, Transition?)
+            }
+            let admission: Admission = state.withLock { state in
+                guard state.checks[check.name] != nil else { return .removed }
+                if let going = state.runsInFlight[check.name] {
+                    if going.timedOut || going.deadline <= now {
+                        let result = HealthCheckResult.unhealthy(
+                            "timed out after \(format(check.timeout)), and still running \(format(now - going.started)) after it "
+                                + "started: not run again until it returns")
+                        state.serial &+= 1
+                        let transition = state.record(
+                            check.name, run: state.serial, result, duration: .zero, at: wall, fixingRound: fixingRound)
+                        return .stillRunning(result, transition)
+                    }
+                    state.nextRuns[check.name, default: NextRun()].join(caller, fixingRound: fixingRound)
+                    return .waits
+                }
+                state.serial &+= 1
+                state.runsInFlight[check.name] = RunInFlight(
+                    id: state.serial, started: now, timeout: check.timeout, fixing: fixingRound, callers: [caller])
+                return .start(RunStart(check: check, id: state.serial, deadline: now + check.timeout))
+            }
+            switch admission {
+            case .removed:
+                continuation.resume(returning: .removed)
+            case .waits:
+                break
+            case let .start(run):
+                start(run)
+            case let .stillRunning(result, transition):
+                announce(transition)
+                continuation.resume(returning: .recorded(result))
+            }
+        }
+    }
+
+    /// Starts `run` in tasks of its own, which no caller's cancellation or task-local values
+    /// reach: the run is everyone's who shares it. Its timer answers the callers whose time is
+    /// up, and at the run's timeout cancels it.
+    private func start(_ run: RunStart) {
+        let tasks = RunTasks()
+        let name = run.check.name
+        let body = run.check.run
+        let work = Task.detached {
+            // The remedy the last fix started is asked about once a run, before the check.
+            await self.refreshRemedy(name)
+            let result = await body()
+            self.runReturned(name, id: run.id, result: result, tasks: tasks)
+        }
+        let timer = Task.detached {
+            await self.watch(name, id: run.id, deadline: run.deadline, tasks: tasks)
+        }
+        tasks.attach(work: work, timer: timer)
+    }
+
+    /// The run `id` of `name` returned with `result`: records it (unless it timed out, or the
+    /// check was removed meanwhile), answers its callers, and starts the run the callers that
+    /// came meanwhile share.
+    private func runReturned(_ name: String, id: UInt64, result: HealthCheckResult, tasks: RunTasks) {
+        tasks.returned()
+        let now = clock.now
+        let wall = clock.wallTime
+        let step: (transition: Transition?, callers: [RunCaller], next: RunStart?, removed: [RunCaller])? = state.withLock { state in
+            guard let run = state.runsInFlight[name], run.id == id else { return nil }
+            state.runsInFlight[name] = nil
+            var transition: Transition?
+            if !run.timedOut {
+                transition = state.record(name, run: id, result, duration: now - run.started, at: wall, fixingRound: run.fixing)
+            }
+            guard let waiting = state.nextRuns.removeValue(forKey: name) else { return (transition, run.callers, nil, []) }
+            guard let check = state.checks[name]?.check else { return (transition, run.callers, nil, waiting.callers) }
+            state.serial &+= 1
+            state.runsInFlight[name] = RunInFlight(
+                id: state.serial, started: now, timeout: check.timeout, fixing: waiting.fixing, callers: waiting.callers)
+            return (transition, run.callers, RunStart(check: check, id: state.serial, deadline: now + check.timeout), [])
+        }
+        guard let step else { return }
+        if let next = step.next { start(next) }
+        announce(step.transition)
+        for caller in step.callers { caller.continuation.resume(returning: .recorded(result)) }
+        for caller in step.removed { caller.continuation.resume(returning: .removed) }
+    }
+
+    /// The timer of the run `id` of `name`: answers each caller whose own timeout passes
+    /// before the run's (one that waited for the run before it), then, at `deadline`, the run's
+    /// callers and the callers waiting behind it as timed out, and cancels the run. Cancelled
+    /// when the run returns.
+    private func watch(_ name: String, id: UInt64, deadline: Duration, tasks: RunTasks) async {
+        while true {
+            let next: Duration = state.withLock { state in
+                guard let run = state.runsInFlight[name], run.id == id, !run.timedOut else { return deadline }
+                return run.callers.map(\.deadline).filter { $0 < deadline }.min() ?? deadline
+            }
+            do { try await clock.sleep(for: next - clock.now) } catch { return }
+            if expire(name, id: id, deadline: deadline) {
+                tasks.timedOut()
+                return
+            }
+        }
+    }
+
+    /// Answers the callers of the run `id` of `name` whose time is up; returns whether the run's
+    /// own timeout has come.
+    private func expire(_ name: String, id: UInt64, deadline: Duration) -> Bool {
+        let now = clock.now
+        let wall = clock.wallTime
+        enum Expiry {
+            case none
+            case callers([RunCaller], started: Duration)
+            case timedOut([(caller: RunCaller, result: HealthCheckResult)], [Transition?])
+        }
+        let expiry: Expiry = state.withLock { state in
+            guard var run = state.runsInFlight[name], run.id == id, !run.timedOut else { return .none }
+            guard now >= run.deadline else {
+                let due = run.callers.filter { $0.deadline <= now }
+                guard !due.isEmpty else { return .none }
+                run.callers.removeAll { $0.deadline <= now }
+                state.runsInFlight[name] = run
+                return .callers(due, started: run.started)
+            }
+            run.timedOut = true
+            let timedOut = HealthCheckResult.unhealthy("timed out after \(format(run.timeout))")
+            var answers = run.callers.map { (caller: $0, result: timedOut) }
+            run.callers = []
+            state.runsInFlight[name] = run
+            var transitions = [state.record(name, run: id, timedOut, duration: now - run.started, at: wall, fixingRound: run.fixing)]
+            // The callers waiting behind it: no run starts beside the one still going, so they
+            // are told so, once, as a caller that comes now is.
+            if let waiting = state.nextRuns.removeValue(forKey: name) {
+                let stillRunning = HealthCheckResult.unhealthy(
+                    "timed out after \(format(run.timeout)), and still running \(format(now - run.started)) after it started: "
+                        + "not run again until it returns")
+                state.serial &+= 1
+                transitions.append(
+                    state.record(name, run: state.serial, stillRunning, duration: .zero, at: wall, fixingRound: waiting.fixing))
+                answers += waiting.callers.map { (caller: $0, result: stillRunning) }
+            }
+            return .timedOut(answers, transitions)
+        }
+        switch expiry {
+        case .none:
+            return now >= deadline
+        case let .callers(due, started):
+            for caller in due {
+                let result = HealthCheckResult.unhealthy(
+                    "timed out after \(format(caller.timeout)) waiting for its run, which started \(format(started - caller.called)) "
+                        + "after the call, once the run going then had ended, and is still going (its result is recorded when it returns)")
+                caller.continuation.resume(returning: .waitedTooLong(result, now - caller.called))
+            }
+            return false
+        case let .timedOut(answers, transitions):
+            transitions.forEach(announce)
+            for answer in answers { answer.caller.continuation.resume(returning: .recorded(answer.result)) }
+            return true
+        }
+    }
+
+    /// Logs (with health logging on) and tells the observer of `transition`, if any.
+    func announce(_ transition: Transition?) {
+        guard let transition else { return }
+        if transition.logging {
+            // The name quoted as the registration's complaints quote it, and the message (often
+            // an error from outside: a path, a server's answer) with its control characters
+            // escaped as the daemon's log escapes them: the default sink writes lines as they
+            // are, and a newline in either would forge one.
+            WeaveDILog.log(
+                transition.to == .healthy ? .health : .error, subsystem: "health",
+                "\(JSONValue.quotedForMessage(transition.check)): \(transition.from.map(\.rawValue) ?? "unknown") -> "
+                    + "\(transition.to.rawValue): " + ControlCharacters.escaped(transition.message))
+        }
+        tell(.transition(check: transition.check, from: transition.from, to: transition.to, message: transition.message))
+    }
+
+    /// Takes the runs of the check named `name` (removed) out of the state: the callers they
+    /// would answer are returned, to be answered that the check is gone. A run still going goes
+    /// on, and is cancelled at its timeout, but records nothing and holds back no check
+    /// registered later under the same name.
+    static func dropRuns(of name: String, in state: inout State) -> [RunCaller] {
+        let going = state.runsInFlight.removeValue(forKey: name)?.callers ?? []
+        return going + (state.nextRuns.removeValue(forKey: name)?.callers ?? [])
+    }
+}
+
+/// The tasks of one run: the timer cancels the work at the run's timeout; the work's return
+/// cancels the timer.
+final class RunTasks: Sendable {
+    private struct State {
+        var work: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+        var returned = false
+        var timedOut = false
+    }
+
+    private let state = Locked(State())
+
+    func attach(work: Task<Void, Never>, timer: Task<Void, Never>) {
+        let (returned, timedOut) = state.withLock { state in
+            state.work = work
+            state.timer = timer
+            return (state.returned, state.timedOut)
+        }
+        if returned { timer.cancel() }
+        if timedOut { work.cancel() }
+    }
+
+    func returned() {
+        state.withLock { state in
+            state.returned = true
+            return state.timer
+        }?.cancel()
+    }
+
+    func timedOut() {
+        state.withLock { state in
+            state.timedOut = true
+            return state.work
+        }?.cancel()
+    }
+}
+
+extension UnifiedRegistry.State {
+    /// Records `result` of the run numbered `run` of `name`, unless the check is gone or a
+    /// later run's result is recorded; returns the change of state it made, if any.
+    mutating func record(
+        _ name: String, run: UInt64, _ result: HealthCheckResult, duration: Duration, at wall: Double, fixingRound: Bool
+    ) -> UnifiedRegistry.Transition? {
+        guard var entry = checks[name], entry.lastRecordedRun < run else { return nil }
+        entry.lastRecordedRun = run
+        let old = entry.status
+        entry.apply(result, duration: duration, at: wall, fixingRound: fixingRound)
+        checks[name] = entry
+        guard old != entry.status, let new = entry.status else { return nil }
+        return UnifiedRegistry.Transition(check: name, from: old, to: new, message: result.message, logging: healthLogging)
+    }
+}

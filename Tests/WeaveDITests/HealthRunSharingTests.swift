@@ -1,0 +1,239 @@
+import Synchronization
+import TestSupport
+import Testing
+@testable import WeaveDI
+
+/// What a task started by a test answered, once it has: read without awaiting the task, so that
+/// a test can wait for it with `eventually` and fail, rather than hang, when it never comes.
+final class Answered<Value: Sendable>: Sendable {
+    private let value = Locked<Value?>(nil)
+    var answer: Value? { value.withLock { $0 } }
+    init(_ work: @escaping @Sendable () async -> Value) {
+        Task { [value] in
+            let answer = await work()
+            value.withLock { $0 = answer }
+        }
+    }
+}
+
+/// A check whose runs are counted and numbered, each able to be held by a gate of its own.
+final class CountedCheck: Sendable {
+    private let state = Locked((runs: 0, gates: [Int: Gate]()))
+    var runs: Int { state.withLock { $0.runs } }
+
+    /// Holds run `run` (from 1) at its start until the returned gate opens.
+    func hold(run: Int) -> Gate {
+        let gate = Gate()
+        state.withLock { $0.gates[run] = gate }
+        return gate
+    }
+
+    /// Runs: counts itself, waits at its gate if it has one, and answers `result(run)`.
+    func run(_ result: @Sendable (Int) -> HealthCheckResult = { .healthy("run \($0)") }) async -> HealthCheckResult {
+        let (run, gate) = state.withLock { state in
+            state.runs += 1
+            return (state.runs, state.gates[state.runs])
+        }
+        await gate?.wait()
+        return result(run)
+    }
+}
+
+/// Runs of one check shared by its callers: one at a time; a caller that comes while one goes
+/// shares the next one with everyone who came meanwhile, and never takes the result of a run
+/// that started before it asked.
+@Suite struct HealthRunSharingTests {
+    let clock = ManualHealthClock()
+
+    func registry(_ policy: AutoFixPolicy = AutoFixPolicy()) -> UnifiedRegistry {
+        UnifiedRegistry(clock: clock, policy: policy, jitter: { $0 })
+    }
+
+    /// How many callers of the check named `name` wait for an answer: those of the run going
+    /// and those behind it.
+    func waiting(_ registry: UnifiedRegistry, _ name: String) -> Int {
+        registry.state.withLock { ($0.runsInFlight[name]?.callers.count ?? 0) + ($0.nextRuns[name]?.callers.count ?? 0) }
+    }
+
+    @Test func twentyCallersWhileARunIsHeld_shareOneRunAfterIt() async throws {
+        let registry = registry()
+        let check = CountedCheck()
+        let first = check.hold(run: 1)
+        registry.register(HealthCheck(name: "x") { await check.run() })
+        let leader = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { first.waiting == 1 })
+        // Rounds that look, rounds that may fix, and runCheck: all share the next run.
+        let callers = (0..<20).map { index in
+            Answered { () -> String? in
+                switch index % 3 {
+                case 0: await registry.runChecks(fixing: false).checks.first?.message
+                case 1: await registry.runChecks().checks.first?.message
+                default: await registry.runCheck("x")?.message
+                }
+            }
+        }
+        try #require(await eventually { waiting(registry, "x") == 21 || check.runs > 1 })
+        #expect(check.runs == 1)
+        first.open()
+        try #require(await eventually { leader.answer != nil && callers.allSatisfy { $0.answer != nil } })
+        #expect(check.runs == 2)
+        #expect(callers.compactMap { $0.answer ?? nil } == Array(repeating: "run 2", count: 20))
+    }
+
+    /// A program that changes what a check looks at and then runs it (`runCheck`, as weavedid
+    /// does as a job's run ends) gets a run that started after it asked, never the result of
+    /// the run going then, which looked before the change.
+    @Test func aCallerThatComesDuringARun_getsARunThatStartedAfterIt() async throws {
+        let registry = registry()
+        let broken = Atomic<Bool>(false)
+        let check = CountedCheck()
+        let first = check.hold(run: 1)
+        registry.register(HealthCheck(name: "file") {
+            let seen = broken.load(ordering: .relaxed)
+            return await check.run { _ in seen ? .degraded("cannot write") : .healthy("written") }
+        })
+        let round = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { first.waiting == 1 })  // the round's run has looked: all was well
+        broken.store(true, ordering: .relaxed)
+        let asked = Answered { await registry.runCheck("file") }
+        try #require(await eventually { waiting(registry, "file") == 2 })
+        first.open()
+        try #require(await eventually { asked.answer != nil && round.answer != nil })
+        #expect(asked.answer??.status == .degraded)
+        #expect(asked.answer??.message == "cannot write")
+        #expect(check.runs == 2)
+        let report = registry.report().checks[0]
+        #expect(report.message == "cannot write" && report.consecutiveFailures == 1)
+    }
+
+    /// A run shared by a round that may fix and rounds that only look counts toward auto-fix's
+    /// threshold: a round that may fix asked for it. One that only lookers share does not.
+    @Test func aSharedRun_countsTowardTheThreshold_whenARoundThatMayFixAskedForIt() async throws {
+        let registry = registry()
+        let fix = ScriptedFix()
+        let check = CountedCheck()
+        let first = check.hold(run: 1)
+        registry.register(HealthCheck(name: "x", failureThreshold: 2, run: { await check.run { _ in .unhealthy("down") } }, fix: {
+            try fix.run()
+        }))
+        func fixingRoundFailures() -> Int { registry.state.withLock { $0.checks["x"]!.fixingRoundFailures } }
+        // Held: a look; behind it, a look, a round that may fix, and a look again.
+        let looking = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { first.waiting == 1 })
+        let second = check.hold(run: 2)
+        var lookers = [Answered { await registry.runChecks(fixing: false) }]
+        try #require(await eventually { waiting(registry, "x") == 2 })
+        let fixing = Answered { await registry.runChecks() }
+        try #require(await eventually { waiting(registry, "x") == 3 })
+        lookers.append(Answered { await registry.runChecks(fixing: false) })
+        try #require(await eventually { waiting(registry, "x") == 4 })
+        first.open()
+        try #require(await eventually { second.waiting == 1 })
+        #expect(fixingRoundFailures() == 0)  // the first run only looked
+        second.open()
+        try #require(await eventually { looking.answer != nil && fixing.answer != nil && lookers.allSatisfy { $0.answer != nil } })
+        #expect(check.runs == 2)
+        #expect(fixingRoundFailures() == 1)
+        #expect(fix.runs == 0)  // one failure of the two the threshold asks
+        // A run that only lookers share counts nothing.
+        let third = check.hold(run: 3)
+        let held = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { third.waiting == 1 })
+        let more = (0..<3).map { _ in Answered { await registry.runChecks(fixing: false) } }
+        try #require(await eventually { waiting(registry, "x") == 4 })
+        third.open()
+        try #require(await eventually { held.answer != nil && more.allSatisfy { $0.answer != nil } })
+        #expect(check.runs == 4)
+        #expect(fixingRoundFailures() == 1)
+        await registry.runChecks()  // the second failure a round that may fix saw: the fix runs
+        #expect(fix.runs == 1)
+    }
+
+    /// A caller waits no longer than the check's timeout: one whose turn came behind a run and
+    /// whose run still goes at its timeout is answered so, unrecorded (the run is within its
+    /// own timeout, and its result is recorded when it returns).
+    @Test func aCallerWhoseSharedRunOutlastsItsTimeout_isAnsweredAtItsTimeout() async throws {
+        let registry = registry()
+        let check = CountedCheck()
+        let first = check.hold(run: 1)
+        let second = check.hold(run: 2)
+        registry.register(HealthCheck(name: "slow", timeout: .seconds(2)) { await check.run() })
+        let leader = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { first.waiting == 1 })
+        try await waitForSleepers(clock, 1)  // the first run's timer: due at 2 s
+        clock.advance(by: .milliseconds(500))
+        let caller = Answered { await registry.runChecks(fixing: false) }  // at 0.5 s: its time is up at 2.5 s
+        try #require(await eventually { waiting(registry, "slow") == 2 })
+        clock.advance(by: .seconds(1))
+        first.open()  // at 1.5 s: the caller's run starts
+        try #require(await eventually { leader.answer != nil && second.waiting == 1 })
+        #expect(leader.answer?.checks[0].message == "run 1")
+        try #require(await eventually { clock.sleeperCount == 1 })  // the second run's timer
+        clock.advance(by: .seconds(1))  // 2.5 s: the caller's timeout; the run's is at 3.5 s
+        try #require(await eventually { caller.answer != nil })
+        let answered = try #require(caller.answer?.checks[0])
+        #expect(answered.status == .unhealthy)
+        #expect(answered.message == "timed out after 2 s waiting for its run, which started 1 s after the call, once the run going "
+            + "then had ended, and is still going (its result is recorded when it returns)")
+        #expect(answered.duration == 2 && answered.consecutiveFailures == 1)
+        // Not recorded: the state says what the last run that returned found.
+        #expect(registry.report().checks[0].message == "run 1")
+        #expect(registry.report().checks[0].consecutiveFailures == 0)
+        second.open()
+        try #require(await eventually { registry.report().checks[0].message == "run 2" })
+        #expect(registry.report().checks[0].status == .healthy)
+        #expect(check.runs == 2)
+    }
+
+    /// Callers waiting behind a run that passes its timeout are answered then, as a caller that
+    /// comes after it is: the check is not run again until that run returns. They share that
+    /// answer as they would have shared a run: it is recorded once.
+    @Test func callersBehindARunThatTimesOut_areAnsweredAtItsTimeout_recordedOnce() async throws {
+        let registry = registry()
+        let check = CountedCheck()
+        let stuck = check.hold(run: 1)
+        registry.register(HealthCheck(name: "stuck", timeout: .seconds(2)) { await check.run() })
+        let leader = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { stuck.waiting == 1 })
+        try await waitForSleepers(clock, 1)
+        clock.advance(by: .seconds(1))
+        let callers = (0..<10).map { _ in Answered { await registry.runChecks(fixing: false) } }
+        try #require(await eventually { waiting(registry, "stuck") == 11 })
+        clock.advance(by: .seconds(1))
+        try #require(await eventually { leader.answer != nil && callers.allSatisfy { $0.answer != nil } })
+        #expect(leader.answer?.checks[0].message.hasPrefix("timed out after 2 s") == true)
+        for caller in callers {
+            #expect(caller.answer?.checks[0].message
+                == "timed out after 2 s, and still running 2 s after it started: not run again until it returns")
+        }
+        #expect(registry.report().checks[0].consecutiveFailures == 2)  // the run's timeout, and the callers' answer
+        #expect(check.runs == 1)
+        stuck.open()
+        try #require(await eventually { registry.state.withLock { $0.runsInFlight["stuck"] == nil } })
+        #expect(await registry.runChecks(fixing: false).checks[0].message == "run 2")
+    }
+
+    /// A check removed while its run goes and callers wait behind it: they are all answered at
+    /// once (the check is gone from their reports), and a check registered again under the name
+    /// runs at once, beside the old run still going.
+    @Test func aCheckRemovedWhileItsRunGoes_answersItsCallersAtOnce() async throws {
+        let registry = registry()
+        let check = CountedCheck()
+        let first = check.hold(run: 1)
+        registry.register(HealthCheck(name: "job.x", timeout: .seconds(1_000)) { await check.run { _ in .unhealthy("old") } })
+        registry.register(HealthCheck(name: "other") { .healthy("fine") })
+        let leader = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { first.waiting == 1 })
+        let callers = (0..<5).map { _ in Answered { await registry.runChecks(fixing: false) } }
+        let asked = Answered { await registry.runCheck("job.x") }
+        try #require(await eventually { waiting(registry, "job.x") == 7 })
+        #expect(registry.unregister("job.x"))
+        try #require(await eventually { leader.answer != nil && asked.answer != nil && callers.allSatisfy { $0.answer != nil } })
+        #expect(callers.allSatisfy { $0.answer?.checks.map(\.name) == ["other"] })
+        #expect(asked.answer! == nil)
+        registry.register(HealthCheck(name: "job.x") { .healthy("the new one") })
+        #expect(await registry.runCheck("job.x")?.message == "the new one")
+        #expect(check.runs == 1)
+        first.open()
+    }
+}
