@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 import TestSupport
 import Testing
@@ -235,5 +236,87 @@ final class CountedCheck: Sendable {
         #expect(await registry.runCheck("job.x")?.message == "the new one")
         #expect(check.runs == 1)
         first.open()
+    }
+
+    /// A fix's run of its check, to judge it, waits for the run going (a look someone asked
+    /// for just before) and then for its own, whose timeout counts from its own start: a fix
+    /// that healed the check is judged by that run, not timed out for having waited. Before, the
+    /// wait counted from the fix's return, and the fix was recorded failed (backoff, breaker).
+    @Test func aFixsRunOfItsCheck_behindALook_judgesTheFixByItsOwnRun() async throws {
+        let registry = registry()
+        let check = CountedCheck()
+        let first = check.hold(run: 1)
+        let second = check.hold(run: 2)
+        let fix = ScriptedFix()
+        fix.succeed(true)
+        registry.register(HealthCheck(name: "x", timeout: .seconds(2), run: { await check.run() }, fix: { try fix.run() }))
+        let look = Answered { await registry.runChecks(fixing: false) }  // t=0: run 1, held
+        try #require(await eventually { first.waiting == 1 })
+        let fixed = Answered { await registry.fix("x") }  // the fix returns; its run waits behind run 1
+        try #require(await eventually { fix.runs == 1 && waiting(registry, "x") == 2 })
+        clock.advance(by: .milliseconds(1_500))
+        first.open()  // t=1.5: run 1 returns; run 2, the fix's, starts, held
+        try #require(await eventually { look.answer != nil && second.waiting == 1 })
+        clock.advance(by: .milliseconds(1_000))  // t=2.5: past 2 s from the fix's return, within run 2's time
+        #expect(await eventually { clock.sleeperCount == 1 })
+        #expect(fixed.answer == nil, "\(String(describing: fixed.answer))")
+        second.open()
+        try #require(await eventually { fixed.answer != nil })
+        #expect(fixed.answer?.outcome == .succeeded, "\(String(describing: fixed.answer))")
+        #expect(registry.report().checks[0].status == .healthy)
+        #expect(registry.report().checks[0].message == "run 2")
+    }
+
+    /// A check registered again with a shorter timeout while a run of the one it replaced goes:
+    /// a caller waiting behind that run is answered at its own timeout, not at the old run's.
+    @Test func aCallerBehindARunOfAReplacedCheck_isAnsweredAtItsOwnTimeout() async throws {
+        let registry = registry()
+        let gate = Gate()
+        registry.register(HealthCheck(name: "x", timeout: .seconds(1_000)) {
+            await gate.wait()
+            return .healthy("old")
+        })
+        let leader = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { gate.waiting == 1 })
+        registry.register(HealthCheck(name: "x", timeout: .seconds(2)) { .healthy("new") })
+        let caller = Answered { await registry.runCheck("x") }
+        try #require(await eventually { waiting(registry, "x") == 2 && clock.sleeperCount == 2 })
+        clock.advance(by: .seconds(2))
+        #expect(await eventually { caller.answer != nil }, "a caller with a 2 s timeout still waits")
+        #expect(caller.answer??.message.hasPrefix("timed out after 2 s waiting behind a run that started before the call") == true,
+                "\(String(describing: caller.answer))")
+        #expect(leader.answer == nil)
+        gate.open()
+        #expect(await eventually { leader.answer != nil })
+        #expect(registry.report().checks[0].message == "old")
+    }
+
+    /// The changes of one check are told in the order of its runs: the next run starts after
+    /// the change of the one before it was told (an observer that takes its time, as a log
+    /// write may, included).
+    @Test func transitionsOfOneCheck_areToldInTheOrderOfItsRuns() async throws {
+        let registry = registry()
+        let check = CountedCheck()
+        let first = check.hold(run: 1)
+        registry.register(HealthCheck(name: "x") {
+            await check.run { $0 == 1 ? .unhealthy("down") : .healthy("up") }
+        })
+        let told = Locked<[HealthStatus]>([])
+        registry.setEventObserver { event in
+            guard case let .transition(_, _, to, _) = event else { return }
+            if to == .unhealthy {
+                // Slow on the first change: time for run 2 to be recorded, were it started.
+                let until = ContinuousClock.now + .milliseconds(500)
+                while ContinuousClock.now < until, registry.state.withLock({ $0.checks["x"]!.status }) != .healthy { usleep(1_000) }
+            }
+            told.withLock { $0.append(to) }
+        }
+        let a = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { first.waiting == 1 })
+        let b = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { waiting(registry, "x") == 2 })
+        first.open()
+        try #require(await eventually { a.answer != nil && b.answer != nil && told.withLock { $0.count } == 2 })
+        #expect(told.withLock { $0 } == [.unhealthy, .healthy])
     }
 }

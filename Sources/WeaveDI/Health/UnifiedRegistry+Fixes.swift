@@ -132,8 +132,10 @@ extension UnifiedRegistry {
         var stillFailing: String?
         switch outcome {
         case .done?:
-            // Judged by the answer of a run that started after the fix returned.
-            if let result = await runOne(check, fixingRound: false).result, result.status != .healthy {
+            // Judged by the answer of a run that started after the fix returned, waited for
+            // however long a run going then takes (`patient`): a look at the check that was
+            // going must not make a fix that healed it time out.
+            if let result = await runOne(check, fixingRound: false, patient: true).result, result.status != .healthy {
                 stillFailing = result.message
             }
         case .failed?:

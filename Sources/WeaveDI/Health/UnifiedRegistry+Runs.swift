@@ -26,11 +26,17 @@ extension UnifiedRegistry {
 
     /// A caller waiting for a run's result.
     struct RunCaller {
-        /// When it asked.
-        let called: Duration
+        /// When it asked; for a `patient` caller, once it waited behind a run, when its own run
+        /// started.
+        var called: Duration
         /// The check's timeout as the caller selected it: it waits no longer.
-        let timeout: Duration
+        var timeout: Duration
         let continuation: CheckedContinuation<RunAnswer, Never>
+        /// It waits for the result of its own run, however long the run before it took (no
+        /// `waitedTooLong`): a fix's run of its check, which judges the fix by it.
+        var patient = false
+        /// Tells it apart among the callers waiting behind a run (`State.tickets`).
+        var ticket: UInt64 = 0
         var deadline: Duration { called + timeout }
     }
 
@@ -82,16 +88,20 @@ extension UnifiedRegistry {
     /// run of it that timed out and has not returned yet is not joined by another: the check
     /// counts as timed out again, unrun. `fixingRound`: the caller is a round that may fix, so
     /// the failure of the run it gets counts toward auto-fix's threshold (a run shared with
-    /// callers that only look counts if any caller sharing it may fix).
+    /// callers that only look counts if any caller sharing it may fix). `patient`: the caller's
+    /// timeout counts from the start of its run, not from its call (`RunCaller.patient`).
     @discardableResult
-    func runOne(_ check: HealthCheck, fixingRound: Bool) async -> RunAnswer {
+    func runOne(_ check: HealthCheck, fixingRound: Bool, patient: Bool = false) async -> RunAnswer {
         await withCheckedContinuation { (continuation: CheckedContinuation<RunAnswer, Never>) in
             let now = clock.now
             let wall = clock.wallTime
-            let caller = RunCaller(called: now, timeout: check.timeout, continuation: continuation)
+            var caller = RunCaller(called: now, timeout: check.timeout, continuation: continuation, patient: patient)
             enum Admission {
                 case removed
                 case waits
+                /// Waits behind a run whose timeout comes after its own (a run of the check this
+                /// one replaced, with a longer timeout): a timer of its own answers it.
+                case waitsPastItsTimeout(ticket: UInt64, deadline: Duration)
                 case start(RunStart)
                 case stillRunning(HealthCheckResult, Transition?)
             }
@@ -100,15 +110,18 @@ extension UnifiedRegistry {
                 if let going = state.runsInFlight[check.name] {
                     if going.timedOut || going.deadline <= now {
                         let result = HealthCheckResult.unhealthy(
-                            "timed out after \(format(check.timeout)), and still running \(format(now - going.started)) after it "
+                            "timed out after \(format(going.timeout)), and still running \(format(now - going.started)) after it "
                                 + "started: not run again until it returns")
                         state.serial &+= 1
                         let transition = state.record(
                             check.name, run: state.serial, result, duration: .zero, at: wall, fixingRound: fixingRound)
                         return .stillRunning(result, transition)
                     }
+                    state.tickets &+= 1
+                    caller.ticket = state.tickets
                     state.nextRuns[check.name, default: NextRun()].join(caller, fixingRound: fixingRound)
-                    return .waits
+                    return !patient && caller.deadline < going.deadline
+                        ? .waitsPastItsTimeout(ticket: caller.ticket, deadline: caller.deadline) : .waits
                 }
                 state.serial &+= 1
                 state.runsInFlight[check.name] = RunInFlight(
@@ -120,6 +133,11 @@ extension UnifiedRegistry {
                 continuation.resume(returning: .removed)
             case .waits:
                 break
+            case let .waitsPastItsTimeout(ticket, deadline):
+                Task.detached {
+                    try? await self.clock.sleep(for: deadline - self.clock.now)
+                    self.expireWaiting(check.name, ticket: ticket)
+                }
             case let .start(run):
                 start(run)
             case let .stillRunning(result, transition):
@@ -165,13 +183,22 @@ extension UnifiedRegistry {
             guard let waiting = state.nextRuns.removeValue(forKey: name) else { return (transition, run.callers, nil, []) }
             guard let check = state.checks[name]?.check else { return (transition, run.callers, nil, waiting.callers) }
             state.serial &+= 1
+            // A patient caller's time counts from here, its own run's start.
+            let callers = waiting.callers.map { caller in
+                guard caller.patient else { return caller }
+                var rebased = caller
+                rebased.called = now
+                rebased.timeout = check.timeout
+                return rebased
+            }
             state.runsInFlight[name] = RunInFlight(
-                id: state.serial, started: now, timeout: check.timeout, fixing: waiting.fixing, callers: waiting.callers)
+                id: state.serial, started: now, timeout: check.timeout, fixing: waiting.fixing, callers: callers)
             return (transition, run.callers, RunStart(check: check, id: state.serial, deadline: now + check.timeout), [])
         }
         guard let step else { return }
-        if let next = step.next { start(next) }
+        // Told before the next run starts: that run's change comes after this one's.
         announce(step.transition)
+        if let next = step.next { start(next) }
         for caller in step.callers { caller.continuation.resume(returning: .recorded(result)) }
         for caller in step.removed { caller.continuation.resume(returning: .removed) }
     }
@@ -248,6 +275,25 @@ extension UnifiedRegistry {
             for answer in answers { answer.caller.continuation.resume(returning: .recorded(answer.result)) }
             return true
         }
+    }
+
+    /// The caller `ticket` of `name`, waiting behind a run, reached its timeout (see
+    /// `Admission.waitsPastItsTimeout`): answered so, unrecorded, unless its run started
+    /// meanwhile (whose timer then answers it).
+    private func expireWaiting(_ name: String, ticket: UInt64) {
+        let caller: RunCaller? = state.withLock { state in
+            guard var group = state.nextRuns[name], let index = group.callers.firstIndex(where: { $0.ticket == ticket }) else {
+                return nil
+            }
+            let caller = group.callers.remove(at: index)
+            state.nextRuns[name] = group.callers.isEmpty ? nil : group
+            return caller
+        }
+        guard let caller else { return }
+        let result = HealthCheckResult.unhealthy(
+            "timed out after \(format(caller.timeout)) waiting behind a run that started before the call and is still going "
+                + "(the check was registered again meanwhile; that run's result is recorded when it returns)")
+        caller.continuation.resume(returning: .waitedTooLong(result, clock.now - caller.called))
     }
 
     /// Logs (with health logging on) and tells the observer of `transition`, if any.

@@ -75,6 +75,8 @@ public final class UnifiedRegistry: Sendable {
         var nextRuns: [String: NextRun] = [:]
         /// Numbers the runs and the fixes.
         var serial: UInt64 = 0
+        /// Numbers the callers that wait behind a run (`RunCaller.ticket`).
+        var tickets: UInt64 = 0
         var loop: Task<Void, Never>?
         var autoHealth = true
         var autoFix = true
