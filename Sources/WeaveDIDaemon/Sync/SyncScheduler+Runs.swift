@@ -271,6 +271,7 @@ extension SyncScheduler {
             log.notice("sync", "\(name): retrying in \(Format.duration(seconds(wait))) (backoff after \(failures))")
             schedule(name, after: wait)
             jobs[name]?.inBackoff = true
+            jobs[name]?.backoffSince = .now
         }
         saveState()
         writeMetricsFile()

@@ -182,6 +182,9 @@ public actor SyncScheduler: DaemonService {
         /// with `runAtStart` ran an interval late).
         var runsAfterRemovedRun = false
         var nextRun: ContinuousClock.Instant?
+        /// When the backoff being waited out (`inBackoff`) started: the failed run's end. A
+        /// reload that lowers `backoffCap` ends it no later than the new cap after this.
+        var backoffSince: ContinuousClock.Instant?
         /// When a tick of the job's timer came while it was paused (the first such): the run it
         /// missed starts at once when the job is resumed, as systemd's `Persistent=true` timers
         /// catch up. nil once a run of it started, or its timer was started again.
@@ -328,39 +331,77 @@ public actor SyncScheduler: DaemonService {
             return config.interval + jitter(config.jitter)
         }
         if config.runAtStart { return .zero }
-        // What becomes of a job due now, for the log: a paused one does not run.
-        func runs(_ again: String) -> String {
-            if jobs[name]?.paused == true { return "; it stays paused" }
-            return ": it runs \(again)" + (config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now")
-        }
         // A last run that never ended (a file whose `lastRun` was dropped as damaged keeps
         // saying so) runs again whatever the time.
         if let saved, saved.endedUnfinished || saved.lastRun?.result == .cancelled {
             let how = saved.endedUnfinished ? "never ended" : "was cancelled"
             let run = saved.lastRun.map { "its last run \($0.id)" } ?? "its last run"
-            log.notice("sync", "\(name): \(run) \(how) (the destination may be behind)\(runs("again "))")
+            log.notice("sync", "\(name): \(run) \(how) (the destination may be behind)\(dueNow(config, again: "again "))")
             return jitter(config.jitter)
         }
         // From the last run's start; for a job that has never run, from when it was first seen
         // (as the file says it: `add` takes one in the future as now).
-        let last = saved?.lastRun
-        let now = SystemClock.realtimeSeconds()
-        let (counted, field) = last.map { ($0.startedAt, "lastRun.startedAt") }
-            ?? (saved?.firstSeenAt ?? jobs[name]?.firstSeenAt ?? now, "firstSeenAt")
-        // A time in the future (a clock set back, a file edited) is taken as now: the first run
-        // waits an interval at most. A last run's times stay as they are (they are its history).
-        if counted > now {
-            log.warning("sync", "\(stateStore.path): job \(PersistedStateProblem.quoted(name)): \(field) is "
-                + "\(Format.duration(counted - now)) in the future (the clock was set back?); its next run is counted from now")
+        let counted = countedWait(
+            config, last: saved?.lastRun.map { ($0.id, $0.startedAt) }, firstSeenAt: saved?.firstSeenAt ?? jobs[name]?.firstSeenAt)
+        if let ahead = counted.ahead {
+            log.warning("sync", "\(stateStore.path): job \(PersistedStateProblem.quoted(name)): \(ahead.field) is "
+                + "\(Format.duration(ahead.by)) in the future (the clock was set back?); its next run is counted from now")
         }
+        if counted.overdue {
+            log.notice("sync", "\(name): overdue: \(counted.overdueText)\(dueNow(config, again: ""))")
+        }
+        return counted.wait
+    }
+
+    /// What becomes of `config`'s job due now, for the log: a paused one does not run.
+    private func dueNow(_ config: DaemonConfiguration.Job, again: String) -> String {
+        if jobs[config.name]?.paused == true { return "; it stays paused" }
+        return ": it runs \(again)" + (config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now")
+    }
+
+    /// The next run of a job, counted as systemd's `Persistent=true` timers count it
+    /// (`countedWait`): from the start of its last run, or when it was first seen.
+    struct CountedWait {
+        /// What is left of the interval (never more than one), plus jitter; jitter alone when
+        /// overdue.
+        let wait: Duration
+        /// Whether the interval has passed since then: the job is due now.
+        let overdue: Bool
+        /// What it is counted from, for the log: `its last run docs-7 started`, or `it has never
+        /// run, and was first seen`.
+        let since: String
+        /// How long ago that was, in seconds (none for a time in the future, taken as now).
+        let ago: Double
+        /// A time in the future (a clock set back, a file edited), taken as now: the state
+        /// file's field that holds it (`lastRun.startedAt`, `firstSeenAt`), and how far ahead.
+        let ahead: (field: String, by: Double)?
+        /// The job's interval, in seconds.
+        let interval: Double
+
+        /// `its last run docs-41 started 2h 00m ago, more than its interval (1h 00m)`.
+        var overdueText: String {
+            "\(since) \(Format.duration(ago)) ago, more than its interval (\(Format.duration(interval)))"
+        }
+    }
+
+    /// How long `config`'s job waits for its next run, counted from the start of its last run
+    /// (`last`, its id and start in seconds since 1970), or, for a job that has never run, from
+    /// when it was first seen (`firstSeenAt`; now when nil): what is left of the interval since
+    /// then, plus jitter, never more than an interval (a time in the future is taken as now);
+    /// jitter alone once the interval has passed (overdue). The start counts a job's first run
+    /// so (`firstWaitAtStart`), and a reload the next run of a job whose schedule it changed
+    /// (`reloadTimer`); each says it in the log in its own words.
+    func countedWait(_ config: DaemonConfiguration.Job, last: (id: String, startedAt: Double)?, firstSeenAt: Double?) -> CountedWait {
+        let now = SystemClock.realtimeSeconds()
+        let (counted, field) = last.map { ($0.startedAt, "lastRun.startedAt") } ?? (firstSeenAt ?? now, "firstSeenAt")
+        // A last run's times stay as they are (they are its history): only the count takes now.
         let from = min(counted, now)
         let interval = seconds(config.interval)
         let left = from + interval - now
-        guard left <= 0 else { return min(.seconds(left), config.interval) + jitter(config.jitter) }
         let since = last.map { "its last run \($0.id) started" } ?? "it has never run, and was first seen"
-        log.notice("sync", "\(name): overdue: \(since) \(Format.duration(interval - left)) ago, more than its interval "
-            + "(\(Format.duration(interval)))\(runs(""))")
-        return jitter(config.jitter)
+        return CountedWait(
+            wait: left > 0 ? min(.seconds(left), config.interval) + jitter(config.jitter) : jitter(config.jitter), overdue: left <= 0,
+            since: since, ago: now - from, ahead: counted > now ? (field, counted - now) : nil, interval: interval)
     }
 
     /// Stops the timers and cancels running runs, which stop at a safe point; waits for them.
@@ -391,7 +432,8 @@ public actor SyncScheduler: DaemonService {
 
     /// Applies new job settings: jobs added, removed or changed take effect now (a running run
     /// of a changed job finishes under its old settings, one waiting for a slot starts under
-    /// the new ones), and a raised cap on runs at once starts runs waiting for a slot.
+    /// the new ones; its schedule is kept where it can be, `reloadTimer`), and a raised cap on
+    /// runs at once starts runs waiting for a slot.
     public func reload(_ configuration: DaemonConfiguration) async throws {
         maxRuns = configuration.sync.maxConcurrentRuns
         defer { admitWaiters() }
@@ -425,20 +467,97 @@ public actor SyncScheduler: DaemonService {
                 if state.config.mirror?.source != config.mirror?.source || state.config.mirror?.destination != config.mirror?.destination {
                     state.changing = nil
                 }
+                let old = state.config
                 state.job = make(config)
                 state.config = config
                 jobs[config.name] = state
-                loops.removeValue(forKey: config.name)?.cancel()
-                // No timer, no backoff being waited out: a reset (a success, the fix) must not
-                // start a timer for a job disabled here.
-                jobs[config.name]?.inBackoff = false
-                if config.enabled { schedule(config.name, after: config.interval + jitter(config.jitter)) }
+                log.notice("sync", "\(config.name): changed by the reload; \(reloadTimer(config.name, was: old))")
             }
         }
         // The jobs in the configuration's order (`ListJobs`, the metrics), not in the order they
         // came: a job added back by a later reload, or added between two, stands where it is
         // configured.
         order = configuration.sync.jobs.map(\.name)
+    }
+
+    /// Sets the timer of `name`, whose configuration a reload changed (it was `old`); says how,
+    /// for the log. A change that leaves its schedule alone (`interval`, `jitter` and `enabled`
+    /// as they were) leaves its timer going: its next run, a backoff being waited out (one that
+    /// a lower `backoffCap` ends sooner: no later than the new cap after the failed run), a run
+    /// missed while paused. A new `interval` or `jitter`, or a job enabled again, has its next
+    /// run counted from the start of its last run, as at the start (`countedWait`), not a whole
+    /// interval from the reload; overdue, it runs now (after its jitter). A backoff being waited
+    /// out ends then (the failures in a row stay counted: the next failure backs off further).
+    /// A paused job stays paused, its timer set likewise. A job disabled loses its timer.
+    private func reloadTimer(_ name: String, was old: DaemonConfiguration.Job) -> String {
+        guard let state = jobs[name] else { return "" }
+        let config = state.config
+        guard config.enabled else {
+            loops.removeValue(forKey: name)?.cancel()
+            // No timer, no backoff being waited out: a reset (a success, the fix) must not
+            // start a timer for a job disabled here.
+            jobs[name]?.inBackoff = false
+            return old.enabled ? "disabled: its timer is stopped (a run by hand still works)" : "it is disabled"
+        }
+        let paused = state.paused ? "; it stays paused" : ""
+        let now = ContinuousClock.now
+        if old.enabled, old.interval == config.interval, old.jitter == config.jitter, loops[name] != nil, let next = state.nextRun {
+            if let missed = state.missedWhilePaused, state.paused {
+                return "it stays paused; a run was due while it was paused (\(Format.duration(seconds(now - missed))) ago): "
+                    + "it runs once resumed"
+            }
+            var why = ""
+            var when = next
+            if let run = state.running {
+                why = " (run \(run.id) \(run.isQueued ? "waits for a slot" : "is going"))"
+            } else if state.inBackoff {
+                let failures = state.consecutiveFailures == 1 ? "1 failed run" : "\(state.consecutiveFailures) failed runs in a row"
+                why = " (backoff after \(failures))"
+                // Drawn under the cap it had: a lower one ends it no later than the new cap
+                // after the failed run (at once when that has passed).
+                if let since = state.backoffSince, since + config.backoffCap < next {
+                    when = max(now, since + config.backoffCap)
+                    schedule(name, after: when - now)
+                    jobs[name]?.inBackoff = true
+                    jobs[name]?.backoffSince = since
+                    why = " (backoff after \(failures), ended sooner by the new backoffCap, \(Format.duration(seconds(config.backoffCap))))"
+                }
+            }
+            return "next run in \(Format.duration(seconds(max(.zero, when - now)))), as planned\(why)\(paused)"
+        }
+        // Two runs in a row that never ended: as at the start, not counted from them (a run
+        // that crashes the daemon would run again at once), but an interval from now.
+        if let twice = state.neverEndedTwice {
+            let wait = config.interval + jitter(config.jitter)
+            schedule(name, after: wait)
+            let runs = twice.earlier.map { "runs \($0) and \(twice.latest)" } ?? "run \(twice.latest) and the one before it"
+            return "next run in \(Format.duration(seconds(wait))) (an interval from now: its \(runs) both never ended)\(paused)"
+        }
+        // A run going is the job's last run: counted from its start; one waiting for a slot, or
+        // started more than an interval ago, does the run due, and the next comes an interval
+        // from now (a tick at once would only be skipped beside it).
+        if let run = state.running {
+            if let started = run.startedAt {
+                let counted = countedWait(config, last: (run.id, started), firstSeenAt: nil)
+                if !counted.overdue {
+                    schedule(name, after: counted.wait)
+                    return "next run in \(Format.duration(seconds(counted.wait))) (counted from its run \(run.id), going, started "
+                        + "\(Format.duration(counted.ago)) ago)\(paused)"
+                }
+            }
+            let wait = config.interval + jitter(config.jitter)
+            schedule(name, after: wait)
+            return "next run in \(Format.duration(seconds(wait))) (an interval from now: its run \(run.id) "
+                + "\(run.isQueued ? "waits for a slot" : "is going, started more than an interval ago"))\(paused)"
+        }
+        let last = state.lastKept
+        let counted = countedWait(config, last: last.map { ($0.id, $0.startedAt) }, firstSeenAt: state.firstSeenAt)
+        schedule(name, after: counted.wait)
+        if counted.overdue { return "overdue: \(counted.overdueText)\(dueNow(config, again: ""))" }
+        let from = last.map { "its last run \($0.id)" } ?? "when it was first seen"
+        let ago = counted.ahead.map { "\(Format.duration($0.by)) in the future (the clock was set back?), so from now" }
+            ?? "\(Format.duration(counted.ago)) ago"
+        return "next run in \(Format.duration(seconds(counted.wait))) (counted from \(from), \(ago))\(paused)"
     }
 
     /// The job for `config`; one that cannot be made fails every run with the reason, so
