@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+import WeaveDI
+import WeaveDIControl
+import WeaveDIPosix
+
+/// A reload keeps a changed job's schedule where it can: a change that does not touch it
+/// (`workers` here) leaves the timer going (its next run, a backoff, a run missed while
+/// paused), and a new interval counts the next run from the start of the job's last run, as
+/// the start does. Before, every change restarted the timer on a whole interval from the
+/// reload: an hourly job edited 55 minutes after its last run waited another hour.
+@Suite struct DaemonReloadScheduleTests {
+    /// The configuration file of a job `docs` (its runs succeed, or fail `withoutSource`),
+    /// with `fields` added to the job.
+    @discardableResult
+    func writeConfiguration(_ directory: TemporaryDirectory, interval: Int = 3600, fields: String = "") -> String {
+        directory.write("weavedid.json", """
+            {"stateDirectory": "\(directory.path)/state", "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
+              "destination": "\(directory.path)/mirror", "interval": \(interval)\(fields)}]}}
+            """)
+    }
+
+    /// A daemon with that job, whose state file says `entry`.
+    func start(
+        _ directory: TemporaryDirectory, entry: String, interval: Int = 3600, withoutSource: Bool = false
+    ) throws -> DaemonProcess {
+        if !withoutSource { directory.write("source/a.txt", "a") }
+        try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
+        directory.write("state/jobs.json", #"{"lastRunNumber": 1, "jobs": {"docs": \#(entry)}}"#)
+        let config = writeConfiguration(directory, interval: interval)
+        let daemon = try DaemonProcess(
+            ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0", "WEAVEDID_LOG": "info,sync=debug"], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        return daemon
+    }
+
+    /// A state file entry whose last run, docs-1, succeeded, started `ago` seconds ago.
+    func lastRun(startedAgo ago: Int, paused: Bool = false) -> String {
+        """
+        {"consecutiveFailures": 0, "paused": \(paused), "firstSeenAt": \(time(90_000)), "lastSuccess": \(time(ago - 1)),
+         "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(time(ago)), "endedAt": \(time(ago - 1))}}
+        """
+    }
+
+    /// The time in seconds since 1970 `ago` seconds before now, as the state file has it.
+    func time(_ ago: Int) -> String { String(Int(Date().timeIntervalSince1970) - ago) }
+
+    func job(_ daemon: DaemonProcess) throws -> JSONValue? {
+        try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+    }
+
+    func nextRunIn(_ daemon: DaemonProcess) throws -> Double {
+        try #require(try job(daemon)?[member: "nextRunIn"]?.numberValue, "\(daemon.log)")
+    }
+
+    /// The reload's line for the job, from what follows `changed by the reload; `.
+    func reloadLine(_ daemon: DaemonProcess) -> String {
+        daemon.log.split(separator: "\n").first { $0.contains("sync: docs: changed by the reload; ") }.map(String.init) ?? ""
+    }
+
+    /// A change of `workers` leaves the timer as it was: `nextRunIn` goes on from where it was
+    /// (half an hour here, not a new hour), and the log says the next run is as planned. By
+    /// SIGHUP.
+    @Test func aChangeOfWorkers_keepsTheNextRun() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: lastRun(startedAgo: 1800))
+        let before = try nextRunIn(daemon)
+        try #require(before > 1000 && before <= 1800, "\(before)")
+        writeConfiguration(directory, fields: #", "workers": 2"#)
+        daemon.send(.hangup)
+        try #require(daemon.waitForLog("sync: docs: changed by the reload; "), "\(daemon.log)")
+        let after = try nextRunIn(daemon)
+        #expect(after <= before && after > 1000, "before \(before), after \(after)")
+        let line = reloadLine(daemon)
+        #expect(line.contains("notice  sync: docs: changed by the reload; next run in ") && line.hasSuffix(", as planned"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+    }
+
+    /// A daily job whose last run started 2 h ago, given an interval of an hour, is overdue:
+    /// it runs at once, and the log says why, as at the start.
+    @Test func aShorterIntervalAfterALongWait_runsTheJobAtOnce() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: lastRun(startedAgo: 7200), interval: 86400)
+        let before = try nextRunIn(daemon)
+        try #require(before > 70_000, "\(before)")
+        writeConfiguration(directory, interval: 3600)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(reloadLine(daemon).contains("notice  sync: docs: changed by the reload; overdue: its last run docs-1 started 2h 00m ago, "
+            + "more than its interval (1h 00m): it runs now"), "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        // Then on the new interval, from that run.
+        let next = try nextRunIn(daemon)
+        #expect(next > 3000 && next <= 3600, "\(next)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A longer interval counts from the last run's start: 30 min ago, with two hours, the
+    /// next run is about 1 h 30 min away, not two hours from the reload; the log says so.
+    @Test func aLongerInterval_isCountedFromTheLastRun() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: lastRun(startedAgo: 1800))
+        writeConfiguration(directory, interval: 7200)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let next = try nextRunIn(daemon)
+        #expect(next > 4400 && next <= 5400, "\(next)")
+        let line = reloadLine(daemon)
+        #expect(line.contains("notice  sync: docs: changed by the reload; next run in 1h ")
+            && line.contains(" (counted from its last run docs-1, ") && line.hasSuffix(" ago)"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+    }
+
+    /// A paused job whose run came due while it was paused still makes it up at once when
+    /// resumed after a reload that changed its `workers`: the reload keeps the run missed.
+    @Test func aPausedJobsMissedRun_isKeptThroughAReload() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: lastRun(startedAgo: 3598, paused: true))
+        try #require(daemon.waitForLog("sync: docs: a run is due, but the job is paused: it runs once resumed"), "\(daemon.log)")
+        writeConfiguration(directory, fields: #", "workers": 2"#)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let line = reloadLine(daemon)
+        #expect(line.contains("notice  sync: docs: changed by the reload; it stays paused; a run was due while it was paused (")
+            && line.hasSuffix(" ago): it runs once resumed"), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+        _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
+        #expect(daemon.log.contains("notice  sync: docs resumed: a run was due while it was paused ("), "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A backoff being waited out is kept through a reload that changes `failureThreshold`
+    /// (`nextRunIn` goes on from where it was, not a new interval), and the log names it; a
+    /// reload that lowers `backoffCap` below what is left of it ends it no later than the new
+    /// cap after the failed run.
+    @Test(arguments: [false, true])
+    func aBackoffBeingWaitedOut_isKeptThroughAReload_unlessTheCapIsLowered(lowered: Bool) throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: #"{"consecutiveFailures": 0, "firstSeenAt": \#(time(60))}"#, withoutSource: true)
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        // The backoff is drawn at random up to the interval (doubled after each failure): one
+        // that would end within 2 min is drawn again by another failed run.
+        var failures = 0
+        var before = 0.0
+        while failures < 5, before <= 120 {
+            let run = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs"))]).parameter("run")
+            try #require(run?[member: "result"]?.stringValue == "failed", "\(run.map { "\($0)" } ?? "no run")")
+            failures += 1
+            before = try nextRunIn(daemon)
+        }
+        try #require(before > 120, "\(daemon.log)")
+        writeConfiguration(directory, fields: lowered ? #", "backoffCap": 60"# : #", "failureThreshold": 5"#)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let next = try nextRunIn(daemon)
+        let line = reloadLine(daemon)
+        let after = failures == 1 ? "1 failed run" : "\(failures) failed runs in a row"
+        #expect(line.contains("notice  sync: docs: changed by the reload; next run in "), "\(daemon.log)")
+        if lowered {
+            #expect(next <= 60, "before \(before), after \(next)")
+            #expect(line.hasSuffix(", as planned (backoff after \(after), ended sooner by the new backoffCap, 1m 00s)"), "\(daemon.log)")
+        } else {
+            #expect(next <= before && next > 60, "before \(before), after \(next)")
+            #expect(line.hasSuffix(", as planned (backoff after \(after))"), "\(daemon.log)")
+        }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+}
