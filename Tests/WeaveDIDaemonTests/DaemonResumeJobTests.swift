@@ -205,4 +205,37 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         #expect(!daemon.log.contains("run docs-3") && !daemon.log.contains("this run is skipped"), "\(daemon.log)")
     }
+
+    /// A tick of a paused job's timer that comes while a run of it by hand is going misses
+    /// nothing (that run does the work, as an unpaused job's tick beside its run is only
+    /// skipped): resumed after that run, the job keeps its next run rather than running again.
+    @Test func aTickWhileARunByHandGoes_isNoMissedRun() throws {
+        let directory = TemporaryDirectory()
+        let gate = try CopyGate.build(in: directory)
+        let big = directory.write("source/slow-big.bin", "")
+        try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
+        // Due 3 s after the start: the run by hand starts before the tick.
+        let daemon = try start(directory, entry: """
+            {"consecutiveFailures": 0, "paused": true, "firstSeenAt": \(Self.time(7200)), "lastSuccess": \(Self.time(3596)),
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(Self.time(3597)),
+               "endedAt": \(Self.time(3596))}}
+            """, environment: gate.environment)
+        defer { gate.release("slow-big.bin") }
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
+        try #require(id == "docs-2", "\(daemon.log)")
+        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
+        try #require(daemon.waitForLog("sync: docs: a run is due while the job is paused, and run docs-2 of it is going: that run does its work"),
+                     "\(daemon.log)")
+        gate.release("slow-big.bin")
+        try #require(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        try resume(daemon)
+        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(line.contains("notice  sync: docs resumed; next run in "), "\(daemon.log)")
+        let next = try job(daemon)?[member: "nextRunIn"]?.numberValue ?? -1
+        #expect(next > 3000 && next <= 3600, "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+    }
 }

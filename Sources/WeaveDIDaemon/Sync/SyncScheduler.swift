@@ -607,7 +607,12 @@ public actor SyncScheduler: DaemonService {
         state.nextRun = ContinuousClock.now + next
         state.inBackoff = false
         if state.paused {
-            if state.missedWhilePaused == nil {
+            // A run of it going (by hand) does the work of this one: nothing is missed, as an
+            // unpaused job's tick beside its run is only skipped.
+            if let running = state.running {
+                log.debug("sync", "\(name): a run is due while the job is paused, and run \(running.id) of it is going: that run "
+                    + "does its work")
+            } else if state.missedWhilePaused == nil {
                 state.missedWhilePaused = .now
                 log.debug("sync", "\(name): a run is due, but the job is paused: it runs once resumed")
             }
