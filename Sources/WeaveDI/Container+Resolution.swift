@@ -1,5 +1,3 @@
-import Synchronization
-
 extension WeaveDI.Container {
     /// The instance for `type`, or nil when it cannot be resolved (the reason is logged as an
     /// error: not registered, a cycle, a scope mismatch, no active scope, a failed factory).
@@ -410,7 +408,7 @@ final class SingletonBuild: @unchecked Sendable {
     let containerID: UInt64
     let slot: Int
     /// The slots its factory got from `require`, in order.
-    let required = Mutex<[Int]>([])
+    let required = Locked<[Int]>([])
     var keptDefaults: [KeyFallbackCollector.Fallback] = []
 
     init(containerID: UInt64, slot: Int) {

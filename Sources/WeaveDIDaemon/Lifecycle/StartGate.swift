@@ -1,4 +1,3 @@
-import Synchronization
 import WeaveDI
 
 /// Whether the daemon's start is over: the control server, the first service started, serves
@@ -25,7 +24,7 @@ final class StartGate: Sendable {
         var waiters: [UInt64: CheckedContinuation<State, Never>] = [:]
     }
 
-    private let inner = Mutex(Inner())
+    private let inner = Locked(Inner())
 
     /// The state now.
     var state: State { inner.withLock { $0.state } }

@@ -1,4 +1,3 @@
-import Synchronization
 import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
@@ -13,13 +12,13 @@ public final class DaemonLog: Sendable {
     public let journald: Bool
     private let filter: Locked<LogFilter>
     /// Standard error, which a line waits for at most `LogOutput.stallLimit`.
-    private let output: Mutex<LogOutput>
+    private let output: Locked<LogOutput>
 
     /// A logger writing to `output` (standard error by default).
     public init(filter: LogFilter = .standard, journald: Bool, output: FileDescriptor = .standardError) {
         self.filter = Locked(filter)
         self.journald = journald
-        self.output = Mutex(LogOutput(output))
+        self.output = Locked(LogOutput(output))
     }
 
     /// The filter in effect.

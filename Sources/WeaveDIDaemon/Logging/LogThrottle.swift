@@ -1,4 +1,4 @@
-import Synchronization
+import WeaveDI
 import WeaveDIPosix
 
 /// Keeps a warning that any client can cause at will (a refused connection, a denied or
@@ -16,7 +16,7 @@ final class LogThrottle: Sendable {
     private let intervalText: String
     private let burst: Int
     private let now: @Sendable () -> UInt64
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// `now` gives monotonic nanoseconds (the system's monotonic clock; a test's own).
     init(interval: Duration = .seconds(60), burst: Int = 10, now: @escaping @Sendable () -> UInt64 = SystemClock.monotonicNanoseconds) {

@@ -1,4 +1,3 @@
-import Synchronization
 import WeaveDI
 import WeaveDIPosix
 
@@ -142,7 +141,7 @@ struct MirrorJob: SyncJob {
     /// The jobs whose last run failed because their destination root (the one in the map) was
     /// missing, or not mounted (`destinationMountPoint`): only a person mends that, and once
     /// the root is there again an automatic fix starts a run at once instead of the backoff's.
-    private static let rootUnavailable = Mutex<[String: String]>([:])
+    private static let rootUnavailable = Locked<[String: String]>([:])
 
     /// Remembers whether the run of `name` that `report` ends failed on its destination root
     /// missing or not mounted (`rootUnavailable`), or not.
@@ -163,7 +162,7 @@ struct MirrorJob: SyncJob {
 
     /// The jobs whose runs have said, in this process, that their destination root is a mount
     /// point they do not require (`mountPointNotice`): each says it once.
-    private static let mountPointNoticed = Mutex<Set<String>>([])
+    private static let mountPointNoticed = Locked<Set<String>>([])
 
     /// Whether the job `name` has not said `mountPointNotice` yet in this process; it has now.
     static func firstMountPointNotice(for name: String) -> Bool {

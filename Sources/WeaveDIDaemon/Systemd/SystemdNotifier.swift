@@ -1,4 +1,4 @@
-import Synchronization
+import WeaveDI
 import WeaveDIControl
 import WeaveDIPosix
 
@@ -33,7 +33,7 @@ public final class SystemdNotifier: Sendable {
     /// send happens under this lock (sends never wait), so that notifications go out in the
     /// order the daemon's state changed: a kept `READY=1` sent again cannot pass a newer
     /// `RELOADING=1` or `STOPPING=1` on its way.
-    private let pending = Mutex<[String]?>(nil)
+    private let pending = Locked<[String]?>(nil)
 
     /// The fields that change the state systemd sees: a notification carrying one is kept
     /// until sent.

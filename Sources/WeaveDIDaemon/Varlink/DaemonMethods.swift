@@ -19,7 +19,7 @@ final class DaemonMethods: Sendable {
     /// Held while the log level and filter are changed together (`SetLogLevel`) or read together:
     /// two calls on two connections never leave one's level with the other's filter, nor a
     /// reply that shows such a pair.
-    private let logLevels = Locked(())
+    private let logLevels = Lock()
 
     init(registry: UnifiedRegistry, container: WeaveDI.Container, supervisor: Supervisor, log: DaemonLog,
          jobs: any JobControl, metrics: ControlMetrics) {
@@ -266,7 +266,7 @@ final class DaemonMethods: Sendable {
             guard level != nil || filter != nil else { return logLevelReply() }
             // The line is written after the lock is let go: a write may wait on a stalled standard
             // error, and `GetLogLevel`, answered on the I/O thread, takes the lock.
-            let (reply, line) = logLevels.withLock { _ in
+            let (reply, line) = logLevels.withLock {
                 if let level { UnifiedDI.setLogLevel(level) }
                 if let filter { log.currentFilter = filter }
                 return (logLevelReplyHoldingTheLock(), "log level now \(UnifiedDI.logLevel), filter \(log.currentFilter.text)")
@@ -303,7 +303,7 @@ final class DaemonMethods: Sendable {
     }
 
     private func logLevelReply() -> VarlinkReply {
-        logLevels.withLock { _ in logLevelReplyHoldingTheLock() }
+        logLevels.withLock { logLevelReplyHoldingTheLock() }
     }
 
     /// `logLevelReply()`, with `logLevels` held by the caller.

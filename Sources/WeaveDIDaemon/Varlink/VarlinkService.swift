@@ -14,7 +14,7 @@ final class VarlinkService: ControlMessageHandler {
     /// after the control server wait for it (`DaemonMethods.isAnsweredWhileStarting`).
     let startGate: StartGate
     /// Who may change things: from the running configuration's admin lists (`adopt`).
-    private let authorizer: Mutex<Authorizer>
+    private let authorizer: Locked<Authorizer>
     /// Warnings any client can cause at will, each kind throttled (`LogThrottle`).
     private let malformedWarnings = LogThrottle()
     private let deniedWarnings = LogThrottle()
@@ -27,7 +27,7 @@ final class VarlinkService: ControlMessageHandler {
         self.log = log
         self.startGate = startGate
         let configuration = store.current
-        authorizer = Mutex(Authorizer(configuration.control, source: configuration.sourceName, log: log))
+        authorizer = Locked(Authorizer(configuration.control, source: configuration.sourceName, log: log))
     }
 
     func mayAdminister(_ peer: ControlPeer) -> Bool {

@@ -1,5 +1,5 @@
 import Glibc
-import Synchronization
+import WeaveDI
 import WeaveDIPosix
 
 /// Standard output and standard error, written with `write(2)` so that nothing waits in a
@@ -70,7 +70,7 @@ struct Terminal {
     /// exits 74, so that output lost to a full disk or a closed pipe is not lost in silence.
     static var outputFailure: Errno? { firstOutputFailure.withLock { $0 } }
 
-    private static let firstOutputFailure = Mutex<Errno?>(nil)
+    private static let firstOutputFailure = Locked<Errno?>(nil)
 
     private static func write(_ text: String, to descriptor: FileDescriptor) {
         do {

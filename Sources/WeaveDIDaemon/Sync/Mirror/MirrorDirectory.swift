@@ -48,7 +48,7 @@ final class MirrorDirectory: Sendable {
     private let destinationGroup: UInt32
     /// Whether `makeWritable` changed the mode; held through the change, as several batches of
     /// a checksum run may ask at once.
-    private let madeWritable: Mutex<Bool>
+    private let madeWritable: Locked<Bool>
 
     /// `destinationStatus` is the destination directory's status as opened (as found, when
     /// the opener `madeWritable` already); `isPrivileged`, whether the run may write in it
@@ -69,7 +69,7 @@ final class MirrorDirectory: Sendable {
         openedMode = destinationStatus.permissions
         destinationDevice = destinationStatus.device
         destinationGroup = destinationStatus.groupID
-        self.madeWritable = Mutex(madeWritable && writableMode != nil)
+        self.madeWritable = Locked(madeWritable && writableMode != nil)
     }
 
     /// Whether the destination directory's mode denies the run listing it (no owner `r-x`,

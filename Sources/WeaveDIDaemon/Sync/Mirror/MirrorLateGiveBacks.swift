@@ -1,4 +1,4 @@
-import Synchronization
+import WeaveDI
 
 /// What a run's start did on its own after the run stopped waiting for it, kept for the next
 /// run of the same destination to report.
@@ -22,7 +22,7 @@ enum MirrorLateGiveBacks {
         var report: MirrorReport
     }
 
-    private static let pending = Mutex<[String: Kept]>([:])
+    private static let pending = Locked<[String: Kept]>([:])
 
     /// The key of `destination`: its components without empty ones (`//`, a trailing `/`) and
     /// `.`; `..` is kept, as a link may be before it.

@@ -1,4 +1,4 @@
-import Synchronization
+import WeaveDI
 import WeaveDIPosix
 
 /// Set-user-ID and set-group-ID bits where this process may not set them.
@@ -25,10 +25,10 @@ import WeaveDIPosix
 /// such copies with the mode they can have as well.
 enum SetIDBits {
     /// The file systems (`st_dev`) on which setting a set-ID bit was refused.
-    private static let refusedDevices = Mutex<Set<UInt64>>([])
+    private static let refusedDevices = Locked<Set<UInt64>>([])
     /// The groups on whose files the kernel cleared the set-group-ID bit that a mode set here
     /// had (the process is not in them).
-    private static let droppedGroups = Mutex<Set<UInt32>>([])
+    private static let droppedGroups = Locked<Set<UInt32>>([])
 
     /// Both bits.
     static let both: FilePermissions = [.setUserID, .setGroupID]
