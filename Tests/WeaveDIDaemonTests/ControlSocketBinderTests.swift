@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import WeaveDI
 import WeaveDIPosix
 @testable import WeaveDIDaemon
 
@@ -40,7 +41,7 @@ import WeaveDIPosix
         let log = DaemonLog(filter: LogFilter(defaultLevel: .off, overrides: [:]), journald: false)
         let original = try #require(Self.umask())
         let done = Atomic<Bool>(false)
-        let seen = Mutex<Set<String>>([])
+        let seen = Locked<Set<String>>([])
         let watcher = try PosixThread {
             while !done.load(ordering: .acquiring) {
                 if let mask = Self.umask() { seen.withLock { _ = $0.insert(mask) } }

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Testing
+import WeaveDI
 @testable import WeaveDIDaemon
 import WeaveDIPosix
 
@@ -63,7 +63,7 @@ import WeaveDIPosix
         let directory = TemporaryDirectory()
         let output = try FileDescriptor.open(directory.path + "/log.txt", .writeOnly, options: [.create, .append]).release()
         let log = DaemonLog(filter: LogFilter(defaultLevel: .info, overrides: [:]), journald: false, output: output)
-        let told = Mutex<[String]>([])
+        let told = Locked<[String]>([])
         let writer = LatestFileWriter(purpose: "the test file", permissions: 0o640, durable: false, log: log) { [directory] in
             // What the log holds when told: a failure is logged after it.
             let logged = (directory.read("log.txt") ?? "").split(separator: "\n").count

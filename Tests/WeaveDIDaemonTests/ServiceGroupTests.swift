@@ -1,4 +1,3 @@
-import Synchronization
 import TestSupport
 import Testing
 import WeaveDI
@@ -16,7 +15,7 @@ import WeaveDI
         let name: String
         let holdsReload: Bool
         let refusesReload: Bool
-        private let lock = Mutex<(calls: [String], waiter: CheckedContinuation<Void, Never>?, released: Bool)>(([], nil, false))
+        private let lock = Locked<(calls: [String], waiter: CheckedContinuation<Void, Never>?, released: Bool)>(([], nil, false))
 
         init(_ name: String, holdsReload: Bool = false, refusesReload: Bool = false) {
             self.name = name

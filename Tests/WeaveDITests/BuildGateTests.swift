@@ -342,13 +342,13 @@ final class FirstCallsBarrier: Sendable {
 /// that many builds are under way at once; later calls go straight through.
 final class FirstCallsMeeting: Sendable {
     private let parties: Int
-    private let calls: Mutex<(perSide: [Int], arrived: Int)>
+    private let calls: Locked<(perSide: [Int], arrived: Int)>
     private let allArrived = DispatchSemaphore(value: 0)
     private let metCount = Atomic(0)
 
     init(parties: Int) {
         self.parties = parties
-        calls = Mutex((Array(repeating: 0, count: parties), 0))
+        calls = Locked((Array(repeating: 0, count: parties), 0))
     }
 
     func arrive(_ side: Int) {

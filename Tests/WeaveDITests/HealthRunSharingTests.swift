@@ -319,4 +319,48 @@ final class CountedCheck: Sendable {
         try #require(await eventually { a.answer != nil && b.answer != nil && told.withLock { $0.count } == 2 })
         #expect(told.withLock { $0 } == [.unhealthy, .healthy])
     }
+
+    /// A fix's re-run behind a run of the check it replaced, which has a longer timeout, is
+    /// answered at its own timeout too: the fix is not held until the old run's.
+    @Test func aFixsRunBehindARunOfAReplacedCheck_isAnsweredAtItsOwnTimeout() async throws {
+        let registry = registry()
+        let gate = Gate()
+        registry.register(HealthCheck(name: "x", timeout: .seconds(1_000)) {
+            await gate.wait()
+            return .healthy("old")
+        })
+        let look = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { gate.waiting == 1 })
+        let fix = ScriptedFix()
+        fix.succeed(true)
+        registry.register(HealthCheck(name: "x", timeout: .seconds(2), run: { .healthy("new") }, fix: { try fix.run() }))
+        let fixed = Answered { await registry.fix("x") }
+        try #require(await eventually { fix.runs == 1 && waiting(registry, "x") == 2 && clock.sleeperCount == 2 })
+        clock.advance(by: .seconds(2))
+        #expect(await eventually { fixed.answer != nil }, "the fix is held by the old run")
+        #expect(fixed.answer?.message.contains("waiting behind a run that started before the call") == true,
+                "\(String(describing: fixed.answer))")
+        gate.open()
+        #expect(await eventually { look.answer != nil })
+    }
+
+    /// The timers of callers waiting behind a run of a replaced check end once the callers are
+    /// answered by their run: none is left sleeping out its timeout, holding the registry.
+    @Test func callersAnsweredByTheirRun_leaveNoTimerSleeping() async throws {
+        let registry = registry()
+        let gate = Gate()
+        registry.register(HealthCheck(name: "x", timeout: .seconds(1_000)) {
+            await gate.wait()
+            return .healthy("old")
+        })
+        let look = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { gate.waiting == 1 })
+        registry.register(HealthCheck(name: "x", timeout: .seconds(100)) { .healthy("new") })
+        let callers = (0..<20).map { _ in Answered { await registry.runCheck("x") } }
+        try #require(await eventually { waiting(registry, "x") == 21 && clock.sleeperCount == 21 })
+        gate.open()
+        try #require(await eventually { callers.allSatisfy { $0.answer != nil } && look.answer != nil })
+        #expect(callers.allSatisfy { $0.answer??.message == "new" })
+        #expect(await eventually { clock.sleeperCount == 0 }, "\(clock.sleeperCount) timers still sleeping")
+    }
 }

@@ -120,7 +120,7 @@ extension UnifiedRegistry {
                     state.tickets &+= 1
                     caller.ticket = state.tickets
                     state.nextRuns[check.name, default: NextRun()].join(caller, fixingRound: fixingRound)
-                    return !patient && caller.deadline < going.deadline
+                    return caller.deadline < going.deadline
                         ? .waitsPastItsTimeout(ticket: caller.ticket, deadline: caller.deadline) : .waits
                 }
                 state.serial &+= 1
@@ -134,10 +134,17 @@ extension UnifiedRegistry {
             case .waits:
                 break
             case let .waitsPastItsTimeout(ticket, deadline):
-                Task.detached {
-                    try? await self.clock.sleep(for: deadline - self.clock.now)
+                let timer = Task.detached {
+                    do { try await self.clock.sleep(for: deadline - self.clock.now) } catch { return }
                     self.expireWaiting(check.name, ticket: ticket)
                 }
+                // Kept to be cancelled when the caller leaves the group; at once, if it has.
+                let kept = state.withLock { state in
+                    guard state.nextRuns[check.name]?.callers.contains(where: { $0.ticket == ticket }) == true else { return false }
+                    state.waitTimers[ticket] = (check.name, timer)
+                    return true
+                }
+                if !kept { timer.cancel() }
             case let .start(run):
                 start(run)
             case let .stillRunning(result, transition):
@@ -201,6 +208,7 @@ extension UnifiedRegistry {
         if let next = step.next { start(next) }
         for caller in step.callers { caller.continuation.resume(returning: .recorded(result)) }
         for caller in step.removed { caller.continuation.resume(returning: .removed) }
+        cancelWaitTimers(of: name)
     }
 
     /// The timer of the run `id` of `name`: answers each caller whose own timeout passes
@@ -271,6 +279,7 @@ extension UnifiedRegistry {
             }
             return false
         case let .timedOut(answers, transitions):
+            cancelWaitTimers(of: name)
             transitions.forEach(announce)
             for answer in answers { answer.caller.continuation.resume(returning: .recorded(answer.result)) }
             return true
@@ -287,6 +296,7 @@ extension UnifiedRegistry {
             }
             let caller = group.callers.remove(at: index)
             state.nextRuns[name] = group.callers.isEmpty ? nil : group
+            state.waitTimers[ticket] = nil
             return caller
         }
         guard let caller else { return }
@@ -294,6 +304,20 @@ extension UnifiedRegistry {
             "timed out after \(format(caller.timeout)) waiting behind a run that started before the call and is still going "
                 + "(the check was registered again meanwhile; that run's result is recorded when it returns)")
         caller.continuation.resume(returning: .waitedTooLong(result, clock.now - caller.called))
+    }
+
+    /// Cancels the timers of `name`'s callers that no longer wait behind a run (they moved to
+    /// their run, whose timer answers them, or were answered): a timer each would otherwise
+    /// sleep out the caller's timeout, holding the registry.
+    func cancelWaitTimers(of name: String) {
+        let stale: [Task<Void, Never>] = state.withLock { state in
+            guard !state.waitTimers.isEmpty else { return [] }
+            let waiting = Set(state.nextRuns[name]?.callers.map(\.ticket) ?? [])
+            let gone = state.waitTimers.filter { $0.value.check == name && !waiting.contains($0.key) }
+            for ticket in gone.keys { state.waitTimers[ticket] = nil }
+            return gone.values.map(\.task)
+        }
+        for task in stale { task.cancel() }
     }
 
     /// Logs (with health logging on) and tells the observer of `transition`, if any.

@@ -77,6 +77,10 @@ public final class UnifiedRegistry: Sendable {
         var serial: UInt64 = 0
         /// Numbers the callers that wait behind a run (`RunCaller.ticket`).
         var tickets: UInt64 = 0
+        /// The timers of the callers waiting behind a run past their own timeout
+        /// (`Admission.waitsPastItsTimeout`), by ticket: cancelled once the caller leaves the
+        /// waiting group (`cancelWaitTimers`).
+        var waitTimers: [UInt64: (check: String, task: Task<Void, Never>)] = [:]
         var loop: Task<Void, Never>?
         var autoHealth = true
         var autoFix = true
@@ -226,6 +230,7 @@ public final class UnifiedRegistry: Sendable {
             return (true, Self.dropRuns(of: name, in: &state))
         }
         for caller in callers { caller.continuation.resume(returning: .removed) }
+        cancelWaitTimers(of: name)
         return removed
     }
 
