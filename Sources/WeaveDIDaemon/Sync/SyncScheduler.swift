@@ -507,6 +507,7 @@ public actor SyncScheduler: DaemonService {
                     + "it runs once resumed"
             }
             var why = ""
+            var how = ", as planned"
             var when = next
             if let run = state.running {
                 why = " (run \(run.id) \(run.isQueued ? "waits for a slot" : "is going"))"
@@ -520,10 +521,11 @@ public actor SyncScheduler: DaemonService {
                     schedule(name, after: when - now)
                     jobs[name]?.inBackoff = true
                     jobs[name]?.backoffSince = since
+                    how = ""
                     why = " (backoff after \(failures), ended sooner by the new backoffCap, \(Format.duration(seconds(config.backoffCap))))"
                 }
             }
-            return "next run in \(Format.duration(seconds(max(.zero, when - now)))), as planned\(why)\(paused)"
+            return "next run in \(Format.duration(seconds(max(.zero, when - now))))\(how)\(why)\(paused)"
         }
         // Two runs in a row that never ended: as at the start, not counted from them (a run
         // that crashes the daemon would run again at once), but an interval from now.
