@@ -27,6 +27,20 @@ import WeaveDIPosix
         return daemon
     }
 
+    /// `start(directory, entry:)`, with a run of the job by hand, docs-2, going: held in its copy
+    /// of `slow-big.bin` until `gate` releases it.
+    func startWithARunByHandHeld(_ directory: TemporaryDirectory, entry: String) throws -> (DaemonProcess, CopyGate) {
+        let gate = try CopyGate.build(in: directory)
+        let big = directory.write("source/slow-big.bin", "")
+        try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
+        let daemon = try start(directory, entry: entry, environment: gate.environment)
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
+        try #require(id == "docs-2", "\(daemon.log)")
+        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
+        return (daemon, gate)
+    }
+
     func job(_ daemon: DaemonProcess) throws -> JSONValue? {
         try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
     }
@@ -180,19 +194,12 @@ import WeaveDIPosix
     /// skipped beside it.
     @Test func aJobWithARunGoing_keepsItsPlannedNextRun_whenResumed() throws {
         let directory = TemporaryDirectory()
-        let gate = try CopyGate.build(in: directory)
-        let big = directory.write("source/slow-big.bin", "")
-        try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
-        let daemon = try start(directory, entry: """
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: """
             {"consecutiveFailures": 1, "paused": true, "firstSeenAt": \(Self.time(7200)), "unfinished": true,
              "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "startedAt": \(Self.time(10)), "endedAt": \(Self.time(10)),
                "message": "run docs-1 never ended"}}
-            """, environment: gate.environment)
+            """)
         defer { gate.release("slow-big.bin") }
-        let client = try VarlinkClient(path: daemon.defaultSocket)
-        let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
-        try #require(id == "docs-2", "\(daemon.log)")
-        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
         try resume(daemon)
         let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
         #expect(line.contains("notice  sync: docs resumed; next run in ") && line.hasSuffix(" (run docs-2 is going)"), "\(daemon.log)")
@@ -211,20 +218,13 @@ import WeaveDIPosix
     /// skipped): resumed after that run, the job keeps its next run rather than running again.
     @Test func aTickWhileARunByHandGoes_isNoMissedRun() throws {
         let directory = TemporaryDirectory()
-        let gate = try CopyGate.build(in: directory)
-        let big = directory.write("source/slow-big.bin", "")
-        try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
         // Due 3 s after the start: the run by hand starts before the tick.
-        let daemon = try start(directory, entry: """
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: """
             {"consecutiveFailures": 0, "paused": true, "firstSeenAt": \(Self.time(7200)), "lastSuccess": \(Self.time(3596)),
              "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(Self.time(3597)),
                "endedAt": \(Self.time(3596))}}
-            """, environment: gate.environment)
+            """)
         defer { gate.release("slow-big.bin") }
-        let client = try VarlinkClient(path: daemon.defaultSocket)
-        let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
-        try #require(id == "docs-2", "\(daemon.log)")
-        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
         try #require(daemon.waitForLog("sync: docs: a run is due while the job is paused, and run docs-2 of it is going: that run does its work"),
                      "\(daemon.log)")
         gate.release("slow-big.bin")

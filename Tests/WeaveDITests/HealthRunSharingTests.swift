@@ -52,6 +52,20 @@ final class CountedCheck: Sendable {
 
     /// How many callers of the check named `name` wait for an answer: those of the run going
     /// and those behind it.
+    /// A registry whose check `x` (timeout 1,000 s) has a run going, held by `gate`, for
+    /// `look`, a round that only looks: the run a check registered again meanwhile finds.
+    func aRunOfACheckWithALongTimeoutGoing() async throws -> (UnifiedRegistry, Gate, Answered<HealthReport>) {
+        let registry = registry()
+        let gate = Gate()
+        registry.register(HealthCheck(name: "x", timeout: .seconds(1_000)) {
+            await gate.wait()
+            return .healthy("old")
+        })
+        let look = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { gate.waiting == 1 })
+        return (registry, gate, look)
+    }
+
     func waiting(_ registry: UnifiedRegistry, _ name: String) -> Int {
         registry.state.withLock { ($0.runsInFlight[name]?.callers.count ?? 0) + ($0.nextRuns[name]?.callers.count ?? 0) }
     }
@@ -270,14 +284,7 @@ final class CountedCheck: Sendable {
     /// A check registered again with a shorter timeout while a run of the one it replaced goes:
     /// a caller waiting behind that run is answered at its own timeout, not at the old run's.
     @Test func aCallerBehindARunOfAReplacedCheck_isAnsweredAtItsOwnTimeout() async throws {
-        let registry = registry()
-        let gate = Gate()
-        registry.register(HealthCheck(name: "x", timeout: .seconds(1_000)) {
-            await gate.wait()
-            return .healthy("old")
-        })
-        let leader = Answered { await registry.runChecks(fixing: false) }
-        try #require(await eventually { gate.waiting == 1 })
+        let (registry, gate, leader) = try await aRunOfACheckWithALongTimeoutGoing()
         registry.register(HealthCheck(name: "x", timeout: .seconds(2)) { .healthy("new") })
         let caller = Answered { await registry.runCheck("x") }
         try #require(await eventually { waiting(registry, "x") == 2 && clock.sleeperCount == 2 })
@@ -323,14 +330,7 @@ final class CountedCheck: Sendable {
     /// A fix's re-run behind a run of the check it replaced, which has a longer timeout, is
     /// answered at its own timeout too: the fix is not held until the old run's.
     @Test func aFixsRunBehindARunOfAReplacedCheck_isAnsweredAtItsOwnTimeout() async throws {
-        let registry = registry()
-        let gate = Gate()
-        registry.register(HealthCheck(name: "x", timeout: .seconds(1_000)) {
-            await gate.wait()
-            return .healthy("old")
-        })
-        let look = Answered { await registry.runChecks(fixing: false) }
-        try #require(await eventually { gate.waiting == 1 })
+        let (registry, gate, look) = try await aRunOfACheckWithALongTimeoutGoing()
         let fix = ScriptedFix()
         fix.succeed(true)
         registry.register(HealthCheck(name: "x", timeout: .seconds(2), run: { .healthy("new") }, fix: { try fix.run() }))
@@ -347,14 +347,7 @@ final class CountedCheck: Sendable {
     /// The timers of callers waiting behind a run of a replaced check end once the callers are
     /// answered by their run: none is left sleeping out its timeout, holding the registry.
     @Test func callersAnsweredByTheirRun_leaveNoTimerSleeping() async throws {
-        let registry = registry()
-        let gate = Gate()
-        registry.register(HealthCheck(name: "x", timeout: .seconds(1_000)) {
-            await gate.wait()
-            return .healthy("old")
-        })
-        let look = Answered { await registry.runChecks(fixing: false) }
-        try #require(await eventually { gate.waiting == 1 })
+        let (registry, gate, look) = try await aRunOfACheckWithALongTimeoutGoing()
         registry.register(HealthCheck(name: "x", timeout: .seconds(100)) { .healthy("new") })
         let callers = (0..<20).map { _ in Answered { await registry.runCheck("x") } }
         try #require(await eventually { waiting(registry, "x") == 21 && clock.sleeperCount == 21 })
