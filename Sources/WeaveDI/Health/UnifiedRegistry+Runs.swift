@@ -35,7 +35,7 @@ extension UnifiedRegistry {
         /// It waits for the result of its own run, however long the run before it took (no
         /// `waitedTooLong`): a fix's run of its check, which judges the fix by it.
         var patient = false
-        /// Tells it apart among the callers waiting behind a run (`State.tickets`).
+        /// Tells it apart among the callers waiting behind a run (a `State.serial`).
         var ticket: UInt64 = 0
         var deadline: Duration { called + timeout }
     }
@@ -61,10 +61,18 @@ extension UnifiedRegistry {
     struct NextRun {
         var fixing = false
         var callers: [RunCaller] = []
+        /// The timers of its callers that would wait past their own timeout
+        /// (`Admission.waitsPastItsTimeout`), by ticket: cancelled once the group leaves.
+        var timers: [UInt64: Task<Void, Never>] = [:]
 
         mutating func join(_ caller: RunCaller, fixingRound: Bool) {
             callers.append(caller)
             fixing = fixing || fixingRound
+        }
+
+        /// Ends its callers' timers: they left the group (called outside the lock).
+        func cancelTimers() {
+            for timer in timers.values { timer.cancel() }
         }
     }
 
@@ -109,16 +117,11 @@ extension UnifiedRegistry {
                 guard state.checks[check.name] != nil else { return .removed }
                 if let going = state.runsInFlight[check.name] {
                     if going.timedOut || going.deadline <= now {
-                        let result = HealthCheckResult.unhealthy(
-                            "timed out after \(format(going.timeout)), and still running \(format(now - going.started)) after it "
-                                + "started: not run again until it returns")
-                        state.serial &+= 1
-                        let transition = state.record(
-                            check.name, run: state.serial, result, duration: .zero, at: wall, fixingRound: fixingRound)
+                        let (result, transition) = stillRunning(check.name, going, now: now, wall: wall, fixingRound: fixingRound, in: &state)
                         return .stillRunning(result, transition)
                     }
-                    state.tickets &+= 1
-                    caller.ticket = state.tickets
+                    state.serial &+= 1
+                    caller.ticket = state.serial
                     state.nextRuns[check.name, default: NextRun()].join(caller, fixingRound: fixingRound)
                     return caller.deadline < going.deadline
                         ? .waitsPastItsTimeout(ticket: caller.ticket, deadline: caller.deadline) : .waits
@@ -141,7 +144,7 @@ extension UnifiedRegistry {
                 // Kept to be cancelled when the caller leaves the group; at once, if it has.
                 let kept = state.withLock { state in
                     guard state.nextRuns[check.name]?.callers.contains(where: { $0.ticket == ticket }) == true else { return false }
-                    state.waitTimers[ticket] = (check.name, timer)
+                    state.nextRuns[check.name]?.timers[ticket] = timer
                     return true
                 }
                 if !kept { timer.cancel() }
@@ -180,15 +183,16 @@ extension UnifiedRegistry {
         tasks.returned()
         let now = clock.now
         let wall = clock.wallTime
-        let step: (transition: Transition?, callers: [RunCaller], next: RunStart?, removed: [RunCaller])? = state.withLock { state in
+        typealias Step = (transition: Transition?, callers: [RunCaller], next: RunStart?, removed: [RunCaller], timers: NextRun?)
+        let step: Step? = state.withLock { state in
             guard let run = state.runsInFlight[name], run.id == id else { return nil }
             state.runsInFlight[name] = nil
             var transition: Transition?
             if !run.timedOut {
                 transition = state.record(name, run: id, result, duration: now - run.started, at: wall, fixingRound: run.fixing)
             }
-            guard let waiting = state.nextRuns.removeValue(forKey: name) else { return (transition, run.callers, nil, []) }
-            guard let check = state.checks[name]?.check else { return (transition, run.callers, nil, waiting.callers) }
+            guard let waiting = state.nextRuns.removeValue(forKey: name) else { return (transition, run.callers, nil, [], nil) }
+            guard let check = state.checks[name]?.check else { return (transition, run.callers, nil, waiting.callers, waiting) }
             state.serial &+= 1
             // A patient caller's time counts from here, its own run's start.
             let callers = waiting.callers.map { caller in
@@ -200,7 +204,7 @@ extension UnifiedRegistry {
             }
             state.runsInFlight[name] = RunInFlight(
                 id: state.serial, started: now, timeout: check.timeout, fixing: waiting.fixing, callers: callers)
-            return (transition, run.callers, RunStart(check: check, id: state.serial, deadline: now + check.timeout), [])
+            return (transition, run.callers, RunStart(check: check, id: state.serial, deadline: now + check.timeout), [], waiting)
         }
         guard let step else { return }
         // Told before the next run starts: that run's change comes after this one's.
@@ -208,7 +212,8 @@ extension UnifiedRegistry {
         if let next = step.next { start(next) }
         for caller in step.callers { caller.continuation.resume(returning: .recorded(result)) }
         for caller in step.removed { caller.continuation.resume(returning: .removed) }
-        cancelWaitTimers(of: name)
+        // Its callers left the group: their run's timer (or the answer above) takes them.
+        step.timers?.cancelTimers()
     }
 
     /// The timer of the run `id` of `name`: answers each caller whose own timeout passes
@@ -237,7 +242,7 @@ extension UnifiedRegistry {
         enum Expiry {
             case none
             case callers([RunCaller], started: Duration)
-            case timedOut([(caller: RunCaller, result: HealthCheckResult)], [Transition?])
+            case timedOut([(caller: RunCaller, result: HealthCheckResult)], [Transition?], waiting: NextRun?)
         }
         let expiry: Expiry = state.withLock { state in
             guard var run = state.runsInFlight[name], run.id == id, !run.timedOut else { return .none }
@@ -256,16 +261,13 @@ extension UnifiedRegistry {
             var transitions = [state.record(name, run: id, timedOut, duration: now - run.started, at: wall, fixingRound: run.fixing)]
             // The callers waiting behind it: no run starts beside the one still going, so they
             // are told so, once, as a caller that comes now is.
-            if let waiting = state.nextRuns.removeValue(forKey: name) {
-                let stillRunning = HealthCheckResult.unhealthy(
-                    "timed out after \(format(run.timeout)), and still running \(format(now - run.started)) after it started: "
-                        + "not run again until it returns")
-                state.serial &+= 1
-                transitions.append(
-                    state.record(name, run: state.serial, stillRunning, duration: .zero, at: wall, fixingRound: waiting.fixing))
+            let waiting = state.nextRuns.removeValue(forKey: name)
+            if let waiting {
+                let (stillRunning, transition) = stillRunning(name, run, now: now, wall: wall, fixingRound: waiting.fixing, in: &state)
+                transitions.append(transition)
                 answers += waiting.callers.map { (caller: $0, result: stillRunning) }
             }
-            return .timedOut(answers, transitions)
+            return .timedOut(answers, transitions, waiting: waiting)
         }
         switch expiry {
         case .none:
@@ -278,8 +280,8 @@ extension UnifiedRegistry {
                 caller.continuation.resume(returning: .waitedTooLong(result, now - caller.called))
             }
             return false
-        case let .timedOut(answers, transitions):
-            cancelWaitTimers(of: name)
+        case let .timedOut(answers, transitions, waiting):
+            waiting?.cancelTimers()
             transitions.forEach(announce)
             for answer in answers { answer.caller.continuation.resume(returning: .recorded(answer.result)) }
             return true
@@ -295,8 +297,8 @@ extension UnifiedRegistry {
                 return nil
             }
             let caller = group.callers.remove(at: index)
+            group.timers[ticket] = nil
             state.nextRuns[name] = group.callers.isEmpty ? nil : group
-            state.waitTimers[ticket] = nil
             return caller
         }
         guard let caller else { return }
@@ -306,18 +308,16 @@ extension UnifiedRegistry {
         caller.continuation.resume(returning: .waitedTooLong(result, clock.now - caller.called))
     }
 
-    /// Cancels the timers of `name`'s callers that no longer wait behind a run (they moved to
-    /// their run, whose timer answers them, or were answered): a timer each would otherwise
-    /// sleep out the caller's timeout, holding the registry.
-    func cancelWaitTimers(of name: String) {
-        let stale: [Task<Void, Never>] = state.withLock { state in
-            guard !state.waitTimers.isEmpty else { return [] }
-            let waiting = Set(state.nextRuns[name]?.callers.map(\.ticket) ?? [])
-            let gone = state.waitTimers.filter { $0.value.check == name && !waiting.contains($0.key) }
-            for ticket in gone.keys { state.waitTimers[ticket] = nil }
-            return gone.values.map(\.task)
-        }
-        for task in stale { task.cancel() }
+    /// What a caller of `name` is told, and the check records, while `run` goes past its
+    /// timeout: the check is not run again until it returns.
+    private func stillRunning(
+        _ name: String, _ run: RunInFlight, now: Duration, wall: Double, fixingRound: Bool, in state: inout State
+    ) -> (HealthCheckResult, Transition?) {
+        let result = HealthCheckResult.unhealthy(
+            "timed out after \(format(run.timeout)), and still running \(format(now - run.started)) after it started: "
+                + "not run again until it returns")
+        state.serial &+= 1
+        return (result, state.record(name, run: state.serial, result, duration: .zero, at: wall, fixingRound: fixingRound))
     }
 
     /// Logs (with health logging on) and tells the observer of `transition`, if any.
@@ -340,9 +340,10 @@ extension UnifiedRegistry {
     /// would answer are returned, to be answered that the check is gone. A run still going goes
     /// on, and is cancelled at its timeout, but records nothing and holds back no check
     /// registered later under the same name.
-    static func dropRuns(of name: String, in state: inout State) -> [RunCaller] {
+    static func dropRuns(of name: String, in state: inout State) -> (callers: [RunCaller], waiting: NextRun?) {
         let going = state.runsInFlight.removeValue(forKey: name)?.callers ?? []
-        return going + (state.nextRuns.removeValue(forKey: name)?.callers ?? [])
+        let waiting = state.nextRuns.removeValue(forKey: name)
+        return (going + (waiting?.callers ?? []), waiting)
     }
 }
 

@@ -75,12 +75,6 @@ public final class UnifiedRegistry: Sendable {
         var nextRuns: [String: NextRun] = [:]
         /// Numbers the runs and the fixes.
         var serial: UInt64 = 0
-        /// Numbers the callers that wait behind a run (`RunCaller.ticket`).
-        var tickets: UInt64 = 0
-        /// The timers of the callers waiting behind a run past their own timeout
-        /// (`Admission.waitsPastItsTimeout`), by ticket: cancelled once the caller leaves the
-        /// waiting group (`cancelWaitTimers`).
-        var waitTimers: [UInt64: (check: String, task: Task<Void, Never>)] = [:]
         var loop: Task<Void, Never>?
         var autoHealth = true
         var autoFix = true
@@ -220,8 +214,8 @@ public final class UnifiedRegistry: Sendable {
     /// Removes the check named `name`; returns whether there was one.
     @discardableResult
     public func unregister(_ name: String) -> Bool {
-        let (removed, callers): (Bool, [RunCaller]) = state.withLock { state in
-            guard let removed = state.checks.removeValue(forKey: name) else { return (false, []) }
+        let (removed, (callers, waiting)): (Bool, ([RunCaller], NextRun?)) = state.withLock { state in
+            guard let removed = state.checks.removeValue(forKey: name) else { return (false, ([], nil)) }
             state.untag(removed.check)
             state.order.removeAll { $0 == name }
             // A run of the removed check still going must not hold back a check registered
@@ -230,7 +224,7 @@ public final class UnifiedRegistry: Sendable {
             return (true, Self.dropRuns(of: name, in: &state))
         }
         for caller in callers { caller.continuation.resume(returning: .removed) }
-        cancelWaitTimers(of: name)
+        waiting?.cancelTimers()
         return removed
     }
 
