@@ -48,7 +48,7 @@ extension SyncScheduler {
             // the daemon was down) does not read as broken.
             let next: String
             if let running = state.running {
-                next = running.started == nil ? "run \(running.id) waits for a slot" : "run \(running.id) is going"
+                next = running.state
             } else if let at = state.nextRun {
                 let left = seconds(at - ContinuousClock.now)
                 next = left <= 0 ? "a run is due now" : "next run in \(Format.duration(left))"

@@ -266,7 +266,7 @@ extension SyncScheduler {
         if record.result == .failed { log.error("sync", line) } else { log.info("sync", line) }
         if record.result == .failed, !stopping, state.config.enabled, !state.paused {
             let wait = backoff(state.config, level: state.backoffLevel)
-            let failures = state.consecutiveFailures == 1 ? "1 failed run" : "\(state.consecutiveFailures) failed runs in a row"
+            let failures = state.failuresInARow
             // Durations as in the run's line just above (`failed in 16 ms`).
             log.notice("sync", "\(name): retrying in \(Format.duration(seconds(wait))) (backoff after \(failures))")
             schedule(name, after: wait)

@@ -117,6 +117,9 @@ public actor SyncScheduler: DaemonService {
 
         /// Whether it waits for a slot still.
         var isQueued: Bool { started == nil }
+
+        /// `run docs-2 is going`, or `run docs-2 waits for a slot`, for the log and health.
+        var state: String { "run \(id) \(isQueued ? "waits for a slot" : "is going")" }
     }
 
     /// A run in line for a slot, by job and run id. Its task, once it asks (`acquireSlot`),
@@ -201,6 +204,11 @@ public actor SyncScheduler: DaemonService {
         /// The files its runs skipped in a row as changed while being copied (`ChangingFiles`),
         /// of the roots configured; nil when none.
         var changing: ChangingFiles?
+
+        /// `1 failed run`, or `3 failed runs in a row`: what a backoff follows, for the log.
+        var failuresInARow: String {
+            consecutiveFailures == 1 ? "1 failed run" : "\(consecutiveFailures) failed runs in a row"
+        }
 
         /// The roots of the job as configured (empty for a kind without them): what
         /// `changing` counts on.
@@ -323,7 +331,7 @@ public actor SyncScheduler: DaemonService {
         // a run that crashes the daemon would crash it at every start, at once (a restart loop
         // under systemd, until its start limit). It waits its interval, `runAtStart` or not.
         if let twice = saved?.neverEndedTwice {
-            let runs = twice.earlier.map { "runs \($0) and \(twice.latest)" } ?? "run \(twice.latest) and the one before it"
+            let runs = twice.runs
             let paused = jobs[name]?.paused == true ? " (it is paused)" : ""
             log.error("sync", "\(name): its \(runs) both never ended: the job's runs stopped the daemon twice in a row (a run "
                 + "that crashes it?); it is not run again at once, but at its interval (\(Format.duration(seconds(config.interval))))"
@@ -510,9 +518,9 @@ public actor SyncScheduler: DaemonService {
             var how = ", as planned"
             var when = next
             if let run = state.running {
-                why = " (run \(run.id) \(run.isQueued ? "waits for a slot" : "is going"))"
+                why = " (\(run.state))"
             } else if state.inBackoff {
-                let failures = state.consecutiveFailures == 1 ? "1 failed run" : "\(state.consecutiveFailures) failed runs in a row"
+                let failures = state.failuresInARow
                 why = " (backoff after \(failures))"
                 // Drawn under the cap it had: a lower one ends it no later than the new cap
                 // after the failed run (at once when that has passed).
@@ -520,7 +528,6 @@ public actor SyncScheduler: DaemonService {
                     when = max(now, since + config.backoffCap)
                     schedule(name, after: when - now)
                     jobs[name]?.inBackoff = true
-                    jobs[name]?.backoffSince = since
                     how = ""
                     why = " (backoff after \(failures), ended sooner by the new backoffCap, \(Format.duration(seconds(config.backoffCap))))"
                 }
@@ -532,7 +539,7 @@ public actor SyncScheduler: DaemonService {
         if let twice = state.neverEndedTwice {
             let wait = config.interval + jitter(config.jitter)
             schedule(name, after: wait)
-            let runs = twice.earlier.map { "runs \($0) and \(twice.latest)" } ?? "run \(twice.latest) and the one before it"
+            let runs = twice.runs
             return "next run in \(Format.duration(seconds(wait))) (an interval from now: its \(runs) both never ended)\(paused)"
         }
         // A run going is the job's last run: counted from its start; one waiting for a slot, or
@@ -673,12 +680,12 @@ public actor SyncScheduler: DaemonService {
         }
         var why = ""
         if let run = state.running {
-            why = " (run \(run.id) \(run.isQueued ? "waits for a slot" : "is going"))"
+            why = " (\(run.state))"
         } else if state.inBackoff {
-            let failures = state.consecutiveFailures == 1 ? "1 failed run" : "\(state.consecutiveFailures) failed runs in a row"
+            let failures = state.failuresInARow
             why = " (backoff after \(failures))"
         } else if let twice = state.neverEndedTwice {
-            let runs = twice.earlier.map { "runs \($0) and \(twice.latest)" } ?? "run \(twice.latest) and the one before it"
+            let runs = twice.runs
             return "resumed: its \(runs) both never ended, so it is not run again at once, but at its interval; next run in "
                 + "\(Format.duration(seconds(next - now))) (weavedictl run-job \(name) runs it now)"
         }

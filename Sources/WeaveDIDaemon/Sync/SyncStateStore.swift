@@ -429,6 +429,9 @@ struct PersistedJobState: Sendable, Equatable {
         var earlier: String?
         var latest: String
 
+        /// `runs docs-1 and docs-2`, or `run docs-2 and the one before it`, for the log.
+        var runs: String { earlier.map { "runs \($0) and \(latest)" } ?? "run \(latest) and the one before it" }
+
         /// What the job's last run and its health check say of it.
         var description: String {
             "\(earlier.map { "run \($0)" } ?? "the run") before it never ended either: the job's runs stopped the daemon twice "
