@@ -210,6 +210,13 @@ public actor SyncScheduler: DaemonService {
             consecutiveFailures == 1 ? "1 failed run" : "\(consecutiveFailures) failed runs in a row"
         }
 
+        /// Why its timer's next run is where it is, for the log: ` (run docs-2 is going)`,
+        /// ` (backoff after 2 failed runs in a row)`, or nothing.
+        var plannedNote: String {
+            if let running { return " (\(running.state))" }
+            return inBackoff ? " (backoff after \(failuresInARow))" : ""
+        }
+
         /// The roots of the job as configured (empty for a kind without them): what
         /// `changing` counts on.
         var roots: (source: String, destination: String) {
@@ -514,23 +521,18 @@ public actor SyncScheduler: DaemonService {
                 return "it stays paused; a run was due while it was paused (\(Format.duration(seconds(now - missed))) ago): "
                     + "it runs once resumed"
             }
-            var why = ""
+            var why = state.plannedNote
             var how = ", as planned"
             var when = next
-            if let run = state.running {
-                why = " (\(run.state))"
-            } else if state.inBackoff {
-                let failures = state.failuresInARow
-                why = " (backoff after \(failures))"
-                // Drawn under the cap it had: a lower one ends it no later than the new cap
-                // after the failed run (at once when that has passed).
-                if let since = state.backoffSince, since + config.backoffCap < next {
-                    when = max(now, since + config.backoffCap)
-                    schedule(name, after: when - now)
-                    jobs[name]?.inBackoff = true
-                    how = ""
-                    why = " (backoff after \(failures), ended sooner by the new backoffCap, \(Format.duration(seconds(config.backoffCap))))"
-                }
+            // A backoff drawn under the cap it had: a lower one ends it no later than the new
+            // cap after the failed run (at once when that has passed).
+            if state.running == nil, state.inBackoff, let since = state.backoffSince, since + config.backoffCap < next {
+                when = max(now, since + config.backoffCap)
+                schedule(name, after: when - now)
+                jobs[name]?.inBackoff = true
+                how = ""
+                why = " (backoff after \(state.failuresInARow), ended sooner by the new backoffCap, "
+                    + "\(Format.duration(seconds(config.backoffCap))))"
             }
             return "next run in \(Format.duration(seconds(max(.zero, when - now))))\(how)\(why)\(paused)"
         }
@@ -678,18 +680,11 @@ public actor SyncScheduler: DaemonService {
             schedule(name, after: wait)
             return "resumed; next run in \(Format.duration(seconds(wait)))"
         }
-        var why = ""
-        if let run = state.running {
-            why = " (\(run.state))"
-        } else if state.inBackoff {
-            let failures = state.failuresInARow
-            why = " (backoff after \(failures))"
-        } else if let twice = state.neverEndedTwice {
-            let runs = twice.runs
-            return "resumed: its \(runs) both never ended, so it is not run again at once, but at its interval; next run in "
+        if state.running == nil, !state.inBackoff, let twice = state.neverEndedTwice {
+            return "resumed: its \(twice.runs) both never ended, so it is not run again at once, but at its interval; next run in "
                 + "\(Format.duration(seconds(next - now))) (weavedictl run-job \(name) runs it now)"
         }
-        return "resumed; next run in \(Format.duration(seconds(next - now)))\(why)"
+        return "resumed; next run in \(Format.duration(seconds(next - now)))\(state.plannedNote)"
     }
 
     /// Resets `name`'s backoff (a success, the job's fix): a timer waiting out a backoff is
