@@ -3,9 +3,13 @@ extension UnifiedRegistry {
     /// breaker, but within the attempt limit and the attempt timeout. Re-runs the check after a
     /// fix that returned (a fix that leaves it failing counts as failed for the backoff and
     /// the breaker) or threw (only to look: the report then says how things are now), as an
-    /// automatic fix does. Refused while a fix of the check runs, or one that timed out has not
-    /// returned yet. A name no check has, or a check without a fix, is refused too, but not
-    /// recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
+    /// automatic fix does. While a fix of the check runs (automatic, or another by hand), it
+    /// waits for that one to end (within its attempt timeout and the check's run after it):
+    /// if the check passed after it, the fix is not run again, and the answer, `succeeded`,
+    /// says which fix healed it (it is no attempt of its own: not recorded in `fixHistory()`,
+    /// which holds the one that ran); if not, it runs now. Refused while a fix that timed out
+    /// has not returned yet. A name no check has, or a check without a fix, is refused too, but
+    /// not recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
         await attempt(name, trigger: .manual)
@@ -49,57 +53,93 @@ extension UnifiedRegistry {
         if due { _ = await attempt(name, trigger: .automatic) }
     }
 
+    /// What a fix asked for does, as decided under the lock.
+    enum FixPlan: Sendable {
+        /// No such fix: told, not recorded (asking for a fix that does not exist is no attempt).
+        case noFix(String)
+        case refuse(String)
+        case hold(String)
+        case run(HealthCheck, AutoFixPolicy, UInt64)
+        /// A fix by hand waited for the fix of its check that was running as it was asked
+        /// (`State.fixWaiters`), which ended so: `healed` when its check passed after it.
+        case ended(FixRecord, healed: Bool)
+    }
+
     private func attempt(_ name: String, trigger: FixRecord.Trigger) async -> FixRecord {
-        let now = clock.now
-        let wall = clock.wallTime
-        enum Plan {
-            /// No such fix: told, not recorded (asking for a fix that does not exist is no attempt).
-            case noFix(String)
-            case refuse(String)
-            case hold(String)
-            case run(HealthCheck, AutoFixPolicy, UInt64)
-        }
+        let asked = clock.now
+        let askedWall = clock.wallTime
         // The name quoted as every message quotes a value from outside: `fix(name)`'s caller
         // (weavedictl fix NAME) may give any text.
         let quoted = JSONValue.quotedForMessage(name)
-        let plan: Plan = state.withLock { state in
-            guard var entry = state.checks[name] else {
-                return .noFix("no health check named \(quoted); checkNames lists the checks registered")
+        while true {
+            let now = clock.now
+            let wall = clock.wallTime
+            let plan: FixPlan = await withCheckedContinuation { (continuation: CheckedContinuation<FixPlan, Never>) in
+                let plan: FixPlan? = state.withLock { state in
+                    guard var entry = state.checks[name] else {
+                        return .noFix("no health check named \(quoted); checkNames lists the checks registered")
+                    }
+                    guard let _ = entry.check.fix else { return .noFix("\(quoted) offers no fix") }
+                    if let running = entry.fixInFlight {
+                        // A fix by hand waits for the one running to end (the loop's rounds may
+                        // run an automatic one at any time: a refusal would be only timing),
+                        // which its timeout bounds; not for one past its timeout, which may
+                        // never return.
+                        if trigger == .manual, !running.abandoned {
+                            state.fixWaiters[running.id, default: []].append(continuation)
+                            return nil
+                        }
+                        let reason = running.abandoned
+                            ? "the fix of \(quoted) that timed out is still running \(format(now - running.started)) after it started: none starts until it returns"
+                            : "a fix of \(quoted) is already running"
+                        guard trigger == .automatic else { return .refuse(reason) }
+                        entry.heldBack = reason
+                        state.checks[name] = entry
+                        return .hold(reason)
+                    }
+                    let decision = trigger == .automatic
+                        ? entry.governor.decide(at: now, policy: state.policy)
+                        : entry.governor.decideManual(at: now, policy: state.policy)
+                    if case let .skip(reason) = decision {
+                        entry.heldBack = reason
+                        state.checks[name] = entry
+                        return trigger == .automatic ? .hold(reason) : .refuse(reason)
+                    }
+                    state.serial &+= 1
+                    entry.fixInFlight = UnifiedRegistry.FixInFlight(id: state.serial, started: now)
+                    entry.heldBack = nil
+                    state.checks[name] = entry
+                    return .run(entry.check, state.policy, state.serial)
+                }
+                if let plan { continuation.resume(returning: plan) }
             }
-            guard let _ = entry.check.fix else { return .noFix("\(quoted) offers no fix") }
-            if let running = entry.fixInFlight {
-                let reason = running.abandoned
-                    ? "the fix of \(quoted) that timed out is still running \(format(now - running.started)) after it started: none starts until it returns"
-                    : "a fix of \(quoted) is already running"
-                guard trigger == .automatic else { return .refuse(reason) }
-                entry.heldBack = reason
-                state.checks[name] = entry
-                return .hold(reason)
+            switch plan {
+            case let .noFix(reason), let .hold(reason):
+                return FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)
+            case let .refuse(reason):
+                let record = FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)
+                remember(record)
+                return record
+            case let .run(check, policy, id):
+                return await run(check, policy: policy, trigger: trigger, id: id, startedAt: now, wall: wall)
+            case let .ended(record, healed):
+                // Not healed: the fix asked for runs now, as asked (or is refused as any).
+                guard healed else { continue }
+                // Healed: the fix is not run again. The answer is no attempt of its own (the
+                // history holds the one that ran, once): neither recorded, logged nor told.
+                let by = record.trigger == .automatic ? "the automatic fix" : "the fix by hand"
+                return FixRecord(
+                    time: askedWall, check: name, trigger: trigger, outcome: .succeeded,
+                    message: "\(by) running as this one was asked healed the check, so it was not run again: \(record.message)",
+                    error: nil, duration: seconds(clock.now - asked))
             }
-            let decision = trigger == .automatic
-                ? entry.governor.decide(at: now, policy: state.policy)
-                : entry.governor.decideManual(at: now, policy: state.policy)
-            if case let .skip(reason) = decision {
-                entry.heldBack = reason
-                state.checks[name] = entry
-                return trigger == .automatic ? .hold(reason) : .refuse(reason)
-            }
-            state.serial &+= 1
-            entry.fixInFlight = UnifiedRegistry.FixInFlight(id: state.serial, started: now)
-            entry.heldBack = nil
-            state.checks[name] = entry
-            return .run(entry.check, state.policy, state.serial)
         }
-        switch plan {
-        case let .noFix(reason), let .hold(reason):
-            return FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)
-        case let .refuse(reason):
-            let record = FixRecord(time: wall, check: name, trigger: trigger, outcome: .refused, message: reason, error: nil, duration: 0)
-            remember(record)
-            return record
-        case let .run(check, policy, id):
-            return await run(check, policy: policy, trigger: trigger, id: id, startedAt: now, wall: wall)
-        }
+    }
+
+    /// Ends the fix `id` for the fixes by hand that waited for it (`FixPlan.ended`); to be
+    /// resumed outside the lock.
+    private static func waiters(of id: UInt64, in state: inout State) -> [CheckedContinuation<FixPlan, Never>] {
+        state.fixWaiters.removeValue(forKey: id) ?? []
     }
 
     private func run(
@@ -176,7 +216,7 @@ extension UnifiedRegistry {
                 message: "fix timed out after \(format(policy.attemptTimeout))",
                 error: "timed out after \(format(policy.attemptTimeout))", duration: seconds(end - startedAt))
         }
-        let logging: Bool = state.withLock { state in
+        let (logging, waiters): (Bool, [CheckedContinuation<FixPlan, Never>]) = state.withLock { state in
             if var entry = state.checks[check.name] {
                 if var running = entry.fixInFlight, running.id == id {
                     // A fix abandoned at its timeout still runs: no other starts until it returns.
@@ -194,7 +234,7 @@ extension UnifiedRegistry {
                 }
                 state.checks[check.name] = entry
             }
-            return state.healthLogging
+            return (state.healthLogging, Self.waiters(of: id, in: &state))
         }
         remember(record)
         if logging {
@@ -203,7 +243,9 @@ extension UnifiedRegistry {
                 "fix of \(JSONValue.quotedForMessage(check.name)) (\(trigger.rawValue)) \(record.outcome.rawValue): "
                     + ControlCharacters.escaped(record.error ?? record.message))
         }
-        tell(.fixed(record, healed: record.outcome == .succeeded && stillFailing == nil))
+        let healed = record.outcome == .succeeded && stillFailing == nil
+        tell(.fixed(record, healed: healed))
+        for waiter in waiters { waiter.resume(returning: .ended(record, healed: healed)) }
         return record
     }
 
@@ -217,7 +259,7 @@ extension UnifiedRegistry {
         let record = FixRecord(
             time: wall, check: name, trigger: trigger, outcome: .notApplicable, message: reason, error: nil,
             duration: seconds(end - startedAt))
-        let logging: Bool = state.withLock { state in
+        let (logging, waiters): (Bool, [CheckedContinuation<FixPlan, Never>]) = state.withLock { state in
             if var entry = state.checks[name] {
                 if entry.fixInFlight?.id == id { entry.fixInFlight = nil }
                 entry.governor.giveBack(attemptAt: startedAt)
@@ -229,8 +271,10 @@ extension UnifiedRegistry {
                 }
                 state.checks[name] = entry
             }
-            return state.healthLogging
+            return (state.healthLogging, Self.waiters(of: id, in: &state))
         }
+        // Told after the record is kept: what a fix by hand that waited does comes after it.
+        defer { for waiter in waiters { waiter.resume(returning: .ended(record, healed: false)) } }
         guard trigger == .manual else { return record }
         remember(record)
         if logging {

@@ -73,6 +73,10 @@ public final class UnifiedRegistry: Sendable {
         var runsInFlight: [String: RunInFlight] = [:]
         /// The callers of each check that came while its run went: they share the next run.
         var nextRuns: [String: NextRun] = [:]
+        /// The fixes by hand that came while a fix of their check ran, by that fix's number
+        /// (`FixInFlight.id`): told how it went as it ends (`FixPlan.ended`). Kept apart from
+        /// `checks`, as the runs' callers are: a check removed meanwhile leaves none waiting.
+        var fixWaiters: [UInt64: [CheckedContinuation<FixPlan, Never>]] = [:]
         /// Numbers the runs and the fixes.
         var serial: UInt64 = 0
         var loop: Task<Void, Never>?
