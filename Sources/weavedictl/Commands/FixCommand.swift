@@ -11,9 +11,15 @@ struct FixCommand: CtlCommand {
               NAME   the health check whose fix to run (see `weavedictl health`); without it,
                      the fixes of all failing checks run
 
-            Prints one row per attempt. The fix policy still applies: an attempt can be refused
-            (circuit breaker open, too many attempts). Needs administrator rights: uid 0, the
-            daemon's user, or a user or group in control.adminUsers / control.adminGroups.
+            Prints one row per attempt. A fix asked here skips auto-fix's backoff and circuit
+            breaker, not its attempt limit: it can be refused (too many attempts, or a fix of
+            the check that timed out still running). One asked while a fix of the check runs
+            (an automatic one, which the daemon's health rounds may start at any time, or
+            another asked here) waits for it to end: if the check passes after it, the fix is
+            not run again, and the row says succeeded, by that fix ("the automatic fix running
+            as this one was asked healed the check, so it was not run again: ..."); if not,
+            the fix runs then. Needs administrator rights: uid 0, the daemon's user, or a user
+            or group in control.adminUsers / control.adminGroups.
 
             An attempt is judged by the check, run again after it: succeeded when it passes,
             failed when it still fails (a job's fix whose run failed: "run docs-2 failed: ...;
