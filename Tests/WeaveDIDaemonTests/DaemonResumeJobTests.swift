@@ -238,4 +238,34 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
         #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
     }
+
+    /// But a tick that came while a run by hand was going is a run missed when that run fails
+    /// (held here in its copy past the walk watch's limit, 7 s for the 2 MiB file): resumed,
+    /// the job runs at once, as if nothing had been going. Before, the tick was lost, and the
+    /// job waited for its next one.
+    @Test func aTickWhileARunByHandGoes_isAMissedRun_whenThatRunFails() throws {
+        let directory = TemporaryDirectory()
+        // Due 3 s after the start: the run by hand starts before the tick, and fails after it.
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: """
+            {"consecutiveFailures": 0, "paused": true, "firstSeenAt": \(Self.time(7200)), "lastSuccess": \(Self.time(3596)),
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(Self.time(3597)),
+               "endedAt": \(Self.time(3596))}}
+            """)
+        defer { gate.release("slow-big.bin") }
+        try #require(daemon.waitForLog("sync: docs: a run is due while the job is paused, and run docs-2 of it is going: that run does its work"),
+                     "\(daemon.log)")
+        try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
+        #expect(daemon.log.contains("sync: docs: run docs-2, which was to do the work of a run due while the job was paused, failed: that "
+            + "run is missed, and runs once the job is resumed"), "\(daemon.log)")
+        // The copy left behind goes on; the next run's copy of the file passes the gate.
+        gate.release("slow-big.bin")
+        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+        try resume(daemon)
+        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
+                "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: run docs-3 started"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
 }

@@ -259,6 +259,18 @@ extension SyncScheduler {
         case .cancelled, .skipped:
             break
         }
+        // A tick that came while the job was paused, whose work this run was to do: a run that
+        // failed or was cancelled did not do it, and the job, still paused, has missed it (it
+        // runs once resumed, as if nothing had been going). A job resumed meanwhile (and not
+        // paused again) goes by the run's end as any other: a failure backs off.
+        if let tick = state.tickLeftToRun, tick.runID == record.id {
+            state.tickLeftToRun = nil
+            if state.paused, record.result == .failed || record.result == .cancelled {
+                state.missedWhilePaused = min(state.missedWhilePaused ?? tick.at, tick.at)
+                log.debug("sync", "\(name): run \(record.id), which was to do the work of a run due while the job was paused, "
+                    + "\(record.result.rawValue): that run is missed, and runs once the job is resumed")
+            }
+        }
         jobs[name] = state
         if record.result == .success || record.result == .partial { resetBackoff(name) }
         // The line weavedictl shows for the run's end too (`run-job --wait`).

@@ -192,6 +192,12 @@ public actor SyncScheduler: DaemonService {
         /// missed starts at once when the job is resumed, as systemd's `Persistent=true` timers
         /// catch up. nil once a run of it started, or its timer was started again.
         var missedWhilePaused: ContinuousClock.Instant?
+        /// When a tick of the job's timer came while it was paused and a run of it was going
+        /// (by hand), the first such, with that run's id: the run does the tick's work, unless
+        /// it fails or is cancelled; then, the job still paused, the tick is a run missed
+        /// (`missedWhilePaused`, from when it came). nil once that run ended, or the timer was
+        /// started again.
+        var tickLeftToRun: (runID: String, at: ContinuousClock.Instant)?
         /// Set at the start when two runs of the job in a row never ended
         /// (`PersistedJobState.neverEndedTwice`), until a run of it does work: its last run that
         /// never ended does not make it run at once when it is resumed either.
@@ -593,6 +599,7 @@ public actor SyncScheduler: DaemonService {
         jobs[name]?.nextRun = ContinuousClock.now + delay
         jobs[name]?.inBackoff = false
         jobs[name]?.missedWhilePaused = nil
+        jobs[name]?.tickLeftToRun = nil
         // A timer a fix (re)starts is not part of the fix: neither the fix's attempt nor who
         // asked for it follows it.
         loops[name] = Task { [weak self] in
@@ -621,6 +628,8 @@ public actor SyncScheduler: DaemonService {
             // A run of it going (by hand) does the work of this one: nothing is missed, as an
             // unpaused job's tick beside its run is only skipped.
             if let running = state.running {
+                // Unless it fails, or is cancelled: then this tick is a run missed (`finish`).
+                if state.tickLeftToRun == nil { state.tickLeftToRun = (running.id, .now) }
                 log.debug("sync", "\(name): a run is due while the job is paused, and run \(running.id) of it is going: that run "
                     + "does its work")
             } else if state.missedWhilePaused == nil {
@@ -652,7 +661,8 @@ public actor SyncScheduler: DaemonService {
     /// its last run did not finish (never ended, or was cancelled) and no run has done work
     /// since, but for two in a row that never ended; or a tick of its timer came while it was
     /// paused (`missedWhilePaused`: the run it missed; the start's first tick of a job overdue
-    /// then is one), or is due now. Otherwise its timer goes on as planned (the interval, or a
+    /// then is one, and so is one that came while a run by hand was going that then failed or
+    /// was cancelled, `tickLeftToRun`), or is due now. Otherwise its timer goes on as planned (the interval, or a
     /// backoff being waited out), not a whole interval from now; and so it does while a run of
     /// the job is going, which does its work (a tick would skip).
     func resumeTimer(_ name: String) -> String {
