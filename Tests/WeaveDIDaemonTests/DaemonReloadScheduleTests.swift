@@ -13,23 +13,27 @@ import WeaveDIPosix
     /// The configuration file of a job `docs` (its runs succeed, or fail `withoutSource`),
     /// with `fields` added to the job.
     @discardableResult
-    func writeConfiguration(_ directory: TemporaryDirectory, interval: Int = 3600, fields: String = "") -> String {
+    func writeConfiguration(
+        _ directory: TemporaryDirectory, interval: Int = 3600, destination: String = "mirror", fields: String = ""
+    ) -> String {
         directory.write("weavedid.json", """
             {"stateDirectory": "\(directory.path)/state", "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
-              "destination": "\(directory.path)/mirror", "interval": \(interval)\(fields)}]}}
+              "destination": "\(directory.path)/\(destination)", "interval": \(interval)\(fields)}]}}
             """)
     }
 
-    /// A daemon with that job, whose state file says `entry`.
+    /// A daemon with that job (`fields` added to it), whose state file says `entry`.
     func start(
-        _ directory: TemporaryDirectory, entry: String, interval: Int = 3600, withoutSource: Bool = false
+        _ directory: TemporaryDirectory, entry: String, interval: Int = 3600, fields: String = "", withoutSource: Bool = false,
+        environment: [String: String] = [:]
     ) throws -> DaemonProcess {
         if !withoutSource { directory.write("source/a.txt", "a") }
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         directory.write("state/jobs.json", #"{"lastRunNumber": 1, "jobs": {"docs": \#(entry)}}"#)
-        let config = writeConfiguration(directory, interval: interval)
+        let config = writeConfiguration(directory, interval: interval, fields: fields)
         let daemon = try DaemonProcess(
-            ["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0", "WEAVEDID_LOG": "info,sync=debug"], directory: directory)
+            ["--config", config], environment: environment.merging(["WEAVEDI_REGISTRY_AUTO_FIX": "0", "WEAVEDID_LOG": "info,sync=debug"]) { $1 },
+            directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         return daemon
     }
@@ -166,6 +170,113 @@ import WeaveDIPosix
             #expect(next <= before && next > 60, "before \(before), after \(next)")
             #expect(line.hasSuffix(", as planned (backoff after \(after))"), "\(daemon.log)")
         }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A job disabled at the start has no timer (`nextRunIn` null); enabled again by a reload,
+    /// its next run is counted from the start of its last run as at a start: what is left of
+    /// the interval (half an hour here, not a new hour), and at once when that has passed.
+    @Test(arguments: ["counted", "overdue"])
+    func aJobEnabledAgain_countsItsNextRunFromItsLastRun(case last: String) throws {
+        let directory = TemporaryDirectory()
+        let entry = lastRun(startedAgo: last == "counted" ? 1800 : 7200)
+        let daemon = try start(directory, entry: entry, fields: #", "enabled": false"#)
+        #expect(try job(daemon)?[member: "nextRunIn"]?.isNull == true, "\(daemon.log)")
+        writeConfiguration(directory)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let line = reloadLine(daemon)
+        switch last {
+        case "counted":
+            let next = try nextRunIn(daemon)
+            #expect(next > 1000 && next <= 1800, "\(next)")
+            #expect(line.contains("notice  sync: docs: changed by the reload; next run in 29m ")
+                && line.contains(" (counted from its last run docs-1, 30m 0") && line.hasSuffix(" ago)"), "\(daemon.log)")
+        default:
+            #expect(line.contains("notice  sync: docs: changed by the reload; overdue: its last run docs-1 started 2h 00m ago, "
+                + "more than its interval (1h 00m): it runs now"), "\(daemon.log)")
+            #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        }
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        if last == "counted" { #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)") }
+    }
+
+    /// A new `jitter` counts the next run from the last run's start, as a new interval does
+    /// (what is left of the hour, plus up to the new jitter), not as planned.
+    @Test func aNewJitter_countsTheNextRunFromTheLastRun() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: lastRun(startedAgo: 1800))
+        writeConfiguration(directory, fields: #", "jitter": 60"#)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let next = try nextRunIn(daemon)
+        #expect(next > 1000 && next <= 1860, "\(next)")
+        let line = reloadLine(daemon)
+        #expect(line.contains("notice  sync: docs: changed by the reload; next run in ")
+            && line.contains(" (counted from its last run docs-1, 30m 0") && line.hasSuffix(" ago)"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+    }
+
+    /// `start(directory, entry:, …)` with a CopyGate, and a run of the job by hand, docs-2, going:
+    /// held in its copy of `slow-big.bin` (2 MiB: 7 s at most before the walk watch fails it)
+    /// until the gate releases it.
+    func startWithARunByHandHeld(_ directory: TemporaryDirectory, entry: String) throws -> (DaemonProcess, CopyGate) {
+        let gate = try CopyGate.build(in: directory)
+        let big = directory.write("source/slow-big.bin", "")
+        try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
+        let daemon = try start(directory, entry: entry, environment: gate.environment)
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
+        try #require(id == "docs-2", "\(daemon.log)")
+        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
+        return (daemon, gate)
+    }
+
+    /// A reload that changes the interval (and the destination) of a job whose run is going:
+    /// the run goes on under the old settings (into the old destination), and counts as the
+    /// job's last run: the next comes the new interval after its start, and stays there once
+    /// it has succeeded.
+    @Test func aRunGoingAtAReload_goesOn_andTheNextRunIsCountedFromIt() throws {
+        let directory = TemporaryDirectory()
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: lastRun(startedAgo: 60))
+        defer { gate.release("slow-big.bin") }
+        writeConfiguration(directory, interval: 7200, destination: "mirror2")
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let line = reloadLine(daemon)
+        #expect(line.contains("notice  sync: docs: changed by the reload; next run in 1h 59m (counted from its run docs-2, going, "
+            + "started ") && line.hasSuffix(" ago)"), "\(daemon.log)")
+        let before = try nextRunIn(daemon)
+        #expect(before > 7000 && before <= 7200, "\(before)")
+        gate.release("slow-big.bin")
+        try #require(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/mirror/slow-big.bin"))
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/mirror2/slow-big.bin"))
+        let after = try nextRunIn(daemon)
+        #expect(after <= before && after > 7000, "before \(before), after \(after)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+    }
+
+    /// A run going for longer than the new interval is the run due: the next comes an interval
+    /// from the reload, a tick beside the run going is skipped (no second run), and the timer
+    /// goes on once the run has ended.
+    @Test func aRunGoingLongerThanTheNewInterval_isTheRunDue() throws {
+        let directory = TemporaryDirectory()
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: lastRun(startedAgo: 60))
+        defer { gate.release("slow-big.bin") }
+        // Going for more than the new interval, 1 s.
+        Thread.sleep(forTimeInterval: 1.5)
+        writeConfiguration(directory, interval: 1)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(reloadLine(daemon).hasSuffix("notice  sync: docs: changed by the reload; next run in 1.0 s (an interval from now: its "
+            + "run docs-2 is going, started more than an interval ago)"), "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: the previous run is still going; this run is skipped"), "\(daemon.log)")
+        gate.release("slow-big.bin")
+        try #require(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: run docs-3 started"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
