@@ -176,11 +176,20 @@ import WeaveDIPosix
 
     /// A job disabled at the start has no timer (`nextRunIn` null); enabled again by a reload,
     /// its next run is counted from the start of its last run as at a start: what is left of
-    /// the interval (half an hour here, not a new hour), and at once when that has passed.
-    @Test(arguments: ["counted", "overdue"])
+    /// the interval (half an hour here, not a new hour), at once when that has passed, and at
+    /// once too when its last run never ended (the daemon stopped during it).
+    @Test(arguments: ["counted", "overdue", "never ended"])
     func aJobEnabledAgain_countsItsNextRunFromItsLastRun(case last: String) throws {
         let directory = TemporaryDirectory()
-        let entry = lastRun(startedAgo: last == "counted" ? 1800 : 7200)
+        let entry = switch last {
+        case "counted": lastRun(startedAgo: 1800)
+        case "overdue": lastRun(startedAgo: 7200)
+        default: """
+            {"consecutiveFailures": 0, "firstSeenAt": \(time(90_000)), "unfinished": true,
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "message": "run docs-1 never ended",
+               "startedAt": \(time(60)), "endedAt": \(time(60))}}
+            """
+        }
         let daemon = try start(directory, entry: entry, fields: #", "enabled": false"#)
         #expect(try job(daemon)?[member: "nextRunIn"]?.isNull == true, "\(daemon.log)")
         writeConfiguration(directory)
@@ -192,9 +201,13 @@ import WeaveDIPosix
             #expect(next > 1000 && next <= 1800, "\(next)")
             #expect(line.contains("notice  sync: docs: changed by the reload; next run in 29m ")
                 && line.contains(" (counted from its last run docs-1, 30m 0") && line.hasSuffix(" ago)"), "\(daemon.log)")
-        default:
+        case "overdue":
             #expect(line.contains("notice  sync: docs: changed by the reload; overdue: its last run docs-1 started 2h 00m ago, "
                 + "more than its interval (1h 00m): it runs now"), "\(daemon.log)")
+            #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        default:
+            #expect(line.contains("notice  sync: docs: changed by the reload; its last run docs-1 never ended (the destination may "
+                + "be behind): it runs again now"), "\(daemon.log)")
             #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
         }
         daemon.send(.terminate)

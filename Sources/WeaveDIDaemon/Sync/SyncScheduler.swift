@@ -507,7 +507,8 @@ public actor SyncScheduler: DaemonService {
     /// a lower `backoffCap` ends sooner: no later than the new cap after the failed run), a run
     /// missed while paused. A new `interval` or `jitter`, or a job enabled again, has its next
     /// run counted from the start of its last run, as at the start (`countedWait`), not a whole
-    /// interval from the reload; overdue, it runs now (after its jitter). A backoff being waited
+    /// interval from the reload; overdue, it runs now (after its jitter), and so does one whose
+    /// last run did not finish (never ended, or was cancelled), as at a start. A backoff being waited
     /// out ends then (the failures in a row stay counted: the next failure backs off further).
     /// A paused job stays paused, its timer set likewise. A job disabled loses its timer.
     private func reloadTimer(_ name: String, was old: DaemonConfiguration.Job) -> String {
@@ -568,6 +569,15 @@ public actor SyncScheduler: DaemonService {
                 + "\(run.isQueued ? "waits for a slot" : "is going, started more than an interval ago"))\(paused)"
         }
         let last = state.lastKept
+        // A last run that did not finish (never ended, or was cancelled), no run having done
+        // work since, is run again now, as at a start and a resume: a job disabled while its
+        // run never ended (the daemon stopped) catches up once enabled again.
+        if state.unfinished || last?.result == .cancelled {
+            schedule(name, after: jitter(config.jitter))
+            let how = state.unfinished ? "never ended" : "was cancelled"
+            let run = last.map { "its last run \($0.id)" } ?? "its last run"
+            return "\(run) \(how) (the destination may be behind)\(dueNow(config, again: "again "))"
+        }
         let counted = countedWait(config, last: last.map { ($0.id, $0.startedAt) }, firstSeenAt: state.firstSeenAt)
         schedule(name, after: counted.wait)
         if counted.overdue { return "overdue: \(counted.overdueText)\(dueNow(config, again: ""))" }
