@@ -171,7 +171,8 @@ public enum DaemonInterface {
         # starts no fix.
         method RunChecks(tags: ?[]string) -> (health: Health)
 
-        # Runs the fix of one check, or of every failing check with a fix.
+        # Runs the fix of one check, or of every failing check with a fix. A fix of a check whose
+        # fix is running waits for that one to end; when it healed the check, it is not run again.
         method Fix(check: ?string) -> (fixes: []Fix)
 
         # Fix attempts recorded, newest last.
