@@ -95,6 +95,58 @@ final class CountedCheck: Sendable {
         #expect(callers.compactMap { $0.answer ?? nil } == Array(repeating: "run 2", count: 20))
     }
 
+    /// `runsStarted` counts each run once, however many callers share it: twenty callers that
+    /// come while a run is held add no run beside it and one run after it, not twenty.
+    @Test func runsStarted_countsASharedRunOnce_notItsCallers() async throws {
+        let registry = registry()
+        let check = CountedCheck()
+        let first = check.hold(run: 1)
+        registry.register(HealthCheck(name: "x") { await check.run() })
+        func runsStarted() -> Int? { registry.report().checks.first?.runsStarted }
+        #expect(runsStarted() == 0)
+        let leader = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { first.waiting == 1 })
+        #expect(runsStarted() == 1)
+        let callers = (0..<20).map { index in
+            Answered { () -> Int? in
+                index.isMultiple(of: 2)
+                    ? await registry.runChecks(fixing: false).checks.first?.runsStarted : await registry.runCheck("x")?.runsStarted
+            }
+        }
+        try #require(await eventually { waiting(registry, "x") == 21 || runsStarted() != 1 })
+        #expect(runsStarted() == 1, "twenty callers wait behind the held run, and start none beside it")
+        first.open()
+        try #require(await eventually { leader.answer != nil && callers.allSatisfy { $0.answer != nil } })
+        #expect(runsStarted() == 2)
+        #expect(runsStarted() == check.runs)
+        // Each caller's report counts the run it shared.
+        #expect(callers.compactMap { $0.answer ?? nil } == Array(repeating: 2, count: 20))
+    }
+
+    /// A run that times out counts as started; callers answered while it still goes (the check
+    /// is not run again until it returns) add nothing; the runs after it count on.
+    @Test func runsStarted_countsARunThatTimedOut_andNoneForItsStillRunningAnswers() async throws {
+        let registry = registry()
+        let check = CountedCheck()
+        let stuck = check.hold(run: 1)
+        registry.register(HealthCheck(name: "stuck", timeout: .seconds(2)) { await check.run() })
+        func runsStarted() -> Int? { registry.report().checks.first?.runsStarted }
+        let leader = Answered { await registry.runChecks(fixing: false) }
+        try #require(await eventually { stuck.waiting == 1 })
+        try await waitForSleepers(clock, 1)
+        clock.advance(by: .seconds(2))
+        try #require(await eventually { leader.answer != nil })
+        #expect(leader.answer?.checks[0].message.hasPrefix("timed out after 2 s") == true)
+        let late = await registry.runChecks(fixing: false)
+        #expect(late.checks[0].message.hasPrefix("timed out after 2 s, and still running") == true)
+        #expect(late.checks[0].runsStarted == 1)
+        #expect(runsStarted() == 1)
+        stuck.open()
+        try #require(await eventually { registry.state.withLock { $0.runsInFlight["stuck"] == nil } })
+        #expect(await registry.runChecks(fixing: false).checks[0].runsStarted == 2)
+        #expect(check.runs == 2)
+    }
+
     /// A program that changes what a check looks at and then runs it (`runCheck`, as weavedid
     /// does as a job's run ends) gets a run that started after it asked, never the result of
     /// the run going then, which looked before the change.

@@ -202,6 +202,24 @@ final class RecordingClock: HealthClock {
         #expect(try JSONDecoder().decode(HealthCheckResult.self, from: JSONEncoder().encode(pending)) == pending)
     }
 
+    /// A check's report encoded before `runsStarted` was kept decodes with 0 runs; one encoded
+    /// now decodes as it was.
+    @Test func aCheckReportEncodedWithoutRunsStarted_decodesWithNone() async throws {
+        let registry = registry()
+        registry.register(HealthCheck(name: "a") { .degraded("slow") })
+        await registry.runChecks(fixing: false)
+        let report = try #require(registry.report().checks.first)
+        #expect(report.runsStarted == 1)
+        let encoded = try JSONEncoder().encode(report)
+        #expect(try JSONDecoder().decode(CheckReport.self, from: encoded) == report)
+        var object = try #require(try JSONSerialization.jsonObject(with: encoded) as? [String: Any])
+        #expect(object.removeValue(forKey: "runsStarted") != nil)
+        let old = try JSONDecoder().decode(CheckReport.self, from: JSONSerialization.data(withJSONObject: object))
+        var expected = report
+        expected.runsStarted = 0
+        #expect(old == expected)
+    }
+
     @Test func report_holdsPerCheckFacts_andAScore() async {
         let registry = registry()
         registry.register(HealthCheck(name: "a", tags: [HealthCheck.liveness]) { .healthy() })

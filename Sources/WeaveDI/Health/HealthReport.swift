@@ -76,6 +76,12 @@ public struct CheckReport: Sendable, Codable, Equatable {
     public var lastFailure: Double?
     /// Failing runs in a row.
     public var consecutiveFailures: Int
+    /// How many runs of the check started: each once, however many callers shared it (see
+    /// `UnifiedRegistry.runChecks(tags:fixing:)`), whoever asked (a round, `runCheck`, a fix's
+    /// re-run, the loop); one that then timed out counts too. A caller answered without a run
+    /// (while a run that timed out still goes) adds nothing. Kept when the check is registered
+    /// again, as its state is; 0 for a check registered after one of its name was removed.
+    public var runsStarted: Int
     /// Whether the check offers a fix.
     public var fixable: Bool
     /// How many fixes were tried (automatic and manual).
@@ -92,6 +98,35 @@ public struct CheckReport: Sendable, Codable, Equatable {
     public var fixInProgress: String?
     /// The fix's circuit breaker.
     public var breaker: BreakerState
+
+    private enum CodingKeys: String, CodingKey {
+        case name, tags, status, message, data, duration, lastRun, lastSuccess, lastFailure, consecutiveFailures, runsStarted
+        case fixable, fixesTried, lastFix, fixHeldBack, fixInProgress, breaker
+    }
+}
+
+extension CheckReport {
+    /// Decodes a report; one encoded before `runsStarted` was kept counts 0 runs.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        tags = try container.decode([String].self, forKey: .tags)
+        status = try container.decodeIfPresent(HealthStatus.self, forKey: .status)
+        message = try container.decode(String.self, forKey: .message)
+        data = try container.decode([String: String].self, forKey: .data)
+        duration = try container.decode(Double.self, forKey: .duration)
+        lastRun = try container.decodeIfPresent(Double.self, forKey: .lastRun)
+        lastSuccess = try container.decodeIfPresent(Double.self, forKey: .lastSuccess)
+        lastFailure = try container.decodeIfPresent(Double.self, forKey: .lastFailure)
+        consecutiveFailures = try container.decode(Int.self, forKey: .consecutiveFailures)
+        runsStarted = try container.decodeIfPresent(Int.self, forKey: .runsStarted) ?? 0
+        fixable = try container.decode(Bool.self, forKey: .fixable)
+        fixesTried = try container.decode(Int.self, forKey: .fixesTried)
+        lastFix = try container.decodeIfPresent(FixRecord.self, forKey: .lastFix)
+        fixHeldBack = try container.decodeIfPresent(String.self, forKey: .fixHeldBack)
+        fixInProgress = try container.decodeIfPresent(String.self, forKey: .fixInProgress)
+        breaker = try container.decode(BreakerState.self, forKey: .breaker)
+    }
 }
 
 /// The registry's view of health at one moment.

@@ -3,6 +3,7 @@
 /// end (its result, which looked before the call, is not the caller's) and then shares the next
 /// run with every caller that came meanwhile. So any number of callers cost at most one run going
 /// and one waiting, per check, and each gets the result of a run that started after it asked.
+/// Each run started counts once in the check's `runsStarted`, whoever shares it.
 extension UnifiedRegistry {
     /// What `runOne` answers its caller.
     enum RunAnswer: Sendable {
@@ -127,6 +128,7 @@ extension UnifiedRegistry {
                         ? .waitsPastItsTimeout(ticket: caller.ticket, deadline: caller.deadline) : .waits
                 }
                 state.serial &+= 1
+                state.checks[check.name]!.runsStarted += 1
                 state.runsInFlight[check.name] = RunInFlight(
                     id: state.serial, started: now, timeout: check.timeout, fixing: fixingRound, callers: [caller])
                 return .start(RunStart(check: check, id: state.serial, deadline: now + check.timeout))
@@ -194,6 +196,7 @@ extension UnifiedRegistry {
             guard let waiting = state.nextRuns.removeValue(forKey: name) else { return (transition, run.callers, nil, [], nil) }
             guard let check = state.checks[name]?.check else { return (transition, run.callers, nil, waiting.callers, waiting) }
             state.serial &+= 1
+            state.checks[name]!.runsStarted += 1
             // A patient caller's time counts from here, its own run's start.
             let callers = waiting.callers.map { caller in
                 guard caller.patient else { return caller }

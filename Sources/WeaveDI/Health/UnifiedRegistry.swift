@@ -21,6 +21,8 @@ public final class UnifiedRegistry: Sendable {
         var lastFailure: Double?
         var consecutiveFailures = 0
         var consecutiveSuccesses = 0
+        /// The runs of the check started (`CheckReport.runsStarted`).
+        var runsStarted = 0
         /// The number (`State.serial`) of the run whose result was recorded last: an older
         /// result is not recorded over a newer one. (Runs of a check go one at a time, so they
         /// return in order; a run that timed out records nothing when it returns at last.)
@@ -328,7 +330,7 @@ public final class UnifiedRegistry: Sendable {
             name: entry.check.name, tags: entry.check.tags.sorted(), status: entry.status,
             message: entry.result?.message ?? "not run yet", data: entry.result?.data ?? [:],
             duration: seconds(entry.duration), lastRun: entry.lastRun, lastSuccess: entry.lastSuccess,
-            lastFailure: entry.lastFailure, consecutiveFailures: entry.consecutiveFailures,
+            lastFailure: entry.lastFailure, consecutiveFailures: entry.consecutiveFailures, runsStarted: entry.runsStarted,
             fixable: entry.check.fix != nil, fixesTried: entry.fixesTried, lastFix: entry.lastFix,
             fixHeldBack: entry.heldBack, fixInProgress: entry.remedy?.message,
             breaker: entry.governor.breaker(at: now, wallNow: wallNow))
