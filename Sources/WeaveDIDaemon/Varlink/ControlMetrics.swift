@@ -33,6 +33,13 @@ final class ControlMetrics: Sendable {
                 out.sample("weavedi_health_check_status", [("check", check.name), ("status", status.rawValue)], check.status == status ? 1 : 0)
             }
         }
+        out.header(
+            "weavedi_health_check_runs_total",
+            "Runs of each health check started: once per run, however many callers shared it; a run that timed out counts.",
+            type: "counter")
+        for check in report.checks {
+            out.sample("weavedi_health_check_runs_total", [("check", check.name)], Double(check.runsStarted))
+        }
         out.header("weavedi_fixes_total", "Fix attempts by outcome.", type: "counter")
         let history = methods.registry.fixHistory()
         for outcome in ["succeeded", "failed", "timedOut", "refused"] {
