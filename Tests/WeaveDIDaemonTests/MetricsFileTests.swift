@@ -88,6 +88,14 @@ import WeaveDIPosix
         #expect(directory.read("textfile/weavedi.prom")?.contains("weavedi_sync_runs_total") == true)
         found = try check()
         #expect(found?[member: "status"]?.stringValue == "healthy", "\(found.map { "\($0)" } ?? "no check")")
+        // The attempt is counted by its outcome; every outcome has a sample, at 0 until one comes.
+        let metrics = try client.call("io.weavedi.Daemon.GetMetrics").parameter("text")?.stringValue ?? ""
+        let fixes = metrics.split(separator: "\n").filter { $0.hasPrefix("weavedi_fixes_total{") }
+        #expect(fixes == [
+            #"weavedi_fixes_total{outcome="succeeded"} 1"#, #"weavedi_fixes_total{outcome="failed"} 0"#,
+            #"weavedi_fixes_total{outcome="timedOut"} 0"#, #"weavedi_fixes_total{outcome="refused"} 0"#,
+            #"weavedi_fixes_total{outcome="inProgress"} 0"#, #"weavedi_fixes_total{outcome="notApplicable"} 0"#,
+        ], "\(metrics)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

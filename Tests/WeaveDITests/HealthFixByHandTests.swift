@@ -131,3 +131,33 @@ import Testing
         fixture.gate.open()
     }
 }
+
+/// `fixesRecorded()`, which `weavedi_fixes_total` exposes, counts every record the fix history
+/// was given since the registry was made, those it no longer keeps included: a counter whose
+/// value went down as old records left the history would read as a restart.
+@Suite struct HealthFixesRecordedTests {
+    @Test func fixesRecorded_countsEveryRecord_pastTheHistoryLimit() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock(), jitter: { $0 })
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { throw ScriptedFix.FixError() }))
+        let asked = UnifiedRegistry.historyLimit + 10
+        var told: [FixRecord.Outcome: Int] = [:]
+        var records: [FixRecord] = []
+        for _ in 0..<asked {
+            let record = await registry.fix("x")
+            told[record.outcome, default: 0] += 1
+            records.append(record)
+        }
+        // Failed until the attempt limit, refused after: both outcomes, each counted in full.
+        #expect(told.count == 2 && told[.failed, default: 0] > 0 && told[.refused, default: 0] > 0, "\(told)")
+        #expect(registry.fixesRecorded() == told)
+        #expect(registry.fixHistory() == Array(records.suffix(UnifiedRegistry.historyLimit)))
+    }
+
+    @Test func aNameWithoutAFix_isNoAttempt_andIsNotCounted() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock(), jitter: { $0 })
+        registry.register(HealthCheck(name: "x", run: { .healthy() }))
+        #expect(await registry.fix("x").outcome == .refused)
+        #expect(await registry.fix("y").outcome == .refused)
+        #expect(registry.fixesRecorded().isEmpty && registry.fixHistory().isEmpty)
+    }
+}

@@ -14,7 +14,7 @@ public struct FixRecord: Sendable, Codable, Equatable {
     }
 
     /// How it went.
-    public enum Outcome: String, Sendable, Codable {
+    public enum Outcome: String, Sendable, Codable, CaseIterable {
         /// The fix ran, did not throw, and its check, run again at once, no longer fails.
         case succeeded
         /// The fix threw (`error` says why), or it returned but its check, run again at once,
@@ -22,7 +22,7 @@ public struct FixRecord: Sendable, Codable, Equatable {
         case failed
         /// The fix ran past the policy's attempt timeout and was cancelled.
         case timedOut
-        /// The fix was not run (no fix, attempt limit, a fix already running).
+        /// The fix was not run (no fix, attempt limit, a fix that timed out not returned yet).
         case refused
         /// The fix returned, having started a remedy that goes on after it (a long run; see
         /// `FixRecord.remedyInProgress(while:)`), and the check still fails meanwhile: neither

@@ -310,6 +310,7 @@ extension UnifiedRegistry {
     private func remember(_ record: FixRecord) {
         state.withLock { state in
             state.history.append(record)
+            state.recorded[record.outcome, default: 0] += 1
             if state.history.count > UnifiedRegistry.historyLimit {
                 state.history.removeFirst(state.history.count - UnifiedRegistry.historyLimit)
             }

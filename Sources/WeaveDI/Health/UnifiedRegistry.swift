@@ -70,6 +70,9 @@ public final class UnifiedRegistry: Sendable {
         /// with tags: kept as checks come and go rather than gathered from every check).
         var tagCounts: [String: Int] = [:]
         var history: [FixRecord] = []
+        /// Every record `history` was given, by outcome, since the registry was made: the
+        /// history keeps only the last `historyLimit`, a counter may not go down.
+        var recorded: [FixRecord.Outcome: Int] = [:]
         /// The run of each check that has not returned yet (at most one; see `runOne`), with the
         /// callers it answers. Kept apart from `checks`, which the report describes.
         var runsInFlight: [String: RunInFlight] = [:]
@@ -323,6 +326,13 @@ public final class UnifiedRegistry: Sendable {
     /// Every fix attempt recorded, oldest first (at most `historyLimit`).
     public func fixHistory() -> [FixRecord] {
         state.withLock { $0.history }
+    }
+
+    /// How many fix records were recorded, by outcome, since the registry was made: every
+    /// record `fixHistory()` was given, those it no longer keeps included (a counter, for a
+    /// metric). An outcome never recorded is absent.
+    public func fixesRecorded() -> [FixRecord.Outcome: Int] {
+        state.withLock { $0.recorded }
     }
 
     static func report(of entry: CheckState, at now: Duration, wallNow: Double) -> CheckReport {

@@ -40,10 +40,10 @@ final class ControlMetrics: Sendable {
         for check in report.checks {
             out.sample("weavedi_health_check_runs_total", [("check", check.name)], Double(check.runsStarted))
         }
-        out.header("weavedi_fixes_total", "Fix attempts by outcome.", type: "counter")
-        let history = methods.registry.fixHistory()
-        for outcome in ["succeeded", "failed", "timedOut", "refused"] {
-            out.sample("weavedi_fixes_total", [("outcome", outcome)], Double(history.filter { $0.outcome.rawValue == outcome }.count))
+        out.header("weavedi_fixes_total", "Fix attempts recorded in the fix history since the start, by outcome.", type: "counter")
+        let recorded = methods.registry.fixesRecorded()
+        for outcome in FixRecord.Outcome.allCases {
+            out.sample("weavedi_fixes_total", [("outcome", outcome.rawValue)], Double(recorded[outcome] ?? 0))
         }
         out.gauge("weavedi_control_clients", "Connected control clients.", Double(clients()))
         out.gauge("weavedi_sessions_open", "Open WeaveDI sessions.", Double(methods.container.openSessions.count))
