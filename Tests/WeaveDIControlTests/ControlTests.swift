@@ -3,6 +3,21 @@ import WeaveDIControl
 
 @Suite struct ControlTests {
     @Test func interfaceName() { #expect(WeaveDIControl.interface == "io.weavedi.Daemon") }
+
+    /// Types, methods and errors of a varlink interface share one name space: a type named as a
+    /// method (`type Fix` beside `method Fix`) makes libvarlink refuse the whole interface, and
+    /// the Python `varlink` package read `[]Fix` as the method, refusing every reply that had one.
+    @Test(arguments: [DaemonInterface.description, DaemonInterface.serviceDescription])
+    func everyMemberName_isUsedOnce(description: String) {
+        var seen: [String: Int] = [:]
+        for line in description.split(separator: "\n") {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "(" })
+            guard words.count >= 2, ["type", "method", "error"].contains(words[0]) else { continue }
+            seen[String(words[1]), default: 0] += 1
+        }
+        #expect(seen.count >= 6, "\(seen)")
+        #expect(seen.filter { $0.value > 1 }.isEmpty, "\(seen.filter { $0.value > 1 })")
+    }
 }
 
 @Suite struct ControlCharacterTests {

@@ -61,7 +61,7 @@ public enum DaemonInterface {
         # the Check's fixInProgress says so until it ends), or notApplicable (the fix had nothing
         # to do; only by hand: an automatic one is not recorded, the Check's fixHeldBack says
         # why); a client should show any other as it is.
-        type Fix (
+        type FixAttempt (
           time: float,
           check: string,
           trigger: string,
@@ -173,10 +173,10 @@ public enum DaemonInterface {
 
         # Runs the fix of one check, or of every failing check with a fix. A fix of a check whose
         # fix is running waits for that one to end; when it healed the check, it is not run again.
-        method Fix(check: ?string) -> (fixes: []Fix)
+        method Fix(check: ?string) -> (fixes: []FixAttempt)
 
         # Fix attempts recorded, newest last.
-        method ListFixes(limit: ?int) -> (fixes: []Fix)
+        method ListFixes(limit: ?int) -> (fixes: []FixAttempt)
 
         # The configured sync jobs.
         method ListJobs() -> (jobs: []Job)
