@@ -52,6 +52,17 @@ import WeaveDIPosix
     /// The time in seconds since 1970 `ago` seconds before now, as the state file has it.
     static func time(_ ago: Int) -> String { String(Int(Date().timeIntervalSince1970) - ago) }
 
+    /// A state file entry of the job paused, whose last run, docs-1, succeeded an hour (its
+    /// interval) less `seconds` ago: its timer's tick comes `seconds` from now, to the fraction.
+    static func pausedEntry(dueIn seconds: Double) -> String {
+        let now = Date().timeIntervalSince1970
+        return """
+            {"consecutiveFailures": 0, "paused": true, "firstSeenAt": \(now - 7200), "lastSuccess": \(now - 3599 + seconds),
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(now - 3600 + seconds),
+               "endedAt": \(now - 3599 + seconds)}}
+            """
+    }
+
     /// A run due while the job was paused (its timer's tick came, 2 s after the start) is
     /// made up at once when it is resumed, and the log says why; its timer then goes on an
     /// interval from that run.
@@ -265,6 +276,34 @@ import WeaveDIPosix
         #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
                 "\(daemon.log)")
         #expect(daemon.waitForLog("sync: docs: run docs-3 started"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A tick that came while the job was paused, with no run going, stays a run missed when
+    /// the run by hand started after it (`run-job`, or the job's fix asked by hand) fails: it
+    /// did not do that work, and the job, resumed, runs at once. Before, the run by hand was
+    /// taken to have made it up as it started, and the job waited for its next tick.
+    @Test(arguments: ["RunJob", "Fix"])
+    func aMissedRun_staysMissed_whenTheRunByHandAfterItFails(startedBy method: String) throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: Self.pausedEntry(dueIn: 2), withoutSource: true)
+        try #require(daemon.waitForLog("sync: docs: a run is due, but the job is paused: it runs once resumed"), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        if method == "RunJob" {
+            _ = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))])
+        } else {
+            let fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
+            #expect(fix?[member: "message"]?.stringValue?.contains("reset the backoff") == true, "\(fix.map { "\($0)" } ?? "no fix")")
+        }
+        try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
+        #expect(daemon.log.contains("sync: docs: run docs-2, which was to do the work of a run due while the job was paused, failed: that "
+            + "run is missed, and runs once the job is resumed"), "\(daemon.log)")
+        try resume(daemon)
+        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
+                "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: run docs-3 failed"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

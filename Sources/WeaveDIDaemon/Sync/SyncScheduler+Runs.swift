@@ -32,7 +32,12 @@ extension SyncScheduler {
         }
         jobs[name]?.running = ActiveRun(task: task, id: runID, started: holdsSlot ? .now : nil, queued: queued)
         jobs[name]?.progress = SyncProgress()
-        // A run missed while the job was paused is made up by this one.
+        // A run missed while the job was paused is made up by this one; the job still paused,
+        // this run does that tick's work as if the tick had come while it went
+        // (`tickLeftToRun`): a failure or a cancellation leaves it missed (`finish`).
+        if let missed = jobs[name]?.missedWhilePaused, jobs[name]?.paused == true {
+            jobs[name]?.tickLeftToRun = (runID, missed)
+        }
         jobs[name]?.missedWhilePaused = nil
         return task
     }

@@ -190,13 +190,15 @@ public actor SyncScheduler: DaemonService {
         var backoffSince: ContinuousClock.Instant?
         /// When a tick of the job's timer came while it was paused (the first such): the run it
         /// missed starts at once when the job is resumed, as systemd's `Persistent=true` timers
-        /// catch up. nil once a run of it started, or its timer was started again.
+        /// catch up. nil once a run of it started (which, the job still paused, takes it on as
+        /// `tickLeftToRun`), or its timer was started again.
         var missedWhilePaused: ContinuousClock.Instant?
         /// When a tick of the job's timer came while it was paused and a run of it was going
-        /// (by hand), the first such, with that run's id: the run does the tick's work, unless
-        /// it fails or is cancelled; then, the job still paused, the tick is a run missed
-        /// (`missedWhilePaused`, from when it came). nil once that run ended, or the timer was
-        /// started again.
+        /// (by hand), the first such, with that run's id; or a run missed (`missedWhilePaused`)
+        /// that a run by hand started while the job was paused took on (`launch`): the run does
+        /// the tick's work, unless it fails or is cancelled; then, the job still paused, the tick
+        /// is a run missed (`missedWhilePaused`, from when it came). nil once that run ended, or
+        /// the timer was started again.
         var tickLeftToRun: (runID: String, at: ContinuousClock.Instant)?
         /// Set at the start when two runs of the job in a row never ended
         /// (`PersistedJobState.neverEndedTwice`), until a run of it does work: its last run that
@@ -671,10 +673,11 @@ public actor SyncScheduler: DaemonService {
     /// its last run did not finish (never ended, or was cancelled) and no run has done work
     /// since, but for two in a row that never ended; or a tick of its timer came while it was
     /// paused (`missedWhilePaused`: the run it missed; the start's first tick of a job overdue
-    /// then is one, and so is one that came while a run by hand was going that then failed or
-    /// was cancelled, `tickLeftToRun`), or is due now. Otherwise its timer goes on as planned (the interval, or a
-    /// backoff being waited out), not a whole interval from now; and so it does while a run of
-    /// the job is going, which does its work (a tick would skip).
+    /// then is one, and so is one that came before a run by hand, or while it went, when that
+    /// run then failed or was cancelled, `tickLeftToRun`), or is due now. Otherwise its timer
+    /// goes on as planned (the interval, or a backoff being waited out), not a whole interval
+    /// from now; and so it does while a run of the job is going, which does its work (a tick
+    /// would skip).
     func resumeTimer(_ name: String) -> String {
         guard let state = jobs[name] else { return "resumed" }
         let config = state.config
