@@ -236,15 +236,25 @@ import WeaveDIPosix
     /// held in its copy of `slow-big.bin` (2 MiB: 7 s at most before the walk watch fails it)
     /// until the gate releases it.
     func startWithARunByHandHeld(_ directory: TemporaryDirectory, entry: String) throws -> (DaemonProcess, CopyGate) {
+        let (daemon, gate) = try startWithAGate(directory, entry: entry)
+        try holdARunByHand(daemon, gate)
+        return (daemon, gate)
+    }
+
+    /// `start(directory, entry:, …)` with a CopyGate, and `slow-big.bin` in the source.
+    func startWithAGate(_ directory: TemporaryDirectory, entry: String) throws -> (DaemonProcess, CopyGate) {
         let gate = try CopyGate.build(in: directory)
         let big = directory.write("source/slow-big.bin", "")
         try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
-        let daemon = try start(directory, entry: entry, environment: gate.environment)
+        return (try start(directory, entry: entry, environment: gate.environment), gate)
+    }
+
+    /// Starts a run of the job by hand, docs-2, and waits until `gate` holds it.
+    func holdARunByHand(_ daemon: DaemonProcess, _ gate: CopyGate) throws {
         let client = try VarlinkClient(path: daemon.defaultSocket)
         let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
         try #require(id == "docs-2", "\(daemon.log)")
         try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
-        return (daemon, gate)
     }
 
     /// A reload that changes the interval (and the destination) of a job whose run is going:
@@ -289,6 +299,35 @@ import WeaveDIPosix
         #expect(daemon.waitForLog("sync: docs: the previous run is still going; this run is skipped"), "\(daemon.log)")
         gate.release("slow-big.bin")
         try #require(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        #expect(daemon.waitForLog("sync: docs: run docs-3 started"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
+    /// A run missed while the job was paused, which a run by hand started after it took on,
+    /// stays missed through a reload that counts the next run from that run while it goes, when
+    /// the run then fails (held past the walk watch's limit, 7 s for the 2 MiB file): resumed,
+    /// the job runs at once. Before, the reload dropped it, and the job waited for its next run.
+    @Test func aMissedRunTakenOnByARunByHand_isKeptThroughAReload_whenThatRunFails() throws {
+        let directory = TemporaryDirectory()
+        let (daemon, gate) = try startWithAGate(directory, entry: lastRun(startedAgo: 3598, paused: true))
+        defer { gate.release("slow-big.bin") }
+        try #require(daemon.waitForLog("sync: docs: a run is due, but the job is paused: it runs once resumed"), "\(daemon.log)")
+        try holdARunByHand(daemon, gate)
+        writeConfiguration(directory, interval: 7200)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let line = reloadLine(daemon)
+        #expect(line.contains("notice  sync: docs: changed by the reload; next run in 1h 59m (counted from its run docs-2, going, "
+            + "started ") && line.hasSuffix(" ago); it stays paused"), "\(daemon.log)")
+        try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
+        #expect(daemon.log.contains("sync: docs: run docs-2, which was to do the work of a run due while the job was paused, failed: that "
+            + "run is missed, and runs once the job is resumed"), "\(daemon.log)")
+        _ = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
+        let resumed = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(resumed.contains("notice  sync: docs resumed: a run was due while it was paused (") && resumed.hasSuffix(" ago); it runs now"),
+                "\(daemon.log)")
+        // The copy left behind goes on; the next run's copy of the file passes the gate.
+        gate.release("slow-big.bin")
         #expect(daemon.waitForLog("sync: docs: run docs-3 started"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")

@@ -197,8 +197,8 @@ public actor SyncScheduler: DaemonService {
         /// (by hand), the first such, with that run's id; or a run missed (`missedWhilePaused`)
         /// that a run by hand started while the job was paused took on (`launch`): the run does
         /// the tick's work, unless it fails or is cancelled; then, the job still paused, the tick
-        /// is a run missed (`missedWhilePaused`, from when it came). nil once that run ended, or
-        /// the timer was started again.
+        /// is a run missed (`missedWhilePaused`, from when it came). nil once that run ended; a
+        /// timer started again meanwhile (a reload) leaves it, as the run goes on.
         var tickLeftToRun: (runID: String, at: ContinuousClock.Instant)?
         /// Set at the start when two runs of the job in a row never ended
         /// (`PersistedJobState.neverEndedTwice`), until a run of it does work: its last run that
@@ -611,7 +611,8 @@ public actor SyncScheduler: DaemonService {
         jobs[name]?.nextRun = ContinuousClock.now + delay
         jobs[name]?.inBackoff = false
         jobs[name]?.missedWhilePaused = nil
-        jobs[name]?.tickLeftToRun = nil
+        // A tick left to the run going (`tickLeftToRun`) stays: that run does its work still, or
+        // leaves it missed (a reload that counts the next run from that run, while it goes).
         // A timer a fix (re)starts is not part of the fix: neither the fix's attempt nor who
         // asked for it follows it.
         loops[name] = Task { [weak self] in
