@@ -233,19 +233,19 @@ import WeaveDIPosix
     }
 
     /// `start(directory, entry:, …)` with a CopyGate, and a run of the job by hand, docs-2, going:
-    /// held in its copy of `slow-big.bin` (2 MiB: 7 s at most before the walk watch fails it)
-    /// until the gate releases it.
-    func startWithARunByHandHeld(_ directory: TemporaryDirectory, entry: String) throws -> (DaemonProcess, CopyGate) {
-        let (daemon, gate) = try startWithAGate(directory, entry: entry)
+    /// held in its copy of `slow-big.bin` (`mebibytes` large: the walk watch fails a copy held
+    /// for 5 s plus 1 s per MiB, 7 s for 2 MiB, 13 s for 8 MiB or more) until the gate releases it.
+    func startWithARunByHandHeld(_ directory: TemporaryDirectory, entry: String, mebibytes: Int = 2) throws -> (DaemonProcess, CopyGate) {
+        let (daemon, gate) = try startWithAGate(directory, entry: entry, mebibytes: mebibytes)
         try holdARunByHand(daemon, gate)
         return (daemon, gate)
     }
 
     /// `start(directory, entry:, …)` with a CopyGate, and `slow-big.bin` in the source.
-    func startWithAGate(_ directory: TemporaryDirectory, entry: String) throws -> (DaemonProcess, CopyGate) {
+    func startWithAGate(_ directory: TemporaryDirectory, entry: String, mebibytes: Int = 2) throws -> (DaemonProcess, CopyGate) {
         let gate = try CopyGate.build(in: directory)
         let big = directory.write("source/slow-big.bin", "")
-        try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
+        try #require(truncate(big, off_t(mebibytes) << 20) == 0, "truncate: \(Errno.current)")
         return (try start(directory, entry: entry, environment: gate.environment), gate)
     }
 
@@ -288,7 +288,9 @@ import WeaveDIPosix
     /// goes on once the run has ended.
     @Test func aRunGoingLongerThanTheNewInterval_isTheRunDue() throws {
         let directory = TemporaryDirectory()
-        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: lastRun(startedAgo: 60))
+        // Held through the reload and the tick after it (8 MiB: 13 s before the walk watch
+        // would fail it).
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: lastRun(startedAgo: 60), mebibytes: 8)
         defer { gate.release("slow-big.bin") }
         // Going for more than the new interval, 1 s.
         Thread.sleep(forTimeInterval: 1.5)

@@ -28,11 +28,12 @@ import WeaveDIPosix
     }
 
     /// `start(directory, entry:)`, with a run of the job by hand, docs-2, going: held in its copy
-    /// of `slow-big.bin` until `gate` releases it.
-    func startWithARunByHandHeld(_ directory: TemporaryDirectory, entry: String) throws -> (DaemonProcess, CopyGate) {
+    /// of `slow-big.bin` (`mebibytes` large: the walk watch fails a copy held for 5 s plus 1 s per
+    /// MiB, 7 s for 2 MiB, 13 s for 8 MiB or more) until `gate` releases it.
+    func startWithARunByHandHeld(_ directory: TemporaryDirectory, entry: String, mebibytes: Int = 2) throws -> (DaemonProcess, CopyGate) {
         let gate = try CopyGate.build(in: directory)
         let big = directory.write("source/slow-big.bin", "")
-        try #require(truncate(big, 2 << 20) == 0, "truncate: \(Errno.current)")
+        try #require(truncate(big, off_t(mebibytes) << 20) == 0, "truncate: \(Errno.current)")
         let daemon = try start(directory, entry: entry, environment: gate.environment)
         let client = try VarlinkClient(path: daemon.defaultSocket)
         let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
@@ -229,12 +230,9 @@ import WeaveDIPosix
     /// skipped): resumed after that run, the job keeps its next run rather than running again.
     @Test func aTickWhileARunByHandGoes_isNoMissedRun() throws {
         let directory = TemporaryDirectory()
-        // Due 3 s after the start: the run by hand starts before the tick.
-        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: """
-            {"consecutiveFailures": 0, "paused": true, "firstSeenAt": \(Self.time(7200)), "lastSuccess": \(Self.time(3596)),
-             "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(Self.time(3597)),
-               "endedAt": \(Self.time(3596))}}
-            """)
+        // Due 6 s from now: the run by hand starts before the tick, and is held through it
+        // (8 MiB: 13 s before the walk watch would fail it).
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: Self.pausedEntry(dueIn: 6), mebibytes: 8)
         defer { gate.release("slow-big.bin") }
         try #require(daemon.waitForLog("sync: docs: a run is due while the job is paused, and run docs-2 of it is going: that run does its work"),
                      "\(daemon.log)")
@@ -256,21 +254,22 @@ import WeaveDIPosix
     /// job waited for its next one.
     @Test func aTickWhileARunByHandGoes_isAMissedRun_whenThatRunFails() throws {
         let directory = TemporaryDirectory()
-        // Due 3 s after the start: the run by hand starts before the tick, and fails after it.
-        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: """
-            {"consecutiveFailures": 0, "paused": true, "firstSeenAt": \(Self.time(7200)), "lastSuccess": \(Self.time(3596)),
-             "lastRun": {"id": "docs-1", "job": "docs", "result": "success", "startedAt": \(Self.time(3597)),
-               "endedAt": \(Self.time(3596))}}
-            """)
+        // Due 6 s from now: the run by hand starts before the tick, and fails after it (7 s at
+        // least after it started).
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: Self.pausedEntry(dueIn: 6))
         defer { gate.release("slow-big.bin") }
         try #require(daemon.waitForLog("sync: docs: a run is due while the job is paused, and run docs-2 of it is going: that run does its work"),
                      "\(daemon.log)")
         try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
         #expect(daemon.log.contains("sync: docs: run docs-2, which was to do the work of a run due while the job was paused, failed: that "
             + "run is missed, and runs once the job is resumed"), "\(daemon.log)")
+        // Still paused, the job does not run it now: no run is going once that run's end is
+        // booked (a run started then would be held at the gate).
+        let after = try job(daemon)
+        #expect(after?[member: "running"]?.boolValue == false && after?[member: "nextRunIn"]?.isNull == true,
+                "\(after.map { "\($0)" } ?? "no job")")
         // The copy left behind goes on; the next run's copy of the file passes the gate.
         gate.release("slow-big.bin")
-        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
         try resume(daemon)
         let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
         #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
