@@ -77,10 +77,7 @@ import WeaveDIPosix
         #expect(try job(daemon)?[member: "nextRunIn"]?.isNull == true)
         try #require(daemon.waitForLog("sync: docs: a run is due, but the job is paused: it runs once resumed"), "\(daemon.log)")
         #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
-        try resume(daemon)
-        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
-        #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
-                "\(daemon.log)")
+        try daemon.resumeExpectingARunNow()
         #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
         let after = try job(daemon)
         let next = after?[member: "nextRunIn"]?.numberValue ?? -1
@@ -270,10 +267,7 @@ import WeaveDIPosix
                 "\(after.map { "\($0)" } ?? "no job")")
         // The copy left behind goes on; the next run's copy of the file passes the gate.
         gate.release("slow-big.bin")
-        try resume(daemon)
-        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
-        #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
-                "\(daemon.log)")
+        try daemon.resumeExpectingARunNow()
         #expect(daemon.waitForLog("sync: docs: run docs-3 started"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
@@ -298,12 +292,20 @@ import WeaveDIPosix
         try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
         #expect(daemon.log.contains("sync: docs: run docs-2, which was to do the work of a run due while the job was paused, failed: that "
             + "run is missed, and runs once the job is resumed"), "\(daemon.log)")
-        try resume(daemon)
-        let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
-        #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
-                "\(daemon.log)")
+        try daemon.resumeExpectingARunNow()
         #expect(daemon.waitForLog("sync: docs: run docs-3 failed"), "\(daemon.log)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+}
+
+extension DaemonProcess {
+    /// Resumes the job `docs`, expecting its log line to say that a run was due while it was
+    /// paused and runs now.
+    func resumeExpectingARunNow(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        _ = try VarlinkClient(path: defaultSocket).call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))])
+        let line = log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(line.contains("notice  sync: docs resumed: a run was due while it was paused (") && line.hasSuffix(" ago); it runs now"),
+                "\(log)", sourceLocation: sourceLocation)
     }
 }
