@@ -54,15 +54,7 @@ import WeaveDIPosix
           arguments: SecondSignal.allCases)
     func secondStopSignal_doesNotCutTheShutdownShort(second: SecondSignal) throws {
         let directory = TemporaryDirectory()
-        let shim = try PreloadLibrary.build(#"""
-            #define _GNU_SOURCE
-            #include <dlfcn.h>
-            #include <fcntl.h>
-            #include <stdlib.h>
-            #include <string.h>
-            #include <sys/stat.h>
-            #include <time.h>
-            #include <unistd.h>
+        let shim = try PreloadLibrary.holdingFstatat(#"""
             /* An lstat of a name starting with "hold-" says so in WEAVEDI_TEST_HELD, then waits
                while the file WEAVEDI_TEST_HOLD exists. */
             static void hold(const char *path) {
@@ -74,19 +66,7 @@ import WeaveDIPosix
               struct timespec pause = {0, 10000000};
               while (access(until, F_OK) == 0) nanosleep(&pause, NULL);
             }
-            int fstatat(int directory, const char *path, struct stat *status, int flags) {
-              static int (*next)(int, const char *, struct stat *, int);
-              if (!next) next = (int (*)(int, const char *, struct stat *, int))dlsym(RTLD_NEXT, "fstatat");
-              hold(path);
-              return next(directory, path, status, flags);
-            }
-            int fstatat64(int directory, const char *path, struct stat64 *status, int flags) {
-              static int (*next)(int, const char *, struct stat64 *, int);
-              if (!next) next = (int (*)(int, const char *, struct stat64 *, int))dlsym(RTLD_NEXT, "fstatat64");
-              hold(path);
-              return next(directory, path, status, flags);
-            }
-            """#, in: directory, slowing: "lstat")
+            """#, in: directory)
         directory.write("source/hold-1", "x")
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         let (held, hold) = (directory.path + "/held", directory.write("hold", ""))

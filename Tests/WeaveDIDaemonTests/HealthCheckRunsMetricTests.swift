@@ -15,15 +15,6 @@ import WeaveDIPosix
     /// started beside the one held, were there any, would not hold the threads of Swift's pool
     /// (the check runs on one; two on two cores) and stall the daemon, but be counted.
     static let holdingTheSocketsLook = #"""
-        #define _GNU_SOURCE
-        #include <dlfcn.h>
-        #include <fcntl.h>
-        #include <stdio.h>
-        #include <stdlib.h>
-        #include <string.h>
-        #include <sys/stat.h>
-        #include <time.h>
-        #include <unistd.h>
         static int firstTaken, holding;
         static void waitWhile(const char *directory, const char *name) {
           char path[4096], mark[4096];
@@ -45,18 +36,6 @@ import WeaveDIPosix
           else if (access(later, F_OK) == 0) waitWhile(directory, "later");
           __sync_lock_release(&holding);
         }
-        int fstatat(int directory, const char *path, struct stat *status, int flags) {
-          static int (*next)(int, const char *, struct stat *, int);
-          if (!next) next = (int (*)(int, const char *, struct stat *, int))dlsym(RTLD_NEXT, "fstatat");
-          hold(path);
-          return next(directory, path, status, flags);
-        }
-        int fstatat64(int directory, const char *path, struct stat64 *status, int flags) {
-          static int (*next)(int, const char *, struct stat64 *, int);
-          if (!next) next = (int (*)(int, const char *, struct stat64 *, int))dlsym(RTLD_NEXT, "fstatat64");
-          hold(path);
-          return next(directory, path, status, flags);
-        }
         """#
 
     /// Twenty-one `RunChecks` calls, each on a connection of its own, while a run of
@@ -68,7 +47,7 @@ import WeaveDIPosix
     /// them all.
     @Test func manyRunChecksCalls_shareTheRunsOfACheck_asWeavediHealthCheckRunsTotalShows() throws {
         let directory = TemporaryDirectory()
-        let shim = try PreloadLibrary.build(Self.holdingTheSocketsLook, in: directory, slowing: "fstatat")
+        let shim = try PreloadLibrary.holdingFstatat(Self.holdingTheSocketsLook, in: directory)
         let holds = directory.path + "/holds"
         try FileManager.default.createDirectory(atPath: holds, withIntermediateDirectories: true)
         // A connection of its own for each call: more than the 16 a user may have by default.

@@ -18,16 +18,8 @@ import WeaveDIPosix
     /// run ends `cancelled`, without an error, having looked at fewer of the files than there are.
     @Test func aRunCancelledByAReload_whileScanning_stopsAtTheNextEntry() throws {
         let directory = TemporaryDirectory()
-        let shim = try PreloadLibrary.build(#"""
-            #define _GNU_SOURCE
-            #include <dlfcn.h>
-            #include <fcntl.h>
-            #include <stdlib.h>
-            #include <string.h>
-            #include <sys/stat.h>
-            #include <time.h>
-            #include <unistd.h>
-            static void slow(const char *path) {
+        let shim = try PreloadLibrary.holdingFstatat(#"""
+            static void hold(const char *path) {
               const char *name = strrchr(path, '/');
               if (strncmp(name ? name + 1 : path, "slow-", 5) != 0) return;
               const char *counted = getenv("WEAVEDI_TEST_LOOKED_AT");
@@ -38,19 +30,7 @@ import WeaveDIPosix
               struct timespec pause = {0, 2000000};
               nanosleep(&pause, NULL);
             }
-            int fstatat(int directory, const char *path, struct stat *status, int flags) {
-              static int (*next)(int, const char *, struct stat *, int);
-              if (!next) next = (int (*)(int, const char *, struct stat *, int))dlsym(RTLD_NEXT, "fstatat");
-              slow(path);
-              return next(directory, path, status, flags);
-            }
-            int fstatat64(int directory, const char *path, struct stat64 *status, int flags) {
-              static int (*next)(int, const char *, struct stat64 *, int);
-              if (!next) next = (int (*)(int, const char *, struct stat64 *, int))dlsym(RTLD_NEXT, "fstatat64");
-              slow(path);
-              return next(directory, path, status, flags);
-            }
-            """#, in: directory, slowing: "lstat")
+            """#, in: directory)
         try FileManager.default.createDirectory(atPath: directory.path + "/source", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         for file in 0..<Self.files {

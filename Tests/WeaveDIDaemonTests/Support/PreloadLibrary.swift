@@ -55,4 +55,35 @@ enum PreloadLibrary {
             }
             """#, in: directory, slowing: "openat")
     }
+
+    /// A library whose `fstatat` and `fstatat64` (what `lstat` and `stat` come down to) call
+    /// `static void hold(const char *path)`, the C function `hold` defines (with what it needs
+    /// before it: helpers, state), before they look: a test holds or slows a daemon at the look
+    /// at a file of its choosing.
+    static func holdingFstatat(_ hold: String, in directory: TemporaryDirectory) throws -> String {
+        try build(#"""
+            #define _GNU_SOURCE
+            #include <dlfcn.h>
+            #include <fcntl.h>
+            #include <stdio.h>
+            #include <stdlib.h>
+            #include <string.h>
+            #include <sys/stat.h>
+            #include <time.h>
+            #include <unistd.h>
+            """# + "\n" + hold + "\n" + #"""
+            int fstatat(int directory, const char *path, struct stat *status, int flags) {
+              static int (*next)(int, const char *, struct stat *, int);
+              if (!next) next = (int (*)(int, const char *, struct stat *, int))dlsym(RTLD_NEXT, "fstatat");
+              hold(path);
+              return next(directory, path, status, flags);
+            }
+            int fstatat64(int directory, const char *path, struct stat64 *status, int flags) {
+              static int (*next)(int, const char *, struct stat64 *, int);
+              if (!next) next = (int (*)(int, const char *, struct stat64 *, int))dlsym(RTLD_NEXT, "fstatat64");
+              hold(path);
+              return next(directory, path, status, flags);
+            }
+            """#, in: directory, slowing: "fstatat")
+    }
 }
