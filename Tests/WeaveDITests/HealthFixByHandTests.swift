@@ -9,15 +9,25 @@ import Testing
 @Suite struct HealthFixByHandTests {
     let clock = ManualHealthClock()
 
+    /// How the first run of the fixture's fix ends, once past its gate.
+    enum FirstRun {
+        /// It heals the check.
+        case heals
+        /// It throws.
+        case fails
+    }
+
     /// The check `x`, failing until its fix heals it. The fix's first run waits at `gate`, then
-    /// heals only with `firstHeals` (else throws); later runs heal at once.
+    /// ends as `first` says; later runs heal at once.
     struct Fixture {
         let registry: UnifiedRegistry
         let gate = Gate()
         let runs = Locked(0)
         let events = Locked<[HealthEvent]>([])
+        /// How many fixes by hand `fixByHand()` started have been answered.
+        let answered = Locked(0)
 
-        init(clock: ManualHealthClock, policy: AutoFixPolicy = AutoFixPolicy(), firstHeals: Bool) {
+        init(clock: ManualHealthClock, policy: AutoFixPolicy = AutoFixPolicy(), first: FirstRun) {
             registry = UnifiedRegistry(clock: clock, policy: policy, jitter: { $0 })
             let (gate, runs, events) = (gate, runs, events)
             let healthy = Locked(false)
@@ -29,11 +39,24 @@ import Testing
                 }
                 if run == 1 {
                     await gate.wait()
-                    guard firstHeals else { throw ScriptedFix.FixError() }
+                    switch first {
+                    case .heals: break
+                    case .fails: throw ScriptedFix.FixError()
+                    }
                 }
                 healthy.withLock { $0 = true }
                 return "fixed by run \(run)"
             }))
+        }
+
+        /// Asks for a fix of `x` by hand in a task of its own, counted in `answered` once answered.
+        func fixByHand() -> Task<FixRecord, Never> {
+            let (registry, answered) = (registry, answered)
+            return Task {
+                let record = await registry.fix("x")
+                answered.withLock { $0 += 1 }
+                return record
+            }
         }
 
         /// How many fixes by hand wait for a fix of `x` to end.
@@ -46,13 +69,13 @@ import Testing
     func byHandDuringAnAutomaticFix(_ fixture: Fixture) async throws -> (automatic: Task<HealthReport, Never>, byHand: Task<FixRecord, Never>) {
         let automatic = Task { await fixture.registry.runChecks() }
         try #require(await eventually { fixture.gate.waiting == 1 })
-        let byHand = Task { await fixture.registry.fix("x") }
+        let byHand = fixture.fixByHand()
         try #require(await eventually { fixture.waiting == 1 })
         return (automatic, byHand)
     }
 
     @Test func aFixByHand_duringAnAutomaticFixThatHeals_takesItsOutcome_withoutRunningTheFixAgain() async throws {
-        let fixture = Fixture(clock: clock, firstHeals: true)
+        let fixture = Fixture(clock: clock, first: .heals)
         let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
         #expect(fixture.runs.withLock { $0 } == 1)
         fixture.gate.open()
@@ -71,7 +94,7 @@ import Testing
     }
 
     @Test func aFixByHand_duringAnAutomaticFixThatDoesNotHeal_runsItsOwnOnceThatOneEnds() async throws {
-        let fixture = Fixture(clock: clock, firstHeals: false)
+        let fixture = Fixture(clock: clock, first: .fails)
         let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
         fixture.gate.open()
         let record = await byHand.value
@@ -90,7 +113,7 @@ import Testing
     /// Two by hand (two people, or a script and a person) are no different: the second waits
     /// for the first, and takes its outcome when it healed.
     @Test func aSecondFixByHand_waitsForTheFirst_andTakesItsOutcomeWhenItHealed() async throws {
-        let fixture = Fixture(clock: clock, firstHeals: true)
+        let fixture = Fixture(clock: clock, first: .heals)
         let first = Task { await fixture.registry.fix("x") }
         try #require(await eventually { fixture.gate.waiting == 1 })
         let second = Task { await fixture.registry.fix("x") }
@@ -109,7 +132,7 @@ import Testing
     @Test func aFixByHand_waitingForAnAutomaticFixThatTimesOut_isRefusedAtItsTimeout() async throws {
         var policy = AutoFixPolicy()
         policy.attemptTimeout = .seconds(5)
-        let fixture = Fixture(clock: clock, policy: policy, firstHeals: true)
+        let fixture = Fixture(clock: clock, policy: policy, first: .heals)
         // A round without auto-fix counts the failure; the automatic attempt is then started
         // alone, so that its timeout is the only sleeper on the clock.
         fixture.registry.autoFixEnabled = false
@@ -129,6 +152,90 @@ import Testing
         #expect(fixture.registry.fixHistory().map(\.outcome) == [.timedOut, .refused])
         #expect(fixture.runs.withLock { $0 } == 1)
         fixture.gate.open()
+    }
+
+    static let callerGone = #"the fix of "x" was not run: its caller went away while it waited for a fix of "x" to end"#
+
+    /// A caller that goes away while it waits (weavedid's `Fix` call at `control.callTimeout`,
+    /// which cancels it) is answered at once, and no fix is run for it when the one it waited
+    /// for ends without healing: it would be recorded, and take a place among the attempts the
+    /// window allows, for a caller told the call failed.
+    @Test func aFixByHand_whoseCallerGoesAwayWhileItWaits_isAnsweredAtOnce_andRunsNoFix() async throws {
+        let fixture = Fixture(clock: clock, first: .fails)
+        let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
+        byHand.cancel()
+        // Answered while the automatic fix still runs, and no longer among the waiters.
+        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
+        #expect(fixture.waiting == 0 && fixture.gate.waiting == 1)
+        let record = await byHand.value
+        #expect(record.outcome == .refused && record.trigger == .manual && record.error == nil && record.duration == 0, "\(record)")
+        #expect(record.message == Self.callerGone)
+        fixture.gate.open()
+        _ = await automatic.value
+        #expect(fixture.runs.withLock { $0 } == 1)
+        // Nothing ran for it: neither recorded, counted nor told.
+        let history = fixture.registry.fixHistory()
+        #expect(history.map(\.outcome) == [.failed] && history.map(\.trigger) == [.automatic], "\(history)")
+        #expect(fixture.registry.fixesRecorded() == [.failed: 1])
+        #expect(fixture.fixesTold == 1)
+    }
+
+    /// A caller that goes away as the fix it waited for ends unhealed (after that fix took its
+    /// waiters out, before the wait returned) runs no fix either.
+    @Test func aFixByHand_whoseCallerGoesAwayAsTheFixItWaitedForEndsUnhealed_runsNoFix() async throws {
+        let fixture = Fixture(clock: clock, first: .fails)
+        let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
+        // Told as the automatic fix ends, after its waiters were taken out, before they are resumed.
+        fixture.registry.setEventObserver { event in
+            if case .fixed = event { byHand.cancel() }
+        }
+        fixture.gate.open()
+        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
+        let record = await byHand.value
+        _ = await automatic.value
+        #expect(record.outcome == .refused && record.message == Self.callerGone, "\(record)")
+        #expect(fixture.runs.withLock { $0 } == 1)
+        #expect(fixture.registry.fixHistory().map(\.trigger) == [.automatic])
+        #expect(fixture.waiting == 0)
+    }
+
+    /// A caller already gone as it would wait does not: the fix running is not waited for.
+    @Test func aFixByHand_whoseCallerIsGoneAsItWouldWait_isAnsweredAtOnce() async throws {
+        let fixture = Fixture(clock: clock, first: .heals)
+        let automatic = Task { await fixture.registry.runChecks() }
+        try #require(await eventually { fixture.gate.waiting == 1 })
+        let (registry, answered) = (fixture.registry, fixture.answered)
+        let byHand = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            let record = await registry.fix("x")
+            answered.withLock { $0 += 1 }
+            return record
+        }
+        try #require(await eventually { answered.withLock { $0 } == 1 })
+        #expect(await byHand.value.message == Self.callerGone)
+        #expect(fixture.waiting == 0)
+        fixture.gate.open()
+        _ = await automatic.value
+        #expect(fixture.runs.withLock { $0 } == 1 && fixture.registry.fixHistory().map(\.trigger) == [.automatic])
+    }
+
+    /// A caller that goes away just as the fix it waits for ends gets one answer, whichever
+    /// came first: its own refusal, or the end's (and then, unhealed, the fix it ran or the
+    /// refusal it got as its caller was gone). A continuation resumed twice would crash.
+    @Test func aFixByHand_whoseCallerGoesAwayAsTheFixEnds_getsOneAnswer() async throws {
+        for _ in 0..<40 {
+            let fixture = Fixture(clock: clock, first: .fails)
+            let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { fixture.gate.open() }
+                group.addTask { byHand.cancel() }
+            }
+            let record = await byHand.value
+            _ = await automatic.value
+            #expect(record.message == Self.callerGone || record.message == "fixed by run 2", "\(record)")
+            #expect(fixture.answered.withLock { $0 } == 1 && fixture.waiting == 0)
+            #expect(fixture.registry.fixHistory().count == (record.message == Self.callerGone ? 1 : 2))
+        }
     }
 }
 

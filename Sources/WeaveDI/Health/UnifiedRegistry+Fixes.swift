@@ -7,8 +7,11 @@ extension UnifiedRegistry {
     /// waits for that one to end (within its attempt timeout and the check's run after it):
     /// if the check passed after it, the fix is not run again, and the answer, `succeeded`,
     /// says which fix healed it (it is no attempt of its own: not recorded in `fixHistory()`,
-    /// which holds the one that ran); if not, it runs now. Refused while a fix that timed out
-    /// has not returned yet. A name no check has, or a check without a fix, is refused too, but
+    /// which holds the one that ran); if not, it runs now. In all it may so take about twice
+    /// the attempt timeout, and the check's runs after each. A caller that goes away (its task
+    /// cancelled) while it waits is answered at once, `refused`, and no fix is run for it (nor
+    /// recorded: nothing ran); a fix by hand that has started runs to its end whatever its
+    /// caller does. Refused while a fix that timed out has not returned yet. A name no check has, or a check without a fix, is refused too, but
     /// not recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
@@ -63,6 +66,9 @@ extension UnifiedRegistry {
         /// A fix by hand waited for the fix of its check that was running as it was asked
         /// (`State.fixWaiters`), which ended so: `healed` when its check passed after it.
         case ended(FixRecord, healed: Bool)
+        /// The caller of a fix by hand went away (its task was cancelled) while it waited for a
+        /// fix of its check to end, or as it would have: no fix is run for it.
+        case callerGone
     }
 
     private func attempt(_ name: String, trigger: FixRecord.Trigger) async -> FixRecord {
@@ -71,47 +77,40 @@ extension UnifiedRegistry {
         // The name quoted as every message quotes a value from outside: `fix(name)`'s caller
         // (weavedictl fix NAME) may give any text.
         let quoted = JSONValue.quotedForMessage(name)
+        // This call's place among the fixes waiting (`FixWaiter`), for its caller to take out.
+        let ticket: UInt64 = state.withLock { state in
+            state.serial &+= 1
+            return state.serial
+        }
+        // Whether it waited for a fix of the check that ended without healing it.
+        var waited = false
         while true {
             let now = clock.now
             let wall = clock.wallTime
-            let plan: FixPlan = await withCheckedContinuation { (continuation: CheckedContinuation<FixPlan, Never>) in
-                let plan: FixPlan? = state.withLock { state in
-                    guard var entry = state.checks[name] else {
-                        return .noFix("no health check named \(quoted); checkNames lists the checks registered")
+            let plan: FixPlan = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<FixPlan, Never>) in
+                    let plan: FixPlan? = state.withLock { state in
+                        decide(
+                            name, quoted: quoted, trigger: trigger, at: now, waited: waited,
+                            waiter: FixWaiter(ticket: ticket, continuation: continuation), in: &state)
                     }
-                    guard let _ = entry.check.fix else { return .noFix("\(quoted) offers no fix") }
-                    if let running = entry.fixInFlight {
-                        // A fix by hand waits for the one running to end (the loop's rounds may
-                        // run an automatic one at any time: a refusal would be only timing),
-                        // which its timeout bounds; not for one past its timeout, which may
-                        // never return.
-                        if trigger == .manual, !running.abandoned {
-                            state.fixWaiters[running.id, default: []].append(continuation)
-                            return nil
-                        }
-                        let reason = running.abandoned
-                            ? "the fix of \(quoted) that timed out is still running \(format(now - running.started)) after it started: none starts until it returns"
-                            : "a fix of \(quoted) is already running"
-                        guard trigger == .automatic else { return .refuse(reason) }
-                        entry.heldBack = reason
-                        state.checks[name] = entry
-                        return .hold(reason)
-                    }
-                    let decision = trigger == .automatic
-                        ? entry.governor.decide(at: now, policy: state.policy)
-                        : entry.governor.decideManual(at: now, policy: state.policy)
-                    if case let .skip(reason) = decision {
-                        entry.heldBack = reason
-                        state.checks[name] = entry
-                        return trigger == .automatic ? .hold(reason) : .refuse(reason)
-                    }
-                    state.serial &+= 1
-                    entry.fixInFlight = UnifiedRegistry.FixInFlight(id: state.serial, started: now)
-                    entry.heldBack = nil
-                    state.checks[name] = entry
-                    return .run(entry.check, state.policy, state.serial)
+                    if let plan { continuation.resume(returning: plan) }
                 }
-                if let plan { continuation.resume(returning: plan) }
+            } onCancel: {
+                // Its caller went away (weavedid's `Fix` call at `control.callTimeout`): it waits
+                // no longer. Taken out under the lock by its ticket, as the fix that ends takes
+                // its waiters out: one of the two resumes it, never both.
+                let waiter: FixWaiter? = state.withLock { state in
+                    for (id, waiters) in state.fixWaiters {
+                        guard let index = waiters.firstIndex(where: { $0.ticket == ticket }) else { continue }
+                        var rest = waiters
+                        let waiter = rest.remove(at: index)
+                        state.fixWaiters[id] = rest.isEmpty ? nil : rest
+                        return waiter
+                    }
+                    return nil
+                }
+                waiter?.continuation.resume(returning: .callerGone)
             }
             switch plan {
             case let .noFix(reason), let .hold(reason):
@@ -124,7 +123,10 @@ extension UnifiedRegistry {
                 return await run(check, policy: policy, trigger: trigger, id: id, startedAt: now, wall: wall)
             case let .ended(record, healed):
                 // Not healed: the fix asked for runs now, as asked (or is refused as any).
-                guard healed else { continue }
+                guard healed else {
+                    waited = true
+                    continue
+                }
                 // Healed: the fix is not run again. The answer is no attempt of its own (the
                 // history holds the one that ran, once): neither recorded, logged nor told.
                 let by = record.trigger == .automatic ? "the automatic fix" : "the fix by hand"
@@ -132,14 +134,68 @@ extension UnifiedRegistry {
                     time: askedWall, check: name, trigger: trigger, outcome: .succeeded,
                     message: "\(by) running as this one was asked healed the check, so it was not run again: \(record.message)",
                     error: nil, duration: seconds(clock.now - asked))
+            case .callerGone:
+                // No attempt either: nothing ran, and the caller is gone (weavedid told it
+                // `CallTimedOut`). Neither recorded, logged nor told, as a shared answer.
+                return FixRecord(
+                    time: askedWall, check: name, trigger: trigger, outcome: .refused,
+                    message: "the fix of \(quoted) was not run: its caller went away while it waited for a fix of \(quoted) to end",
+                    error: nil, duration: 0)
             }
         }
+    }
+
+    /// What the fix of `name` asked for does now, decided under the lock; nil when `waiter` was
+    /// added to the waiters of the fix of the check running (its end gives the plan).
+    private func decide(
+        _ name: String, quoted: String, trigger: FixRecord.Trigger, at now: Duration, waited: Bool, waiter: FixWaiter,
+        in state: inout State
+    ) -> FixPlan? {
+        guard var entry = state.checks[name] else {
+            return .noFix("no health check named \(quoted); checkNames lists the checks registered")
+        }
+        guard let _ = entry.check.fix else { return .noFix("\(quoted) offers no fix") }
+        // Its caller gone (its task cancelled) while it waited, or as it would wait: no fix is
+        // run for it, nor waited for. (Checked under the lock: a caller that goes away after
+        // this finds it among the waiters.)
+        if trigger == .manual, Task.isCancelled, waited || entry.fixInFlight?.abandoned == false {
+            return .callerGone
+        }
+        if let running = entry.fixInFlight {
+            // A fix by hand waits for the one running to end (the loop's rounds may run an
+            // automatic one at any time: a refusal would be only timing), which its timeout
+            // bounds; not for one past its timeout, which may never return.
+            if trigger == .manual, !running.abandoned {
+                state.fixWaiters[running.id, default: []].append(waiter)
+                return nil
+            }
+            let reason = running.abandoned
+                ? "the fix of \(quoted) that timed out is still running \(format(now - running.started)) after it started: none starts until it returns"
+                : "a fix of \(quoted) is already running"
+            guard trigger == .automatic else { return .refuse(reason) }
+            entry.heldBack = reason
+            state.checks[name] = entry
+            return .hold(reason)
+        }
+        let decision = trigger == .automatic
+            ? entry.governor.decide(at: now, policy: state.policy)
+            : entry.governor.decideManual(at: now, policy: state.policy)
+        if case let .skip(reason) = decision {
+            entry.heldBack = reason
+            state.checks[name] = entry
+            return trigger == .automatic ? .hold(reason) : .refuse(reason)
+        }
+        state.serial &+= 1
+        entry.fixInFlight = UnifiedRegistry.FixInFlight(id: state.serial, started: now)
+        entry.heldBack = nil
+        state.checks[name] = entry
+        return .run(entry.check, state.policy, state.serial)
     }
 
     /// Ends the fix `id` for the fixes by hand that waited for it (`FixPlan.ended`); to be
     /// resumed outside the lock.
     private static func waiters(of id: UInt64, in state: inout State) -> [CheckedContinuation<FixPlan, Never>] {
-        state.fixWaiters.removeValue(forKey: id) ?? []
+        state.fixWaiters.removeValue(forKey: id)?.map(\.continuation) ?? []
     }
 
     private func run(

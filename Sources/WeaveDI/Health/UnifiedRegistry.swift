@@ -61,6 +61,13 @@ public final class UnifiedRegistry: Sendable {
         var abandoned = false
     }
 
+    /// A fix by hand waiting for the fix of its check that runs (`State.fixWaiters`).
+    struct FixWaiter {
+        /// Its call's number (`State.serial`): a caller that goes away takes its own out by it.
+        var ticket: UInt64
+        var continuation: CheckedContinuation<FixPlan, Never>
+    }
+
     struct State {
         /// Counts the changes to `checks` and `order` (see `reportChanges`).
         var changes: UInt64 = 0
@@ -81,8 +88,8 @@ public final class UnifiedRegistry: Sendable {
         /// The fixes by hand that came while a fix of their check ran, by that fix's number
         /// (`FixInFlight.id`): told how it went as it ends (`FixPlan.ended`). Kept apart from
         /// `checks`, as the runs' callers are: a check removed meanwhile leaves none waiting.
-        var fixWaiters: [UInt64: [CheckedContinuation<FixPlan, Never>]] = [:]
-        /// Numbers the runs and the fixes.
+        var fixWaiters: [UInt64: [FixWaiter]] = [:]
+        /// Numbers the runs, the fixes and the calls of `fix(_:)` (`FixWaiter.ticket`).
         var serial: UInt64 = 0
         var loop: Task<Void, Never>?
         var autoHealth = true
