@@ -239,6 +239,84 @@ import Testing
     }
 }
 
+/// A fix by hand asked inside a fix of its own check (by that fix, or by another check's fix it
+/// asked for) is refused at once: waiting for the fix running, its own caller, it would wait
+/// until that one timed out, recorded so.
+@Suite struct HealthFixInsideItsOwnTests {
+    static let refusal = #"asked for inside a fix of "x": a fix cannot wait for itself to end"#
+
+    /// Registers `x`, whose fix asks for the fix of `asks` and keeps the answer in `inner`, and
+    /// `y`, whose fix asks for the fix of `x`; both checks fail.
+    func registry(xAsksFor asks: String, inner: Locked<[FixRecord]>) -> UnifiedRegistry {
+        let registry = UnifiedRegistry(clock: ManualHealthClock(), jitter: { $0 })
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: {
+            let record = await registry.fix(asks)
+            inner.withLock { $0.append(record) }
+            return "asked for \(asks)"
+        }))
+        registry.register(HealthCheck(name: "y", run: { .unhealthy("down") }, fix: {
+            let record = await registry.fix("x")
+            inner.withLock { $0.append(record) }
+            return "asked for x"
+        }))
+        return registry
+    }
+
+    @Test func aFixThatAsksForItsOwn_isRefusedAtOnce() async throws {
+        let inner = Locked<[FixRecord]>([])
+        let registry = registry(xAsksFor: "x", inner: inner)
+        let answered = Locked(false)
+        let outer = Task {
+            let record = await registry.fix("x")
+            answered.withLock { $0 = true }
+            return record
+        }
+        // Its clock never moves: a fix that waited for itself would wait for ever.
+        try #require(await eventually { answered.withLock { $0 } })
+        let record = await outer.value
+        let asked = try #require(inner.withLock { $0 }.first)
+        #expect(asked.outcome == .refused && asked.trigger == .manual && asked.message == Self.refusal, "\(asked)")
+        #expect(record.outcome == .failed && record.message.hasPrefix("asked for x"), "\(record)")
+        #expect(registry.fixHistory() == [asked, record])
+    }
+
+    @Test func aFixThatAsksForItsOwn_throughAnotherChecksFix_isRefusedAtOnce() async throws {
+        let inner = Locked<[FixRecord]>([])
+        let registry = registry(xAsksFor: "y", inner: inner)
+        let answered = Locked(false)
+        let outer = Task {
+            let record = await registry.fix("x")
+            answered.withLock { $0 = true }
+            return record
+        }
+        try #require(await eventually { answered.withLock { $0 } })
+        let record = await outer.value
+        // y's fix asked for x's, refused; x's fix asked for y's, which ran (and failed).
+        let asked = inner.withLock { $0 }
+        try #require(asked.count == 2)
+        #expect(asked[0].check == "x" && asked[0].outcome == .refused && asked[0].message == Self.refusal, "\(asked[0])")
+        #expect(asked[1].check == "y" && asked[1].outcome == .failed, "\(asked[1])")
+        #expect(record.check == "x" && record.outcome == .failed, "\(record)")
+        #expect(registry.fixHistory() == [asked[0], asked[1], record])
+    }
+
+    /// Another check's fix asked for inside a fix is run as any: only a fix of the same check
+    /// would wait for itself.
+    @Test func aFixThatAsksForAnotherChecksFix_runsIt() async throws {
+        let inner = Locked<[FixRecord]>([])
+        let registry = UnifiedRegistry(clock: ManualHealthClock(), jitter: { $0 })
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: {
+            let record = await registry.fix("y")
+            inner.withLock { $0.append(record) }
+            return "asked for y"
+        }))
+        registry.register(HealthCheck(name: "y", run: { .healthy() }, fix: { "y fixed" }))
+        await registry.fix("x")
+        #expect(inner.withLock { $0 }.map(\.outcome) == [.succeeded])
+        #expect(registry.fixHistory().map(\.check) == ["y", "x"])
+    }
+}
+
 /// `fixesRecorded()`, which `weavedi_fixes_total` exposes, counts every record the fix history
 /// was given since the registry was made, those it no longer keeps included: a counter whose
 /// value went down as old records left the history would read as a restart.

@@ -11,7 +11,8 @@ extension UnifiedRegistry {
     /// the attempt timeout, and the check's runs after each. A caller that goes away (its task
     /// cancelled) while it waits is answered at once, `refused`, and no fix is run for it (nor
     /// recorded: nothing ran); a fix by hand that has started runs to its end whatever its
-    /// caller does. Refused while a fix that timed out has not returned yet. A name no check has, or a check without a fix, is refused too, but
+    /// caller does. Refused while a fix that timed out has not returned yet, and when asked
+    /// inside a fix of the check (by it, or by a fix it asked for): it would wait for itself. A name no check has, or a check without a fix, is refused too, but
     /// not recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
@@ -82,6 +83,9 @@ extension UnifiedRegistry {
             state.serial &+= 1
             return state.serial
         }
+        // Asked by the fix of this check that runs (in its task, or one it started), directly or
+        // through another check's fix: it would wait for itself.
+        let inside = FixRecord.attempt?.checks.contains(name) == true
         // Whether it waited for a fix of the check that ended without healing it.
         var waited = false
         while true {
@@ -91,7 +95,7 @@ extension UnifiedRegistry {
                 await withCheckedContinuation { (continuation: CheckedContinuation<FixPlan, Never>) in
                     let plan: FixPlan? = state.withLock { state in
                         decide(
-                            name, quoted: quoted, trigger: trigger, at: now, waited: waited,
+                            name, quoted: quoted, trigger: trigger, at: now, inside: inside, waited: waited,
                             waiter: FixWaiter(ticket: ticket, continuation: continuation), in: &state)
                     }
                     if let plan { continuation.resume(returning: plan) }
@@ -148,13 +152,19 @@ extension UnifiedRegistry {
     /// What the fix of `name` asked for does now, decided under the lock; nil when `waiter` was
     /// added to the waiters of the fix of the check running (its end gives the plan).
     private func decide(
-        _ name: String, quoted: String, trigger: FixRecord.Trigger, at now: Duration, waited: Bool, waiter: FixWaiter,
+        _ name: String, quoted: String, trigger: FixRecord.Trigger, at now: Duration, inside: Bool, waited: Bool, waiter: FixWaiter,
         in state: inout State
     ) -> FixPlan? {
         guard var entry = state.checks[name] else {
             return .noFix("no health check named \(quoted); checkNames lists the checks registered")
         }
         guard let _ = entry.check.fix else { return .noFix("\(quoted) offers no fix") }
+        // Refused at once, and recorded as a fix of the check running is when not waited for:
+        // a fix by hand asked inside a fix of its check would wait for that fix, its own caller,
+        // until it timed out.
+        if trigger == .manual, inside {
+            return .refuse("asked for inside a fix of \(quoted): a fix cannot wait for itself to end")
+        }
         // Its caller gone (its task cancelled) while it waited, or as it would wait: no fix is
         // run for it, nor waited for. (Checked under the lock: a caller that goes away after
         // this finds it among the waiters.)
@@ -207,7 +217,8 @@ extension UnifiedRegistry {
             case notApplicable(String)
         }
         let fix = check.fix!
-        let context = FixAttemptContext(deadline: startedAt + policy.attemptTimeout, clock: clock)
+        let context = FixAttemptContext(
+            check: check.name, within: FixRecord.attempt, deadline: startedAt + policy.attemptTimeout, clock: clock)
         let outcome = await withTimeout(policy.attemptTimeout, clock: clock) { () -> Outcome in
             let outcome: Outcome = await FixRecord.$attempt.withValue(context) {
                 await FixRecord.Trigger.$current.withValue(trigger) {
@@ -374,8 +385,8 @@ extension UnifiedRegistry {
     }
 }
 
-/// What the registry and a fix running now share: the attempt's deadline, and the remedy the
-/// fix says goes on after it returns.
+/// What the registry and a fix running now share: the attempt's check and deadline, and the
+/// remedy the fix says goes on after it returns.
 final class FixAttemptContext: Sendable {
     /// Whether a remedy still goes on, in a class box: a closure read out of a `Locked` comes
     /// back wrapped in one more thunk each time (see `WeaveDILog`).
@@ -384,11 +395,16 @@ final class FixAttemptContext: Sendable {
         init(_ isGoing: @escaping @Sendable () async -> Bool) { self.isGoing = isGoing }
     }
 
+    /// The checks whose fixes run in this task: this attempt's, and those of the fixes it runs
+    /// inside (a fix that asked for another check's fix).
+    let checks: Set<String>
     let deadline: Duration
     let clock: any HealthClock
     private let state = Locked<(open: Bool, remedy: Probe?)>((true, nil))
 
-    init(deadline: Duration, clock: any HealthClock) {
+    /// The attempt of the fix of `check`, asked for inside the attempt `within`, if any.
+    init(check: String, within: FixAttemptContext?, deadline: Duration, clock: any HealthClock) {
+        checks = (within?.checks ?? []).union([check])
         self.deadline = deadline
         self.clock = clock
     }
