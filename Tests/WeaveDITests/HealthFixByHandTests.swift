@@ -15,6 +15,8 @@ import Testing
         case heals
         /// It throws.
         case fails
+        /// It starts a remedy that goes on (`FixRecord.remedyInProgress`), the check failing.
+        case leavesARemedyGoing
     }
 
     /// The check `x`, failing until its fix heals it. The fix's first run waits at `gate`, then
@@ -42,6 +44,9 @@ import Testing
                     switch first {
                     case .heals: break
                     case .fails: throw ScriptedFix.FixError()
+                    case .leavesARemedyGoing:
+                        FixRecord.remedyInProgress { true }
+                        return "started a remedy"
                     }
                 }
                 healthy.withLock { $0 = true }
@@ -91,6 +96,26 @@ import Testing
         #expect(check.status == .healthy && check.fixesTried == 1 && check.lastFix == history.first)
         #expect(fixture.fixesTold == 1)
         #expect(fixture.waiting == 0)
+    }
+
+    /// Run again while the remedy the automatic fix started goes on, the fix would only find it
+    /// going, and be recorded once more: the fix by hand is answered so instead.
+    @Test func aFixByHand_duringAnAutomaticFixWhoseRemedyGoesOn_takesItsOutcome_withoutRunningTheFixAgain() async throws {
+        let fixture = Fixture(clock: clock, first: .leavesARemedyGoing)
+        let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
+        fixture.gate.open()
+        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
+        let record = await byHand.value
+        _ = await automatic.value
+        #expect(record.outcome == .inProgress && record.trigger == .manual && record.error == nil, "\(record)")
+        #expect(record.message == "the automatic fix running as this one was asked started a remedy that goes on, so it was not run again: "
+            + "started a remedy; the check still fails while it goes on: down")
+        #expect(fixture.runs.withLock { $0 } == 1)
+        let history = fixture.registry.fixHistory()
+        #expect(history.map(\.outcome) == [.inProgress] && history.map(\.trigger) == [.automatic], "\(history)")
+        let check = fixture.registry.report().checks[0]
+        #expect(check.fixesTried == 1 && check.fixInProgress != nil, "\(check)")
+        #expect(fixture.fixesTold == 1 && fixture.waiting == 0)
     }
 
     @Test func aFixByHand_duringAnAutomaticFixThatDoesNotHeal_runsItsOwnOnceThatOneEnds() async throws {

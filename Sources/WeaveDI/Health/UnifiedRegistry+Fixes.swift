@@ -7,7 +7,8 @@ extension UnifiedRegistry {
     /// waits for that one to end (within its attempt timeout and the check's run after it):
     /// if the check passed after it, the fix is not run again, and the answer, `succeeded`,
     /// says which fix healed it (it is no attempt of its own: not recorded in `fixHistory()`,
-    /// which holds the one that ran); if not, it runs now. In all it may so take about twice
+    /// which holds the one that ran); nor if that fix started a remedy that goes on (the
+    /// answer is `inProgress`, saying so); if neither, it runs now. In all it may so take about twice
     /// the attempt timeout, and the check's runs after each. A caller that goes away (its task
     /// cancelled) while it waits is answered at once, `refused`, and no fix is run for it (nor
     /// recorded: nothing ran); a fix by hand that has started runs to its end whatever its
@@ -126,18 +127,21 @@ extension UnifiedRegistry {
             case let .run(check, policy, id):
                 return await run(check, policy: policy, trigger: trigger, id: id, startedAt: now, wall: wall)
             case let .ended(record, healed):
-                // Not healed: the fix asked for runs now, as asked (or is refused as any).
-                guard healed else {
-                    waited = true
-                    continue
-                }
-                // Healed: the fix is not run again. The answer is no attempt of its own (the
-                // history holds the one that ran, once): neither recorded, logged nor told.
+                // Healed, or its remedy goes on (run again, the fix would only find it going):
+                // the fix is not run again. The answer is no attempt of its own (the history
+                // holds the one that ran, once): neither recorded, logged nor told.
                 let by = record.trigger == .automatic ? "the automatic fix" : "the fix by hand"
-                return FixRecord(
-                    time: askedWall, check: name, trigger: trigger, outcome: .succeeded,
-                    message: "\(by) running as this one was asked healed the check, so it was not run again: \(record.message)",
-                    error: nil, duration: seconds(clock.now - asked))
+                if healed || record.outcome == .inProgress {
+                    return FixRecord(
+                        time: askedWall, check: name, trigger: trigger, outcome: healed ? .succeeded : .inProgress,
+                        message: "\(by) running as this one was asked "
+                            + (healed ? "healed the check" : "started a remedy that goes on")
+                            + ", so it was not run again: \(record.message)",
+                        error: nil, duration: seconds(clock.now - asked))
+                }
+                // Not: the fix asked for runs now, as asked (or is refused as any).
+                waited = true
+                continue
             case .callerGone:
                 // No attempt either: nothing ran, and the caller is gone (weavedid told it
                 // `CallTimedOut`). Neither recorded, logged nor told, as a shared answer.

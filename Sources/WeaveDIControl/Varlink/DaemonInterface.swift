@@ -172,7 +172,8 @@ public enum DaemonInterface {
         method RunChecks(tags: ?[]string) -> (health: Health)
 
         # Runs the fix of one check, or of every failing check with a fix. A fix of a check whose
-        # fix is running waits for that one to end; when it healed the check, it is not run again.
+        # fix is running waits for that one to end; when it healed the check, or started a remedy
+        # that goes on, it is not run again.
         method Fix(check: ?string) -> (fixes: []FixAttempt)
 
         # Fix attempts recorded, newest last.

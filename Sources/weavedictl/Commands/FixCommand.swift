@@ -17,8 +17,9 @@ struct FixCommand: CtlCommand {
             (an automatic one, which the daemon's health rounds may start at any time, or
             another asked here) waits for it to end: if the check passes after it, the fix is
             not run again, and the row says succeeded, by that fix ("the automatic fix running
-            as this one was asked healed the check, so it was not run again: ..."); if not,
-            the fix runs then. Needs administrator rights: uid 0, the daemon's user, or a user
+            as this one was asked healed the check, so it was not run again: ..."), nor if
+            that fix started a remedy that goes on (inProgress, "... started a remedy that
+            goes on, so it was not run again: ..."); if neither, the fix runs then. Needs administrator rights: uid 0, the daemon's user, or a user
             or group in control.adminUsers / control.adminGroups.
 
             An attempt is judged by the check, run again after it: succeeded when it passes,
