@@ -5,7 +5,8 @@ import Testing
 
 /// A fix by hand asked while another fix of its check runs (an automatic one, which the loop's
 /// rounds may start at any time, or another by hand) waits for that one to end: it takes its
-/// outcome when the check passed after it, and runs its own otherwise.
+/// outcome when the check passed after it, or when it started a remedy that goes on, and runs
+/// its own otherwise, unless its caller went away meanwhile.
 @Suite struct HealthFixByHandTests {
     let clock = ManualHealthClock()
 
@@ -17,6 +18,8 @@ import Testing
         case fails
         /// It starts a remedy that goes on (`FixRecord.remedyInProgress`), the check failing.
         case leavesARemedyGoing
+        /// It has nothing to do (`FixNotApplicable`).
+        case hasNothingToDo
     }
 
     /// The check `x`, failing until its fix heals it. The fix's first run waits at `gate`, then
@@ -47,6 +50,7 @@ import Testing
                     case .leavesARemedyGoing:
                         FixRecord.remedyInProgress { true }
                         return "started a remedy"
+                    case .hasNothingToDo: throw FixNotApplicable("nothing to do")
                     }
                 }
                 healthy.withLock { $0 = true }
@@ -133,6 +137,38 @@ import Testing
         let check = fixture.registry.report().checks[0]
         #expect(check.status == .healthy && check.fixesTried == 2)
         #expect(fixture.fixesTold == 2)
+    }
+
+    /// An automatic fix with nothing to do is neither recorded nor told, but ends all the same
+    /// for the fix by hand waiting for it, which then runs its own.
+    @Test func aFixByHand_duringAnAutomaticFixWithNothingToDo_isWoken_andRunsItsOwn() async throws {
+        let fixture = Fixture(clock: clock, first: .hasNothingToDo)
+        let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
+        fixture.gate.open()
+        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
+        let record = await byHand.value
+        _ = await automatic.value
+        #expect(record.outcome == .succeeded && record.trigger == .manual && record.message == "fixed by run 2", "\(record)")
+        #expect(fixture.runs.withLock { $0 } == 2)
+        #expect(fixture.registry.fixHistory() == [record])
+        #expect(fixture.waiting == 0)
+    }
+
+    /// A check removed while a fix by hand waits for its fix: the fix goes on to its end, which
+    /// answers the fix by hand as one asked then would be, no such check.
+    @Test func aFixByHand_whoseCheckIsRemovedWhileItWaits_isAnsweredAsTheFixEnds() async throws {
+        let fixture = Fixture(clock: clock, first: .fails)
+        let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
+        #expect(fixture.registry.unregister("x"))
+        #expect(fixture.waiting == 1)
+        fixture.gate.open()
+        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
+        let record = await byHand.value
+        _ = await automatic.value
+        #expect(record.outcome == .refused && record.message == #"no health check named "x"; checkNames lists the checks registered"#, "\(record)")
+        #expect(fixture.runs.withLock { $0 } == 1)
+        #expect(fixture.registry.fixHistory().map(\.trigger) == [.automatic])
+        #expect(fixture.waiting == 0)
     }
 
     /// Two by hand (two people, or a script and a person) are no different: the second waits
