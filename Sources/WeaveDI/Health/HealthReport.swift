@@ -22,7 +22,8 @@ public struct FixRecord: Sendable, Codable, Equatable {
         case failed
         /// The fix ran past the policy's attempt timeout and was cancelled.
         case timedOut
-        /// The fix was not run (no fix, attempt limit, a fix that timed out not returned yet).
+        /// The fix was not run (no fix, attempt limit, a fix that timed out not returned yet,
+        /// asked inside a fix of its check, its caller gone while it waited for another).
         case refused
         /// The fix returned, having started a remedy that goes on after it (a long run; see
         /// `FixRecord.remedyInProgress(while:)`), and the check still fails meanwhile: neither

@@ -8,13 +8,14 @@ extension UnifiedRegistry {
     /// if the check passed after it, the fix is not run again, and the answer, `succeeded`,
     /// says which fix healed it (it is no attempt of its own: not recorded in `fixHistory()`,
     /// which holds the one that ran); nor if that fix started a remedy that goes on (the
-    /// answer is `inProgress`, saying so); if neither, it runs now. In all it may so take about twice
-    /// the attempt timeout, and the check's runs after each. A caller that goes away (its task
-    /// cancelled) while it waits is answered at once, `refused`, and no fix is run for it (nor
-    /// recorded: nothing ran); a fix by hand that has started runs to its end whatever its
-    /// caller does. Refused while a fix that timed out has not returned yet, and when asked
-    /// inside a fix of the check (by it, or by a fix it asked for): it would wait for itself. A name no check has, or a check without a fix, is refused too, but
-    /// not recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
+    /// answer is `inProgress`, saying so); if neither, it runs now. In all it may so take
+    /// about twice the attempt timeout, and the check's runs after each. A caller that goes
+    /// away (its task cancelled) while it waits is answered at once, `refused`, and no fix is
+    /// run for it (nor recorded: nothing ran); a fix by hand that has started runs to its end
+    /// whatever its caller does. Refused while a fix that timed out has not returned yet, and
+    /// when asked inside a fix of the check (by it, or by a fix it asked for): it would wait
+    /// for itself. A name no check has, or a check without a fix, is refused too, but not
+    /// recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
         await attempt(name, trigger: .manual)
@@ -163,9 +164,8 @@ extension UnifiedRegistry {
             return .noFix("no health check named \(quoted); checkNames lists the checks registered")
         }
         guard let _ = entry.check.fix else { return .noFix("\(quoted) offers no fix") }
-        // Refused at once, and recorded as a fix of the check running is when not waited for:
-        // a fix by hand asked inside a fix of its check would wait for that fix, its own caller,
-        // until it timed out.
+        // Refused at once, and recorded (as a refusal by the window cap is): a fix by hand asked
+        // inside a fix of its check would wait for that fix, its own caller, until it timed out.
         if trigger == .manual, inside {
             return .refuse("asked for inside a fix of \(quoted): a fix cannot wait for itself to end")
         }
