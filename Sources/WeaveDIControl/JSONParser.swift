@@ -52,11 +52,14 @@ struct JSONParser {
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         var stack: [Frame] = []
         var value: JSONValue
+        var values = 0
         nextValue: while true {
             skipWhitespace()
             guard position < bytes.count else {
                 throw error(bytes.isEmpty ? "empty document, expected a value" : "unexpected end of input, expected a value")
             }
+            values += 1
+            if values > limits.maxValues { throw error("more than \(limits.maxValues) values in the document") }
             switch bytes[position] {
             case UInt8(ascii: "{"):
                 try checkDepth(stack.count)

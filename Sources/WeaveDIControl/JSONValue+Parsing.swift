@@ -8,7 +8,8 @@ extension JSONValue {
     /// control characters in strings, duplicate object keys and anything after the value.
     /// Integers without fraction or exponent that fit `Int` become `.int`; other integers,
     /// numbers beyond `Double`'s range and numbers that `Double` would round to 0 stay as
-    /// written (`.number`); every other number becomes a finite `.double`.
+    /// written (`.number`); every other number becomes a finite `.double`. Past
+    /// `limits.maxValues` values, the document is refused.
     /// Nesting is handled without recursion, so deep documents cannot overflow the stack.
     public static func parse(
         _ bytes: some Collection<UInt8>,
@@ -52,11 +53,18 @@ public struct JSONLimits: Sendable, Equatable {
     public var maxBytes: Int
     /// The longest string (or object key) accepted, in UTF-8 bytes after unescaping.
     public var maxStringBytes: Int
+    /// The most values accepted: each string, number, `true`, `false`, `null`, array and
+    /// object is one (an object's keys are not counted; each has its value). Parsing costs
+    /// per value more than per byte (`[0,0,…]` is two bytes a value), and more than linearly
+    /// once a container holds tens of thousands, so `maxBytes` alone does not bound its time.
+    public var maxValues: Int
 
-    /// Limits with the given values; the defaults are 64 levels, 16 MiB and 1 MiB.
-    public init(maxDepth: Int = 64, maxBytes: Int = 16 << 20, maxStringBytes: Int = 1 << 20) {
+    /// Limits with the given values; the defaults are 64 levels, 16 MiB, 1 MiB and no limit
+    /// on values but `maxBytes` (each takes a byte at least).
+    public init(maxDepth: Int = 64, maxBytes: Int = 16 << 20, maxStringBytes: Int = 1 << 20, maxValues: Int = .max) {
         self.maxDepth = maxDepth
         self.maxBytes = maxBytes
         self.maxStringBytes = maxStringBytes
+        self.maxValues = maxValues
     }
 }

@@ -68,6 +68,21 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(failure(Array(#"{"\n\n\n\n\n":1}"#.utf8), limits: limits)?.problem == "string is longer than 4 bytes")
     }
 
+    @Test func valueCount_isLimited_countingEveryValueButKeys() throws {
+        // 7 values: the object, the array, 1, "a", {}, true and null; the key is none.
+        let text = #"{"k":[1,"a",{},true,null]}"#
+        #expect(try JSONValue.parse(text, limits: JSONLimits(maxValues: 7)).serialized == text)
+        #expect(failure(Array(text.utf8), limits: JSONLimits(maxValues: 6))?.description
+            == "line 1, column 21: more than 6 values in the document")
+        // A flat array of 0s at the limit and one over it, the array itself counted.
+        let zeros = { (count: Int) in "[" + Array(repeating: "0", count: count).joined(separator: ",") + "]" }
+        let limits = JSONLimits(maxValues: 16_384)
+        #expect(try JSONValue.parse(zeros(16_383), limits: limits).arrayValue?.count == 16_383)
+        let over = failure(Array(zeros(16_384).utf8), limits: limits)
+        #expect(over?.problem == "more than 16384 values in the document")
+        #expect(over?.offset == 1 + 2 * 16_383, "at the value past the limit")
+    }
+
     @Test func largeDocuments_parseInLinearTime() throws {
         // 200,000 members and a 2 MB escaped string: quadratic behaviour would take minutes.
         let members = (0..<200_000).map { "\"k\($0)\":\($0)" }.joined(separator: ",")

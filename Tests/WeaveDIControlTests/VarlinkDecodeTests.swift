@@ -45,6 +45,27 @@ import WeaveDIControl
         #expect((try? VarlinkCall.decode(Array(#"{"method":5}"#.utf8))) == nil)
     }
 
+    /// A call holds `VarlinkCall.maximumValues` JSON values at most, by default as in the
+    /// daemon: a `tags` list of tiny elements filling the message size costs more to parse
+    /// than any real call.
+    @Test func aCallOfMoreValuesThanTheLimit_isRefused() throws {
+        // The call, its method, its parameters and the tags list: 4 values beside the tags.
+        func call(tags: Int) -> [UInt8] {
+            Array((#"{"method":"io.weavedi.Daemon.GetHealth","parameters":{"tags":["#
+                + Array(repeating: #""t""#, count: tags).joined(separator: ",") + "]}}").utf8)
+        }
+        #expect(VarlinkCall.maximumValues == 16_384)
+        let atTheLimit = try VarlinkCall.decode(call(tags: VarlinkCall.maximumValues - 4))
+        #expect(atTheLimit.parameter("tags")?.arrayValue?.count == 16_380)
+        do {
+            _ = try VarlinkCall.decode(call(tags: VarlinkCall.maximumValues - 3))
+            Issue.record("decoded")
+        } catch {
+            #expect(error.name == "org.varlink.service.InvalidParameter")
+            #expect(error.reason == "not a valid JSON object: line 1, column \(63 + 4 * 16_380): more than 16384 values in the document")
+        }
+    }
+
     @Test func anUnknownFieldOfACall_isNamedShortened() {
         let name = String(repeating: "x", count: 1_000)
         do {

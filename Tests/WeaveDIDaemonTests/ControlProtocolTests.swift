@@ -128,6 +128,36 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// The parser's limits on a call: 64 levels of nesting, `VarlinkCall.maximumValues` values
+    /// (`"tags":[0,0,…]` filling the message size held 240,000, each message costing the I/O
+    /// thread every connection waits on tens of milliseconds). A call past either is a
+    /// malformed message, answered with its reason, and the connection and the daemon go on; a
+    /// call at either limit is read.
+    @Test func aCallTooDeepOrOfTooManyValues_isAnswered_andTheConnectionGoesOn() throws {
+        let daemon = try started()
+        let client = try RawClient(daemon.defaultSocket)
+        let malformed = #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"message","reason":"not a valid JSON object: "#
+        let tagsRead = #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"tags","reason":"expected an array of strings, got "#
+        // The call is level 1, its parameters level 2: tags may nest 62 levels.
+        let nested = { (levels: Int) in #"{"tags":"# + String(repeating: "[", count: levels) + String(repeating: "]", count: levels) + "}" }
+        try client.send(call("io.weavedi.Daemon.GetHealth", nested(62)))
+        #expect(client.reply() == tagsRead + #"an array among them"}}"#)
+        try client.send(call("io.weavedi.Daemon.GetHealth", nested(63)))
+        #expect(client.reply() == malformed + #"line 1, column 124: nesting deeper than 64 levels"}}"#)
+        // The call, its method, its parameters and the tags: 4 values beside the tags' elements.
+        let zeros = { (count: Int) in #"{"tags":["# + Array(repeating: "0", count: count).joined(separator: ",") + "]}" }
+        try client.send(call("io.weavedi.Daemon.GetHealth", zeros(VarlinkCall.maximumValues - 4)))
+        #expect(client.reply() == tagsRead + #"0 among them"}}"#)
+        try client.send(call("io.weavedi.Daemon.GetHealth", zeros(VarlinkCall.maximumValues - 3)))
+        #expect(client.reply() == malformed + #"line 1, column \#(63 + 2 * 16_380): more than 16384 values in the document"}}"#)
+        try client.send(call("io.weavedi.Daemon.Ping"))
+        #expect(client.reply()?.contains(#""version":"#) == true)
+        let other = try VarlinkClient(path: daemon.defaultSocket)
+        #expect(try other.call("io.weavedi.Daemon.Ping").parameter("pid")?.intValue == Int(daemon.pid))
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0))
+    }
+
     @Test func getHealth_showsTheLatestReport_andEachCallsOwnTime() throws {
         let daemon = try started()
         let client = try VarlinkClient(path: daemon.defaultSocket)

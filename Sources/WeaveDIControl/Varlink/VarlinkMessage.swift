@@ -28,13 +28,26 @@ public struct VarlinkCall: Sendable, Equatable {
         return value
     }
 
+    /// The most JSON values one call may hold (`JSONLimits.maxValues`): what the daemon's
+    /// decoding allows. The largest call of its interfaces is a `tags` list of `GetHealth` or
+    /// `RunChecks` (strings naming tags that checks have: a handful; a configuration has 4,096
+    /// jobs at most), a few values beside it: no real call comes near. Bounded by the message
+    /// size alone (1 MiB by default), a call held 240,000 (`"tags":[0,0,…]`), whose parse took
+    /// 55 to 110 ms on the I/O thread every connection waits on; one of 16,384 takes well under
+    /// a millisecond (the time per value grows once a container holds tens of thousands).
+    public static let maximumValues = 16_384
+
+    /// The limits a call is decoded within by default: `maximumValues`, and `JSONLimits`'
+    /// defaults for the rest.
+    public static let defaultLimits = JSONLimits(maxValues: maximumValues)
+
     /// Decodes a message (without its NUL); the error is a varlink error to send back.
-    public static func decode(_ bytes: [UInt8], limits: JSONLimits = JSONLimits()) throws(VarlinkFailure) -> VarlinkCall {
+    public static func decode(_ bytes: [UInt8], limits: JSONLimits = defaultLimits) throws(VarlinkFailure) -> VarlinkCall {
         try bytes.withUnsafeBufferPointer { (buffer) throws(VarlinkFailure) in try decode(buffer, limits: limits) }
     }
 
     /// Decodes a message (without its NUL) in place; the error is a varlink error to send back.
-    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, limits: JSONLimits = JSONLimits()) throws(VarlinkFailure) -> VarlinkCall {
+    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, limits: JSONLimits = defaultLimits) throws(VarlinkFailure) -> VarlinkCall {
         let value: JSONValue
         do { value = try JSONValue.parse(bytes, limits: limits) } catch {
             throw VarlinkFailure.invalidMessage("not a valid JSON object: \(error)")

@@ -130,7 +130,7 @@ final class VarlinkService: ControlMessageHandler {
     private func decode(_ message: UnsafeBufferPointer<UInt8>, peer: ControlPeer) -> Result<VarlinkCall, VarlinkFailure> {
         let control = store.current.control
         do {
-            return .success(try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes)))
+            return .success(try VarlinkCall.decode(message, limits: JSONLimits(maxDepth: 64, maxBytes: control.maxMessageBytes, maxValues: VarlinkCall.maximumValues)))
         } catch {
             refuseMalformed(error, peer: peer)
             return .failure(error)
