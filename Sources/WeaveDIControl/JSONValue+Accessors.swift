@@ -31,11 +31,13 @@ extension JSONValue {
     }
 
     /// The integer this number stands for: an `.int`, or a `.double` with no fraction (`5.0`,
-    /// `5e0`, `-0.0`) whose magnitude is below 2^53, where a `Double` holds every integer
-    /// exactly (beyond it, `9007199254740993.0` would be read as another integer); nil for a
-    /// fraction (`5.5`), a number beyond those (a `.number`: no `Double` holds it exactly), or
-    /// anything but a number. How the daemon reads an integer parameter, and weavedictl an
-    /// integer member of a reply.
+    /// `5e0`, `50e-1`, `-0.0`, `-0`) whose magnitude is below 2^53, where a `Double` holds every
+    /// integer exactly (beyond it, `9007199254740993.0` would be read as another integer); nil
+    /// for a fraction (`5.5`), a number beyond those (a `.number`: no `Double` holds it
+    /// exactly), or anything but a number. Parsed, a number is a whole `.double` only when its
+    /// value as written is whole: `500.00000000000001`, which a `Double` rounds to 500, is kept
+    /// as written (a `.number`), and so is no integer. How the daemon reads an integer
+    /// parameter, and weavedictl an integer member of a reply.
     public var wholeNumber: Int? {
         switch self {
         case let .int(value): return value

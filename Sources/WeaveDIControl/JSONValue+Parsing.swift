@@ -6,10 +6,12 @@ extension JSONValue {
     /// Rejects trailing commas, comments, `NaN`/`Infinity`, leading zeros, invalid UTF-8
     /// (including overlong forms and encoded surrogates), unpaired `\u` surrogates, unescaped
     /// control characters in strings, duplicate object keys and anything after the value.
-    /// Integers without fraction or exponent that fit `Int` become `.int`; other integers,
-    /// numbers beyond `Double`'s range and numbers that `Double` would round to 0 stay as
-    /// written (`.number`); every other number becomes a finite `.double`. Past
-    /// `limits.maxValues` values, the document is refused.
+    /// Integers without fraction or exponent that fit `Int` become `.int` (but `-0`, which
+    /// `Int` cannot hold, is the `.double` -0.0); other integers, numbers beyond `Double`'s
+    /// range, numbers that `Double` would round to 0 and numbers not whole that `Double` would
+    /// round to a whole number (`0.99999999999999999`) stay as written (`.number`); every
+    /// other number becomes a finite `.double`. Past `limits.maxValues` values, the document
+    /// is refused.
     /// Nesting is handled without recursion, so deep documents cannot overflow the stack.
     public static func parse(
         _ bytes: some Collection<UInt8>,

@@ -38,8 +38,52 @@ import WeaveDIControl
     @Test func integers_becomeIntWhenTheyFit() {
         #expect(parsed("9223372036854775807") == .int(Int.max))
         #expect(parsed("-9223372036854775808") == .int(Int.min))
-        #expect(parsed("-0") == .int(0))
         #expect(parsed("42").typeName == "integer")
+    }
+
+    /// `Int` has no negative zero: `-0` is the `Double` -0.0, so that it can be quoted with its
+    /// sign, and it is still the integer 0.
+    @Test func negativeZero_isTheDoubleNegativeZero() {
+        let value = parsed("-0")
+        #expect(value == .double(-0.0) && value.numberValue?.sign == .minus)
+        #expect(value.wholeNumber == 0)
+        #expect(parsed("0") == .int(0))
+    }
+
+    /// A number not whole that `Double` would round to a whole number is kept as written: as
+    /// a `Double` it would be read as an integer (`500.00000000000001` as 500).
+    @Test func numbersNotWholeThatDoubleRoundsToWhole_areKeptAsWritten() throws {
+        let literals = [
+            "0.99999999999999999", "4.9999999999999999999", "500.00000000000001", "-2.00000000000000001",
+            "0.50000000000000000001e1", "9007199254740993.5", "1234567890123456789.5e0", "1.0000000000000000000001E+0",
+        ]
+        for text in literals {
+            let value = parsed(text)
+            #expect(value == .number(try #require(JSONValue.NumberLiteral(text))), "\(text)")
+            #expect(value.wholeNumber == nil, "\(text)")
+            #expect(value.typeName == "number")
+        }
+        #expect(parsed("500.00000000000001").numberValue == 500)
+    }
+
+    /// A number whose value as written is whole is a `Double` with no fraction, however it is
+    /// written: the integer it stands for below 2^53.
+    @Test func wholeNumbersWithAFractionOrAnExponent_areWholeDoubles() {
+        let whole: [(String, Int?)] = [
+            ("5.0", 5), ("5e0", 5), ("50e-1", 5), ("0.5e1", 5), ("500.000", 500), ("5000e-3", 5), ("0.0", 0), ("-0.0", 0),
+            ("-0e-7", 0), ("-25.50e1", -255), ("5e000000000000000000000000000000", 5), ("50e-0000000000000000000000000000001", 5),
+            ("123456789012345678901234567890.0", nil), ("1.5e300", nil),
+        ]
+        for (text, integer) in whole {
+            let value = parsed(text)
+            guard case let .double(double) = value else {
+                Issue.record("\(text): \(value)")
+                continue
+            }
+            #expect(double.rounded(.towardZero) == double, "\(text)")
+            #expect(value.wholeNumber == integer, "\(text)")
+        }
+        #expect(parsed("5.5") == .double(5.5) && parsed("5e-1") == .double(0.5))
     }
 
     @Test func fractionalNumbers_becomeDouble() {

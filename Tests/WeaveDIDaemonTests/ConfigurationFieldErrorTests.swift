@@ -81,6 +81,12 @@ import WeaveDIDaemon
             (#"{"control": {"maxClients": 5.5}}"#, "control.maxClients: expected an integer from 1 to 4096, got 5.5"),
             (#"{"control": {"maxClients": 5e-1}}"#, "control.maxClients: expected an integer from 1 to 4096, got 0.5"),
             (#"{"control": {"maxClients": 5e3}}"#, "control.maxClients: expected an integer from 1 to 4096, got 5000"),
+            // Not whole, though a Double rounds it to 5: quoted as written.
+            (#"{"control": {"maxClients": 4.9999999999999999999}}"#, "control.maxClients: expected an integer from 1 to 4096, got 4.9999999999999999999"),
+            (#"{"control": {"adminUsers": [1000.00000000000001]}}"#, "control.adminUsers[0]: expected a user name or uid, got 1000.00000000000001"),
+            // A negative zero with its sign.
+            (jobDocument(#""failureThreshold": -0"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got -0"),
+            (jobDocument(#""failureThreshold": -0.0e5"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got -0"),
             (#"{"sync": {"maxConcurrentRuns": 1.25}}"#, "sync.maxConcurrentRuns: expected an integer from 1 to 64, got 1.25"),
             (jobDocument(#""workers": 2.5"#), "sync.jobs[0].workers: expected an integer from 1 to 256, got 2.5"),
             (jobDocument(#""failureThreshold": 0.0"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got 0"),

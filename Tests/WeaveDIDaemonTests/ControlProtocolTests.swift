@@ -111,18 +111,25 @@ import WeaveDIPosix
     }
 
     /// JSON has one number type: `5.0` and `5e0` are the integer 5 to a varlink parameter, as
-    /// to the configuration's integer fields.
+    /// to the configuration's integer fields; a number whose value as written is not whole is
+    /// refused, however close to one (a Double would round it to one), and quoted as written,
+    /// a negative zero with its sign.
     @Test func anIntegerParameter_takesAWholeNumberWrittenWithAFractionOrAnExponent() throws {
         let daemon = try started()
         let client = try RawClient(daemon.defaultSocket)
-        for limit in ["5.0", "5e0", "-0.0e0 "] {
+        for limit in ["5.0", "5e0", "50e-1", "0.5e1", "500.000"] {
             try client.send(call("io.weavedi.Daemon.ListFixes", #"{"limit":\#(limit)}"#))
             let reply = client.reply() ?? ""
-            if limit.hasPrefix("-") {
-                #expect(reply.contains(#""reason":"expected an integer from 1 to 500, got 0""#), "\(reply)")
-            } else {
-                #expect(reply.hasPrefix(#"{"parameters":{"fixes":["#), "\(limit): \(reply)")
-            }
+            #expect(reply.hasPrefix(#"{"parameters":{"fixes":["#), "\(limit): \(reply)")
+        }
+        let refused = [
+            ("-0.0e0 ", "-0"), ("-0", "-0"), ("0", "0"), ("0.99999999999999999", "0.99999999999999999"),
+            ("4.9999999999999999999", "4.9999999999999999999"), ("500.00000000000001", "500.00000000000001"),
+        ]
+        for (limit, shown) in refused {
+            try client.send(call("io.weavedi.Daemon.ListFixes", #"{"limit":\#(limit)}"#))
+            #expect(client.reply() == #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"limit","#
+                + #""reason":"expected an integer from 1 to 500, got \#(shown)"}}"#, "\(limit)")
         }
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))

@@ -9,8 +9,9 @@ public enum JSONValue: Sendable, Equatable {
     case double(Double)
     /// A number kept as written, because neither `.int` nor `.double` holds it: an integer
     /// beyond `Int` (`123456789012345678901234567890`), a number beyond `Double`'s range
-    /// (`1e400`), or one so small that it would round to 0 (`1e-400`). Parsing makes these, so
-    /// that a message can quote such a number as its writer wrote it.
+    /// (`1e400`), one so small that it would round to 0 (`1e-400`), or one not whole that it
+    /// would round to a whole number (`0.99999999999999999`). Parsing makes these, so that a
+    /// message can quote such a number as its writer wrote it, and none is taken for another.
     case number(NumberLiteral)
     /// A boolean.
     case bool(Bool)

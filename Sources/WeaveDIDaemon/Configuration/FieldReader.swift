@@ -90,8 +90,9 @@ struct FieldReader {
         let expected = range.upperBound == .max
             ? "an integer of at least \(range.lowerBound)"
             : "an integer from \(range.lowerBound) to \(range.upperBound)"
-        // A whole number is shown as the integer it is (`5e3` as 5000, not 5000.0).
-        var shown = value.wholeNumber.map { String($0) } ?? describe(value)
+        // A whole number is shown as the integer it is (`5e3` as 5000, not 5000.0), a negative
+        // zero with its sign (`-0`, `-0.0` as -0), as its writer wrote it.
+        var shown = value.wholeNumber.map { $0 == 0 && value.numberValue?.sign == .minus ? "-0" : String($0) } ?? describe(value)
         // Said only of a number the range could hold: digits would not help 1e20 for a
         // field up to 64.
         if case let .double(double) = value, value.wholeNumber == nil, double.rounded(.towardZero) == double,
