@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import TestSupport
 import Testing
@@ -405,5 +406,30 @@ import Testing
         #expect(await registry.fix("x").outcome == .refused)
         #expect(await registry.fix("y").outcome == .refused)
         #expect(registry.fixesRecorded().isEmpty && registry.fixHistory().isEmpty)
+    }
+}
+
+/// `stop()` and `start(interval:)` cancel the loop's task, whose round may be inside a fix's
+/// attempt, under a cancellation handler: cancelled under the registry's lock, a handler that
+/// takes it would deadlock the thread, and the registry with it.
+@Suite struct HealthLoopCancelTests {
+    @Test func stoppingTheLoop_whileItsRoundsAttemptFixes_neverHangs() async throws {
+        let registry = UnifiedRegistry(jitter: { $0 })
+        registry.autoHealthEnabled = true
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { throw ScriptedFix.FixError() }))
+        // On a thread of its own, so that a deadlock fails the test instead of hanging the run.
+        let done = Locked(false)
+        let thread = Thread {
+            for _ in 0..<3_000 {
+                registry.start(interval: .milliseconds(1))
+                usleep(UInt32.random(in: 0...200))
+                registry.stop()
+            }
+            done.withLock { $0 = true }
+        }
+        thread.start()
+        let deadline = ContinuousClock.now + .seconds(120)
+        while !done.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(done.withLock { $0 }, "start() or stop() hung")
     }
 }

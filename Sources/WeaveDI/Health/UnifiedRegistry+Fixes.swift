@@ -21,7 +21,9 @@ extension UnifiedRegistry {
         await attempt(name, trigger: .manual)
     }
 
-    /// Runs the fix of every fixable check that is not healthy, by hand.
+    /// Runs the fix of every fixable check that is not healthy, by hand, one after another;
+    /// once its caller went away (the task cancelled: weavedid's `Fix` call at
+    /// `control.callTimeout`), the fixes not started yet are not run.
     @discardableResult
     public func fixAll() async -> [FixRecord] {
         let names = state.withLock { state in
@@ -31,7 +33,11 @@ extension UnifiedRegistry {
             }
         }
         var records: [FixRecord] = []
-        for name in names { records.append(await fix(name)) }
+        for name in names {
+            // Its caller went away (weavedid's `Fix` call at `control.callTimeout`): no fix more.
+            if Task.isCancelled { break }
+            records.append(await fix(name))
+        }
         return records
     }
 
@@ -105,7 +111,9 @@ extension UnifiedRegistry {
             } onCancel: {
                 // Its caller went away (weavedid's `Fix` call at `control.callTimeout`): it waits
                 // no longer. Taken out under the lock by its ticket, as the fix that ends takes
-                // its waiters out: one of the two resumes it, never both.
+                // its waiters out: one of the two resumes it, never both. Only a fix by hand waits:
+                // an automatic one (a round's task, cancelled by `stop()`) takes no lock here.
+                guard trigger == .manual else { return }
                 let waiter: FixWaiter? = state.withLock { state in
                     for (id, waiters) in state.fixWaiters {
                         guard let index = waiters.firstIndex(where: { $0.ticket == ticket }) else { continue }

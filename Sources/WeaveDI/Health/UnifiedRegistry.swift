@@ -381,15 +381,24 @@ public final class UnifiedRegistry: Sendable {
                 do { try await clock.sleep(for: interval) } catch { return }
             }
         }
-        state.withLock { $0.loop?.cancel(); $0.loop = loop }
+        // Cancelled outside the lock: cancelling runs the cancellation handlers of the round's
+        // tasks at once, on this thread, and one that takes the lock (a fix's wait) would
+        // deadlock on it.
+        let old: Task<Void, Never>? = state.withLock { state in
+            defer { state.loop = loop }
+            return state.loop
+        }
+        old?.cancel()
     }
 
     /// Stops the loop. A round in progress records its checks, but starts no fix.
     public func stop() {
-        state.withLock { state in
-            state.loop?.cancel()
-            state.loop = nil
+        // Cancelled outside the lock, as in `start`.
+        let old: Task<Void, Never>? = state.withLock { state in
+            defer { state.loop = nil }
+            return state.loop
         }
+        old?.cancel()
     }
 
     /// Whether the loop is running.
