@@ -409,6 +409,31 @@ import Testing
     }
 }
 
+/// A fix of every failing check (weavedid's `Fix` without a check) whose caller went away (the
+/// call cut at `control.callTimeout`) starts no fix more.
+@Suite struct HealthFixAllCancelTests {
+    @Test func fixAll_whoseCallerWentAway_startsNoFix() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock(), jitter: { $0 })
+        let runs = Locked(0)
+        for name in ["a", "b"] {
+            registry.register(HealthCheck(name: name, run: { .unhealthy("down") }, fix: {
+                runs.withLock { $0 += 1 }
+                return "tried"
+            }))
+        }
+        registry.autoFixEnabled = false
+        _ = await registry.runChecks()
+        #expect(registry.report().checks.allSatisfy { $0.status == .unhealthy })
+        let records = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await registry.fixAll()
+        }.value
+        #expect(records.isEmpty && runs.withLock { $0 } == 0, "\(records)")
+        // Not cancelled, it fixes both.
+        #expect(await registry.fixAll().count == 2 && runs.withLock { $0 } == 2)
+    }
+}
+
 /// `stop()` and `start(interval:)` cancel the loop's task, whose round may be inside a fix's
 /// attempt, under a cancellation handler: cancelled under the registry's lock, a handler that
 /// takes it would deadlock the thread, and the registry with it.
