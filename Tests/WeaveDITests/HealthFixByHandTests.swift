@@ -92,7 +92,7 @@ import Testing
         let record = await byHand.value
         _ = await automatic.value
         #expect(record.outcome == .succeeded && record.trigger == .manual && record.error == nil, "\(record)")
-        #expect(record.message == "the automatic fix running as this one was asked healed the check, so it was not run again: fixed by run 1")
+        #expect(record.message == "the automatic fix running as this one was asked healed the check; this one was not run: fixed by run 1")
         #expect(fixture.runs.withLock { $0 } == 1)
         // One fix ran: one attempt recorded, counted and told, the automatic one.
         let history = fixture.registry.fixHistory()
@@ -113,7 +113,7 @@ import Testing
         let record = await byHand.value
         _ = await automatic.value
         #expect(record.outcome == .inProgress && record.trigger == .manual && record.error == nil, "\(record)")
-        #expect(record.message == "the automatic fix running as this one was asked started a remedy that goes on, so it was not run again: "
+        #expect(record.message == "the automatic fix running as this one was asked started a remedy that goes on; this one was not run: "
             + "started a remedy; the check still fails while it goes on: down")
         #expect(fixture.runs.withLock { $0 } == 1)
         let history = fixture.registry.fixHistory()
@@ -184,7 +184,7 @@ import Testing
         let (firstRecord, secondRecord) = (await first.value, await second.value)
         #expect(firstRecord.outcome == .succeeded && firstRecord.message == "fixed by run 1")
         #expect(secondRecord.outcome == .succeeded && secondRecord.trigger == .manual, "\(secondRecord)")
-        #expect(secondRecord.message == "the fix by hand running as this one was asked healed the check, so it was not run again: fixed by run 1")
+        #expect(secondRecord.message == "the fix by hand running as this one was asked healed the check; this one was not run: fixed by run 1")
         #expect(fixture.runs.withLock { $0 } == 1)
         #expect(fixture.registry.fixHistory() == [firstRecord])
     }

@@ -145,7 +145,7 @@ extension UnifiedRegistry {
                         time: askedWall, check: name, trigger: trigger, outcome: healed ? .succeeded : .inProgress,
                         message: "\(by) running as this one was asked "
                             + (healed ? "healed the check" : "started a remedy that goes on")
-                            + ", so it was not run again: \(record.message)",
+                            + "; this one was not run: \(record.message)",
                         error: nil, duration: seconds(clock.now - asked))
                 }
                 // Not: the fix asked for runs now, as asked (or is refused as any).

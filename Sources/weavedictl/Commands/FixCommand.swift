@@ -15,12 +15,13 @@ struct FixCommand: CtlCommand {
             breaker, not its attempt limit: it can be refused (too many attempts, or a fix of
             the check that timed out still running). One asked while a fix of the check runs
             (an automatic one, which the daemon's health rounds may start at any time, or
-            another asked here) waits for it to end: if the check passes after it, the fix is
-            not run again, and the row says succeeded, by that fix ("the automatic fix running
-            as this one was asked healed the check, so it was not run again: ..."), nor if
-            that fix started a remedy that goes on (inProgress, "... started a remedy that
-            goes on, so it was not run again: ..."); if neither, the fix runs then. Needs administrator rights: uid 0, the daemon's user, or a user
-            or group in control.adminUsers / control.adminGroups.
+            another asked here) waits for it to end: if the check passes after it, this fix
+            is not run, and the row says succeeded, by that fix ("the automatic fix running
+            as this one was asked healed the check; this one was not run: ..."), nor if that
+            fix started a remedy that goes on (inProgress, "... started a remedy that goes on;
+            this one was not run: ..."); if neither, this fix runs then. Needs administrator
+            rights: uid 0, the daemon's user, or a user or group in control.adminUsers /
+            control.adminGroups.
 
             An attempt is judged by the check, run again after it: succeeded when it passes,
             failed when it still fails (a job's fix whose run failed: "run docs-2 failed: ...;

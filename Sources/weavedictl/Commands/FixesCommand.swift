@@ -14,16 +14,18 @@ struct FixesCommand: CtlCommand {
 
             Automatic fixes (run by the health loop) and manual ones (weavedictl fix) are listed
             with their outcome: succeeded, failed (the fix failed, or the check still fails after
-            it), timedOut, refused (a fix asked by hand held back by the attempt limit, or by a
-            fix of the check that timed out and is still running; an automatic one held back is
-            not listed, `weavedictl health --json` says why in fixHeldBack),
+            it), timedOut, refused (a fix asked by hand held back by the attempt limit, by a fix
+            of the check that timed out and is still running, or asked inside a fix of its own
+            check; an automatic one held back is not listed, `weavedictl health --json` says why
+            in fixHeldBack),
             inProgress (the fix started a remedy, such as a job's run, that goes on while the
             check still fails: auto-fix waits for it to end, and counts it neither as a success
             nor as a failure) or notApplicable (a fix by hand that had nothing to do; an
             automatic one is not recorded: `weavedictl health --json` says why auto-fix held back).
             A fix asked for of a check that has none, or of no check, is refused but is no
             attempt: it is not listed. Nor is one asked by hand that the fix running then
-            answered, having healed the check (see `weavedictl fix`): that fix is listed.
+            answered, having healed the check or started a remedy that goes on (see `weavedictl
+            fix`): that fix is listed; nor one whose caller went away while it waited.
 
             Exit status: 0 when the attempts are listed (none recorded included), 64 for a --limit
             outside 1 to \(UnifiedRegistry.historyLimit), 69 when the daemon cannot be reached.
