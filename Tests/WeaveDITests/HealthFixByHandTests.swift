@@ -84,6 +84,18 @@ import Testing
         return (automatic, byHand)
     }
 
+    /// Opens the gate, waits until the automatic fix has its answer, and returns the fix by
+    /// hand's once both have ended.
+    func openTheGate(
+        _ fixture: Fixture, _ automatic: Task<HealthReport, Never>, _ byHand: Task<FixRecord, Never>
+    ) async throws -> FixRecord {
+        fixture.gate.open()
+        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
+        let record = await byHand.value
+        _ = await automatic.value
+        return record
+    }
+
     @Test func aFixByHand_duringAnAutomaticFixThatHeals_takesItsOutcome_withoutRunningTheFixAgain() async throws {
         let fixture = Fixture(clock: clock, first: .heals)
         let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
@@ -108,10 +120,7 @@ import Testing
     @Test func aFixByHand_duringAnAutomaticFixWhoseRemedyGoesOn_takesItsOutcome_withoutRunningTheFixAgain() async throws {
         let fixture = Fixture(clock: clock, first: .leavesARemedyGoing)
         let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
-        fixture.gate.open()
-        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
-        let record = await byHand.value
-        _ = await automatic.value
+        let record = try await openTheGate(fixture, automatic, byHand)
         #expect(record.outcome == .inProgress && record.trigger == .manual && record.error == nil, "\(record)")
         #expect(record.message == "the automatic fix running as this one was asked started a remedy that goes on; this one was not run: "
             + "started a remedy; the check still fails while it goes on: down")
@@ -145,10 +154,7 @@ import Testing
     @Test func aFixByHand_duringAnAutomaticFixWithNothingToDo_isWoken_andRunsItsOwn() async throws {
         let fixture = Fixture(clock: clock, first: .hasNothingToDo)
         let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
-        fixture.gate.open()
-        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
-        let record = await byHand.value
-        _ = await automatic.value
+        let record = try await openTheGate(fixture, automatic, byHand)
         #expect(record.outcome == .succeeded && record.trigger == .manual && record.message == "fixed by run 2", "\(record)")
         #expect(fixture.runs.withLock { $0 } == 2)
         #expect(fixture.registry.fixHistory() == [record])
@@ -162,10 +168,7 @@ import Testing
         let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
         #expect(fixture.registry.unregister("x"))
         #expect(fixture.waiting == 1)
-        fixture.gate.open()
-        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
-        let record = await byHand.value
-        _ = await automatic.value
+        let record = try await openTheGate(fixture, automatic, byHand)
         #expect(record.outcome == .refused && record.message == #"no health check named "x"; checkNames lists the checks registered"#, "\(record)")
         #expect(fixture.runs.withLock { $0 } == 1)
         #expect(fixture.registry.fixHistory().map(\.trigger) == [.automatic])
@@ -251,10 +254,7 @@ import Testing
         fixture.registry.setEventObserver { event in
             if case .fixed = event { byHand.cancel() }
         }
-        fixture.gate.open()
-        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
-        let record = await byHand.value
-        _ = await automatic.value
+        let record = try await openTheGate(fixture, automatic, byHand)
         #expect(record.outcome == .refused && record.message == Self.callerGone, "\(record)")
         #expect(fixture.runs.withLock { $0 } == 1)
         #expect(fixture.registry.fixHistory().map(\.trigger) == [.automatic])
@@ -324,18 +324,23 @@ import Testing
         return registry
     }
 
-    @Test func aFixThatAsksForItsOwn_isRefusedAtOnce() async throws {
-        let inner = Locked<[FixRecord]>([])
-        let registry = registry(xAsksFor: "x", inner: inner)
+    /// The answer of a fix by hand of `x`, which comes without the clock moving (a fix that
+    /// waited for itself would wait for ever): the test fails rather than hangs.
+    static func fixOfXAnswered(_ registry: UnifiedRegistry) async throws -> FixRecord {
         let answered = Locked(false)
         let outer = Task {
             let record = await registry.fix("x")
             answered.withLock { $0 = true }
             return record
         }
-        // Its clock never moves: a fix that waited for itself would wait for ever.
         try #require(await eventually { answered.withLock { $0 } })
-        let record = await outer.value
+        return await outer.value
+    }
+
+    @Test func aFixThatAsksForItsOwn_isRefusedAtOnce() async throws {
+        let inner = Locked<[FixRecord]>([])
+        let registry = registry(xAsksFor: "x", inner: inner)
+        let record = try await Self.fixOfXAnswered(registry)
         let asked = try #require(inner.withLock { $0 }.first)
         #expect(asked.outcome == .refused && asked.trigger == .manual && asked.message == Self.refusal, "\(asked)")
         #expect(record.outcome == .failed && record.message.hasPrefix("asked for x"), "\(record)")
@@ -345,14 +350,7 @@ import Testing
     @Test func aFixThatAsksForItsOwn_throughAnotherChecksFix_isRefusedAtOnce() async throws {
         let inner = Locked<[FixRecord]>([])
         let registry = registry(xAsksFor: "y", inner: inner)
-        let answered = Locked(false)
-        let outer = Task {
-            let record = await registry.fix("x")
-            answered.withLock { $0 = true }
-            return record
-        }
-        try #require(await eventually { answered.withLock { $0 } })
-        let record = await outer.value
+        let record = try await Self.fixOfXAnswered(registry)
         // y's fix asked for x's, refused; x's fix asked for y's, which ran (and failed).
         let asked = inner.withLock { $0 }
         try #require(asked.count == 2)
