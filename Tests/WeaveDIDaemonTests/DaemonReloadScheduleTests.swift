@@ -77,9 +77,7 @@ import WeaveDIPosix
         #expect(after <= before && after > 1000, "before \(before), after \(after)")
         let line = reloadLine(daemon)
         #expect(line.contains("notice  sync: docs: changed by the reload; next run in ") && line.hasSuffix(", as planned"), "\(daemon.log)")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-2")
     }
 
     /// A daily job whose last run started 2 h ago, given an interval of an hour, is overdue:
@@ -113,9 +111,7 @@ import WeaveDIPosix
         let line = reloadLine(daemon)
         #expect(line.contains("notice  sync: docs: changed by the reload; next run in 1h ")
             && line.contains(" (counted from its last run docs-1, ") && line.hasSuffix(" ago)"), "\(daemon.log)")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-2")
     }
 
     /// A paused job whose run came due while it was paused still makes it up at once when
@@ -227,9 +223,7 @@ import WeaveDIPosix
         let line = reloadLine(daemon)
         #expect(line.contains("notice  sync: docs: changed by the reload; next run in ")
             && line.contains(" (counted from its last run docs-1, 30m 0") && line.hasSuffix(" ago)"), "\(daemon.log)")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-2")
     }
 
     /// `start(directory, entry:, …)` with a CopyGate, and a run of the job by hand, docs-2, going:
@@ -278,9 +272,7 @@ import WeaveDIPosix
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/mirror2/slow-big.bin"))
         let after = try nextRunIn(daemon)
         #expect(after <= before && after > 7000, "before \(before), after \(after)")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-3")
     }
 
     /// A run going for longer than the new interval is the run due: the next comes an interval

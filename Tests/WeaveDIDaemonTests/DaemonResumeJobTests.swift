@@ -84,9 +84,7 @@ import WeaveDIPosix
         #expect(next > 3000 && next <= 3600, "\(after.map { "\($0)" } ?? "no job")")
         // One run: the tick the resume planned, none of a timer before it.
         #expect(after?[member: "skippedRuns"]?.intValue == 0, "\(after.map { "\($0)" } ?? "no job")")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-3")
     }
 
     /// A job paused and resumed before its next run was due keeps that next run: `ListJobs`'
@@ -114,9 +112,7 @@ import WeaveDIPosix
         let said = line.split(separator: " ").suffix(2).map { Int($0.dropLast()) ?? -1 }
         let logged = Double(said.first ?? -1) * 60 + Double(said.last ?? -1)
         #expect(logged >= next.rounded(.down) - 1 && logged <= before + 1, "\(line): before \(before), after \(next)")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-2")
     }
 
     /// A job whose last run never ended, or was cancelled (by a stop), stays paused at the
@@ -162,9 +158,7 @@ import WeaveDIPosix
         let after = try job(daemon)
         let next = after?[member: "nextRunIn"]?.numberValue ?? -1
         #expect(next > 3000 && next <= 3600, "\(after.map { "\($0)" } ?? "no job")")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-3")
     }
 
     /// A backoff being waited out goes on through a pause: resumed before its end, the job
@@ -193,9 +187,7 @@ import WeaveDIPosix
         let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
         let after = failures == 1 ? "1 failed run" : "\(failures) failed runs in a row"
         #expect(line.contains("notice  sync: docs resumed; next run in ") && line.hasSuffix(" (backoff after \(after))"), "\(daemon.log)")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-\(failures + 1)"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-\(failures + 1)")
     }
 
     /// A job resumed while a run of it is going keeps its next run, even one due (its last run
@@ -240,9 +232,7 @@ import WeaveDIPosix
         #expect(line.contains("notice  sync: docs resumed; next run in "), "\(daemon.log)")
         let next = try job(daemon)?[member: "nextRunIn"]?.numberValue ?? -1
         #expect(next > 3000 && next <= 3600, "\(daemon.log)")
-        daemon.send(.terminate)
-        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
-        #expect(!daemon.log.contains("run docs-3"), "\(daemon.log)")
+        daemon.stopExpectingNoRun("docs-3")
     }
 
     /// But a tick that came while a run by hand was going is a run missed when that run fails
@@ -300,6 +290,14 @@ import WeaveDIPosix
 }
 
 extension DaemonProcess {
+    /// Stops the daemon, expecting a clean exit and that the run `id` (the job's next) never
+    /// started.
+    func stopExpectingNoRun(_ id: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        send(.terminate)
+        #expect(wait() == .exited(0), "\(log)", sourceLocation: sourceLocation)
+        #expect(!log.contains("run \(id)"), "\(log)", sourceLocation: sourceLocation)
+    }
+
     /// Resumes the job `docs`, expecting its log line to say that a run was due while it was
     /// paused and runs now.
     func resumeExpectingARunNow(sourceLocation: SourceLocation = #_sourceLocation) throws {
