@@ -357,9 +357,7 @@ public actor SyncScheduler: DaemonService {
         // A last run that never ended (a file whose `lastRun` was dropped as damaged keeps
         // saying so) runs again whatever the time.
         if let saved, saved.endedUnfinished || saved.lastRun?.result == .cancelled {
-            let how = saved.endedUnfinished ? "never ended" : "was cancelled"
-            let run = saved.lastRun.map { "its last run \($0.id)" } ?? "its last run"
-            log.notice("sync", "\(name): \(run) \(how) (the destination may be behind)\(dueNow(config, again: "again "))")
+            log.notice("sync", "\(name): \(Self.unfinished(saved.lastRun?.id, neverEnded: saved.endedUnfinished))\(dueNow(config, again: "again "))")
             return jitter(config.jitter)
         }
         // From the last run's start; for a job that has never run, from when it was first seen
@@ -377,6 +375,13 @@ public actor SyncScheduler: DaemonService {
     }
 
     /// What becomes of `config`'s job due now, for the log: a paused one does not run.
+    /// Why a job whose last run did not finish runs again at once (at a start, a reload, a
+    /// resume): `its last run docs-3 never ended (the destination may be behind)`.
+    static func unfinished(_ lastRunID: String?, neverEnded: Bool) -> String {
+        let run = lastRunID.map { "its last run \($0)" } ?? "its last run"
+        return "\(run) \(neverEnded ? "never ended" : "was cancelled") (the destination may be behind)"
+    }
+
     private func dueNow(_ config: DaemonConfiguration.Job, again: String) -> String {
         if jobs[config.name]?.paused == true { return "; it stays paused" }
         return ": it runs \(again)" + (config.jitter > .zero ? "within its jitter (\(Format.duration(seconds(config.jitter))))" : "now")
@@ -576,9 +581,7 @@ public actor SyncScheduler: DaemonService {
         // run never ended (the daemon stopped) catches up once enabled again.
         if state.unfinished || last?.result == .cancelled {
             schedule(name, after: jitter(config.jitter))
-            let how = state.unfinished ? "never ended" : "was cancelled"
-            let run = last.map { "its last run \($0.id)" } ?? "its last run"
-            return "\(run) \(how) (the destination may be behind)\(dueNow(config, again: "again "))"
+            return "\(Self.unfinished(last?.id, neverEnded: state.unfinished))\(dueNow(config, again: "again "))"
         }
         let counted = countedWait(config, last: last.map { ($0.id, $0.startedAt) }, firstSeenAt: state.firstSeenAt)
         schedule(name, after: counted.wait)
@@ -689,9 +692,7 @@ public actor SyncScheduler: DaemonService {
         }
         if state.running == nil {
             if state.unfinished || state.lastKept?.result == .cancelled, state.neverEndedTwice == nil {
-                let how = state.unfinished ? "never ended" : "was cancelled"
-                let run = state.lastKept.map { "its last run \($0.id)" } ?? "its last run"
-                return "resumed: \(run) \(how) (the destination may be behind); \(runsNow("again "))"
+                return "resumed: \(Self.unfinished(state.lastKept?.id, neverEnded: state.unfinished)); \(runsNow("again "))"
             }
             if let due = state.missedWhilePaused ?? state.nextRun.flatMap({ $0 <= now ? $0 : nil }) {
                 return "resumed: a run was due while it was paused (\(Format.duration(seconds(now - due))) ago); \(runsNow(""))"
