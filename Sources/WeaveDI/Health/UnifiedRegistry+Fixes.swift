@@ -86,8 +86,9 @@ extension UnifiedRegistry {
         // The name quoted as every message quotes a value from outside: `fix(name)`'s caller
         // (weavedictl fix NAME) may give any text.
         let quoted = JSONValue.quotedForMessage(name)
-        // This call's place among the fixes waiting (`FixWaiter`), for its caller to take out.
-        let ticket: UInt64 = state.withLock { state in
+        // This call's place among the fixes waiting (`FixWaiter`), for its caller to take out;
+        // only a fix by hand waits (an automatic one takes no number, nor the lock for it).
+        let ticket: UInt64 = trigger == .automatic ? 0 : state.withLock { state in
             state.serial &+= 1
             return state.serial
         }
