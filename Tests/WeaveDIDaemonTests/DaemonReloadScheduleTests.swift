@@ -298,6 +298,31 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// A paused job's run by hand going for longer than the new interval is the run due: when it
+    /// then fails (held past the walk watch's limit, 7 s for the 2 MiB file, before the tick an
+    /// interval after the reload), that run is missed, and the job, resumed, runs at once.
+    /// Before, the reload planned the next run an interval away and the failure left nothing
+    /// missed: resumed, the job waited for that tick.
+    @Test func aPausedJobsRunGoingLongerThanTheNewInterval_thatFails_leavesTheRunDueMissed() throws {
+        let directory = TemporaryDirectory()
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: lastRun(startedAgo: 60, paused: true))
+        defer { gate.release("slow-big.bin") }
+        // Going for more than the new interval, 4 s; it fails about 7 s after it was held.
+        Thread.sleep(forTimeInterval: 4.5)
+        writeConfiguration(directory, interval: 4)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(reloadLine(daemon).hasSuffix("notice  sync: docs: changed by the reload; next run in 4.0 s (an interval from now: its "
+            + "run docs-2 is going, started more than an interval ago); it stays paused"), "\(daemon.log)")
+        try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
+        #expect(daemon.log.contains("sync: docs: run docs-2, which was to do the work of a run due while the job was paused, failed: that "
+            + "run is missed, and runs once the job is resumed"), "\(daemon.log)")
+        try daemon.resumeExpectingARunNow()
+        gate.release("slow-big.bin")
+        #expect(daemon.waitForLog("sync: docs: run docs-3 started"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A run missed while the job was paused, which a run by hand started after it took on,
     /// stays missed through a reload that counts the next run from that run while it goes, when
     /// the run then fails (held past the walk watch's limit, 7 s for the 2 MiB file): resumed,

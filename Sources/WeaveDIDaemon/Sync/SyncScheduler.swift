@@ -572,6 +572,9 @@ public actor SyncScheduler: DaemonService {
             }
             let wait = config.interval + jitter(config.jitter)
             schedule(name, after: wait)
+            // The run due, of a job paused: one that fails or is cancelled leaves it missed,
+            // made up once the job is resumed (`tickLeftToRun`), as a tick beside the run would.
+            if state.paused, state.tickLeftToRun == nil { jobs[name]?.tickLeftToRun = (run.id, now) }
             return "next run in \(Format.duration(seconds(wait))) (an interval from now: its run \(run.id) "
                 + "\(run.isQueued ? "waits for a slot" : "is going, started more than an interval ago"))\(paused)"
         }
