@@ -202,6 +202,34 @@ import WeaveDIPosix
         #expect(entry?[member: "lastRun"]?[member: "failedItems"]?.arrayValue?.count == kept)
     }
 
+    /// A count written as a whole number with a fraction or an exponent, or as a negative zero
+    /// (as an edit by hand may leave it), is that integer, as in the configuration: the entry is
+    /// taken whole, and written back as integers. Before, `-0` and `2.0` were refused, and the
+    /// job started without its previous results (unpaused).
+    @Test func countsWrittenAsWholeNumbers_areThoseIntegers() throws {
+        let fixture = Fixture()
+        fixture.directory.write("state/jobs.json", #"""
+            {"lastRunNumber": 7e0, "jobs": {"docs": {"consecutiveFailures": 2.0, "lastSuccess": 1700000000, "paused": true,
+              "lastRun": {"id": "docs-7", "job": "docs", "result": "partial", "startedAt": 1700000100, "endedAt": 1700000160,
+                          "filesCopied": 30e-1, "errors": -0, "message": "4 item(s) failed"}}}}
+            """#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(!daemon.log.contains(fixture.stateFile), "\(daemon.log)")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(job?[member: "paused"] == .bool(true), "\(String(describing: job))")
+        #expect(job?[member: "consecutiveFailures"]?.intValue == 2, "\(String(describing: job))")
+        #expect(job?[member: "lastRun"]?[member: "filesCopied"]?.intValue == 3, "\(String(describing: job))")
+        #expect(job?[member: "lastRun"]?[member: "errors"]?.intValue == 0, "\(String(describing: job))")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        let saved = try JSONValue.parse(Array(FileManager.default.contents(atPath: fixture.stateFile) ?? Data()))
+        #expect(saved[member: "lastRunNumber"] == .int(7), "\(saved.serialized.prefix(2000))")
+        let entry = saved[member: "jobs"]?[member: "docs"]
+        #expect(entry?[member: "consecutiveFailures"] == .int(2), "\(saved.serialized.prefix(2000))")
+        #expect(entry?[member: "lastRun"]?[member: "errors"] == .int(0), "\(saved.serialized.prefix(2000))")
+    }
+
     /// A last run no run writes (a count or a time out of range, an unknown result, no id,
     /// something else than an object) is dropped whole and said in the log: the job keeps its
     /// pause, its failures in a row and its last success, in `ListJobs` and in the file the

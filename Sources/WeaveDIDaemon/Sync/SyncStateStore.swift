@@ -609,11 +609,13 @@ struct PersistedStateProblem: Error, CustomStringConvertible {
     /// and earlier ones than 1970, are no time a run of the daemon ended.
     static let latestTime: Double = 1e11
 
-    /// The integer `name` of `json`, from 0 to `maximum`; 0 when absent and not `required`.
+    /// The integer `name` of `json`, from 0 to `maximum`; 0 when absent and not `required`. A
+    /// whole number however written (`3.0`, `-0`) is that integer, as in the configuration
+    /// (`JSONValue.wholeNumber`): a file edited by hand may say so.
     static func count(_ json: JSONValue, _ name: String, prefix: String = "", maximum: Int? = nil, required: Bool = true) throws(Self) -> Int {
         let value = json[member: name]
         if value == nil, !required { return 0 }
-        guard let number = value?.intValue, number >= 0, number <= maximum ?? Int.max else {
+        guard let number = value?.wholeNumber, number >= 0, number <= maximum ?? Int.max else {
             let range = maximum.map { "from 0 to \($0)" } ?? "from 0"
             throw Self(description: "\(prefix)\(name): expected an integer \(range), got \(describe(value))")
         }
