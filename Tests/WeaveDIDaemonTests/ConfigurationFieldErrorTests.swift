@@ -124,6 +124,9 @@ import WeaveDIDaemon
             (#"{"sync": {"maxConcurrentRuns": 0}}"#, "sync.maxConcurrentRuns: expected an integer from 1 to 64, got 0"),
             (#"{"sync": {"maxConcurrentRuns": 65}}"#, "sync.maxConcurrentRuns: expected an integer from 1 to 64, got 65"),
             (jobDocument(#""interval": 0.5"#), "sync.jobs[0].interval: expected a number of seconds from 1 to 31536000, got 0.5"),
+            // A negative zero as the integer fields quote it.
+            (jobDocument(#""interval": -0"#), "sync.jobs[0].interval: expected a number of seconds from 1 to 31536000, got -0"),
+            (jobDocument(#""interval": -0.0e3"#), "sync.jobs[0].interval: expected a number of seconds from 1 to 31536000, got -0"),
             (jobDocument(#""jitter": -1"#), "sync.jobs[0].jitter: expected a number of seconds from 0 to 31536000, got -1"),
             (jobDocument(#""jitter": 300"#), "sync.jobs[0].jitter: must be less than the interval (300 seconds), got 300"),
             (jobDocument(#""jitter": 10, "interval": 10"#), "sync.jobs[0].jitter: must be less than the interval (10 seconds), got 10"),

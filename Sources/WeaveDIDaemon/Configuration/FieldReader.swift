@@ -159,6 +159,8 @@ struct FieldReader {
         case let .number(literal): return JSONValue.shownForMessage(literal)
         case .array: return "an array"
         case .object: return "an object"
+        // A negative zero as the integer fields show it (`-0`, `-0.0` as -0), not -0.0.
+        case let .double(double) where double == 0 && double.sign == .minus: return "-0"
         default: return value.serialized
         }
     }
