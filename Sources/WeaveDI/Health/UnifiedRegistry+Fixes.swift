@@ -14,7 +14,9 @@ extension UnifiedRegistry {
     /// run for it (nor recorded: nothing ran); a fix by hand that has started runs to its end
     /// whatever its caller does. Refused while a fix that timed out has not returned yet, and
     /// when asked inside a fix of the check (by it, or by a fix it asked for): it would wait
-    /// for itself. A name no check has, or a check without a fix, is refused too, but not
+    /// for itself; and when asked inside a fix that the check's fix running waits for (two
+    /// checks whose fixes ask for each other, fixed in two tasks at once): the two would wait
+    /// for each other until they timed out. A name no check has, or a check without a fix, is refused too, but not
     /// recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
@@ -95,6 +97,8 @@ extension UnifiedRegistry {
         // Asked by the fix of this check that runs (in its task, or one it started), directly or
         // through another check's fix: it would wait for itself.
         let inside = FixRecord.attempt?.checks.contains(name) == true
+        // The fixes it is asked inside, which do not go on while it waits (`waitCycle`).
+        let insideFixes = FixRecord.attempt?.fixIDs ?? []
         // Whether it waited for a fix of the check that ended without healing it.
         var waited = false
         while true {
@@ -105,7 +109,7 @@ extension UnifiedRegistry {
                     let plan: FixPlan? = state.withLock { state in
                         decide(
                             name, quoted: quoted, trigger: trigger, at: now, inside: inside, waited: waited,
-                            waiter: FixWaiter(ticket: ticket, continuation: continuation), in: &state)
+                            waiter: FixWaiter(ticket: ticket, continuation: continuation, inside: insideFixes), in: &state)
                     }
                     if let plan { continuation.resume(returning: plan) }
                 }
@@ -189,6 +193,14 @@ extension UnifiedRegistry {
             // automatic one at any time: a refusal would be only timing), which its timeout
             // bounds; not for one past its timeout, which may never return.
             if trigger == .manual, !running.abandoned {
+                // Unless the fix running waits, through the fixes it asked for, for a fix this one
+                // is asked inside (two checks whose fixes ask for each other, in two tasks): the
+                // two would wait for each other until they timed out.
+                if let mine = Self.waitCycle(from: running.id, to: waiter.inside, in: state) {
+                    let other = state.checks.first { $0.value.fixInFlight?.id == mine }.map { JSONValue.quotedForMessage($0.key) }
+                    return .refuse("asked for inside the fix of \(other ?? "another check"), while the fix of \(quoted) running "
+                        + "waits for that fix to end: the two would wait for each other")
+                }
                 state.fixWaiters[running.id, default: []].append(waiter)
                 return nil
             }
@@ -215,6 +227,24 @@ extension UnifiedRegistry {
         return .run(entry.check, state.policy, state.serial)
     }
 
+    /// The fix among `inside` (those a fix by hand is asked inside) that the fix `running`
+    /// waits for: directly, a fix by hand asked inside `running` waiting for it, or through
+    /// others (a fix waits for the fixes that fixes by hand asked inside it wait for); nil when
+    /// none, and waiting for `running` makes no cycle.
+    static func waitCycle(from running: UInt64, to inside: Set<UInt64>, in state: State) -> UInt64? {
+        guard !inside.isEmpty else { return nil }
+        var seen: Set<UInt64> = [running]
+        var next = [running]
+        while let id = next.popLast() {
+            if inside.contains(id) { return id }
+            for (awaited, waiters) in state.fixWaiters where !seen.contains(awaited) && waiters.contains(where: { $0.inside.contains(id) }) {
+                seen.insert(awaited)
+                next.append(awaited)
+            }
+        }
+        return nil
+    }
+
     /// Ends the fix `id` for the fixes by hand that waited for it (`FixPlan.ended`); to be
     /// resumed outside the lock.
     private static func waiters(of id: UInt64, in state: inout State) -> [CheckedContinuation<FixPlan, Never>] {
@@ -231,7 +261,7 @@ extension UnifiedRegistry {
         }
         let fix = check.fix!
         let context = FixAttemptContext(
-            check: check.name, within: FixRecord.attempt, deadline: startedAt + policy.attemptTimeout, clock: clock)
+            check: check.name, id: id, within: FixRecord.attempt, deadline: startedAt + policy.attemptTimeout, clock: clock)
         let outcome = await withTimeout(policy.attemptTimeout, clock: clock) { () -> Outcome in
             let outcome: Outcome = await FixRecord.$attempt.withValue(context) {
                 await FixRecord.Trigger.$current.withValue(trigger) {
@@ -411,13 +441,16 @@ final class FixAttemptContext: Sendable {
     /// The checks whose fixes run in this task: this attempt's, and those of the fixes it runs
     /// inside (a fix that asked for another check's fix).
     let checks: Set<String>
+    /// The attempts' ids (`FixInFlight.id`) likewise: this one's and those it runs inside.
+    let fixIDs: Set<UInt64>
     let deadline: Duration
     let clock: any HealthClock
     private let state = Locked<(open: Bool, remedy: Probe?)>((true, nil))
 
-    /// The attempt of the fix of `check`, asked for inside the attempt `within`, if any.
-    init(check: String, within: FixAttemptContext?, deadline: Duration, clock: any HealthClock) {
+    /// The attempt `id` of the fix of `check`, asked for inside the attempt `within`, if any.
+    init(check: String, id: UInt64, within: FixAttemptContext?, deadline: Duration, clock: any HealthClock) {
         checks = (within?.checks ?? []).union([check])
+        fixIDs = (within?.fixIDs ?? []).union([id])
         self.deadline = deadline
         self.clock = clock
     }

@@ -66,6 +66,9 @@ public final class UnifiedRegistry: Sendable {
         /// Its call's number (`State.serial`): a caller that goes away takes its own out by it.
         var ticket: UInt64
         var continuation: CheckedContinuation<FixPlan, Never>
+        /// The fixes (`FixInFlight.id`) its caller runs inside (`FixAttemptContext.fixIDs`):
+        /// none of them goes on while it waits.
+        var inside: Set<UInt64> = []
     }
 
     struct State {
