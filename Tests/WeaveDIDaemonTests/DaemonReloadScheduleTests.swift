@@ -173,13 +173,19 @@ import WeaveDIPosix
     /// A job disabled at the start has no timer (`nextRunIn` null); enabled again by a reload,
     /// its next run is counted from the start of its last run as at a start: what is left of
     /// the interval (half an hour here, not a new hour), at once when that has passed, and at
-    /// once too when its last run never ended (the daemon stopped during it).
-    @Test(arguments: ["counted", "overdue", "never ended"])
+    /// once too when its last run did not finish: it never ended (the daemon stopped during
+    /// it), or was cancelled (by a stop), a minute ago, well within the interval.
+    @Test(arguments: ["counted", "overdue", "never ended", "was cancelled"])
     func aJobEnabledAgain_countsItsNextRunFromItsLastRun(case last: String) throws {
         let directory = TemporaryDirectory()
         let entry = switch last {
         case "counted": lastRun(startedAgo: 1800)
         case "overdue": lastRun(startedAgo: 7200)
+        case "was cancelled": """
+            {"consecutiveFailures": 0, "firstSeenAt": \(time(90_000)),
+             "lastRun": {"id": "docs-1", "job": "docs", "result": "cancelled", "message": "the daemon is stopping",
+               "startedAt": \(time(60)), "endedAt": \(time(59))}}
+            """
         default: """
             {"consecutiveFailures": 0, "firstSeenAt": \(time(90_000)), "unfinished": true,
              "lastRun": {"id": "docs-1", "job": "docs", "result": "failed", "message": "run docs-1 never ended",
@@ -202,7 +208,7 @@ import WeaveDIPosix
                 + "more than its interval (1h 00m): it runs now"), "\(daemon.log)")
             #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
         default:
-            #expect(line.contains("notice  sync: docs: changed by the reload; its last run docs-1 never ended (the destination may "
+            #expect(line.contains("notice  sync: docs: changed by the reload; its last run docs-1 \(last) (the destination may "
                 + "be behind): it runs again now"), "\(daemon.log)")
             #expect(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
         }
