@@ -430,6 +430,40 @@ import Testing
         // Not cancelled, it fixes both.
         #expect(await registry.fixAll().count == 2 && runs.withLock { $0 } == 2)
     }
+
+    /// A caller that goes away part-way (here during the fix of `a`, which cancels the task of
+    /// the whole `fixAll`, as weavedid's `Fix` call cut at `control.callTimeout` does): the fix
+    /// that had started, `a`'s, runs to its end and is answered; the next one, `b`'s, is not
+    /// run. Only the check before the first fix was covered; this is the check between two.
+    @Test func fixAll_whoseCallerWentAwayDuringAFix_startsNoFixAfterIt() async {
+        let registry = UnifiedRegistry(clock: ManualHealthClock(), jitter: { $0 })
+        let ran = Locked<[String]>([])
+        // The task of the whole `fixAll`, which `a`'s fix cancels: set before that task asks
+        // for any fix (it waits for `go` first).
+        let caller = Locked<Task<[FixRecord], Never>?>(nil)
+        for name in ["a", "b"] {
+            registry.register(HealthCheck(name: name, run: { .unhealthy("down") }, fix: {
+                ran.withLock { $0.append(name) }
+                if name == "a" { caller.withLock { $0?.cancel() } }
+                return "tried"
+            }))
+        }
+        registry.autoFixEnabled = false
+        _ = await registry.runChecks()
+        #expect(registry.report().checks.allSatisfy { $0.status == .unhealthy })
+        let (go, start) = AsyncStream<Void>.makeStream()
+        let task = Task {
+            for await _ in go { break }
+            return await registry.fixAll()
+        }
+        caller.withLock { $0 = task }
+        start.yield()
+        start.finish()
+        let records = await task.value
+        #expect(task.isCancelled)
+        #expect(records.map(\.check) == ["a"] && ran.withLock { $0 } == ["a"], "\(records), ran \(ran.withLock { $0 })")
+        #expect(records.first?.message.hasPrefix("tried") == true, "\(records)")
+    }
 }
 
 /// `stop()` and `start(interval:)` cancel the loop's task, whose round may be inside a fix's
