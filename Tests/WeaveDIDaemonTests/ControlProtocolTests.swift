@@ -426,6 +426,11 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0))
     }
 
+    /// The reference client, the Python `varlink` package, which checks each reply against the
+    /// interface's description: it takes what the daemon says. `ListFixes` and `Fix` among it,
+    /// whose `FixAttempt` replies it once refused (a type named like a method): `ListFixes` with
+    /// no attempt yet, then the fix of `control.socket` (in place: it has nothing to do, and
+    /// leaves the socket alone), then `ListFixes` with that attempt, in full and with `limit`.
     @Test func referencePythonVarlinkClient_works() throws {
         let probe = try Subprocess.run("python3", arguments: ["-c", "import varlink"], environment: ProcessInfo.processInfo.environment)
         guard probe.status == .exited(0) else {
@@ -441,10 +446,25 @@ import WeaveDIPosix
                 with client.open("io.weavedi.Daemon") as daemon:
                     print("ping", daemon.Ping()["version"])
                     print("health", daemon.GetHealth()["health"]["status"])
+                    print("fixes", len(daemon.ListFixes()["fixes"]))
+                    fix = daemon.Fix(check="control.socket")["fixes"][0]
+                    print("fix", fix["check"], fix["trigger"], fix["outcome"], fix["message"])
+                    fixes = daemon.ListFixes()["fixes"]
+                    print("fixes", len(fixes), fixes[0]["check"], fixes[0]["outcome"], fixes[0] == fix)
+                    print("limit", len(daemon.ListFixes(limit=1)["fixes"]))
             """
         let result = try Subprocess.run("python3", arguments: ["-c", script, daemon.defaultSocket], environment: ProcessInfo.processInfo.environment)
         #expect(result.status == .exited(0), "\(result.standardErrorText)")
-        #expect(result.standardOutputText == "info weavedid org.varlink.service,io.weavedi.Daemon\nping 0.1.0\nhealth healthy\n")
+        #expect(result.standardOutputText == """
+            info weavedid org.varlink.service,io.weavedi.Daemon
+            ping 0.1.0
+            health healthy
+            fixes 0
+            fix control.socket manual notApplicable "\(daemon.defaultSocket)" is in place and listening: nothing to do
+            fixes 1 control.socket notApplicable True
+            limit 1
+
+            """, "\(result.standardErrorText)")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
