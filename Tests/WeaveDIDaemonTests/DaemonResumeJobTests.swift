@@ -214,6 +214,45 @@ import WeaveDIPosix
         #expect(!daemon.log.contains("run docs-3") && !daemon.log.contains("this run is skipped"), "\(daemon.log)")
     }
 
+    /// A job resumed while its run by hand, which took on the run missed while it was paused, is
+    /// going, goes by that run's end as any job once it is resumed: when the run then fails
+    /// (held in its copy past the walk watch's limit, 13 s for the 8 MiB file, long after the
+    /// resume), it backs off, saying so, and the run it took on is no run missed (that is for a
+    /// job still paused): nothing says so, and no run starts at once. Only a run that succeeded
+    /// was covered (`aJobWithARunGoing_keepsItsPlannedNextRun_whenResumed`).
+    @Test func aJobResumedDuringARunByHandThatTookOnAMissedRun_backsOff_whenThatRunFails() throws {
+        let directory = TemporaryDirectory()
+        let gate = try CopyGate.build(in: directory)
+        defer { gate.release("slow-big.bin") }
+        let big = directory.write("source/slow-big.bin", "")
+        try #require(truncate(big, off_t(8) << 20) == 0, "truncate: \(Errno.current)")
+        // Its tick comes 1 s after the start, while it is paused: a run missed, before any run.
+        let daemon = try start(directory, entry: Self.pausedEntry(dueIn: 1), environment: gate.environment)
+        try #require(daemon.waitForLog("sync: docs: a run is due, but the job is paused: it runs once resumed"), "\(daemon.log)")
+        // The run by hand takes it on, and is held.
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
+        try #require(id == "docs-2", "\(daemon.log)")
+        try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
+        try resume(daemon)
+        let resumed = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
+        #expect(resumed.contains("notice  sync: docs resumed; next run in ") && resumed.hasSuffix(" (run docs-2 is going)"), "\(daemon.log)")
+        try #require(!daemon.log.contains("run docs-2 failed"), "the run failed before the resume: the test proves nothing\n\(daemon.log)")
+        try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
+        // Booked in one go with the failure: the backoff's line is there with it.
+        let retry = daemon.log.split(separator: "\n").first { $0.contains("sync: docs: retrying in ") }.map(String.init) ?? ""
+        #expect(retry.contains("notice  sync: docs: retrying in ") && retry.hasSuffix(" (backoff after 1 failed run)"), "\(daemon.log)")
+        #expect(!daemon.log.contains("which was to do the work of a run due while the job was paused"), "\(daemon.log)")
+        let after = try job(daemon)
+        #expect(after?[member: "paused"]?.boolValue == false && after?[member: "consecutiveFailures"]?.intValue == 1,
+                "\(after.map { "\($0)" } ?? "no job")")
+        // Its timer goes on (the backoff, drawn up to the interval).
+        #expect(after?[member: "nextRunIn"]?.numberValue.map { $0 <= 3600 } == true, "\(after.map { "\($0)" } ?? "no job")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(!daemon.log.contains("docs resumed: a run was due while it was paused"), "\(daemon.log)")
+    }
+
     /// A tick of a paused job's timer that comes while a run of it by hand is going misses
     /// nothing (that run does the work, as an unpaused job's tick beside its run is only
     /// skipped): resumed after that run, the job keeps its next run rather than running again.
