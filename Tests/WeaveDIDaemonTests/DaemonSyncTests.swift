@@ -495,6 +495,79 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// `hold` for `PreloadLibrary.holdingFstatat`: the look at the path `WEAVEDI_TEST_WATCHED`
+    /// names, while the file `armed` is in the directory `WEAVEDI_TEST_HOLD` names, creates
+    /// `held` there, then waits (60 s at most) until `armed` is gone.
+    static let holdingTheLookWhileArmed = #"""
+        static void hold(const char *path) {
+          const char *watched = getenv("WEAVEDI_TEST_WATCHED"), *directory = getenv("WEAVEDI_TEST_HOLD");
+          if (!watched || !directory || strcmp(path, watched) != 0) return;
+          char armed[4096], held[4096];
+          snprintf(armed, sizeof armed, "%s/armed", directory);
+          snprintf(held, sizeof held, "%s/held", directory);
+          if (access(armed, F_OK) != 0) return;
+          int fd = open(held, O_WRONLY | O_CREAT, 0600);
+          if (fd >= 0) close(fd);
+          struct timespec pause = {0, 10000000};
+          for (int i = 0; i < 6000 && access(armed, F_OK) == 0; i++) nanosleep(&pause, NULL);
+        }
+        """#
+
+    /// A `Fix` call of a check whose fix by hand is running waits for that fix; cut at
+    /// `control.callTimeout` (1 s) meanwhile, the call is answered `CallTimedOut`, and its fix
+    /// is neither recorded nor run: not when the fix it waited for ends without healing the
+    /// check (here it failed, the job's source missing), which would have run it had its caller
+    /// stayed. The running fix, the first call's, is held in its look at the job's destination
+    /// (`prepareForRetry`) until the second call was answered; it ends as any, its call cut too.
+    /// A fix by hand after it runs the job's next run, docs-2: none started in between. The
+    /// library's tests cancel the caller's task themselves; this is the daemon's own path, the
+    /// timeout of its varlink call.
+    @Test func aFixCallCutWhileItWaitsForARunningFixOfItsCheck_recordsNothing_andRunsNothing() throws {
+        let fixture = Fixture()
+        let holds = fixture.directory.path + "/holds"
+        try FileManager.default.createDirectory(atPath: holds, withIntermediateDirectories: true)
+        let shim = try PreloadLibrary.holdingFstatat(Self.holdingTheLookWhileArmed, in: fixture.directory)
+        defer { unlink(holds + "/armed") }
+        func config(callTimeout: Double) -> String {
+            #"{"control": {"callTimeout": \#(callTimeout)}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
+                + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
+        }
+        // No source: the runs fail, and so does the job's fix that runs one.
+        try FileManager.default.createDirectory(atPath: fixture.destination, withIntermediateDirectories: true)
+        let daemon = try DaemonProcess(
+            ["--config", fixture.directory.write("weavedid.json", config(callTimeout: 1))],
+            environment: ["LD_PRELOAD": shim, "WEAVEDI_TEST_HOLD": holds, "WEAVEDI_TEST_WATCHED": fixture.destination],
+            directory: fixture.directory)
+        try waitForReady(daemon)
+        fixture.directory.write("holds/armed", "")
+        let first = try daemon.sendCall("Fix", #"{"check":"job.docs"}"#)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while access(holds + "/held", F_OK) != 0, ContinuousClock.now < deadline { usleep(10_000) }
+        try #require(access(holds + "/held", F_OK) == 0, "the fix was not held\n\(daemon.log)")
+        // The first call's fix is running, held: this one waits for it, until its time is up.
+        let second = try daemon.sendCall("Fix", #"{"check":"job.docs"}"#)
+        let timedOut = #"{"error":"io.weavedi.Daemon.CallTimedOut","parameters":{"method":"io.weavedi.Daemon.Fix","seconds":1.0}}"#
+        #expect(second.reply() == timedOut, "\(daemon.log)")
+        #expect(first.reply() == timedOut, "\(daemon.log)")
+        unlink(holds + "/armed")
+        // The first call's fix goes on to its end: the run it starts fails.
+        try #require(daemon.waitForLog(#"health: fix of "job.docs" (manual) failed"#), "\(daemon.log)")
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        let fixes = try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue ?? []
+        #expect(fixes.count == 1 && fixes.first?[member: "message"]?.stringValue?.contains("run docs-1 failed") == true, "\(fixes)")
+        // A fix by hand now, its call given time (a reload): the job's next run is its.
+        fixture.directory.write("weavedid.json", config(callTimeout: 300))
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let next = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
+        #expect(next?[member: "message"]?.stringValue?.hasPrefix("reset the backoff; run docs-2 failed: ") == true,
+            "\(next.map { "\($0)" } ?? "no fix")")
+        let all = try client.call("io.weavedi.Daemon.ListFixes", []).parameter("fixes")?.arrayValue ?? []
+        #expect(all.count == 2 && all.allSatisfy { $0[member: "trigger"]?.stringValue == "manual" }, "\(all)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(daemon.log.components(separatedBy: #"fix of "job.docs" (manual)"#).count == 3, "\(daemon.log)")
+    }
+
     @Test func lastResult_survivesARestart_andHealthKnowsIt() throws {
         let fixture = Fixture()
         let daemon = try fixture.start(fixture.config(extra: #", "failureThreshold": 1"#))  // no source yet
