@@ -217,6 +217,26 @@ import WeaveDIPosix
         if last == "counted" { #expect(!daemon.log.contains("run docs-2"), "\(daemon.log)") }
     }
 
+    /// The timer is set by the reload whatever the log lets through: with the sync log quieter
+    /// than notice (here `warning`, by `SetLogLevel`), where the reload's line for the job is
+    /// not written, a job enabled again still has its next run counted from its last run (half
+    /// an hour here). Before, the timer was set while making that line's text, which a log
+    /// that does not take the line never makes: the job was left without a timer, never to run
+    /// again but by hand (and a job disabled so kept its timer, and a new interval was unused).
+    @Test func aJobEnabledAgain_getsItsTimer_withTheSyncLogQuieterThanNotice() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try start(directory, entry: lastRun(startedAgo: 1800), fields: #", "enabled": false"#)
+        #expect(try job(daemon)?[member: "nextRunIn"]?.isNull == true, "\(daemon.log)")
+        let levels = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.SetLogLevel", [("filter", .string("warning"))])
+        try #require(levels.parameter("filter")?.stringValue == "warning", "\(levels.parameters)")
+        writeConfiguration(directory)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(reloadLine(daemon).isEmpty, "\(daemon.log)")
+        let next = try nextRunIn(daemon)
+        #expect(next > 1000 && next <= 1800, "\(next)")
+        daemon.stopExpectingNoRun("docs-2")
+    }
+
     /// A new `jitter` counts the next run from the last run's start, as a new interval does
     /// (what is left of the hour, plus up to the new jitter), not as planned.
     @Test func aNewJitter_countsTheNextRunFromTheLastRun() throws {

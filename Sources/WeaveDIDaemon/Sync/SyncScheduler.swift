@@ -499,7 +499,11 @@ public actor SyncScheduler: DaemonService {
                 state.job = make(config)
                 state.config = config
                 jobs[config.name] = state
-                log.notice("sync", "\(config.name): changed by the reload; \(reloadTimer(config.name, was: old))")
+                // Set before the line, not in it: the line's text is made only when the log takes
+                // it, and a sync log quieter than notice would leave the timer as it was (a job
+                // enabled again with none, one disabled still running, a new interval unused).
+                let timer = reloadTimer(config.name, was: old)
+                log.notice("sync", "\(config.name): changed by the reload; \(timer)")
             }
         }
         // The jobs in the configuration's order (`ListJobs`, the metrics), not in the order they
