@@ -698,6 +698,59 @@ struct ScriptedJob: SyncJob {
         await scheduler.stop()
     }
 
+    /// A paused job's run by hand that took on a run missed while the job was paused, and was
+    /// then cancelled (here by the job's fix, stuck), not failed, did not do that run's work:
+    /// the run stays missed. The fix, by hand, then runs the job, and that run takes the missed
+    /// run on in turn; it fails, so the run is missed still, and the job, resumed, runs at once.
+    /// Had the cancelled run been taken to have done it, the run after it would have taken on
+    /// nothing, and the job, resumed, would have waited an hour for its next tick. (Its last
+    /// run the cancelled one, the job would run at once when resumed anyway, as one whose last
+    /// run did not finish: the failed run after it keeps that from hiding a run lost.) Through
+    /// the scheduler: the daemon's runs ticking at an interval of 1 s at least, as stale as the
+    /// fix needs, a tick would come between the cancelled run's end and the resume, and make a
+    /// missed run of its own.
+    @Test func aPausedJobsRunByHand_cancelledByTheFix_leavesTheRunItTookOnMissed() async throws {
+        // Paused, as the state file says; first seen a day ago, its first tick comes at once.
+        let firstSeen = SystemClock.realtimeSeconds() - 86_400
+        _ = state.write("jobs.json", #"{"jobs":{"p":{"consecutiveFailures":0,"paused":true,"firstSeenAt":\#(firstSeen)}}}"#)
+        let script = JobScript([.success, .failed], open: false, deafToCancellation: true)
+        // The test ends the cancelled run by hand: the fix must wait for it however loaded the
+        // machine is, not give it up after 2 s.
+        let (scheduler, _, _) = scheduler(
+            [("p", script, { $0.interval = .milliseconds(20); $0.staleAfterIntervals = 1 })], cancelledRunWait: .seconds(600))
+        try await scheduler.start()
+        let paused = await scheduler.jobs["p"]?.paused
+        #expect(paused == true)
+        #expect(await eventually { await scheduler.jobs["p"]?.missedWhilePaused != nil })
+        // The run by hand, p-1, takes the missed run on, and waits at the gate.
+        _ = try await scheduler.startNow("p")
+        let takenOn: String? = await scheduler.jobs["p"]?.tickLeftToRun.map { $0.runID }
+        let missedThen = await scheduler.jobs["p"]?.missedWhilePaused
+        #expect(takenOn == "p-1" && missedThen == nil)
+        #expect(await eventually { script.runs == 1 })
+        try? await Task.sleep(for: .milliseconds(50))  // stuck for longer than one interval
+        let fixing = Task { try await scheduler.fix("p") }
+        #expect(await eventually { script.cancelledAtTheGate == 1 })  // the fix waits for the run it cancelled
+        // No tick more until the resume: the next is counted from p-1's start, an hour on.
+        var changed = await scheduler.store.current
+        changed.sync.jobs[0].interval = .seconds(3600)
+        try await scheduler.reload(changed)
+        script.release()
+        let fix = try await fixing.value
+        #expect(fix.hasPrefix("cancelled a run stuck for more than ") && fix.hasSuffix("; reset the backoff; run p-2 failed: scripted failure"),
+            "\(fix)")
+        let p1 = await scheduler.jobs["p"]?.recent.first { $0.id == "p-1" }
+        #expect(p1?.result == .cancelled, "\(p1.map { "\($0)" } ?? "no run p-1")")
+        let last = await scheduler.jobs["p"]?.lastKept?.result
+        let missed = await scheduler.jobs["p"]?.missedWhilePaused
+        #expect(last == .failed)
+        #expect(missed != nil, "the cancelled run left no run missed")
+        #expect(script.runs == 2)
+        try await scheduler.setPaused("p", paused: false)
+        #expect(await eventually { script.runs == 3 })
+        await scheduler.stop()
+    }
+
     @Test func pausedJobs_doNotRun_untilResumed() async throws {
         let script = JobScript()
         let (scheduler, _, _) = scheduler([("p", script, { $0.interval = .milliseconds(30) })])
