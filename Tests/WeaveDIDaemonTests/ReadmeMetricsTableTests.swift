@@ -3,8 +3,9 @@ import Testing
 import WeaveDIPosix
 
 /// The README's table of metrics (under Health and metrics) lists every metric a real daemon
-/// exports (`weavedictl metrics`), with its type and labels, and no metric it does not: a metric
-/// added to the code fails this test until the table says what it is.
+/// exports (`weavedictl metrics`), with its type and labels, and no metric it does not, in the
+/// order the daemon exports them, as the README says: a metric added to the code fails this
+/// test until the table says what it is.
 @Suite struct ReadmeMetricsTableTests {
     struct Metric: Equatable, CustomStringConvertible {
         var type: String
@@ -13,12 +14,14 @@ import WeaveDIPosix
     }
 
     /// The table whose header is `| Metric | Type | Labels | Meaning |`: each row's name, type
-    /// and labels (backquoted, separated by commas; none when empty).
-    static func readmeTable() throws -> [String: Metric] {
+    /// and labels (backquoted, separated by commas; none when empty), and the names in the
+    /// table's order.
+    static func readmeTable() throws -> (metrics: [String: Metric], order: [String]) {
         let readme = try String(contentsOfFile: SystemdUnitTests.packageRoot + "/README.md", encoding: .utf8)
         let lines = readme.split(separator: "\n", omittingEmptySubsequences: false)
         let header = try #require(lines.firstIndex { $0.hasPrefix("| Metric | Type | Labels | Meaning |") }, "no metrics table in README.md")
         var table: [String: Metric] = [:]
+        var order: [String] = []
         for line in lines[(header + 2)...] {
             guard line.hasPrefix("|") else { break }
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
@@ -27,8 +30,14 @@ import WeaveDIPosix
             let labels = cells[2].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "`", with: "") }
             #expect(table[name] == nil, "\(name) is listed twice")
             table[name] = Metric(type: cells[1], labels: Set(labels.filter { !$0.isEmpty }))
+            order.append(name)
         }
-        return table
+        return (table, order)
+    }
+
+    /// The names of the `# TYPE` lines of Prometheus text, in its order.
+    static func exportedOrder(_ text: String) -> [String] {
+        text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { String($0.split(separator: " ")[2]) }
     }
 
     /// The metrics in Prometheus text: each `# TYPE` line's name and type, with the label
@@ -67,7 +76,7 @@ import WeaveDIPosix
         let run = try CtlRun.run(["--socket", daemon.defaultSocket, "metrics"])
         try #require(run.code == 0, "\(run.all)")
         let exported = Self.exported(run.output)
-        let table = try Self.readmeTable()
+        let (table, order) = try Self.readmeTable()
         #expect(exported.count > 10, "\(run.output)")
         let missing = Set(exported.keys).subtracting(table.keys).sorted()
         #expect(missing.isEmpty, "exported but not in the README's table: \(missing)")
@@ -78,6 +87,7 @@ import WeaveDIPosix
             #expect(listed.type == metric.type, "\(name): README \(listed), exported \(metric)")
             #expect(listed.labels == metric.labels, "\(name): README \(listed), exported \(metric)")
         }
+        #expect(Self.exportedOrder(run.output) == order, "exported in this order: \(Self.exportedOrder(run.output))")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
