@@ -99,10 +99,7 @@ import Testing
     @Test func aFixByHand_duringAnAutomaticFixThatHeals_takesItsOutcome_withoutRunningTheFixAgain() async throws {
         let fixture = Fixture(clock: clock, first: .heals)
         let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
-        #expect(fixture.runs.withLock { $0 } == 1)
-        fixture.gate.open()
-        let record = await byHand.value
-        _ = await automatic.value
+        let record = try await openTheGate(fixture, automatic, byHand)
         #expect(record.outcome == .succeeded && record.trigger == .manual && record.error == nil, "\(record)")
         #expect(record.message == "the automatic fix running as this one was asked healed the check; this one was not run: fixed by run 1")
         #expect(fixture.runs.withLock { $0 } == 1)
@@ -135,9 +132,7 @@ import Testing
     @Test func aFixByHand_duringAnAutomaticFixThatDoesNotHeal_runsItsOwnOnceThatOneEnds() async throws {
         let fixture = Fixture(clock: clock, first: .fails)
         let (automatic, byHand) = try await byHandDuringAnAutomaticFix(fixture)
-        fixture.gate.open()
-        let record = await byHand.value
-        _ = await automatic.value
+        let record = try await openTheGate(fixture, automatic, byHand)
         // Run by hand past the backoff the automatic failure started, as any fix by hand.
         #expect(record.outcome == .succeeded && record.trigger == .manual && record.message == "fixed by run 2", "\(record)")
         #expect(fixture.runs.withLock { $0 } == 2)
@@ -179,11 +174,13 @@ import Testing
     /// for the first, and takes its outcome when it healed.
     @Test func aSecondFixByHand_waitsForTheFirst_andTakesItsOutcomeWhenItHealed() async throws {
         let fixture = Fixture(clock: clock, first: .heals)
-        let first = Task { await fixture.registry.fix("x") }
+        let first = fixture.fixByHand()
         try #require(await eventually { fixture.gate.waiting == 1 })
-        let second = Task { await fixture.registry.fix("x") }
+        let second = fixture.fixByHand()
         try #require(await eventually { fixture.waiting == 1 })
         fixture.gate.open()
+        // Both answered within a bounded wait: a second never woken fails the test, not hangs it.
+        try #require(await eventually { fixture.answered.withLock { $0 } == 2 })
         let (firstRecord, secondRecord) = (await first.value, await second.value)
         #expect(firstRecord.outcome == .succeeded && firstRecord.message == "fixed by run 1")
         #expect(secondRecord.outcome == .succeeded && secondRecord.trigger == .manual, "\(secondRecord)")
@@ -206,10 +203,13 @@ import Testing
         try #require(await eventually { clock.sleeperCount == 0 })
         let automatic = Task { await fixture.registry.autoFixIfDue("x") }
         try #require(await eventually { fixture.gate.waiting == 1 })
-        let byHand = Task { await fixture.registry.fix("x") }
+        let byHand = fixture.fixByHand()
         try #require(await eventually { fixture.waiting == 1 })
         try await waitForSleepers(clock, 1)
         clock.advance(by: .seconds(5))
+        // Answered within a bounded wait: a fix by hand the timeout does not wake fails the
+        // test instead of hanging it (the gate stays shut until the end).
+        try #require(await eventually { fixture.answered.withLock { $0 } == 1 })
         let record = await byHand.value
         await automatic.value
         #expect(record.outcome == .refused && record.trigger == .manual, "\(record)")
