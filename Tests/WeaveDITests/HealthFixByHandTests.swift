@@ -470,23 +470,57 @@ import Testing
 /// attempt, under a cancellation handler: cancelled under the registry's lock, a handler that
 /// takes it would deadlock the thread, and the registry with it.
 @Suite struct HealthLoopCancelTests {
+    /// Starts and stops the loop (1 ms rounds) 3,000 times, at random moments, while its rounds
+    /// attempt the fix of a failing check: what it catches is a deadlock of `stop()` or
+    /// `start(interval:)` against a round's fix attempt (on code that cancelled the loop's task
+    /// under the registry's lock while the attempt's cancellation handler took that lock, it hung
+    /// 3 times out of 3). A timing bet it is, not a proof: a cycle of 0 to 200 µs may end before
+    /// its round begins, so one cycle in 30 waits until a fix of its own was attempted before it
+    /// stops the loop, and the end checks that rounds ran and that fixes were attempted. The
+    /// policy lets a fix run every round (no backoff, no breaker, no cap), so that every round
+    /// past the first goes through an attempt.
     @Test func stoppingTheLoop_whileItsRoundsAttemptFixes_neverHangs() async throws {
-        let registry = UnifiedRegistry(jitter: { $0 })
+        var policy = AutoFixPolicy()
+        policy.backoffBase = .zero
+        policy.breakerThreshold = .max
+        policy.window = .zero
+        let registry = UnifiedRegistry(policy: policy, jitter: { $0 })
         registry.autoHealthEnabled = true
-        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: { throw ScriptedFix.FixError() }))
-        // On a thread of its own, so that a deadlock fails the test instead of hanging the run.
+        let fixes = Locked(0)
+        registry.register(HealthCheck(name: "x", run: { .unhealthy("down") }, fix: {
+            fixes.withLock { $0 += 1 }
+            throw ScriptedFix.FixError()
+        }))
+        // On a thread of its own, detached: a deadlock leaves it blocked for good, and fails the
+        // test instead of hanging the run.
         let done = Locked(false)
-        let thread = Thread {
-            for _ in 0..<3_000 {
+        let cyclesWithoutAFix = Locked(0)
+        Thread.detach {
+            for cycle in 0..<3_000 {
+                let before = fixes.withLock { $0 }
                 registry.start(interval: .milliseconds(1))
+                if cycle % 30 == 0 {
+                    // Until this cycle's rounds attempted a fix (10 s at most).
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while fixes.withLock({ $0 }) == before, ContinuousClock.now < deadline { usleep(100) }
+                    if fixes.withLock({ $0 }) == before { cyclesWithoutAFix.withLock { $0 += 1 } }
+                }
                 usleep(UInt32.random(in: 0...200))
                 registry.stop()
+                if cyclesWithoutAFix.withLock({ $0 }) > 0 { break }
             }
             done.withLock { $0 = true }
         }
-        thread.start()
         let deadline = ContinuousClock.now + .seconds(120)
         while !done.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(done.withLock { $0 }, "start() or stop() hung")
+        // Required: a thread blocked in `stop()` may hold the registry's lock, which `report()`
+        // below would wait for.
+        try #require(done.withLock { $0 }, "start() or stop() hung")
+        #expect(cyclesWithoutAFix.withLock { $0 } == 0, "a cycle's rounds attempted no fix within 10 s")
+        let check = try #require(registry.report().checks.first)
+        #expect(check.runsStarted > 100, "\(check)")
+        let attempts = fixes.withLock { $0 }
+        #expect(attempts >= 100, "\(attempts) fixes attempted")
+        #expect(registry.fixHistory().contains { $0.trigger == .automatic && $0.outcome == .failed }, "\(registry.fixHistory())")
     }
 }
