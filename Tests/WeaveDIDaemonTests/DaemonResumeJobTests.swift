@@ -8,6 +8,15 @@ import WeaveDIPosix
 /// paused runs at once, and one not yet due keeps its next run as planned, not a whole
 /// interval from the resume. Before, every resume restarted the timer on a full interval.
 @Suite struct DaemonResumeJobTests {
+    /// The configuration file of the job `docs`, run every `interval` seconds.
+    @discardableResult
+    func writeConfiguration(_ directory: TemporaryDirectory, interval: Int = 3600) -> String {
+        directory.write("weavedid.json", """
+            {"stateDirectory": "\(directory.path)/state", "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
+              "destination": "\(directory.path)/mirror", "interval": \(interval)}]}}
+            """)
+    }
+
     /// A daemon with one job, `docs` (interval 1 h, its source there unless `withoutSource`:
     /// its runs succeed, or fail), whose state file says `entry`.
     func start(
@@ -16,10 +25,7 @@ import WeaveDIPosix
         if !withoutSource { directory.write("source/a.txt", "a") }
         try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
         directory.write("state/jobs.json", #"{"lastRunNumber": \#(lastRunNumber), "jobs": {"docs": \#(entry)}}"#)
-        let config = directory.write("weavedid.json", """
-            {"stateDirectory": "\(directory.path)/state", "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
-              "destination": "\(directory.path)/mirror", "interval": 3600}]}}
-            """)
+        let config = writeConfiguration(directory)
         let daemon = try DaemonProcess(
             ["--config", config], environment: environment.merging(["WEAVEDI_REGISTRY_AUTO_FIX": "0", "WEAVEDID_LOG": "info,sync=debug"]) { $1 },
             directory: directory)
@@ -35,11 +41,16 @@ import WeaveDIPosix
         let big = directory.write("source/slow-big.bin", "")
         try #require(truncate(big, off_t(mebibytes) << 20) == 0, "truncate: \(Errno.current)")
         let daemon = try start(directory, entry: entry, environment: gate.environment)
+        try holdARunByHand(daemon, gate)
+        return (daemon, gate)
+    }
+
+    /// Starts a run of the job by hand, docs-2, and waits until `gate` holds it.
+    func holdARunByHand(_ daemon: DaemonProcess, _ gate: CopyGate) throws {
         let client = try VarlinkClient(path: daemon.defaultSocket)
         let id = try client.call("io.weavedi.Daemon.RunJob", [("name", .string("docs")), ("detach", .bool(true))]).parameter("runId")?.stringValue
         try #require(id == "docs-2", "\(daemon.log)")
         try #require(gate.waitForReached("slow-big.bin"), "\(daemon.log)")
-        return (daemon, gate)
     }
 
     func job(_ daemon: DaemonProcess) throws -> JSONValue? {
@@ -253,19 +264,58 @@ import WeaveDIPosix
         #expect(!daemon.log.contains("docs resumed: a run was due while it was paused"), "\(daemon.log)")
     }
 
+    /// The job paused, its next run 59 min away, with a run of it by hand, docs-2, held at the
+    /// gate (`mebibytes` large), and a tick of the job's timer that came while that run was held:
+    /// after it by construction, not by a bet on how long the start and the run take. Once the
+    /// run is held, a reload gives the job an interval 4 s longer than the time since the run
+    /// was asked for, which that run cannot have outgone: the reload counts the next run from
+    /// the run's start (the log says so), and the timer's tick comes a few seconds later, the
+    /// run held still. (An interval the run had outgone would make it the run due instead, the
+    /// tick handed to it by the reload, not by the timer.) Once the tick is logged, a reload back
+    /// to the hour counts the next run from the run's start again, so that no tick comes after
+    /// that run's end: one then, the run no longer going, would be a run missed by itself.
+    func startWithATickWhileARunByHandIsHeld(_ directory: TemporaryDirectory, mebibytes: Int) throws -> (DaemonProcess, CopyGate) {
+        let gate = try CopyGate.build(in: directory)
+        let big = directory.write("source/slow-big.bin", "")
+        try #require(truncate(big, off_t(mebibytes) << 20) == 0, "truncate: \(Errno.current)")
+        let daemon = try start(directory, entry: Self.pausedEntry(dueIn: 3540), environment: gate.environment)
+        let asked = ContinuousClock.now
+        try holdARunByHand(daemon, gate)
+        let since = ContinuousClock.now - asked
+        writeConfiguration(directory, interval: Int(since.components.seconds) + 4)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        let line = reloadLine(daemon)
+        try #require(line.contains("notice  sync: docs: changed by the reload; next run in ")
+            && line.contains(" (counted from its run docs-2, going, started ") && line.hasSuffix(" ago); it stays paused"), "\(daemon.log)")
+        try #require(daemon.waitForLog("sync: docs: a run is due while the job is paused, and run docs-2 of it is going: that run does its work"),
+                     "\(daemon.log)")
+        writeConfiguration(directory)
+        try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
+        #expect(reloadLine(daemon, count: 2).contains("notice  sync: docs: changed by the reload; next run in 59m "), "\(daemon.log)")
+        return (daemon, gate)
+    }
+
+    /// The line of the `count`th reload for the job.
+    func reloadLine(_ daemon: DaemonProcess, count: Int = 1) -> String {
+        let lines = daemon.log.split(separator: "\n").filter { $0.contains("sync: docs: changed by the reload; ") }
+        return lines.count >= count ? String(lines[count - 1]) : ""
+    }
+
+    /// What the log says of a tick of the paused job's timer that came with no run going: a
+    /// run missed by itself.
+    static let tickWithNoRunGoing = "sync: docs: a run is due, but the job is paused: it runs once resumed"
+
     /// A tick of a paused job's timer that comes while a run of it by hand is going misses
     /// nothing (that run does the work, as an unpaused job's tick beside its run is only
     /// skipped): resumed after that run, the job keeps its next run rather than running again.
     @Test func aTickWhileARunByHandGoes_isNoMissedRun() throws {
         let directory = TemporaryDirectory()
-        // Due 6 s from now: the run by hand starts before the tick, and is held through it
-        // (8 MiB: 13 s before the walk watch would fail it).
-        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: Self.pausedEntry(dueIn: 6), mebibytes: 8)
+        // 8 MiB: 13 s before the walk watch would fail the copy held.
+        let (daemon, gate) = try startWithATickWhileARunByHandIsHeld(directory, mebibytes: 8)
         defer { gate.release("slow-big.bin") }
-        try #require(daemon.waitForLog("sync: docs: a run is due while the job is paused, and run docs-2 of it is going: that run does its work"),
-                     "\(daemon.log)")
         gate.release("slow-big.bin")
         try #require(daemon.waitForLog("sync: docs: run docs-2 success"), "\(daemon.log)")
+        #expect(!daemon.log.contains(Self.tickWithNoRunGoing), "\(daemon.log)")
         try resume(daemon)
         let line = daemon.log.split(separator: "\n").first { $0.contains("docs resumed") }.map(String.init) ?? ""
         #expect(line.contains("notice  sync: docs resumed; next run in "), "\(daemon.log)")
@@ -275,20 +325,18 @@ import WeaveDIPosix
     }
 
     /// But a tick that came while a run by hand was going is a run missed when that run fails
-    /// (held here in its copy past the walk watch's limit, 7 s for the 2 MiB file): resumed,
+    /// (held here in its copy past the walk watch's limit, 13 s for the 8 MiB file): resumed,
     /// the job runs at once, as if nothing had been going. Before, the tick was lost, and the
     /// job waited for its next one.
     @Test func aTickWhileARunByHandGoes_isAMissedRun_whenThatRunFails() throws {
         let directory = TemporaryDirectory()
-        // Due 6 s from now: the run by hand starts before the tick, and fails after it (7 s at
-        // least after it started).
-        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: Self.pausedEntry(dueIn: 6))
+        let (daemon, gate) = try startWithATickWhileARunByHandIsHeld(directory, mebibytes: 8)
         defer { gate.release("slow-big.bin") }
-        try #require(daemon.waitForLog("sync: docs: a run is due while the job is paused, and run docs-2 of it is going: that run does its work"),
-                     "\(daemon.log)")
         try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
         #expect(daemon.log.contains("sync: docs: run docs-2, which was to do the work of a run due while the job was paused, failed: that "
             + "run is missed, and runs once the job is resumed"), "\(daemon.log)")
+        // The one tick came while the run went: the run missed is that one.
+        #expect(!daemon.log.contains(Self.tickWithNoRunGoing), "\(daemon.log)")
         // Still paused, the job does not run it now: no run is going once that run's end is
         // booked (a run started then would be held at the gate).
         let after = try job(daemon)
