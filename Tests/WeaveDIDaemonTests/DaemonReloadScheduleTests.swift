@@ -360,19 +360,22 @@ import WeaveDIPosix
     }
 
     /// A paused job's run by hand going for longer than the new interval is the run due: when it
-    /// then fails (held past the walk watch's limit, 7 s for the 2 MiB file, before the tick an
-    /// interval after the reload), that run is missed, and the job, resumed, runs at once.
+    /// then fails (held past the walk watch's limit, 13 s for the 8 MiB file, before the tick an
+    /// interval after the reload: seconds of margin on either side of the reload), that run is
+    /// missed, and the job, resumed, runs at once.
     /// Before, the reload planned the next run an interval away and the failure left nothing
     /// missed: resumed, the job waited for that tick.
     @Test func aPausedJobsRunGoingLongerThanTheNewInterval_thatFails_leavesTheRunDueMissed() throws {
         let directory = TemporaryDirectory()
-        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: lastRun(startedAgo: 60, paused: true))
+        let (daemon, gate) = try startWithARunByHandHeld(directory, entry: lastRun(startedAgo: 60, paused: true), mebibytes: 8)
         defer { gate.release("slow-big.bin") }
-        // Going for more than the new interval, 4 s; it fails about 7 s after it was held.
-        Thread.sleep(forTimeInterval: 4.5)
-        writeConfiguration(directory, interval: 4)
+        // Going for more than the new interval, 8 s; it fails about 13 s after it was held, the
+        // tick would come about 17 s after.
+        Thread.sleep(forTimeInterval: 9)
+        writeConfiguration(directory, interval: 8)
         try #require(try reloadFailure(daemon.defaultSocket) == nil, "\(daemon.log)")
-        #expect(reloadLine(daemon).hasSuffix("notice  sync: docs: changed by the reload; next run in 4.0 s (an interval from now: its "
+        try #require(!daemon.log.contains("run docs-2 failed"), "the run failed before the reload: the test proves nothing\n\(daemon.log)")
+        #expect(reloadLine(daemon).hasSuffix("notice  sync: docs: changed by the reload; next run in 8.0 s (an interval from now: its "
             + "run docs-2 is going, started more than an interval ago); it stays paused"), "\(daemon.log)")
         try #require(daemon.waitForLog("sync: docs: run docs-2 failed"), "\(daemon.log)")
         #expect(daemon.log.contains("sync: docs: run docs-2, which was to do the work of a run due while the job was paused, failed: that "
