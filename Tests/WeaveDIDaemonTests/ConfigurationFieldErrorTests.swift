@@ -87,6 +87,12 @@ import WeaveDIDaemon
             // A negative zero with its sign.
             (jobDocument(#""failureThreshold": -0"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got -0"),
             (jobDocument(#""failureThreshold": -0.0e5"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got -0"),
+            // Beyond the 64-bit integer, the range says its limit: "at least 1" is no reason.
+            (jobDocument(#""failureThreshold": 99999999999999999999999"#),
+                "sync.jobs[0].failureThreshold: expected an integer from 1 to 9223372036854775807, got 99999999999999999999999"),
+            (jobDocument(#""failureThreshold": 1e19"#), "sync.jobs[0].failureThreshold: expected an integer from 1 to 9223372036854775807, got 1e+19"),
+            (jobDocument(#""failureThreshold": -99999999999999999999999"#),
+                "sync.jobs[0].failureThreshold: expected an integer of at least 1, got -99999999999999999999999"),
             (#"{"sync": {"maxConcurrentRuns": 1.25}}"#, "sync.maxConcurrentRuns: expected an integer from 1 to 64, got 1.25"),
             (jobDocument(#""workers": 2.5"#), "sync.jobs[0].workers: expected an integer from 1 to 256, got 2.5"),
             (jobDocument(#""failureThreshold": 0.0"#), "sync.jobs[0].failureThreshold: expected an integer of at least 1, got 0"),

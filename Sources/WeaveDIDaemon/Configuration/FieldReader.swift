@@ -87,7 +87,10 @@ struct FieldReader {
     /// that integer (`JSONValue.wholeNumber`); `5.5` is refused, the reason saying the range.
     static func integer(_ value: JSONValue, in range: ClosedRange<Int>) -> Result<Int, IntegerMismatch> {
         if let integer = value.wholeNumber, range.contains(integer) { return .success(integer) }
-        let expected = range.upperBound == .max
+        // A field with no limit of its own still has the 64-bit integer's: said to one beyond it
+        // (`1e23` is not "at least 1" wrong).
+        let beyondInt = (value.numberValue ?? 0) >= Double(Int.max)
+        let expected = range.upperBound == .max && !beyondInt
             ? "an integer of at least \(range.lowerBound)"
             : "an integer from \(range.lowerBound) to \(range.upperBound)"
         // A whole number is shown as the integer it is (`5e3` as 5000, not 5000.0), a negative
