@@ -23,6 +23,12 @@ import WeaveDIPosix
             """
         }
 
+        /// The job `docs` alone (every 3600 s), after `section` (`"health": {…}`), as a
+        /// configuration file has it.
+        func plainJob(after section: String) -> String {
+            #"{\#(section), "sync": {"jobs": [{"name": "docs", "source": "\#(source)", "destination": "\#(destination)", "interval": 3600}]}}"#
+        }
+
         /// Starts the daemon; the destination root exists (runs never create it) unless
         /// `withDestination` is false.
         func start(_ config: String, withDestination: Bool = true) throws -> DaemonProcess {
@@ -358,8 +364,7 @@ import WeaveDIPosix
     func autoFixingAFailedJob(_ fixture: Fixture) throws
         -> (daemon: DaemonProcess, client: VarlinkClient, check: () throws -> JSONValue?, heldBack: String?)
     {
-        let config = #"{"health": {"interval": 0.1}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
-            + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
+        let config = fixture.plainJob(after: #""health": {"interval": 0.1}"#)
         let daemon = try DaemonProcess(
             ["--config", fixture.directory.write("weavedid.json", config)],
             environment: ["WEAVEDI_REGISTRY_AUTO_HEALTH": "1", "WEAVEDI_REGISTRY_AUTO_FIX": "1"], directory: fixture.directory)
@@ -444,10 +449,7 @@ import WeaveDIPosix
         let fixture = Fixture()
         let gate = try CopyGate.build(in: fixture.directory)
         defer { gate.release("slow-big.bin") }
-        func config(healthInterval: Double) -> String {
-            #"{"health": {"interval": \#(healthInterval)}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
-                + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
-        }
+        func config(healthInterval: Double) -> String { fixture.plainJob(after: #""health": {"interval": \#(healthInterval)}"#) }
         // No rounds but the first until the source is there: the first run fails without it.
         try FileManager.default.createDirectory(atPath: fixture.destination, withIntermediateDirectories: true)
         let daemon = try DaemonProcess(
@@ -528,10 +530,7 @@ import WeaveDIPosix
         try FileManager.default.createDirectory(atPath: holds, withIntermediateDirectories: true)
         let shim = try PreloadLibrary.holdingFstatat(Self.holdingTheLookWhileArmed, in: fixture.directory)
         defer { unlink(holds + "/armed") }
-        func config(callTimeout: Double) -> String {
-            #"{"control": {"callTimeout": \#(callTimeout)}, "sync": {"jobs": [{"name": "docs", "source": "\#(fixture.source)", "#
-                + #""destination": "\#(fixture.destination)", "interval": 3600}]}}"#
-        }
+        func config(callTimeout: Double) -> String { fixture.plainJob(after: #""control": {"callTimeout": \#(callTimeout)}"#) }
         // No source: the runs fail, and so does the job's fix that runs one.
         try FileManager.default.createDirectory(atPath: fixture.destination, withIntermediateDirectories: true)
         let daemon = try DaemonProcess(
