@@ -66,7 +66,7 @@ import WeaveDIPosix
             let last = try run(daemon)
             #expect(last?[member: "result"]?.stringValue == "success", "\(String(describing: last))\n\(daemon.log)")
             #expect(last?[member: "filesSkipped"]?.intValue == 1)
-            #expect(last?[member: "message"]?.stringValue == "skipped 1 item(s); first: grow: \(skippedReason)", "\(String(describing: last))")
+            #expect(last?[member: "message"]?.stringValue == "skipped 1 item(s); first: \"grow\": \(skippedReason)", "\(String(describing: last))")
             #expect(try skippedMetric(daemon) == "weavedi_sync_files_skipped_total{job=\"j\"} \(runs)")
             // weavedictl run-job --wait: its last progress, whose bytes are the summary's (fine.txt
             // copied in the first run; grow in neither), and the run's end.
@@ -74,13 +74,13 @@ import WeaveDIPosix
             let lines = waited.split(separator: "\n").map(String.init)
             #expect(lines.last { $0.hasPrefix("progress: ") } == "progress: 2/2 files (1 skipped), \(bytes) / \(bytes) (100%)", "\(waited)")
             #expect(lines.last?.contains("(copied \(copied), updated 0, deleted 0, skipped 1, errors 0, \(bytes))") == true, "\(waited)")
-            #expect(lines.last?.contains("grow: \(skippedReason)") == true, "\(waited)")
+            #expect(lines.last?.contains("\"grow\": \(skippedReason)") == true, "\(waited)")
             #expect(!waited.contains("previous version"), "\(waited)")
         }
-        #expect(daemon.log.contains("skipped grow: \(skippedReason)"), "\(daemon.log)")
+        #expect(daemon.log.contains("skipped \"grow\": \(skippedReason)"), "\(daemon.log)")
         #expect(!daemon.log.contains("previous version"), "\(daemon.log)")
         let jobs = try CtlRun.run(["--socket", daemon.defaultSocket, "jobs", "j"]).output
-        #expect(jobs.contains("grow: changed while being copied; the destination has no copy of it yet"), "\(jobs)")
+        #expect(jobs.contains("\"grow\": changed while being copied; the destination has no copy of it yet"), "\(jobs)")
         #expect(!jobs.contains("previous version"), "\(jobs)")
         #expect(!fileExists(d + "/mirror/grow"))
         #expect(directory.read("mirror/fine.txt") == "fine")
@@ -88,7 +88,7 @@ import WeaveDIPosix
         var last = try run(daemon)
         #expect(last?[member: "result"]?.stringValue == "partial", "\(String(describing: last))\n\(daemon.log)")
         #expect(last?[member: "filesSkipped"]?.intValue == 0 && last?[member: "errors"]?.intValue == 1)
-        #expect(last?[member: "message"]?.stringValue == "1 item(s) failed; first: grow: \(tooOften(3))", "\(String(describing: last))")
+        #expect(last?[member: "message"]?.stringValue == "1 item(s) failed; first: \"grow\": \(tooOften(3))", "\(String(describing: last))")
         #expect(last?[member: "failedItems"]?.arrayValue?.first?[member: "reason"]?.stringValue == tooOften(3))
         #expect(try skippedMetric(daemon) == "weavedi_sync_files_skipped_total{job=\"j\"} 2")
         // Its last progress says so too: the file failed, not done and skipped, as in the summary.
@@ -116,7 +116,7 @@ import WeaveDIPosix
         last = try run(daemon)
         #expect(last?[member: "result"]?.stringValue == "success", "\(String(describing: last))\n\(daemon.log)")
         #expect(last?[member: "filesSkipped"]?.intValue == 1)
-        #expect(last?[member: "message"]?.stringValue == "skipped 1 item(s); first: grow: \(keptReason)", "\(String(describing: last))")
+        #expect(last?[member: "message"]?.stringValue == "skipped 1 item(s); first: \"grow\": \(keptReason)", "\(String(describing: last))")
         #expect(fileExists(d + "/mirror/grow"))
         // In 3 runs in a row: an error again, which says that the backup has an older copy.
         _ = try run(daemon)
@@ -173,7 +173,7 @@ import WeaveDIPosix
             ["--config", config], environment: ["LD_PRELOAD": shim, "WEAVEDI_TEST_SAME": d + "/source/same"], directory: directory)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         let waited = try CtlRun.run(["--socket", daemon.defaultSocket, "run-job", "j", "--wait"]).output
-        #expect(waited.contains("skipped 1 item(s); first: same: changed while being copied"), "\(waited)")
+        #expect(waited.contains("skipped 1 item(s); first: \"same\": changed while being copied"), "\(waited)")
         #expect(!fileExists(d + "/mirror/same"))
         #expect(directory.read("source/same") == "START")
         daemon.send(.terminate)

@@ -41,7 +41,7 @@ import WeaveDIPosix
         let run = try daemon.sendCall("RunJob", #"{"name": "prune"}"#).varlinkReply(timeout: .seconds(15))?.parameter("run")
         #expect(run?[member: "result"]?.stringValue == "failed", "\(daemon.log)")
         #expect(run?[member: "message"]?.stringValue
-            == "\(d)/dst/old: removing from the destination did not answer within 5 s (is its file system responding?)",
+            == "\"\(d)/dst/old\": removing from the destination did not answer within 5 s (is its file system responding?)",
             "\(String(describing: run))")
         // Every entry listed before the stuck one went, and each is counted.
         let left = try FileManager.default.contentsOfDirectory(atPath: "\(d)/dst/old")

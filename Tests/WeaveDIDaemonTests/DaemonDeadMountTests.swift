@@ -94,12 +94,12 @@ import WeaveDIPosix
             let run = setup.reply(client)?.parameter("run")
             #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
             #expect(run?[member: "message"]?.stringValue
-                == "\(d)/nfs/\(name): resolving the destination did not answer within 5 s (is its file system responding?)")
+                == "\"\(d)/nfs/\(name)\": resolving the destination did not answer within 5 s (is its file system responding?)")
         }
         // Recorded as failed: the log and the job's health say so.
         #expect(setup.daemon.log.contains(
             "one: run one-1 failed in 5.") && setup.daemon.log.contains(
-            "\(d)/nfs/one: resolving the destination did not answer within 5 s"), "\(setup.daemon.log)")
+            "\"\(d)/nfs/one\": resolving the destination did not answer within 5 s"), "\(setup.daemon.log)")
         let jobs = setup.reply(try setup.send("ListJobs"))?.parameter("jobs")?.arrayValue
         let job = jobs?.first { $0[member: "name"]?.stringValue == "two" }
         #expect(job?[member: "consecutiveFailures"]?.intValue == 1)
@@ -108,7 +108,7 @@ import WeaveDIPosix
         let check = health?[member: "checks"]?.arrayValue?.first { $0[member: "name"]?.stringValue == "job.two" }
         #expect(check?[member: "status"]?.stringValue == "degraded")
         #expect(check?[member: "message"]?.stringValue
-            == "last run failed: \(d)/nfs/two: resolving the destination did not answer within 5 s (is its file system responding?)")
+            == "last run failed: \"\(d)/nfs/two\": resolving the destination did not answer within 5 s (is its file system responding?)")
         setup.daemon.send(.terminate)
         #expect(setup.daemon.wait() == .exited(0), "\(setup.daemon.log)")
     }
@@ -122,10 +122,10 @@ import WeaveDIPosix
         #expect(run?[member: "result"]?.stringValue == "success", "\(setup.daemon.log)")
         #expect(setup.directory.read("local/local.txt") == "local")
         #expect(setup.daemon.log.contains(
-            "warning sync: local: \(d)/nfs/one: not checked for overlap with this job's roots: resolving the destination of "
+            "warning sync: local: \"\(d)/nfs/one\": not checked for overlap with this job's roots: resolving the destination of "
                 + "job \"one\" did not answer within 5 s (is its file system responding?)"), "\(setup.daemon.log)")
-        let mountedAt = "warning sync: local: \(d)/nfs/two: not checked for overlap with this job's roots: its file system, "
-            + "mounted at \(d)/nfs, did not answer for job \"one\""
+        let mountedAt = "warning sync: local: \"\(d)/nfs/two\": not checked for overlap with this job's roots: its file system, "
+            + "mounted at \"\(d)/nfs\", did not answer for job \"one\""
         #expect(setup.daemon.log.contains(mountedAt), "\(setup.daemon.log)")
         #expect(setup.threadsWaitingOnTheMount(expected: 1) == 1, "\(setup.daemon.log)")
         // The next run meets the thread left stuck there, and does not try: no other thread is
@@ -133,7 +133,7 @@ import WeaveDIPosix
         let again = setup.reply(try setup.send("RunJob", #"{"name": "local"}"#))?.parameter("run")
         #expect(again?[member: "result"]?.stringValue == "success", "\(setup.daemon.log)")
         #expect(setup.daemon.log.contains(
-            "warning sync: local: \(d)/nfs/one: not checked for overlap with this job's roots: resolving the destination of job "
+            "warning sync: local: \"\(d)/nfs/one\": not checked for overlap with this job's roots: resolving the destination of job "
                 + "\"one\" was not tried: an earlier thread (a mirror run's start) has been stuck on \"\(d)/nfs/one\""), "\(setup.daemon.log)")
         #expect(setup.daemon.log.components(separatedBy: mountedAt).count == 3, "\(setup.daemon.log)")
         #expect(setup.threadsWaitingOnTheMount(expected: 1) == 1, "\(setup.daemon.log)")
@@ -231,7 +231,7 @@ import WeaveDIPosix
             #expect(fix?[member: "trigger"]?.stringValue == "automatic")
             #expect(fix?[member: "outcome"]?.stringValue == "failed", "\(fixes)")
             #expect(fix?[member: "error"]?.stringValue
-                == "\(d)/nfs/\(name): checking the destination did not answer within 5 s (is its file system responding?)")
+                == "\"\(d)/nfs/\(name)\": checking the destination did not answer within 5 s (is its file system responding?)")
         }
         setup.daemon.send(.terminate)
         #expect(setup.daemon.wait() == .exited(0), "\(setup.daemon.log)")
@@ -295,7 +295,7 @@ import WeaveDIPosix
         let run = setup.reply(try setup.send("RunJob", #"{"name": "one"}"#))?.parameter("run")
         #expect(run?[member: "result"]?.stringValue == "failed")
         #expect(Self.sanitized(run?[member: "message"]?.stringValue)
-            == "\(d)/nfs/one: resolving the destination was not tried: an earlier thread (a configuration load) has been stuck "
+            == "\"\(d)/nfs/one\": resolving the destination was not tried: an earlier thread (a configuration load) has been stuck "
                 + "on \"\(d)/nfs/one\" for N s (is its file system responding?)")
         #expect(setup.threadsWaitingOnTheMount(expected: 1) == 1, "\(setup.daemon.log)")
         // The mount answers at last (with an error): the thread returns, and the log says so.

@@ -65,7 +65,7 @@ import WeaveDIPosix
         let took = ContinuousClock.now - started
         #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(run?[member: "message"]?.stringValue
-            == "\(setup.dead): reading the source entry did not answer within 5 s (is its file system responding?)")
+            == "\"\(setup.dead)\": reading the source entry did not answer within 5 s (is its file system responding?)")
         #expect(took >= .seconds(5), "\(took)")
         // What the walk did before it stopped counts: `a`'s 20 files are in the destination.
         #expect(run?[member: "filesCopied"]?.intValue == 20 && run?[member: "errors"]?.intValue == 1, "\(String(describing: run))")
@@ -82,7 +82,7 @@ import WeaveDIPosix
         let retry = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(20))?.parameter("run")
         #expect(retry?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(Self.sanitized(retry?[member: "message"]?.stringValue)
-            == "\(setup.dead): reading the source entry was not tried: an earlier thread (a mirror run's walk) has been stuck on "
+            == "\"\(setup.dead)\": reading the source entry was not tried: an earlier thread (a mirror run's walk) has been stuck on "
                 + "\"\(setup.dead)\" for N s (is its file system responding?)")
         #expect(!setup.daemon.log.contains("2 stuck in all"), "\(setup.daemon.log)")
         // The mount answers at last (with an error): the thread returns, and the log says so.
@@ -102,7 +102,7 @@ import WeaveDIPosix
         let run = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(30))?.parameter("run")
         #expect(run?[member: "result"]?.stringValue == "failed", "\(setup.daemon.log)")
         #expect(run?[member: "message"]?.stringValue
-            == "\(setup.dead): reading the destination entry did not answer within 5 s (is its file system responding?)",
+            == "\"\(setup.dead)\": reading the destination entry did not answer within 5 s (is its file system responding?)",
             "\(setup.daemon.log)")
         #expect(setup.daemon.log.contains("a thread is stuck on \"\(setup.dead)\" (a mirror run's walk) and left behind; 1 stuck in all"),
                 "\(setup.daemon.log)")
@@ -112,7 +112,7 @@ import WeaveDIPosix
         // A retry does not try the path a thread is stuck on.
         let retry = try setup.daemon.sendCall("RunJob", #"{"name": "walk"}"#).varlinkReply(timeout: .seconds(20))?.parameter("run")
         #expect(Self.sanitized(retry?[member: "message"]?.stringValue)
-            == "\(setup.dead): reading the destination entry was not tried: an earlier thread (a mirror run's walk) has been "
+            == "\"\(setup.dead)\": reading the destination entry was not tried: an earlier thread (a mirror run's walk) has been "
                 + "stuck on \"\(setup.dead)\" for N s (is its file system responding?)", "\(setup.daemon.log)")
         // The daemon stops normally, its thread still stuck: within its shutdown timeout (10 s),
         // or it would exit 1.

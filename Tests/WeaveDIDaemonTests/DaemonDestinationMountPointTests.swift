@@ -121,7 +121,7 @@ import WeaveDIPosix
         try setup.unmount()
         let refused = try setup.run()
         #expect(refused?[member: "result"]?.stringValue == "failed", "\(String(describing: refused))")
-        #expect(refused?[member: "message"]?.stringValue == "\(d)/bk: \(Self.notAMountPoint)", "\(String(describing: refused))")
+        #expect(refused?[member: "message"]?.stringValue == "\"\(d)/bk\": \(Self.notAMountPoint)", "\(String(describing: refused))")
         #expect(try setup.underneath().isEmpty)
         // Mounted again, the runs go on.
         try setup.mount()
@@ -163,18 +163,18 @@ import WeaveDIPosix
         #expect(try setup.run()?[member: "result"]?.stringValue == "failed")
         let notMounted = try setup.fix()
         #expect(notMounted?[member: "outcome"]?.stringValue == "failed", "\(String(describing: notMounted))")
-        #expect(notMounted?[member: "error"]?.stringValue == "\(d)/bk: \(Self.notAMountPoint)", "\(String(describing: notMounted))")
+        #expect(notMounted?[member: "error"]?.stringValue == "\"\(d)/bk\": \(Self.notAMountPoint)", "\(String(describing: notMounted))")
         #expect(try setup.underneath().isEmpty)
         #expect(!setup.daemon.log.contains("run m-2 started"), "\(setup.daemon.log)")
         try FileManager.default.removeItem(atPath: d + "/bk")
         let missing = try setup.fix()
         #expect(missing?[member: "outcome"]?.stringValue == "failed", "\(String(describing: missing))")
-        #expect(missing?[member: "error"]?.stringValue == "\(d)/bk: \(Self.mountPointMissing)", "\(String(describing: missing))")
+        #expect(missing?[member: "error"]?.stringValue == "\"\(d)/bk\": \(Self.mountPointMissing)", "\(String(describing: missing))")
         #expect(!FileManager.default.fileExists(atPath: d + "/bk"))
         #expect(!setup.daemon.log.contains("run m-2 started"), "\(setup.daemon.log)")
         // A run says the same, and creates nothing either.
         let refused = try setup.run()
-        #expect(refused?[member: "message"]?.stringValue == "\(d)/bk: \(Self.mountPointMissing)", "\(String(describing: refused))")
+        #expect(refused?[member: "message"]?.stringValue == "\"\(d)/bk\": \(Self.mountPointMissing)", "\(String(describing: refused))")
         #expect(!FileManager.default.fileExists(atPath: d + "/bk"))
         // Mounted, the fix runs the job.
         try FileManager.default.createDirectory(atPath: d + "/bk", withIntermediateDirectories: false)
@@ -202,7 +202,7 @@ import WeaveDIPosix
             heldBack = try setup.check()?[member: "fixHeldBack"]?.stringValue
             if heldBack == nil { usleep(10_000) }
         }
-        #expect(heldBack == "its fix has nothing to do: \(d)/bk: \(Self.notAMountPoint)", "\(String(describing: heldBack))\n\(setup.daemon.log)")
+        #expect(heldBack == "its fix has nothing to do: \"\(d)/bk\": \(Self.notAMountPoint)", "\(String(describing: heldBack))\n\(setup.daemon.log)")
         // Twenty rounds more, each of which runs the check again (and would have run the fix).
         var rounds = Set<Double>()
         for _ in 0..<6000 where rounds.count < 20 {

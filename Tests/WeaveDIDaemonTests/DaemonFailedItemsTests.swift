@@ -58,7 +58,7 @@ import WeaveDIPosix
         #expect(jobLines.last == "  … and 5 more (the daemon keeps the first 20)", "\(job.all)")
 
         // The log: a line for each of the first 20, then the count of the rest.
-        let logged = daemon.log.split(separator: "\n").filter { $0.contains("sync: docs: docs-1: closed-") }
+        let logged = daemon.log.split(separator: "\n").filter { $0.contains("sync: docs: docs-1: \"closed-") }
         #expect(logged.count == 20, "\(daemon.log)")
         #expect(daemon.log.contains("sync: docs: docs-1: 5 more item(s) failed"), "\(daemon.log)")
 

@@ -167,13 +167,13 @@ import WeaveDIPosix
         try #require(failure == nil, "\(failure ?? "")")
         let b = try run("b")
         #expect(b?[member: "result"]?.stringValue == "failed")
-        #expect(b?[member: "message"]?.stringValue == "\(d)/later: the destination \"\(d)/later\" is the destination \"\(d)/backup\" of job \"a\" (configured as \"\(d)/backup\") through a mount: \"\(d)/later\" and \"\(d)/backup\" are the same directory (same device and inode); the jobs would overwrite or delete each other's files")
+        #expect(b?[member: "message"]?.stringValue == "\"\(d)/later\": the destination \"\(d)/later\" is the destination \"\(d)/backup\" of job \"a\" (configured as \"\(d)/backup\") through a mount: \"\(d)/later\" and \"\(d)/backup\" are the same directory (same device and inode); the jobs would overwrite or delete each other's files")
         #expect(directory.read("backup/a.txt") == "a")
         #expect(directory.read("backup/b.txt") == nil)
         // a, for its part, no longer runs into b's tree either.
         let a = try run("a")
         #expect(a?[member: "result"]?.stringValue == "failed")
-        #expect(a?[member: "message"]?.stringValue == "\(d)/backup: the destination \"\(d)/backup\" is the destination \"\(d)/later\" of job \"b\" (configured as \"\(d)/later\") through a mount: \"\(d)/backup\" and \"\(d)/later\" are the same directory (same device and inode); the jobs would overwrite or delete each other's files")
+        #expect(a?[member: "message"]?.stringValue == "\"\(d)/backup\": the destination \"\(d)/backup\" is the destination \"\(d)/later\" of job \"b\" (configured as \"\(d)/later\") through a mount: \"\(d)/backup\" and \"\(d)/later\" are the same directory (same device and inode); the jobs would overwrite or delete each other's files")
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0))
     }
@@ -205,7 +205,7 @@ import WeaveDIPosix
         try #require(failure == nil, "\(failure ?? "")")
         let refused = try run()
         #expect(refused?[member: "result"]?.stringValue == "failed")
-        #expect(refused?[member: "message"]?.stringValue == "\(d)/later: the destination \"\(d)/later\" of job \"docs\" contains the state directory \"\(state)\" through a mount: \"\(d)/later\" and \"\(d)/holder\" are the same directory (same device and inode); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there")
+        #expect(refused?[member: "message"]?.stringValue == "\"\(d)/later\": the destination \"\(d)/later\" of job \"docs\" contains the state directory \"\(state)\" through a mount: \"\(d)/later\" and \"\(d)/holder\" are the same directory (same device and inode); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state file (jobs.json) there")
         // Nothing was copied there, and the daemon's files are where they were.
         #expect(directory.read("holder/a.txt") == nil)
         #expect(FileManager.default.fileExists(atPath: state + "/weavedid.lock"))

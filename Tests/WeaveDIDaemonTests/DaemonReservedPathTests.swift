@@ -69,7 +69,7 @@ import WeaveDIPosix
         try directory.turnBoxIntoALinkToOther()
         let run = try Self.run(client)
         #expect(run?[member: "result"]?.stringValue == "failed")
-        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \"\(d)/box/mirror\" of job \"docs\" "
+        #expect(run?[member: "message"]?.stringValue == "\"\(d)/box/mirror\": the destination \"\(d)/box/mirror\" of job \"docs\" "
             + "contains the metrics file \"\(metrics)\" through symbolic links (\"\(d)/box/mirror\" resolves to "
             + "\"\(d)/other/mirror\", \"\(metrics)\" to \"\(metrics)\")" + Self.metricsConsequence)
         // Nothing was copied there, and the metrics file is where it was.
@@ -114,7 +114,7 @@ import WeaveDIPosix
         try directory.turnBoxIntoALinkToOther()
         let run = try Self.run(client)
         #expect(run?[member: "result"]?.stringValue == "failed")
-        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \"\(d)/box/mirror\" of job \"docs\" "
+        #expect(run?[member: "message"]?.stringValue == "\"\(d)/box/mirror\": the destination \"\(d)/box/mirror\" of job \"docs\" "
             + "contains the control socket passed by systemd \"\(socket)\" through symbolic links (\"\(d)/box/mirror\" resolves "
             + "to \"\(d)/other/mirror\", \"\(socket)\" to \"\(socket)\")" + Self.passedSocketConsequence)
         // Nothing was copied there, and the socket still takes new connections.

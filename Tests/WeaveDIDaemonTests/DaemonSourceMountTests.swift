@@ -77,7 +77,7 @@ import WeaveDIPosix
         let unmounted = try setup.run(daemon)
         #expect(unmounted?[member: "result"]?.stringValue == "partial", "\(String(describing: unmounted))\n\(daemon.log)")
         #expect(unmounted?[member: "filesDeleted"]?.intValue == 0)
-        #expect(unmounted?[member: "message"]?.stringValue == "1 item(s) failed; first: photos: \(Self.unmounted)",
+        #expect(unmounted?[member: "message"]?.stringValue == "1 item(s) failed; first: \"photos\": \(Self.unmounted)",
                 "\(String(describing: unmounted))")
         #expect(setup.photos() == ["a.jpg", "b.jpg", "c.jpg"])
         setup.stop(daemon)

@@ -73,7 +73,7 @@ import WeaveDIPosix
         try FileDescriptor.currentWorkingDirectory.createSymbolicLink(at: d + "/later", pointingTo: "backup")
         let b = try run("b")
         #expect(b?[member: "result"]?.stringValue == "failed")
-        #expect(b?[member: "message"]?.stringValue == "\(d)/later: the destination \"\(d)/backup\" is the destination \"\(d)/backup\" of job \"a\" (real paths; configured as \"\(d)/backup\"): the jobs would overwrite or delete each other's files")
+        #expect(b?[member: "message"]?.stringValue == "\"\(d)/later\": the destination \"\(d)/backup\" is the destination \"\(d)/backup\" of job \"a\" (real paths; configured as \"\(d)/backup\"): the jobs would overwrite or delete each other's files")
         #expect(directory.read("backup/a.txt") == "a")
         #expect(directory.read("backup/b.txt") == nil)
         // a, for its part, no longer runs into b's tree either.
@@ -116,7 +116,7 @@ import WeaveDIPosix
         let (run, daemon, directory, state) = try runIntoTheDaemonsDirectory("STATE_DIRECTORY", "state")
         let d = directory.path
         #expect(run?[member: "result"]?.stringValue == "failed")
-        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \"\(d)/box/mirror\" of job \"docs\" "
+        #expect(run?[member: "message"]?.stringValue == "\"\(d)/box/mirror\": the destination \"\(d)/box/mirror\" of job \"docs\" "
             + "contains the state directory \"\(state)\" through symbolic links (\"\(d)/box/mirror\" resolves to "
             + "\"\(d)/other/mirror\", \"\(state)\" to \"\(state)\"); the job would overwrite or delete the daemon's lock (weavedid.lock) and the jobs' state "
             + "file (jobs.json) there")
@@ -133,7 +133,7 @@ import WeaveDIPosix
         let d = directory.path
         let socket = runtime + "/control.sock"
         #expect(run?[member: "result"]?.stringValue == "failed")
-        #expect(run?[member: "message"]?.stringValue == "\(d)/box/mirror: the destination \"\(d)/box/mirror\" of job \"docs\" "
+        #expect(run?[member: "message"]?.stringValue == "\"\(d)/box/mirror\": the destination \"\(d)/box/mirror\" of job \"docs\" "
             + "contains the control socket \"\(socket)\" through symbolic links (\"\(d)/box/mirror\" resolves to "
             + "\"\(d)/other/mirror\", \"\(socket)\" to \"\(socket)\")")
         // Nothing was copied there, and the socket still answers.
@@ -293,7 +293,7 @@ import WeaveDIPosix
         let client = try VarlinkClient(path: daemon.defaultSocket)
         let fix = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
         #expect(fix?[member: "outcome"]?.stringValue == "succeeded")
-        #expect(fix?[member: "message"]?.stringValue?.hasPrefix("created the destination root \(fixture.destination); ") == true,
+        #expect(fix?[member: "message"]?.stringValue?.hasPrefix("created the destination root \"\(fixture.destination)\"; ") == true,
                 "\(fix.map { "\($0)" } ?? "no fix")")  // it did not exist: created, not "recreated"
         // The fix waits a while for the run it starts, so the check run again after it judges
         // the run: it succeeded, and the fix healed the job.
@@ -328,7 +328,7 @@ import WeaveDIPosix
         let refused = try client.call("io.weavedi.Daemon.Fix", [("check", .string("job.docs"))]).parameter("fixes")?.arrayValue?.first
         #expect(refused?[member: "outcome"]?.stringValue == "failed", "\(String(describing: refused))")
         #expect(refused?[member: "error"]?.stringValue?.contains(
-            "\(d)/disk/docs: the destination root cannot be created: \(d)/disk is a symbolic link, which the fix does not "
+            "\"\(d)/disk/docs\": the destination root cannot be created: \"\(d)/disk\" is a symbolic link, which the fix does not "
                 + "follow (nothing was created through it): create the destination by hand, or configure it by its real path")
             == true, "\(String(describing: refused))")
         #expect(!fileExists(d + "/elsewhere/docs"))
@@ -395,7 +395,7 @@ import WeaveDIPosix
         let fixture = Fixture()
         try TreeFixture.make(at: fixture.source, count: 2)
         let (daemon, client, check, heldBack) = try autoFixingAFailedJob(fixture)
-        #expect(heldBack == "its fix has nothing to do: \(fixture.destination): the destination root does not exist; an automatic "
+        #expect(heldBack == "its fix has nothing to do: \"\(fixture.destination)\": the destination root does not exist; an automatic "
             + "fix does not create it (a disk not mounted must not be filled underneath): mount its file system, or create it "
             + "with `weavedictl fix job.docs`", "\(String(describing: heldBack))\n\(daemon.log)")
         _ = try rounds(10, of: check)

@@ -320,7 +320,7 @@ import WeaveDIPosix
         } catch {
             #expect(error.path == (swapped == "source" ? settings.source : settings.destination))
             #expect(error.reason.hasPrefix(
-                "the \(swapped == "source" ? "source" : "destination") cannot be opened: a part of its real path \(realPath) "
+                "the \(swapped == "source" ? "source" : "destination") cannot be opened: a part of its real path \"\(realPath)\" "
                     + "was replaced by a symbolic link or by something that is not a directory since the run resolved it (ENOTDIR)"),
                 "\(error)")
         }
@@ -341,19 +341,19 @@ import WeaveDIPosix
             + "name the directory to mirror, or the one to mirror into"
         let notDirectory = await run(fixture, source: fixture.root + "/file", destination: fixture.destination)
         #expect(notDirectory.result == .failed)
-        #expect(notDirectory.errors.first?.reason == "the source cannot be opened: \(fixture.root)/file is a regular file, \(directories)")
+        #expect(notDirectory.errors.first?.reason == "the source cannot be opened: \"\(fixture.root)/file\" is a regular file, \(directories)")
         #expect(fixture.status("dst") == nil)
         try fixture.write("src/a.txt", "a")
         let fileDestination = await run(fixture, source: fixture.source, destination: fixture.root + "/file")
         #expect(fileDestination.result == .failed)
-        #expect(fileDestination.errors.first?.reason == "the destination cannot be opened: \(fixture.root)/file is a regular file, \(directories)")
+        #expect(fileDestination.errors.first?.reason == "the destination cannot be opened: \"\(fixture.root)/file\" is a regular file, \(directories)")
         let belowAFile = await run(fixture, source: fixture.source, destination: fixture.root + "/file/out")
         #expect(belowAFile.result == .failed)
         #expect(belowAFile.errors.first?.path == fixture.root + "/file/out")
-        #expect(belowAFile.errors.first?.reason == "the destination cannot be resolved: \(fixture.root)/file is a regular file, \(directories)")
+        #expect(belowAFile.errors.first?.reason == "the destination cannot be resolved: \"\(fixture.root)/file\" is a regular file, \(directories)")
         #expect(mkfifo(fixture.root + "/pipe", 0o600) == 0)
         let pipe = await run(fixture, source: fixture.root + "/pipe", destination: fixture.destination)
-        #expect(pipe.errors.first?.reason == "the source cannot be opened: \(fixture.root)/pipe is a named pipe, \(directories)")
+        #expect(pipe.errors.first?.reason == "the source cannot be opened: \"\(fixture.root)/pipe\" is a named pipe, \(directories)")
         #expect(fixture.read("file") == "not a directory")
         #expect(fixture.status("dst") == nil)
     }

@@ -396,9 +396,9 @@ private let stoppedRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_STOPPED_REMOV
         #expect(outcome.result == .failed)
         #expect(outcome.errorCount == 2)
         #expect(outcome.errors.first.map { "\($0.path): \($0.reason)" } == mode)
-        #expect(outcome.message?.hasSuffix("; mode not given back: " + mode) == true, "\(outcome.message ?? "-")")
+        #expect(outcome.message?.hasSuffix("; mode not given back: \"\(fixture.destination)\"" + mode.dropFirst(fixture.destination.count)) == true, "\(outcome.message ?? "-")")
         let lines = logged.read("log.txt") ?? ""
-        #expect(lines.split(separator: "\n").contains("<4>sync: docs: " + mode[...]), "\(lines)")
+        #expect(lines.split(separator: "\n").contains("<4>sync: docs: \"\(fixture.destination)\"" + mode.dropFirst(fixture.destination.count)), "\(lines)")
     }
 
     /// A directory the run made writable (its owner's `rwx` added) and does not finish (the run

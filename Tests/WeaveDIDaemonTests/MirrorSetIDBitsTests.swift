@@ -170,7 +170,7 @@ import WeaveDIPosix
         #expect(first?[member: "filesCopied"]?.intValue == 2)
         let message = first?[member: "message"]?.stringValue ?? ""
         #expect(message.hasPrefix(notice) && message.hasSuffix(reason), "\(message)")
-        #expect(message.contains("(first: shared)") || message.contains("(first: tool)"), "\(message)")
+        #expect(message.contains("(first: \"shared\")") || message.contains("(first: \"tool\")"), "\(message)")
         #expect(daemon.log.contains("warning sync: docs: \(notice)"), "\(daemon.log)")
         #expect(try mode(d + "/mirror/shared") == 0o775)
         #expect(try mode(d + "/mirror/tool") == 0o755)

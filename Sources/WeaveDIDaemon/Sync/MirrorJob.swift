@@ -61,16 +61,16 @@ struct MirrorJob: SyncJob {
             context.log.notice("sync", "\(context.job): \(Self.mountPointNotice(settings.destination))")
         }
         for issue in report.unchecked {
-            context.log.warning("sync", "\(context.job): \(issue.path): \(issue.reason)")
+            context.log.warning("sync", "\(context.job): \(issue.quoted)")
         }
         for warning in report.warnings.prefix(20) {
-            context.log.warning("sync", "\(context.job): skipped \(warning.path): \(warning.reason)")
+            context.log.warning("sync", "\(context.job): skipped \(warning.quoted)")
         }
         if report.warnings.count > 20 { context.log.warning("sync", "\(context.job): \(report.warnings.count - 20) more skipped") }
         // A mode the run changed and left changed is for the operator to give back by hand:
         // each its own line, whatever else failed (they are rare).
         for issue in report.modesNotGivenBack.prefix(Self.modesLogged) {
-            context.log.warning("sync", "\(context.job): \(issue.path): \(issue.reason)")
+            context.log.warning("sync", "\(context.job): \(issue.quoted)")
         }
         if report.modesNotGivenBack.count > Self.modesLogged {
             context.log.warning(
@@ -81,7 +81,7 @@ struct MirrorJob: SyncJob {
         let modes = Set(report.modesNotGivenBack)
         let failed = report.errorCount > 1 ? report.errors.filter { !modes.contains($0) } : []
         for issue in failed.prefix(Self.failuresLogged) {
-            context.log.warning("sync", "\(context.job): \(context.runID): \(issue.path): \(issue.reason)")
+            context.log.warning("sync", "\(context.job): \(context.runID): \(issue.quoted)")
         }
         let unlogged = report.errorCount - report.modesNotGivenBack.count - min(failed.count, Self.failuresLogged)
         if !failed.isEmpty, unlogged > 0 {
@@ -97,7 +97,7 @@ struct MirrorJob: SyncJob {
         if let first = report.sourceMountsNotKept.first {
             context.log.warning(
                 "sync", "\(context.job): \(report.sourceMountsNotKept.count) mount point(s) below the source not remembered "
-                    + "(first: \(first)): a job remembers \(SourceMounts.maximumCount), of at most \(SourceMounts.maximumPathBytes) "
+                    + "(first: \(JSONValue.quotedPathForMessage(first))): a job remembers \(SourceMounts.maximumCount), of at most \(SourceMounts.maximumPathBytes) "
                     + "bytes each; with delete, a run that finds one of them not mounted deletes that part of the destination")
         }
         var outcome = SyncOutcome(result: Self.result(report.result))
@@ -115,8 +115,8 @@ struct MirrorJob: SyncJob {
         outcome.errorCount = report.errorCount
         if let first = report.errors.first {
             outcome.message = report.result == .failed
-                ? "\(first.path): \(first.reason)"
-                : "\(report.errorCount) item(s) failed; first: \(first.path): \(first.reason)"
+                ? first.quoted
+                : "\(report.errorCount) item(s) failed; first: \(first.quoted)"
         } else if report.result == .cancelled {
             outcome.message = "stopped at a safe point"
         }
@@ -129,7 +129,7 @@ struct MirrorJob: SyncJob {
         var modeNotice: String?
         if let mode = report.modesNotGivenBack.first, report.errors.first != mode {
             let more = report.modesNotGivenBack.count - 1
-            modeNotice = "mode not given back: \(mode.path): \(mode.reason)" + (more > 0 ? " (and \(more) more, in the log)" : "")
+            modeNotice = "mode not given back: \(mode.quoted)" + (more > 0 ? " (and \(more) more, in the log)" : "")
         }
         let sandbox = runsUnderSystemd() ? Self.sandboxAdvice(settings, report) : nil
         for notice in [sandbox, modeNotice, leftovers, setIDBits].compactMap({ $0 }) {
@@ -179,11 +179,11 @@ struct MirrorJob: SyncJob {
             + "the mount point (runs never create a missing destination root)"
     }
 
-    /// What a run says of the entries it skipped (`skipped 2 item(s); first: grow: changed while
+    /// What a run says of the entries it skipped (`skipped 2 item(s); first: "grow": changed while
     /// being copied; …`); nil when there were none.
     static func skippedNotice(_ report: MirrorReport) -> String? {
         guard report.skipped > 0 else { return nil }
-        return "skipped \(report.skipped) item(s)" + (report.warnings.first.map { "; first: \($0.path): \($0.reason)" } ?? "")
+        return "skipped \(report.skipped) item(s)" + (report.warnings.first.map { "; first: \($0.quoted)" } ?? "")
     }
 
     /// Why a file that changed while being copied in `runs` runs in a row (at least
@@ -207,7 +207,7 @@ struct MirrorJob: SyncJob {
     /// mode (`SetIDBits`); nil when there were none.
     static func setIDBitsNotice(_ report: MirrorReport) -> String? {
         guard report.setIDBitsNotKept > 0 else { return nil }
-        let first = report.firstSetIDBitsNotKept.map { " (first: \($0))" } ?? ""
+        let first = report.firstSetIDBitsNotKept.map { " (first: \(JSONValue.quotedPathForMessage($0)))" } ?? ""
         return "set-user/group-ID bits not kept on \(report.setIDBitsNotKept) item(s)\(first): this process may not set "
             + "them (RestrictSUIDSGID=yes in the unit?; and the kernel clears set-group-ID on a copy whose group the daemon's "
             + "user is not in); the rest of their modes is the source's (to keep the bits too, set RestrictSUIDSGID=no in a "
@@ -288,13 +288,13 @@ struct MirrorJob: SyncJob {
             }
             guard byHand else {
                 return .heldBack(
-                    "\(destination): the destination root does not exist; an automatic fix does not create it (a disk not "
+                    "\(JSONValue.quotedPathForMessage(destination)): the destination root does not exist; an automatic fix does not create it (a disk not "
                         + "mounted must not be filled underneath): mount its file system, or create it with "
                         + "`weavedictl fix job.\(job)`")
             }
             try note(MirrorRootStep("creating the destination", destination))
             try Self.createDestination(destination)
-            return .done("created the destination root \(destination)")
+            return .done("created the destination root \(JSONValue.quotedPathForMessage(destination))")
         }
         switch outcome {
         case let .done(what): return what
@@ -343,12 +343,12 @@ struct MirrorJob: SyncJob {
                 let what = kind.flatMap { $0 == .directory ? nil : "a \($0.phrase), " } ?? ""
                 throw MirrorRoots.Failure(
                     path: destination,
-                    reason: "the destination root cannot be created: \(part) is \(what)not a directory: "
+                    reason: "the destination root cannot be created: \(JSONValue.quotedPathForMessage(part)) is \(what)not a directory: "
                         + "remove it, or configure another destination")
             }
             throw MirrorRoots.Failure(
                 path: destination,
-                reason: "the destination root cannot be created: \(part) is a symbolic link, which the fix does not follow "
+                reason: "the destination root cannot be created: \(JSONValue.quotedPathForMessage(part)) is a symbolic link, which the fix does not follow "
                     + "(nothing was created through it): create the destination by hand, or configure it by its real path")
         } catch {
             throw MirrorRoots.Failure(path: destination, reason: "the destination root cannot be created: \(DescriptorLimit.explain(error))")

@@ -58,7 +58,7 @@ public final class FileCopier: Sendable {
 
         let temporary = MirrorTemporaryName.make(for: name)
         try WalkWatch.begin(.creatingCopy, name)
-        let output = try MirrorFailure.attempt("create \(temporary)") {
+        let output = try MirrorFailure.attempt("create (temporary copy)") {
             try destination.open(
                 at: temporary, .writeOnly, options: [.create, .exclusiveCreate, .noFollow], permissions: 0o600)
         }
@@ -133,7 +133,7 @@ public final class FileCopier: Sendable {
     {
         let temporary = MirrorTemporaryName.make(for: name)
         try WalkWatch.begin(.creatingCopy, name)
-        try MirrorFailure.attempt("symlink \(temporary)") {
+        try MirrorFailure.attempt("symlink (temporary link)") {
             try destination.createSymbolicLink(at: temporary, pointingTo: target)
         }
         do throws(MirrorFailure) {

@@ -1,3 +1,4 @@
+import WeaveDI
 import WeaveDIPosix
 
 /// The outcome of one `MirrorEngine` run: what it did, what went wrong, and how long it took.
@@ -227,6 +228,13 @@ public struct MirrorIssue: Sendable, Hashable, CustomStringConvertible {
         self.reason = reason
     }
 
-    /// `path: reason`.
+    /// `path: reason`, as they are (for tests and debugging; what an operator sees is `quoted`).
     public var description: String { "\(path): \(reason)" }
+
+    /// `"path": reason`, the path quoted (`JSONValue.quotedPathForMessage`), as a run's message
+    /// and the log show it: a name met in a tree may hold anything but `/` and NUL, a newline,
+    /// an escape sequence or a bidirectional control among them, and would otherwise forge or
+    /// disguise what follows (`"docs/a\nb.txt": open: Permission denied (EACCES)`). The reason
+    /// does not repeat the path.
+    public var quoted: String { "\(JSONValue.quotedPathForMessage(path)): \(reason)" }
 }

@@ -71,8 +71,9 @@ struct MirrorRoots: ~Copyable {
         /// owner may given its mode back without set-ID bits, or not at all (`giveBack`).
         var aside = MirrorReport()
 
-        /// `path: reason`.
-        var description: String { "\(path): \(reason)" }
+        /// `"path": reason`, the path quoted (`JSONValue.quotedPathForMessage`), as a fix's
+        /// message shows it.
+        var description: String { "\(JSONValue.quotedPathForMessage(path)): \(reason)" }
     }
 
     /// Resolves, checks and opens both roots of `settings`, in parts, on threads of their own
@@ -107,7 +108,7 @@ struct MirrorRoots: ~Copyable {
             if let (root, mountPoint, job) = underSilent.first {
                 unchecked.append(MirrorIssue(
                     path: root, reason: "not checked for overlap with this job's roots: its file system, mounted at "
-                        + "\(mountPoint), did not answer for job \"\(job)\""))
+                        + "\(JSONValue.quotedPathForMessage(mountPoint)), did not answer for job \(DaemonConfiguration.Job.quoted(job))"))
                 continue
             }
             switch await resolve(other, mounts: own.mounts) {
@@ -216,7 +217,7 @@ struct MirrorRoots: ~Copyable {
         // under the destination: the load's rule (`ReservedPath.Found`), applied again, and
         // said in the load's words, every path quoted (the reserved path always is).
         let subject = "the destination \(JSONValue.quotedPathForMessage(destinationPath))"
-            + (settings.jobName.map { " of job \"\($0)\"" } ?? "")
+            + (settings.jobName.map { " of job \(DaemonConfiguration.Job.quoted($0))" } ?? "")
         for reserved in settings.reservedPaths {
             try note(MirrorRootStep("resolving \(reserved.name)", reserved.path))
             let found = ReservedPath.Found(reserved, mounts: mounts)
@@ -424,7 +425,7 @@ struct MirrorRoots: ~Copyable {
 
     /// A root, or a part of its path, that is a file: a mistake in the configuration.
     private static func notADirectory(_ path: String, _ kind: FileKind) -> String {
-        "\(path) is \(DaemonConfiguration.describe(kind)), \(DaemonConfiguration.mirrorRootsAreDirectories)"
+        "\(JSONValue.quotedPathForMessage(path)) is \(DaemonConfiguration.describe(kind)), \(DaemonConfiguration.mirrorRootsAreDirectories)"
     }
 
     /// The real path of the destination's nearest existing ancestor (or itself), and the
@@ -583,7 +584,7 @@ struct MirrorRoots: ~Copyable {
         {
             return notADirectory(realPath, kind)
         }
-        return "a part of its real path \(realPath) was replaced by a symbolic link or by something that is not a "
+        return "a part of its real path \(JSONValue.quotedPathForMessage(realPath)) was replaced by a symbolic link or by something that is not a "
             + "directory since the run resolved it (\(error.name)); not followed, nothing was read or written there: "
             + "the next run resolves it again"
     }

@@ -82,7 +82,7 @@ struct WalkStep: DeadlineStep {
         // Built from the directory's chain of parents (`MirrorDirectory.path`), once.
         let relative = directory?.path
         paths = kind.sides.map { watch.path($0, relative, name) }
-        subject = paths.count > 1 ? "\(kind.subject) to \"\(paths[1])\"" : kind.subject
+        subject = paths.count > 1 ? "\(kind.subject) to \(JSONValue.quotedPathForMessage(paths[1]))" : kind.subject
     }
 
     func failure(_ problem: String, errno: Int32) -> MirrorFailure {
