@@ -312,14 +312,21 @@ import WeaveDIPosix
         try fixture.expectExactMirror()
     }
 
-    /// A thread appending 64 KiB to `path` every 250 µs until `stop` is set (then `join` it).
-    func appendingWriter(_ path: String) throws -> (stop: Locked<Bool>, writer: PosixThread) {
+    /// A thread appending 64 KiB to `path` every 250 µs until `stop` is set (then `join` it);
+    /// once the file is `cap` bytes long, it writes over it from its start again, so that it
+    /// goes on changing without growing: a copy that starts late (a slow machine, a sanitizer)
+    /// met a file of tens of gigabytes, and filled the disk.
+    func appendingWriter(_ path: String, cap: Int64 = 256 << 20) throws -> (stop: Locked<Bool>, writer: PosixThread) {
         let stop = Locked(false)
         let writer = try PosixThread {
-            guard let file = try? FileDescriptor.open(path, .writeOnly, options: [.append]) else { return }
+            guard let file = try? FileDescriptor.open(path, .writeOnly) else { return }
             let chunk = [UInt8](repeating: 0x62, count: 64 << 10)
+            guard var offset = try? file.descriptor.seek(offset: 0, from: SEEK_END) else { return }
             while !stop.withLock({ $0 }) {
+                if offset >= cap { offset = 0 }
+                guard (try? file.descriptor.seek(offset: offset)) != nil else { return }
                 try? file.descriptor.writeAll(chunk)
+                offset += Int64(chunk.count)
                 usleep(250)
             }
         }
