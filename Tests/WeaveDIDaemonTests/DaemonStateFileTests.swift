@@ -14,12 +14,12 @@ import WeaveDIPosix
         var stateFile: String { state + "/jobs.json" }
 
         /// A daemon with one job, `docs`, whose source does not exist: each run fails (and no
-        /// fix starts another).
-        func start() throws -> DaemonProcess {
+        /// fix starts another); `schedule`, the job's members that time its runs.
+        func start(schedule: String = #""interval": 3600"#) throws -> DaemonProcess {
             try FileManager.default.createDirectory(atPath: directory.path + "/mirror", withIntermediateDirectories: true)
             let config = directory.write("weavedid.json", """
                 {"stateDirectory": "\(state)", "sync": {"jobs": [{"name": "docs", "source": "\(directory.path)/source",
-                  "destination": "\(directory.path)/mirror", "interval": 3600}]}}
+                  "destination": "\(directory.path)/mirror", \(schedule)}]}}
                 """)
             return try DaemonProcess(["--config", config], environment: ["WEAVEDI_REGISTRY_AUTO_FIX": "0"], directory: directory)
         }
@@ -912,6 +912,67 @@ import WeaveDIPosix
         fixture.directory.write("state/jobs.json", #"{"lastRunNumber": 41, "jobs": {"docs": {"consecutiveFailures": 0, "#
             + #""lastRun": {"id": "docs-41", "job": "docs", "result": "success", "startedAt": \#(started), "#
             + #""endedAt": \#(started + 1)}}}}"#)
+    }
+
+    /// A schedule whose backoff grows from 1 s to about 115 days: a wait drawn at a level of 20
+    /// is more than a second but once in millions, one at level 1 never is.
+    static let longBackoff = #""interval": 1, "backoffCap": 10000000"#
+
+    /// A state file whose job `docs` failed its last run `docs-41`, ended `endedAgo` seconds
+    /// ago, after 19 failures in a row before it; `level`, its `backoffLevel` member, if any.
+    func writeFailedRun(_ fixture: Fixture, endedAgo age: Double, level: String) {
+        let ended = Date().timeIntervalSince1970 - age
+        fixture.directory.write("state/jobs.json", #"{"lastRunNumber": 41, "jobs": {"docs": {"consecutiveFailures": 20, "#
+            + #"\#(level)"lastRun": {"id": "docs-41", "job": "docs", "result": "failed", "startedAt": \#(ended - 1), "#
+            + #""endedAt": \#(ended), "message": "source missing"}}}}"#)
+    }
+
+    /// The backoff a job's failures built up outlives a restart: the state file keeps its level
+    /// (`backoffLevel`; a file without it, written before it was kept, takes the failures in a
+    /// row; so does one no run writes, logged and dropped alone), the next failure backs off
+    /// further, and the file says so. A level of 0 (the job's fix reset it, its failures still
+    /// counted) starts over at the interval. Before, every start began again at the interval:
+    /// `retrying in 447 ms (backoff after 21 failed runs in a row)`.
+    @Test(arguments: [("", 21), (#""backoffLevel": 20, "#, 21), (#""backoffLevel": 0, "#, 1), (#""backoffLevel": -1, "#, 21)])
+    func theBackoff_goesOnAfterARestart(level: String, after: Int) throws {
+        let fixture = Fixture()
+        // Its backoff passed long ago, whatever was drawn: it runs at once.
+        writeFailedRun(fixture, endedAgo: 20_000_000, level: level)
+        let daemon = try fixture.start(schedule: Self.longBackoff)
+        try #require(daemon.waitForLog("docs: retrying in "), "\(daemon.log)")
+        #expect(daemon.log.contains(#"job "docs": backoffLevel: expected an integer from 0 to 2147483647, got -1; that field is "#
+            + "dropped, the job keeps the rest of its previous results") == level.contains("-1"), "\(daemon.log)")
+        let retry = daemon.log.split(separator: "\n").first { $0.contains("sync: docs: retrying in ") }.map(String.init) ?? ""
+        #expect(retry.hasSuffix(" (backoff after 21 failed runs in a row)"), "\(daemon.log)")
+        // At most the interval at level 1; more than a second at level 21 but once in millions.
+        let withinASecond = retry.contains(#/retrying in (\d+ ms|1\.0 s) /#)
+        #expect(withinASecond == (after == 1), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+        #expect(try savedEntry(fixture)?[member: "backoffLevel"] == .int(after))
+        #expect(try savedEntry(fixture)?[member: "consecutiveFailures"] == .int(21))
+    }
+
+    /// A job whose last run failed waits out its backoff after a restart, counted from that
+    /// run's end (drawn anew), as it would have without the restart, and the log says so as at
+    /// the run's end; it does not run at once because its interval has passed since the run's
+    /// start. `ListJobs` shows the wait.
+    @Test func aBackoffBeingWaitedOut_isWaitedOutAfterARestart() throws {
+        let fixture = Fixture()
+        writeFailedRun(fixture, endedAgo: 1, level: "")
+        let daemon = try fixture.start(schedule: Self.longBackoff)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let retry = daemon.log.split(separator: "\n").first { $0.contains("sync: docs: retrying in ") }.map(String.init) ?? ""
+        #expect(retry.contains("notice  sync: docs: retrying in ")
+            && retry.hasSuffix(" (backoff after 20 failed runs in a row, counted from the end of its last run docs-41)"),
+            "\(daemon.log)")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        // Drawn up to about 6 days at level 20: less than 10 s but once in tens of thousands.
+        #expect((job?[member: "nextRunIn"]?.numberValue ?? 0) > 10, "\(job.map { "\($0)" } ?? "no job")")
+        #expect(job?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-41", "\(job.map { "\($0)" } ?? "no job")")
+        #expect(!daemon.log.contains("overdue"), "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
     /// A job whose interval has passed since its last run started while the daemon was down

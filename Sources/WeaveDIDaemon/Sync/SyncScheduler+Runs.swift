@@ -309,8 +309,9 @@ extension SyncScheduler {
             let going = state.running.flatMap { run in run.startedAt.map { PersistedJobState.RunGoing(id: run.id, startedAt: $0) } }
             states[name] = PersistedJobState(
                 lastRun: last, lastSuccess: state.lastSuccess, consecutiveFailures: state.consecutiveFailures,
-                runGoing: going ?? orphanGoing(name), paused: state.paused, firstSeenAt: state.firstSeenAt,
-                endedUnfinished: state.unfinished, sourceMounts: state.sourceMounts, cleanupDue: state.cleanupDue)
+                backoffLevel: state.backoffLevel, runGoing: going ?? orphanGoing(name), paused: state.paused,
+                firstSeenAt: state.firstSeenAt, endedUnfinished: state.unfinished, sourceMounts: state.sourceMounts,
+                cleanupDue: state.cleanupDue)
             states[name]?.changing = state.changing
         }
         // A job removed and added back keeps its last result (health knows how old its last

@@ -155,6 +155,7 @@ public actor SyncScheduler: DaemonService {
         var progress: SyncProgress?
         let listeners = ProgressListeners()
         var consecutiveFailures = 0
+        /// How far the backoff has grown (`PersistedJobState.backoffLevel`): kept across restarts.
         var backoffLevel = 0
         /// Whether the timer's next tick waits out a backoff (after a failed run), rather than
         /// the interval: a reset of the backoff (a success, the job's fix) puts it back on the
@@ -299,6 +300,7 @@ public actor SyncScheduler: DaemonService {
         }
         if let saved = persisted[config.name] {
             state.consecutiveFailures = saved.consecutiveFailures
+            state.backoffLevel = saved.backoffLevel
             state.lastSuccess = saved.lastSuccess
             if let last = saved.lastRun { state.recent = [last] }
             state.lastKept = saved.lastRun
@@ -322,8 +324,15 @@ public actor SyncScheduler: DaemonService {
         jobs[config.name] = state
         order.append(config.name)
         registerHealthCheck(config.name)
-        if config.enabled {
-            schedule(config.name, after: restoringPause ? firstWaitAtStart(config) : config.runAtStart ? .zero : config.interval + jitter(config.jitter))
+        if config.enabled, restoringPause {
+            let first = firstWaitAtStart(config)
+            schedule(config.name, after: first.wait)
+            if let since = first.backoffSince {
+                jobs[config.name]?.inBackoff = true
+                jobs[config.name]?.backoffSince = since
+            }
+        } else if config.enabled {
+            schedule(config.name, after: config.runAtStart ? .zero : config.interval + jitter(config.jitter))
         }
     }
 
@@ -338,8 +347,13 @@ public actor SyncScheduler: DaemonService {
     /// has no last run has its first run counted likewise from when the daemon first had it
     /// (`firstSeenAt` of the state file; this start for a job new to it): a weekly job that has
     /// never run runs a week after it was configured, however often the host restarts in
-    /// between.
-    private func firstWaitAtStart(_ config: DaemonConfiguration.Job) -> Duration {
+    /// between. A job whose last run failed, its backoff not reset since (`backoffLevel`),
+    /// waits out a backoff as after that run, counted from the run's end: drawn anew (the draw
+    /// before the stop is not kept), and said in the log as at the run's end (`retrying in …
+    /// (backoff after 7 failed runs in a row, counted from the end of its last run docs-7)`); a
+    /// backoff that has passed while the daemon was down runs the job now. `backoffSince` is
+    /// that run's end, for a backoff still to wait out.
+    private func firstWaitAtStart(_ config: DaemonConfiguration.Job) -> (wait: Duration, backoffSince: ContinuousClock.Instant?) {
         let name = config.name
         let saved = persisted[name]
         // Two runs of the job in a row never ended, the later one run again at once at a start:
@@ -351,14 +365,31 @@ public actor SyncScheduler: DaemonService {
             log.error("sync", "\(name): its \(runs) both never ended: the job's runs stopped the daemon twice in a row (a run "
                 + "that crashes it?); it is not run again at once, but at its interval (\(Format.duration(seconds(config.interval))))"
                 + "\(paused); weavedictl run-job \(name) runs it now")
-            return config.interval + jitter(config.jitter)
+            return (config.interval + jitter(config.jitter), nil)
         }
-        if config.runAtStart { return .zero }
+        if config.runAtStart { return (.zero, nil) }
         // A last run that never ended (a file whose `lastRun` was dropped as damaged keeps
         // saying so) runs again whatever the time.
         if let saved, saved.endedUnfinished || saved.lastRun?.result == .cancelled {
             log.notice("sync", "\(name): \(Self.unfinished(saved.lastRun?.id, neverEnded: saved.endedUnfinished))\(dueNow(config, again: "again "))")
-            return jitter(config.jitter)
+            return (jitter(config.jitter), nil)
+        }
+        // A failed last run backs off as it did before the stop: the interval is not counted
+        // from its start, which would run a job failing for hours every interval across restarts.
+        if let saved, let last = saved.lastRun, last.result == .failed, saved.consecutiveFailures > 0, saved.backoffLevel > 0,
+            let state = jobs[name]
+        {
+            // A run that ended in the future (a clock set back, a file edited) ended now.
+            let ago = max(0, SystemClock.realtimeSeconds() - last.endedAt)
+            let left = backoff(config, level: saved.backoffLevel) - .seconds(ago)
+            guard left > .zero else {
+                log.notice("sync", "\(name): its backoff after \(state.failuresInARow), counted from the end of its last run "
+                    + "\(last.id), has passed\(dueNow(config, again: ""))")
+                return (jitter(config.jitter), nil)
+            }
+            log.notice("sync", "\(name): retrying in \(Format.duration(seconds(left))) (backoff after \(state.failuresInARow), "
+                + "counted from the end of its last run \(last.id))")
+            return (left, ContinuousClock.now - .seconds(ago))
         }
         // From the last run's start; for a job that has never run, from when it was first seen
         // (as the file says it: `add` takes one in the future as now).
@@ -371,7 +402,7 @@ public actor SyncScheduler: DaemonService {
         if counted.overdue {
             log.notice("sync", "\(name): overdue: \(counted.overdueText)\(dueNow(config, again: ""))")
         }
-        return counted.wait
+        return (counted.wait, nil)
     }
 
     /// What becomes of `config`'s job due now, for the log: a paused one does not run.
@@ -731,7 +762,13 @@ public actor SyncScheduler: DaemonService {
     /// starting at the interval, capped at the job's backoffCap.
     func backoff(_ config: DaemonConfiguration.Job, level: Int) -> Duration {
         var ceiling = config.interval
-        for _ in 1..<max(1, level) where ceiling < config.backoffCap { ceiling = ceiling * 2 }
+        // Doubled until the cap, not once per level: a level of millions (a job failing for
+        // years, a file edited) costs a few rounds.
+        var doublings = 1
+        while doublings < level, ceiling < config.backoffCap {
+            ceiling = ceiling * 2
+            doublings += 1
+        }
         return fullJitter(min(ceiling, config.backoffCap))
     }
 

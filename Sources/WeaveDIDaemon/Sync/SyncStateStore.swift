@@ -190,6 +190,7 @@ struct SyncStateStore: Sendable {
                 id: going.id, job: name, outcome: SyncOutcome(result: .failed, message: said),
                 startedAt: going.startedAt, endedAt: going.startedAt, duration: 0)
             state.consecutiveFailures = min(state.consecutiveFailures + 1, PersistedJobState.maximumFailures)
+            state.backoffLevel = min(state.backoffLevel + 1, PersistedJobState.maximumFailures)
             state.runGoing = nil
             state.endedUnfinished = true
             // What it left where no later walk goes (a mirror's unfinished copies) is for the
@@ -385,6 +386,12 @@ struct PersistedJobState: Sendable, Equatable {
     var lastRun: SyncRunRecord?
     var lastSuccess: Double?
     var consecutiveFailures: Int
+    /// How far the job's backoff has grown (`SyncScheduler.backoff(_:level:)`): each failed run
+    /// raises it, a successful or partial run and the job's fix asked by hand reset it (the
+    /// fix leaves the failures in a row counted), so that a restart keeps the backoff.
+    /// `backoffLevel` in the file; a file without it (written before it was kept) takes the
+    /// failures in a row.
+    var backoffLevel: Int
     /// The run going (it had its slot and started) when the file was written; nil once it
     /// ended, and after a clean shutdown. One still there at the start never ended: the daemon
     /// was killed, crashed or lost the power during it (`SyncStateStore.endRunsNeverEnded`).
@@ -448,9 +455,11 @@ struct PersistedJobState: Sendable, Equatable {
     }
 
     init(
-        lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, runGoing: RunGoing? = nil, paused: Bool = false,
-        firstSeenAt: Double? = nil, endedUnfinished: Bool = false, sourceMounts: SyncSourceMounts? = nil, cleanupDue: Bool = false
+        lastRun: SyncRunRecord?, lastSuccess: Double?, consecutiveFailures: Int, backoffLevel: Int? = nil, runGoing: RunGoing? = nil,
+        paused: Bool = false, firstSeenAt: Double? = nil, endedUnfinished: Bool = false, sourceMounts: SyncSourceMounts? = nil,
+        cleanupDue: Bool = false
     ) {
+        self.backoffLevel = backoffLevel ?? consecutiveFailures
         self.sourceMounts = sourceMounts
         self.cleanupDue = cleanupDue
         self.lastRun = lastRun
@@ -467,6 +476,7 @@ struct PersistedJobState: Sendable, Equatable {
             ("lastRun", lastRun.map(SyncRunEncoding.record) ?? .null),
             ("lastSuccess", lastSuccess.map(JSONValue.double) ?? .null),
             ("consecutiveFailures", .int(consecutiveFailures)),
+            ("backoffLevel", .int(backoffLevel)),
             ("changingFiles", changing?.json ?? .null),
             ("runGoing", runGoing.map { .object([("id", .string($0.id)), ("startedAt", .double($0.startedAt))]) } ?? .null),
             ("paused", .bool(paused)),
@@ -488,10 +498,17 @@ struct PersistedJobState: Sendable, Equatable {
     /// tells about the last run is dropped instead, said in `dropped`: a `failedItems` or
     /// `message` no run writes alone (`SyncRunEncoding.record(from:dropped:)`), any other
     /// value of `lastRun` no run writes with the whole `lastRun`; so is a `firstSeenAt`, an
-    /// `unfinished`, a `sourceMounts` or a `cleanupDue` no run writes, alone. Members it does
-    /// not know are passed over.
+    /// `unfinished`, a `sourceMounts`, a `cleanupDue` or a `backoffLevel` no run writes, alone.
+    /// Members it does not know are passed over.
     init(json: JSONValue, job: String, dropped: inout [PersistedStateProblem]) throws(PersistedStateProblem) {
-        consecutiveFailures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
+        let failures = try PersistedStateProblem.count(json, "consecutiveFailures", maximum: Self.maximumFailures)
+        consecutiveFailures = failures
+        // It tells only how long the next wait after a failure may be: one no run writes is
+        // dropped alone, and the failures in a row stand for it, as in a file without it.
+        backoffLevel = Self.alone(or: failures, dropped: &dropped) { () throws(PersistedStateProblem) in
+            json[member: "backoffLevel"] == nil
+                ? failures : try PersistedStateProblem.count(json, "backoffLevel", maximum: Self.maximumFailures)
+        }
         lastSuccess = try PersistedStateProblem.time(json, "lastSuccess", optional: true)
         if let run = json[member: "lastRun"], !run.isNull {
             // A last run no run wrote (not an object, a count or a time out of range, an
