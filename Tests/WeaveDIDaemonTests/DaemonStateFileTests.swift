@@ -975,6 +975,35 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// Counters at the most the state file takes (a file edited, or years of failures) stay
+    /// there: one more failure and one more run write what the next start reads again, and the
+    /// job keeps its previous results. Before, the daemon wrote 2147483648 failures in a row,
+    /// and the next start refused the job's entry (`expected an integer from 0 to 2147483647`).
+    @Test func countersAtTheirMaximum_stayThere_andTheFileIsReadAgain() throws {
+        let fixture = Fixture()
+        let most = (failures: 2_147_483_647, run: 9_007_199_254_740_991)
+        fixture.directory.write("state/jobs.json", #"{"lastRunNumber": \#(most.run), "jobs": {"docs": {"#
+            + #""consecutiveFailures": \#(most.failures), "backoffLevel": \#(most.failures), "firstSeenAt": \#(Self.recently)}}}"#)
+        let first = try fixture.start()
+        try #require(first.waitForLog("ready;"), "\(first.log)")
+        #expect(try runAndCheck(first).run == "failed", "\(first.log)")
+        first.send(.terminate)
+        #expect(first.wait() == .exited(0), "\(first.log)")
+        #expect(first.log.contains("docs: run docs-\(most.run) failed"), "\(first.log)")
+        let saved = try JSONValue.parse(Array(try #require(FileManager.default.contents(atPath: fixture.stateFile))))
+        #expect(saved[member: "lastRunNumber"] == .int(most.run), "\(saved.serialized.prefix(2000))")
+        #expect(try savedEntry(fixture)?[member: "consecutiveFailures"] == .int(most.failures))
+        #expect(try savedEntry(fixture)?[member: "backoffLevel"] == .int(most.failures))
+
+        let second = try fixture.start()
+        try #require(second.waitForLog("ready;"), "\(second.log)")
+        #expect(!second.log.contains(fixture.stateFile), "\(second.log)")
+        let job = try VarlinkClient(path: second.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(job?[member: "consecutiveFailures"]?.intValue == most.failures, "\(job.map { "\($0)" } ?? "no job")")
+        second.send(.terminate)
+        #expect(second.wait() == .exited(0), "\(second.log)")
+    }
+
     /// A job whose interval has passed since its last run started while the daemon was down
     /// (a weekly job on a host restarted nightly) is overdue at the start: it runs at once, and
     /// the log says why. Before, every start waited a whole interval again, and it never ran.

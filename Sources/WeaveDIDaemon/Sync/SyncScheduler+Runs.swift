@@ -9,7 +9,10 @@ extension SyncScheduler {
         guard let state = jobs[name], state.running == nil, !stopping, !hasOrphanRun(name), givenUpRunID(of: name) == nil else {
             return nil
         }
-        runCounter += 1
+        // Held at the most the state file takes (2^53 − 1, far beyond any number of runs: only a
+        // file edited gets there): past it the next start would refuse the count, and give
+        // ids again from the jobs' last runs. There, runs repeat the last id.
+        runCounter = min(runCounter + 1, SyncStateStore.maximumRunNumber)
         let runID = "\(name)-\(runCounter)"
         // The count is saved as the run is launched, not only once it ends: a daemon killed
         // during the run (SIGKILL, a crash, the power) gives no later run this id.
@@ -259,8 +262,10 @@ extension SyncScheduler {
         case .partial:
             state.consecutiveFailures = 0
         case .failed:
-            state.consecutiveFailures += 1
-            state.backoffLevel += 1
+            // Held at the most the state file takes: past it the next start would refuse the
+            // job's entry, and start it without its previous results.
+            state.consecutiveFailures = min(state.consecutiveFailures + 1, PersistedJobState.maximumFailures)
+            state.backoffLevel = min(state.backoffLevel + 1, PersistedJobState.maximumFailures)
         case .cancelled, .skipped:
             break
         }
