@@ -88,10 +88,6 @@ public enum DaemonMain {
             let why = pathVariables.contains(name) ? " (as text, a path in it would name another path)" : ""
             log.warning("daemon", "environment variable \(name.escapingControlCharacters) is not valid UTF-8: ignored\(why)")
         }
-        // A relative directory variable is ignored as if unset: said, with what is used instead.
-        for warning in ConfigurationDirectories.relativeVariableWarnings(environment: environment, workingDirectory: currentDirectory()) {
-            log.warning("daemon", warning)
-        }
         if CurrentProcess.workingDirectory() == nil {
             log.notice("daemon", "the working directory cannot be read as UTF-8 text: the default paths under it are relative (./.weavedi/...)")
         }
@@ -117,9 +113,21 @@ public enum DaemonMain {
             environment: environment, workingDirectory: currentDirectory(), configPath: options.configPath,
             log: log, notifier: notifier, activation: activation, waker: waker)
         let configuration: DaemonConfiguration
+        // A relative directory variable is ignored as if unset: said, with what is used instead,
+        // where the configuration would use it (one that sets the directory uses none).
+        func warnAboutRelativeVariables(_ configuration: DaemonConfiguration?) {
+            for warning in ConfigurationDirectories.relativeVariableWarnings(
+                environment: environment, workingDirectory: currentDirectory(), configuration: configuration)
+            {
+                log.warning("daemon", warning)
+            }
+        }
         do {
             configuration = try context.loadConfiguration()
+            warnAboutRelativeVariables(configuration)
         } catch {
+            // Which the file would have used is not known: all of them, before the error.
+            warnAboutRelativeVariables(nil)
             if options.checkConfig {
                 // Said once, as the check's answer (as for every other finding of the check).
                 printError("weavedid: \("\(error)".escapingControlCharacters)")

@@ -63,6 +63,31 @@ import WeaveDIPosix
         #expect(result.standardOutputText == "weavedid: configuration OK (\(config))\n")
     }
 
+    /// Only a variable the configuration would use is warned about: one that sets
+    /// `stateDirectory` uses no `STATE_DIRECTORY`, one that sets `runtimeDirectory` or
+    /// `control.socket` neither `RUNTIME_DIRECTORY` nor `XDG_RUNTIME_DIR`. Before, the warning
+    /// said the working directory's was used where the file's was.
+    @Test(arguments: [
+        (#"{"stateDirectory": "/srv/state"}"#, [0, 2]),
+        (#"{"runtimeDirectory": "/srv/run"}"#, [1]),
+        (#"{"control": {"socket": "/srv/run/control.sock"}}"#, [1]),
+        (#"{"stateDirectory": "/srv/state", "runtimeDirectory": "/srv/run"}"#, []),
+    ])
+    func aVariableTheConfigurationDoesNotUse_isNoWarning(file: String, warned: [Int]) throws {
+        let directory = TemporaryDirectory("wd-rel")
+        let d = directory.path
+        let config = directory.write("weavedid.json", file)
+        let result = try Subprocess.run(
+            "/bin/sh", arguments: ["-c", #"cd "$1" && exec "$2" --check-config --config "$3""#, "sh", d, DaemonProcess.binary, config],
+            environment: ["PATH": "/usr/bin:/bin"].merging(Self.relative) { $1 })
+        #expect(result.status == .exited(0), "\(result.standardErrorText)")
+        for (index, warning) in Self.warnings(in: d).enumerated() {
+            #expect(Self.count(warning, in: result.standardErrorText) == (warned.contains(index) ? 1 : 0),
+                    "\(warning)\n\(result.standardErrorText)")
+        }
+        #expect(Self.count("relative path", in: result.standardErrorText) == warned.count, "\(result.standardErrorText)")
+    }
+
     /// The default socket below the working directory, refused inside a destination: the
     /// message says the variables are set but relative, not that they are unset.
     @Test func theDefaultSocketRefusal_saysTheVariablesAreSetButRelative() throws {

@@ -45,7 +45,9 @@ struct ConfigurationDecoder {
             case "runtimeDirectory":
                 configuration.runtimeDirectory = try fields.absolutePath(value, at: path)
                 if configuration.socketOrigin != .controlSocket { configuration.socketOrigin = .runtimeDirectory }
-            case "stateDirectory": configuration.stateDirectory = try fields.absolutePath(value, at: path)
+            case "stateDirectory":
+                configuration.stateDirectory = try fields.absolutePath(value, at: path)
+                configuration.stateDirectoryIsSet = true
             case "shutdownTimeout":
                 configuration.shutdownTimeout = try fields.seconds(value, at: path, in: .positive(upTo: 3600))
             case "control": try decodeControl(value, at: path)

@@ -46,9 +46,17 @@ enum ConfigurationDirectories {
     /// `WEAVEDID_LOG` that is no filter: the variable, its value quoted, what is wrong, what is
     /// used instead (`STATE_DIRECTORY="state" is a relative path: ignored; using
     /// "/srv/.weavedi/state" for the state directory where the configuration sets no
-    /// stateDirectory`).
-    static func relativeVariableWarnings(environment: [String: String], workingDirectory: String) -> [String] {
-        relativeVariables(environment: environment).map { name in
+    /// stateDirectory`). With the `configuration` loaded, only those of the variables it would
+    /// use: not `STATE_DIRECTORY` where it sets `stateDirectory`, nor the runtime directory's
+    /// where it sets `runtimeDirectory` or `control.socket`.
+    static func relativeVariableWarnings(
+        environment: [String: String], workingDirectory: String, configuration: DaemonConfiguration? = nil
+    ) -> [String] {
+        relativeVariables(environment: environment).filter { name in
+            guard let configuration else { return true }
+            if name == "STATE_DIRECTORY" { return !configuration.stateDirectoryIsSet }
+            return configuration.socketOrigin != .controlSocket && configuration.socketOrigin != .runtimeDirectory
+        }.map { name in
             let value = environment[name] ?? ""
             let quoted = JSONValue.quotedPathForMessage(value)
             let first = String(value.split(separator: ":", omittingEmptySubsequences: false)[0])

@@ -35,6 +35,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var sync: Sync
     /// What put `control.socket` where it is, for a message about it.
     var socketOrigin: SocketOrigin
+    /// Whether the file sets `stateDirectory`: `STATE_DIRECTORY` is then not used, and one set
+    /// to a relative path is no warning.
+    var stateDirectoryIsSet = false
     /// `RUNTIME_DIRECTORY` and `XDG_RUNTIME_DIR` where the environment sets them to a relative
     /// path, which is ignored as if unset, for a message about the socket's default path
     /// (`ConfigurationDirectories.relativeVariables`).
