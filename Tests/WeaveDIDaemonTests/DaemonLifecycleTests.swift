@@ -66,6 +66,29 @@ import WeaveDIPosix
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }
 
+    /// A reload that moves the control socket by changing `runtimeDirectory` is refused naming
+    /// where the socket's path came from, the field the operator changed, not only
+    /// `control.socket`, which the file does not set; a move between origins names both. Before,
+    /// it said `control.socket changed …` alone.
+    @Test func aReloadThatMovesTheControlSocketByItsDirectory_isRefused_namingWhereThePathCameFrom() throws {
+        let directory = TemporaryDirectory()
+        let d = directory.path
+        let config = directory.write("weavedid.json", #"{"runtimeDirectory": "\#(d)/run"}"#)
+        let daemon = try DaemonProcess(["--config", config], directory: directory)
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        let socket = d + "/run/control.sock"
+        directory.write("weavedid.json", #"{"runtimeDirectory": "\#(d)/run9"}"#)
+        #expect(try reloadFailure(socket)?.reply.parameter("reason")?.stringValue
+            == #"control.socket (from runtimeDirectory) changed from "\#(socket)" to "\#(d)/run9/control.sock"; "#
+            + "restart the daemon to move it", "\(daemon.log)")
+        directory.write("weavedid.json", #"{"control": {"socket": "\#(d)/run9/control.sock"}}"#)
+        #expect(try reloadFailure(socket)?.reply.parameter("reason")?.stringValue
+            == #"control.socket changed from "\#(socket)" (from runtimeDirectory) to "\#(d)/run9/control.sock" (from "#
+            + "control.socket); restart the daemon to move it", "\(daemon.log)")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A SIGHUP sent by hand while the daemon starts (before `READY=1`) is not lost: once
     /// started, the daemon reads the file again, so the file as it was when the signal was sent
     /// is the one in effect. The signal is sent once the daemon has blocked its signals, before

@@ -210,8 +210,8 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
         let current = store.current.control
         let wanted = configuration.control
         if wanted.socket != current.socket {
-            let change = "control.socket changed from \(JSONValue.quotedPathForMessage(current.socket)) to "
-                + JSONValue.quotedPathForMessage(wanted.socket)
+            let change = Self.socketChange(
+                from: (current.socket, store.current.socketOrigin), to: (wanted.socket, configuration.socketOrigin))
             guard activation != nil else { throw ReloadRefusal(description: change + "; restart the daemon to move it") }
             // The socket systemd passed is the one served whatever the file says: a change
             // there moves nothing, which the operator is to hear rather than believe it did.
@@ -225,6 +225,21 @@ public final class ControlServer: DaemonService, @unchecked Sendable {  // I/O-t
                 wanted, file: configuration.sourceName, to: bound, onlyWhereTheFileDiffers: !changed)
         }
         handler.adopt(configuration)
+    }
+
+    /// A move of the socket, saying where each path came from when the field does not set it:
+    /// `control.socket (from runtimeDirectory) changed from "/run/a/control.sock" to
+    /// "/run/b/control.sock"` (the operator changed `runtimeDirectory`, not `control.socket`), or,
+    /// for two origins, `… changed from "…" (from control.socket) to "…" (from runtimeDirectory)`.
+    static func socketChange(
+        from old: (path: String, origin: DaemonConfiguration.SocketOrigin), to new: (path: String, origin: DaemonConfiguration.SocketOrigin)
+    ) -> String {
+        let paths = (JSONValue.quotedPathForMessage(old.path), JSONValue.quotedPathForMessage(new.path))
+        if old.origin == new.origin {
+            let origin = old.origin == .controlSocket ? "" : " (from \(old.origin))"
+            return "control.socket\(origin) changed from \(paths.0) to \(paths.1)"
+        }
+        return "control.socket changed from \(paths.0) (from \(old.origin)) to \(paths.1) (from \(new.origin))"
     }
 
     /// Gives the bound socket file `wanted`'s mode and group (no group: the daemon's own, as a
