@@ -38,9 +38,13 @@ extension DaemonConfiguration {
     ///
     /// Before each path it looks at, it tells `note` (`StepDeadline`, which gives up on a path
     /// that does not answer), whose error it throws.
+    ///
+    /// `atReload`: for a reload in effect, the warnings say the reload is (`the reload is in
+    /// effect, but each run of the job fails until …`), not that the daemon starts.
     func fileSystemWarnings(
-        underSystemd: Bool = false, noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
+        underSystemd: Bool = false, atReload: Bool = false, noting note: (LoadStep) throws(ConfigurationError) -> Void = { _ in }
     ) throws(ConfigurationError) -> [String] {
+        let goesOn = atReload ? "the reload is in effect" : "the daemon starts"
         let file = sourceName
         /// What the unit's sandbox does to `path`, which failed with `error`, after `; `.
         func sandbox(_ path: String, _ error: Errno? = nil) -> String {
@@ -78,7 +82,7 @@ extension DaemonConfiguration {
             }
             return nil
         }
-        let fails = "the daemon starts, but each run of the job fails until"
+        let fails = "\(goesOn), but each run of the job fails until"
         var warnings: [String] = []
         for (index, job) in sync.jobs.enumerated() {
             guard let mirror = job.mirror else { continue }
@@ -177,7 +181,7 @@ extension DaemonConfiguration {
         if let metricsFile = sync.metricsFile {
             let directory = Self.parent(of: metricsFile)
             let shown = "the directory \(JSONValue.quotedPathForMessage(directory)) of the metrics file"
-            let fails = "the daemon starts, but each write of the metrics file fails (its check sync.metricsFile is degraded) until"
+            let fails = "\(goesOn), but each write of the metrics file fails (its check sync.metricsFile is degraded) until"
             switch try look("sync.metricsFile", directory) {
             case .success(.directory):
                 if let error = try refusal("sync.metricsFile", directory, [.write, .execute]) {

@@ -19,8 +19,9 @@ extension DaemonContext {
 
     /// The path warnings of `configuration` (`DaemonConfiguration.fileSystemWarnings`, what
     /// `--check-config` prints), looked at as the daemon sees its paths, within the step limit
-    /// (`StepDeadline`): the error when a path did not answer in time.
-    func pathWarnings(of configuration: DaemonConfiguration) async -> Result<[String], ConfigurationError> {
+    /// (`StepDeadline`): the error when a path did not answer in time. `atReload`: worded for a
+    /// reload in effect.
+    func pathWarnings(of configuration: DaemonConfiguration, atReload: Bool = false) async -> Result<[String], ConfigurationError> {
         let underSystemd = runsUnderSystemd
         do {
             return .success(
@@ -28,7 +29,7 @@ extension DaemonContext {
                     limit: StepDeadline.stepLimit, first: LoadStep.checking(file: configuration.sourceName),
                     for: "a check of the configuration's paths"
                 ) { note throws(ConfigurationError) in
-                    try configuration.fileSystemWarnings(underSystemd: underSystemd, noting: note)
+                    try configuration.fileSystemWarnings(underSystemd: underSystemd, atReload: atReload, noting: note)
                 })
         } catch {
             return .failure(error)

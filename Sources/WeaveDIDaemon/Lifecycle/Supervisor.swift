@@ -293,7 +293,7 @@ public actor Supervisor {
         do { loaded = .success(try await context.loadConfiguration()) } catch { loaded = .failure(error) }
         // Its path warnings, looked at now (off the actor), logged once it is in effect.
         var warnings: Result<[String], ConfigurationError>?
-        if case let .success(configuration) = loaded { warnings = await context.pathWarnings(of: configuration) }
+        if case let .success(configuration) = loaded { warnings = await context.pathWarnings(of: configuration, atReload: true) }
         // The load runs off the actor, for as long as the file system takes: a shutdown may
         // have begun meanwhile, and then the reload has nothing left to change or to report.
         guard phase == .running else {
