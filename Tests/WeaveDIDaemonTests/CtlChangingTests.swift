@@ -81,6 +81,33 @@ import WeaveDIControl
         #expect(daemon.waitForLog("reloading the configuration (asked by Reload from uid \(getuid()) (pid \(getpid())))"), "\(daemon.log)")
     }
 
+    /// Pausing a job paused already, or resuming one not paused, changes nothing and says so:
+    /// `already paused`, `not paused (nothing to resume)` (the reply's `unchanged`), still exit 0
+    /// (asking again is harmless), and the log has one line of the change, not one per call. Before,
+    /// each call printed `paused` and logged `example paused` again.
+    @Test func pauseAndResume_askedAgain_sayNothingChanged_andLogNoChange() throws {
+        let daemon = try readyDaemon()
+        func ctl(_ arguments: String...) throws -> CtlRun {
+            try CtlRun.run(["--socket", daemon.defaultSocket] + arguments)
+        }
+        let first = try ctl("pause-job", "example")
+        #expect(first.code == 0 && first.output == "job example: paused\n", "\(first.all)")
+        let again = try ctl("pause-job", "example")
+        #expect(again.code == 0 && again.output == "job example: already paused\n", "\(again.all)")
+        let json = try ctl("--json", "pause-job", "example")
+        #expect(json.code == 0 && json.output == #"{"unchanged":true}"# + "\n", "\(json.all)")
+        // Logged as the call is answered: the second call's line follows the first call's.
+        #expect(daemon.waitForLog("info    sync: example: already paused: nothing changed"), "\(daemon.log)")
+        #expect(daemon.log.components(separatedBy: "sync: example paused").count == 2, "\(daemon.log)")
+
+        let resumed = try ctl("resume-job", "example")
+        #expect(resumed.code == 0 && resumed.output == "job example: resumed\n", "\(resumed.all)")
+        let resumedAgain = try ctl("resume-job", "example")
+        #expect(resumedAgain.code == 0 && resumedAgain.output == "job example: not paused (nothing to resume)\n", "\(resumedAgain.all)")
+        #expect(daemon.waitForLog("info    sync: example: not paused: nothing to resume"), "\(daemon.log)")
+        #expect(daemon.log.components(separatedBy: "sync: example resumed").count == 2, "\(daemon.log)")
+    }
+
     @Test(arguments: [["run-job", "nope"], ["run-job", "nope", "--wait"], ["pause-job", "nope"], ["resume-job", "nope"]])
     func jobSubcommands_unknownJob_exit1WithNoSuchJob(arguments: [String]) throws {
         let daemon = try readyDaemon()

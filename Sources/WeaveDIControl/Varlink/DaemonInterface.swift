@@ -194,12 +194,15 @@ public enum DaemonInterface {
         # Stops scheduling a job (a run in progress finishes). The pause is kept in the state
         # file (jobs.json), so that it outlives a restart; when that file cannot be written,
         # notSaved says why: the pause holds until the daemon stops, and a restart resumes the job.
-        method PauseJob(name: string) -> (notSaved: ?string)
+        # unchanged is true when the job already was paused: nothing changed (the file is written
+        # all the same); absent otherwise.
+        method PauseJob(name: string) -> (notSaved: ?string, unchanged: ?bool)
 
         # Schedules a paused job again: a job due (its last run never ended or was cancelled, or
         # its next run came while it was paused) runs at once, any other at the next run it had.
-        # notSaved as for PauseJob (a restart would pause it again).
-        method ResumeJob(name: string) -> (notSaved: ?string)
+        # notSaved as for PauseJob (a restart would pause it again); unchanged is true when the job
+        # was not paused.
+        method ResumeJob(name: string) -> (notSaved: ?string, unchanged: ?bool)
 
         # The open sessions.
         method ListSessions() -> (sessions: []Session)

@@ -58,7 +58,7 @@ extension SyncScheduler: JobControl {
     }
 
     @discardableResult
-    public func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) -> String? {
+    public func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) -> PauseChange {
         try await setPaused(name, paused: paused)
     }
 

@@ -395,14 +395,20 @@ extension SyncScheduler {
 
     /// Pauses (no timer runs) or resumes (`resumeTimer`: a job due runs at once, another at its
     /// next run as planned) `name`, and writes the state file, waiting for the write: returns
-    /// why it could not be written (the change holds in this process, but a restart would undo
-    /// it), nil once it was.
+    /// whether the job already was so (`unchanged`: a pause of a paused job, a resume of one not
+    /// paused, which change nothing and log no change), and why the file could not be written
+    /// (the change holds in this process, but a restart would undo it), nil once it was.
     @discardableResult
-    public func setPaused(_ name: String, paused: Bool) async throws(VarlinkFailure) -> String? {
+    public func setPaused(_ name: String, paused: Bool) async throws(VarlinkFailure) -> PauseChange {
         guard let state = jobs[name] else { throw .noSuchJob(name) }
-        jobs[name]?.paused = paused
-        let said = !paused && state.paused && state.config.enabled ? resumeTimer(name) : paused ? "paused" : "resumed"
-        log.notice("sync", "\(name) \(said)")
+        let unchanged = state.paused == paused
+        if unchanged {
+            log.info("sync", "\(name): \(paused ? "already paused: nothing changed" : "not paused: nothing to resume")")
+        } else {
+            jobs[name]?.paused = paused
+            let said = !paused && state.config.enabled ? resumeTimer(name) : paused ? "paused" : "resumed"
+            log.notice("sync", "\(name) \(said)")
+        }
         // Kept in the state file: a restart (a crash, the watchdog, a reboot) does not resume
         // a job paused for maintenance. Written even when unchanged, so that asking again tells
         // whether it is saved now.
@@ -411,10 +417,12 @@ extension SyncScheduler {
         let callTimeout = store.current.control.callTimeout
         let limit = min(StepDeadline.stepLimit + .seconds(1), callTimeout * 3 / 4)
         guard await stateStore.waitForSave(saveState(), limit: limit) else {
-            return "not written yet (the state file's write did not end within \(Format.duration(seconds(limit))))"
+            return PauseChange(
+                unchanged: unchanged, notSaved: "not written yet (the state file's write did not end within \(Format.duration(seconds(limit))))")
         }
-        guard let problem = stateStore.lastWriteProblem ?? nil else { return nil }
-        return "cannot write the jobs' state file \(JSONValue.quotedPathForMessage(stateStore.path)): \(problem)"
+        guard let problem = stateStore.lastWriteProblem ?? nil else { return PauseChange(unchanged: unchanged, notSaved: nil) }
+        return PauseChange(
+            unchanged: unchanged, notSaved: "cannot write the jobs' state file \(JSONValue.quotedPathForMessage(stateStore.path)): \(problem)")
     }
 }
 

@@ -240,8 +240,11 @@ final class DaemonMethods: Sendable {
             try call.accept(["name"])
             guard let name = try call.string("name") else { throw .invalidParameter("name", reason: "missing: the job's name is required") }
             // A change the state file did not take holds until the daemon stops: the caller is told.
-            let notSaved = try await jobs.setPaused(name, method == "PauseJob")
-            return VarlinkReply(parameters: notSaved.map { [("notSaved", .string($0))] } ?? [])
+            let change = try await jobs.setPaused(name, method == "PauseJob")
+            // Said only when true: a job already so (an older daemon never says it).
+            var parameters: [(String, JSONValue)] = change.notSaved.map { [("notSaved", .string($0))] } ?? []
+            if change.unchanged { parameters.append(("unchanged", .bool(true))) }
+            return VarlinkReply(parameters: parameters)
         case "SetLogLevel":
             // All or nothing: both parameters are checked before either is changed.
             try call.accept(["level", "filter"])

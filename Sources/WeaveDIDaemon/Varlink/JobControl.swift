@@ -13,11 +13,23 @@ public protocol JobControl: Sendable {
     ) async throws(VarlinkFailure) -> JSONValue
     /// Starts a run of `name` and returns at once, while the run goes on.
     func start(_ name: String) async throws(VarlinkFailure) -> JobStart
-    /// Pauses or resumes `name`; returns why the change could not be saved in the state file
-    /// (it holds until the daemon stops), nil once it was.
-    func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) -> String?
+    /// Pauses or resumes `name`: what came of it.
+    func setPaused(_ name: String, _ paused: Bool) async throws(VarlinkFailure) -> PauseChange
     /// Metric lines in the Prometheus text format.
     func metrics() async -> String
+}
+
+/// What a pause or a resume did: whether the job already was so (nothing changed, and nothing
+/// is logged), and why the state file, written either way, could not take it (the change holds
+/// until the daemon stops), nil once it did.
+public struct PauseChange: Sendable, Equatable {
+    public var unchanged: Bool
+    public var notSaved: String?
+
+    public init(unchanged: Bool, notSaved: String?) {
+        self.unchanged = unchanged
+        self.notSaved = notSaved
+    }
 }
 
 /// What asking for a run without waiting for it did.

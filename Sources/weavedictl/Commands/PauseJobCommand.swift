@@ -14,7 +14,7 @@ struct PauseJobCommand: CtlCommand {
             daemon (which keeps the pause in its state directory). Needs administrator rights
             (see `weavedictl fix --help`).
 
-            Exit status: 0 when paused; 1 when the job does not exist; 69 when the daemon cannot be reached;
+            Exit status: 0 when paused (or paused already: `already paused`); 1 when the job does not exist; 69 when the daemon cannot be reached;
             75 when paused, but the daemon could not save that in its state file (a warning names the file
             and the error: until it can, a restart would resume the job); 77 without the rights.
             """,
@@ -32,7 +32,9 @@ struct PauseJobCommand: CtlCommand {
         if context.options.json {
             context.printJSON(reply.object)
         } else {
-            context.terminal.line("job \(name.escapingControlCharacters): paused")
+            // A job paused already: nothing changed (the daemon says so since it can).
+            let unchanged = reply.parameter("unchanged")?.boolValue == true
+            context.terminal.line("job \(name.escapingControlCharacters): \(unchanged ? "already paused" : "paused")")
         }
         return Self.warnIfNotSaved(reply, job: name, verb: "paused", undo: "a restart would resume the job")
     }

@@ -15,7 +15,7 @@ struct ResumeJobCommand: CtlCommand {
             now (the daemon's log says which). `weavedictl run-job NAME` runs it at once.
             Needs administrator rights (see `weavedictl fix --help`).
 
-            Exit status: 0 when resumed; 1 when the job does not exist; 69 when the daemon cannot be reached;
+            Exit status: 0 when resumed (or not paused: `not paused (nothing to resume)`); 1 when the job does not exist; 69 when the daemon cannot be reached;
             75 when resumed, but the daemon could not save that in its state file (a warning names the file
             and the error: until it can, a restart would pause the job again); 77 without the rights.
             """,
@@ -33,7 +33,9 @@ struct ResumeJobCommand: CtlCommand {
         if context.options.json {
             context.printJSON(reply.object)
         } else {
-            context.terminal.line("job \(name.escapingControlCharacters): resumed")
+            // A job not paused: nothing changed.
+            let unchanged = reply.parameter("unchanged")?.boolValue == true
+            context.terminal.line("job \(name.escapingControlCharacters): \(unchanged ? "not paused (nothing to resume)" : "resumed")")
         }
         return Self.warnIfNotSaved(reply, job: name, verb: "resumed", undo: "a restart would pause the job again")
     }
