@@ -919,11 +919,12 @@ import WeaveDIPosix
     static let longBackoff = #""interval": 1, "backoffCap": 10000000"#
 
     /// A state file whose job `docs` failed its last run `docs-41`, ended `endedAgo` seconds
-    /// ago, after 19 failures in a row before it; `level`, its `backoffLevel` member, if any.
-    func writeFailedRun(_ fixture: Fixture, endedAgo age: Double, level: String) {
+    /// ago, after 19 failures in a row before it; `members`, more members of its entry
+    /// (`"backoffLevel": 3, `).
+    func writeFailedRun(_ fixture: Fixture, endedAgo age: Double, with members: String) {
         let ended = Date().timeIntervalSince1970 - age
         fixture.directory.write("state/jobs.json", #"{"lastRunNumber": 41, "jobs": {"docs": {"consecutiveFailures": 20, "#
-            + #"\#(level)"lastRun": {"id": "docs-41", "job": "docs", "result": "failed", "startedAt": \#(ended - 1), "#
+            + #"\#(members)"lastRun": {"id": "docs-41", "job": "docs", "result": "failed", "startedAt": \#(ended - 1), "#
             + #""endedAt": \#(ended), "message": "source missing"}}}}"#)
     }
 
@@ -937,7 +938,7 @@ import WeaveDIPosix
     func theBackoff_goesOnAfterARestart(level: String, after: Int) throws {
         let fixture = Fixture()
         // Its backoff passed long ago, whatever was drawn: it runs at once.
-        writeFailedRun(fixture, endedAgo: 20_000_000, level: level)
+        writeFailedRun(fixture, endedAgo: 20_000_000, with: level)
         let daemon = try fixture.start(schedule: Self.longBackoff)
         try #require(daemon.waitForLog("docs: retrying in "), "\(daemon.log)")
         #expect(daemon.log.contains(#"job "docs": backoffLevel: expected an integer from 0 to 2147483647, got -1; that field is "#
@@ -956,21 +957,30 @@ import WeaveDIPosix
     /// A job whose last run failed waits out its backoff after a restart, counted from that
     /// run's end (drawn anew), as it would have without the restart, and the log says so as at
     /// the run's end; it does not run at once because its interval has passed since the run's
-    /// start. `ListJobs` shows the wait.
-    @Test func aBackoffBeingWaitedOut_isWaitedOutAfterARestart() throws {
+    /// start. `ListJobs` shows the wait. A paused job stays paused, and the log says so; resumed,
+    /// it keeps the backoff.
+    @Test(arguments: [false, true])
+    func aBackoffBeingWaitedOut_isWaitedOutAfterARestart(paused: Bool) throws {
         let fixture = Fixture()
-        writeFailedRun(fixture, endedAgo: 1, level: "")
+        writeFailedRun(fixture, endedAgo: 1, with: paused ? #""paused": true, "# : "")
         let daemon = try fixture.start(schedule: Self.longBackoff)
         try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
         let retry = daemon.log.split(separator: "\n").first { $0.contains("sync: docs: retrying in ") }.map(String.init) ?? ""
         #expect(retry.contains("notice  sync: docs: retrying in ")
-            && retry.hasSuffix(" (backoff after 20 failed runs in a row, counted from the end of its last run docs-41)"),
+            && retry.hasSuffix(" (backoff after 20 failed runs in a row, counted from the end of its last run docs-41)"
+                + (paused ? "; it stays paused" : "")),
             "\(daemon.log)")
-        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        let client = try VarlinkClient(path: daemon.defaultSocket)
+        if paused { _ = try client.call("io.weavedi.Daemon.ResumeJob", [("name", .string("docs"))]) }
+        let job = try client.call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
         // Drawn up to about 6 days at level 20: less than 10 s but once in tens of thousands.
         #expect((job?[member: "nextRunIn"]?.numberValue ?? 0) > 10, "\(job.map { "\($0)" } ?? "no job")")
         #expect(job?[member: "lastRun"]?[member: "id"]?.stringValue == "docs-41", "\(job.map { "\($0)" } ?? "no job")")
         #expect(!daemon.log.contains("overdue"), "\(daemon.log)")
+        if paused {
+            #expect(daemon.waitForLog("notice  sync: docs resumed; next run in "), "\(daemon.log)")
+            #expect(daemon.log.contains(" (backoff after 20 failed runs in a row)\n"), "\(daemon.log)")
+        }
         daemon.send(.terminate)
         #expect(daemon.wait() == .exited(0), "\(daemon.log)")
     }

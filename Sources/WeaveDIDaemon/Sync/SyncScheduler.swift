@@ -387,8 +387,9 @@ public actor SyncScheduler: DaemonService {
                     + "\(last.id), has passed\(dueNow(config, again: ""))")
                 return (jitter(config.jitter), nil)
             }
+            // A paused job keeps the timer (a resume before its end keeps the backoff), and stays paused.
             log.notice("sync", "\(name): retrying in \(Format.duration(seconds(left))) (backoff after \(state.failuresInARow), "
-                + "counted from the end of its last run \(last.id))")
+                + "counted from the end of its last run \(last.id))\(state.paused ? "; it stays paused" : "")")
             return (left, ContinuousClock.now - .seconds(ago))
         }
         // From the last run's start; for a job that has never run, from when it was first seen
