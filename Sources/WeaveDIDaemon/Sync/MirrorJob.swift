@@ -57,7 +57,11 @@ struct MirrorJob: SyncJob {
                 }
             }
         }
-        if report.destinationIsMountRoot == true, !settings.destinationMountPoint, Self.firstMountPointNotice(for: name) {
+        // Said once, when the log lets it through: a notice the log was too quiet for is not
+        // taken as said (the level can be raised at run time, `SetLogLevel`).
+        if report.destinationIsMountRoot == true, !settings.destinationMountPoint, context.log.isEnabled(.notice, "sync"),
+           Self.firstMountPointNotice(for: name)
+        {
             context.log.notice("sync", "\(context.job): \(Self.mountPointNotice(settings.destination))")
         }
         for issue in report.unchecked {
