@@ -1200,6 +1200,29 @@ import WeaveDIPosix
         #expect(seen >= before && seen <= Date().timeIntervalSince1970, "\(seen)")
     }
 
+    /// A count of `changingFiles` no run writes is dropped with that field alone, and the log
+    /// names it by its path, quoted as every message quotes one: a name of the mirrored tree
+    /// (a newline in it here) can forge no line. Before, the path stood raw in the line.
+    @Test(arguments: [
+        (#""a\nb": -1"#, #"changingFiles.files["a\nb"]: expected an integer from 0 to 2147483647, got -1"#),
+        (#""x": 0"#, #"changingFiles.files["x"]: expected an integer from 1, got 0"#),
+    ])
+    func aChangingFilesCountNoRunWrites_isDropped_namedByItsQuotedPath(files: String, problem: String) throws {
+        let fixture = Fixture()
+        fixture.directory.write("state/jobs.json", #"""
+            {"jobs": {"docs": {"consecutiveFailures": 2, "changingFiles": {"source": "\#(fixture.directory.path)/source",
+              "destination": "\#(fixture.directory.path)/mirror", "files": {\#(files)}}}}}
+            """#)
+        let daemon = try fixture.start()
+        try #require(daemon.waitForLog("ready;"), "\(daemon.log)")
+        #expect(daemon.log.contains(#"warning sync: \#(fixture.stateFile): job "docs": \#(problem); that field is dropped, "#
+            + "the job keeps the rest of its previous results"), "\(daemon.log)")
+        let job = try VarlinkClient(path: daemon.defaultSocket).call("io.weavedi.Daemon.ListJobs").parameter("jobs")?.arrayValue?.first
+        #expect(job?[member: "consecutiveFailures"]?.intValue == 2, "\(job.map { "\($0)" } ?? "no job")")
+        daemon.send(.terminate)
+        #expect(daemon.wait() == .exited(0), "\(daemon.log)")
+    }
+
     /// A pause or a resume the state file cannot take (here a directory in its place, which
     /// fails as root too, as a full file system does) is reported: weavedictl prints the change,
     /// then a warning naming the file and the error, and exits 75; the change holds in the

@@ -357,7 +357,7 @@ private let stoppedRemovalChildRootVariable = "WEAVEDI_MIRROR_TEST_STOPPED_REMOV
         #expect(next.result == .partial)
         #expect(next.copied == 1)
         #expect(next.errors.map(\.description) == [
-            "\(removed.destination): (kept for a run of the job removed into a destination no job has now) the destination "
+            "\(removed.destination): (kept for a run of the job \"removed\" into a destination no job has now) the destination "
                 + "root's mode, 0355, could not be given back after an earlier run that had stopped waiting for its start "
                 + "(cancelled, or a step that did not answer) opened it as its owner may (its owner's rwx added): Bad file "
                 + "descriptor (EBADF); give it back by hand: chmod 0355 \(removed.destination)"

@@ -146,13 +146,14 @@ final class StuckThreads: Sendable {
             return nil
         }
         guard let (thread, path, at) = matches.min(by: { $0.thread.since < $1.thread.since }) else { return nil }
-        return ("\(step.subject) was not tried: an earlier thread (\(thread.purpose)) has been stuck on \"\(path)\" "
+        return ("\(step.subject) was not tried: an earlier thread (\(thread.purpose)) has been stuck on \(JSONValue.quotedPathForMessage(path)) "
             + "for \(seconds(from: thread.since, to: now)) s (is its file system responding?)", ETIMEDOUT, at)
     }
 
-    /// `"/a"`, or `"/a" or "/b"`.
+    /// `"/a"`, or `"/a" or "/b"`, each quoted as every message quotes a path from outside (a
+    /// walk's: any file name, a `"` or a newline in it included).
     private static func quoted(_ paths: [String]) -> String {
-        paths.map { "\"\($0)\"" }.joined(separator: " or ")
+        paths.map { JSONValue.quotedPathForMessage($0) }.joined(separator: " or ")
     }
 
     /// Whether `path` is `stuck` or lies below it, lexically.

@@ -104,10 +104,11 @@ struct ChangingFiles: Sendable, Equatable {
                     description: "changingFiles.files: expected distinct paths of at most \(Self.pathByteLimit) bytes, "
                         + "got \(PersistedStateProblem.quoted(path))")
             }
-            runs[path] = try PersistedStateProblem.count(
-                json[member: "files"] ?? .null, path, prefix: "changingFiles.files.", maximum: Self.maximumRuns)
+            // The path, from the file, quoted as every message quotes one.
+            let label = "changingFiles.files[\(PersistedStateProblem.quoted(path))]"
+            runs[path] = try PersistedStateProblem.count(json[member: "files"] ?? .null, path, label: label, maximum: Self.maximumRuns)
             guard runs[path] != 0 else {
-                throw PersistedStateProblem(description: "changingFiles.files.\(path): expected an integer from 1, got 0")
+                throw PersistedStateProblem(description: "\(label): expected an integer from 1, got 0")
             }
         }
     }

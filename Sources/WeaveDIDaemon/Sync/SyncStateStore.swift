@@ -629,12 +629,16 @@ struct PersistedStateProblem: Error, CustomStringConvertible {
     /// The integer `name` of `json`, from 0 to `maximum`; 0 when absent and not `required`. A
     /// whole number however written (`3.0`, `-0`) is that integer, as in the configuration
     /// (`JSONValue.wholeNumber`): a file edited by hand may say so.
-    static func count(_ json: JSONValue, _ name: String, prefix: String = "", maximum: Int? = nil, required: Bool = true) throws(Self) -> Int {
+    /// The message names it `label`, when given (a member whose name is a path from outside,
+    /// quoted), else `prefix` and `name`.
+    static func count(
+        _ json: JSONValue, _ name: String, prefix: String = "", label: String? = nil, maximum: Int? = nil, required: Bool = true
+    ) throws(Self) -> Int {
         let value = json[member: name]
         if value == nil, !required { return 0 }
         guard let number = value?.wholeNumber, number >= 0, number <= maximum ?? Int.max else {
             let range = maximum.map { "from 0 to \($0)" } ?? "from 0"
-            throw Self(description: "\(prefix)\(name): expected an integer \(range), got \(describe(value))")
+            throw Self(description: "\(label ?? prefix + name): expected an integer \(range), got \(describe(value))")
         }
         return number
     }

@@ -67,7 +67,7 @@ enum MirrorLateGiveBacks {
             let named = { (issue: MirrorIssue) in
                 MirrorIssue(
                     path: issue.path,
-                    reason: "(kept for a run of the job \(job) into a destination no job has now) " + issue.reason)
+                    reason: "(kept for a run of the job \(DaemonConfiguration.Job.quoted(job)) into a destination no job has now) " + issue.reason)
             }
             for issue in kept.errors { adopted.fail(issue.path, named(issue).reason) }
             adopted.errorCount = kept.errorCount
