@@ -16,7 +16,11 @@ extension UnifiedRegistry {
     /// when asked inside a fix of the check (by it, or by a fix it asked for): it would wait
     /// for itself; and when asked inside a fix that the check's fix running waits for (two
     /// checks whose fixes ask for each other, fixed in two tasks at once): the two would wait
-    /// for each other until they timed out. A name no check has, or a check without a fix, is refused too, but not
+    /// for each other until they timed out (which fixes a call is asked inside, it learns from
+    /// its task, `FixRecord.attempt`, which the tasks a fix starts inherit: one asked from a task
+    /// a fix starts and does not wait for is taken as waited for, and may be refused; one asked
+    /// inside `FixRecord.outsideAnyFix` is inside none, and a cycle through it waits for the
+    /// timeouts). A name no check has, or a check without a fix, is refused too, but not
     /// recorded in `fixHistory()`: asking for a fix that does not exist is no attempt.
     @discardableResult
     public func fix(_ name: String) async -> FixRecord {
