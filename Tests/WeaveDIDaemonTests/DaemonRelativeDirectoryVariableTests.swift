@@ -66,17 +66,18 @@ import WeaveDIPosix
     /// Only a variable the configuration would use is warned about: one that sets
     /// `stateDirectory` uses no `STATE_DIRECTORY`, one that sets `runtimeDirectory` or
     /// `control.socket` neither `RUNTIME_DIRECTORY` nor `XDG_RUNTIME_DIR`. Before, the warning
-    /// said the working directory's was used where the file's was.
+    /// said the working directory's was used where the file's was. (`DIR` stands for the test's
+    /// directory: the check creates the directories, which any user may there.)
     @Test(arguments: [
-        (#"{"stateDirectory": "/srv/state"}"#, [0, 2]),
-        (#"{"runtimeDirectory": "/srv/run"}"#, [1]),
-        (#"{"control": {"socket": "/srv/run/control.sock"}}"#, [1]),
-        (#"{"stateDirectory": "/srv/state", "runtimeDirectory": "/srv/run"}"#, []),
+        (#"{"stateDirectory": "DIR/state"}"#, [0, 2]),
+        (#"{"runtimeDirectory": "DIR/run"}"#, [1]),
+        (#"{"control": {"socket": "DIR/run/control.sock"}}"#, [1]),
+        (#"{"stateDirectory": "DIR/state", "runtimeDirectory": "DIR/run"}"#, []),
     ])
     func aVariableTheConfigurationDoesNotUse_isNoWarning(file: String, warned: [Int]) throws {
         let directory = TemporaryDirectory("wd-rel")
         let d = directory.path
-        let config = directory.write("weavedid.json", file)
+        let config = directory.write("weavedid.json", file.replacingOccurrences(of: "DIR", with: d + "/srv"))
         let result = try Subprocess.run(
             "/bin/sh", arguments: ["-c", #"cd "$1" && exec "$2" --check-config --config "$3""#, "sh", d, DaemonProcess.binary, config],
             environment: ["PATH": "/usr/bin:/bin"].merging(Self.relative) { $1 })
