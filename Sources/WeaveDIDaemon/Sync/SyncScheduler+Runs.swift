@@ -416,13 +416,15 @@ extension SyncScheduler {
         // saves, or one stalled before it): the answer comes before the call times out.
         let callTimeout = store.current.control.callTimeout
         let limit = min(StepDeadline.stepLimit + .seconds(1), callTimeout * 3 / 4)
-        guard await stateStore.waitForSave(saveState(), limit: limit) else {
-            return PauseChange(
-                unchanged: unchanged, notSaved: "not written yet (the state file's write did not end within \(Format.duration(seconds(limit))))")
+        let notSaved: String?
+        if await !stateStore.waitForSave(saveState(), limit: limit) {
+            notSaved = "not written yet (the state file's write did not end within \(Format.duration(seconds(limit))))"
+        } else if let problem = stateStore.lastWriteProblem ?? nil {
+            notSaved = "cannot write the jobs' state file \(JSONValue.quotedPathForMessage(stateStore.path)): \(problem)"
+        } else {
+            notSaved = nil
         }
-        guard let problem = stateStore.lastWriteProblem ?? nil else { return PauseChange(unchanged: unchanged, notSaved: nil) }
-        return PauseChange(
-            unchanged: unchanged, notSaved: "cannot write the jobs' state file \(JSONValue.quotedPathForMessage(stateStore.path)): \(problem)")
+        return PauseChange(unchanged: unchanged, notSaved: notSaved)
     }
 }
 
