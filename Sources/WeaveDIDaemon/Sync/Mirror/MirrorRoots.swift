@@ -71,9 +71,9 @@ struct MirrorRoots: ~Copyable {
         /// owner may given its mode back without set-ID bits, or not at all (`giveBack`).
         var aside = MirrorReport()
 
-        /// `"path": reason`, the path quoted (`JSONValue.quotedPathForMessage`), as a fix's
-        /// message shows it.
-        var description: String { "\(JSONValue.quotedPathForMessage(path)): \(reason)" }
+        /// `"path": reason`, the path quoted as a run's issues are (`MirrorIssue.quoted`), as a
+        /// fix's message shows it.
+        var description: String { MirrorIssue(path: path, reason: reason).quoted }
     }
 
     /// Resolves, checks and opens both roots of `settings`, in parts, on threads of their own
